@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up smroute on a fresh machine: Debian packages (real InfiniBand tools),
+# a virtual environment in .venv, and the package with its test extra.
+# Idempotent: re-running installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PKGS=(opensm ibsim-utils infiniband-diags ibutils)
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv" >&2
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.smroute-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "setup: installing smroute into .venv" >&2
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e '.[test]'
+    touch "$stamp"
+fi

@@ -1,0 +1,5 @@
+import sys
+
+from smroute.cli.main import main
+
+sys.exit(main())
