@@ -1,0 +1,725 @@
+"""Drive the real InfiniBand tools on a simulated fabric (edge module, no mocks).
+
+:class:`IbSim` starts ``ibsim`` (package ``ibsim-utils``) on a net file, waits
+until it serves clients, runs umad tools under ``ibsim-run`` (which
+LD_PRELOADs ``libumad2sim.so``) and talks to the simulator's console (link
+up/down, routes).  :func:`run_opensm`, :func:`ibnetdiscover` and
+:func:`dump_switch_routes` run OpenSM 3.3.x and infiniband-diags through it.
+
+Isolation
+---------
+ibsim and umad2sim meet on *abstract* unix datagram sockets named
+``<base>:ctl``, ``<base>:out<N>`` and ``<base>:in<pid>`` / ``<base>:ctl<pid>``,
+where ``<base>`` is the ``IBSIM_SOCKNAME`` environment variable (default
+``sim``).  Both ibsim and umad2sim read it (ibsim >= 0.8, so the Debian 0.10
+package too).  Every :class:`IbSim` picks a fresh base name
+(``smroute-<pid>-<random>``), starts ibsim with it and passes it to every client
+it runs, so any number of simulators (tests, helpers running in parallel) can
+live on one machine.  Abstract sockets vanish with their process: there is
+nothing to clean up on disk.  An ibsim serves at most 10 clients at once
+(``IBSIM_MAX_CLIENTS``); clients killed on timeout are disconnected from the
+console (``X <id>``) so that their slot and their SM flag are freed.
+
+Console
+-------
+Without ``-n`` ibsim reads commands on stdin, one line of at most 127 bytes,
+answers on stdout and prints a ``sim> `` prompt.  It does not echo commands, so
+:meth:`IbSim.console` follows each command with a comment line ``# <marker>``
+(which ibsim prints back) and returns what was printed in between.  The first
+such echo also proves that the simulator's sockets are bound (the console is
+served by the same select loop as the clients), which is how start-up waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from smroute.errors import RoutingError, SmrouteError
+
+__all__ = [
+    "IbSim",
+    "NetLimits",
+    "OpenSMRun",
+    "ToolError",
+    "ToolMissingError",
+    "ToolResult",
+    "ToolTimeoutError",
+    "dump_switch_routes",
+    "ibnetdiscover",
+    "net_limits",
+    "parse_routing_seconds",
+    "run_opensm",
+]
+
+#: Debian package that ships each tool, for "install ..." hints.
+TOOL_PACKAGES: dict[str, str] = {
+    "ibsim": "ibsim-utils",
+    "ibsim-run": "ibsim-utils",
+    "opensm": "opensm",
+    "ibnetdiscover": "infiniband-diags",
+    "dump_fts": "infiniband-diags",
+    "ibroute": "infiniband-diags",
+    "smpquery": "infiniband-diags",
+    "ibtracert": "infiniband-diags",
+}
+
+#: ibsim 0.10 compiled-in limits (sim.h): nodes, switches, ports, linear FDB cap.
+IBSIM_DEFAULT_NODES = 2048
+IBSIM_DEFAULT_SWITCHES = 256
+IBSIM_DEFAULT_PORTS = IBSIM_DEFAULT_SWITCHES * 36 + IBSIM_DEFAULT_NODES * 2
+IBSIM_DEFAULT_LINEAR_CAP = 30 * 1024
+#: Longest console line ibsim reads in one piece (its buffer is 128 bytes).
+CONSOLE_MAX_LINE = 127
+
+_TAIL = 2000
+
+
+class ToolError(SmrouteError):
+    """A real tool failed: could not start, exited non-zero or misbehaved.
+
+    ``stderr_tail`` holds the end of its standard error, also quoted in the message.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
+        self.stderr_tail = stderr_tail
+        if stderr_tail.strip():
+            message = f"{message}\n--- stderr (tail) ---\n{stderr_tail.rstrip()}"
+        super().__init__(message)
+
+
+class ToolMissingError(ToolError):
+    """A required binary is not installed (the message names the Debian package)."""
+
+
+class ToolTimeoutError(ToolError):
+    """A tool did not finish within its timeout (it has been killed)."""
+
+
+def _tail(text: str, n: int = _TAIL) -> str:
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def require_tool(name: str) -> str:
+    """Absolute path of binary ``name``; :class:`ToolMissingError` if absent."""
+    path = shutil.which(name)
+    if path is None:
+        pkg = TOOL_PACKAGES.get(name, "the package providing it")
+        raise ToolMissingError(f"{name}: not found on PATH (install {pkg})")
+    return path
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Outcome of one command run under ibsim."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def lines(self) -> list[str]:
+        """Standard output split into lines."""
+        return self.stdout.splitlines()
+
+
+# --------------------------------------------------------------------------- limits
+@dataclass(frozen=True)
+class NetLimits:
+    """Sizes of a net file, as ibsim counts them."""
+
+    nodes: int
+    switches: int
+    ports: int
+
+
+_HEADER_RE = re.compile(r'^\s*(Switch|Hca|Ca|Rt|Router)\s+(\d+)\s+"')
+
+
+def net_limits(netfile: str | os.PathLike[str]) -> NetLimits:
+    """Count nodes, switches and port slots in an ibsim/ibnetdiscover net file.
+
+    Port slots follow ibsim: a switch uses ``ports + 1`` (port 0), others ``ports``.
+    """
+    nodes = switches = ports = 0
+    with open(netfile, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = _HEADER_RE.match(line)
+            if not m:
+                continue
+            n = int(m.group(2))
+            nodes += 1
+            if m.group(1) == "Switch":
+                switches += 1
+                ports += n + 1
+            else:
+                ports += n
+    return NetLimits(nodes, switches, ports)
+
+
+# --------------------------------------------------------------------------- IbSim
+class IbSim:
+    """A running ``ibsim`` on ``netfile``, private to this object.
+
+    Use as a context manager::
+
+        with IbSim("fabric.net", tmpdir) as sim:
+            topo = ibnetdiscover(sim)
+            sim.console('Unlink "S-0000000000000101"[3]')
+
+    Args:
+        netfile: ibsim net file (ibnetdiscover format).
+        workdir: directory for ibsim's stderr log (``ibsim.stderr``).
+        max_nodes, max_switches, max_ports: ibsim's ``-N -S -P`` limits; ``None``
+            sizes them from the net file (never below ibsim's defaults).
+        linear_cap: ``-L``, LIDs per switch LFT (``None``: ibsim's 30720).
+        sockname: ``IBSIM_SOCKNAME`` base; ``None`` picks a unique one.
+        start_timeout: seconds to wait for the simulator to parse and bind.
+    """
+
+    def __init__(
+        self,
+        netfile: str | os.PathLike[str],
+        workdir: str | os.PathLike[str],
+        *,
+        max_nodes: int | None = None,
+        max_switches: int | None = None,
+        max_ports: int | None = None,
+        linear_cap: int | None = None,
+        sockname: str | None = None,
+        start_timeout: float = 120.0,
+    ) -> None:
+        self.netfile = Path(netfile).resolve()
+        self.workdir = Path(workdir).resolve()
+        self.max_nodes = max_nodes
+        self.max_switches = max_switches
+        self.max_ports = max_ports
+        self.linear_cap = linear_cap
+        self.sockname = sockname or f"smroute-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        self.start_timeout = start_timeout
+        self.stderr_path = self.workdir / "ibsim.stderr"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out = bytearray()
+        self._out_cond = threading.Condition()
+        self._reader: threading.Thread | None = None
+        self._console_lock = threading.Lock()
+        self._stderr_fh: IO[bytes] | None = None
+        self.start_seconds: float | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self) -> IbSim:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """True while the ibsim process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def command_line(self) -> list[str]:
+        """The ibsim command this object runs (limits sized from the net file)."""
+        exe = require_tool("ibsim")
+        if not self.netfile.is_file():
+            raise ToolError(f"ibsim: net file {self.netfile} does not exist")
+        need = net_limits(self.netfile)
+        nodes = self.max_nodes or max(IBSIM_DEFAULT_NODES, need.nodes + 16)
+        switches = self.max_switches or max(IBSIM_DEFAULT_SWITCHES, need.switches + 16)
+        ports = self.max_ports or max(IBSIM_DEFAULT_PORTS, need.ports + 256)
+        cmd = [exe, "-s", "-N", str(nodes), "-S", str(switches), "-P", str(ports)]
+        if self.linear_cap is not None:
+            cmd += ["-L", str(self.linear_cap)]
+        cmd.append(str(self.netfile))
+        return cmd
+
+    def start(self) -> None:
+        """Start ibsim and wait until it serves clients.
+
+        Raises :class:`ToolMissingError` if ibsim is not installed,
+        :class:`ToolError` if it exits (bad net file, socket name in use) and
+        :class:`ToolTimeoutError` if it is not ready within ``start_timeout``.
+        """
+        if self._proc is not None:
+            raise ToolError("ibsim: already started")
+        cmd = self.command_line()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["IBSIM_SOCKNAME"] = self.sockname
+        env.pop("LD_PRELOAD", None)
+        t0 = time.monotonic()
+        stderr_fh = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._stderr_fh = stderr_fh
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr_fh,
+            cwd=self.workdir,
+            env=env,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(
+            target=self._read_stdout, name=f"ibsim-stdout-{self.sockname}", daemon=True
+        )
+        self._reader.start()
+        try:
+            self.console("# smroute: ready?", timeout=self.start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Quit ibsim (console ``Quit``, then SIGTERM, then SIGKILL); idempotent."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                assert proc.stdin is not None
+                proc.stdin.write(b"Quit\n")
+                proc.stdin.flush()
+            try:
+                proc.wait(timeout=timeout / 2)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout / 2)
+                except subprocess.TimeoutExpired:
+                    self._signal(signal.SIGKILL)
+                    proc.wait()
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        with contextlib.suppress(OSError):
+            if proc.stdout is not None:
+                proc.stdout.close()
+        fh = self._stderr_fh
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+        self._stderr_fh = None
+
+    def _signal(self, sig: int) -> None:
+        assert self._proc is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, sig)
+
+    def _read_stdout(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            with self._out_cond:
+                if chunk:
+                    self._out += chunk
+                self._out_cond.notify_all()
+            if not chunk:
+                return
+
+    def stderr_tail(self, n: int = _TAIL) -> str:
+        """The end of ibsim's standard error."""
+        try:
+            data = self.stderr_path.read_bytes()
+        except OSError:
+            return ""
+        return _tail(data.decode("utf-8", "replace"), n)
+
+    def stdout_text(self) -> str:
+        """Everything ibsim printed on stdout so far (console answers, banner)."""
+        with self._out_cond:
+            return self._out.decode("utf-8", "replace")
+
+    # ------------------------------------------------------------ console
+    def console(self, cmd: str, *, timeout: float = 30.0) -> str:
+        """Send one console command; return what ibsim printed for it.
+
+        Examples: ``Unlink "S-0000000000000101"[3]``, ``ReLink "S-..."[3]``,
+        ``Route 1 7``, ``Attached``.  The returned text has the prompt removed.
+        Raises ``ValueError`` for a command ibsim cannot read in one piece.
+        """
+        if "\n" in cmd or len(cmd.encode()) > CONSOLE_MAX_LINE:
+            raise ValueError(f"ibsim console command must be one line <= {CONSOLE_MAX_LINE} bytes")
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise ToolError("ibsim: not started")
+        marker = f"# smroute-mark-{uuid.uuid4().hex}"
+        with self._console_lock:
+            with self._out_cond:
+                pos = len(self._out)
+            try:
+                proc.stdin.write(f"{cmd}\n{marker}\n".encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError) as err:
+                raise ToolError(
+                    f"ibsim: console closed ({err})", stderr_tail=self.stderr_tail()
+                ) from err
+            needle = marker.encode()
+            deadline = time.monotonic() + timeout
+            with self._out_cond:
+                while True:
+                    idx = self._out.find(needle, pos)
+                    if idx >= 0:
+                        text = self._out[pos:idx].decode("utf-8", "replace")
+                        break
+                    if proc.poll() is not None:
+                        raise ToolError(
+                            f"ibsim exited with status {proc.returncode}",
+                            stderr_tail=self.stderr_tail(),
+                        )
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ToolTimeoutError(
+                            f"ibsim: no answer to console command {cmd!r} within {timeout:g} s",
+                            stderr_tail=self.stderr_tail(),
+                        )
+                    self._out_cond.wait(min(left, 0.5))
+        return _strip_prompts(text)
+
+    def unlink(self, node_id: str, port: int | None = None) -> str:
+        """Console ``Unlink "node"[port]`` (all links of the node if ``port`` is None)."""
+        return self.console(_node_ref("Unlink", node_id, port))
+
+    def relink(self, node_id: str, port: int | None = None) -> str:
+        """Console ``ReLink "node"[port]``: restore links removed by :meth:`unlink`."""
+        return self.console(_node_ref("ReLink", node_id, port))
+
+    def route(self, from_lid: int, to_lid: int) -> str:
+        """Console ``Route``: the hops ibsim's switches forward along (their LFTs)."""
+        return self.console(f"Route {int(from_lid)} {int(to_lid)}")
+
+    def attached(self) -> list[tuple[int, int]]:
+        """Connected clients as ``(client id, pid)`` pairs (console ``Attached``)."""
+        text = self.console("Attached")
+        return [
+            (int(m.group(1)), int(m.group(2)))
+            for m in re.finditer(r"Client (\d+): pid (\d+)", text)
+        ]
+
+    def reap_clients(self) -> list[int]:
+        """Disconnect clients whose process is gone; return their client ids."""
+        dropped = []
+        for cid, pid in self.attached():
+            if not _pid_alive(pid):
+                self.console(f"X {cid}")
+                dropped.append(cid)
+        return dropped
+
+    # ------------------------------------------------------------ clients
+    def client_env(self, sim_host: str | None = None) -> dict[str, str]:
+        """Environment for a umad client of this simulator (without LD_PRELOAD;
+        ``ibsim-run`` adds it)."""
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        env.pop("IBSIM_SERVER_NAME", None)
+        env.pop("IBSIM_SERVER_PORT", None)
+        env["IBSIM_SOCKNAME"] = self.sockname
+        if sim_host is not None:
+            env["SIM_HOST"] = sim_host
+        else:
+            env.pop("SIM_HOST", None)
+        return env
+
+    def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        timeout: float = 300.0,
+        check: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        sim_host: str | None = None,
+    ) -> ToolResult:
+        """Run ``cmd`` under ``ibsim-run`` attached to this simulator.
+
+        ``env`` adds variables; ``sim_host`` picks the node the client attaches
+        to (ibsim's ``SIM_HOST``; default: the first node of the net file).
+        Raises :class:`ToolMissingError` if ``cmd[0]`` or ibsim-run is absent,
+        :class:`ToolTimeoutError` after ``timeout`` seconds (the process group is
+        killed) and, with ``check``, :class:`ToolError` on a non-zero exit.
+        """
+        if not self.running:
+            raise ToolError("ibsim is not running", stderr_tail=self.stderr_tail())
+        if not cmd:
+            raise ValueError("empty command")
+        wrapper = require_tool("ibsim-run")
+        exe = require_tool(cmd[0]) if os.sep not in cmd[0] else cmd[0]
+        args = (wrapper, exe, *cmd[1:])
+        full_env = self.client_env(sim_host)
+        if env:
+            full_env.update(env)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=full_env,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            with contextlib.suppress(ToolError):
+                self.reap_clients()
+            raise ToolTimeoutError(
+                f"{cmd[0]}: timed out after {timeout:g} s (killed)",
+                stderr_tail=_tail(err.decode("utf-8", "replace")),
+            ) from None
+        seconds = time.monotonic() - t0
+        res = ToolResult(
+            args=tuple(args[1:]),
+            returncode=proc.returncode,
+            stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"),
+            seconds=seconds,
+        )
+        if proc.returncode < 0:
+            with contextlib.suppress(ToolError):
+                self.reap_clients()
+        if check and proc.returncode != 0:
+            raise ToolError(
+                f"{cmd[0]}: exited with status {proc.returncode}",
+                stderr_tail=_tail(res.stderr),
+            )
+        return res
+
+
+def _node_ref(verb: str, node_id: str, port: int | None) -> str:
+    if '"' in node_id:
+        raise ValueError(f"node id {node_id!r} contains a double quote")
+    return f'{verb} "{node_id}"' + ("" if port is None else f"[{int(port)}]")
+
+
+def _strip_prompts(text: str) -> str:
+    return re.sub(r"sim(?: \(inactive\))?> ", "", text).strip("\n")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0); look at its state
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+# --------------------------------------------------------------------------- OpenSM
+@dataclass(frozen=True)
+class OpenSMRun:
+    """Files and facts from one ``opensm -o`` run.
+
+    ``lfts`` (``opensm-lfts.dump``), ``fdbs`` (``opensm.fdbs``) and
+    ``subnet_lst`` (``opensm-subnet.lst``) are in ``dump_dir``; ``log`` is
+    OpenSM's log file.  ``engine_used`` is the engine OpenSM reports having
+    configured the tables with (it may differ from ``engine`` after a fallback,
+    e.g. ftree with LMC > 0).  ``routing_seconds`` is the routing phase measured
+    from the log's timestamps (``None`` if the log lacks the markers).
+    """
+
+    workdir: Path
+    dump_dir: Path
+    conf: Path
+    log: Path
+    lfts: Path
+    fdbs: Path
+    subnet_lst: Path
+    engine: str
+    engine_used: str | None
+    lmc: int
+    routing_seconds: float | None
+    seconds: float
+    stdout: str
+    stderr: str
+
+
+#: OpenSM log flags: ERROR | INFO | VERBOSE | ROUTING.  VERBOSE (0x04) adds the
+#: "building routing with ..." line that marks where routing starts; ROUTING
+#: (0x40) makes OpenSM write opensm-lfts.dump.
+DEFAULT_LOG_FLAGS = 0x47
+
+_LOG_TS_RE = re.compile(r"^(\w{3})\s+(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{6}) ")
+_ROUTE_START_RE = re.compile(r"building routing with '([^']+)' routing algorithm")
+_ROUTE_END_RE = re.compile(r"-> osm_ucast_mgr_process: (\S+) tables configured on all switches")
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+def _log_time(line: str) -> _dt.datetime | None:
+    m = _LOG_TS_RE.match(line)
+    if not m or m.group(1) not in _MONTHS:
+        return None
+    # 2000 is a leap year, so Feb 29 parses; the year cancels out in differences
+    # except across New Year, handled by the caller.
+    return _dt.datetime(
+        2000, _MONTHS[m.group(1)], int(m.group(2)), int(m.group(3)), int(m.group(4)),
+        int(m.group(5)), int(m.group(6)),
+    )
+
+
+def parse_routing_seconds(lines: Iterable[str]) -> tuple[float | None, str | None]:
+    """Routing time and engine from an OpenSM log.
+
+    Routing starts at the first ``building routing with '<engine>' routing
+    algorithm...`` line (log flag 0x04) and ends at the next
+    ``<engine> tables configured on all switches`` line.  Returns
+    ``(seconds, engine_used)``; either is ``None`` if its marker is missing.
+    """
+    start: _dt.datetime | None = None
+    for line in lines:
+        if start is None and _ROUTE_START_RE.search(line):
+            start = _log_time(line)
+            continue
+        m = _ROUTE_END_RE.search(line)
+        if m:
+            end = _log_time(line)
+            if start is None or end is None:
+                return None, m.group(1)
+            delta = (end - start).total_seconds()
+            if delta < 0:  # across New Year
+                delta += 365 * 86400
+            return delta, m.group(1)
+    return None, None
+
+
+def _conf_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    return str(v)
+
+
+def run_opensm(
+    sim: IbSim,
+    workdir: str | os.PathLike[str],
+    *,
+    engine: str = "minhop",
+    lmc: int = 0,
+    extra_conf: Mapping[str, object] | None = None,
+    lfts_file: str | os.PathLike[str] | None = None,
+    log_flags: int = DEFAULT_LOG_FLAGS,
+    timeout: float = 900.0,
+    sim_host: str | None = None,
+) -> OpenSMRun:
+    """Run OpenSM once (``opensm -o``) on the simulated fabric and collect its dumps.
+
+    Writes ``opensm.conf`` in ``workdir`` (``dump_files_dir``, ``log_flags``,
+    ``lmc`` and ``extra_conf`` lines), points ``OSM_TMP_DIR``/``OSM_CACHE_DIR``
+    into ``workdir`` (so no guid2lid cache leaks in from elsewhere), and runs
+    ``opensm -o -F conf -R engine -f log [-U lfts_file]`` under ibsim-run.
+    OpenSM assigns LIDs and programs the simulated switches' LFTs.
+
+    Raises :class:`ToolError` if OpenSM fails or leaves no ``opensm-lfts.dump``,
+    :class:`ToolTimeoutError` after ``timeout`` s and
+    :class:`smroute.errors.RoutingError` if no routing engine configured the tables.
+    """
+    if not 0 <= lmc <= 7:
+        raise ValueError(f"LMC must be in 0..7, not {lmc}")
+    wd = Path(workdir).resolve()
+    dump_dir, cache_dir, tmp_dir = wd / "dump", wd / "cache", wd / "tmp"
+    for d in (dump_dir, cache_dir, tmp_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    log = wd / "opensm.log"
+    conf = wd / "opensm.conf"
+    settings: dict[str, object] = {
+        "dump_files_dir": dump_dir,
+        "log_flags": f"{log_flags:#04x}",
+        "lmc": lmc,
+        "force_log_flush": False,
+    }
+    if extra_conf:
+        settings.update(extra_conf)
+    conf.write_text("".join(f"{k} {_conf_value(v)}\n" for k, v in settings.items()))
+    cmd = ["opensm", "-o", "-F", str(conf), "-R", engine, "-f", str(log)]
+    if lfts_file is not None:
+        cmd += ["-U", str(Path(lfts_file).resolve())]
+    require_tool("opensm")
+    t0 = time.monotonic()
+    res = sim.run(
+        cmd, timeout=timeout, check=False, cwd=wd, sim_host=sim_host,
+        env={"OSM_TMP_DIR": str(tmp_dir), "OSM_CACHE_DIR": str(cache_dir)},
+    )
+    seconds = time.monotonic() - t0
+    log_text = log.read_text(errors="replace") if log.exists() else ""
+    if res.returncode != 0:
+        raise ToolError(
+            f"opensm: exited with status {res.returncode} (log: {log})",
+            stderr_tail=_tail(res.stderr + "\n" + _tail(log_text)),
+        )
+    if "No routing engine able to successfully configure" in log_text:
+        raise RoutingError(f"opensm: no routing engine could route the fabric (log: {log})")
+    routing_seconds, engine_used = parse_routing_seconds(log_text.splitlines())
+    out = OpenSMRun(
+        workdir=wd, dump_dir=dump_dir, conf=conf, log=log,
+        lfts=dump_dir / "opensm-lfts.dump", fdbs=dump_dir / "opensm.fdbs",
+        subnet_lst=dump_dir / "opensm-subnet.lst",
+        engine=engine, engine_used=engine_used, lmc=lmc,
+        routing_seconds=routing_seconds, seconds=seconds,
+        stdout=res.stdout, stderr=res.stderr,
+    )
+    if log_flags & 0x40 and not out.lfts.exists():
+        raise ToolError(
+            f"opensm: finished but wrote no {out.lfts.name} (log: {log})",
+            stderr_tail=_tail(log_text),
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- diags
+def ibnetdiscover(sim: IbSim, *, timeout: float = 600.0, sim_host: str | None = None) -> list[str]:
+    """The real ``ibnetdiscover`` text of the simulated fabric, as lines.
+
+    Run it after :func:`run_opensm` to see OpenSM's LIDs (before, all LIDs are 0).
+    """
+    return sim.run(["ibnetdiscover"], timeout=timeout, sim_host=sim_host).lines()
+
+
+def dump_switch_routes(
+    sim: IbSim, *, timeout: float = 600.0, sim_host: str | None = None
+) -> str:
+    """What every switch of the simulated fabric really holds in its LFT.
+
+    The text of ``dump_fts`` (infiniband-diags), which discovers the fabric and
+    prints, per switch, ``Unicast lids [0x0-0xN] of switch ... guid 0x... (desc):``
+    then ``0x0001 001 : (Channel Adapter portguid 0x...: 'desc')`` rows.
+    """
+    return sim.run(["dump_fts"], timeout=timeout, sim_host=sim_host).stdout
