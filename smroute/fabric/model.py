@@ -54,7 +54,9 @@ class NodeType(IntEnum):
 #: Link speed names, index = speed code stored in ``port_speed`` (0 = unknown, ``???``).
 SPEEDS: tuple[str, ...] = ("???", "SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 #: Per-lane data rate in Gb/s of each speed code (0 = unknown).
-SPEED_GBPS: tuple[float, ...] = (0.0, 2.5, 5.0, 10.0, 10.0, 14.0625, 25.78125, 53.125, 106.25, 212.5)
+SPEED_GBPS: tuple[float, ...] = (
+    0.0, 2.5, 5.0, 10.0, 10.0, 14.0625, 25.78125, 53.125, 106.25, 212.5,
+)
 #: Link widths allowed by the IB spec, in lanes (0 = unknown).
 WIDTHS: tuple[int, ...] = (1, 2, 4, 8, 12)
 
@@ -282,12 +284,7 @@ class Fabric:
         keep = np.flatnonzero(~drop_nodes)
         new_index = np.full(self.n_nodes, -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
-        for n in keep.tolist():
-            b.add_node(
-                NodeType(int(self.node_type[n])), int(self.node_guid[n]), int(self.num_ports[n]),
-                self.node_desc[n], sysimg_guid=int(self.sysimg_guid[n]),
-                vendor_id=int(self.vendor_id[n]), device_id=int(self.device_id[n]),
-            )
+        b.add_node_arrays(self, keep)
         b.set_port_arrays(self, keep)
         la, lb = self.link_a[keep_link], self.link_b[keep_link]
         b.add_links_rows(
@@ -302,6 +299,9 @@ class FabricBuilder:
 
     ``add_node`` returns the node index.  Port attributes are set with
     ``set_port``; links with ``add_link`` (by node index and port number).
+    Bulk (numpy) variants for generators and copies: ``add_nodes`` (many nodes
+    of one type), ``set_ports`` (array attributes), ``add_links_rows``,
+    ``add_node_arrays`` + ``set_port_arrays`` (copy nodes of another fabric).
     ``build`` checks consistency: duplicate node GUIDs, ports out of range and
     ports used by two links raise :class:`FabricError`.
     """
@@ -350,6 +350,68 @@ class FabricBuilder:
         self._desc.append(desc)
         return len(self._type) - 1
 
+    def add_nodes(
+        self,
+        kind: NodeType,
+        guids: npt.ArrayLike,
+        num_ports: npt.ArrayLike,
+        descs: list[str] | tuple[str, ...],
+        *,
+        sysimg_guids: npt.ArrayLike = 0,
+        vendor_id: int = 0,
+        device_id: int = 0,
+    ) -> IntArray:
+        """Vectorized :meth:`add_node` for ``K`` nodes of one ``kind``.
+
+        ``guids`` (K,) uint64; ``num_ports`` (K,) or scalar int (1..255);
+        ``descs`` K strings; ``sysimg_guids`` (K,) or scalar uint64 (0 = none).
+        Returns the new node indices, shape ``(K,)`` int64, consecutive.
+        """
+        g = np.atleast_1d(np.asarray(guids, dtype=np.uint64))
+        k = int(g.shape[0])
+        npts = np.broadcast_to(np.asarray(num_ports, dtype=np.int64), (k,))
+        sysg = np.broadcast_to(np.asarray(sysimg_guids, dtype=np.uint64), (k,))
+        if len(descs) != k:
+            raise FabricError(f"add_nodes: {k} GUIDs but {len(descs)} descriptions")
+        bad = (npts < 1) | (npts > 255)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise FabricError(f"node {int(g[i]):#018x}: port count {int(npts[i])} not in 1..255")
+        first = len(self._type)
+        self._type.extend([int(kind)] * k)
+        self._guid.extend(g.tolist())
+        self._sysimg.extend(sysg.tolist())
+        self._vendor.extend([vendor_id] * k)
+        self._device.extend([device_id] * k)
+        self._nports.extend(npts.tolist())
+        self._desc.extend(descs)
+        return np.arange(first, first + k, dtype=np.int64)
+
+    def set_ports(
+        self,
+        nodes: npt.ArrayLike,
+        ports: npt.ArrayLike,
+        *,
+        guid: npt.ArrayLike = 0,
+        lid: npt.ArrayLike = 0,
+        lmc: npt.ArrayLike = 0,
+        width: npt.ArrayLike = 0,
+        speed: npt.ArrayLike = 0,
+    ) -> None:
+        """Vectorized :meth:`set_port`: every argument broadcasts to the shape of
+        ``nodes`` (int64 node indices); ``guid`` uint64, ``lid`` uint16, ``lmc``,
+        ``width`` and ``speed`` uint8 (0 = leave unset)."""
+        n = np.atleast_1d(np.asarray(nodes, dtype=np.int64))
+        shape = n.shape
+        cols = (
+            (self._pnode, n, np.int64), (self._pnum, ports, np.int64),
+            (self._pguid, guid, np.uint64), (self._plid, lid, np.int64),
+            (self._plmc, lmc, np.int64), (self._pwidth, width, np.int64),
+            (self._pspeed, speed, np.int64),
+        )
+        for dst, vals, dt in cols:
+            dst.extend(np.broadcast_to(np.asarray(vals, dtype=dt), shape).ravel().tolist())
+
     def set_port(
         self,
         node: int,
@@ -370,6 +432,20 @@ class FabricBuilder:
         self._plmc.append(lmc)
         self._pwidth.append(width)
         self._pspeed.append(speed)
+
+    def add_node_arrays(self, src: Fabric, keep_nodes: np.ndarray) -> IntArray:
+        """Append the nodes ``keep_nodes`` (int64 indices, in order) of ``src``
+        with all their node attributes; returns their new indices ``(K,)``."""
+        keep = np.asarray(keep_nodes, dtype=np.int64)
+        first = len(self._type)
+        self._type.extend(src.node_type[keep].tolist())
+        self._guid.extend(src.node_guid[keep].tolist())
+        self._sysimg.extend(src.sysimg_guid[keep].tolist())
+        self._vendor.extend(src.vendor_id[keep].tolist())
+        self._device.extend(src.device_id[keep].tolist())
+        self._nports.extend(src.num_ports[keep].tolist())
+        self._desc.extend(src.node_desc[i] for i in keep.tolist())
+        return np.arange(first, first + len(keep), dtype=np.int64)
 
     def set_port_arrays(self, src: Fabric, keep_nodes: np.ndarray) -> None:
         """Copy port attributes of ``keep_nodes`` (in order) from ``src``."""
@@ -441,11 +517,12 @@ class FabricBuilder:
                     f"port {int(pp[i])} is out of range"
                 )
             rows = port_start[pn] + pp
-            for arr, vals in (
+            attrs: list[tuple[np.ndarray, list[int]]] = [
                 (port_guid, self._pguid), (port_lid, self._plid), (port_lmc, self._plmc),
                 (port_width, self._pwidth), (port_speed, self._pspeed),
-            ):
-                v = np.array(vals, dtype=arr.dtype)
+            ]
+            for arr, column in attrs:
+                v = np.array(column, dtype=arr.dtype)
                 nz = v != 0
                 arr[rows[nz]] = v[nz]
 
