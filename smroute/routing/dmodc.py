@@ -1,0 +1,314 @@
+"""Dmodc (Gliksberg et al., HOTI 2019): costs, dividers, topological NIDs and the
+closed-form routes of eq. (1)-(4).
+
+All functions are pure: they take a :class:`~smroute.routing.topology.SwitchGraph`
+(or arrays derived from it) and return arrays.
+
+Notation (paper, Table 1): ``c[s, x]`` is the up*/down* hop count from switch
+``s`` to switch ``x`` (the paper needs it for leaf switches ``x``; we compute it
+for every switch so that switch LIDs are routed by the same rule); ``Pi[s]`` is
+the divider of ``s``; ``t[n]`` the topological NID of end-port ``n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from smroute.errors import RoutingError
+from smroute.routing.topology import SwitchGraph
+
+__all__ = [
+    "INF",
+    "NO_ROUTE",
+    "MAX_UNICAST_LID",
+    "Destinations",
+    "costs_and_dividers",
+    "topological_nids",
+    "destinations",
+    "route_block",
+]
+
+#: Cost of an unreachable switch (uint8).
+INF = 255
+#: LFT entry meaning "no route" (OpenSM's OSM_NO_PATH).
+NO_ROUTE = 255
+#: Highest unicast LID (0x0001-0xBFFF are unicast).
+MAX_UNICAST_LID = 0xBFFF
+
+
+
+def _relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    """``c[dst] = min(c[dst], c[src] + 1)`` for every pair, saturating at INF.
+
+    ``c``: ``(S, X)`` uint8, modified in place.  Pairs are grouped by ``dst``
+    into a padded ``(targets, max degree)`` matrix of source rows (padding
+    points at an all-INF row) and reduced with a contiguous ``min``, in
+    chunks of targets so the temporary stays under ~64 MiB.
+    """
+    if len(src) == 0:
+        return
+    order = np.argsort(dst, kind="stable")
+    src, dst = src[order], dst[order]
+    udst, first, deg = np.unique(dst, return_index=True, return_counts=True)
+    width = int(deg.max())
+    mat = np.full((len(udst), width), c.shape[0], dtype=np.int64)  # pad -> INF row
+    col = np.arange(len(dst)) - np.repeat(first, deg)
+    mat[np.repeat(np.arange(len(udst)), deg), col] = src
+    ext = np.vstack([c, np.full((1, c.shape[1]), INF, dtype=c.dtype)])
+    step = max(1, (64 << 20) // max(1, width * c.shape[1]))
+    for i in range(0, len(udst), step):
+        cand = ext[mat[i : i + step]].min(axis=1)
+        np.add(cand, 1, out=cand, where=cand < INF)
+        d = udst[i : i + step]
+        c[d] = np.minimum(c[d], cand)
+
+
+def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1: up*/down* costs and dividers (max reduction).
+
+    Returns ``(c, Pi)``: ``c`` shape ``(S, S)`` uint8 hop counts from every
+    switch to every switch (:data:`INF` if no up*/down* path); ``Pi`` shape
+    ``(S,)`` int64.  Leaves have ``Pi = 1``; going up, ``Pi[s'] = max over
+    children s of Pi[s] * n_up[s]``.
+    """
+    n = g.n_switches
+    c = np.full((n, n), INF, dtype=np.uint8)
+    ok = np.flatnonzero(g.rank >= 0)
+    c[ok, ok] = 0
+    pi = np.ones(n, dtype=np.int64)
+    lo, hi = g.up_pairs()
+    lo_rank = g.rank[lo]
+    for r in range(g.max_rank):
+        sel = lo_rank == r
+        s, sp = lo[sel], hi[sel]
+        _relax(c, s, sp)
+        np.maximum.at(pi, sp, pi[s] * g.n_up[s])
+    for r in range(g.max_rank - 1, -1, -1):
+        sel = lo_rank == r
+        _relax(c, hi[sel], lo[sel])
+    return c, pi
+
+
+def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
+    """Algorithm 2: topological NIDs of the end-ports.
+
+    Leaves are taken in GUID order; each step takes the first remaining leaf
+    ``l`` and every remaining leaf at cost ``<= mu`` from it (``mu`` = the
+    smallest cost from ``l`` to another remaining leaf), and numbers their
+    end-ports in port order.  Returns ``t`` shape ``(E,)`` int64, a permutation
+    of ``0 .. E-1`` aligned with ``g.ep_row``.
+    """
+    leaves = g.leaves
+    x = leaves[np.argsort(g.sw_guid[leaves], kind="stable")]
+    ordered: list[np.ndarray] = []
+    while len(x):
+        l0 = x[0]
+        cl = c[l0, x].astype(np.int64)
+        mu = cl[1:].min() if len(x) > 1 else INF
+        take = cl <= mu
+        take[0] = True
+        ordered.append(x[take])
+        x = x[~take]
+    leaf_order = np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
+    pos = np.full(g.n_switches, -1, dtype=np.int64)
+    pos[leaf_order] = np.arange(len(leaf_order))
+    # End-ports are sorted by (switch, switch port); re-sort by leaf position.
+    o = np.lexsort((g.ep_switch_port, pos[g.ep_switch]))
+    t = np.empty(len(o), dtype=np.int64)
+    t[o] = np.arange(len(o))
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class Destinations:
+    """Every destination LID to route, shape ``(D,)`` each.
+
+    lid (int64), nid (int64, the NID used in the modulo: the end-port's
+    topological NID plus the LMC offset, or ``E + switch order`` for switch
+    LIDs), target (int64, switch id the destination hangs off or is),
+    local_port (int64, port of ``target`` that delivers: the port linked to the
+    end-port, or 0 for the switch itself), is_switch (bool), owner (int64:
+    end-port index into the SwitchGraph's ``ep_*`` arrays, or switch id).
+    """
+
+    lid: np.ndarray
+    nid: np.ndarray
+    target: np.ndarray
+    local_port: np.ndarray
+    is_switch: np.ndarray
+    owner: np.ndarray
+
+    @property
+    def max_lid(self) -> int:
+        return int(self.lid.max()) if len(self.lid) else 0
+
+
+def _expand_lmc(base: np.ndarray, lmc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per owner, its LIDs ``base .. base + 2**lmc - 1``: returns (owner index, offset)."""
+    count = np.left_shift(1, lmc)
+    owner = np.repeat(np.arange(len(base)), count)
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    return owner, offset
+
+
+def destinations(
+    g: SwitchGraph, t: np.ndarray, *, lmc: int | None = None, nid_stride: int = 1
+) -> Destinations:
+    """All destination LIDs of the fabric with the NIDs Dmodc uses.
+
+    ``lmc``: if given, overrides every end-port's LMC (LIDs are then
+    ``base .. base + 2**lmc - 1``); otherwise the fabric's own LMC is used.
+    LID offset ``i`` of an end-port routes with NID ``t + i * nid_stride``, so
+    the base LID keeps Dmodc's tables exactly.  Raises :class:`RoutingError`
+    if an end-port has no LID or LIDs exceed the unicast range.
+    """
+    e = len(g.ep_row)
+    missing = np.flatnonzero(g.ep_lid == 0)
+    if len(missing):
+        raise RoutingError(
+            f"{len(missing)} end-ports have no LID (e.g. end-port row {int(g.ep_row[missing[0]])});"
+            " run a subnet manager first or assign LIDs"
+        )
+    ep_lmc = g.ep_lmc if lmc is None else np.full(e, lmc, dtype=np.int64)
+    eo, eoff = _expand_lmc(g.ep_lid, ep_lmc)
+    routed = np.flatnonzero((g.rank >= 0) & (g.sw_lid > 0))
+    sw_order = routed[np.lexsort((g.sw_guid[routed], g.rank[routed]))]
+    sw_nid = np.zeros(g.n_switches, dtype=np.int64)
+    sw_nid[sw_order] = e + np.arange(len(sw_order))
+    lid = np.concatenate([g.ep_lid[eo] + eoff, g.sw_lid[sw_order]])
+    if len(lid) and int(lid.max()) > MAX_UNICAST_LID:
+        raise RoutingError(
+            f"LIDs up to {int(lid.max()):#06x} do not fit the unicast range 0x0001-0xBFFF"
+            f" ({len(lid)} LIDs with LMC {lmc if lmc is not None else 'as discovered'})"
+        )
+    if len(np.unique(lid)) != len(lid):
+        vals, counts = np.unique(lid, return_counts=True)
+        raise RoutingError(f"LID {int(vals[counts > 1][0]):#06x} is assigned twice")
+    n_sw = len(sw_order)
+    return Destinations(
+        lid=lid,
+        nid=np.concatenate([t[eo] + eoff * nid_stride, sw_nid[sw_order]]),
+        target=np.concatenate([g.ep_switch[eo], sw_order]),
+        local_port=np.concatenate([g.ep_switch_port[eo], np.zeros(n_sw, dtype=np.int64)]),
+        is_switch=np.concatenate([np.zeros(len(eo), bool), np.ones(n_sw, bool)]),
+        owner=np.concatenate([eo, sw_order]),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class RouteContext:
+    """Per-job data shared by every block: distinct targets and their cost columns.
+
+    tgt_u ``(U,)`` distinct target switches; tgt_i ``(D,)`` index of each
+    destination's target in ``tgt_u``; ext ``(S + 1, U)`` uint8 cost columns of
+    the targets with an extra all-INF row (used for padding).
+    """
+
+    tgt_u: np.ndarray
+    tgt_i: np.ndarray
+    ext: np.ndarray
+    local_order: np.ndarray
+    local_target: np.ndarray
+
+
+def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
+    tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
+    ext = np.vstack([c[:, tgt_u], np.full((1, len(tgt_u)), INF, dtype=c.dtype)])
+    order = np.argsort(dest.target, kind="stable")
+    return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, order, dest.target[order])
+
+
+def route_block(
+    g: SwitchGraph,
+    c: np.ndarray,
+    pi: np.ndarray,
+    dest: Destinations,
+    switches: np.ndarray,
+    out: np.ndarray,
+    ctx: RouteContext | None = None,
+) -> None:
+    """Closed-form routes (eq. 1-4) of ``switches`` for every destination.
+
+    ``out``: ``(len(switches), max_lid + 1)`` uint8 rows, filled with the output
+    port per LID (:data:`NO_ROUTE` where unreachable or not a destination).
+
+    Vectorized over the block of switches and all destinations.  The set of
+    port groups leading closer to a target switch (eq. 1) is computed once per
+    (switch, distinct target) as a bit pattern over the switch's group
+    positions; patterns are shared by many (switch, target) pairs (e.g. "all
+    up groups"), so the ordered candidate lists of eq. 3 and their ports are
+    laid out once per (switch, pattern).  Per destination only eq. 3-4's
+    arithmetic and one lookup remain.
+    """
+    out[:] = NO_ROUTE
+    b = len(switches)
+    if b == 0 or len(dest.lid) == 0:
+        return
+    if ctx is None:
+        ctx = route_context(c, dest)
+    n_u = len(ctx.tgt_u)
+    ng = g.grp_count[switches]
+    gmax = max(int(ng.max()), 1)
+    valid = np.arange(gmax)[None, :] < ng[:, None]
+    gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(gmax)[None, :], 0)
+    remote = np.where(valid, g.grp_remote[gidx] if len(g.grp_remote) else 0, c.shape[0])
+    cs = ctx.ext[switches]  # (B, U)
+    # closer[b, k, u]: group k of switch b leads closer to target u (eq. 1)
+    closer = ctx.ext[remote] < cs[:, None, :]
+    closer &= (cs < INF)[:, None, :]
+    # pattern key per (b, u): the closer bits packed over group positions
+    packed = np.packbits(closer, axis=1, bitorder="little")  # (B, ceil(G/8), U)
+    nbytes = packed.shape[1]
+    if nbytes <= 8:
+        key = np.zeros((b, n_u), dtype=np.uint64)
+        for j in range(nbytes):
+            key |= packed[:, j, :].astype(np.uint64) << np.uint64(8 * j)
+        pat_keys, pat_of = np.unique(key, return_inverse=True)
+        bits = np.unpackbits(
+            pat_keys.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+        )[:, :gmax].astype(bool)
+    else:  # more than 64 groups: unique over the packed bytes
+        rows = packed.transpose(0, 2, 1).reshape(-1, nbytes)
+        pat_bytes, pat_of = np.unique(rows, axis=0, return_inverse=True)
+        bits = np.unpackbits(pat_bytes, axis=1, bitorder="little")[:, :gmax].astype(bool)
+    pat_of = pat_of.reshape(b, n_u)
+    # empty patterns get one NO_ROUTE slot, so every lookup is valid
+    pat_len = bits.sum(axis=1)
+    empty = pat_len == 0
+    bits[empty, 0] = True
+    slot_len = np.maximum(pat_len, 1)
+    pat_p, pat_pos = np.nonzero(bits)  # ordered group positions per pattern
+    pat_start = np.cumsum(slot_len) - slot_len
+    n_slots = int(slot_len.sum())
+    # per (switch, pattern slot): its group
+    grp_lut = gidx[:, pat_pos]  # (B, n_slots)
+    dead = empty[pat_p]
+    piv = pi[switches]
+    same_pi = bool((piv == piv[0]).all())
+    q = (dest.nid // piv[0])[None, :] if same_pi else dest.nid[None, :] // piv[:, None]
+    n_bu = slot_len[pat_of].astype(np.int64)  # (B, U)
+    start_bu = pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]
+    n_d = n_bu[:, ctx.tgt_i]
+    pick = start_bu[:, ctx.tgt_i] + q % n_d  # (B, D) flat slot index
+    cnt = g.grp_port_count[grp_lut]
+    if (cnt == 1).all():
+        port_lut = np.where(dead[None, :], NO_ROUTE, g.grp_ports[g.grp_port_first[grp_lut]])
+        port = port_lut.astype(np.uint8).ravel()[pick]
+    else:  # parallel links: eq. 4 picks the port inside the group
+        grp = grp_lut.ravel()[pick]
+        port = g.grp_ports[g.grp_port_first[grp] + (q // n_d) % g.grp_port_count[grp]]
+        port = np.where(dead[pick - (np.arange(b) * n_slots)[:, None]], NO_ROUTE, port)
+    rows_out = out.reshape(b, -1)
+    lid = dest.lid
+    rows_out[:, lid] = port
+    # destinations hanging off (or being) the switch itself
+    lo = np.searchsorted(ctx.local_target, switches, side="left")
+    hi = np.searchsorted(ctx.local_target, switches, side="right")
+    cnt_h = hi - lo
+    if cnt_h.any():
+        hb = np.repeat(np.arange(b), cnt_h)
+        hd = ctx.local_order[np.repeat(lo - np.cumsum(cnt_h) + cnt_h, cnt_h)
+                             + np.arange(int(cnt_h.sum()))]
+        rows_out[hb, lid[hd]] = dest.local_port[hd]

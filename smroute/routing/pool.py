@@ -1,0 +1,199 @@
+"""Worker pool for route computation, with inputs and outputs in shared memory.
+
+The parent lays every input array and the output table out in one shared
+memory segment (a file under ``/dev/shm``, mapped by every process); tasks
+carry only the segment's path, a small manifest of ``name -> (offset, shape,
+dtype)`` and a range of switch ids.  Workers map the segment once per job,
+compute their switch rows with :func:`smroute.routing.dmodc.route_block` and
+write them into the output table in place: no big array is pickled.
+
+The pool (``spawn`` processes, so it is safe to create from a threaded
+daemon) lives as long as its owner; ``workers=1`` computes in the calling
+process through the same code path.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+import numpy as np
+
+from smroute.routing.dmodc import Destinations, route_block, route_context
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["RoutePool", "SharedArrays"]
+
+Manifest = dict[str, tuple[int, tuple[int, ...], str]]
+_ALIGN = 64
+
+
+def _shm_dir() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else (
+        tempfile.gettempdir()
+    )
+
+
+@dataclass
+class SharedArrays:
+    """Named arrays in one memory-mapped file.
+
+    ``arrays`` are views into the mapping; the mapping stays valid for as long
+    as any view is referenced, even after :meth:`unlink` removed the file.
+    """
+
+    path: str
+    manifest: Manifest
+    arrays: dict[str, np.ndarray]
+
+    @classmethod
+    def create(
+        cls, inputs: dict[str, np.ndarray], outputs: dict[str, tuple[tuple[int, ...], str]]
+    ) -> SharedArrays:
+        """Copy ``inputs`` into a new segment and reserve zeroed ``outputs``."""
+        manifest: Manifest = {}
+        off = 0
+        specs = [(k, v.shape, v.dtype.str) for k, v in inputs.items()]
+        specs += [(k, shape, np.dtype(dt).str) for k, (shape, dt) in outputs.items()]
+        for name, shape, dt in specs:
+            manifest[name] = (off, tuple(int(s) for s in shape), dt)
+            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+            off += (size + _ALIGN - 1) // _ALIGN * _ALIGN
+        fd, path = tempfile.mkstemp(prefix="smroute-", suffix=".shm", dir=_shm_dir())
+        try:
+            os.ftruncate(fd, max(off, 1))
+            mm = mmap.mmap(fd, max(off, 1))
+        finally:
+            os.close(fd)
+        arrays = _views(mm, manifest)
+        for k, v in inputs.items():
+            arrays[k][...] = v
+        return cls(path, manifest, arrays)
+
+    def unlink(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def _views(mm: mmap.mmap, manifest: Manifest) -> dict[str, np.ndarray]:
+    out = {}
+    for name, (off, shape, dt) in manifest.items():
+        count = int(np.prod(shape, dtype=np.int64))
+        out[name] = np.frombuffer(mm, dtype=np.dtype(dt), count=count, offset=off).reshape(shape)
+    return out
+
+
+_worker_cache: dict[str, dict[str, np.ndarray]] = {}
+
+
+def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
+    arrays = _worker_cache.get(path)
+    if arrays is None:
+        _worker_cache.clear()  # one job at a time: drop the previous mapping
+        with open(path, "r+b") as fh:
+            mm = mmap.mmap(fh.fileno(), 0)
+        arrays = _views(mm, manifest)
+        _worker_cache[path] = arrays
+    return arrays
+
+
+GRAPH_FIELDS = ("rank", "grp_first", "grp_count", "grp_remote", "grp_port_first",
+                "grp_port_count", "grp_ports")
+DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch", "owner")
+
+
+def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
+    """Worker entry: compute table rows ``lo .. hi-1`` in the shared segment."""
+    a = _attach(path, manifest)
+    _route_rows(a, lo, hi)
+    return hi - lo
+
+
+def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> None:
+    g = _graph_from(a)
+    dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
+    table = a["table"]
+    ctx = route_context(a["c"], dest)
+    for s in range(lo, hi, block):
+        e = min(s + block, hi)
+        route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
+
+
+def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
+    empty = np.zeros(0, dtype=np.int64)
+    fields = {f: a["g_" + f] for f in GRAPH_FIELDS}
+    return SwitchGraph(
+        sw_node=empty, sw_guid=empty, sw_lid=empty, n_up=empty, grp_switch=empty,
+        ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
+        **fields,
+    )
+
+
+class RoutePool:
+    """A pool of ``workers`` processes computing route tables.
+
+    Use as a context manager or call :meth:`close`.  ``workers=None`` means one
+    per CPU core.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._ex: ProcessPoolExecutor | None = None
+        if self.workers > 1:
+            self._ex = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+            # start the processes now, not on the first (timed) job
+            list(self._ex.map(int, range(self.workers)))
+
+    def __enter__(self) -> RoutePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._ex is not None:
+            self._ex.shutdown(cancel_futures=True)
+            self._ex = None
+
+    def route(
+        self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations
+    ) -> np.ndarray:
+        """Route table of every switch, shape ``(S, max_lid + 1)`` uint8."""
+        n = g.n_switches
+        width = dest.max_lid + 1
+        with self._shared(g, c, pi, dest, (n, width)) as shared:
+            if self._ex is None or n < 2 * self.workers:
+                _route_rows(shared.arrays, 0, n)
+            else:
+                # balanced contiguous ranges, a few per worker
+                parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
+                futs = [
+                    self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
+                    for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
+                ]
+                for f in futs:
+                    f.result()
+            return shared.arrays["table"]
+
+    @staticmethod
+    @contextmanager
+    def _shared(
+        g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+        table_shape: tuple[int, int],
+    ) -> Iterator[SharedArrays]:
+        inputs = {"c": c, "pi": pi}
+        inputs.update({"g_" + f: getattr(g, f) for f in GRAPH_FIELDS})
+        inputs.update({"d_" + f: getattr(dest, f) for f in DEST_FIELDS})
+        shared = SharedArrays.create(inputs, {"table": (table_shape, "u1")})
+        try:
+            yield shared
+        finally:
+            shared.unlink()

@@ -1,0 +1,331 @@
+"""Readers and writers of forwarding tables in the formats of the real tools.
+
+* OpenSM ``file`` engine input == ``opensm-lfts.dump`` (``format_opensm`` /
+  ``parse_lft_dump``)::
+
+    Unicast lids [0-6] of switch Lid 1 guid 0x0000000000200000 ('Switch1'):
+    0x0001 000 # Switch portguid 0x0000000000200000: 'Switch1'
+    6 lids dumped
+
+* ``ibroute`` / ``dump_fts`` output (``parse_lft_dump`` reads it too)::
+
+    Unicast lids [0x0-0x6] of switch Lid 1 guid 0x0000000000200000 (Switch1):
+    0x0001 000 : (Switch portguid 0x0000000000200000: 'Switch1')
+
+* ``opensm.fdbs`` and ``opensm-subnet.lst``, read by ``ibdmchk -s -f``
+  (``format_fdbs``, ``parse_fdbs``, ``format_subnet_lst``).
+* JSON (``format_json`` / ``parse_json``): ``{"format": "smroute-lft/1",
+  "switches": [{"guid": "0x..", "lid": N, "desc": "..", "routes": [[lid, port], ...]}]}``.
+
+Writers return text (``str``) or, for the large OpenSM format, an iterator of
+``bytes`` chunks built with numpy per switch (no Python loop per entry).
+Parsers take lines and raise :class:`~smroute.errors.InputError` naming the
+line.  ``read_tables(path)`` detects the format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from smroute.errors import InputError
+from smroute.fabric.model import SPEED_GBPS, Fabric, NodeType
+from smroute.fileio import atomic_writer, read_lines
+from smroute.tables.lft import NO_ROUTE, ForwardingTables
+
+__all__ = [
+    "FORMATS",
+    "format_opensm",
+    "format_fdbs",
+    "format_subnet_lst",
+    "format_json",
+    "parse_lft_dump",
+    "parse_fdbs",
+    "parse_json",
+    "parse_tables",
+    "read_tables",
+    "write_tables",
+]
+
+FORMATS = ("opensm", "fdbs", "json")
+_KIND = {int(NodeType.CA): "Channel Adapter", int(NodeType.SWITCH): "Switch",
+         int(NodeType.ROUTER): "Router"}
+
+
+# ----------------------------------------------------------------- writers
+def _lid_template(t: ForwardingTables, lids: np.ndarray, style: str) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray
+]:
+    """Byte template of one line per LID with the port digits at known offsets.
+
+    Returns (template uint8, digit offsets ``(len(lids),)``, line lengths).
+    """
+    parts: list[bytes] = []
+    for lid in lids.tolist():
+        comment = b""
+        if t.lid_kind is not None and t.lid_guid is not None and t.lid_desc is not None:
+            kind = _KIND.get(int(t.lid_kind[lid]))
+            if kind:
+                text = f"{kind} portguid {int(t.lid_guid[lid]):#018x}: '{t.lid_desc[lid]}'"
+                comment = (f" # {text}" if style == "opensm" else f" : ({text})").encode()
+        parts.append(b"0x%04x 000%s\n" % (lid, comment))
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    starts = np.cumsum(lengths) - lengths
+    template = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    return template, starts + 7, lengths
+
+
+def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
+    """The OpenSM ``file``-engine / ``opensm-lfts.dump`` text, one chunk per switch.
+
+    LIDs without a route are left out (OpenSM then has no route for them).
+    """
+    routed_any = (t.ports != NO_ROUTE).any(axis=0)
+    lids = np.flatnonzero(routed_any)
+    lids = lids[lids > 0]
+    template, digit, lengths = _lid_template(t, lids, "opensm")
+    top = t.max_lid
+    for i in range(t.n_switches):
+        p = t.ports[i, lids].astype(np.int64)
+        buf = template.copy()
+        buf[digit] = 48 + p // 100 % 10
+        buf[digit + 1] = 48 + p // 10 % 10
+        buf[digit + 2] = 48 + p % 10
+        keep = p != NO_ROUTE
+        if not keep.all():
+            buf = buf[np.repeat(keep, lengths)]
+        head = (
+            f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
+            f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):\n"
+        ).encode()
+        yield head + buf.tobytes() + f"{int(keep.sum())} lids dumped\n".encode()
+
+
+def format_opensm(t: ForwardingTables) -> str:
+    return b"".join(iter_opensm(t)).decode()
+
+
+def format_fdbs(t: ForwardingTables, hops: np.ndarray | None = None) -> str:
+    """``opensm.fdbs`` text. ``hops``: optional ``(S, W)`` hop counts (uint8,
+    255 unknown); the Optimal column says yes where given."""
+    out: list[str] = []
+    for i in range(t.n_switches):
+        out.append(f"dump_ucast_routes: Switch {int(t.switch_guid[i]):#018x}")
+        out.append("LID    : Port : Hops : Optimal")
+        lids = np.flatnonzero(t.ports[i] != NO_ROUTE)
+        lids = lids[lids > 0]
+        ports = t.ports[i, lids].tolist()
+        h = hops[i, lids].tolist() if hops is not None else [255] * len(lids)
+        out.extend(
+            f"0x{lid:04x} : {p:03d}  : {hh if hh != 255 else 0:02d}   : yes"
+            for lid, p, hh in zip(lids.tolist(), ports, h, strict=True)
+        )
+    return "\n".join(out) + "\n"
+
+
+def _node_label(f: Fabric, row: int) -> str:
+    n = int(f.port_node[row])
+    kind = int(f.node_type[n])
+    tag = {int(NodeType.SWITCH): "SW", int(NodeType.CA): "CA", int(NodeType.ROUTER): "RT"}[kind]
+    if kind == NodeType.SWITCH:
+        pguid = int(f.port_guid[f.port_start[n]]) or int(f.node_guid[n])
+        lid = int(f.port_lid[f.port_start[n]])
+    else:
+        pguid = int(f.port_guid[row])
+        lid = int(f.port_lid[row])
+    return (
+        f"{tag} Ports:{int(f.num_ports[n]):02X} SystemGUID:{int(f.sysimg_guid[n]):016x} "
+        f"NodeGUID:{int(f.node_guid[n]):016x} PortGUID:{pguid:016x} VenID:{{ven}} "
+        f"DevID:{int(f.device_id[n]):04X} Rev:000000A1 {{{f.node_desc[n]}}} "
+        f"LID:{lid:04X} PN:{int(f.port_num[row]):02X}"
+    )
+
+
+def format_subnet_lst(f: Fabric) -> str:
+    """``opensm-subnet.lst``: every link, once from each end."""
+    lines = []
+    a = np.concatenate([f.link_a, f.link_b]).tolist()
+    b = np.concatenate([f.link_b, f.link_a]).tolist()
+    for ra, rb in sorted(zip(a, b, strict=True)):
+        la = _node_label(f, ra).replace("{ven}", f"{int(f.vendor_id[f.port_node[ra]]):06X}")
+        lb = _node_label(f, rb).replace("{ven}", f"{int(f.vendor_id[f.port_node[rb]]):08X}")
+        width = int(f.port_width[ra]) or 4
+        spd = SPEED_GBPS[int(f.port_speed[ra])] or 2.5
+        lines.append(f"{{ {la} }} {{ {lb} }} PHY={width}x LOG=ACT SPD={spd:g}")
+    return "\n".join(lines) + "\n"
+
+
+def format_json(t: ForwardingTables) -> str:
+    sw = []
+    for i in range(t.n_switches):
+        lids = np.flatnonzero(t.ports[i] != NO_ROUTE)
+        sw.append({
+            "guid": f"{int(t.switch_guid[i]):#018x}",
+            "lid": int(t.switch_lid[i]),
+            "desc": t.switch_desc[i],
+            "routes": np.stack([lids, t.ports[i, lids]], axis=1).tolist(),
+        })
+    return json.dumps({"format": "smroute-lft/1", "max_lid": t.max_lid, "switches": sw})
+
+
+def write_tables(
+    t: ForwardingTables, path: str | Path, fmt: str = "opensm", *,
+    fabric: Fabric | None = None, hops: np.ndarray | None = None,
+) -> list[Path]:
+    """Write tables atomically; returns the files written.
+
+    ``fdbs`` writes ``PATH`` (opensm.fdbs) and, given ``fabric``, an
+    ``opensm-subnet.lst`` beside it.
+    """
+    path = Path(path)
+    if fmt == "opensm":
+        with atomic_writer(path, "wb") as fh:
+            for chunk in iter_opensm(t):
+                fh.write(chunk)
+        return [path]
+    if fmt == "json":
+        with atomic_writer(path) as fh:
+            fh.write(format_json(t))
+        return [path]
+    if fmt == "fdbs":
+        with atomic_writer(path) as fh:
+            fh.write(format_fdbs(t, hops))
+        out = [path]
+        if fabric is not None:
+            lst = path.with_name("opensm-subnet.lst")
+            with atomic_writer(lst) as fh:
+                fh.write(format_subnet_lst(fabric))
+            out.append(lst)
+        return out
+    raise InputError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# ----------------------------------------------------------------- readers
+_HEAD = re.compile(
+    r"^Unicast lids \[(0x[0-9a-fA-F]+|\d+)-(0x[0-9a-fA-F]+|\d+)\] of switch (.*?)"
+    r"\s*guid (0x[0-9a-fA-F]+)\s*(?:\((.*)\))?:\s*$"
+)
+_LID_OF = re.compile(r"Lid (\d+)")
+_ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b")
+_FDB_HEAD = re.compile(r"^dump_ucast_routes: Switch (0x[0-9a-fA-F]+)\s*$")
+_FDB_ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s*:\s*(\d+)\s*:")
+
+
+def _assemble(
+    guids: list[int], lids: list[int], descs: list[str], entries: list[tuple[int, int, int]]
+) -> ForwardingTables:
+    width = max([e[1] for e in entries] + [max(lids, default=0)] + [0]) + 1
+    ports = np.full((len(guids), width), NO_ROUTE, dtype=np.uint8)
+    if entries:
+        e = np.array(entries, dtype=np.int64)
+        ports[e[:, 0], e[:, 1]] = e[:, 2]
+    return ForwardingTables(
+        switch_guid=np.array(guids, dtype=np.uint64),
+        switch_lid=np.array(lids, dtype=np.int64),
+        switch_desc=tuple(descs),
+        ports=ports,
+    )
+
+
+def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
+    """Parse ``opensm-lfts.dump`` / file-engine input, or ``ibroute``/``dump_fts`` output."""
+    guids: list[int] = []
+    lids: list[int] = []
+    descs: list[str] = []
+    entries: list[tuple[int, int, int]] = []
+    seen: set[int] = set()
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        s = line.strip()
+        if not s or s.startswith(("Lid", "Port")) or s.endswith("lids dumped"):
+            continue
+        m = _HEAD.match(s)
+        if m:
+            guid = int(m.group(4), 16)
+            if guid in seen:
+                raise InputError(f"switch {guid:#018x} listed twice", source=source, line=no)
+            seen.add(guid)
+            lm = _LID_OF.search(m.group(3))
+            desc = (m.group(5) or "").strip()
+            if len(desc) >= 2 and desc[0] == desc[-1] == "'":
+                desc = desc[1:-1]
+            guids.append(guid)
+            lids.append(int(lm.group(1)) if lm else 0)
+            descs.append(desc)
+            continue
+        m = _ENTRY.match(s)
+        if m and guids:
+            lid, port = int(m.group(1), 16), int(m.group(2))
+            if not 0 < lid <= 0xBFFF or port > 255:
+                raise InputError(
+                    f"LID {lid:#x} or port {port} out of range", source=source, line=no
+                )
+            entries.append((len(guids) - 1, lid, port))
+            continue
+        expected = "'0xLID PORT ...'" if guids else "'Unicast lids [...] of switch ... guid 0x...'"
+        raise InputError(f"expected {expected}, got {s[:60]!r}", source=source, line=no)
+    return _assemble(guids, lids, descs, entries)
+
+
+def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
+    """Parse ``opensm.fdbs`` (``dump_ucast_routes`` blocks)."""
+    guids: list[int] = []
+    entries: list[tuple[int, int, int]] = []
+    for no, raw in enumerate(lines, 1):
+        s = raw.strip()
+        if not s or s.startswith("LID"):
+            continue
+        m = _FDB_HEAD.match(s)
+        if m:
+            guids.append(int(m.group(1), 16))
+            continue
+        m = _FDB_ENTRY.match(s)
+        if m and guids:
+            entries.append((len(guids) - 1, int(m.group(1), 16), int(m.group(2))))
+            continue
+        raise InputError(f"expected a dump_ucast_routes entry, got {s[:60]!r}",
+                         source=source, line=no)
+    lids = [0] * len(guids)
+    for sw, lid, port in entries:
+        if port == 0:
+            lids[sw] = lid
+    return _assemble(guids, lids, [""] * len(guids), entries)
+
+
+def parse_json(text: str, source: str = "<input>") -> ForwardingTables:
+    try:
+        doc = json.loads(text)
+        if doc.get("format") != "smroute-lft/1":
+            raise ValueError("not an smroute-lft/1 document")
+        guids, lids, descs, entries = [], [], [], []
+        for i, sw in enumerate(doc["switches"]):
+            guids.append(int(sw["guid"], 16))
+            lids.append(int(sw["lid"]))
+            descs.append(str(sw.get("desc", "")))
+            entries.extend((i, int(lid), int(port)) for lid, port in sw["routes"])
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"bad JSON tables: {err}", source=source) from None
+    return _assemble(guids, lids, descs, entries)
+
+
+def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
+    """Detect the format from the first meaningful line and parse."""
+    first = next((s.strip() for s in lines if s.strip()), "")
+    if first.startswith("{"):
+        return parse_json("\n".join(lines), source)
+    if first.startswith("dump_ucast_routes"):
+        return parse_fdbs(lines, source)
+    return parse_lft_dump(lines, source)
+
+
+def read_tables(path: str | Path) -> ForwardingTables:
+    """Read tables in any supported format from a file."""
+    try:
+        lines = read_lines(path)
+    except OSError as err:
+        raise InputError(f"cannot read tables: {err.strerror}", source=str(path)) from None
+    return parse_tables(lines, str(path))
