@@ -19,6 +19,8 @@ from smroute.errors import SmrouteError
 #: Modules under smroute.cli that register subcommands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "fabric_cmd",
+    "route_cmd",
+    "diff_cmd",
 )
 
 

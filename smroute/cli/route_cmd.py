@@ -1,0 +1,220 @@
+"""``smroute route FABRIC``: compute forwarding tables and write them out.
+
+``FABRIC`` is an ibnetdiscover topology file.  The tables are written to
+``--out`` in one of the formats of :mod:`smroute.tables.formats`: ``opensm``
+(OpenSM file-engine input, ``opensm -R file -U FILE``), ``fdbs``
+(``opensm.fdbs`` plus ``opensm-subnet.lst`` beside it, for
+``ibdmchk -s opensm-subnet.lst -f opensm.fdbs``) or ``json``.  Unless
+``--no-validate``, every (switch, LID) route is walked and the result is part
+of the summary printed on stdout; each phase also prints a progress line on
+stderr.
+
+Exit status: 0 routed and valid (or not validated), 1 routed but invalid
+(the tables are written anyway), 2 bad input, 3 the fabric cannot be routed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from smroute.errors import InputError
+
+__all__ = ["register", "cmd_route", "hop_table", "Progress"]
+
+_FORMATS = ("opensm", "fdbs", "json")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``route`` command to ``subparsers``."""
+    from smroute.routing.engine import ALGORITHMS
+
+    p = subparsers.add_parser(
+        "route",
+        help="route an ibnetdiscover fabric and write its forwarding tables",
+        description="Compute linear forwarding tables for every switch and LID of an "
+        "ibnetdiscover topology, validate them by walking every route, write them and "
+        "print a summary. Exit status: 0 valid, 1 routed but invalid, 2 bad input, "
+        "3 the fabric cannot be routed.",
+    )
+    p.add_argument("fabric", metavar="FABRIC", help="ibnetdiscover topology file")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
+                   help="routing algorithm (default dmodc)")
+    p.add_argument("--lmc", type=int, default=None, metavar="N",
+                   help="route 2^N LIDs per end-port (default: each port's LMC in FABRIC)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes for route computation (default: CPU count)")
+    p.add_argument("--out", required=True, metavar="FILE", help="output file")
+    p.add_argument("--format", choices=_FORMATS, default="opensm",
+                   help="output format (default opensm: OpenSM file-engine input; fdbs also "
+                   "writes opensm-subnet.lst beside FILE)")
+    p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
+    p.add_argument("--max-failures", type=int, default=20, metavar="N",
+                   help="list at most N unroutable pairs by name (default 20)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_route)
+
+
+class Progress:
+    """Progress lines on a stream: ``smroute: <phase>...`` then ``done in N s``.
+
+    ``clock`` is injected (``time.perf_counter`` by default); ``enabled=False``
+    keeps the timings but prints nothing.
+    """
+
+    def __init__(
+        self, stream: TextIO, *, enabled: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.clock = clock
+        self.timings: dict[str, float] = {}
+        self._t0 = clock()
+
+    def start(self, label: str) -> float:
+        """Announce a phase; returns its start time."""
+        if self.enabled:
+            self.stream.write(f"smroute: {label}...\n")
+            self.stream.flush()
+        return self.clock()
+
+    def done(self, name: str, started: float, note: str = "") -> None:
+        """Record phase ``name`` as having started at ``started``."""
+        dt = self.clock() - started
+        self.timings[name] = self.timings.get(name, 0.0) + dt
+        if self.enabled:
+            extra = f" ({note})" if note else ""
+            self.stream.write(f"smroute:   {name} done in {dt:.3f} s{extra}\n")
+            self.stream.flush()
+
+    def elapsed(self) -> float:
+        return self.clock() - self._t0
+
+
+def _load_fabric(path: str) -> Any:
+    from smroute.fabric.ibnetdiscover import read_topology
+
+    try:
+        return read_topology(path)
+    except InputError as err:
+        raise err if err.source is not None else err.with_source(path) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file ({err.reason})", source=path) from None
+
+
+def hop_table(result: Any) -> np.ndarray:
+    """Per-(switch, LID) hop counts of ``result``'s tables, as ``opensm.fdbs``
+    states them: links traversed to the destination port (0 for the switch's
+    own LID, 1 to a CA on the switch).  Shape ``(S, W)`` uint8, 255 where the
+    walk does not deliver or the switch is not routed."""
+    from smroute.routing.validate import OK, walk
+
+    g, dest, ports = result.graph, result.dest, result.tables.ports
+    out = np.full(ports.shape, 255, dtype=np.uint8)
+    sources = np.flatnonzero(g.rank >= 0)
+    if len(sources) == 0 or len(dest.lid) == 0:
+        return out
+    status, hops = walk(g, ports, dest, sources)
+    h = hops.astype(np.int64) + (~dest.is_switch).astype(np.int64)[None, :]
+    h = np.where((status == OK) & (h < 255), h, 255).astype(np.uint8)
+    out[sources[:, None], dest.lid[None, :]] = h
+    return out
+
+
+def _fmt_s(x: float) -> str:
+    return f"{x:.3f} s"
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    """Route ``args.fabric``, write ``args.out``, print the summary; exit status
+    0 valid, 1 invalid (module doc)."""
+    from smroute.fabric.model import NodeType
+    from smroute.routing.engine import route
+    from smroute.routing.validate import validate
+    from smroute.tables.formats import write_tables
+
+    if args.lmc is not None and not 0 <= args.lmc <= 7:
+        raise InputError(f"--lmc must be 0..7, got {args.lmc}")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be >= 1, got {args.workers}")
+    if args.max_failures < 0:
+        raise InputError("--max-failures must be >= 0")
+    out_path = Path(args.out)
+    if out_path.is_dir():
+        raise InputError("--out is a directory; give a file name", source=args.out)
+
+    prog = Progress(sys.stderr, enabled=not args.quiet)
+    t = prog.start(f"reading {args.fabric}")
+    fabric = _load_fabric(args.fabric)
+    n_sw, n_ca = len(fabric.switches), len(fabric.cas)
+    prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
+
+    t = prog.start(f"routing with {args.algorithm}")
+    result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers)
+    prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
+    tables = result.tables
+
+    validation = None
+    if not args.no_validate:
+        t = prog.start("validating (walking every switch-to-LID route)")
+        validation = validate(
+            result.graph, tables.ports, result.dest, result.costs,
+            switch_desc=tables.switch_desc, lid_desc=tables.lid_desc,
+            max_failures=args.max_failures,
+        )
+        prog.done("validate", t, "valid" if validation.ok else "INVALID")
+
+    hops = None
+    if args.format == "fdbs":
+        t = prog.start("computing hop counts for opensm.fdbs")
+        hops = hop_table(result)
+        prog.done("hops", t)
+
+    t = prog.start(f"writing {args.out} ({args.format})")
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        written = write_tables(tables, out_path, args.format, fabric=fabric, hops=hops)
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
+    prog.done("write", t)
+
+    routed_lids = int(len(result.dest.lid))
+    n_ca_ports = int((~result.dest.is_switch).sum())
+    n_routers = int((fabric.node_type == NodeType.ROUTER).sum())
+    lines = [
+        f"fabric:     {args.fabric}: {n_sw} switches, {n_ca} CAs"
+        + (f", {n_routers} routers" if n_routers else "") + f", {fabric.n_links} links",
+        f"routing:    {args.algorithm}, {routed_lids} destination LIDs "
+        f"({n_ca_ports} end-port LIDs, {routed_lids - n_ca_ports} switch LIDs), "
+        f"max LID {tables.max_lid}, {tables.n_switches} switches x {tables.max_lid + 1} "
+        f"LFT entries",
+        "time:       " + ", ".join(
+            f"{k} {_fmt_s(v)}" for k, v in [
+                ("parse", prog.timings["parse"]), *result.timings.items(),
+                *((k, prog.timings[k]) for k in ("validate", "hops", "write")
+                  if k in prog.timings),
+            ]
+        ) + f"; total {_fmt_s(prog.elapsed())}",
+    ]
+    if validation is None:
+        lines.append("validation: skipped (--no-validate)")
+    else:
+        lines.append(f"validation: {validation.summary()}")
+        if not validation.ok:
+            shown = len(validation.failures)
+            failing = validation.pairs - validation.delivered
+            lines.append(f"unroutable (first {shown} of {failing}):" if shown < failing
+                         else "unroutable:")
+            lines.extend(f"  {f}" for f in validation.failures)
+    lines.append("output:     " + ", ".join(str(p) for p in written))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0 if validation is None or validation.ok else 1

@@ -1,0 +1,325 @@
+"""Differences between two sets of forwarding tables (pure, vectorized).
+
+:func:`diff_tables` matches switches by node GUID and compares their linear
+forwarding tables LID by LID.  What a subnet manager would have to send to go
+from ``old`` to ``new`` is one ``SubnSet(LinearForwardingTable)`` per changed
+64-LID block (block ``lid // 64``, :data:`~smroute.tables.lft.BLOCK`), so the
+diff counts blocks as well as entries.
+
+Both tables are compared over the wider of their two LID ranges, the narrower
+one padded with :data:`~smroute.tables.lft.NO_ROUTE`; LID 0 (not a unicast
+LID) is ignored.  The comparison runs on row chunks of at most
+:data:`CHUNK_BYTES` so that 3,584 switches x 44,544 LIDs stay cheap in memory.
+
+The result, :class:`TableDiff`, holds flat, sorted arrays of the changed
+entries; :meth:`TableDiff.switches` yields them per switch,
+:func:`format_diff` renders text and :meth:`TableDiff.to_dict` a JSON-able
+dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
+
+__all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "diff_tables", "format_diff"]
+
+#: Largest ``(rows x LIDs)`` slab compared at once, in bytes of one table.
+CHUNK_BYTES = 1 << 25
+
+
+@dataclass(frozen=True)
+class SwitchDiff:
+    """Changes of one switch present in both tables.
+
+    lids ``(K,)`` int64 ascending, old_ports / new_ports ``(K,)`` uint8
+    (:data:`NO_ROUTE` = no route), blocks ``(B,)`` int64 ascending: the 64-LID
+    blocks that would be rewritten.  ``old_lid`` / ``new_lid``: the switch's
+    own LID in each table (0 if unknown).
+    """
+
+    guid: int
+    desc: str
+    old_lid: int
+    new_lid: int
+    lids: np.ndarray
+    old_ports: np.ndarray
+    new_ports: np.ndarray
+    blocks: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class TableDiff:
+    """Result of :func:`diff_tables`.
+
+    common_guid ``(C,)`` uint64: GUIDs of the switches in both tables,
+    ascending; common_desc: their descriptions (the new table's, else the
+    old's); old_lid / new_lid ``(C,)`` int64: their LIDs in each table.
+    Changed entries, sorted by (switch, LID), as flat arrays of length ``E``:
+    entry_switch (int64 index into ``common_guid``), entry_lid (int64),
+    entry_old / entry_new (uint8 ports).  Changed blocks, sorted, length
+    ``B``: block_switch (int64 index into ``common_guid``), block (int64).
+    only_old_guid / only_new_guid (uint64, ascending) and their descriptions:
+    switches present in one table only.  width: LIDs compared (``max LID + 1``).
+    """
+
+    common_guid: np.ndarray
+    common_desc: tuple[str, ...]
+    old_lid: np.ndarray
+    new_lid: np.ndarray
+    entry_switch: np.ndarray
+    entry_lid: np.ndarray
+    entry_old: np.ndarray
+    entry_new: np.ndarray
+    block_switch: np.ndarray
+    block: np.ndarray
+    only_old_guid: np.ndarray
+    only_old_desc: tuple[str, ...]
+    only_new_guid: np.ndarray
+    only_new_desc: tuple[str, ...]
+    width: int
+
+    # ----------------------------------------------------------- totals
+    @property
+    def identical(self) -> bool:
+        """True if both tables hold the same switches with the same entries."""
+        return (
+            self.entries_changed == 0
+            and len(self.only_old_guid) == 0
+            and len(self.only_new_guid) == 0
+        )
+
+    @property
+    def entries_changed(self) -> int:
+        """Changed (switch, LID) entries."""
+        return int(self.entry_lid.shape[0])
+
+    @property
+    def lids_changed(self) -> int:
+        """Distinct destination LIDs whose route changed on at least one switch."""
+        return int(np.unique(self.entry_lid).shape[0])
+
+    @property
+    def blocks_changed(self) -> int:
+        """(switch, 64-LID block) pairs to rewrite: LFT SubnSet MADs needed."""
+        return int(self.block.shape[0])
+
+    @property
+    def switches_changed(self) -> int:
+        """Switches present in both tables with at least one changed entry."""
+        return int(np.unique(self.entry_switch).shape[0])
+
+    @property
+    def switches_compared(self) -> int:
+        return int(self.common_guid.shape[0])
+
+    def changed_switch_indices(self) -> np.ndarray:
+        """Indices into ``common_guid`` of the changed switches, ascending."""
+        return np.unique(self.entry_switch)
+
+    # ----------------------------------------------------------- views
+    def switch(self, index: int) -> SwitchDiff:
+        """The changes of ``common_guid[index]`` (empty arrays if unchanged)."""
+        lo, hi = np.searchsorted(self.entry_switch, [index, index + 1])
+        blo, bhi = np.searchsorted(self.block_switch, [index, index + 1])
+        return SwitchDiff(
+            guid=int(self.common_guid[index]),
+            desc=self.common_desc[index],
+            old_lid=int(self.old_lid[index]),
+            new_lid=int(self.new_lid[index]),
+            lids=self.entry_lid[lo:hi],
+            old_ports=self.entry_old[lo:hi],
+            new_ports=self.entry_new[lo:hi],
+            blocks=self.block[blo:bhi],
+        )
+
+    def switches(self) -> Iterator[SwitchDiff]:
+        """Per changed switch, in GUID order."""
+        for i in self.changed_switch_indices().tolist():
+            yield self.switch(i)
+
+    def summary(self) -> str:
+        """One line: identical, or the totals."""
+        if self.identical:
+            return (f"identical: {self.switches_compared} switches, "
+                    f"LIDs 1-{max(self.width - 1, 0)}")
+        return (
+            f"{self.switches_changed} of {self.switches_compared} switches changed: "
+            f"{self.entries_changed} entries, {self.lids_changed} LIDs, "
+            f"{self.blocks_changed} LFT blocks to rewrite; "
+            f"{len(self.only_old_guid)} switches only in old, "
+            f"{len(self.only_new_guid)} only in new"
+        )
+
+    def to_dict(self, max_entries: int | None = None) -> dict[str, Any]:
+        """JSON-able dict.  ``max_entries``: list at most that many changed
+        entries in total (``None``: all); totals and blocks are always complete
+        and ``truncated`` says whether entries were left out."""
+        listed = 0
+        switches = []
+        for sd in self.switches():
+            room = len(sd.lids) if max_entries is None else max(0, max_entries - listed)
+            k = min(room, len(sd.lids))
+            listed += k
+            switches.append({
+                "guid": f"{sd.guid:#018x}",
+                "desc": sd.desc,
+                "old_lid": sd.old_lid,
+                "new_lid": sd.new_lid,
+                "lids_changed": int(len(sd.lids)),
+                "blocks": sd.blocks.tolist(),
+                "changes": [
+                    [lid, _port_json(o), _port_json(n)]
+                    for lid, o, n in zip(
+                        sd.lids[:k].tolist(), sd.old_ports[:k].tolist(),
+                        sd.new_ports[:k].tolist(), strict=True,
+                    )
+                ],
+            })
+        return {
+            "identical": self.identical,
+            "totals": {
+                "switches_compared": self.switches_compared,
+                "switches_changed": self.switches_changed,
+                "entries_changed": self.entries_changed,
+                "lids_changed": self.lids_changed,
+                "blocks_changed": self.blocks_changed,
+                "switches_only_old": int(len(self.only_old_guid)),
+                "switches_only_new": int(len(self.only_new_guid)),
+            },
+            "block_size": BLOCK,
+            "max_lid": max(self.width - 1, 0),
+            "truncated": listed < self.entries_changed,
+            "switches": switches,
+            "only_old": [
+                {"guid": f"{g:#018x}", "desc": d}
+                for g, d in zip(self.only_old_guid.tolist(), self.only_old_desc, strict=True)
+            ],
+            "only_new": [
+                {"guid": f"{g:#018x}", "desc": d}
+                for g, d in zip(self.only_new_guid.tolist(), self.only_new_desc, strict=True)
+            ],
+        }
+
+
+def _port_json(p: int) -> int | None:
+    return None if p == NO_ROUTE else int(p)
+
+
+def _port_text(p: int) -> str:
+    return "none" if p == NO_ROUTE else str(p)
+
+
+def _padded(ports: np.ndarray, rows: np.ndarray, width: int) -> np.ndarray:
+    """``ports[rows]`` cut or padded with NO_ROUTE to ``width`` columns."""
+    w = min(width, ports.shape[1])
+    if w == width:
+        return ports[rows, :width]
+    out = np.full((len(rows), width), NO_ROUTE, dtype=np.uint8)
+    out[:, :w] = ports[rows, :w]
+    return out
+
+
+def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
+    """Compare ``old`` and ``new`` switch by switch (matched by node GUID)."""
+    og = np.asarray(old.switch_guid, dtype=np.uint64)
+    ng = np.asarray(new.switch_guid, dtype=np.uint64)
+    common, oi, ni = np.intersect1d(og, ng, assume_unique=False, return_indices=True)
+    only_old = np.setdiff1d(og, ng)
+    only_new = np.setdiff1d(ng, og)
+    width = max(int(old.ports.shape[1]), int(new.ports.shape[1]))
+    c = len(common)
+
+    sw_parts: list[np.ndarray] = []
+    lid_parts: list[np.ndarray] = []
+    old_parts: list[np.ndarray] = []
+    new_parts: list[np.ndarray] = []
+    step = max(1, CHUNK_BYTES // max(width, 1))
+    for r0 in range(0, c, step):
+        r1 = min(c, r0 + step)
+        a = _padded(old.ports, oi[r0:r1], width)
+        b = _padded(new.ports, ni[r0:r1], width)
+        ne = a != b
+        if width:
+            ne[:, 0] = False
+        rr, ll = np.nonzero(ne)
+        if len(rr):
+            sw_parts.append(rr.astype(np.int64) + r0)
+            lid_parts.append(ll.astype(np.int64))
+            old_parts.append(a[rr, ll])
+            new_parts.append(b[rr, ll])
+
+    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    e_sw = cat(sw_parts, np.int64)
+    e_lid = cat(lid_parts, np.int64)
+    n_blocks = width // BLOCK + 1
+    keys = np.unique(e_sw * n_blocks + e_lid // BLOCK)
+
+    def descs(t: ForwardingTables, rows: np.ndarray) -> tuple[str, ...]:
+        d = t.switch_desc
+        return tuple(d[i] if i < len(d) else "" for i in rows.tolist())
+
+    def rows_of(guids: np.ndarray, all_guids: np.ndarray) -> np.ndarray:
+        order = np.argsort(all_guids, kind="stable")
+        return order[np.searchsorted(all_guids[order], guids)]
+
+    new_desc = descs(new, ni)
+    old_desc = descs(old, oi)
+    common_desc = tuple(n or o for n, o in zip(new_desc, old_desc, strict=True))
+    return TableDiff(
+        common_guid=common,
+        common_desc=common_desc,
+        old_lid=np.asarray(old.switch_lid, dtype=np.int64)[oi],
+        new_lid=np.asarray(new.switch_lid, dtype=np.int64)[ni],
+        entry_switch=e_sw,
+        entry_lid=e_lid,
+        entry_old=cat(old_parts, np.uint8),
+        entry_new=cat(new_parts, np.uint8),
+        block_switch=keys // n_blocks,
+        block=keys % n_blocks,
+        only_old_guid=only_old,
+        only_old_desc=descs(old, rows_of(only_old, og)),
+        only_new_guid=only_new,
+        only_new_desc=descs(new, rows_of(only_new, ng)),
+        width=width,
+    )
+
+
+def format_diff(d: TableDiff, *, max_entries: int | None = 1000) -> list[str]:
+    """Human-readable lines: totals, switches only in one table, then per changed
+    switch its blocks and ``LID: old -> new`` entries (at most ``max_entries``
+    entries in total, ``None`` for all; a line says how many were left out)."""
+    out = [d.summary()]
+    for g, desc in zip(d.only_old_guid.tolist(), d.only_old_desc, strict=True):
+        out.append(f'- switch {g:#018x} "{desc}": only in old')
+    for g, desc in zip(d.only_new_guid.tolist(), d.only_new_desc, strict=True):
+        out.append(f'+ switch {g:#018x} "{desc}": only in new')
+    listed = 0
+    for sd in d.switches():
+        lid_note = (f"LID {sd.new_lid}" if sd.old_lid == sd.new_lid
+                    else f"LID {sd.old_lid} -> {sd.new_lid}")
+        blocks = ", ".join(str(b) for b in sd.blocks.tolist())
+        out.append(
+            f'switch {sd.guid:#018x} "{sd.desc}" ({lid_note}): {len(sd.lids)} LIDs changed '
+            f"in {len(sd.blocks)} blocks [{blocks}]"
+        )
+        room = len(sd.lids) if max_entries is None else max(0, max_entries - listed)
+        k = min(room, len(sd.lids))
+        listed += k
+        out.extend(
+            f"  0x{lid:04x}: {_port_text(o)} -> {_port_text(n)}"
+            for lid, o, n in zip(
+                sd.lids[:k].tolist(), sd.old_ports[:k].tolist(), sd.new_ports[:k].tolist(),
+                strict=True,
+            )
+        )
+    if listed < d.entries_changed:
+        out.append(f"... {d.entries_changed - listed} more changed entries not listed")
+    return out
