@@ -1,0 +1,71 @@
+"""``smroute fabric ...``: inspect fabric files.
+
+``smroute fabric summary FILE [--json]`` reads an ibnetdiscover topology and
+prints levels, counts, link types, parallel links and anomalies
+(:mod:`smroute.fabric.summary`).  A bad file is reported as ``FILE:LINE: ...``
+with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from smroute.errors import InputError
+
+__all__ = ["register", "cmd_summary"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``fabric`` command and its subcommands to ``subparsers``."""
+    p = subparsers.add_parser("fabric", help="inspect fabric topology files")
+    sub = p.add_subparsers(dest="fabric_command", metavar="SUBCOMMAND", required=True)
+
+    s = sub.add_parser(
+        "summary",
+        help="levels, counts, link types, parallel links and anomalies of a topology",
+        description="Summarize an ibnetdiscover topology file: switch levels (ranked by "
+        "hops from the leaf switches), switch/host counts, link widths and speeds, "
+        "parallel links and anomalies.",
+    )
+    s.add_argument("file", metavar="FILE", help="ibnetdiscover topology file")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.add_argument(
+        "--max-items", type=int, default=100, metavar="N",
+        help="list at most N items per anomaly (totals stay exact; default 100)",
+    )
+    s.set_defaults(func=cmd_summary)
+
+
+def _load(path: str) -> Any:
+    from smroute.fabric.ibnetdiscover import read_topology
+
+    try:
+        return read_topology(path)
+    except InputError as err:
+        if err.source is None:
+            raise err.with_source(path) from None
+        raise
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not a text file ({err.reason})", source=path) from None
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    """Print the summary of ``args.file``; exit status 0 (anomalies are reported,
+    not errors)."""
+    from smroute.fabric.summary import format_summary, summarize
+
+    if args.max_items < 0:
+        raise InputError("--max-items must be >= 0")
+    fabric = _load(args.file)
+    summary = summarize(fabric, source=args.file, max_items=args.max_items)
+    if args.json:
+        json.dump(summary.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n".join(format_summary(summary)) + "\n")
+    return 0
