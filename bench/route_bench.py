@@ -40,7 +40,8 @@ def machine() -> str:
                     break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}"
+    py = platform.python_version()
+    return f"{cpu}, {os.cpu_count()} cores, Python {py}, numpy {np.__version__}"
 
 
 def bench(name: str, runs: int, workers: int) -> None:

@@ -185,7 +185,11 @@ def destinations(
         )
     if len(np.unique(lid)) != len(lid):
         vals, counts = np.unique(lid, return_counts=True)
-        raise RoutingError(f"LID {int(vals[counts > 1][0]):#06x} is assigned twice")
+        raise RoutingError(
+            f"LID {int(vals[counts > 1][0]):#06x} belongs to two ports: with LMC "
+            f"{lmc if lmc is not None else 'as discovered'} each port needs "
+            "2**LMC LIDs from an aligned base LID; reassign LIDs (run the SM with this LMC)"
+        )
     n_sw = len(sw_order)
     return Destinations(
         lid=lid,
@@ -220,6 +224,38 @@ def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
     return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, order, dest.target[order])
 
 
+def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``q % n`` for int32 ``q >= 0``, ``1 <= n``, broadcast; float32 SIMD when exact.
+
+    With ``q < 2**16`` and ``n < 2**8`` the float32 quotient is never rounded
+    across an integer (the gap ``1/n`` exceeds half an ulp of ``q/n``) and
+    ``floor(q/n) * n`` is exact, so the result equals integer ``%``.
+    """
+    if q.size and (int(q.max()) >= 1 << 16 or int(n.max()) >= 1 << 8):
+        return q % n
+    qf = q.astype(np.float32)
+    nf = n.astype(np.float32)
+    d = qf / nf
+    np.floor(d, out=d)
+    d *= nf
+    np.subtract(qf, d, out=d)
+    return d.astype(np.int32)
+
+
+def _dedupe_columns(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal columns of ``m`` (``(R, U)`` uint8), exactly.
+
+    Returns ``(col_of (U,), reps (U',))``: column ``u`` equals column
+    ``reps[col_of[u]]``.  Columns are compared as raw bytes.
+    """
+    mt = np.ascontiguousarray(m.T)
+    v = mt.view(np.dtype((np.void, max(mt.shape[1], 1)))).ravel() if mt.shape[1] else None
+    if v is None:
+        return np.zeros(m.shape[1], dtype=np.int64), np.zeros(min(m.shape[1], 1), dtype=np.int64)
+    _, first, col_of = np.unique(v, return_index=True, return_inverse=True)
+    return col_of.ravel(), first
+
+
 def route_block(
     g: SwitchGraph,
     c: np.ndarray,
@@ -248,29 +284,55 @@ def route_block(
         return
     if ctx is None:
         ctx = route_context(c, dest)
-    n_u = len(ctx.tgt_u)
+    if len(g.grp_remote):
+        _route_remote(g, pi, dest, switches, out, ctx)
+    # destinations hanging off (or being) the switch itself
+    lo = np.searchsorted(ctx.local_target, switches, side="left")
+    hi = np.searchsorted(ctx.local_target, switches, side="right")
+    cnt_h = hi - lo
+    if cnt_h.any():
+        hb = np.repeat(np.arange(b), cnt_h)
+        hd = ctx.local_order[np.repeat(lo - np.cumsum(cnt_h) + cnt_h, cnt_h)
+                             + np.arange(int(cnt_h.sum()))]
+        out.reshape(b, -1)[hb, dest.lid[hd]] = dest.local_port[hd]
+
+
+def _route_remote(
+    g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
+    out: np.ndarray, ctx: RouteContext,
+) -> None:
+    """Eq. 1-4 for every destination through the switches' port groups (see
+    :func:`route_block`); fills ``out`` rows."""
+    b = len(switches)
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
     valid = np.arange(gmax)[None, :] < ng[:, None]
     gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(gmax)[None, :], 0)
-    remote = np.where(valid, g.grp_remote[gidx] if len(g.grp_remote) else 0, c.shape[0])
-    cs = ctx.ext[switches]  # (B, U)
-    # closer[b, k, u]: group k of switch b leads closer to target u (eq. 1)
-    closer = ctx.ext[remote] < cs[:, None, :]
-    closer &= (cs < INF)[:, None, :]
+    remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
+    # Targets whose cost columns agree on every row this block reads have the
+    # same closer-group patterns: collapse them (hash, then verify exactly).
+    rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
+    sub = ctx.ext[rows_used]  # (R, U)
+    col_of, reps = _dedupe_columns(sub)
+    n_u = len(reps)
+    sub_t = np.ascontiguousarray(sub[:, reps].T)  # (U', R)
+    cs_t = sub_t[:, row_of[:b]]  # (U', B)
+    # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1)
+    closer = sub_t[:, row_of[b:].reshape(remote.shape)] < cs_t[:, :, None]
+    closer &= (cs_t < INF)[:, :, None]
     # pattern key per (b, u): the closer bits packed over group positions
-    packed = np.packbits(closer, axis=1, bitorder="little")  # (B, ceil(G/8), U)
-    nbytes = packed.shape[1]
+    packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))
+    nbytes = packed.shape[2]
     if nbytes <= 8:
-        key = np.zeros((b, n_u), dtype=np.uint64)
-        for j in range(nbytes):
-            key |= packed[:, j, :].astype(np.uint64) << np.uint64(8 * j)
+        padded = np.zeros(packed.shape[:2] + (8,), dtype=np.uint8)
+        padded[:, :, :nbytes] = packed
+        key = padded.view("<u8")[:, :, 0].T  # (B, U')
         pat_keys, pat_of = np.unique(key, return_inverse=True)
         bits = np.unpackbits(
-            pat_keys.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+            pat_keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
         )[:, :gmax].astype(bool)
     else:  # more than 64 groups: unique over the packed bytes
-        rows = packed.transpose(0, 2, 1).reshape(-1, nbytes)
+        rows = packed.transpose(1, 0, 2).reshape(-1, nbytes)
         pat_bytes, pat_of = np.unique(rows, axis=0, return_inverse=True)
         bits = np.unpackbits(pat_bytes, axis=1, bitorder="little")[:, :gmax].astype(bool)
     pat_of = pat_of.reshape(b, n_u)
@@ -287,11 +349,14 @@ def route_block(
     dead = empty[pat_p]
     piv = pi[switches]
     same_pi = bool((piv == piv[0]).all())
-    q = (dest.nid // piv[0])[None, :] if same_pi else dest.nid[None, :] // piv[:, None]
-    n_bu = slot_len[pat_of].astype(np.int64)  # (B, U)
-    start_bu = pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]
-    n_d = n_bu[:, ctx.tgt_i]
-    pick = start_bu[:, ctx.tgt_i] + q % n_d  # (B, D) flat slot index
+    nid = dest.nid.astype(np.int32)
+    q = (nid // np.int32(piv[0]))[None, :] if same_pi else nid[None, :] // piv[:, None].astype(
+        np.int32)
+    n_bu = slot_len[pat_of].astype(np.int32)  # (B, U)
+    start_bu = (pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]).astype(np.int32)
+    tgt = col_of[ctx.tgt_i]  # (D,) collapsed target of each destination
+    n_d = n_bu[:, tgt]
+    pick = start_bu[:, tgt] + _mod(q, n_d)  # (B, D) flat slot index
     cnt = g.grp_port_count[grp_lut]
     if (cnt == 1).all():
         port_lut = np.where(dead[None, :], NO_ROUTE, g.grp_ports[g.grp_port_first[grp_lut]])
@@ -300,15 +365,4 @@ def route_block(
         grp = grp_lut.ravel()[pick]
         port = g.grp_ports[g.grp_port_first[grp] + (q // n_d) % g.grp_port_count[grp]]
         port = np.where(dead[pick - (np.arange(b) * n_slots)[:, None]], NO_ROUTE, port)
-    rows_out = out.reshape(b, -1)
-    lid = dest.lid
-    rows_out[:, lid] = port
-    # destinations hanging off (or being) the switch itself
-    lo = np.searchsorted(ctx.local_target, switches, side="left")
-    hi = np.searchsorted(ctx.local_target, switches, side="right")
-    cnt_h = hi - lo
-    if cnt_h.any():
-        hb = np.repeat(np.arange(b), cnt_h)
-        hd = ctx.local_order[np.repeat(lo - np.cumsum(cnt_h) + cnt_h, cnt_h)
-                             + np.arange(int(cnt_h.sum()))]
-        rows_out[hb, lid[hd]] = dest.local_port[hd]
+    out.reshape(b, -1)[:, dest.lid] = port

@@ -14,6 +14,7 @@ process through the same code path.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -77,10 +78,8 @@ class SharedArrays:
         return cls(path, manifest, arrays)
 
     def unlink(self) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 def _views(mm: mmap.mmap, manifest: Manifest) -> dict[str, np.ndarray]:

@@ -301,7 +301,10 @@ def parse_json(text: str, source: str = "<input>") -> ForwardingTables:
         doc = json.loads(text)
         if doc.get("format") != "smroute-lft/1":
             raise ValueError("not an smroute-lft/1 document")
-        guids, lids, descs, entries = [], [], [], []
+        guids: list[int] = []
+        lids: list[int] = []
+        descs: list[str] = []
+        entries: list[tuple[int, int, int]] = []
         for i, sw in enumerate(doc["switches"]):
             guids.append(int(sw["guid"], 16))
             lids.append(int(sw["lid"]))

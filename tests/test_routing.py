@@ -1,0 +1,202 @@
+"""Dmodc / Dmodk routing: equality on complete PGFTs, the shift-permutation
+theorems (walking the tables and counting flows per port), validation on
+degraded trees, worker-count invariance, and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smroute.errors import RoutingError
+from smroute.fabric.generate import degrade, pgft
+from smroute.routing import dmodc
+from smroute.routing.engine import route
+from smroute.routing.pool import RoutePool
+from smroute.routing.topology import TO_END_PORT, next_switch, switch_graph
+from smroute.routing.validate import validate
+from smroute.tables.lft import NO_ROUTE
+
+#: Complete PGFTs, with and without parallel links (Zahavi's figure first).
+COMPLETE = [
+    (3, (2, 2, 3), (1, 2, 2), (1, 2, 1)),
+    (2, (4, 8), (1, 4), (1, 2)),
+    (2, (6, 12), (1, 6), (1, 1)),
+    (3, (4, 4, 4), (1, 4, 4), (1, 1, 1)),
+    (3, (3, 3, 4), (1, 3, 3), (1, 1, 1)),
+    (3, (2, 2, 2), (1, 2, 2), (1, 2, 2)),
+]
+
+
+def _ids(spec: tuple) -> str:
+    return f"PGFT({spec[0]};{spec[1]};{spec[2]};{spec[3]})"
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=_ids)
+def test_dmodc_equals_dmodk_on_complete_pgft(spec: tuple) -> None:
+    f = pgft(*spec)
+    a = route(f, algorithm="dmodc", workers=1)
+    b = route(f, algorithm="dmodk", workers=1)
+    assert a.tables.ports.shape == b.tables.ports.shape
+    assert np.array_equal(a.tables.ports, b.tables.ports)
+
+
+def _flows_per_port(result, src_ep: np.ndarray, dst_ep: np.ndarray) -> np.ndarray:
+    """Walk the tables for flows (end-port index -> end-port index, base LIDs),
+    return flow counts per directed switch port, shape (S, 256)."""
+    g = result.graph
+    ports = result.tables.ports
+    nxt = next_switch(g)
+    lid = g.ep_lid[dst_ep]
+    cur = g.ep_switch[src_ep].copy()
+    counts = np.zeros((g.n_switches, 256), dtype=np.int64)
+    active = np.ones(len(src_ep), dtype=bool)
+    for _ in range(2 * g.max_rank + 2):
+        if not active.any():
+            break
+        c = cur[active]
+        p = ports[c, lid[active]].astype(np.int64)
+        assert (p != NO_ROUTE).all(), "a flow hit a missing route"
+        np.add.at(counts, (c, p), 1)
+        nx = nxt[c, p]
+        done = nx == TO_END_PORT
+        # delivered to the right end-port
+        assert (p[done] == g.ep_switch_port[dst_ep[active][done]]).all()
+        assert (c[done] == g.ep_switch[dst_ep[active][done]]).all()
+        assert (nx[~done] >= 0).all(), "a flow fell off the fabric"
+        idx = np.flatnonzero(active)
+        cur[idx[~done]] = nx[~done]
+        active[idx[done]] = False
+    assert not active.any(), "a flow did not arrive (loop)"
+    return counts
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=_ids)
+def test_shift_permutations_put_at_most_one_flow_per_port(spec: tuple) -> None:
+    """Zahavi's Theorems 1-2: in topological-NID order, every stage of the Shift
+    CPS loads every (up and down) port with at most one flow."""
+    f = pgft(*spec)
+    r = route(f, workers=1)
+    order = np.argsort(r.nids)  # end-port indices in NID order
+    n = len(order)
+    worst = 0
+    for s in range(1, n):
+        counts = _flows_per_port(r, order, np.roll(order, -s))
+        worst = max(worst, int(counts.max()))
+    assert worst == 1
+
+
+def test_random_order_shift_is_congested() -> None:
+    """The same tables with a random node order do congest: the test above can fail."""
+    f = pgft(2, (6, 12), (1, 6), (1, 1))
+    r = route(f, workers=1)
+    order = np.random.default_rng(7).permutation(len(r.nids))
+    worst = max(int(_flows_per_port(r, order, np.roll(order, -s)).max()) for s in range(1, 20))
+    assert worst > 1
+
+
+def test_nids_are_topological_on_generated_tree() -> None:
+    """Algorithm 2 numbers hosts leaf by leaf, pods together: equal to the
+    generator's D-mod-K host order on a complete PGFT."""
+    f = pgft(3, (3, 3, 4), (1, 3, 3), (1, 1, 1))
+    r = route(f, workers=1)
+    host_of_ep = f.port_node[r.graph.ep_row]
+    by_nid = host_of_ep[np.argsort(r.nids)]
+    assert [f.node_desc[n] for n in by_nid[:4]] == [
+        "host 0.0.0", "host 0.0.1", "host 0.0.2", "host 0.1.0"]
+    assert np.array_equal(np.sort(r.nids), np.arange(len(r.nids)))
+
+
+def test_dividers_and_costs_of_complete_tree() -> None:
+    f = pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1))
+    g = switch_graph(f)
+    c, pi = dmodc.costs_and_dividers(g)
+    # Pi = product of up-arities of lower levels: 1, w2, w2*w3
+    assert set(pi[g.rank == 0].tolist()) == {1}
+    assert set(pi[g.rank == 1].tolist()) == {4}
+    assert set(pi[g.rank == 2].tolist()) == {16}
+    leaves = g.leaves
+    cl = c[np.ix_(leaves, leaves)]
+    assert set(np.unique(cl).tolist()) == {0, 2, 4}
+    assert (np.diag(cl) == 0).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_degraded_tree_routes_every_pair_updown(seed: int) -> None:
+    f = pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1))
+    d, _ = degrade(f, np.random.default_rng(seed), switches=2, links=6)
+    r = route(d, workers=1)
+    v = validate(r.graph, r.tables.ports, r.dest, r.costs)
+    assert v.ok, v.summary()
+    assert v.updown_violations == 0 and v.loops == 0
+    assert v.ca_pairs_unroutable == 0
+
+
+def test_disconnected_leaf_is_reported_by_name() -> None:
+    f = pgft(2, (2, 4), (1, 2), (1, 1))
+    g = switch_graph(f)
+    leaf = int(g.leaves[0])
+    # remove every up-link of the first leaf: its hosts are cut off
+    la, lb = f.port_node[f.link_a], f.port_node[f.link_b]
+    node = int(g.sw_node[leaf])
+    up_links = np.flatnonzero(((la == node) | (lb == node))
+                              & (f.node_type[la] == 2) & (f.node_type[lb] == 2))
+    d = f.with_removed(links=up_links)
+    r = route(d, workers=1)
+    v = validate(r.graph, r.tables.ports, r.dest, r.costs,
+                 switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc)
+    assert not v.ok
+    assert v.ca_pairs_unroutable > 0
+    assert any("host" in str(x) and "no route" in str(x) for x in v.failures)
+
+
+def test_same_tables_for_any_worker_count() -> None:
+    f = pgft(3, (4, 4, 6), (1, 4, 4), (1, 1, 1))
+    base = route(f, workers=1).tables.ports
+    with RoutePool(2) as pool:
+        for _ in range(2):  # the pool is reused across jobs
+            assert np.array_equal(route(f, pool=pool).tables.ports, base)
+
+
+def test_lmc_routes_every_lid_and_keeps_base_tables() -> None:
+    f = pgft(2, (4, 8), (1, 4), (1, 1), lmc=2)
+    r = route(f, workers=1)
+    base = route(f, workers=1, lmc=0)
+    g = r.graph
+    for k in range(4):
+        lids = g.ep_lid + k
+        assert (r.tables.ports[np.ix_(g.leaves, lids)] != NO_ROUTE).all()
+    # base LIDs route exactly as without LMC
+    assert np.array_equal(r.tables.ports[:, g.ep_lid], base.tables.ports[:, g.ep_lid])
+    # the 4 LIDs of one remote destination leave a leaf through different up ports
+    leaf = int(g.leaves[0])
+    far = int(np.flatnonzero(g.ep_switch != leaf)[0])
+    ups = {int(r.tables.ports[leaf, g.ep_lid[far] + k]) for k in range(4)}
+    assert len(ups) == 4
+
+
+def test_lids_beyond_unicast_range_are_refused() -> None:
+    from smroute.fabric.model import FabricBuilder, NodeType
+
+    b = FabricBuilder()
+    sw = b.add_node(NodeType.SWITCH, 0x100, 4, "sw")
+    b.set_port(sw, 0, guid=0x100, lid=1)
+    for i, lid in enumerate((0xBF00, 0xBFC0)):
+        ca = b.add_node(NodeType.CA, 0x200 + 16 * i, 1, f"ca{i}")
+        b.set_port(ca, 1, guid=0x201 + 16 * i, lid=lid, lmc=7)
+        b.add_link(sw, i + 1, ca, 1)
+    with pytest.raises(RoutingError, match="unicast range"):
+        route(b.build(), workers=1)
+
+
+def test_overlapping_lmc_ranges_are_refused() -> None:
+    f = pgft(2, (4, 8), (1, 4), (1, 1))  # LIDs assigned with LMC 0
+    with pytest.raises(RoutingError, match="belongs to two ports"):
+        route(f, workers=1, lmc=2)
+
+
+def test_unknown_algorithm_and_bad_lmc() -> None:
+    f = pgft(2, (2, 2), (1, 2), (1, 1))
+    with pytest.raises(RoutingError, match="unknown algorithm"):
+        route(f, algorithm="ftree")
+    with pytest.raises(RoutingError, match="LMC"):
+        route(f, lmc=8)
