@@ -75,6 +75,7 @@ TOOL_PACKAGES: dict[str, str] = {
     "ibroute": "infiniband-diags",
     "smpquery": "infiniband-diags",
     "ibtracert": "infiniband-diags",
+    "ibdmchk": "ibutils",
 }
 
 #: ibsim 0.10 compiled-in limits (sim.h): nodes, switches, ports, linear FDB cap.
