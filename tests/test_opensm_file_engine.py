@@ -136,3 +136,42 @@ def test_a_changed_entry_shows_up_on_the_switch(tmp_path: Path) -> None:
     sd = next(d.switches())
     assert (sd.guid, sd.lids.tolist(), sd.new_ports.tolist()) == (
         int(ours.switch_guid[leaf]), [lid], [up[0]])
+
+
+def test_cli_routes_real_ibnetdiscover_text_for_opensm_and_ibdmchk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end with LIDs OpenSM chose: ibsim (no preset LIDs) -> OpenSM minhop
+    assigns LIDs -> real ibnetdiscover text -> ``smroute route`` (opensm and
+    fdbs formats) -> ``opensm -R file -U`` -> dump_fts holds our tables, and
+    ibdmchk accepts the fdbs output."""
+    import dataclasses
+
+    from smroute.cli.main import main
+    from smroute.opensm.ibdmchk import run_ibdmchk
+    from smroute.opensm.sim import ibnetdiscover
+
+    fabric = pgft(3, [2, 2, 3], [1, 2, 2], [1, 2, 1])
+    no_lids = dataclasses.replace(
+        fabric, port_lid=np.zeros_like(fabric.port_lid), _cache={})
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(no_lids, net)
+    topo = tmp_path / "real.topo"
+    lfts = tmp_path / "ours.lfts"
+    fdbs = tmp_path / "fdbs" / "opensm.fdbs"
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "minhop", engine="minhop")
+        topo.write_text("\n".join(ibnetdiscover(sim)) + "\n")
+        assert main(["route", str(topo), "--out", str(lfts), "--workers", "1", "-q"]) == 0
+        assert main(["route", str(topo), "--out", str(fdbs), "--format", "fdbs",
+                     "--workers", "1", "-q"]) == 0
+        osm = run_opensm(sim, tmp_path / "file", engine="file", lfts_file=lfts)
+        held = parse_lft_dump(dump_switch_routes(sim).splitlines(), "dump_fts")
+    assert osm.engine_used == "file"
+    ours = read_tables(lfts)
+    assert ours.n_switches == len(fabric.switches)
+    assert (ours.ports[:, 1:] != NO_ROUTE).sum() > 0
+    assert_switches_hold(held, ours)
+    rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"))
+    assert rep.ok and rep.ca_paths == 12 * 11, rep.stdout[-2000:]
+    assert "validation: valid" in capsys.readouterr().out
