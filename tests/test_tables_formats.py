@@ -204,6 +204,12 @@ def test_diff_blocks_entries_and_switch_sets() -> None:
     text = format_diff(d)
     assert any("only in old" in x and "0x0000000000000030" in x for x in text)
     assert "  0x0082: 1 -> none" in text
+    # switch LIDs: unknown (0) in one table is not a change
+    moved = _tables([0x10, 0x20, 0x30], b, lids=[7, 8, 9])
+    lines = format_diff(diff_tables(_tables([0x10, 0x20, 0x30], a, lids=[7, 0, 5]), moved))
+    assert any(x.startswith('switch 0x0000000000000010 "sw10" (LID 7): 3 LIDs') for x in lines)
+    assert any(x.startswith('switch 0x0000000000000020 "sw20" (LID 8): 1 LIDs') for x in lines)
+    assert not any("0x0000000000000030" in x for x in lines)
     # max_entries limits listed entries, not totals
     short = format_diff(d, max_entries=1)
     assert short[-1] == "... 3 more changed entries not listed"

@@ -303,8 +303,10 @@ def format_diff(d: TableDiff, *, max_entries: int | None = 1000) -> list[str]:
         out.append(f'+ switch {g:#018x} "{desc}": only in new')
     listed = 0
     for sd in d.switches():
-        lid_note = (f"LID {sd.new_lid}" if sd.old_lid == sd.new_lid
-                    else f"LID {sd.old_lid} -> {sd.new_lid}")
+        if sd.old_lid == sd.new_lid or not (sd.old_lid and sd.new_lid):
+            lid_note = f"LID {sd.new_lid or sd.old_lid}"  # 0: unknown in that table
+        else:
+            lid_note = f"LID {sd.old_lid} -> {sd.new_lid}"
         blocks = ", ".join(str(b) for b in sd.blocks.tolist())
         out.append(
             f'switch {sd.guid:#018x} "{sd.desc}" ({lid_note}): {len(sd.lids)} LIDs changed '
