@@ -590,8 +590,8 @@ def _log_time(line: str) -> _dt.datetime | None:
     m = _LOG_TS_RE.match(line)
     if not m or m.group(1) not in _MONTHS:
         return None
-    # 2000 is a leap year, so Feb 29 parses; the year cancels out in differences
-    # except across New Year, handled by the caller.
+    # The log has no year: 2000 (a leap year, so Feb 29 parses) stands in; the
+    # caller moves an end that lies before its start into the next year.
     return _dt.datetime(
         2000, _MONTHS[m.group(1)], int(m.group(2)), int(m.group(3)), int(m.group(4)),
         int(m.group(5)), int(m.group(6)),
@@ -616,10 +616,9 @@ def parse_routing_seconds(lines: Iterable[str]) -> tuple[float | None, str | Non
             end = _log_time(line)
             if start is None or end is None:
                 return None, m.group(1)
-            delta = (end - start).total_seconds()
-            if delta < 0:  # across New Year
-                delta += 365 * 86400
-            return delta, m.group(1)
+            if end < start:  # across New Year
+                end = end.replace(year=end.year + 1)
+            return (end - start).total_seconds(), m.group(1)
     return None, None
 
 
