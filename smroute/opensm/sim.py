@@ -51,6 +51,8 @@ from typing import IO
 from smroute.errors import RoutingError, SmrouteError
 
 __all__ = [
+    "DEFAULT_LOG_FLAGS",
+    "TOOL_PACKAGES",
     "IbSim",
     "NetLimits",
     "OpenSMRun",
@@ -62,6 +64,7 @@ __all__ = [
     "ibnetdiscover",
     "net_limits",
     "parse_routing_seconds",
+    "require_tool",
     "run_opensm",
 ]
 
