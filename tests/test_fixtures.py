@@ -10,8 +10,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from smroute.fabric.ibnetdiscover import read_topology
 
+from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.summary import summarize
 
