@@ -1,0 +1,500 @@
+"""The routing view of a fabric under a set of forwarding tables, and path tracing.
+
+Any :class:`~smroute.tables.lft.ForwardingTables` can be analysed -- ours or
+OpenSM's read back from ``opensm-lfts.dump`` -- together with the
+:class:`~smroute.fabric.model.Fabric` it routes: switches are matched by node
+GUID and destinations by LID, nothing is taken from the routing engine.
+
+Vocabulary
+----------
+* **End-ports** ``(E,)``: every CA port linked to a switch, ordered by
+  (leaf switch, leaf port).  Traffic to an end-port is addressed to its base
+  LID.  (Router ports are not end-ports here: a table entry leading to one
+  is a dead end for CA traffic.)
+* **Leaf**: a switch with at least one end-port; ``leaves`` ``(Lv,)`` lists
+  them, ``ep_leaf_row`` gives each end-port's position in ``leaves``.
+* **Directed links** get compact integer ids ``0 .. n_links - 1``, one per
+  linked switch port ``(switch, port)`` (the switch's *egress* on that port)
+  and one per end-port (its *injection* link, CA -> leaf), laid out as:
+  ``[0, n_core)`` switch -> switch egress in (switch id, port) order;
+  ``n_core + e`` the leaf egress *delivering* to end-port ``e``
+  (``deliver_link[e]``); then switch egress to anything else (router ports),
+  ``n_switch_links`` in all; then ``n_switch_links + e`` the injection link of
+  end-port ``e`` (``inj_link[e]``).  :meth:`RoutingView.describe_link` names
+  an id.
+
+Tracing
+-------
+A flow from end-port ``a`` to end-port ``b`` crosses ``a``'s injection link,
+then at every switch the egress link the table selects for ``b``'s LID,
+until the switch port that leads to ``b``.  A walk that meets a
+``255`` (no route) entry, an unlinked or management port, a port leading to
+another end-port or to a switch missing from the tables is a **dead end**; one
+that takes more than ``max_hops`` switch hops is a **loop** (a deterministic
+table walk that revisits a switch loops forever).
+
+The path of a flow depends only on (source leaf, destination), so
+:func:`pair_paths` walks every (leaf, destination) pair once and keeps the
+switch -> switch links ("core" links); a pattern's flows are then a gather
+(:meth:`PairPaths.flow_links` adds the injection and delivery links, which
+depend on the source and destination alone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from smroute.fabric.model import Fabric, NodeType
+from smroute.tables.lft import ForwardingTables
+
+__all__ = [
+    "OK",
+    "DEAD_END",
+    "LOOP",
+    "STATUS_NAMES",
+    "NO_ROUTE",
+    "PORTS",
+    "RoutingView",
+    "Trace",
+    "PairPaths",
+    "routing_view",
+    "trace",
+    "pair_paths",
+]
+
+#: Flow status codes (int8).
+OK, DEAD_END, LOOP = 0, 1, 2
+STATUS_NAMES = {OK: "delivered", DEAD_END: "dead end", LOOP: "loop"}
+#: LFT value meaning "no route".
+NO_ROUTE = 255
+#: Width of the per-switch port lookups (port numbers 0..255).
+PORTS = 256
+_TO_EP = -2
+_NO_LINK = -1
+_CHUNK_PAIRS = 1 << 20  # (leaf, destination) pairs walked at once
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingView:
+    """A fabric with forwarding tables, as path tracing sees it.
+
+    Switch arrays ``(S,)``, S = every switch of the fabric in node order:
+        sw_node (int64 node index), sw_guid (uint64), sw_level (int64 BFS
+        distance to the nearest leaf, -1 if none), table_row (int64 row of the
+        switch in the tables, -1 if the tables do not have it).
+    End-port arrays ``(E,)``:
+        ep_row (int64 fabric port row), ep_node (int64 CA node index),
+        ep_guid (uint64 port GUID), ep_lid (int64 base LID, 0 if none),
+        ep_leaf (int64 switch id), ep_leaf_port (int64 port on the leaf),
+        ep_leaf_row (int64 index into ``leaves``), inj_link (int32 link id of
+        the end-port's injection link), deliver_link (int32 link id of the
+        leaf egress to the end-port).
+    leaves: ``(Lv,)`` int64 switch ids with end-ports, ascending.
+    Link arrays ``(n_links,)``: link_switch (int32 egress switch id, -1 for
+        injection links), link_port (int16 egress port, CA port for injection
+        links), link_ep (int32 end-port of an injection or delivery link,
+        else -1).  n_core: switch -> switch links; n_switch_links: all switch
+        egress links.
+    Lookups ``(S, 256)`` int32, flattened to ``(S * 256,)`` by switch then
+        port: link_of (link id of switch egress (s, p), -1 if unlinked),
+        next_sw (switch id behind (s, p); -2 = an end-port; -1 = nothing
+        routable), ep_at (end-port index behind (s, p), else -1).
+    lft: ``(S, W)`` uint8 tables aligned with the switch ids (rows of
+        switches missing from the tables are all :data:`NO_ROUTE`).
+    max_hops: switch-to-switch hops after which a walk counts as a loop.
+    """
+
+    fabric: Fabric
+    sw_node: np.ndarray
+    sw_guid: np.ndarray
+    sw_level: np.ndarray
+    table_row: np.ndarray
+    ep_row: np.ndarray
+    ep_node: np.ndarray
+    ep_guid: np.ndarray
+    ep_lid: np.ndarray
+    ep_leaf: np.ndarray
+    ep_leaf_port: np.ndarray
+    ep_leaf_row: np.ndarray
+    inj_link: np.ndarray
+    deliver_link: np.ndarray
+    leaves: np.ndarray
+    link_switch: np.ndarray
+    link_port: np.ndarray
+    link_ep: np.ndarray
+    n_core: int
+    n_switch_links: int
+    link_of: np.ndarray
+    next_sw: np.ndarray
+    ep_at: np.ndarray
+    lft: np.ndarray
+    max_hops: int
+
+    @property
+    def n_switches(self) -> int:
+        return int(self.sw_node.shape[0])
+
+    @property
+    def n_endports(self) -> int:
+        return int(self.ep_row.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaves.shape[0])
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link_switch.shape[0])
+
+    @property
+    def missing_switches(self) -> np.ndarray:
+        """Switch ids of the fabric without a row in the tables, ``(K,)`` int64."""
+        return np.flatnonzero(self.table_row < 0)
+
+    def endports_of_rows(self, rows: npt.ArrayLike) -> np.ndarray:
+        """End-port index of each fabric port row (``(K,)`` int64, -1 if the
+        row is not an end-port)."""
+        r = np.asarray(rows, dtype=np.int64)
+        o = np.argsort(self.ep_row, kind="stable")
+        keys = self.ep_row[o]
+        i = np.minimum(np.searchsorted(keys, r), max(len(keys) - 1, 0))
+        if not len(keys):
+            return np.full(r.shape, -1, dtype=np.int64)
+        return np.where(keys[i] == r, o[i], -1).astype(np.int64)
+
+    def describe_link(self, link: int) -> str:
+        """Human name of a link id: ``"desc" (guid)[port] -> "desc" (guid)[port]``."""
+        f = self.fabric
+        if self.link_switch[link] >= 0:
+            row = int(f.port_start[self.sw_node[self.link_switch[link]]]) + int(
+                self.link_port[link])
+        else:
+            row = int(self.ep_row[self.link_ep[link]])
+        return f"{f.describe_port(row)} -> {f.describe_port(int(f.port_peer[row]))}"
+
+    def describe_endport(self, ep: int) -> str:
+        lid = int(self.ep_lid[ep])
+        return f"{self.fabric.describe_port(int(self.ep_row[ep]))} LID {lid}"
+
+
+def _levels(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """BFS distance from ``seeds`` over edges ``src -> dst``; ``(n,)`` int64, -1
+    if unreachable."""
+    lvl = np.full(n, -1, dtype=np.int64)
+    lvl[seeds] = 0
+    order = np.argsort(src, kind="stable")
+    s_sorted, d_sorted = src[order], dst[order]
+    start = np.searchsorted(s_sorted, np.arange(n + 1))
+    frontier = np.unique(seeds)
+    depth = 0
+    while len(frontier):
+        depth += 1
+        lo, hi = start[frontier], start[frontier + 1]
+        cnt = hi - lo
+        idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
+        nxt = np.unique(d_sorted[idx])
+        nxt = nxt[lvl[nxt] < 0]
+        lvl[nxt] = depth
+        frontier = nxt
+    return lvl
+
+
+def routing_view(
+    fabric: Fabric, tables: ForwardingTables, *, max_hops: int | None = None
+) -> RoutingView:
+    """Build the :class:`RoutingView` of ``fabric`` routed by ``tables``.
+
+    Switches are matched by node GUID (table switches absent from the fabric
+    are ignored; fabric switches absent from the tables route nothing).
+    ``max_hops`` defaults to ``4 * max_level + 8`` switch hops (an up*/down*
+    path needs at most ``2 * max_level``), capped at the switch count + 1.
+    """
+    f = fabric
+    sw_node = f.switches.astype(np.int64)
+    n_sw = len(sw_node)
+    sw_id = np.full(f.n_nodes, -1, dtype=np.int64)
+    sw_id[sw_node] = np.arange(n_sw)
+    sw_guid = f.node_guid[sw_node]
+
+    # --- switch ports 1..num_ports and what is behind them
+    nports = f.num_ports[sw_node].astype(np.int64)
+    s_of = np.repeat(np.arange(n_sw, dtype=np.int64), nports)
+    p_of = np.arange(int(nports.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(nports) - nports, nports) + 1
+    rows = f.port_start[sw_node][s_of] + p_of
+    peer = f.port_peer[rows]
+    linked = peer >= 0
+    s_of, p_of, rows, peer = s_of[linked], p_of[linked], rows[linked], peer[linked]
+    peer_node = f.port_node[peer].astype(np.int64)
+    peer_type = f.node_type[peer_node]
+    to_sw = peer_type == NodeType.SWITCH
+    to_ca = peer_type == NodeType.CA
+
+    # --- end-ports: CA ports linked to a switch, by (leaf, leaf port)
+    ep_leaf, ep_leaf_port, ep_row = s_of[to_ca], p_of[to_ca], peer[to_ca]
+    o = np.lexsort((ep_leaf_port, ep_leaf))
+    ep_leaf, ep_leaf_port, ep_row = ep_leaf[o], ep_leaf_port[o], ep_row[o]
+    n_ep = len(ep_row)
+    leaves, ep_leaf_row = np.unique(ep_leaf, return_inverse=True)
+
+    # --- link ids: switch -> switch, delivery (end-port order), other, injection
+    n_sl = len(s_of)
+    n_core = int(to_sw.sum())
+    other = np.flatnonzero(~to_sw & ~to_ca)
+    lid_of_egress = np.empty(n_sl, dtype=np.int64)
+    lid_of_egress[np.flatnonzero(to_sw)] = np.arange(n_core)
+    ca_pos = np.flatnonzero(to_ca)[o]  # egress rows in end-port order
+    lid_of_egress[ca_pos] = n_core + np.arange(n_ep)
+    lid_of_egress[other] = n_core + n_ep + np.arange(len(other))
+    by_id = np.empty(n_sl, dtype=np.int64)
+    by_id[lid_of_egress] = np.arange(n_sl)
+
+    # --- lookups
+    link_of = np.full(n_sw * PORTS, -1, dtype=np.int32)
+    link_of[s_of * PORTS + p_of] = lid_of_egress.astype(np.int32)
+    next_sw = np.full(n_sw * PORTS, _NO_LINK, dtype=np.int32)
+    next_sw[(s_of * PORTS + p_of)[to_sw]] = sw_id[peer_node[to_sw]]
+    next_sw[ep_leaf * PORTS + ep_leaf_port] = _TO_EP
+    ep_at = np.full(n_sw * PORTS, -1, dtype=np.int32)
+    ep_at[ep_leaf * PORTS + ep_leaf_port] = np.arange(n_ep, dtype=np.int32)
+    for arr in (link_of, next_sw, ep_at):
+        arr.setflags(write=False)
+
+    link_switch = np.concatenate([s_of[by_id], np.full(n_ep, -1)]).astype(np.int32)
+    link_port = np.concatenate([p_of[by_id], f.port_num[ep_row]]).astype(np.int16)
+    link_ep = np.full(n_sl + n_ep, -1, dtype=np.int32)
+    link_ep[n_core:n_core + n_ep] = np.arange(n_ep)
+    link_ep[n_sl:] = np.arange(n_ep)
+    inj_link = (n_sl + np.arange(n_ep)).astype(np.int32)
+    deliver_link = (n_core + np.arange(n_ep)).astype(np.int32)
+
+    # --- levels (for the loop bound)
+    lvl = _levels(n_sw, s_of[to_sw], sw_id[peer_node[to_sw]], leaves)
+    if max_hops is None:
+        max_hops = min(4 * max(int(lvl.max()) if n_sw else 0, 0) + 8, n_sw + 1)
+
+    # --- tables aligned with switch ids, by GUID
+    tg = np.asarray(tables.switch_guid, dtype=np.uint64)
+    to = np.argsort(tg, kind="stable")
+    if len(tg):
+        i = np.minimum(np.searchsorted(tg[to], sw_guid), len(tg) - 1)
+        table_row = np.where(tg[to][i] == sw_guid, to[i], -1).astype(np.int64)
+    else:
+        table_row = np.full(n_sw, -1, dtype=np.int64)
+    ep_lid = f.port_lid[ep_row].astype(np.int64)
+    width = max(int(tables.ports.shape[1]), int(ep_lid.max()) + 1 if n_ep else 1)
+    lft = np.full((n_sw, width), NO_ROUTE, dtype=np.uint8)
+    have = table_row >= 0
+    lft[have, : tables.ports.shape[1]] = np.asarray(tables.ports)[table_row[have]]
+    lft[:, 0] = NO_ROUTE  # LID 0 is never a destination
+    lft.setflags(write=False)
+
+    return RoutingView(
+        fabric=f,
+        sw_node=sw_node,
+        sw_guid=sw_guid,
+        sw_level=lvl,
+        table_row=table_row,
+        ep_row=ep_row,
+        ep_node=f.port_node[ep_row].astype(np.int64),
+        ep_guid=f.port_guid[ep_row],
+        ep_lid=ep_lid,
+        ep_leaf=ep_leaf,
+        ep_leaf_port=ep_leaf_port,
+        ep_leaf_row=ep_leaf_row.astype(np.int64),
+        inj_link=inj_link,
+        deliver_link=deliver_link,
+        leaves=leaves,
+        link_switch=link_switch,
+        link_port=link_port,
+        link_ep=link_ep,
+        n_core=n_core,
+        n_switch_links=n_sl,
+        link_of=link_of,
+        next_sw=next_sw,
+        ep_at=ep_at,
+        lft=lft,
+        max_hops=int(max_hops),
+    )
+
+
+def _walk(
+    view: RoutingView, start: np.ndarray, dst: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Walk ``F`` flows from switch ``start[i]`` to end-port ``dst[i]``.
+
+    Returns ``(status, hops, steps)``: status ``(F,)`` int8, hops ``(F,)``
+    int16 (switch egress links crossed, including the delivering one, or
+    until the dead end / loop bound), and per step ``k`` the pair
+    ``(flow indices (A_k,) int64, link ids (A_k,) int32)`` of the flows that
+    crossed a link at that step.
+    """
+    n = len(start)
+    status = np.full(n, LOOP, dtype=np.int8)
+    hops = np.zeros(n, dtype=np.int16)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []
+    lft = view.lft.ravel()
+    width = view.lft.shape[1]
+    idx = np.arange(n, dtype=np.int64)
+    cur = np.asarray(start, dtype=np.int64)
+    d = np.asarray(dst, dtype=np.int64)
+    lid = view.ep_lid[d]
+    for _ in range(view.max_hops + 1):
+        if not len(idx):
+            break
+        p = lft[cur * width + lid].astype(np.int64)
+        key = cur * PORTS + p
+        link = view.link_of[key]
+        nx = view.next_sw[key]
+        delivered = (nx == _TO_EP) & (view.ep_at[key] == d)
+        moving = nx >= 0
+        crossed = (delivered | moving) & (p != NO_ROUTE) & (link >= 0)
+        delivered &= crossed
+        moving &= crossed
+        steps.append((idx[crossed], link[crossed]))
+        hops[idx[crossed]] += 1
+        status[idx[delivered]] = OK
+        status[idx[~crossed]] = DEAD_END
+        idx, cur, d, lid = idx[moving], nx[moving].astype(np.int64), d[moving], lid[moving]
+    return status, hops, steps
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Paths of ``F`` flows.
+
+    links: ``(F, H)`` int32 link ids hop by hop, column 0 the injection link,
+        padded with -1 (dead ends and loops keep the links they crossed).
+    hops: ``(F,)`` int16 links crossed (injection included).
+    status: ``(F,)`` int8 :data:`OK` / :data:`DEAD_END` / :data:`LOOP`.
+    """
+
+    links: np.ndarray
+    hops: np.ndarray
+    status: np.ndarray
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.status == OK
+
+
+def trace(view: RoutingView, src_ep: npt.ArrayLike, dst_ep: npt.ArrayLike) -> Trace:
+    """Trace flows ``src_ep[i] -> dst_ep[i]`` (end-port indices, ``(F,)`` each)
+    through the tables, all at once: ``O(F * hops)`` numpy work."""
+    s = np.asarray(src_ep, dtype=np.int64)
+    d = np.asarray(dst_ep, dtype=np.int64)
+    status, hops, steps = _walk(view, view.ep_leaf[s], d)
+    h = 1 + len(steps)
+    links = np.full((len(s), h), -1, dtype=np.int32)
+    links[:, 0] = view.inj_link[s]
+    for k, (fi, lk) in enumerate(steps):
+        links[fi, k + 1] = lk
+    last = int(np.flatnonzero((links >= 0).any(axis=0)).max()) + 1 if len(s) else 1
+    return Trace(links[:, :last], (hops + 1).astype(np.int16), status)
+
+
+@dataclass(frozen=True, eq=False)
+class PairPaths:
+    """Core (switch -> switch) links of every (leaf, destination end-port) pair.
+
+    links: ``(Lv * E, H)`` int32, row ``leaf_row * E + end-port``: the
+        switch -> switch link ids from the leaf to the end-port's leaf, padded
+        with -1; rows of pairs that are not delivered are all -1.  (A
+        delivered flow also crosses its injection link and
+        ``view.deliver_link`` of its destination.)
+    status: ``(Lv * E,)`` int8 per pair (:data:`OK`, :data:`DEAD_END`, :data:`LOOP`).
+    hops: ``(Lv * E,)`` int16 core links per delivered pair (0 otherwise).
+    n_leaves, n_endports, n_links, n_core: sizes.
+    """
+
+    links: np.ndarray
+    status: np.ndarray
+    hops: np.ndarray
+    n_leaves: int
+    n_endports: int
+    n_links: int
+    n_core: int
+
+    @property
+    def all_ok(self) -> bool:
+        return bool((self.status == OK).all())
+
+    @property
+    def unroutable_pairs(self) -> int:
+        return int((self.status != OK).sum())
+
+    def gather(self, pair: np.ndarray) -> np.ndarray:
+        """``links`` rows of ``pair`` (any shape ``X``): ``X + (H,)`` int32.
+
+        Takes whole rows through a 1-D void view of the table, several times
+        faster than 2-D fancy indexing when the rows are scattered."""
+        h = self.links.shape[1]
+        rows = self.links.view(np.dtype((np.void, 4 * h))).reshape(-1)
+        return np.take(rows, pair).view(np.int32).reshape(*np.shape(pair), h)
+
+    def pair_index(self, view: RoutingView, src_ep: np.ndarray, dst_ep: np.ndarray) -> np.ndarray:
+        """Row of each flow's (source leaf, destination) pair, ``(F,)`` int64."""
+        return view.ep_leaf_row[src_ep] * self.n_endports + dst_ep
+
+    def flow_links(self, view: RoutingView, src_ep: npt.ArrayLike,
+                   dst_ep: npt.ArrayLike) -> Trace:
+        """The links of delivered flows as :func:`trace` gives them, by
+        gathering: ``(F, H + 2)`` links (injection, core links, delivery),
+        padded with -1; undelivered flows keep only their injection link
+        (their status says why)."""
+        s = np.asarray(src_ep, dtype=np.int64)
+        d = np.asarray(dst_ep, dtype=np.int64)
+        pair = self.pair_index(view, s, d)
+        h = self.links.shape[1]
+        links = np.full((len(s), h + 2), -1, dtype=np.int32)
+        links[:, 0] = view.inj_link[s]
+        links[:, 1:h + 1] = self.gather(pair)
+        st = self.status[pair]
+        ok = st == OK
+        hops = self.hops[pair].astype(np.int64)
+        links[np.flatnonzero(ok), 1 + hops[ok]] = view.deliver_link[d[ok]]
+        return Trace(links, np.where(ok, hops + 2, 1).astype(np.int16), st)
+
+
+def pair_paths(view: RoutingView) -> PairPaths:
+    """Walk every (leaf, end-port) pair once (in chunks of destinations) and
+    keep their core links: ``Lv * E * H`` int32, e.g. 648 x 11,664 x 4
+    (121 MB) for the 11,664-host PGFT."""
+    n_lv, n_ep = view.n_leaves, view.n_endports
+    status = np.empty((n_lv, n_ep), dtype=np.int8)
+    hops = np.zeros((n_lv, n_ep), dtype=np.int16)
+    chunk = max(1, _CHUNK_PAIRS // max(n_lv, 1))
+    parts: list[tuple[int, int, np.ndarray]] = []
+    h_max = 0
+    for c0 in range(0, n_ep, chunk):
+        c1 = min(c0 + chunk, n_ep)
+        nc = c1 - c0
+        start = np.repeat(view.leaves, nc)
+        dst = np.tile(np.arange(c0, c1, dtype=np.int64), n_lv)
+        st, hp, steps = _walk(view, start, dst)
+        ok = st == OK
+        core = np.where(ok, hp.astype(np.int64) - 1, 0)
+        h = int(core.max()) if len(core) else 0
+        links = np.full((n_lv * nc, max(h, 1)), -1, dtype=np.int32)
+        for k, (fi, lk) in enumerate(steps[:h]):
+            keep = ok[fi] & (lk < view.n_core)
+            links[fi[keep], k] = lk[keep]
+        status[:, c0:c1] = st.reshape(n_lv, nc)
+        hops[:, c0:c1] = core.reshape(n_lv, nc)
+        parts.append((c0, c1, links.reshape(n_lv, nc, -1)))
+        h_max = max(h_max, h)
+    out = np.full((n_lv, n_ep, max(h_max, 1)), -1, dtype=np.int32)
+    for c0, c1, lk in parts:
+        out[:, c0:c1, : lk.shape[2]] = lk
+    return PairPaths(
+        links=np.ascontiguousarray(out.reshape(n_lv * n_ep, -1)),
+        status=status.ravel(),
+        hops=hops.ravel(),
+        n_leaves=n_lv,
+        n_endports=n_ep,
+        n_links=view.n_links,
+        n_core=view.n_core,
+    )
