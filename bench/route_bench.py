@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import time
 
@@ -44,25 +43,53 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {py}, numpy {np.__version__}"
 
 
+def _status_kib(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def job_memory_mib(pool: RoutePool, fabric, pids: list[int]) -> float:
+    """Peak memory a routing job adds, summed over the parent and the workers:
+    each process's peak RSS is reset (``/proc/PID/clear_refs`` 5) before the
+    job, and (peak - resident before) is summed.  Shared table pages touched
+    by several processes are counted once per process (an upper bound)."""
+    base = {}
+    for pid in pids:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        base[pid] = _status_kib(pid, "VmRSS")
+    route(fabric, pool=pool, labels=False)
+    return sum(max(0, _status_kib(pid, "VmHWM") - base[pid]) for pid in pids) / 1024
+
+
 def bench(name: str, runs: int, workers: int) -> None:
     h, m, w, p = SHAPES[name]
     fabric = pgft(h, m, w, p)
     with RoutePool(workers) as pool:
         route(fabric, pool=pool, labels=False)  # warm-up
         results = [route(fabric, pool=pool, labels=False) for _ in range(runs)]
+        pids = [os.getpid()] + list(pool.worker_pids())
+        try:
+            job_mib: float | None = job_memory_mib(pool, fabric, pids)
+        except OSError:
+            job_mib = None
     last = results[-1]
     tables = last.tables
     totals = [r.total_seconds for r in results]
     med = statistics.median(totals)
     phases = {k: statistics.median(r.timings[k] for r in results) for k in last.timings}
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"PGFT(3;{','.join(map(str, m))};{','.join(map(str, w))};{','.join(map(str, p))}): "
           f"{len(fabric.cas)} hosts, {len(fabric.switches)} switches, "
           f"{len(last.dest.lid)} LIDs, table {tables.nbytes() / 2**20:.1f} MiB")
     print(f"  route, {workers} workers, median of {runs}: {med:.3f} s  "
           f"(min {min(totals):.3f}, max {max(totals):.3f})")
     print("  phases (median): " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
-    print(f"  parent peak RSS {peak_mb:.0f} MiB (table {tables.nbytes() / 2**20:.0f} MiB)")
+    if job_mib is not None:
+        print(f"  memory added by one routing job (parent + workers, peak): {job_mib:.0f} MiB "
+              f"= {job_mib / (tables.nbytes() / 2**20):.2f} x the table")
     if name == "11664":
         print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
               f"-> Dmodc is {OPENSM_FTREE_11664_S / med:.0f}x faster")

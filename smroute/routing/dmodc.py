@@ -207,12 +207,15 @@ class RouteContext:
 
     tgt_u ``(U,)`` distinct target switches; tgt_i ``(D,)`` index of each
     destination's target in ``tgt_u``; ext ``(S + 1, U)`` uint8 cost columns of
-    the targets with an extra all-INF row (used for padding).
+    the targets with an extra all-INF row (used for padding); ext_t its
+    C-contiguous transpose ``(U, S + 1)``; local_order / local_target:
+    destinations sorted by target switch.
     """
 
     tgt_u: np.ndarray
     tgt_i: np.ndarray
     ext: np.ndarray
+    ext_t: np.ndarray
     local_order: np.ndarray
     local_target: np.ndarray
 
@@ -221,7 +224,8 @@ def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
     tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
     ext = np.vstack([c[:, tgt_u], np.full((1, len(tgt_u)), INF, dtype=c.dtype)])
     order = np.argsort(dest.target, kind="stable")
-    return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, order, dest.target[order])
+    return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, np.ascontiguousarray(ext.T), order,
+                        dest.target[order])
 
 
 def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -242,18 +246,17 @@ def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
     return d.astype(np.int32)
 
 
-def _dedupe_columns(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group equal columns of ``m`` (``(R, U)`` uint8), exactly.
+def _dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal rows of ``m`` (``(U, R)`` uint8, C-contiguous), exactly.
 
-    Returns ``(col_of (U,), reps (U',))``: column ``u`` equals column
-    ``reps[col_of[u]]``.  Columns are compared as raw bytes.
+    Returns ``(row_of (U,), reps (U',))``: row ``u`` equals row
+    ``reps[row_of[u]]``.  Rows are compared as raw bytes.
     """
-    mt = np.ascontiguousarray(m.T)
-    v = mt.view(np.dtype((np.void, max(mt.shape[1], 1)))).ravel() if mt.shape[1] else None
-    if v is None:
-        return np.zeros(m.shape[1], dtype=np.int64), np.zeros(min(m.shape[1], 1), dtype=np.int64)
-    _, first, col_of = np.unique(v, return_index=True, return_inverse=True)
-    return col_of.ravel(), first
+    if m.shape[1] == 0:
+        return np.zeros(m.shape[0], dtype=np.int64), np.zeros(min(m.shape[0], 1), dtype=np.int64)
+    v = np.ascontiguousarray(m).view(np.dtype((np.void, m.shape[1]))).ravel()
+    _, first, row_of = np.unique(v, return_index=True, return_inverse=True)
+    return row_of.ravel(), first
 
 
 def route_block(
@@ -310,12 +313,12 @@ def _route_remote(
     gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(gmax)[None, :], 0)
     remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
     # Targets whose cost columns agree on every row this block reads have the
-    # same closer-group patterns: collapse them (hash, then verify exactly).
+    # same closer-group patterns: collapse them (exact byte comparison).
     rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
-    sub = ctx.ext[rows_used]  # (R, U)
-    col_of, reps = _dedupe_columns(sub)
+    sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
+    col_of, reps = _dedupe_rows(sub_t)
     n_u = len(reps)
-    sub_t = np.ascontiguousarray(sub[:, reps].T)  # (U', R)
+    sub_t = sub_t[reps]  # (U', R)
     cs_t = sub_t[:, row_of[:b]]  # (U', B)
     # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1)
     closer = sub_t[:, row_of[b:].reshape(remote.shape)] < cs_t[:, :, None]

@@ -157,6 +157,12 @@ class RoutePool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (empty when computing in-process)."""
+        if self._ex is None:
+            return []
+        return [p.pid for p in getattr(self._ex, "_processes", {}).values() if p.pid]
+
     def close(self) -> None:
         if self._ex is not None:
             self._ex.shutdown(cancel_futures=True)
