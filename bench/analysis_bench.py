@@ -18,6 +18,7 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -88,10 +89,10 @@ def bench(runs: int, extra: bool) -> None:
     for _ in range(runs):
         view, dt = timed(lambda: routing_view(fabric, res.tables))
         t_view.append(dt)
-        pp, dt = timed(lambda v=view: pair_paths(v))
+        pp, dt = timed(partial(pair_paths, view))
         t_pairs.append(dt)
         order = P.topological_order(view, res)
-        sp, dt = timed(lambda v=view, q=pp, o=order: sp_risk(v, q, o))
+        sp, dt = timed(partial(sp_risk, view, pp, order))
         t_sp.append(dt)
         del pp
     assert sp is not None
