@@ -302,6 +302,10 @@ def test_view_layout() -> None:
     assert (v.link_ep[v.deliver_link] == np.arange(12)).all()
     assert (v.link_ep[v.inj_link] == np.arange(12)).all()
     assert "->" in v.describe_link(int(v.inj_link[0]))
+    g, port = v.link_guid_port([0, int(v.inj_link[3]), int(v.deliver_link[3])])
+    assert g[0] == v.sw_guid[v.link_switch[0]] and port[0] == v.link_port[0]
+    assert g[1] == f.node_guid[v.ep_node[3]] and port[1] == f.port_num[v.ep_row[3]]
+    assert g[2] == v.sw_guid[v.ep_leaf[3]] and port[2] == v.ep_leaf_port[3]
     assert pp.links.shape == (v.n_leaves * 12, 4)  # leaf -> L2 -> L3 -> L2 -> leaf
     assert pp.all_ok
     # every end-port's row maps back

@@ -20,8 +20,10 @@ Vocabulary
   ``n_core + e`` the leaf egress *delivering* to end-port ``e``
   (``deliver_link[e]``); then switch egress to anything else (router ports),
   ``n_switch_links`` in all; then ``n_switch_links + e`` the injection link of
-  end-port ``e`` (``inj_link[e]``).  :meth:`RoutingView.describe_link` names
-  an id.
+  end-port ``e`` (``inj_link[e]``).  Ids depend on the fabric only, so two
+  views of one fabric (e.g. Dmodc's and OpenSM's tables) share them.
+  :meth:`RoutingView.link_guid_port` and :meth:`RoutingView.describe_link`
+  name an id.
 
 Tracing
 -------
@@ -164,6 +166,16 @@ class RoutingView:
         if not len(keys):
             return np.full(r.shape, -1, dtype=np.int64)
         return np.where(keys[i] == r, o[i], -1).astype(np.int64)
+
+    def link_guid_port(self, links: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """Egress end of link ids ``(K,)``: node GUID ``(K,)`` uint64 (the
+        switch, or the CA of an injection link) and port number ``(K,)`` int64."""
+        k = np.asarray(links, dtype=np.int64)
+        sw = self.link_switch[k]
+        ca_node = self.ep_node[np.maximum(self.link_ep[k], 0)]
+        guid = np.where(sw >= 0, self.sw_guid[np.maximum(sw, 0)],
+                        self.fabric.node_guid[ca_node]).astype(np.uint64)
+        return guid, self.link_port[k].astype(np.int64)
 
     def describe_link(self, link: int) -> str:
         """Human name of a link id: ``"desc" (guid)[port] -> "desc" (guid)[port]``."""

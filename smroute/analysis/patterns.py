@@ -251,7 +251,9 @@ def _floor_log2(n: int) -> int:
 
 
 def all_to_all(n: int) -> Pattern:
-    """Every participant to every other one, as one stage of ``n (n-1)`` flows."""
+    """Every participant to every other one, as one stage of ``n (n-1)`` flows
+    (materialized: for large ``n`` use :func:`~smroute.analysis.congestion.a2a_risk`,
+    which works on the (leaf, destination) paths instead)."""
     i = np.repeat(np.arange(n, dtype=np.int64), max(n - 1, 0))
     off = np.tile(np.arange(1, n, dtype=np.int64), n)
     stage = (i, (i + off) % n)
@@ -262,15 +264,17 @@ def random_permutations(n: int, rng: np.random.Generator, count: int = 1) -> Pat
     """``count`` stages, each ``i -> pi(i)`` for a uniform random permutation
     ``pi`` drawn from ``rng`` (fixed points are kept: they are self flows, which
     the analysis skips).  All permutations are drawn at construction."""
-    perms = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (count, 1)), axis=1)
+    dt = np.int32 if n < 2**31 else np.int64
+    perms = rng.permuted(np.tile(np.arange(n, dtype=dt), (count, 1)), axis=1)
     src = np.arange(n, dtype=np.int64)
 
     def batch(a: int, b: int) -> tuple[IntArray, IntArray, IntArray]:
         k = b - a
-        return (np.tile(src, k), perms[a:b].ravel(),
+        return (np.tile(src, k), perms[a:b].ravel().astype(np.int64),
                 np.repeat(np.arange(k, dtype=np.int64), n))
 
-    return Pattern("random permutation", n, count, lambda k: (src, perms[k]),
+    return Pattern("random permutation", n, count,
+                   lambda k: (src, perms[k].astype(np.int64)),
                    tuple(f"RP{k}" for k in range(count)), True, batch)
 
 
