@@ -70,26 +70,29 @@ def bench(name: str, runs: int, workers: int) -> None:
     fabric = pgft(h, m, w, p)
     with RoutePool(workers) as pool:
         route(fabric, pool=pool, labels=False)  # warm-up
-        results = [route(fabric, pool=pool, labels=False) for _ in range(runs)]
+        timings: list[dict[str, float]] = []
+        for _ in range(runs):
+            res = route(fabric, pool=pool, labels=False)
+            timings.append(res.timings)
+            n_lids, table_mib = len(res.dest.lid), res.tables.nbytes() / 2**20
+            del res  # release this table's shared mapping before the next run
         pids = [os.getpid()] + list(pool.worker_pids())
         try:
             job_mib: float | None = job_memory_mib(pool, fabric, pids)
         except OSError:
             job_mib = None
-    last = results[-1]
-    tables = last.tables
-    totals = [r.total_seconds for r in results]
+    totals = [sum(t.values()) for t in timings]
     med = statistics.median(totals)
-    phases = {k: statistics.median(r.timings[k] for r in results) for k in last.timings}
+    phases = {k: statistics.median(t[k] for t in timings) for k in timings[0]}
     print(f"PGFT(3;{','.join(map(str, m))};{','.join(map(str, w))};{','.join(map(str, p))}): "
           f"{len(fabric.cas)} hosts, {len(fabric.switches)} switches, "
-          f"{len(last.dest.lid)} LIDs, table {tables.nbytes() / 2**20:.1f} MiB")
+          f"{n_lids} LIDs, table {table_mib:.1f} MiB")
     print(f"  route, {workers} workers, median of {runs}: {med:.3f} s  "
           f"(min {min(totals):.3f}, max {max(totals):.3f})")
     print("  phases (median): " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
     if job_mib is not None:
         print(f"  memory added by one routing job (parent + workers, peak): {job_mib:.0f} MiB "
-              f"= {job_mib / (tables.nbytes() / 2**20):.2f} x the table")
+              f"= {job_mib / table_mib:.2f} x the table")
     if name == "11664":
         print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
               f"-> Dmodc is {OPENSM_FTREE_11664_S / med:.0f}x faster")
