@@ -263,6 +263,22 @@ def test_tables_matched_by_guid() -> None:
     assert a2a_risk(v3, pair_paths(v3)).unroutable == 2  # h2, h3 -> h1 via S1
 
 
+def test_tables_read_back_from_opensm_dump() -> None:
+    """Tables written as ``opensm-lfts.dump`` and parsed back (as OpenSM's are)
+    give the same paths and metrics."""
+    from smroute.tables.formats import format_opensm, parse_lft_dump
+
+    f, r, v, pp = routed(FIG)
+    back = parse_lft_dump(format_opensm(r.tables).splitlines(), "dump")
+    v2 = routing_view(f, back)
+    pp2 = pair_paths(v2)
+    assert np.array_equal(pp2.links, pp.links) and np.array_equal(pp2.status, pp.status)
+    order = P.topological_order(v2, r)
+    c1 = congestion_risk(v, pp, order, np.random.default_rng(4), samples=30)
+    c2 = congestion_risk(v2, pp2, order, np.random.default_rng(4), samples=30)
+    assert c1.values == c2.values == {"A2A": 2.0, "RP": c1.rp.risk_median, "SP": 1.0}
+
+
 # =========================================================================== tracing
 @pytest.mark.parametrize("case", ["fig", "degraded"])
 def test_trace_matches_reference_walker(case: str) -> None:
