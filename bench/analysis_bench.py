@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import time
@@ -22,6 +21,7 @@ from functools import partial
 from typing import TypeVar
 
 import numpy as np
+from benchinfo import machine
 
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import (
@@ -51,20 +51,6 @@ ZAHAVI = [
     ("3;18,18,6;1,18,6;1,1,3", (3, (18, 18, 6), (1, 18, 3), (1, 1, 6)), 1944, 5.41, 4.26),
     ("3;18,18,6;1,18,6;1,1,3", (3, (18, 18, 6), (1, 18, 3), (1, 1, 6)), 1296, 5.22, 4.06),
 ]
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"numpy {np.__version__}")
 
 
 def load() -> str:

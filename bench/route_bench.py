@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 
-import numpy as np
+from benchinfo import machine
 
 from smroute.fabric.generate import pgft
 from smroute.routing.engine import route
@@ -27,20 +26,6 @@ SHAPES = {
     "11664": (3, (18, 18, 36), (1, 18, 18), (1, 1, 1)),
     "40960": (3, (32, 32, 40), (1, 32, 32), (1, 1, 1)),
 }
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    py = platform.python_version()
-    return f"{cpu}, {os.cpu_count()} cores, Python {py}, numpy {np.__version__}"
 
 
 def _status_kib(pid: int, key: str) -> int:
