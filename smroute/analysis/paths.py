@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model import Fabric, NodeType
 from smroute.tables.lft import ForwardingTables
 
@@ -192,28 +193,6 @@ class RoutingView:
         return f"{self.fabric.describe_port(int(self.ep_row[ep]))} LID {lid}"
 
 
-def _levels(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """BFS distance from ``seeds`` over edges ``src -> dst``; ``(n,)`` int64, -1
-    if unreachable."""
-    lvl = np.full(n, -1, dtype=np.int64)
-    lvl[seeds] = 0
-    order = np.argsort(src, kind="stable")
-    s_sorted, d_sorted = src[order], dst[order]
-    start = np.searchsorted(s_sorted, np.arange(n + 1))
-    frontier = np.unique(seeds)
-    depth = 0
-    while len(frontier):
-        depth += 1
-        lo, hi = start[frontier], start[frontier + 1]
-        cnt = hi - lo
-        idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
-        nxt = np.unique(d_sorted[idx])
-        nxt = nxt[lvl[nxt] < 0]
-        lvl[nxt] = depth
-        frontier = nxt
-    return lvl
-
-
 def routing_view(
     fabric: Fabric, tables: ForwardingTables, *, max_hops: int | None = None
 ) -> RoutingView:
@@ -284,7 +263,7 @@ def routing_view(
     deliver_link = (n_core + np.arange(n_ep)).astype(np.int32)
 
     # --- levels (for the loop bound)
-    lvl = _levels(n_sw, s_of[to_sw], sw_id[peer_node[to_sw]], leaves)
+    lvl = bfs_distance(n_sw, s_of[to_sw], sw_id[peer_node[to_sw]], leaves)
     if max_hops is None:
         max_hops = min(4 * max(int(lvl.max()) if n_sw else 0, 0) + 8, n_sw + 1)
 

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model import SPEEDS, Fabric, NodeType
 
 __all__ = [
@@ -207,26 +208,6 @@ def components(n_nodes: int, a: npt.ArrayLike, b: npt.ArrayLike) -> IntArray:
         labels = new
 
 
-def _bfs_levels(
-    n_nodes: int, src: IntArray, dst: IntArray, seeds: npt.NDArray[np.bool_]
-) -> IntArray:
-    """BFS distance from ``seeds`` over directed edges ``src -> dst``; -1 if unreached."""
-    dist = np.full(n_nodes, -1, dtype=np.int64)
-    dist[seeds] = 0
-    frontier = seeds.copy()
-    d = 0
-    while frontier.any():
-        d += 1
-        nxt = dst[frontier[src]]
-        nxt = nxt[dist[nxt] < 0]
-        if nxt.size == 0:
-            break
-        dist[nxt] = d
-        frontier = np.zeros(n_nodes, dtype=bool)
-        frontier[nxt] = True
-    return dist
-
-
 @dataclass(frozen=True)
 class _Links:
     """Per-link node indices and classes, shared by the analyses."""
@@ -264,7 +245,7 @@ def switch_ranks(f: Fabric) -> tuple[IntArray, npt.NDArray[np.bool_]]:
     leaves = cand & ~misplaced
     src = np.concatenate([a, b])
     dst = np.concatenate([b, a])
-    return _bfs_levels(f.n_nodes, src, dst, leaves), misplaced
+    return bfs_distance(f.n_nodes, src, dst, leaves), misplaced
 
 
 # --------------------------------------------------------------------------- summary

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model import Fabric, NodeType
 
 __all__ = ["SwitchGraph", "switch_graph"]
@@ -84,28 +85,6 @@ class SwitchGraph:
         return self.grp_switch[up], self.grp_remote[up]
 
 
-def _bfs_rank(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """BFS distance from ``seeds`` over directed edges ``src -> dst`` (both
-    directions present). Shape ``(n,)`` int64, -1 where unreachable."""
-    rank = np.full(n, -1, dtype=np.int64)
-    rank[seeds] = 0
-    order = np.argsort(src, kind="stable")
-    src_s, dst_s = src[order], dst[order]
-    start = np.searchsorted(src_s, np.arange(n + 1))
-    frontier = np.unique(seeds)
-    level = 0
-    while len(frontier):
-        level += 1
-        lo, hi = start[frontier], start[frontier + 1]
-        cnt = hi - lo
-        idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
-        nxt = np.unique(dst_s[idx])
-        nxt = nxt[rank[nxt] < 0]
-        rank[nxt] = level
-        frontier = nxt
-    return rank
-
-
 def switch_graph(fabric: Fabric) -> SwitchGraph:
     """Derive the :class:`SwitchGraph` of ``fabric`` (vectorized, one pass per rank)."""
     sw_node = fabric.switches
@@ -131,7 +110,7 @@ def switch_graph(fabric: Fabric) -> SwitchGraph:
     ep_row, ep_sw, ep_swp = ep_row[o], ep_sw[o], ep_swp[o]
 
     leaves = np.unique(ep_sw)
-    rank = _bfs_rank(n_sw, e_src, e_dst, leaves)
+    rank = bfs_distance(n_sw, e_src, e_dst, leaves)
 
     # Port groups: sort edges by (switch, remote guid, port).
     guid = fabric.node_guid[sw_node]

@@ -1,0 +1,33 @@
+"""Small graph helpers over edge arrays, shared by ranking, summary and analysis."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["bfs_distance"]
+
+
+def bfs_distance(
+    n: int, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], seeds: npt.ArrayLike
+) -> npt.NDArray[np.int64]:
+    """BFS hop distance from ``seeds`` over directed edges ``src -> dst``.
+
+    ``src``/``dst``: ``(E,)`` node ids in ``0 .. n-1`` (give both directions
+    for an undirected graph); ``seeds``: node ids or an ``(n,)`` bool mask.
+    Returns ``(n,)`` int64, -1 where unreachable.  One vectorized pass over
+    the edges per BFS level.
+    """
+    dist = np.full(n, -1, dtype=np.int64)
+    frontier = np.zeros(n, dtype=bool)
+    frontier[np.asarray(seeds)] = True
+    dist[frontier] = 0
+    d = 0
+    while frontier.any():
+        d += 1
+        nxt = dst[frontier[src]]
+        nxt = nxt[dist[nxt] < 0]
+        dist[nxt] = d
+        frontier = np.zeros(n, dtype=bool)
+        frontier[nxt] = True
+    return dist
