@@ -34,15 +34,12 @@ always (over)writes ``/var/cache/ibutils/ibdmchk.sw_out_port_num_dlids``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smroute.opensm.sim import ToolTimeoutError, require_tool
+from smroute.opensm.sim import require_tool, run_in_group
 
 __all__ = ["IbdmchkReport", "parse_ibdmchk", "run_ibdmchk"]
 
@@ -167,21 +164,10 @@ def run_ibdmchk(
     args = [exe, "-s", str(Path(subnet_lst).resolve()), "-f", str(fdbs_p), "-m", str(mc)]
     if lmc:
         args += ["-l", str(int(lmc))]
-    proc = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=cwd if cwd is not None else fdbs_p.parent, start_new_session=True,
+    returncode, out, err = run_in_group(
+        args, timeout=timeout, cwd=cwd if cwd is not None else fdbs_p.parent, name="ibdmchk"
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise ToolTimeoutError(
-            f"ibdmchk: timed out after {timeout:g} s (killed)",
-            stderr_tail=err.decode("utf-8", "replace")[-2000:],
-        ) from None
     return parse_ibdmchk(
-        out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), proc.returncode,
+        out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), returncode,
         tuple(args),
     )

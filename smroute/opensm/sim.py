@@ -42,7 +42,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -175,6 +175,34 @@ def net_limits(netfile: str | os.PathLike[str]) -> NetLimits:
             else:
                 ports += n
     return NetLimits(nodes, switches, ports)
+
+
+def run_in_group(
+    args: Sequence[str], *, timeout: float, cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None, name: str = "", on_timeout: Callable[[], None] | None = None,
+) -> tuple[int, bytes, bytes]:
+    """Run ``args`` in its own process group, no stdin; return (status, stdout, stderr).
+
+    After ``timeout`` seconds the whole group is killed, ``on_timeout`` is
+    called and :class:`ToolTimeoutError` is raised with the stderr tail.
+    """
+    proc = subprocess.Popen(
+        list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd, env=env, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        if on_timeout is not None:
+            on_timeout()
+        raise ToolTimeoutError(
+            f"{name or args[0]}: timed out after {timeout:g} s (killed)",
+            stderr_tail=_tail(err.decode("utf-8", "replace")),
+        ) from None
+    return proc.returncode, out, err
 
 
 # --------------------------------------------------------------------------- IbSim
@@ -482,41 +510,26 @@ class IbSim:
         if env:
             full_env.update(env)
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=full_env,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
+        def reap() -> None:
             with contextlib.suppress(ToolError):
                 self.reap_clients()
-            raise ToolTimeoutError(
-                f"{cmd[0]}: timed out after {timeout:g} s (killed)",
-                stderr_tail=_tail(err.decode("utf-8", "replace")),
-            ) from None
+
+        returncode, out, err = run_in_group(
+            args, timeout=timeout, cwd=cwd, env=full_env, name=cmd[0], on_timeout=reap
+        )
         seconds = time.monotonic() - t0
         res = ToolResult(
             args=tuple(args[1:]),
-            returncode=proc.returncode,
+            returncode=returncode,
             stdout=out.decode("utf-8", "replace"),
             stderr=err.decode("utf-8", "replace"),
             seconds=seconds,
         )
-        if proc.returncode < 0:
-            with contextlib.suppress(ToolError):
-                self.reap_clients()
-        if check and proc.returncode != 0:
+        if returncode < 0:
+            reap()
+        if check and returncode != 0:
             raise ToolError(
-                f"{cmd[0]}: exited with status {proc.returncode}",
+                f"{cmd[0]}: exited with status {returncode}",
                 stderr_tail=_tail(res.stderr),
             )
         return res
