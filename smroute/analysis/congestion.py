@@ -29,6 +29,7 @@ tables do not deliver (dead ends, loops) load no link and are counted as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -229,14 +230,16 @@ def _shift_counts(
 
 
 def evaluate(view: RoutingView, paths: PairPaths, pattern: Pattern,
-             order: npt.ArrayLike) -> StageMetrics:
+             order: npt.ArrayLike, *,
+             progress: Callable[[int, int], None] | None = None) -> StageMetrics:
     """HSD and congestion risk of every stage of ``pattern`` with participant
     ``i`` on end-port ``order[i]`` (``(N,)`` int64 distinct end-ports,
     ``N = pattern.n``).
 
     Stages are processed in batches (one ``bincount`` over (stage, link) keys
     per batch); shift-type patterns do not even generate their flows, so the
-    ``N - 1`` shifts of 11,664 participants take seconds."""
+    ``N - 1`` shifts of 11,664 participants take seconds.  ``progress(done,
+    total)`` (stages) is called after each batch."""
     o = _check_order(view, order)
     if len(o) != pattern.n:
         raise ValueError(f"pattern has {pattern.n} participants, order {len(o)}")
@@ -257,6 +260,8 @@ def evaluate(view: RoutingView, paths: PairPaths, pattern: Pattern,
             res = _stage_counts(view, paths, o, src, dst, stg, b - a, pattern.permutation)
         for r, arr in enumerate(res):
             out[r, a:b] = arr
+        if progress is not None:
+            progress(b, k)
     labels = tuple(pattern.label(i) for i in range(k)) if pattern.labels else ()
     return StageMetrics(pattern.name, pattern.n, labels, out[0], out[1], out[2], out[3])
 
@@ -425,18 +430,21 @@ def a2a_risk(view: RoutingView, paths: PairPaths,
 
 # =========================================================================== RP / SP
 def rp_risk(view: RoutingView, paths: PairPaths, order: npt.ArrayLike,
-            rng: np.random.Generator, *, samples: int = 1000) -> StageMetrics:
+            rng: np.random.Generator, *, samples: int = 1000,
+            progress: Callable[[int, int], None] | None = None) -> StageMetrics:
     """Congestion risk of ``samples`` random permutations of the participants
     in ``order``; the RP value is ``.risk_median``."""
     o = _check_order(view, order)
-    return evaluate(view, paths, random_permutations(len(o), rng, samples), o)
+    return evaluate(view, paths, random_permutations(len(o), rng, samples), o,
+                    progress=progress)
 
 
-def sp_risk(view: RoutingView, paths: PairPaths, order: npt.ArrayLike) -> StageMetrics:
+def sp_risk(view: RoutingView, paths: PairPaths, order: npt.ArrayLike, *,
+            progress: Callable[[int, int], None] | None = None) -> StageMetrics:
     """Congestion risk of the ``N - 1`` shift permutations of ``order``; the SP
     value is ``.risk_max``."""
     o = _check_order(view, order)
-    return evaluate(view, paths, shifts(len(o)), o)
+    return evaluate(view, paths, shifts(len(o)), o, progress=progress)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fabric_cmd",
     "route_cmd",
     "diff_cmd",
+    "analyze_cmd",
 )
 
 

@@ -77,6 +77,7 @@ class Progress:
         self.clock = clock
         self.timings: dict[str, float] = {}
         self._t0 = clock()
+        self._last_pct = -1
 
     def start(self, label: str) -> float:
         """Announce a phase; returns its start time."""
@@ -96,6 +97,23 @@ class Progress:
 
     def elapsed(self) -> float:
         return self.clock() - self._t0
+
+    def fraction(self, label: str, done: int, total: int) -> None:
+        """A progress bar for ``done`` of ``total`` units of work: redrawn in
+        place on a terminal, one line per 10 % otherwise."""
+        if not self.enabled or total <= 0:
+            return
+        tty = self.stream.isatty()
+        pct = 100 * done // total
+        if not tty and done < total and pct // 10 == self._last_pct // 10:
+            return
+        if tty and done < total and pct == self._last_pct:
+            return
+        self._last_pct = pct if done < total else -1
+        bar = "#" * (pct // 5) + "." * (20 - pct // 5)
+        end = "\r" if tty and done < total else "\n"
+        self.stream.write(f"smroute:   {label} [{bar}] {done}/{total}{end}")
+        self.stream.flush()
 
 
 def _load_fabric(path: str) -> Any:
