@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "route_cmd",
     "diff_cmd",
     "analyze_cmd",
+    "config_cmd",
 )
 
 
