@@ -282,8 +282,8 @@ class TlsConfig:
     (its private key), ``client_ca`` (CA bundle that verifies client
     certificates).  With ``client_ca`` and ``require_client_cert`` it is
     mutual TLS: a client without a certificate signed by ``client_ca`` fails
-    the handshake.  With ``client_ca`` alone a client certificate is optional
-    (read-only clients may connect without one)."""
+    the handshake.  ``client_ca`` without ``require_client_cert`` is refused:
+    gRPC then never asks for client certificates, so it would be ignored."""
 
     cert: Path
     key: Path
@@ -304,6 +304,14 @@ class TlsConfig:
             raise ConfigError(
                 "true needs tls.client_ca (the CA that signs client "
                 "certificates)", key="tls.require_client_cert")
+        if self.client_ca is not None and not self.require_client_cert:
+            # gRPC Python either requires and verifies client certificates or
+            # does not ask for them at all: a CA alone would be silently unused.
+            raise ConfigError(
+                "a client CA without require_client_cert: true would never be used (the "
+                "server does not ask for client certificates then); expected "
+                "require_client_cert: true for mutual TLS, or no client_ca",
+                key="tls.client_ca")
 
     @property
     def mutual(self) -> bool:
@@ -421,11 +429,11 @@ class ServiceConfig:
             raise _fail("limits", "a LimitsConfig", self.limits)
         _check_float("shutdown_grace_s", self.shutdown_grace_s, 0.0, 3600.0)
         # cross-field rules
-        if ids and (self.tls is None or self.tls.client_ca is None):
+        if ids and (self.tls is None or not self.tls.mutual):
             raise ConfigError(
                 "client identities can only be checked with client certificates: expected "
-                "tls.cert, tls.key and tls.client_ca to be set (or an empty list)",
-                key="mutating_identities")
+                "mutual TLS (tls.cert, tls.key, tls.client_ca and tls.require_client_cert: "
+                "true), or an empty list", key="mutating_identities")
         if self.tls is None and not addr.is_loopback and not self.allow_insecure_listen:
             raise ConfigError(
                 f"{self.listen} is not a loopback or Unix-socket address and TLS is off; "
@@ -458,10 +466,6 @@ class ServiceConfig:
             who = ("any client with a certificate from tls.client_ca" if self.tls.mutual
                    else "any client that completes the TLS handshake")
             out.append(f"mutating_identities is empty: {who} may call mutating RPCs")
-        if (self.tls is not None and self.tls.client_ca is not None
-                and not self.tls.require_client_cert and not self.mutating_identities):
-            out.append("tls.client_ca is set but neither require_client_cert nor "
-                       "mutating_identities uses it")
         if self.allow_insecure_mutations and (self.tls is not None or loop):
             out.append("allow_insecure_mutations has no effect (TLS is on or the listener is "
                        "loopback)")

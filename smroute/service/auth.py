@@ -1,0 +1,240 @@
+"""Transport security for the daemon: TLS credentials and the mutation guard.
+
+* :func:`server_credentials` turns a :class:`~smroute.service.config.TlsConfig`
+  into ``grpc.ServerCredentials`` (TLS, or mutual TLS when a client CA is set
+  and client certificates are required).
+* :class:`MutationGuard` is a ``grpc.ServerInterceptor`` that lets only
+  allowed client identities call the mutating RPCs (:data:`MUTATING_METHODS`);
+  read-only RPCs pass untouched.
+
+Identities are read from the peer's verified certificate
+(``context.auth_context()``): the subject common name and the subject
+alternative names (DNS, URI, ...).  A client is allowed when any of them is
+in the allowed set.  Without TLS the guard cannot know who the peer is, so
+mutations are allowed only when the listener is loopback / a Unix socket
+(local users only) or the operator explicitly set ``allow_insecure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from smroute.service.config import ConfigError, TlsConfig
+
+__all__ = [
+    "SERVICE_NAME",
+    "MUTATING_METHODS",
+    "MutationGuard",
+    "server_credentials",
+    "client_credentials",
+    "identities_of",
+    "identity_of",
+]
+
+SERVICE_NAME = "smroute.v1.Smroute"
+#: Full gRPC method names that change the daemon's state.  ApplyFaults with
+#: dry_run is treated as mutating too (it costs a reroute).
+MUTATING_METHODS: frozenset[str] = frozenset(
+    f"/{SERVICE_NAME}/{m}" for m in ("LoadFabric", "Route", "ApplyFaults")
+)
+
+#: Largest PEM file read (certificate bundles are small).
+_MAX_PEM_BYTES = 1024 * 1024
+
+
+def _read_pem(path: Path, key: str, kind: str) -> bytes:
+    """The bytes of PEM file ``path`` (config key ``key``), which must hold a
+    ``kind`` block ("CERTIFICATE" or "PRIVATE KEY")."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_PEM_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}", key=key) from None
+    if len(data) > _MAX_PEM_BYTES:
+        raise ConfigError(f"{path} is larger than {_MAX_PEM_BYTES} bytes; expected a PEM file",
+                          key=key)
+    marker = b"-----BEGIN " + (b"CERTIFICATE-----" if kind == "CERTIFICATE" else b"")
+    ok = marker in data and (kind == "CERTIFICATE" or b"PRIVATE KEY-----" in data)
+    if not ok:
+        raise ConfigError(f"{path} holds no PEM {kind} block; expected a "
+                          f"'-----BEGIN {kind}-----' PEM file", key=key)
+    if kind == "PRIVATE KEY" and b"ENCRYPTED" in data.split(b"-----END", 1)[0]:
+        raise ConfigError(f"{path} is an encrypted private key; expected an unencrypted "
+                          "PEM key readable only by the service user", key=key)
+    return data
+
+
+def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
+    """gRPC server credentials for ``tls``.
+
+    Reads ``tls.cert`` / ``tls.key`` (and ``tls.client_ca``); with
+    ``require_client_cert`` the handshake fails for clients without a
+    certificate signed by ``client_ca`` (mutual TLS); without it no client
+    certificate is asked for.  Raises :class:`ConfigError`
+    naming the key for a missing, unreadable or non-PEM file.
+    """
+    cert = _read_pem(Path(tls.cert), "tls.cert", "CERTIFICATE")
+    key = _read_pem(Path(tls.key), "tls.key", "PRIVATE KEY")
+    ca = None
+    if tls.client_ca is not None:
+        ca = _read_pem(Path(tls.client_ca), "tls.client_ca", "CERTIFICATE")
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=bool(tls.require_client_cert)
+    )
+
+
+def client_credentials(ca: str | Path | None = None, cert: str | Path | None = None,
+                       key: str | Path | None = None) -> grpc.ChannelCredentials:
+    """gRPC channel credentials: trust ``ca`` (PEM file; ``None`` = system
+    roots) and present ``cert`` / ``key`` (PEM files) when both are given."""
+    if (cert is None) != (key is None):
+        raise ConfigError("expected both a client certificate and its key, or neither",
+                          key="tls.cert" if cert is None else "tls.key")
+    root = _read_pem(Path(ca), "ca", "CERTIFICATE") if ca is not None else None
+    chain = _read_pem(Path(cert), "cert", "CERTIFICATE") if cert is not None else None
+    pkey = _read_pem(Path(key), "key", "PRIVATE KEY") if key is not None else None
+    return grpc.ssl_channel_credentials(root_certificates=root, private_key=pkey,
+                                        certificate_chain=chain)
+
+
+def _decode(values: Any) -> list[str]:
+    out = []
+    for v in values or ():
+        s = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        if s:
+            out.append(s)
+    return out
+
+
+def identities_of(context: grpc.ServicerContext) -> tuple[str, ...]:
+    """Every identity of the peer's verified client certificate: the subject
+    CN first, then the subject alternative names, without duplicates.  Empty
+    when the peer presented no certificate or the channel is not TLS."""
+    try:
+        auth = context.auth_context() or {}
+    except Exception:  # noqa: BLE001 - a context without auth info
+        return ()
+    names = _decode(auth.get("x509_common_name"))
+    names += _decode(auth.get("x509_subject_alternative_name"))
+    seen: dict[str, None] = {}
+    for n in names:
+        seen.setdefault(n, None)
+    return tuple(seen)
+
+
+def identity_of(context: grpc.ServicerContext) -> str | None:
+    """The peer's main identity (certificate CN, else its first SAN), or ``None``."""
+    ids = identities_of(context)
+    return ids[0] if ids else None
+
+
+def _is_tls(context: grpc.ServicerContext) -> bool:
+    try:
+        auth = context.auth_context() or {}
+    except Exception:  # noqa: BLE001
+        return False
+    return b"ssl" in (auth.get("transport_security_type") or [])
+
+
+#: ``on_deny(method, code, message)``: called for each refused call (metrics, logs).
+DenyHook = Callable[[str, grpc.StatusCode, str], None]
+
+
+class MutationGuard(grpc.ServerInterceptor):
+    """Refuse mutating RPCs to clients that may not mutate.
+
+    ``allowed_identities``: certificate CNs / SAN names allowed to call
+    :data:`MUTATING_METHODS` (empty: any client that passed the TLS
+    handshake).  ``tls``: the listener uses TLS.  ``loopback_only``: the
+    listener is loopback or a Unix socket.  ``allow_insecure``: permit
+    mutations over a non-loopback plaintext listener.
+
+    A refused call ends with PERMISSION_DENIED (identity not allowed, or
+    plaintext on a network listener) or UNAUTHENTICATED (TLS but no client
+    certificate), with a message naming the method and the identity;
+    ``on_deny`` is called with the same.
+    """
+
+    def __init__(self, allowed_identities: Collection[str], *, tls: bool, loopback_only: bool,
+                 allow_insecure: bool, mutating_methods: Collection[str] = MUTATING_METHODS,
+                 on_deny: DenyHook | None = None) -> None:
+        self.allowed = frozenset(allowed_identities)
+        self.tls = tls
+        self.loopback_only = loopback_only
+        self.allow_insecure = allow_insecure
+        self.mutating = frozenset(mutating_methods)
+        self.on_deny = on_deny
+
+    def check(self, method: str, context: grpc.ServicerContext
+              ) -> tuple[grpc.StatusCode, str] | None:
+        """``None`` if ``method`` may run for this peer, else (code, message)."""
+        if method not in self.mutating:
+            return None
+        short = method.rsplit("/", 1)[-1]
+        if not self.tls or not _is_tls(context):
+            if self.loopback_only or self.allow_insecure:
+                return None
+            return (grpc.StatusCode.PERMISSION_DENIED,
+                    f"{short} changes the daemon's state and is refused over plaintext on a "
+                    "non-loopback listener; configure TLS (tls:) with client certificates, "
+                    "or set allow_insecure_mutations: true")
+        ids = identities_of(context)
+        if not self.allowed:
+            return None  # any client that completed the TLS handshake
+        if not ids:
+            return (grpc.StatusCode.UNAUTHENTICATED,
+                    f"{short} changes the daemon's state and needs a client certificate "
+                    f"whose CN or SAN is one of mutating_identities; none was presented")
+        if self.allowed.isdisjoint(ids):
+            return (grpc.StatusCode.PERMISSION_DENIED,
+                    f"client {ids[0]!r} may not call {short} (it changes the daemon's state); "
+                    f"its certificate names {', '.join(ids)}, none is in mutating_identities")
+        return None
+
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Any],
+                          handler_call_details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method  # type: ignore[attr-defined]
+        if handler is None or method not in self.mutating:
+            return handler
+        return _guarded(handler, method, self)
+
+
+def _guarded(handler: grpc.RpcMethodHandler, method: str, guard: MutationGuard
+             ) -> grpc.RpcMethodHandler:
+    """``handler`` with the guard's check run before its behaviour."""
+
+    def deny_or_none(context: grpc.ServicerContext) -> None:
+        refused = guard.check(method, context)
+        if refused is not None:
+            code, msg = refused
+            if guard.on_deny is not None:
+                guard.on_deny(method, code, msg)
+            context.abort(code, msg)
+
+    def wrap(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        def run(request_or_iterator: Any, context: grpc.ServicerContext) -> Any:
+            deny_or_none(context)
+            return behaviour(request_or_iterator, context)
+        return run
+
+    def wrap_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        def run(request_or_iterator: Any, context: grpc.ServicerContext) -> Any:
+            deny_or_none(context)
+            yield from behaviour(request_or_iterator, context)
+        return run
+
+    h: Any = handler
+    kw = {"request_deserializer": h.request_deserializer,
+          "response_serializer": h.response_serializer}
+    if h.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(wrap(h.unary_unary), **kw)
+    if h.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(wrap_stream(h.unary_stream), **kw)
+    if h.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(wrap(h.stream_unary), **kw)
+    return grpc.stream_stream_rpc_method_handler(wrap_stream(h.stream_stream), **kw)

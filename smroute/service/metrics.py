@@ -1,0 +1,229 @@
+"""Prometheus metrics of the routing daemon, on their own registry and port.
+
+:class:`ServiceMetrics` owns a private ``prometheus_client.CollectorRegistry``
+(no process-global state, so several daemons or tests can live in one
+process).  :func:`start_metrics_server` serves it over HTTP (``GET /metrics``)
+on a separate address, loopback by default.
+
+Metric names (all prefixed ``smroute_``):
+
+==================================  =========  ===================================
+``route_seconds{kind}``             histogram  route / reroute time, 1 ms .. 60 s
+``routes_total{kind}``              counter    completed route / reroute runs
+``epochs_committed_total``          counter    committed epochs
+``epoch_id``                        gauge      id of the current epoch
+``table_bytes``                     gauge      bytes of the current epoch's tables
+``epoch_committed_timestamp_seconds`` gauge    Unix time of the last commit
+``fault_events_total{kind}``        counter    fault events received, per kind
+``requests_total{method,code}``     counter    finished RPCs per method, status code
+``request_errors_total{method}``    counter    the same, status code not OK
+``streams_open{method}``            gauge      open server streams
+``reroute_failures_total{reason}``  counter    reroutes that left the last epoch serving
+``build_info{version}``             gauge      1
+==================================  =========  ===================================
+
+Label values come from the server, but a misbehaving caller could still
+create many series; each label keeps at most :data:`MAX_LABEL_VALUES`
+distinct values (later ones are counted as ``"other"``) and values are cut
+to :data:`MAX_LABEL_LEN` characters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest, start_http_server
+
+from smroute import __version__
+from smroute.errors import InputError
+
+__all__ = [
+    "ServiceMetrics",
+    "MetricsServer",
+    "start_metrics_server",
+    "ROUTE_BUCKETS",
+    "MAX_LABEL_VALUES",
+    "MAX_LABEL_LEN",
+]
+
+#: Histogram buckets (seconds) for route/reroute time: 1 ms .. 60 s.
+ROUTE_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5,
+    1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0,
+)
+MAX_LABEL_VALUES = 64
+MAX_LABEL_LEN = 80
+
+
+class _LabelGuard:
+    """Bounds the distinct values of one label (thread-safe)."""
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES):
+        self._seen: set[str] = set()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def __call__(self, value: object) -> str:
+        v = str(value)[:MAX_LABEL_LEN] or "none"
+        with self._lock:
+            if v in self._seen:
+                return v
+            if len(self._seen) >= self._limit:
+                return "other"
+            self._seen.add(v)
+            return v
+
+
+class ServiceMetrics:
+    """The daemon's metrics.  ``registry`` is private to this object.
+
+    ``clock`` returns Unix time in seconds (for the commit timestamp); pass
+    a fake one in tests.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._clock = clock
+        r = self.registry
+        self.route_seconds = Histogram(
+            "smroute_route_seconds", "Time to route (kind=route) or reroute after fault "
+            "events (kind=reroute) up to the committed epoch, in seconds.",
+            ["kind"], buckets=ROUTE_BUCKETS, registry=r)
+        self.routes_total = Counter(
+            "smroute_routes", "Completed route / reroute runs.", ["kind"], registry=r)
+        self.epochs_committed = Counter(
+            "smroute_epochs_committed", "Committed routing epochs.", registry=r)
+        self.epoch_id = Gauge("smroute_epoch_id", "Id of the epoch being served.", registry=r)
+        self.table_bytes = Gauge(
+            "smroute_table_bytes", "Bytes of the forwarding tables of the current epoch.",
+            registry=r)
+        self.epoch_timestamp = Gauge(
+            "smroute_epoch_committed_timestamp_seconds",
+            "Unix time when the current epoch was committed.", registry=r)
+        self.fault_events = Counter(
+            "smroute_fault_events", "Fault events received, per kind (e.g. link_down).",
+            ["kind"], registry=r)
+        self.requests = Counter(
+            "smroute_requests", "Finished RPCs per method and gRPC status code name.",
+            ["method", "code"], registry=r)
+        self.request_errors = Counter(
+            "smroute_request_errors", "Finished RPCs whose status code is not OK.",
+            ["method"], registry=r)
+        self.streams_open = Gauge(
+            "smroute_streams_open", "Open server streams per method.", ["method"], registry=r)
+        self.reroute_failures = Counter(
+            "smroute_reroute_failures", "Reroutes that failed (the last good epoch kept "
+            "serving), per reason.", ["reason"], registry=r)
+        info = Gauge("smroute_build_info", "smroute version.", ["version"], registry=r)
+        info.labels(version=__version__).set(1)
+        self._kind = _LabelGuard(8)
+        self._fault_kind = _LabelGuard()
+        self._method = _LabelGuard()
+        self._code = _LabelGuard(32)
+        self._reason = _LabelGuard()
+
+    # ---- the calls the server makes
+
+    def observe_route(self, seconds: float, kind: str) -> None:
+        """A route (``kind="route"``) or reroute (``"reroute"``) took ``seconds``."""
+        k = self._kind(kind)
+        self.route_seconds.labels(kind=k).observe(max(0.0, float(seconds)))
+        self.routes_total.labels(kind=k).inc()
+
+    def epoch_committed(self, epoch_id: int, table_bytes: int) -> None:
+        """Epoch ``epoch_id`` with ``table_bytes`` of tables is now served."""
+        self.epochs_committed.inc()
+        self.epoch_id.set(int(epoch_id))
+        self.table_bytes.set(int(table_bytes))
+        self.epoch_timestamp.set(self._clock())
+
+    def faults_received(self, n: int, kind: str) -> None:
+        """``n`` fault events of ``kind`` arrived."""
+        if n < 0:
+            raise ValueError(f"fault event count must be >= 0, got {n}")
+        self.fault_events.labels(kind=self._fault_kind(kind)).inc(n)
+
+    def request(self, method: str, code: str) -> None:
+        """An RPC ``method`` finished with status ``code`` (a name such as ``"OK"``)."""
+        m, c = self._method(method), self._code(code)
+        self.requests.labels(method=m, code=c).inc()
+        if c != "OK":
+            self.request_errors.labels(method=m).inc()
+
+    def stream_opened(self, method: str) -> None:
+        self.streams_open.labels(method=self._method(method)).inc()
+
+    def stream_closed(self, method: str) -> None:
+        self.streams_open.labels(method=self._method(method)).dec()
+
+    def reroute_failed(self, reason: str) -> None:
+        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``)."""
+        self.reroute_failures.labels(reason=self._reason(reason)).inc()
+
+    # ---- reading
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus text format (what ``/metrics`` serves)."""
+        return generate_latest(self.registry)
+
+    def value(self, name: str, **labels: str) -> float | None:
+        """Current value of sample ``name`` with exactly ``labels`` (``None`` if absent)."""
+        v = self.registry.get_sample_value(name, labels or None)
+        return None if v is None else float(v)
+
+
+@dataclass
+class MetricsServer:
+    """A running ``/metrics`` HTTP server; ``close()`` stops it (idempotent)."""
+
+    host: str
+    port: int
+    _httpd: Any
+    _thread: threading.Thread
+    _closed: bool = False
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
+    """Serve ``metrics`` over HTTP at ``listen`` (``host:port`` or
+    ``[v6]:port``; port 0 picks a free port, see ``.port``).
+
+    Raises :class:`InputError` for a bad address, :class:`smroute.errors.SmrouteError`
+    if the address cannot be bound (e.g. in use).
+    """
+    from smroute.errors import SmrouteError
+    from smroute.service.config import parse_listen
+
+    try:
+        addr = parse_listen(listen, allow_unix=False)
+    except ValueError as err:
+        raise InputError(f"metrics_listen: {err}") from None
+    try:
+        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry)
+    except OSError as err:
+        raise SmrouteError(f"metrics_listen {listen}: cannot listen: "
+                           f"{err.strerror or err}") from None
+    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread)
