@@ -23,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff_cmd",
     "analyze_cmd",
     "config_cmd",
+    "discover_cmd",
+    "study_cmd",
 )
 
 

@@ -1,0 +1,75 @@
+"""``smroute discover``: the local HCAs and the fabric seen through one of them.
+
+Prints the local HCA ports (from pyverbs, else sysfs; the source is named),
+runs ``ibnetdiscover`` through the chosen port (:mod:`smroute.live.discover`),
+checks that the text parses, and writes it atomically with ``--out``.
+``--summary`` adds the fabric summary, ``--json`` prints ports and summary
+as JSON.  Under ``ibsim-run`` it sees the simulated fabric.
+
+Exit status: 0 ok, 1 discovery failed (no HCA / no permission / no SM, said
+which), 2 bad input (unparsable topology).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["register", "cmd_discover"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "discover",
+        help="show local HCAs and discover the fabric through one (ibnetdiscover)",
+        description="Show the local HCA ports (pyverbs or sysfs) and discover the fabric "
+        "through one of them with ibnetdiscover; write the topology text atomically.",
+    )
+    p.add_argument("--ca", metavar="NAME", help="HCA to use (ibnetdiscover -C), e.g. mlx5_0")
+    p.add_argument("--port", type=int, metavar="N", help="HCA port to use (ibnetdiscover -P)")
+    p.add_argument("--out", metavar="FILE", help="write the discovered topology text here")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="ibnetdiscover timeout in seconds (default 120)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--summary", action="store_true", help="also print the fabric summary")
+    g.add_argument("--json", action="store_true", help="print ports and summary as JSON")
+    p.set_defaults(func=cmd_discover)
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from smroute.errors import InputError
+    from smroute.fabric.ibnetdiscover import parse_topology
+    from smroute.fabric.summary import format_summary, summarize
+    from smroute.fileio import atomic_write_text
+    from smroute.live.discover import discover_topology_lines
+    from smroute.live.hca import local_ports
+
+    if args.timeout <= 0:
+        raise InputError("--timeout must be > 0")
+    ports, notes = local_ports()
+    if not args.json:
+        print(f"local HCA ports ({ports[0].source if ports else 'none found'}):")
+        for p in ports:
+            print(f"  {p.describe()}")
+        for n in notes:
+            if n:
+                print(f"  note: {n}")
+    lines = discover_topology_lines(ca=args.ca, port=args.port, timeout=args.timeout)
+    source = f"ibnetdiscover via {args.ca or 'default HCA'}"
+    fabric = parse_topology(lines, source)
+    if args.out:
+        atomic_write_text(args.out, "\n".join(lines) + "\n")
+    summary = summarize(fabric, source=args.out or source)
+    if args.json:
+        json.dump({"ports": [p.to_dict() for p in ports], "notes": [n for n in notes if n],
+                   "out": args.out, "summary": summary.to_dict()}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    n_sw, n_ca = len(fabric.switches), len(fabric.cas)
+    print(f"discovered {n_sw} switches, {n_ca} CAs, {fabric.n_links} links"
+          + (f"; written to {args.out}" if args.out else ""))
+    if args.summary:
+        print("\n".join(format_summary(summary)))
+    return 0
