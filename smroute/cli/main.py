@@ -24,7 +24,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze_cmd",
     "config_cmd",
     "discover_cmd",
-    "study_cmd",
 )
 
 
