@@ -524,7 +524,8 @@ def _v_listen(allow_unix: bool, nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str):
-            raise _Bad(_LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
+            raise _Bad((_LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
+                       + (" (or null to disable)" if nullable else ""))
         try:
             return str(parse_listen(v, allow_unix=allow_unix))
         except ValueError as err:
