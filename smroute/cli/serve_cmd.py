@@ -1,0 +1,94 @@
+"""``smroute serve``: run the routing daemon (gRPC API ``smroute.v1.Smroute``).
+
+The configuration comes from ``--config FILE`` (YAML, see deploy/smroute.yaml
+and ``smroute check-config``) or the defaults; the flags override single
+settings.  The process serves until SIGTERM/SIGINT (graceful: running calls
+get ``shutdown_grace_s``); SIGHUP reloads ``--config`` keeping the last good
+config on error.  Exit status: 0 after a clean shutdown, 1 if it cannot
+start (e.g. the address is in use), 2 bad config or flags, 3 the configured
+fabric cannot be routed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from smroute.errors import InputError
+
+__all__ = ["register", "cmd_serve", "config_from_args"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the routing daemon (gRPC)",
+        description="Run the smroute routing daemon: gRPC API (LoadFabric, Route, GetTables, "
+        "ApplyFaults, Diff, Watch, Analyze), health, reflection, Prometheus metrics. "
+        "Flags override the config file.",
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML config file (default: built-in "
+                   "defaults; see smroute check-config)")
+    p.add_argument("--listen", metavar="ADDR",
+                   help="gRPC address: host:port, [v6]:port or unix:/path (port 0 = any free)")
+    p.add_argument("--fabric", metavar="FILE",
+                   help="ibnetdiscover file to load and route at start")
+    p.add_argument("--workers", type=int, metavar="N", help="routing worker processes")
+    p.add_argument("--algorithm", choices=("dmodc", "dmodk"), help="routing algorithm")
+    p.add_argument("--lmc", type=int, metavar="N", help="LMC (0..7)")
+    p.add_argument("--epoch-history", type=int, metavar="K", help="epochs kept")
+    p.add_argument("--coalesce-ms", type=float, metavar="MS",
+                   help="fault events within this window share one reroute")
+    p.add_argument("--metrics-listen", metavar="ADDR",
+                   help="Prometheus HTTP host:port, or 'off'")
+    p.add_argument("--log-format", choices=("json", "text"))
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--ready-file", metavar="FILE",
+                   help="write {address, pid, metrics} as JSON here once serving")
+    p.set_defaults(func=cmd_serve)
+
+
+_FLAGS = {
+    "listen": "listen", "fabric": "fabric", "workers": "workers", "algorithm": "algorithm",
+    "lmc": "lmc", "epoch_history": "epoch_history", "coalesce_ms": "coalesce_ms",
+    "log_format": "log_format", "log_level": "log_level",
+}
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The effective :class:`ServiceConfig` and the overrides taken from flags."""
+    from pathlib import Path
+
+    from smroute.service.config import ConfigError, default_config, load_config
+
+    cfg = load_config(args.config) if args.config else default_config()
+    over: dict[str, Any] = {}
+    for flag, key in _FLAGS.items():
+        v = getattr(args, flag, None)
+        if v is not None:
+            over[key] = Path(v).resolve() if key == "fabric" else v
+    if args.metrics_listen is not None:
+        over["metrics_listen"] = None if args.metrics_listen == "off" else args.metrics_listen
+    try:
+        cfg = dataclasses.replace(cfg, **over)
+    except ConfigError as err:
+        raise InputError(f"{err} (from the command line flags)") from None
+    return cfg, over
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from smroute.service.server import Daemon, Logger
+
+    cfg, over = config_from_args(args)
+    log = Logger(fmt=cfg.log_format, level=cfg.log_level)
+    d = Daemon(cfg, config_path=args.config, overrides=over, ready_file=args.ready_file,
+               log=log)
+    d.install_signals()
+    try:
+        d.start()
+    except BaseException:
+        d.stop()
+        raise
+    d.wait()
+    return 0

@@ -1,0 +1,275 @@
+"""A small typed client of the routing daemon (``smroute.v1.Smroute``).
+
+Used by tests, benchmarks and the OpenSM bridge::
+
+    with SmrouteClient("127.0.0.1:50051") as c:
+        c.load_fabric_path("/etc/smroute/fabric.topo")
+        ep = c.route()
+        snap = c.tables()                      # every switch, checksum verified
+        out = c.apply_faults([link_down(0x...., 3)])
+        delta = c.tables(since_epoch=ep.id)    # only the changed 64-LID blocks
+        tables = delta.patch(snap.tables)      # == c.tables(out.epoch.id).tables
+        for e in c.watch():                    # committed epochs, current first
+            ...
+
+Errors are ``grpc.RpcError`` (``.code()``, ``.details()``) as raised by grpc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import numpy as np
+
+from smroute.service._gen import smroute_pb2 as pb
+from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.epochs import table_checksum
+from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
+
+__all__ = [
+    "SmrouteClient",
+    "TablesSnapshot",
+    "TablesChecksumError",
+    "ca_down",
+    "ca_up",
+    "link_down",
+    "link_up",
+    "switch_down",
+    "switch_up",
+    "pb",
+]
+
+
+def link_down(guid: int, port: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.LINK_DOWN, node_guid=guid, port=port)
+
+
+def link_up(guid: int, port: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.LINK_UP, node_guid=guid, port=port)
+
+
+def switch_down(guid: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.SWITCH_DOWN, node_guid=guid)
+
+
+def switch_up(guid: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.SWITCH_UP, node_guid=guid)
+
+
+def ca_down(guid: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.CA_DOWN, node_guid=guid)
+
+
+def ca_up(guid: int) -> pb.FaultEvent:
+    return pb.FaultEvent(kind=pb.FaultEvent.CA_UP, node_guid=guid)
+
+
+class TablesChecksumError(Exception):
+    """A full GetTables stream did not match its header's checksum."""
+
+
+@dataclass(frozen=True)
+class TablesSnapshot:
+    """One GetTables stream: the header and the switch messages in order."""
+
+    header: pb.TablesHeader
+    switches: tuple[pb.SwitchTable, ...]
+
+    @property
+    def epoch(self) -> int:
+        return int(self.header.epoch)
+
+    @property
+    def blocks(self) -> int:
+        return sum(len(s.blocks) for s in self.switches)
+
+    @property
+    def tables(self) -> ForwardingTables:
+        """The switches of this stream as :class:`ForwardingTables` (blocks not
+        sent are NO_ROUTE; use :meth:`patch` for ``since_epoch`` streams)."""
+        sw = [s for s in self.switches if not s.removed]
+        width = int(self.header.max_lid) + 1
+        nb = -(-width // BLOCK)
+        ports = np.full((len(sw), nb * BLOCK), NO_ROUTE, dtype=np.uint8)
+        for i, s in enumerate(sw):
+            _fill(ports[i], s.blocks)
+        return ForwardingTables(
+            switch_guid=np.array([s.guid for s in sw], dtype=np.uint64),
+            switch_lid=np.array([s.lid for s in sw], dtype=np.int64),
+            switch_desc=tuple(s.desc for s in sw),
+            ports=ports[:, :width],
+        )
+
+    def verify(self) -> None:
+        """Check a full, unfiltered stream against ``header.tables_sha256``."""
+        got = table_checksum(self.tables)
+        if got != self.header.tables_sha256:
+            raise TablesChecksumError(
+                f"epoch {self.epoch}: tables checksum {got} != header {self.header.tables_sha256}")
+
+    def patch(self, old: ForwardingTables) -> ForwardingTables:
+        """Apply a ``since_epoch`` stream to the tables of that epoch: changed
+        blocks replaced, new switches added, removed switches dropped."""
+        width = int(self.header.max_lid) + 1
+        nb = -(-width // BLOCK)
+        removed = {int(s.guid) for s in self.switches if s.removed}
+        keep = [i for i, g in enumerate(old.switch_guid.tolist()) if int(g) not in removed]
+        rows = {int(old.switch_guid[i]): k for k, i in enumerate(keep)}
+        new_sw = [s for s in self.switches if not s.removed and int(s.guid) not in rows]
+        ports = np.full((len(keep) + len(new_sw), nb * BLOCK), NO_ROUTE, dtype=np.uint8)
+        w = min(old.ports.shape[1], nb * BLOCK)
+        ports[:len(keep), :w] = old.ports[keep, :w]
+        guid = [int(old.switch_guid[i]) for i in keep] + [int(s.guid) for s in new_sw]
+        lid = [int(old.switch_lid[i]) for i in keep] + [int(s.lid) for s in new_sw]
+        desc = [old.switch_desc[i] for i in keep] + [s.desc for s in new_sw]
+        for s in self.switches:
+            if s.removed:
+                continue
+            r = rows.get(int(s.guid))
+            if r is None:
+                r = len(keep) + [int(x.guid) for x in new_sw].index(int(s.guid))
+            else:
+                lid[r], desc[r] = int(s.lid), s.desc
+            _fill(ports[r], s.blocks)
+        return ForwardingTables(
+            switch_guid=np.array(guid, dtype=np.uint64), switch_lid=np.array(lid, np.int64),
+            switch_desc=tuple(desc), ports=ports[:, :width],
+        )
+
+
+def _fill(row: np.ndarray, blocks: Iterable[pb.LftBlock]) -> None:
+    for b in blocks:
+        data = np.frombuffer(b.ports, dtype=np.uint8)
+        lo = int(b.index) * BLOCK
+        if len(data) != BLOCK or lo + BLOCK > len(row):
+            raise ValueError(f"block {b.index}: {len(data)} bytes; expected {BLOCK} within "
+                             f"{len(row)} LIDs")
+        row[lo:lo + BLOCK] = data
+
+
+class SmrouteClient:
+    """A channel to one daemon.  ``target``: ``host:port`` or ``unix:/path``;
+    ``credentials``: TLS channel credentials (see smroute.service.auth
+    .client_credentials), ``None`` = plaintext; ``timeout``: default seconds per
+    unary call."""
+
+    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None,
+                 timeout: float = 120.0, max_message_bytes: int = 256 << 20,
+                 server_name: str | None = None) -> None:
+        opts: list[tuple[str, Any]] = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ]
+        if server_name:
+            opts.append(("grpc.ssl_target_name_override", server_name))
+        self.channel = (grpc.secure_channel(target, credentials, options=opts)
+                        if credentials is not None else
+                        grpc.insecure_channel(target, options=opts))
+        self.stub = pb_grpc.SmrouteStub(self.channel)
+        self.timeout = timeout
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> SmrouteClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
+
+    # ------------------------------------------------------------ calls
+    def load_fabric_text(self, text: str, source_name: str = "") -> pb.FabricSummary:
+        r = self.stub.LoadFabric(pb.LoadFabricRequest(topology_text=text,
+                                                      source_name=source_name),
+                                 timeout=self.timeout)
+        return r.fabric
+
+    def load_fabric_path(self, path: str) -> pb.FabricSummary:
+        r = self.stub.LoadFabric(pb.LoadFabricRequest(path=path), timeout=self.timeout)
+        return r.fabric
+
+    def load_fabric_live(self, ca: str = "", port: int = 0, timeout_s: float = 0.0
+                         ) -> pb.FabricSummary:
+        r = self.stub.LoadFabric(pb.LoadFabricRequest(
+            live=pb.LiveSource(ca=ca, port=port, timeout_s=timeout_s)), timeout=self.timeout)
+        return r.fabric
+
+    def route(self, algorithm: str = "", lmc: int | None = None, *,
+              wait_validation: bool = False) -> pb.Epoch:
+        req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation)
+        if lmc is not None:
+            req.lmc = lmc
+        return self.stub.Route(req, timeout=self.timeout).epoch
+
+    def get_epoch(self, epoch: int = 0) -> pb.Epoch:
+        return self.stub.GetEpoch(pb.GetEpochRequest(epoch=epoch), timeout=self.timeout)
+
+    def tables(self, epoch: int = 0, *, switch_guids: Sequence[int] = (), since_epoch: int = 0,
+               verify: bool = True) -> TablesSnapshot:
+        """One GetTables stream.  ``verify``: check the checksum when the stream
+        is full and unfiltered (raises :class:`TablesChecksumError`)."""
+        it = self.stub.GetTables(pb.GetTablesRequest(epoch=epoch, switch_guids=switch_guids,
+                                                     since_epoch=since_epoch),
+                                 timeout=self.timeout)
+        header: pb.TablesHeader | None = None
+        items: list[pb.SwitchTable] = []
+        for msg in it:
+            if msg.HasField("header"):
+                header = msg.header
+            else:
+                items.append(msg.switch)
+        if header is None:
+            raise TablesChecksumError("GetTables stream ended without a header")
+        if len(items) != header.switches:
+            raise TablesChecksumError(f"epoch {header.epoch}: {len(items)} switch messages, "
+                                      f"header announced {header.switches}")
+        snap = TablesSnapshot(header, tuple(items))
+        if verify and not switch_guids and not since_epoch:
+            snap.verify()
+        return snap
+
+    def apply_faults(self, events: Iterable[pb.FaultEvent], *, dry_run: bool = False,
+                     max_entries: int = 0) -> pb.ApplyFaultsResponse:
+        return self.stub.ApplyFaults(pb.ApplyFaultsRequest(
+            events=list(events), dry_run=dry_run, max_entries=max_entries),
+            timeout=self.timeout)
+
+    def diff(self, epoch_a: int, epoch_b: int = 0, *, max_entries: int = 0
+             ) -> pb.DiffResponse:
+        return self.stub.Diff(pb.DiffRequest(epoch_a=epoch_a, epoch_b=epoch_b,
+                                             max_entries=max_entries), timeout=self.timeout)
+
+    def watch(self, timeout: float | None = None) -> Any:
+        """The Watch stream (an iterator of :class:`pb.Epoch`, current first);
+        call ``.cancel()`` on it to stop."""
+        return self.stub.Watch(pb.WatchRequest(), timeout=timeout)
+
+    def epochs(self, *, after: int = 0, timeout: float | None = None) -> Iterator[pb.Epoch]:
+        """Committed epochs with ``id > after``, as they happen (for the bridge)."""
+        stream = self.watch(timeout)
+        try:
+            for ep in stream:
+                if ep.id > after:
+                    yield ep
+        finally:
+            stream.cancel()
+
+    def analyze(self, epoch: int = 0, *, order: str = "topological", seed: int = 0,
+                rp_samples: int = 0) -> pb.AnalyzeResponse:
+        return self.stub.Analyze(pb.AnalyzeRequest(epoch=epoch, order=order, seed=seed,
+                                                   rp_samples=rp_samples),
+                                 timeout=self.timeout)
+
+    def health(self, service: str = "") -> str:
+        """The grpc.health.v1 status name (``SERVING``, ``NOT_SERVING``...)."""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        r = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=self.timeout)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(r.status))

@@ -1,0 +1,323 @@
+"""The daemon process: gRPC server, health, reflection, auth, metrics, logs, signals.
+
+:class:`Daemon` wires a :class:`~smroute.service.config.ServiceConfig` to a
+:class:`~smroute.service.servicer.RoutingCore` and a ``grpc.Server``:
+
+* listens on the configured address (``host:port`` or ``unix:/path``; port 0
+  picks a free port), with TLS / mutual TLS when configured, message sizes
+  bounded by ``limits``, and the :class:`~smroute.service.auth.MutationGuard`
+  interceptor in front of the mutating RPCs;
+* serves ``grpc.health.v1`` (NOT_SERVING until the configured fabric is
+  routed, and again while shutting down) and server reflection;
+* Prometheus metrics on ``metrics_listen`` (separate HTTP port);
+* structured logs on stderr, one JSON object (or ``key=value`` text) per line;
+* SIGTERM / SIGINT: stop accepting calls, let running calls and streams
+  finish within ``shutdown_grace_s`` (Watch streams end at once), then stop
+  the sequencer and close the worker pool;
+* SIGHUP: reload the config file; settings that can change live (log level
+  and format, coalescing window, epoch history, default algorithm / LMC,
+  mutating identities, limits) are applied, the others are reported as
+  needing a restart; a bad file is logged and the last good config kept.
+
+A ``ready_file`` (JSON: address, metrics URL, pid) is written atomically once
+the daemon serves, for supervisors and tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from smroute.errors import SmrouteError
+from smroute.fabric.model import Fabric
+from smroute.fileio import atomic_write_text
+from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.config import ConfigError, ServiceConfig, load_config
+from smroute.service.servicer import (
+    SERVICE_NAME,
+    Limits,
+    RoutingCore,
+    ServiceError,
+    SmrouteServicer,
+)
+
+__all__ = ["Daemon", "Logger", "limits_of"]
+
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+
+
+class Logger:
+    """Structured log lines on ``stream``: ``json`` (one object per line with
+    ``ts``, ``level``, ``event`` and the fields) or ``text`` (``key=value``).
+    Thread-safe; :meth:`configure` changes format and level live."""
+
+    def __init__(self, stream: TextIO = sys.stderr, *, fmt: str = "json",
+                 level: str = "info") -> None:
+        self.stream = stream
+        self._lock = threading.Lock()
+        self.configure(fmt, level)
+
+    def configure(self, fmt: str, level: str) -> None:
+        self.fmt = fmt
+        self.level = _LEVELS.get(level, 20)
+
+    def __call__(self, level: str, event: str, **fields: Any) -> None:
+        if _LEVELS.get(level, 20) < self.level:
+            return
+        rec = {"ts": round(time.time(), 3), "level": level, "event": event, **fields}
+        if self.fmt == "json":
+            line = json.dumps(rec, default=str, separators=(",", ":"))
+        else:
+            line = " ".join(f"{k}={_text(v)}" for k, v in rec.items())
+        with self._lock:
+            try:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _text(v: Any) -> str:
+    s = v if isinstance(v, str) else json.dumps(v, default=str, separators=(",", ":"))
+    return json.dumps(s) if (not s or any(c in s for c in ' "=\n')) else s
+
+
+def limits_of(cfg: ServiceConfig) -> Limits:
+    lim = cfg.limits
+    return Limits(max_topology_bytes=lim.max_topology_bytes,
+                  max_fault_events=lim.max_fault_events, max_streams=lim.max_streams,
+                  max_watchers=lim.max_watchers, analyze_max_hosts=lim.analyze_max_hosts)
+
+
+class Daemon:
+    """One daemon (see module doc).  ``start()`` then ``wait()``; or ``stop()``."""
+
+    def __init__(self, cfg: ServiceConfig, *, config_path: str | os.PathLike[str] | None = None,
+                 overrides: dict[str, Any] | None = None, ready_file: str | None = None,
+                 log: Logger | None = None) -> None:
+        self.cfg = cfg
+        self.config_path = Path(config_path) if config_path is not None else None
+        self.overrides = dict(overrides or {})
+        self.ready_file = ready_file
+        self.log = log or Logger(fmt=cfg.log_format, level=cfg.log_level)
+        self.core: RoutingCore | None = None
+        self.server: grpc.Server | None = None
+        self.health = health.HealthServicer()
+        self.guard: Any = None
+        self.metrics: Any = None
+        self.metrics_server: Any = None
+        self.address = ""
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self._unix_path: str | None = None
+
+    # ------------------------------------------------------------ start
+    def start(self) -> None:
+        cfg = self.cfg
+        for w in cfg.warnings():
+            self.log("warning", "config_warning", message=w)
+        self._start_metrics()
+        self.core = RoutingCore(
+            workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
+            epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
+            limits=limits_of(cfg), log=self.log, metrics=self.metrics,
+        )
+        self._start_grpc()
+        self._set_health(False)
+        if cfg.fabric is not None:
+            self._initial_route(cfg.fabric)
+        self._set_health(True)
+        self.log("info", "serving", address=self.address, pid=os.getpid(),
+                 metrics=self.metrics_server.url if self.metrics_server else None,
+                 workers=cfg.workers, tls=cfg.tls is not None)
+        if self.ready_file:
+            atomic_write_text(self.ready_file, json.dumps({
+                "address": self.address, "pid": os.getpid(),
+                "metrics": self.metrics_server.url if self.metrics_server else None,
+            }) + "\n")
+
+    def _start_metrics(self) -> None:
+        try:
+            from smroute.service.metrics import ServiceMetrics, start_metrics_server
+        except ImportError:
+            self.log("warning", "metrics_unavailable", message="smroute.service.metrics missing")
+            return
+        self.metrics = ServiceMetrics()
+        if self.cfg.metrics_listen is not None:
+            self.metrics_server = start_metrics_server(self.cfg.metrics_listen, self.metrics)
+
+    def _start_grpc(self) -> None:
+        cfg = self.cfg
+        lim = cfg.limits
+        addr = cfg.listen_address
+        interceptors: list[grpc.ServerInterceptor] = []
+        try:
+            from smroute.service.auth import MutationGuard
+        except ImportError:
+            MutationGuard = None  # type: ignore[assignment,misc]  # noqa: N806
+        if MutationGuard is not None:
+            self.guard = MutationGuard(
+                cfg.mutating_identities, tls=cfg.tls is not None,
+                loopback_only=addr.is_loopback, allow_insecure=cfg.allow_insecure_mutations,
+                on_deny=self._on_deny,
+            )
+            interceptors.append(self.guard)
+        threads = lim.max_streams + lim.max_watchers + 16
+        options = [
+            ("grpc.max_send_message_length", lim.max_message_bytes),
+            ("grpc.max_receive_message_length", lim.max_receive_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        server = grpc.server(ThreadPoolExecutor(threads, thread_name_prefix="smroute-rpc"),
+                             interceptors=interceptors, options=options,
+                             maximum_concurrent_rpcs=threads)
+        assert self.core is not None
+        pb_grpc.add_SmrouteServicer_to_server(SmrouteServicer(self.core), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME), server)
+        if addr.kind == "unix":
+            self._prepare_unix(addr.path)
+        target = addr.grpc_address
+        try:
+            if cfg.tls is not None:
+                from smroute.service.auth import server_credentials
+                port = server.add_secure_port(target, server_credentials(cfg.tls))
+            else:
+                port = server.add_insecure_port(target)
+        except RuntimeError as err:
+            raise SmrouteError(f"listen {cfg.listen}: cannot bind: {err}") from None
+        if addr.kind == "tcp" and port == 0:
+            raise SmrouteError(f"listen {cfg.listen}: cannot bind (address in use?)")
+        server.start()
+        self.server = server
+        if addr.kind == "unix":
+            self.address = f"unix:{addr.path}"
+        else:
+            host = f"[{addr.host}]" if ":" in addr.host else addr.host
+            self.address = f"{host}:{port}"
+
+    def _prepare_unix(self, path: str) -> None:
+        """Remove a stale socket file at ``path`` (never a regular file)."""
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(path)
+            if not stat.S_ISSOCK(st.st_mode):
+                raise SmrouteError(f"listen unix:{path}: exists and is not a socket")
+            os.unlink(path)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._unix_path = path
+
+    def _on_deny(self, method: str, code: grpc.StatusCode, message: str) -> None:
+        self.log("warning", "request_denied", method=method, code=code.name, message=message)
+        if self.metrics is not None:
+            self.metrics.request(method.rsplit("/", 1)[-1], code.name)
+
+    def _initial_route(self, path: Path) -> None:
+        core = self.core
+        assert core is not None
+        try:
+            fabric: Fabric = core.read_fabric_path(str(path))
+            core.load_fabric(fabric, str(path))
+            ep = core.route()
+        except ServiceError as err:
+            raise SmrouteError(f"fabric {path}: {err.message}") from None
+        self.log("info", "initial_route", epoch=ep.id, fabric=str(path),
+                 seconds=round(sum(ep.timings.values()), 4))
+
+    def _set_health(self, serving: bool) -> None:
+        st = (health_pb2.HealthCheckResponse.SERVING if serving
+              else health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.health.set("", st)
+        self.health.set(SERVICE_NAME, st)
+
+    # ------------------------------------------------------------ run
+    def install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        signal.signal(signal.SIGINT, lambda *_: self._stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+
+    def wait(self) -> None:
+        """Serve until SIGTERM/SIGINT (or :meth:`request_stop`); handles SIGHUP."""
+        while not self._stop.is_set():
+            self._stop.wait(0.2)
+            if self._reload.is_set():
+                self._reload.clear()
+                self.reload()
+        self.stop()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self) -> None:
+        """Graceful shutdown (module doc)."""
+        grace = self.cfg.shutdown_grace_s
+        self.log("info", "shutting_down", grace_s=grace)
+        self._set_health(False)
+        if self.core is not None:
+            self.core.shutting_down.set()
+            self.core.store.close()
+        if self.server is not None:
+            self.server.stop(grace).wait(grace + 5)
+        if self.core is not None:
+            self.core.close()
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+        if self._unix_path:
+            with contextlib.suppress(OSError):
+                os.unlink(self._unix_path)
+        self.log("info", "stopped")
+
+    # ------------------------------------------------------------ reload
+    def reload(self) -> bool:
+        """Reload the config file (SIGHUP); keep the last good one on error."""
+        if self.config_path is None:
+            self.log("warning", "reload_ignored", message="no config file (started without "
+                     "--config)")
+            return False
+        try:
+            new = load_config(self.config_path)
+            if self.overrides:
+                new = dataclasses.replace(new, **self.overrides)
+        except (ConfigError, SmrouteError) as err:
+            self.log("error", "reload_failed", message=str(err), keeping="last good config")
+            return False
+        old = self.cfg
+        restart = [k for k in ("listen", "workers", "tls", "metrics_listen", "fabric")
+                   if getattr(old, k) != getattr(new, k)]
+        if old.limits.max_message_bytes != new.limits.max_message_bytes or \
+                old.limits.max_receive_bytes != new.limits.max_receive_bytes:
+            restart.append("limits.max_message_bytes/max_receive_bytes")
+        core = self.core
+        assert core is not None
+        self.log.configure(new.log_format, new.log_level)
+        core.seq.coalesce_s = new.coalesce_ms / 1000.0
+        core.store.set_history(new.epoch_history)
+        core.algorithm, core.lmc = new.algorithm, new.lmc
+        core.limits = limits_of(new)
+        if self.guard is not None:
+            self.guard.allowed = frozenset(new.mutating_identities)
+            self.guard.allow_insecure = new.allow_insecure_mutations
+        self.cfg = dataclasses.replace(
+            new, **{k: getattr(old, k) for k in ("listen", "workers", "tls", "metrics_listen",
+                                                 "fabric")})
+        for w in new.warnings():
+            self.log("warning", "config_warning", message=w)
+        self.log("info", "reloaded", config=str(self.config_path),
+                 needs_restart=restart or None)
+        return True
+

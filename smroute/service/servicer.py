@@ -1,0 +1,870 @@
+"""The routing daemon: state and operations (:class:`RoutingCore`) and the gRPC
+servicer that exposes them (:class:`SmrouteServicer`, service ``smroute.v1.Smroute``).
+
+State: the loaded base fabric, the desired :class:`~smroute.service.faults.DownSet`,
+the current routing settings (algorithm, LMC), an
+:class:`~smroute.service.epochs.EpochStore`, one
+:class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
+:class:`~smroute.service.faults.Sequencer` that runs every state change on one
+thread (so loads, routes and fault batches are totally ordered).  A
+background thread validates committed epochs, newest first; superseded ones
+are marked skipped.
+
+Errors: every expected failure raises :class:`ServiceError` with a gRPC status
+code and a precise message; the servicer's wrapper turns it into the RPC's
+status.  Anything else becomes INTERNAL (logged with its traceback) and the
+daemon keeps serving.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import numpy as np
+
+from smroute.errors import InputError, RoutingError, SmrouteError
+from smroute.fabric.ibnetdiscover import parse_topology
+from smroute.fabric.model import Fabric, NodeType
+from smroute.routing.engine import ALGORITHMS, RoutingResult, route
+from smroute.routing.pool import RoutePool
+from smroute.routing.validate import Validation, validate
+from smroute.service._gen import smroute_pb2 as pb
+from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables, padded_blocks
+from smroute.service.faults import (
+    DownSet,
+    FaultEvent,
+    FaultEventError,
+    FaultJob,
+    Sequencer,
+    apply_events,
+    degraded_fabric,
+)
+from smroute.tables.diff import TableDiff, diff_tables
+
+__all__ = ["SERVICE_NAME", "Limits", "RoutingCore", "ServiceError", "SmrouteServicer"]
+
+SERVICE_NAME = "smroute.v1.Smroute"
+_KIND_NAMES = {
+    pb.FaultEvent.LINK_DOWN: "link_down", pb.FaultEvent.LINK_UP: "link_up",
+    pb.FaultEvent.SWITCH_DOWN: "switch_down", pb.FaultEvent.SWITCH_UP: "switch_up",
+    pb.FaultEvent.CA_DOWN: "ca_down", pb.FaultEvent.CA_UP: "ca_up",
+}
+_KIND_ENUM = {v: k for k, v in _KIND_NAMES.items()}
+#: Changed entries a Diff / dry run lists at most, whatever the request asks.
+MAX_LISTED_ENTRIES = 100_000
+
+
+class ServiceError(Exception):
+    """An expected RPC failure: ``code`` (grpc.StatusCode) and ``message``."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Metrics(Protocol):
+    """What the core reports (implemented by smroute.service.metrics.ServiceMetrics)."""
+
+    def observe_route(self, seconds: float, kind: str) -> None: ...
+    def epoch_committed(self, epoch_id: int, table_bytes: int) -> None: ...
+    def faults_received(self, n: int, kind: str) -> None: ...
+    def request(self, method: str, code: str) -> None: ...
+    def stream_opened(self, method: str) -> None: ...
+    def stream_closed(self, method: str) -> None: ...
+    def reroute_failed(self, reason: str) -> None: ...
+
+
+LogFn = Callable[..., None]
+
+
+def _no_log(level: str, event: str, **fields: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request bounds (from the config's ``limits`` section)."""
+
+    max_topology_bytes: int = 64 << 20
+    max_fault_events: int = 10_000
+    max_streams: int = 64
+    max_watchers: int = 64
+    analyze_max_hosts: int = 20_000
+
+
+@dataclass(frozen=True)
+class FaultOutcome:
+    """What a fault job resolves to: the epoch serving after it, the diff against
+    the epoch it replaced (``None`` if nothing changed), how many events the
+    batch had, whether a new epoch was committed."""
+
+    epoch: Epoch
+    diff: TableDiff | None
+    coalesced: int
+    committed: bool
+
+
+T = TypeVar("T")
+
+
+class RoutingCore:
+    """The daemon's state machine (no gRPC here; see module doc).
+
+    ``clock`` (monotonic seconds) times phases; ``wallclock`` stamps commits.
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        algorithm: str = "dmodc",
+        lmc: int = 0,
+        epoch_history: int = 8,
+        coalesce_s: float = 0.02,
+        limits: Limits | None = None,
+        log: LogFn = _no_log,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        wallclock: Callable[[], float] = time.time,
+        validate_epochs: bool = True,
+    ) -> None:
+        if algorithm not in ALGORITHMS:
+            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+        self.algorithm = algorithm
+        self.lmc = lmc
+        self.limits = limits or Limits()
+        self.log = log
+        self.metrics = metrics
+        self.clock = clock
+        self.wallclock = wallclock
+        self.store = EpochStore(epoch_history)
+        self.pool = RoutePool(workers)
+        self.base: Fabric | None = None
+        self.base_source = ""
+        self.down = DownSet()
+        self.shutting_down = threading.Event()
+        self._streams = 0
+        self._watchers = 0
+        self._count_lock = threading.Lock()
+        self._analyze_lock = threading.Lock()
+        self._validate_epochs = validate_epochs
+        self._val_cond = threading.Condition()
+        self._val_next: Epoch | None = None
+        self._val_thread = threading.Thread(target=self._validator, name="smroute-validate",
+                                            daemon=True)
+        self._val_thread.start()
+        self.seq = Sequencer(self._run_batch, self._run_dry, coalesce_s=coalesce_s)
+
+    # ------------------------------------------------------------ helpers
+    def _metric(self, name: str, *args: Any) -> None:
+        if self.metrics is not None:
+            try:
+                getattr(self.metrics, name)(*args)
+            except Exception as err:  # noqa: BLE001 - metrics must never break serving
+                self.log("warning", "metrics_error", metric=name, error=str(err))
+
+    def _wait(self, fut: Future[T]) -> T:
+        try:
+            return fut.result()
+        except ServiceError:
+            raise
+        except (RoutingError, FaultEventError) as err:
+            code = (grpc.StatusCode.INVALID_ARGUMENT if isinstance(err, InputError)
+                    else grpc.StatusCode.FAILED_PRECONDITION)
+            raise ServiceError(code, str(err)) from None
+        except RuntimeError as err:
+            if self.shutting_down.is_set():
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(err)) from None
+            raise
+
+    def close(self) -> None:
+        """Stop the sequencer (after its queued jobs), the validator and the pool."""
+        self.shutting_down.set()
+        self.store.close()
+        self.seq.close()
+        with self._val_cond:
+            self._val_next = None
+            self._val_cond.notify_all()
+        self._val_thread.join(10)
+        self.pool.close()
+
+    # ------------------------------------------------------------ load
+    def parse_fabric_text(self, text: str, source: str) -> Fabric:
+        """Parse ibnetdiscover text (bounded by ``max_topology_bytes``)."""
+        n = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > \
+            self.limits.max_topology_bytes else len(text)
+        if n > self.limits.max_topology_bytes:
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"{source}: topology text is {n} bytes; the limit "
+                               f"(limits.max_topology_bytes) is {self.limits.max_topology_bytes}")
+        if not text.strip():
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"{source}: empty topology text; expected ibnetdiscover output")
+        try:
+            return parse_topology(text.splitlines(), source)
+        except InputError as err:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
+
+    def read_fabric_path(self, path: str) -> Fabric:
+        if not path:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "path is empty")
+        try:
+            size = os.stat(path).st_size
+        except OSError as err:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                               f"{path}: cannot read: {err.strerror or err}") from None
+        if size > self.limits.max_topology_bytes:
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"{path}: {size} bytes; the limit (limits.max_topology_bytes) "
+                               f"is {self.limits.max_topology_bytes}")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as err:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                               f"{path}: cannot read: {err.strerror or err}") from None
+        return self.parse_fabric_text(text, path)
+
+    def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
+        """Live discovery through smroute.live (issue 6), parsed like a file."""
+        try:
+            from smroute.live.discover import DiscoveryError, discover_topology_lines
+        except ImportError:
+            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED,
+                               "live discovery is not available in this build "
+                               "(smroute.live.discover is missing)") from None
+        try:
+            lines = discover_topology_lines(ca=ca or None, port=port or None,
+                                            timeout=timeout or 120.0)
+        except DiscoveryError as err:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, str(err)) from None
+        try:
+            return parse_topology(lines, "live discovery")
+        except InputError as err:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, str(err)) from None
+
+    def load_fabric(self, fabric: Fabric, source: str) -> Fabric:
+        """Make ``fabric`` the base fabric (clears down items); does not route."""
+        def do() -> Fabric:
+            self.base = fabric
+            self.base_source = source
+            self.down = DownSet()
+            self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
+                     switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
+            return fabric
+        return self._wait(self.seq.call(do))
+
+    # ------------------------------------------------------------ route
+    def _route(self, fabric: Fabric, algorithm: str, lmc: int) -> RoutingResult:
+        res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock)
+        return own_tables(res)
+
+    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
+        """Route the base fabric minus down items and commit (cause ``route``)."""
+        alg = algorithm or self.algorithm
+        if alg not in ALGORITHMS:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"unknown algorithm {alg!r}; expected one of {ALGORITHMS}")
+        use_lmc = self.lmc if lmc is None else lmc
+        if not 0 <= use_lmc <= 7:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
+
+        def do() -> Epoch:
+            base = self._need_base()
+            t0 = self.clock()
+            fabric = degraded_fabric(base, self.down)
+            t1 = self.clock()
+            try:
+                res = self._route(fabric, alg, use_lmc)
+            except RoutingError as err:
+                self._metric("reroute_failed", "route")
+                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                                   f"cannot route {self.base_source}: {err}") from None
+            t2 = self.clock()
+            parent = self.store.current
+            diff = diff_tables(parent.tables, res.tables) if parent is not None else None
+            t3 = self.clock()
+            self.algorithm, self.lmc = alg, use_lmc
+            timings = {"degrade": t1 - t0, **res.timings, "diff": t3 - t2}
+            ep = self._commit("route", fabric, base, res, timings, (), diff)
+            self._metric("observe_route", t3 - t0, "route")
+            return ep
+        return self._wait(self.seq.call(do))
+
+    def _need_base(self) -> Fabric:
+        if self.base is None:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               "no fabric loaded: call LoadFabric first (or set fabric: in "
+                               "the config)")
+        return self.base
+
+    def _commit(self, cause: str, fabric: Fabric, base: Fabric, res: RoutingResult,
+                timings: dict[str, float], faults: tuple[FaultRecord, ...],
+                diff: TableDiff | None) -> Epoch:
+        t = self.clock()
+        ep = self.store.commit(
+            cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
+            algorithm=res.algorithm, lmc=self.lmc, timings=timings, faults=faults,
+            down=self.down.counts, committed_at=self.wallclock(), diff=diff,
+            down_items=self.down.items(),
+        )
+        timings["commit"] = self.clock() - t
+        self._metric("epoch_committed", ep.id, ep.tables.nbytes())
+        self.log("info", "epoch_committed", epoch=ep.id, cause=cause,
+                 fabric_hash=fabric.content_hash, faults=len(faults),
+                 diff=diff.summary() if diff is not None else "",
+                 seconds={k: round(v, 4) for k, v in timings.items()})
+        with self._val_cond:
+            self._val_next = ep
+            self._val_cond.notify_all()
+        return ep
+
+    # ------------------------------------------------------------ validation
+    def _validator(self) -> None:
+        while True:
+            with self._val_cond:
+                while self._val_next is None and not self.shutting_down.is_set():
+                    self._val_cond.wait()
+                ep, self._val_next = self._val_next, None
+            if ep is None:
+                return
+            # an older epoch still pending when a newer one arrived is skipped
+            for eid in self.store.ids():
+                if eid < ep.id and self.store.validation(eid) == "pending":
+                    self.store.set_validation(eid, f"skipped: superseded by epoch {ep.id}")
+            if not self._validate_epochs:
+                self.store.set_validation(ep.id, "skipped: validation disabled")
+                continue
+            try:
+                r = ep.result
+                v = validate(r.graph, r.tables.ports, r.dest, r.costs,
+                             switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
+                             max_failures=10)
+                self.store.set_validation(ep.id, v)
+                self.log("info" if v.ok else "warning", "epoch_validated", epoch=ep.id,
+                         summary=v.summary())
+            except Exception as err:  # noqa: BLE001 - never kill the thread
+                self.store.set_validation(ep.id, f"skipped: validation failed: {err}")
+                self.log("error", "validation_error", epoch=ep.id, error=str(err))
+
+    # ------------------------------------------------------------ faults
+    def check_events(self, events: Sequence[FaultEvent]) -> None:
+        """Reject a bad batch now (INVALID_ARGUMENT / RESOURCE_EXHAUSTED)."""
+        if not events:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               "events is empty; expected at least one fault event")
+        if len(events) > self.limits.max_fault_events:
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"{len(events)} events; the limit (limits.max_fault_events) is "
+                               f"{self.limits.max_fault_events}")
+        base = self._need_base()
+        if self.store.current is None:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               "no epoch committed yet: call Route first")
+        try:
+            apply_events(base, DownSet(), events)
+        except FaultEventError as err:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
+
+    def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False
+                     ) -> FaultOutcome:
+        """Queue the events; returns once the epoch including them is committed
+        (or, ``dry_run``, once the would-be tables and diff are computed)."""
+        self.check_events(events)
+        kinds: dict[str, int] = {}
+        for e in events:
+            kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        for k, n in kinds.items():
+            self._metric("faults_received", n, k)
+        job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock())
+        return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
+
+    def _run_batch(self, jobs: list[FaultJob]) -> None:
+        t0 = min(j.received for j in jobs)
+        t_start = self.clock()
+        cur = self.store.current
+        if self.base is None or cur is None:
+            err = ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               "no routed fabric: call LoadFabric and Route first")
+            for j in jobs:
+                j.future.set_exception(err)
+            return
+        base = self.base
+        down = self.down
+        ok: list[FaultJob] = []
+        for j in jobs:
+            try:
+                down = apply_events(base, down, j.events)
+                ok.append(j)
+            except FaultEventError as e:
+                j.future.set_exception(ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(e)))
+        if not ok:
+            return
+        n_events = sum(len(j.events) for j in ok)
+        self.down = down  # the desired state, even if rerouting it fails below
+        records = tuple(FaultRecord(e.kind, e.guid, e.port) for j in ok for e in j.events)
+        if down.items() == cur.down_items and cur.base_hash == base.content_hash:
+            for j in ok:
+                j.future.set_result(FaultOutcome(cur, None, n_events, False))
+            return
+        fabric = degraded_fabric(base, down)
+        t1 = self.clock()
+        try:
+            res = self._route(fabric, self.algorithm, self.lmc)
+        except RoutingError as err:
+            msg = (f"reroute after {n_events} fault events failed; epoch {cur.id} keeps "
+                   f"serving: {err}")
+            self._metric("reroute_failed", "routing_error")
+            self.log("error", "reroute_failed", events=n_events, serving=cur.id, error=str(err))
+            for j in ok:
+                j.future.set_exception(ServiceError(grpc.StatusCode.FAILED_PRECONDITION, msg))
+            return
+        t2 = self.clock()
+        diff = diff_tables(cur.tables, res.tables)
+        t3 = self.clock()
+        timings = {"queued": t_start - t0, "degrade": t1 - t_start, **res.timings,
+                   "diff": t3 - t2}
+        ep = self._commit("faults", fabric, base, res, timings, records, diff)
+        timings["event_to_commit"] = self.clock() - t0
+        self._metric("observe_route", self.clock() - t_start, "reroute")
+        for j in ok:
+            j.future.set_result(FaultOutcome(ep, diff, n_events, True))
+
+    def _run_dry(self, job: FaultJob) -> None:
+        cur = self.store.current
+        base = self._need_base()
+        if cur is None:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               "no epoch committed yet: call Route first")
+        down = apply_events(base, self.down, job.events)
+        fabric = degraded_fabric(base, down)
+        t0 = self.clock()
+        try:
+            res = self._route(fabric, self.algorithm, self.lmc)
+        except RoutingError as err:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"dry run: the fabric after these events cannot be routed: {err}"
+                               ) from None
+        t1 = self.clock()
+        diff = diff_tables(cur.tables, res.tables)
+        timings = {"route_total": t1 - t0, **res.timings, "diff": self.clock() - t1}
+        pseudo = Epoch(
+            id=0, parent_id=cur.id, cause="dry_run", fabric=fabric,
+            base_hash=base.content_hash, result=res, algorithm=res.algorithm, lmc=self.lmc,
+            timings=timings, faults=tuple(FaultRecord(e.kind, e.guid, e.port)
+                                          for e in job.events),
+            down=down.counts, committed_at=0.0, diff=diff, down_items=down.items(),
+        )
+        job.future.set_result(FaultOutcome(pseudo, diff, len(job.events), False))
+
+    # ------------------------------------------------------------ streams
+    def acquire_stream(self, kind: str) -> None:
+        """Count an open stream (``"tables"`` or ``"watch"``); RESOURCE_EXHAUSTED
+        beyond the configured limit."""
+        with self._count_lock:
+            if kind == "watch":
+                if self._watchers >= self.limits.max_watchers:
+                    raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                       f"{self._watchers} Watch streams open; the limit "
+                                       f"(limits.max_watchers) is {self.limits.max_watchers}")
+                self._watchers += 1
+            else:
+                if self._streams >= self.limits.max_streams:
+                    raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                       f"{self._streams} GetTables streams open; the limit "
+                                       f"(limits.max_streams) is {self.limits.max_streams}")
+                self._streams += 1
+
+    def release_stream(self, kind: str) -> None:
+        with self._count_lock:
+            if kind == "watch":
+                self._watchers -= 1
+            else:
+                self._streams -= 1
+
+    def epoch(self, epoch_id: int) -> Epoch:
+        try:
+            return self.store.get(epoch_id)
+        except KeyError as err:
+            code = (grpc.StatusCode.FAILED_PRECONDITION if self.store.current is None
+                    else grpc.StatusCode.NOT_FOUND)
+            raise ServiceError(code, str(err.args[0])) from None
+
+
+# =================================================================== proto conversion
+
+
+def _validation_msg(v: Validation | str) -> pb.Validation:
+    if isinstance(v, str):
+        if v == "pending":
+            return pb.Validation(state=pb.Validation.PENDING, summary="validation pending")
+        return pb.Validation(state=pb.Validation.SKIPPED, summary=v)
+    return pb.Validation(
+        state=pb.Validation.DONE, ok=v.ok, pairs=v.pairs, delivered=v.delivered,
+        dead_ends=v.dead_ends, loops=v.loops, updown_violations=v.updown_violations,
+        non_minimal=v.non_minimal, ca_pairs_unroutable=v.ca_pairs_unroutable,
+        summary=v.summary(), failures=[str(f) for f in v.failures],
+    )
+
+
+def diff_summary_msg(d: TableDiff | None) -> pb.DiffSummary:
+    if d is None:
+        return pb.DiffSummary()
+    return pb.DiffSummary(
+        identical=d.identical, switches_compared=d.switches_compared,
+        switches_changed=d.switches_changed, entries_changed=d.entries_changed,
+        lids_changed=d.lids_changed, blocks_changed=d.blocks_changed,
+        switches_only_a=len(d.only_old_guid), switches_only_b=len(d.only_new_guid),
+    )
+
+
+def _changes_msg(d: TableDiff, max_entries: int) -> tuple[list[pb.SwitchChange], bool]:
+    limit = min(max_entries, MAX_LISTED_ENTRIES)
+    listed = 0
+    out = []
+    for sd in d.switches():
+        k = min(len(sd.lids), max(0, limit - listed))
+        listed += k
+        out.append(pb.SwitchChange(
+            guid=sd.guid, desc=sd.desc, old_lid=sd.old_lid, new_lid=sd.new_lid,
+            lids_changed=len(sd.lids), blocks=sd.blocks.tolist(),
+            changes=[pb.EntryChange(lid=lid, old_port=o, new_port=n) for lid, o, n in zip(
+                sd.lids[:k].tolist(), sd.old_ports[:k].tolist(), sd.new_ports[:k].tolist(),
+                strict=True)],
+        ))
+    return out, listed < d.entries_changed
+
+
+def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch:
+    """The wire form of an epoch (``validation``: the store's result, if known)."""
+    t = ep.tables
+    return pb.Epoch(
+        id=ep.id, parent_id=ep.parent_id, cause=ep.cause, fabric_hash=ep.fabric_hash,
+        base_fabric_hash=ep.base_hash, algorithm=ep.algorithm, lmc=ep.lmc,
+        switches=t.n_switches, max_lid=t.max_lid, tables_sha256=ep.tables_sha256,
+        committed_unix_s=ep.committed_at, timings=dict(ep.timings),
+        faults=[pb.FaultEvent(kind=_KIND_ENUM[f.kind], node_guid=f.guid, port=f.port)
+                for f in ep.faults],
+        down_links=ep.down[0], down_switches=ep.down[1], down_cas=ep.down[2],
+        validation=_validation_msg(validation if validation is not None else "skipped"),
+        diff_from_parent=diff_summary_msg(ep.diff),
+    )
+
+
+def fabric_summary_msg(f: Fabric, source: str) -> pb.FabricSummary:
+    return pb.FabricSummary(
+        content_hash=f.content_hash, switches=len(f.switches), cas=len(f.cas),
+        routers=int((f.node_type == NodeType.ROUTER).sum()), links=f.n_links,
+        max_lid=max(len(f.lid_to_port) - 1, 0), source=source,
+    )
+
+
+def events_from_msgs(msgs: Sequence[pb.FaultEvent]) -> list[FaultEvent]:
+    out = []
+    for i, m in enumerate(msgs):
+        kind = _KIND_NAMES.get(m.kind)
+        if kind is None:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"events[{i}]: kind is unset or unknown ({m.kind}); expected "
+                               "LINK_DOWN, LINK_UP, SWITCH_DOWN, SWITCH_UP, CA_DOWN or CA_UP")
+        if kind.startswith("link") and m.port == 0:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"events[{i}] ({kind} {m.node_guid:#018x}): port is 0; "
+                               "expected the port number of the link on that node")
+        out.append(FaultEvent(kind, int(m.node_guid), int(m.port)))
+    return out
+
+
+def table_messages(ep: Epoch, guids: Sequence[int], since: Epoch | None
+                   ) -> tuple[pb.TablesHeader, Iterator[pb.SwitchTable]]:
+    """Header and per-switch messages of ``ep`` (only the blocks changed since
+    ``since`` if given), restricted to ``guids`` (empty: all)."""
+    t = ep.tables
+    want: set[int] | None = None
+    if guids:
+        want = set(int(g) for g in guids)
+        have = set(int(g) for g in t.switch_guid.tolist())
+        if since is not None:
+            have |= set(int(g) for g in since.tables.switch_guid.tolist())
+        missing = sorted(want - have)
+        if missing:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                               f"switch {missing[0]:#018x} is not in epoch {ep.id}"
+                               + (f" ({len(missing)} unknown GUIDs)" if len(missing) > 1 else ""))
+    order = ep.guid_order
+    rows_all = order if want is None else np.array(
+        [r for r in order.tolist() if int(t.switch_guid[r]) in want], dtype=np.int64)
+    removed: list[tuple[int, str]] = []
+    if since is None:
+        blocks_of: dict[int, np.ndarray | None] = {int(r): None for r in rows_all.tolist()}
+    else:
+        d = ep.diff if (ep.diff is not None and ep.parent_id == since.id) else diff_tables(
+            since.tables, t)
+        blocks_of = {}
+        row_in_new = {int(g): i for i, g in enumerate(t.switch_guid.tolist())}
+        sel = set(rows_all.tolist())
+        for ci in d.changed_switch_indices().tolist():
+            r = row_in_new[int(d.common_guid[ci])]
+            if r in sel:
+                lo, hi = np.searchsorted(d.block_switch, [ci, ci + 1])
+                blocks_of[r] = d.block[lo:hi]
+        for g in d.only_new_guid.tolist():
+            r = row_in_new[int(g)]
+            if r in sel:
+                blocks_of[r] = None
+        for g, desc in zip(d.only_old_guid.tolist(), d.only_old_desc, strict=True):
+            if want is None or int(g) in want:
+                removed.append((int(g), desc))
+        blocks_of = {r: blocks_of[r] for r in sorted(blocks_of, key=lambda r: int(
+            t.switch_guid[r]))}
+    header = pb.TablesHeader(epoch=ep.id, since_epoch=since.id if since else 0,
+                             max_lid=t.max_lid, switches=len(blocks_of) + len(removed),
+                             tables_sha256=ep.tables_sha256)
+
+    def gen() -> Iterator[pb.SwitchTable]:
+        for r, blocks in blocks_of.items():
+            padded = padded_blocks(t.ports[r:r + 1])[0]
+            idx = range(padded.shape[0]) if blocks is None else blocks.tolist()
+            yield pb.SwitchTable(
+                guid=int(t.switch_guid[r]), lid=int(t.switch_lid[r]), desc=t.switch_desc[r],
+                blocks=[pb.LftBlock(index=i, ports=padded[i].tobytes()) for i in idx],
+            )
+        for g, desc in removed:
+            yield pb.SwitchTable(guid=g, desc=desc, removed=True)
+
+    return header, gen()
+
+
+# =================================================================== gRPC servicer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _status_name(code: grpc.StatusCode) -> str:
+    return str(code.name)
+
+
+class SmrouteServicer(pb_grpc.SmrouteServicer):
+    """gRPC adapter over a :class:`RoutingCore` (see module doc for errors)."""
+
+    def __init__(self, core: RoutingCore) -> None:
+        self.core = core
+
+    # -------------------------------------------------------- plumbing
+    def _fail(self, method: str, context: grpc.ServicerContext, err: BaseException) -> None:
+        core = self.core
+        if isinstance(err, ServiceError):
+            code, msg = err.code, err.message
+        elif isinstance(err, InputError):
+            code, msg = grpc.StatusCode.INVALID_ARGUMENT, str(err)
+        elif isinstance(err, SmrouteError):
+            code, msg = grpc.StatusCode.FAILED_PRECONDITION, str(err)
+        else:
+            code, msg = grpc.StatusCode.INTERNAL, f"internal error: {type(err).__name__}: {err}"
+            core.log("error", "internal_error", method=method, error=msg,
+                     traceback=traceback.format_exc())
+        core._metric("request", method, _status_name(code))
+        core.log("info", "request_failed", method=method, code=_status_name(code), message=msg)
+        context.abort(code, msg)
+
+    @staticmethod
+    def _unary(method: str) -> Callable[[F], F]:
+        def deco(fn: F) -> F:
+            @functools.wraps(fn)
+            def wrapper(self: SmrouteServicer, request: Any, context: grpc.ServicerContext
+                        ) -> Any:
+                try:
+                    out = fn(self, request, context)
+                except Exception as err:  # noqa: BLE001 - mapped to a status
+                    self._fail(method, context, err)
+                    raise AssertionError("unreachable") from None
+                self.core._metric("request", method, "OK")
+                return out
+            return wrapper  # type: ignore[return-value]
+        return deco
+
+    @staticmethod
+    def _stream(method: str, kind: str) -> Callable[[F], F]:
+        def deco(fn: F) -> F:
+            @functools.wraps(fn)
+            def wrapper(self: SmrouteServicer, request: Any, context: grpc.ServicerContext
+                        ) -> Iterator[Any]:
+                core = self.core
+                try:
+                    core.acquire_stream(kind)
+                except ServiceError as err:
+                    self._fail(method, context, err)
+                core._metric("stream_opened", method)
+                try:
+                    yield from fn(self, request, context)
+                except GeneratorExit:
+                    raise
+                except Exception as err:  # noqa: BLE001 - mapped to a status
+                    self._fail(method, context, err)
+                else:
+                    core._metric("request", method, "OK")
+                finally:
+                    core.release_stream(kind)
+                    core._metric("stream_closed", method)
+            return wrapper  # type: ignore[return-value]
+        return deco
+
+    # -------------------------------------------------------- RPCs
+    @_unary("LoadFabric")
+    def LoadFabric(self, request: pb.LoadFabricRequest, context: grpc.ServicerContext
+                   ) -> pb.LoadFabricResponse:
+        core = self.core
+        which = request.WhichOneof("source")
+        if which == "topology_text":
+            source = request.source_name or "<topology_text>"
+            fabric = core.parse_fabric_text(request.topology_text, source)
+        elif which == "path":
+            source = request.path
+            fabric = core.read_fabric_path(request.path)
+        elif which == "live":
+            source = "live" + (f":{request.live.ca}" if request.live.ca else "")
+            fabric = core.discover_fabric(request.live.ca, request.live.port,
+                                          request.live.timeout_s)
+        else:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               "no source: expected one of topology_text, path, live")
+        core.load_fabric(fabric, source)
+        return pb.LoadFabricResponse(fabric=fabric_summary_msg(fabric, source))
+
+    @_unary("Route")
+    def Route(self, request: pb.RouteRequest, context: grpc.ServicerContext
+              ) -> pb.RouteResponse:
+        core = self.core
+        lmc = request.lmc if request.HasField("lmc") else None
+        ep = core.route(request.algorithm, lmc)
+        v = (core.store.wait_validation(ep.id, 600.0) if request.wait_validation
+             else core.store.validation(ep.id))
+        return pb.RouteResponse(epoch=epoch_msg(ep, v))
+
+    @_unary("GetEpoch")
+    def GetEpoch(self, request: pb.GetEpochRequest, context: grpc.ServicerContext) -> pb.Epoch:
+        ep = self.core.epoch(request.epoch)
+        return epoch_msg(ep, self.core.store.validation(ep.id))
+
+    @_stream("GetTables", "tables")
+    def GetTables(self, request: pb.GetTablesRequest, context: grpc.ServicerContext
+                  ) -> Iterator[pb.GetTablesResponse]:
+        core = self.core
+        ep = core.epoch(request.epoch)
+        since = None
+        if request.since_epoch:
+            try:
+                since = core.store.get(request.since_epoch)
+            except KeyError as err:
+                raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                                   f"since_epoch: {err.args[0]}; fetch the full tables") from None
+        header, items = table_messages(ep, list(request.switch_guids), since)
+        yield pb.GetTablesResponse(header=header)
+        for item in items:
+            if not context.is_active():
+                return
+            yield pb.GetTablesResponse(switch=item)
+
+    @_unary("ApplyFaults")
+    def ApplyFaults(self, request: pb.ApplyFaultsRequest, context: grpc.ServicerContext
+                    ) -> pb.ApplyFaultsResponse:
+        core = self.core
+        events = events_from_msgs(request.events)
+        out = core.apply_faults(events, dry_run=request.dry_run)
+        v = None if request.dry_run else core.store.validation(out.epoch.id)
+        resp = pb.ApplyFaultsResponse(
+            committed=out.committed, epoch=epoch_msg(out.epoch, v),
+            diff=diff_summary_msg(out.diff), coalesced_events=out.coalesced,
+        )
+        if request.dry_run and request.max_entries and out.diff is not None:
+            changes, truncated = _changes_msg(out.diff, request.max_entries)
+            resp.changes.extend(changes)
+            resp.truncated = truncated
+        return resp
+
+    @_unary("Diff")
+    def Diff(self, request: pb.DiffRequest, context: grpc.ServicerContext) -> pb.DiffResponse:
+        core = self.core
+        a = core.epoch(request.epoch_a)
+        b = core.epoch(request.epoch_b)
+        d = b.diff if (b.diff is not None and b.parent_id == a.id) else diff_tables(
+            a.tables, b.tables)
+        changes, truncated = _changes_msg(d, request.max_entries)
+        if not request.max_entries:
+            for c in changes:
+                del c.changes[:]
+            truncated = d.entries_changed > 0
+        return pb.DiffResponse(epoch_a=a.id, epoch_b=b.id, summary=diff_summary_msg(d),
+                               switches=changes, truncated=truncated)
+
+    @_stream("Watch", "watch")
+    def Watch(self, request: pb.WatchRequest, context: grpc.ServicerContext
+              ) -> Iterator[pb.Epoch]:
+        core = self.core
+        cur = core.store.current
+        last = 0
+        if cur is not None:
+            yield epoch_msg(cur, core.store.validation(cur.id))
+            last = cur.id
+        while context.is_active() and not core.shutting_down.is_set():
+            for ep in core.store.wait_newer(last, 0.5):
+                yield epoch_msg(ep, core.store.validation(ep.id))
+                last = ep.id
+
+    @_unary("Analyze")
+    def Analyze(self, request: pb.AnalyzeRequest, context: grpc.ServicerContext
+                ) -> pb.AnalyzeResponse:
+        from smroute.analysis.congestion import congestion_risk
+        from smroute.analysis.paths import pair_paths, routing_view
+        from smroute.analysis.patterns import random_order, topological_order
+
+        core = self.core
+        ep = core.epoch(request.epoch)
+        order_name = request.order or "topological"
+        if order_name not in ("topological", "random"):
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"order {order_name!r}: expected 'topological' or 'random'")
+        samples = request.rp_samples or 100
+        if samples > 1000:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"rp_samples {samples}: expected at most 1000")
+        n_hosts = len(ep.fabric.cas)
+        if n_hosts > core.limits.analyze_max_hosts:
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"epoch {ep.id} has {n_hosts} CAs; Analyze is limited to "
+                               f"{core.limits.analyze_max_hosts} (limits.analyze_max_hosts)")
+        with core._analyze_lock:
+            t0 = time.perf_counter()
+            rng = np.random.default_rng(request.seed)
+            view = routing_view(ep.fabric, ep.tables)
+            paths = pair_paths(view)
+            order = (topological_order(view, ep.result) if order_name == "topological"
+                     else random_order(view, rng))
+            risk = congestion_risk(view, paths, order, rng, samples=samples)
+            dt = time.perf_counter() - t0
+        return pb.AnalyzeResponse(
+            epoch=ep.id, end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
+            rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
+            sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
+            unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
+            unroutable_sp=risk.unroutable["SP"], seconds=dt, order=order_name,
+        )
+
+    @_unary("SelectLids")
+    def SelectLids(self, request: pb.SelectLidsRequest, context: grpc.ServicerContext
+                   ) -> pb.SelectLidsResponse:
+        # Issue 7 replaces this body.
+        raise ServiceError(grpc.StatusCode.UNIMPLEMENTED,
+                           "LID selection is not implemented yet (issue 7)")
+
