@@ -1,0 +1,214 @@
+"""Study results: one CSV row per (fabric, mode, throw, engine).
+
+Columns (:data:`COLUMNS`): ``fabric`` (label), ``mode`` (switch|link),
+``throw`` (index), ``seed``, ``total`` (equipment M), ``removed`` (a),
+``hosts`` (end-ports OpenSM discovered: hosts cut off with their leaf are
+not counted), ``engine``, ``status`` (ok|failed|timeout|error), the metrics
+(:data:`METRICS`: ``a2a``, ``rp``, ``sp`` congestion risk; ``hsd_topo`` /
+``hsd_random`` average HSD of the CPS in topological / random orders, then
+per CPS), ``unroutable_pairs`` (ordered end-port pairs with no delivered
+route), ``unroutable_rp`` / ``unroutable_sp`` (undelivered flows of those
+patterns), ``routing_seconds``, ``wall_seconds``, ``order`` (which node order
+the patterns used), ``hot_link`` (a link at the A2A max) and ``error``.
+
+The CSV is rewritten atomically after each throw, so it is always complete
+and a study can resume from it (:func:`done_throws`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from smroute.analysis.patterns import CPS
+from smroute.errors import InputError
+from smroute.fileio import atomic_write_text, read_lines
+
+__all__ = [
+    "COLUMNS",
+    "METRICS",
+    "KEY",
+    "BANDS",
+    "band_of",
+    "format_rows",
+    "parse_rows",
+    "read_rows",
+    "write_rows",
+    "done_throws",
+    "summary_lines",
+    "band_table",
+]
+
+METRICS = (
+    "a2a", "rp", "sp", "hsd_topo", "hsd_random",
+    *(f"hsd_topo_{c}" for c in CPS), *(f"hsd_random_{c}" for c in CPS),
+)
+COLUMNS = (
+    "fabric", "mode", "throw", "seed", "total", "removed", "hosts", "engine", "status",
+    *METRICS, "unroutable_pairs", "unroutable_rp", "unroutable_sp",
+    "routing_seconds", "wall_seconds", "order", "hot_link", "error",
+)
+KEY = ("fabric", "mode", "seed", "throw")
+_INT = {"throw", "seed", "total", "removed", "hosts", "unroutable_pairs", "unroutable_rp",
+        "unroutable_sp"}
+_FLOAT = set(METRICS) | {"routing_seconds", "wall_seconds"}
+
+#: Degradation bands of the README tables: (label, lowest, highest removed).
+BANDS: tuple[tuple[str, int, float], ...] = (
+    ("0", 0, 0), ("1-3", 1, 3), ("4-15", 4, 15), ("16+", 16, math.inf),
+)
+
+Row = dict[str, object]
+
+
+def band_of(removed: int) -> str:
+    """Label of the :data:`BANDS` entry holding ``removed``."""
+    for label, lo, hi in BANDS:
+        if lo <= removed <= hi:
+            return label
+    raise ValueError(f"removed must be >= 0, got {removed}")
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.6g}"
+    return str(v).replace("\n", " ")
+
+
+def format_rows(rows: Iterable[Row]) -> str:
+    """CSV text (header + rows; missing cells empty)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in COLUMNS])
+    return buf.getvalue()
+
+
+def parse_rows(lines: Iterable[str], source: str = "<csv>") -> list[Row]:
+    """Rows of a study CSV, typed (ints, floats with ``nan`` for empty).
+
+    Raises :class:`~smroute.errors.InputError` (file and line) on a missing
+    column or a malformed number."""
+    reader = csv.reader(lines)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError("empty file: expected a study CSV header", source=source) from None
+    missing = [c for c in ("fabric", "mode", "throw", "seed", "removed", "engine", "status")
+               if c not in header]
+    if missing:
+        raise InputError(f"not a study CSV: missing column(s) {', '.join(missing)}",
+                         source=source, line=1)
+    out: list[Row] = []
+    for no, cells in enumerate(reader, 2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise InputError(f"expected {len(header)} cells, found {len(cells)}",
+                             source=source, line=no)
+        row: Row = {}
+        for k, v in zip(header, cells, strict=True):
+            try:
+                if k in _INT:
+                    row[k] = int(v) if v != "" else 0
+                elif k in _FLOAT:
+                    row[k] = float(v) if v != "" else math.nan
+                else:
+                    row[k] = v
+            except ValueError:
+                raise InputError(f"column {k!r}: expected a number, found {v!r}",
+                                 source=source, line=no) from None
+        out.append(row)
+    return out
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[Row]:
+    """:func:`parse_rows` of a file."""
+    try:
+        lines = read_lines(path)
+    except OSError as err:
+        raise InputError(f"cannot read study CSV: {err.strerror}", source=str(path)) from None
+    return parse_rows(lines, str(path))
+
+
+def write_rows(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
+    """Atomically (re)write the CSV at ``path``."""
+    atomic_write_text(path, format_rows(rows))
+
+
+def done_throws(rows: Iterable[Row], engines: Sequence[str]) -> set[tuple[object, ...]]:
+    """Keys ``(fabric, mode, seed, throw)`` that have a row for every engine."""
+    have: dict[tuple[object, ...], set[str]] = {}
+    for r in rows:
+        have.setdefault(tuple(r[k] for k in KEY), set()).add(str(r["engine"]))
+    need = set(engines)
+    return {k for k, e in have.items() if need <= e}
+
+
+def _num(v: object) -> float:
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
+def summary_lines(rows: Sequence[Row], metrics: Sequence[str] = ("a2a", "rp", "sp", "hsd_topo",
+                                                                 "hsd_random")) -> list[str]:
+    """Per (fabric, mode, engine): throws ok/failed, median (max) of each metric
+    and the median routing time, as aligned text lines."""
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((str(r["fabric"]), str(r["mode"]), str(r["engine"])), []).append(r)
+    head = ["fabric", "mode", "engine", "ok", "fail", *[f"{m} med(max)" for m in metrics],
+            "route s med"]
+    table = [head]
+    for (fab, mode, eng), rs in sorted(groups.items()):
+        ok = [r for r in rs if r["status"] == "ok"]
+        cells = [fab, mode, eng, str(len(ok)), str(len(rs) - len(ok))]
+        for m in metrics:
+            v = np.array([_num(r.get(m)) for r in ok])
+            v = v[~np.isnan(v)]
+            cells.append(f"{np.median(v):.3g} ({v.max():.3g})" if len(v) else "-")
+        t = np.array([_num(r.get("routing_seconds")) for r in ok])
+        t = t[~np.isnan(t)]
+        cells.append(f"{np.median(t):.3g}" if len(t) else "-")
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in table]
+
+
+def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
+               engines: Sequence[str]) -> list[list[str]]:
+    """``median / worst`` of ``metric`` per band (rows) and engine (columns)
+    over the ok throws of (``fabric``, ``mode``); first row is the header,
+    cells ``-`` where no ok throw falls in the band; the band label carries
+    the number of throws."""
+    sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode]
+    out = [["removed (throws)", *engines]]
+    for label, lo, hi in BANDS:
+        in_band = [r for r in sel if lo <= int(str(r["removed"])) <= hi]
+        throws = {int(str(r["throw"])) for r in in_band}
+        line = [f"{label} ({len(throws)})"]
+        for e in engines:
+            v = np.array([_num(r.get(metric)) for r in in_band
+                          if r["engine"] == e and r["status"] == "ok"])
+            v = v[~np.isnan(v)]
+            n_fail = sum(1 for r in in_band if r["engine"] == e and r["status"] != "ok")
+            cell = f"{np.median(v):.3g} / {v.max():.3g}" if len(v) else "-"
+            if n_fail:
+                cell += f" ({n_fail} failed)"
+            line.append(cell)
+        out.append(line)
+    return out
+
+
+def csv_path(out_dir: str | os.PathLike[str]) -> Path:
+    """The study CSV inside an output directory."""
+    return Path(out_dir) / "study.csv"

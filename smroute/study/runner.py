@@ -1,0 +1,168 @@
+"""Run a degradation study: throws -> side-by-side runs -> CSV rows.
+
+:func:`run_throw` (one task, run in a worker) degrades the complete fabric
+(:func:`smroute.study.degrade.plan_throw`), runs every engine on it
+(:func:`smroute.opensm.sidebyside.run_side_by_side`) and returns one CSV row
+per engine.  :func:`run_study` plans the throws, skips those already in the
+CSV, runs the rest through :func:`smroute.study.executors.run_unordered`
+and rewrites the CSV after each finished throw.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smroute.analysis.compare import CompareConfig
+from smroute.errors import SmrouteError
+from smroute.fabric.ibnetdiscover import read_topology
+from smroute.fabric.model import Fabric
+from smroute.opensm.sidebyside import run_side_by_side
+from smroute.study.degrade import parse_pgft, plan_throw
+from smroute.study.executors import run_unordered
+from smroute.study.results import KEY, Row, done_throws, read_rows, write_rows
+
+__all__ = ["ThrowTask", "load_fabric", "run_throw", "plan_tasks", "run_study"]
+
+
+@dataclass(frozen=True)
+class ThrowTask:
+    """Everything a worker needs for one throw (picklable).
+
+    source: ``"pgft:<tuple>"`` or ``"file:<ibnetdiscover path>"``; label: the
+    fabric's name in the CSV; workroot: where the throw's scratch directory
+    goes (removed afterwards unless ``keep_work``).
+    """
+
+    source: str
+    label: str
+    mode: str
+    seed: int
+    index: int
+    engines: tuple[str, ...]
+    workroot: str
+    rp_samples: int = 1000
+    random_orders: int = 3
+    opensm_timeout: float = 600.0
+    keep_work: bool = False
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.label, self.mode, self.seed, self.index)
+
+
+@functools.lru_cache(maxsize=4)
+def load_fabric(source: str) -> Fabric:
+    """The complete fabric of a task source (cached per process)."""
+    kind, _, arg = source.partition(":")
+    if kind == "pgft":
+        return parse_pgft(arg).build()
+    if kind == "file":
+        return read_topology(arg)
+    raise SmrouteError(f"bad fabric source {source!r}: expected pgft:TUPLE or file:PATH")
+
+
+def _base(task: ThrowTask, total: int, removed: int) -> Row:
+    return {"fabric": task.label, "mode": task.mode, "throw": task.index, "seed": task.seed,
+            "total": total, "removed": removed}
+
+
+def error_rows(task: ThrowTask, error: str, total: int = 0, removed: int = 0) -> list[Row]:
+    """One ``status=error`` row per engine (the throw itself failed)."""
+    return [{**_base(task, total, removed), "engine": e, "status": "error", "error": error}
+            for e in task.engines]
+
+
+def run_throw(task: ThrowTask) -> list[Row]:
+    """Degrade, route with every engine, analyse; one row per engine."""
+    full = load_fabric(task.source)
+    throw = plan_throw(full, task.mode, task.seed, task.index)
+    work = Path(task.workroot) / f"{task.label}-{task.mode}-s{task.seed}-t{task.index}"
+    if work.exists():
+        shutil.rmtree(work, ignore_errors=True)
+    cfg = CompareConfig(rp_samples=task.rp_samples, random_orders=task.random_orders)
+    try:
+        sbs = run_side_by_side(throw.fabric, work, throw.metrics_rng, engines=task.engines,
+                               config=cfg, opensm_timeout=task.opensm_timeout)
+    except SmrouteError as err:
+        return error_rows(task, str(err).splitlines()[0], throw.total, throw.removed)
+    finally:
+        if not task.keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+    rows = []
+    for e in task.engines:
+        run = sbs.runs[e]
+        row: Row = {**_base(task, throw.total, throw.removed), "engine": e,
+                    "hosts": len(sbs.order), "status": run.status, "error": run.error,
+                    "routing_seconds": run.routing_seconds, "wall_seconds": run.wall_seconds,
+                    "order": sbs.order_kind}
+        m = sbs.metrics.get(e)
+        if m is not None:
+            row.update(m.values)
+            row.update({"unroutable_pairs": m.unroutable["pairs"],
+                        "unroutable_rp": m.unroutable["rp"],
+                        "unroutable_sp": m.unroutable["sp"], "hot_link": m.hot_link})
+        elif run.status == "ok":
+            row["status"], row["error"] = "failed", sbs.error or "no metrics"
+        rows.append(row)
+    return rows
+
+
+def plan_tasks(source: str, label: str, modes: Sequence[str], throws: int, seed: int,
+               engines: Sequence[str], workroot: str, **kwargs: Any) -> list[ThrowTask]:
+    """Throws ``0 .. throws - 1`` of every mode."""
+    return [ThrowTask(source, label, mode, seed, i, tuple(engines), workroot, **kwargs)
+            for mode in modes for i in range(throws)]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One finished throw, for progress reporting."""
+
+    done: int
+    todo: int
+    task: ThrowTask
+    rows: list[Row]
+    seconds: float
+
+
+def run_study(
+    tasks: Sequence[ThrowTask],
+    csv_file: str | Path,
+    *,
+    workers: int = 2,
+    scheduler: Any = None,
+    on_throw: Callable[[Progress], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Row]:
+    """Run ``tasks`` not yet complete in ``csv_file`` (resuming), rewriting the
+    CSV atomically after each throw; return all rows (old and new), sorted."""
+    path = Path(csv_file)
+    rows: list[Row] = read_rows(path) if path.exists() else []
+    engines = tasks[0].engines if tasks else ()
+    done = done_throws(rows, engines)
+    todo = [t for t in tasks if t.key not in done]
+    # drop partial rows of throws about to be rerun
+    rerun = {t.key for t in todo}
+    rows = [r for r in rows if tuple(r[k] for k in KEY) not in rerun]
+    t0 = clock()
+    it: Iterator[tuple[ThrowTask, list[Row] | None, str | None]] = run_unordered(
+        run_throw, todo, workers=workers, scheduler=scheduler)
+    for n, (task, res, err) in enumerate(it, 1):
+        new = res if res is not None else error_rows(task, err or "unknown error")
+        rows.extend(new)
+        rows.sort(key=_sort_key)
+        write_rows(path, rows)
+        if on_throw is not None:
+            on_throw(Progress(n, len(todo), task, new, clock() - t0))
+    return rows
+
+
+def _sort_key(r: Row) -> tuple[str, str, int, int, str]:
+    return (str(r["fabric"]), str(r["mode"]), int(str(r["seed"])), int(str(r["throw"])),
+            str(r["engine"]))

@@ -1,0 +1,271 @@
+"""The degradation study: throw protocol, metric comparison, CSV, plots, executors.
+
+The pure parts (amount law, seeding, CSV, bands, comparison of table sets)
+run without tools; the small study runs the real ibsim + OpenSM (minhop)
+through the CLI, and the Dask executor (a LocalCluster) must give the same
+CSV as the local process pool for the same seed.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smroute.analysis.compare import CompareConfig, compare_tables, metric_names
+from smroute.analysis.paths import routing_view
+from smroute.analysis.patterns import topological_order
+from smroute.cli.main import main
+from smroute.errors import InputError
+from smroute.fabric.generate import pgft
+from smroute.routing.engine import route
+from smroute.study.degrade import amount, equipment, parse_pgft, plan_throw, throw_rngs
+from smroute.study.results import (
+    COLUMNS,
+    band_of,
+    band_table,
+    done_throws,
+    format_rows,
+    parse_rows,
+    read_rows,
+)
+from smroute.study.runner import plan_tasks, run_study
+from smroute.tables.lft import NO_ROUTE, ForwardingTables
+
+needs_ibsim = pytest.mark.skipif(
+    shutil.which("ibsim") is None,
+    reason="the ibsim binary is not installed (Debian package ibsim-utils): "
+    "the small study drives the real simulator and OpenSM",
+)
+
+SMALL = "2;4,8;1,4;1,1"  # 32 hosts, 8 leaves, 4 spines, 32 leaf-spine links
+TIME_COLUMNS = {"routing_seconds", "wall_seconds"}
+
+
+# --------------------------------------------------------------------------- protocol
+def test_amount_follows_the_shifted_log_uniform_law() -> None:
+    # a = floor(2^(m u) - 1), 2^m = M
+    assert amount(0.0, 54) == 0
+    assert amount(0.5, 64) == 7  # 2^3 - 1
+    assert amount(0.999999, 64) == 62
+    assert amount(0.25, 256) == 3
+    assert amount(0.3, 1) == 0
+    with pytest.raises(ValueError):
+        amount(1.0, 10)
+    # distribution: P(a = 0) = P(u < 1 / m) = 1 / log2(M)
+    rng = np.random.default_rng(0)
+    a = np.array([amount(float(u), 1024) for u in rng.random(20000)])
+    assert abs((a == 0).mean() - 0.1) < 0.01
+    assert a.max() <= 1022 and np.median(a) == pytest.approx(31, abs=3)
+
+
+def test_equipment_counts() -> None:
+    f = pgft(*_spec(SMALL))
+    assert equipment(f, "switch") == 12
+    assert equipment(f, "link") == 32
+    with pytest.raises(InputError, match="mode"):
+        equipment(f, "router")
+
+
+def _spec(text: str) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    s = parse_pgft(text)
+    return s.h, s.m, s.w, s.p
+
+
+def test_parse_pgft() -> None:
+    s = parse_pgft("PGFT(3;12,12,12;1,12,12;1,1,1)")
+    assert (s.h, s.m, s.w, s.p) == (3, (12, 12, 12), (1, 12, 12), (1, 1, 1))
+    assert s.label == "PGFT(3;12,12,12;1,12,12;1,1,1)"
+    for bad in ("2;18,36;1,18", "2;18;1,18;1,1", "x;1;1;1", "2;18,0;1,18;1,1"):
+        with pytest.raises(InputError, match="--pgft"):
+            parse_pgft(bad)
+
+
+def test_throws_are_seeded_per_index() -> None:
+    f = pgft(*_spec(SMALL))
+    a = plan_throw(f, "link", 7, 3)
+    b = plan_throw(f, "link", 7, 3)
+    assert (a.removed, a.u) == (b.removed, b.u)
+    assert a.fabric.n_links == b.fabric.n_links == f.n_links - a.removed
+    assert a.metrics_rng.random() == b.metrics_rng.random()
+    # other indices differ (u is drawn independently per throw)
+    us = {plan_throw(f, "switch", 7, i).u for i in range(10)}
+    assert len(us) == 10
+    # removed switches are really gone
+    s = next(plan_throw(f, "switch", 7, i) for i in range(50)
+             if plan_throw(f, "switch", 7, i).removed > 0)
+    assert len(s.fabric.switches) == 12 - s.removed
+    assert not set(s.removed_guids) & set(s.fabric.node_guid.tolist())
+    d1, _ = throw_rngs(7, 3)
+    d2, _ = throw_rngs(7, 4)
+    assert d1.random() != d2.random()
+
+
+# --------------------------------------------------------------------------- compare
+def _broken(t: ForwardingTables, lid: int) -> ForwardingTables:
+    ports = t.ports.copy()
+    ports[:, lid] = NO_ROUTE
+    return ForwardingTables(t.switch_guid, t.switch_lid, t.switch_desc, ports)
+
+
+def test_compare_tables_on_a_complete_tree() -> None:
+    f = pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1))
+    r = route(f, workers=1)
+    view = routing_view(f, r.tables)
+    order = topological_order(view, r)
+    ep_lid = int(view.ep_lid[order[5]])
+    cfg = CompareConfig(rp_samples=50, random_orders=2)
+    ms = compare_tables(f, {"dmodc": r.tables, "same": r.tables,
+                            "broken": _broken(r.tables, ep_lid)},
+                        order, np.random.default_rng(3), cfg)
+    dm, same, broken = ms
+    assert [m.name for m in ms] == ["dmodc", "same", "broken"]
+    assert list(dm.values) == metric_names(cfg)
+    # Zahavi Table 3 / Gliksberg: complete PGFT, topological order
+    assert dm.values["sp"] == 1.0
+    for c in ("shift", "ring", "binomial", "dissemination", "tournament"):
+        assert dm.values[f"hsd_topo_{c}"] == 1.0
+    assert dm.values["hsd_random_shift"] > 1.5
+    assert dm.values["a2a"] == 4.0  # 4 hosts per leaf, 4 up-links: min(#src,#dst)
+    assert dm.unroutable == {"pairs": 0, "rp": 0, "sp": 0}
+    assert dm.hot_link
+    # identical tables, identical flows: identical values
+    assert same.values == dm.values
+    # one destination unreachable: 63 sources cannot reach it
+    assert broken.unroutable["pairs"] == 63
+    assert broken.unroutable["sp"] == 63  # every shift has exactly one flow to it
+    assert broken.unroutable["rp"] > 0
+
+
+# --------------------------------------------------------------------------- CSV
+def test_csv_roundtrip_and_errors(tmp_path: Path) -> None:
+    rows = [{"fabric": "F", "mode": "link", "throw": 2, "seed": 1, "total": 16, "removed": 3,
+             "hosts": 32, "engine": e, "status": "ok", "a2a": 4.0, "rp": 2.0, "sp": float(i),
+             "hsd_topo": math.nan, "error": "x,\"y\"\nz"}
+            for i, e in enumerate(("dmodc", "minhop"))]
+    text = format_rows(rows)
+    back = parse_rows(text.splitlines(), "s.csv")
+    assert len(back) == 2 and back[1]["sp"] == 1.0 and back[0]["removed"] == 3
+    assert math.isnan(float(str(back[0]["hsd_topo"])))
+    assert back[0]["error"] == 'x,"y" z'
+    assert done_throws(back, ["dmodc", "minhop"]) == {("F", "link", 1, 2)}
+    assert done_throws(back, ["dmodc", "sssp"]) == set()
+    with pytest.raises(InputError, match=r"s.csv:1: .*missing column"):
+        parse_rows(["a,b", "1,2"], "s.csv")
+    bad = text.splitlines()
+    bad[2] = bad[2].replace(",3,", ",three,", 1)
+    with pytest.raises(InputError, match=r"s.csv:3: column 'removed'"):
+        parse_rows(bad, "s.csv")
+    with pytest.raises(InputError, match="cannot read"):
+        read_rows(tmp_path / "nope.csv")
+
+
+def test_bands() -> None:
+    assert [band_of(x) for x in (0, 1, 3, 4, 15, 16, 400)] == [
+        "0", "1-3", "1-3", "4-15", "4-15", "16+", "16+"]
+    rows = [{"fabric": "F", "mode": "switch", "throw": t, "removed": rem, "engine": e,
+             "status": st, "sp": v}
+            for t, rem, e, st, v in [(0, 0, "dmodc", "ok", 1.0), (0, 0, "ftree", "ok", 1.0),
+                                     (1, 5, "dmodc", "ok", 2.0), (1, 5, "ftree", "failed", 0.0),
+                                     (2, 7, "dmodc", "ok", 4.0), (2, 7, "ftree", "ok", 3.0)]]
+    t = band_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
+    assert t[0] == ["removed (throws)", "dmodc", "ftree"]
+    assert t[1] == ["0 (1)", "1 / 1", "1 / 1"]
+    assert t[2] == ["1-3 (0)", "-", "-"]
+    assert t[3] == ["4-15 (2)", "3 / 4", "3 / 3 (1 failed)"]
+
+
+# --------------------------------------------------------------------------- real study
+def _metric_rows(path: Path) -> list[dict[str, object]]:
+    out = []
+    for r in read_rows(path):
+        out.append({k: ("nan" if isinstance(v, float) and math.isnan(v) else v)
+                    for k, v in r.items() if k not in TIME_COLUMNS})
+    return out
+
+
+@pytest.mark.real
+@needs_ibsim
+def test_small_study_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    argv = ["study", "degrade", "--pgft", SMALL, "--mode", "switch,link", "--throws", "3",
+            "--seed", "17", "--engines", "dmodc,minhop", "--rp-samples", "100",
+            "--workers", "2", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert cap.err.count(" throw ") == 6  # one progress line per throw
+    assert "minhop" in cap.out and "dmodc" in cap.out  # summary table
+    rows = read_rows(out / "study.csv")
+    assert len(rows) == 2 * 3 * 2
+    assert {(r["mode"], r["throw"], r["engine"]) for r in rows} == {
+        (m, t, e) for m in ("switch", "link") for t in range(3) for e in ("dmodc", "minhop")}
+    with open(out / "study.csv") as fh:
+        assert fh.readline().rstrip("\n").split(",") == list(COLUMNS)
+    # throw 0 of both modes removes nothing with seed 17 (u < 1/m); 2-17 removed in the others
+    zero = [r for r in rows if r["removed"] == 0]
+    assert {(r["mode"], r["throw"]) for r in zero} >= {("switch", 0), ("link", 0)}
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert r["order"] == "dmodc"
+        assert 0 <= int(str(r["removed"])) < int(str(r["total"]))
+        assert float(str(r["routing_seconds"])) >= 0
+    for r in zero:
+        assert r["hosts"] == 32
+        assert r["unroutable_pairs"] == 0
+        if r["engine"] == "dmodc":
+            assert (r["sp"], r["a2a"], r["hsd_topo_shift"]) == (1.0, 4.0, 1.0)
+    for e in ("dmodc", "minhop"):
+        for r in rows:
+            if r["engine"] == e and int(str(r["removed"])) > 0 and r["mode"] == "link":
+                assert float(str(r["sp"])) >= 1.0
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == sorted([
+        "risk-pgft-2-4-8-1-4-1-1-switch.png", "risk-pgft-2-4-8-1-4-1-1-link.png",
+        "hsd-pgft-2-4-8-1-4-1-1-switch.png", "hsd-pgft-2-4-8-1-4-1-1-link.png",
+        "routing-time.png"])
+    for p in out.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+    # resume: more throws only computes the missing ones
+    argv[argv.index("--throws") + 1] = "4"
+    argv[argv.index("--mode") + 1] = "link"
+    assert main(argv + ["--no-plots"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.count(" throw ") == 1 and "link throw 3" in cap.err
+    assert len(read_rows(out / "study.csv")) == 2 * 3 * 2 + 2
+
+    # plot subcommand redraws from the CSV
+    assert main(["study", "plot", str(out / "study.csv"), "--out", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "routing-time.png").is_file()
+
+
+@pytest.mark.real
+@needs_ibsim
+def test_dask_executor_gives_the_same_csv(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    kw = {"rp_samples": 50, "random_orders": 1}
+    tasks = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11, ["dmodc", "minhop"],
+                       str(tmp_path / "w"), **kw)
+    run_study(tasks, tmp_path / "pool.csv", workers=2)
+    with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                   dashboard_address=None) as cluster,
+          distributed.Client(cluster) as client):
+        run_study(tasks, tmp_path / "dask.csv", scheduler=client)
+    pool, dask = _metric_rows(tmp_path / "pool.csv"), _metric_rows(tmp_path / "dask.csv")
+    assert len(pool) == 6
+    assert pool == dask
+
+
+def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["study", "degrade", "--pgft", SMALL, "--out", str(tmp_path)]
+    assert main(base + ["--mode", "spine"]) == 2
+    assert "--mode" in capsys.readouterr().err
+    assert main(base + ["--engines", "dmodc,lash"]) == 2
+    assert main(base + ["--throws", "0"]) == 2
+    assert main(["study", "degrade", "--pgft", "2;8", "--out", str(tmp_path)]) == 2
+    assert main(["study", "degrade", "--fabric", str(tmp_path / "no.topo"),
+                 "--out", str(tmp_path)]) == 2
+    assert "no such file" in capsys.readouterr().err
