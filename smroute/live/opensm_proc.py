@@ -1,0 +1,148 @@
+"""A long-running OpenSM on an ibsim fabric (edge module, for tests and demos).
+
+:func:`smroute.opensm.sim.run_opensm` runs ``opensm -o`` (one sweep, exit);
+the bridge needs OpenSM as it runs in production: sweeping, answering traps,
+with the ``file`` routing engine and the console.  :class:`OpenSMProcess`
+starts ``ibsim-run opensm -F CONF -f LOG`` in its own process group with a
+config holding ``routing_engine file``, ``lfts_file``, ``console loopback``,
+``console_port`` and ``sweep_interval``, waits for ``SUBNET UP`` in its log
+and stops it (SIGTERM, then SIGKILL of the group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from smroute.opensm.sim import IbSim, ToolError, ToolTimeoutError, require_tool
+
+__all__ = ["OpenSMProcess", "free_port"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OpenSMProcess:
+    """``opensm`` running on ``sim`` with the file engine and the loopback console.
+
+    ``workdir`` receives ``opensm.conf``, ``opensm.log``, ``opensm.out`` and
+    the dump/cache/tmp directories.  ``log_flags`` 0x03 (errors + info) logs
+    traps, ``SUBNET UP`` after each heavy sweep, ``REROUTE COMPLETE`` and
+    ``file tables configured on all switches``.
+    """
+
+    def __init__(
+        self, sim: IbSim, workdir: str | os.PathLike[str], *, lfts_file: str | os.PathLike[str],
+        console_port: int | None = None, sweep_interval: int = 2, log_flags: int = 0x03,
+        extra_conf: Mapping[str, object] | None = None,
+    ) -> None:
+        self.sim = sim
+        self.workdir = Path(workdir).resolve()
+        self.lfts_file = Path(lfts_file).resolve()
+        self.console_port = console_port or free_port()
+        self.sweep_interval = sweep_interval
+        self.log_flags = log_flags
+        self.extra_conf = dict(extra_conf or {})
+        self.conf = self.workdir / "opensm.conf"
+        self.log = self.workdir / "opensm.log"
+        self.out = self.workdir / "opensm.out"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out_fh: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        """PID of the opensm process (ibsim-run execs it)."""
+        if self._proc is None:
+            raise ToolError("opensm: not started")
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def conf_text(self) -> str:
+        settings: dict[str, object] = {
+            "routing_engine": "file",
+            "lfts_file": self.lfts_file,
+            "console": "loopback",
+            "console_port": self.console_port,
+            "sweep_interval": self.sweep_interval,
+            "log_flags": f"{self.log_flags:#04x}",
+            "force_log_flush": "TRUE",
+            "dump_files_dir": self.workdir / "dump",
+        }
+        settings.update(self.extra_conf)
+        return "".join(f"{k} {v}\n" for k, v in settings.items())
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Start OpenSM and wait until its log says ``SUBNET UP``."""
+        if self._proc is not None:
+            raise ToolError("opensm: already started")
+        require_tool("opensm")
+        wrapper = require_tool("ibsim-run")
+        for d in ("dump", "cache", "tmp"):
+            (self.workdir / d).mkdir(parents=True, exist_ok=True)
+        self.conf.write_text(self.conf_text())
+        env = self.sim.client_env()
+        env.update({"OSM_TMP_DIR": str(self.workdir / "tmp"),
+                    "OSM_CACHE_DIR": str(self.workdir / "cache")})
+        self._out_fh = open(self.out, "wb")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            [wrapper, "opensm", "-F", str(self.conf), "-f", str(self.log)],
+            cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._out_fh,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.log.exists() and "SUBNET UP" in self.log.read_text(errors="replace"):
+                return
+            if self._proc.poll() is not None:
+                text = self.out.read_text(errors="replace")[-2000:]
+                self.stop()
+                raise ToolError(f"opensm exited with status {self._proc.returncode} "
+                                f"before SUBNET UP (log: {self.log})", stderr_tail=text)
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ToolTimeoutError(f"opensm: no SUBNET UP within {timeout:g} s "
+                                       f"(log: {self.log})")
+            time.sleep(0.1)
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the opensm process."""
+        if self.running:
+            os.kill(self.pid, sig)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the process group, SIGKILL after ``timeout``; idempotent."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._out_fh is not None:
+            self._out_fh.close()
+            self._out_fh = None
+
+    def __enter__(self) -> OpenSMProcess:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

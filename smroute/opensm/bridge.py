@@ -1,0 +1,594 @@
+"""The OpenSM bridge: the manager side of smroute (edge module).
+
+It runs next to OpenSM and connects three things:
+
+* **Epochs -> OpenSM.**  It follows the daemon's committed epochs (gRPC
+  ``Watch``), fetches each one's tables (``GetTables``, checked against the
+  epoch's ``tables_sha256``), writes OpenSM's ``file``-engine LFT file
+  atomically (temporary file in the same directory, fsync, rename; via
+  :func:`smroute.tables.formats.write_tables`) and then makes OpenSM load it.
+  The trigger is the console ``reroute`` command on the loopback console
+  (default): it only reruns the routing engine (the file engine re-reads the
+  file) and sends the changed LFT blocks, without rediscovering the subnet,
+  and the console acknowledges it.  ``SIGHUP`` is the alternative when the
+  console is off: OpenSM 3.3.23 turns it into a forced heavy sweep (full
+  rediscovery, then routing, which also re-reads the file) - slower, and it
+  needs the PID and the right to signal it.  The file is renamed into place
+  *before* the trigger, so OpenSM can only read a complete old or new file.
+* **Fabric changes -> fault events.**  It keeps the *base* fabric the daemon
+  loaded and the set of items it has reported down.  When OpenSM's log shows a
+  trap (``Received Generic Notice``, e.g. trap 128 "link state change", which
+  ibsim's Unlink/ReLink also send) or the end of a heavy sweep (``SUBNET
+  UP``), or every ``poll_interval`` seconds, it re-discovers the fabric with
+  ``ibnetdiscover`` (:mod:`smroute.live.discover`) after a short debounce,
+  computes what of the base is missing (:func:`smroute.live.changes.down_set`)
+  and sends the step from the old down set to the new one with
+  ``ApplyFaults`` (``*_DOWN`` for new failures, ``*_UP`` for recoveries).
+  Re-discovery is the source of truth (a missed or repressed trap only delays
+  detection until the next sweep or poll); the log is only the wake-up call.
+  Our own ``reroute`` logs ``REROUTE COMPLETE``, not ``SUBNET UP``, so it does
+  not wake the detector.
+* **State.**  The base topology and the down set are kept in ``state_dir``
+  (``bridge-base.topo``, ``bridge-state.json``, written atomically), so a
+  restarted bridge and ``--dry-run`` know what the daemon holds.
+
+The dry run (:meth:`Bridge.dry_run`) re-discovers, computes the pending
+events and asks the daemon for ``ApplyFaults(dry_run=True)``; it also diffs
+the file OpenSM has against the daemon's latest epoch.  It writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smroute.errors import InputError, SmrouteError
+from smroute.fabric.ibnetdiscover import parse_topology
+from smroute.fabric.model import Fabric
+from smroute.fileio import atomic_write_text
+from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
+from smroute.opensm.console import LogFollower, OpenSMConsole
+from smroute.tables.diff import diff_tables, format_diff
+from smroute.tables.formats import read_tables, write_tables
+from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables, lid_labels
+
+__all__ = ["Bridge", "BridgeError", "BridgeOptions", "SyncResult", "CheckResult",
+           "TRIGGER_RE", "tables_from_stream"]
+
+#: OpenSM log lines that wake the change detector: traps and the end of heavy sweeps.
+TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep")
+STATE_FILE = "bridge-state.json"
+BASE_FILE = "bridge-base.topo"
+MAX_GRPC_MESSAGE = 256 << 20
+
+Discover = Callable[[], list[str]]
+Log = Callable[..., None]
+
+
+class BridgeError(SmrouteError):
+    """The bridge cannot do its job (daemon unreachable, bad state, ...)."""
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    """What the bridge talks to and how.
+
+    daemon: gRPC target (``127.0.0.1:50051`` or ``unix:/run/smroute.sock``).
+    lfts_file: OpenSM's ``lfts_file`` (the file engine's input).
+    trigger: "console" (loopback console ``reroute``), "sighup" (``opensm_pid``)
+        or "none" (write only; OpenSM picks the file up at its next heavy sweep).
+    opensm_log: OpenSM's log file, followed for traps/sweeps (None: poll only).
+    poll_interval: seconds between re-discoveries without a log trigger (0 = never).
+    debounce: seconds to wait after the last trigger line before re-discovering.
+    load: at start, "live" (daemon discovers: LoadFabric live + Route),
+        "discover" (the bridge discovers and sends the text) or "none"
+        (the daemon already serves an epoch of this fabric).
+    """
+
+    daemon: str
+    lfts_file: Path
+    trigger: str = "console"
+    console: tuple[str, int] = ("127.0.0.1", 10000)
+    opensm_pid: int | None = None
+    opensm_log: Path | None = None
+    poll_interval: float = 60.0
+    debounce: float = 0.5
+    load: str = "none"
+    ca: str | None = None
+    port: int | None = None
+    discover_timeout: float = 120.0
+    discover_env: Mapping[str, str] | None = None
+    state_dir: Path | None = None
+    rpc_timeout: float = 120.0
+    wait_reroute: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.trigger not in ("console", "sighup", "none"):
+            raise InputError(f"trigger must be console, sighup or none, not {self.trigger!r}")
+        if self.trigger == "sighup" and not self.opensm_pid:
+            raise InputError("trigger sighup needs the OpenSM PID (--opensm-pid)")
+        if self.load not in ("live", "discover", "none"):
+            raise InputError(f"load must be live, discover or none, not {self.load!r}")
+        if self.poll_interval < 0 or self.debounce < 0:
+            raise InputError("poll interval and debounce must be >= 0")
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir or Path(self.lfts_file).parent)
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """One epoch written for OpenSM: ids, sizes, what changed since the last file."""
+
+    epoch: int
+    switches: int
+    max_lid: int
+    blocks_changed: int
+    entries_changed: int
+    fetch_s: float
+    write_s: float
+    trigger_s: float
+    trigger_reply: str
+    written_unix_s: float
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One re-discovery: the down set found, events sent and the epoch they made."""
+
+    events: tuple[Fault, ...]
+    down: DownSet
+    warnings: tuple[str, ...]
+    epoch: int | None
+    discover_s: float
+    apply_s: float
+
+
+def _pb() -> tuple[Any, Any]:
+    try:
+        from smroute.service._gen import smroute_pb2, smroute_pb2_grpc
+    except ImportError as exc:  # pragma: no cover - generated code is part of the package
+        raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
+    return smroute_pb2, smroute_pb2_grpc
+
+
+def tables_from_stream(items: Iterator[Any], *, fabric: Fabric | None = None) -> tuple[
+        ForwardingTables, Any]:
+    """Assemble a ``GetTables`` stream (header, then one SwitchTable per switch,
+    full blocks) into :class:`ForwardingTables`; returns (tables, header).
+
+    Checks the switch count and the header's ``tables_sha256``.  With
+    ``fabric``, per-LID port GUIDs and descriptions are attached (the file then
+    names each LID's port GUID, which lets OpenSM remap moved LIDs).
+    """
+    from smroute.service.epochs import table_checksum
+
+    header = None
+    guids: list[int] = []
+    lids: list[int] = []
+    descs: list[str] = []
+    rows: list[tuple[int, int, bytes]] = []
+    for msg in items:
+        which = msg.WhichOneof("item")
+        if which == "header":
+            header = msg.header
+            continue
+        sw = msg.switch
+        i = len(guids)
+        guids.append(int(sw.guid))
+        lids.append(int(sw.lid))
+        descs.append(str(sw.desc))
+        rows.extend((i, int(b.index), bytes(b.ports)) for b in sw.blocks)
+    if header is None:
+        raise BridgeError("GetTables: the stream had no header")
+    if len(guids) != int(header.switches):
+        raise BridgeError(f"GetTables: header announced {header.switches} switches, "
+                          f"got {len(guids)}")
+    width = int(header.max_lid) + 1
+    nb = max(1, -(-width // BLOCK))
+    ports = np.full((len(guids), nb * BLOCK), NO_ROUTE, dtype=np.uint8)
+    for i, idx, data in rows:
+        if idx >= nb or len(data) != BLOCK:
+            raise BridgeError(f"GetTables: bad block {idx} ({len(data)} bytes) for switch "
+                              f"{guids[i]:#018x}")
+        ports[i, idx * BLOCK:(idx + 1) * BLOCK] = np.frombuffer(data, dtype=np.uint8)
+    lid_guid = lid_kind = None
+    lid_desc = None
+    if fabric is not None:
+        lid_guid, lid_kind, lid_desc = lid_labels(fabric, width)
+    t = ForwardingTables(
+        switch_guid=np.array(guids, dtype=np.uint64), switch_lid=np.array(lids, dtype=np.int64),
+        switch_desc=tuple(descs), ports=np.ascontiguousarray(ports[:, :width]),
+        lid_guid=lid_guid, lid_kind=lid_kind, lid_desc=lid_desc)
+    if header.tables_sha256 and table_checksum(t) != header.tables_sha256:
+        raise BridgeError(f"GetTables: epoch {header.epoch}: checksum mismatch (incomplete "
+                          "or mixed epoch)")
+    return t, header
+
+
+def _same_structure(a: Fabric, b: Fabric) -> bool:
+    """Same nodes (GUIDs), links (GUID/port pairs) and LIDs, in any node order."""
+    if a.content_hash == b.content_hash:
+        return True
+    if sorted(a.node_guid.tolist()) != sorted(b.node_guid.tolist()):
+        return False
+    if a.link_set() != b.link_set():
+        return False
+    return bool(np.array_equal(a.node_lid[a.nodes_by_guid(b.node_guid)], b.node_lid))
+
+
+def _print_log(level: str, event: str, **fields: Any) -> None:
+    extra = " ".join(f"{k}={v}" for k, v in fields.items())
+    print(f"smroute-bridge {level} {event} {extra}".rstrip(), flush=True)
+
+
+@dataclass
+class _State:
+    down: DownSet = field(default_factory=DownSet)
+    written_epoch: int = 0
+
+
+class Bridge:
+    """See the module docstring.  ``discover`` returns ibnetdiscover lines (default:
+    :func:`smroute.live.discover.discover_topology_lines` with the options' HCA,
+    port, timeout and env); ``log`` receives ``(level, event, **fields)``."""
+
+    def __init__(self, opts: BridgeOptions, *, discover: Discover | None = None,
+                 log: Log = _print_log) -> None:
+        self.opts = opts
+        self.log = log
+        self._discover = discover or self._default_discover
+        self.base: Fabric | None = None
+        self.state = _State()
+        self.last_tables: ForwardingTables | None = None
+        self.syncs: list[SyncResult] = []
+        self.checks: list[CheckResult] = []
+        self._channel: Any = None
+        self._stub: Any = None
+        self._stop = threading.Event()
+        self._epochs: queue.Queue[int] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._watch_call: Any = None
+        self._lock = threading.Lock()
+        self.errors: list[str] = []
+
+    # ------------------------------------------------------------ plumbing
+    def _default_discover(self) -> list[str]:
+        from smroute.live.discover import discover_topology_lines
+
+        return discover_topology_lines(ca=self.opts.ca, port=self.opts.port,
+                                       timeout=self.opts.discover_timeout,
+                                       env=self.opts.discover_env)
+
+    def connect(self, timeout: float = 30.0) -> None:
+        """Open the gRPC channel and wait until the daemon answers."""
+        import grpc
+
+        _, pb_grpc = _pb()
+        opts = [("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
+                ("grpc.max_send_message_length", MAX_GRPC_MESSAGE)]
+        self._channel = grpc.insecure_channel(self.opts.daemon, options=opts)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise BridgeError(f"daemon at {self.opts.daemon} not reachable within "
+                              f"{timeout:g} s") from None
+        self._stub = pb_grpc.SmrouteStub(self._channel)
+
+    def _rpc(self, name: str, request: Any, **kw: Any) -> Any:
+        import grpc
+
+        try:
+            return getattr(self._stub, name)(request, timeout=self.opts.rpc_timeout, **kw)
+        except grpc.RpcError as exc:
+            code = exc.code().name if hasattr(exc, "code") else "?"
+            detail = exc.details() if hasattr(exc, "details") else str(exc)
+            raise BridgeError(f"daemon {name}: {code}: {detail}") from None
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._watch_call is not None:
+            with contextlib.suppress(Exception):
+                self._watch_call.cancel()
+        for t in self._threads:
+            t.join(timeout=10)
+        if self._channel is not None:
+            self._channel.close()
+
+    # ------------------------------------------------------------ state
+    def _save_state(self) -> None:
+        d = self.opts.state_path
+        doc = {
+            "format": "smroute-bridge-state/1",
+            "base_hash": self.base.content_hash if self.base is not None else None,
+            "written_epoch": self.state.written_epoch,
+            "down": {
+                "switches": [f"{g:#018x}" for g in sorted(self.state.down.switches)],
+                "cas": [f"{g:#018x}" for g in sorted(self.state.down.cas)],
+                "links": [[f"{k[0]:#018x}", k[1], f"{k[2]:#018x}", k[3]]
+                          for k in sorted(self.state.down.links)],
+            },
+        }
+        atomic_write_text(d / STATE_FILE, json.dumps(doc, indent=1) + "\n")
+
+    def load_state(self) -> None:
+        """Base fabric and down set from ``state_dir`` (:class:`BridgeError` if absent)."""
+        d = self.opts.state_path
+        try:
+            doc = json.loads((d / STATE_FILE).read_text())
+            lines = (d / BASE_FILE).read_text().splitlines()
+        except (OSError, ValueError) as exc:
+            raise BridgeError(f"no bridge state in {d} ({exc}); run the bridge first") from None
+        self.base = parse_topology(lines, str(d / BASE_FILE))
+        try:
+            down = doc["down"]
+            self.state = _State(
+                down=DownSet(
+                    switches=frozenset(int(g, 16) for g in down["switches"]),
+                    cas=frozenset(int(g, 16) for g in down["cas"]),
+                    links=frozenset((int(a, 16), int(pa), int(b, 16), int(pb))
+                                    for a, pa, b, pb in down["links"])),
+                written_epoch=int(doc.get("written_epoch", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"bad bridge state ({exc})", source=str(d / STATE_FILE)) from None
+
+    # ------------------------------------------------------------ start-up
+    def initialize(self) -> int:
+        """Load/route per ``opts.load``, record the base fabric; return the epoch id."""
+        pb, _ = _pb()
+        t0 = time.monotonic()
+        lines = self._discover()
+        base = parse_topology(lines, "ibnetdiscover")
+        if self.opts.load == "live":
+            live = pb.LiveSource(ca=self.opts.ca or "", port=self.opts.port or 0,
+                                 timeout_s=self.opts.discover_timeout)
+            resp = self._rpc("LoadFabric", pb.LoadFabricRequest(live=live))
+            if resp.fabric.content_hash != base.content_hash:
+                self.log("warning", "base_hash_differs", daemon=resp.fabric.content_hash[:12],
+                         bridge=base.content_hash[:12])
+            epoch = self._rpc("Route", pb.RouteRequest()).epoch
+        elif self.opts.load == "discover":
+            self._rpc("LoadFabric", pb.LoadFabricRequest(topology_text="\n".join(lines) + "\n",
+                                                         source_name="bridge discovery"))
+            epoch = self._rpc("Route", pb.RouteRequest()).epoch
+        else:
+            epoch = self._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
+            if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
+                raise BridgeError(
+                    "the daemon's fabric is not the one discovered here (content hash "
+                    f"{epoch.base_fabric_hash[:12]} vs {base.content_hash[:12]}); start the "
+                    "bridge with --load live or --load discover")
+            if epoch.down_links or epoch.down_switches or epoch.down_cas:
+                self.log("warning", "daemon_has_down_items", links=epoch.down_links,
+                         switches=epoch.down_switches, cas=epoch.down_cas)
+        self.base = base
+        self.state = _State()
+        atomic_write_text(self.opts.state_path / BASE_FILE, "\n".join(lines) + "\n")
+        self._save_state()
+        self.log("info", "initialized", epoch=epoch.id, load=self.opts.load,
+                 switches=len(base.switches), cas=len(base.cas), links=base.n_links,
+                 seconds=f"{time.monotonic() - t0:.2f}")
+        return int(epoch.id)
+
+    # ------------------------------------------------------------ epochs -> OpenSM
+    def fetch_tables(self, epoch: int) -> ForwardingTables:
+        pb, _ = _pb()
+        import grpc
+
+        try:
+            stream = self._stub.GetTables(pb.GetTablesRequest(epoch=epoch),
+                                          timeout=self.opts.rpc_timeout)
+            t, _ = tables_from_stream(stream, fabric=self.base)
+        except grpc.RpcError as exc:
+            raise BridgeError(f"daemon GetTables({epoch}): {exc.code().name}: "
+                              f"{exc.details()}") from None
+        return t
+
+    def trigger(self) -> str:
+        """Make OpenSM load the file (console reroute or SIGHUP); returns the reply."""
+        if self.opts.trigger == "console":
+            host, port = self.opts.console
+            return OpenSMConsole(host, port).reroute() or "reroute sent"
+        if self.opts.trigger == "sighup":
+            assert self.opts.opensm_pid is not None
+            try:
+                os.kill(self.opts.opensm_pid, signal.SIGHUP)
+            except OSError as exc:
+                raise BridgeError(f"cannot signal OpenSM (pid {self.opts.opensm_pid}): "
+                                  f"{exc}") from None
+            return f"SIGHUP sent to {self.opts.opensm_pid}"
+        return "not triggered (trigger none)"
+
+    def sync_epoch(self, epoch: int) -> SyncResult | None:
+        """Write ``epoch``'s tables to the LFT file and trigger OpenSM (skips an
+        epoch at or below the last one written)."""
+        with self._lock:
+            if epoch <= self.state.written_epoch:
+                return None
+            t0 = time.monotonic()
+            tables = self.fetch_tables(epoch)
+            t1 = time.monotonic()
+            write_tables(tables, self.opts.lfts_file, "opensm")
+            t2 = time.monotonic()
+            reply = self.trigger()
+            t3 = time.monotonic()
+            blocks = entries = 0
+            if self.last_tables is not None:
+                d = diff_tables(self.last_tables, tables)
+                blocks, entries = int(d.blocks_changed), int(d.entries_changed)
+            self.last_tables = tables
+            self.state.written_epoch = epoch
+            self._save_state()
+            res = SyncResult(epoch=epoch, switches=tables.n_switches, max_lid=tables.max_lid,
+                             blocks_changed=blocks, entries_changed=entries, fetch_s=t1 - t0,
+                             write_s=t2 - t1, trigger_s=t3 - t2, trigger_reply=reply,
+                             written_unix_s=time.time())
+            self.syncs.append(res)
+            self.log("info", "epoch_written", epoch=epoch, file=self.opts.lfts_file,
+                     blocks_changed=blocks, entries_changed=entries,
+                     fetch_s=f"{res.fetch_s:.3f}", write_s=f"{res.write_s:.3f}",
+                     trigger=self.opts.trigger)
+            return res
+
+    # ------------------------------------------------------------ changes -> faults
+    def _events_pb(self, events: Sequence[Fault]) -> list[Any]:
+        pb, _ = _pb()
+        kinds = {k: getattr(pb.FaultEvent, k.value) for k in EventKind}
+        return [pb.FaultEvent(kind=kinds[e.kind], node_guid=e.node_guid, port=e.port)
+                for e in events]
+
+    def pending(self) -> tuple[list[Fault], DownSet, list[str], float]:
+        """Re-discover; return (events, new down set, warnings, discovery seconds)."""
+        if self.base is None:
+            raise BridgeError("no base fabric: initialize() or load_state() first")
+        t0 = time.monotonic()
+        seen = parse_topology(self._discover(), "ibnetdiscover")
+        secs = time.monotonic() - t0
+        desired = down_set(self.base, seen)
+        return fault_events(self.state.down, desired), desired, unexpected(self.base, seen), secs
+
+    def check_changes(self) -> CheckResult:
+        """Re-discover and send the fault events for what changed (if anything)."""
+        pb, _ = _pb()
+        events, desired, warnings, disc_s = self.pending()
+        for w in warnings:
+            self.log("warning", "not_a_fault", detail=w)
+        epoch_id: int | None = None
+        t0 = time.monotonic()
+        if events:
+            self.log("info", "faults", events=len(events),
+                     detail="; ".join(e.describe() for e in events[:8]))
+            resp = self._rpc("ApplyFaults", pb.ApplyFaultsRequest(events=self._events_pb(events)))
+            epoch_id = int(resp.epoch.id)
+            self.state.down = desired
+            self._save_state()
+        res = CheckResult(events=tuple(events), down=desired, warnings=tuple(warnings),
+                          epoch=epoch_id, discover_s=disc_s, apply_s=time.monotonic() - t0)
+        self.checks.append(res)
+        return res
+
+    # ------------------------------------------------------------ dry run
+    def dry_run(self, *, max_entries: int = 200) -> list[str]:
+        """What a change would do, as text; writes nothing.
+
+        1. Re-discover and show the fault events pending against the daemon's
+           state, with the daemon's dry-run diff per switch and 64-LID block.
+        2. Diff the file OpenSM has (``lfts_file``) against the daemon's latest epoch.
+        """
+        pb, _ = _pb()
+        out: list[str] = []
+        events, desired, warnings, _ = self.pending()
+        out.append(f"fabric: {len(events)} pending fault events "
+                   f"(down now: {desired.counts()}, recorded: {self.state.down.counts()})")
+        out += [f"  {e.describe()}" for e in events]
+        out += [f"  not a fault (reload needed): {w}" for w in warnings]
+        if events:
+            resp = self._rpc("ApplyFaults", pb.ApplyFaultsRequest(
+                events=self._events_pb(events), dry_run=True, max_entries=max_entries))
+            out += self._format_changes(resp.diff, resp.changes, resp.truncated)
+        latest = self._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
+        new = self.fetch_tables(int(latest.id))
+        try:
+            old = read_tables(self.opts.lfts_file)
+        except (OSError, InputError) as exc:
+            out.append(f"OpenSM's file {self.opts.lfts_file}: unreadable ({exc}); the whole "
+                       f"epoch {latest.id} would be written")
+            return out
+        d = diff_tables(old, new)
+        out.append(f"OpenSM's file {self.opts.lfts_file} vs daemon epoch {latest.id}:")
+        out += ["  " + ln for ln in format_diff(d, max_entries=max_entries)]
+        return out
+
+    @staticmethod
+    def _format_changes(summary: Any, changes: Sequence[Any], truncated: bool) -> list[str]:
+        out = [f"daemon dry run: {summary.switches_changed} of {summary.switches_compared} "
+               f"switches change, {summary.entries_changed} entries, "
+               f"{summary.blocks_changed} 64-LID blocks"
+               + ("" if not summary.switches_only_a else
+                  f", {summary.switches_only_a} switches removed")]
+        for sc in changes:
+            blocks = ", ".join(str(b) for b in sc.blocks)
+            out.append(f'switch {sc.guid:#018x} "{sc.desc}" (LID {sc.new_lid or sc.old_lid}): '
+                       f"{sc.lids_changed} LIDs changed in {len(sc.blocks)} blocks [{blocks}]")
+            for e in sc.changes:
+                o = "-" if e.old_port == NO_ROUTE else str(e.old_port)
+                n = "-" if e.new_port == NO_ROUTE else str(e.new_port)
+                out.append(f"  0x{e.lid:04x}: {o} -> {n}")
+        if truncated:
+            out.append("... more changed entries not listed")
+        return out
+
+    # ------------------------------------------------------------ running
+    def _watch_loop(self) -> None:
+        pb, _ = _pb()
+        import grpc
+
+        while not self._stop.is_set():
+            try:
+                self._watch_call = self._stub.Watch(pb.WatchRequest())
+                for ep in self._watch_call:
+                    self._epochs.put(int(ep.id))
+            except grpc.RpcError as exc:
+                if self._stop.is_set():
+                    return
+                self.log("warning", "watch_lost", code=exc.code().name, detail=exc.details())
+            self._stop.wait(1.0)
+
+    def start(self) -> None:
+        """Start following the daemon's epochs (background thread)."""
+        t = threading.Thread(target=self._watch_loop, name="bridge-watch", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def run(self, *, until: Callable[[], bool] | None = None, tick: float = 0.1) -> None:
+        """Main loop: write new epochs, watch OpenSM's log, re-discover on triggers
+        and every ``poll_interval``; returns when :meth:`close` is called or
+        ``until()`` is true.  Errors are logged and retried on the next trigger."""
+        follower = LogFollower(self.opts.opensm_log) if self.opts.opensm_log else None
+        pending_since: float | None = None
+        last_check = time.monotonic()
+        while not self._stop.is_set() and not (until and until()):
+            try:
+                ep = self._epochs.get(timeout=tick)
+            except queue.Empty:
+                ep = None
+            try:
+                if ep is not None:
+                    latest = ep
+                    with contextlib.suppress(queue.Empty):
+                        while True:
+                            latest = max(latest, self._epochs.get_nowait())
+                    self.sync_epoch(latest)
+                now = time.monotonic()
+                if follower is not None and any(TRIGGER_RE.search(ln) for ln in follower.read()):
+                    pending_since = now
+                poll = self.opts.poll_interval
+                due_poll = poll > 0 and now - last_check >= poll
+                due_log = pending_since is not None and now - pending_since >= self.opts.debounce
+                if due_log or due_poll:
+                    pending_since = None
+                    last_check = now
+                    self.check_changes()
+            except SmrouteError as exc:
+                self.errors.append(str(exc))
+                self.log("error", "bridge_error", detail=str(exc))
+                self._stop.wait(1.0)
+
+    def run_in_thread(self) -> threading.Thread:
+        t = threading.Thread(target=self.run, name="bridge-main", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
