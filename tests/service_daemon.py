@@ -48,7 +48,8 @@ class DaemonProc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-                raise AssertionError(f"daemon did not stop within {timeout} s after SIGTERM")
+                raise AssertionError(
+                    f"daemon did not stop within {timeout} s after SIGTERM") from None
         return int(self.proc.returncode)
 
 

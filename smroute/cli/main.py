@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config_cmd",
     "discover_cmd",
     "study_cmd",
+    "serve_cmd",
 )
 
 
