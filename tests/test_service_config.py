@@ -460,3 +460,61 @@ def test_service_config_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.workers = 3  # type: ignore[misc]
     assert isinstance(ServiceConfig().limits, LimitsConfig)
+
+
+# --------------------------------------------------------------------------- deploy/ files
+
+
+UNIT = ROOT / "deploy" / "smroute.service"
+
+
+def _unit_settings() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in UNIT.read_text().splitlines():
+        if line and not line.startswith(("#", "[")) and "=" in line:
+            k, _, v = line.partition("=")
+            out.setdefault(k, []).append(v)
+    return out
+
+
+def test_systemd_unit_runs_serve_with_checked_config():
+    s = _unit_settings()
+    (start,) = s["ExecStart"]
+    (pre,) = s["ExecStartPre"]
+    assert start.endswith("/.venv/bin/smroute serve --config /etc/smroute/smroute.yaml")
+    assert pre == start.replace(" serve --config ", " check-config ")
+    assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    assert s["KillSignal"] == ["SIGTERM"]
+    # TimeoutStopSec leaves room for the default shutdown grace period
+    assert int(s["TimeoutStopSec"][0]) > default_config().shutdown_grace_s
+    assert s["RestartPreventExitStatus"] == [str(ConfigError("x").exit_code)]
+    assert s["DynamicUser"] == ["yes"] and s["ProtectSystem"] == ["strict"]
+    assert s["RuntimeDirectory"] == ["smroute"]
+    assert s["CapabilityBoundingSet"] == [""] and s["NoNewPrivileges"] == ["yes"]
+    # the Unix socket path the example config suggests lives in the RuntimeDirectory
+    assert "unix:/run/smroute/smroute.sock" in EXAMPLE.read_text()
+    assert parse_listen("unix:/run/smroute/smroute.sock").is_loopback
+
+
+def test_systemd_unit_verifies_and_is_hardened(tmp_path):
+    import shutil
+
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze is not installed")
+    exe = SMROUTE if SMROUTE.exists() else Path(shutil.which("smroute") or "/nonexistent")
+    if not exe.exists():
+        pytest.skip("no smroute executable to point the unit at")
+    unit = tmp_path / "smroute.service"
+    unit.write_text(UNIT.read_text().replace("/opt/smroute/.venv/bin/smroute", str(exe)))
+    r = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    r = subprocess.run([tool, "security", "--offline=yes", "--threshold=15", str(unit)],
+                       capture_output=True, text=True, timeout=60)
+    if "Unknown option" in r.stderr or "unrecognized option" in r.stderr:
+        pytest.skip(f"systemd-analyze too old for --offline: {r.stderr.strip()}")
+    import re
+
+    m = re.search(r"Overall exposure level for smroute.service: ([0-9.]+) (\w+)", r.stdout)
+    assert m, r.stdout + r.stderr
+    assert float(m.group(1)) <= 1.5, r.stdout  # systemd calls <= 1.9 "SAFE"/"OK"
