@@ -313,9 +313,11 @@ def routing_view(
 
 
 def _walk(
-    view: RoutingView, start: np.ndarray, dst: np.ndarray
+    view: RoutingView, start: np.ndarray, dst: np.ndarray, lids: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """Walk ``F`` flows from switch ``start[i]`` to end-port ``dst[i]``.
+    """Walk ``F`` flows from switch ``start[i]`` to end-port ``dst[i]``,
+    addressed to ``lids[i]`` (``(F,)`` int64; default the base LID
+    ``view.ep_lid[dst]``; with LMC, any of the end-port's LIDs).
 
     Returns ``(status, hops, steps)``: status ``(F,)`` int8, hops ``(F,)``
     int16 (switch egress links crossed, including the delivering one, or
@@ -332,7 +334,9 @@ def _walk(
     idx = np.arange(n, dtype=np.int64)
     cur = np.asarray(start, dtype=np.int64)
     d = np.asarray(dst, dtype=np.int64)
-    lid = view.ep_lid[d]
+    lid = view.ep_lid[d] if lids is None else np.asarray(lids, dtype=np.int64)
+    if lids is not None and len(lid) and not 0 < int(lid.min()) <= int(lid.max()) < width:
+        raise ValueError(f"LIDs must be in 1..{width - 1} (the tables' width)")
     for _ in range(view.max_hops + 1):
         if not len(idx):
             break
@@ -372,12 +376,16 @@ class Trace:
         return self.status == OK
 
 
-def trace(view: RoutingView, src_ep: npt.ArrayLike, dst_ep: npt.ArrayLike) -> Trace:
+def trace(view: RoutingView, src_ep: npt.ArrayLike, dst_ep: npt.ArrayLike,
+          lids: npt.ArrayLike | None = None) -> Trace:
     """Trace flows ``src_ep[i] -> dst_ep[i]`` (end-port indices, ``(F,)`` each)
-    through the tables, all at once: ``O(F * hops)`` numpy work."""
+    through the tables, all at once: ``O(F * hops)`` numpy work.  ``lids``
+    ``(F,)``: the DLID of each flow (default the destination's base LID; with
+    LMC any LID of the destination port)."""
     s = np.asarray(src_ep, dtype=np.int64)
     d = np.asarray(dst_ep, dtype=np.int64)
-    status, hops, steps = _walk(view, view.ep_leaf[s], d)
+    lid = None if lids is None else np.asarray(lids, dtype=np.int64)
+    status, hops, steps = _walk(view, view.ep_leaf[s], d, lid)
     h = 1 + len(steps)
     links = np.full((len(s), h), -1, dtype=np.int32)
     links[:, 0] = view.inj_link[s]
