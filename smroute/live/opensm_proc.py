@@ -24,7 +24,7 @@ from typing import IO
 
 from smroute.opensm.sim import IbSim, ToolError, ToolTimeoutError, require_tool
 
-__all__ = ["OpenSMProcess", "free_port"]
+__all__ = ["DaemonProcess", "OpenSMProcess", "free_port"]
 
 
 def free_port() -> int:
@@ -146,3 +146,69 @@ class OpenSMProcess:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+class DaemonProcess:
+    """``smroute serve`` as a real process attached to ``sim`` through
+    ``ibsim-run`` (so its live ``LoadFabric`` discovers the simulated fabric),
+    on a free loopback port; ``address`` is read from its ``--ready-file``."""
+
+    def __init__(self, sim: IbSim, workdir: str | os.PathLike[str], *, workers: int = 1,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self.sim = sim
+        self.workdir = Path(workdir).resolve()
+        self.workers = workers
+        self.extra_args = extra_args
+        self.ready = self.workdir / "daemon-ready.json"
+        self.out = self.workdir / "daemon.out"
+        self.address = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out_fh: IO[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> str:
+        import json
+        import sys
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.ready.unlink()
+        wrapper = require_tool("ibsim-run")
+        env = self.sim.client_env()
+        self._out_fh = open(self.out, "wb")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            [wrapper, sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+             "--ready-file", str(self.ready), "--metrics-listen", "off", "--workers",
+             str(self.workers), "--log-format", "text", *self.extra_args],
+            cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._out_fh,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.ready.exists():
+                with contextlib.suppress(ValueError):
+                    self.address = str(json.loads(self.ready.read_text())["address"])
+                    return self.address
+            if self._proc.poll() is not None:
+                text = self.out.read_text(errors="replace")[-2000:]
+                raise ToolError(f"smroute serve exited with status {self._proc.returncode}",
+                                stderr_tail=text)
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ToolTimeoutError(f"smroute serve: not ready within {timeout:g} s")
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (graceful), SIGKILL after ``timeout``; returns the exit status."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._out_fh is not None:
+            self._out_fh.close()
+            self._out_fh = None
+        return None if proc is None else proc.returncode

@@ -64,7 +64,7 @@ from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables, write_tables
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables, lid_labels
 
-__all__ = ["Bridge", "BridgeError", "BridgeOptions", "SyncResult", "CheckResult",
+__all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "SyncResult",
            "TRIGGER_RE", "tables_from_stream"]
 
 #: OpenSM log lines that wake the change detector: traps and the end of heavy sweeps.
@@ -233,6 +233,22 @@ def _same_structure(a: Fabric, b: Fabric) -> bool:
 def _print_log(level: str, event: str, **fields: Any) -> None:
     extra = " ".join(f"{k}={v}" for k, v in fields.items())
     print(f"smroute-bridge {level} {event} {extra}".rstrip(), flush=True)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """Result of :meth:`Bridge.dry_run`: the text, the pending events, the LFT
+    blocks those events would change (daemon dry run), and the blocks that
+    differ between OpenSM's file and the daemon's latest epoch (None: no file)."""
+
+    lines: tuple[str, ...]
+    events: tuple[Fault, ...]
+    fault_blocks: int
+    file_blocks: int | None
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.events) or self.file_blocks != 0
 
 
 @dataclass
@@ -481,8 +497,8 @@ class Bridge:
         return res
 
     # ------------------------------------------------------------ dry run
-    def dry_run(self, *, max_entries: int = 200) -> list[str]:
-        """What a change would do, as text; writes nothing.
+    def dry_run(self, *, max_entries: int = 200) -> DryRun:
+        """What a change would do; writes nothing.
 
         1. Re-discover and show the fault events pending against the daemon's
            state, with the daemon's dry-run diff per switch and 64-LID block.
@@ -495,10 +511,12 @@ class Bridge:
                    f"(down now: {desired.counts()}, recorded: {self.state.down.counts()})")
         out += [f"  {e.describe()}" for e in events]
         out += [f"  not a fault (reload needed): {w}" for w in warnings]
+        blocks = 0
         if events:
             resp = self._rpc("ApplyFaults", pb.ApplyFaultsRequest(
                 events=self._events_pb(events), dry_run=True, max_entries=max_entries))
             out += self._format_changes(resp.diff, resp.changes, resp.truncated)
+            blocks = int(resp.diff.blocks_changed)
         latest = self._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
         new = self.fetch_tables(int(latest.id))
         try:
@@ -506,11 +524,11 @@ class Bridge:
         except (OSError, InputError) as exc:
             out.append(f"OpenSM's file {self.opts.lfts_file}: unreadable ({exc}); the whole "
                        f"epoch {latest.id} would be written")
-            return out
+            return DryRun(tuple(out), tuple(events), blocks, None)
         d = diff_tables(old, new)
         out.append(f"OpenSM's file {self.opts.lfts_file} vs daemon epoch {latest.id}:")
         out += ["  " + ln for ln in format_diff(d, max_entries=max_entries)]
-        return out
+        return DryRun(tuple(out), tuple(events), blocks, int(d.blocks_changed))
 
     @staticmethod
     def _format_changes(summary: Any, changes: Sequence[Any], truncated: bool) -> list[str]:

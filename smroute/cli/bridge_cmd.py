@@ -1,0 +1,101 @@
+"""``smroute opensm-bridge``: run the OpenSM bridge, or dry-run a change.
+
+    smroute opensm-bridge --daemon 127.0.0.1:50051 --lfts-file /var/cache/opensm/smroute.lfts \\
+        [--console 127.0.0.1:10000 | --opensm-pid PID] [--opensm-log /var/log/opensm.log] \\
+        [--load live|discover|none] [--poll-interval S] [--dry-run]
+
+See :mod:`smroute.opensm.bridge`.  ``--dry-run`` prints the fault events the
+current fabric implies, the daemon's dry-run diff per switch and 64-LID block,
+and the diff between OpenSM's file and the daemon's latest epoch; it writes
+nothing (exit 0 no change, 1 a change is pending).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "cmd_bridge"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "opensm-bridge",
+        help="write the daemon's epochs for OpenSM's file engine; report fabric changes",
+        description="Run next to OpenSM: follow the smroute daemon's epochs, write OpenSM's "
+        "file-engine LFT file atomically and make OpenSM load it (console reroute or SIGHUP); "
+        "re-discover the fabric when OpenSM logs a trap or a heavy sweep and send the "
+        "changes to the daemon as fault events.",
+    )
+    p.add_argument("--daemon", required=True, metavar="ADDR",
+                   help="smroute daemon gRPC address (host:port or unix:/path)")
+    p.add_argument("--lfts-file", required=True, metavar="PATH",
+                   help="OpenSM's lfts_file (routing_engine file)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--console", metavar="HOST:PORT",
+                   help="OpenSM loopback console (default 127.0.0.1:10000); reroute through it")
+    g.add_argument("--opensm-pid", type=int, metavar="PID",
+                   help="signal OpenSM with SIGHUP (heavy sweep) instead of the console")
+    g.add_argument("--no-trigger", action="store_true",
+                   help="only write the file (OpenSM reads it at its next heavy sweep)")
+    p.add_argument("--opensm-log", metavar="PATH",
+                   help="OpenSM's log file: traps and SUBNET UP wake the change detector")
+    p.add_argument("--poll-interval", type=float, default=60.0, metavar="S",
+                   help="re-discover at least this often (0 = only on log triggers; default 60)")
+    p.add_argument("--debounce", type=float, default=0.5, metavar="S",
+                   help="wait this long after the last trigger line (default 0.5)")
+    p.add_argument("--load", choices=("live", "discover", "none"), default="none",
+                   help="at start: daemon discovers (live), bridge discovers and sends the "
+                   "text (discover), or use the daemon's current epoch (none, default)")
+    p.add_argument("--ca", metavar="NAME", help="HCA for discovery (ibnetdiscover -C)")
+    p.add_argument("--port", type=int, metavar="N", help="HCA port (ibnetdiscover -P)")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="where the base topology and down set are kept (default: the "
+                   "lfts file's directory)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the diff a change would make (per switch, 64-LID blocks); "
+                   "write nothing")
+    p.add_argument("--max-entries", type=int, default=200, metavar="N",
+                   help="dry run: changed entries to list (default 200)")
+    p.set_defaults(func=cmd_bridge)
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    from smroute.errors import InputError
+    from smroute.opensm.bridge import Bridge, BridgeOptions
+    from smroute.opensm.console import parse_console_address
+
+    trigger = "none" if args.no_trigger else ("sighup" if args.opensm_pid else "console")
+    console = parse_console_address(args.console or "127.0.0.1:10000")
+    if args.max_entries < 0:
+        raise InputError("--max-entries must be >= 0")
+    lfts = Path(args.lfts_file)
+    if not lfts.parent.is_dir():
+        raise InputError(f"--lfts-file: directory {lfts.parent} does not exist")
+    opts = BridgeOptions(
+        daemon=args.daemon, lfts_file=lfts, trigger=trigger, console=console,
+        opensm_pid=args.opensm_pid, opensm_log=Path(args.opensm_log) if args.opensm_log else None,
+        poll_interval=args.poll_interval, debounce=args.debounce, load=args.load, ca=args.ca,
+        port=args.port, state_dir=Path(args.state_dir) if args.state_dir else None)
+    bridge = Bridge(opts)
+    bridge.connect()
+    if args.dry_run:
+        bridge.load_state()
+        res = bridge.dry_run(max_entries=args.max_entries)
+        sys.stdout.write("\n".join(res.lines) + "\n")
+        bridge.close()
+        return 1 if res.pending else 0
+    bridge.initialize()
+
+    def stop(signum: int, frame: object) -> None:
+        bridge.close()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    bridge.start()
+    bridge.run()
+    bridge.close()
+    return 0

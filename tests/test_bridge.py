@@ -1,0 +1,296 @@
+"""The OpenSM bridge: fabric changes as fault events (pure), the console and
+log plumbing, the GetTables assembly, and on a real ibsim + OpenSM + smroute
+daemon: the SIGHUP trigger, detection by polling, and the operator dry run
+(which must write nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smroute.errors import InputError
+from smroute.fabric.generate import pgft
+from smroute.fabric.ibnetdiscover import parse_topology
+from smroute.fabric.model import Fabric
+from smroute.fabric.writers import format_topology, write_ibsim_net
+from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
+from smroute.opensm.bridge import (
+    TRIGGER_RE,
+    Bridge,
+    BridgeError,
+    BridgeOptions,
+    tables_from_stream,
+)
+from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
+from smroute.routing.engine import route
+from smroute.tables.diff import diff_tables
+from smroute.tables.formats import parse_lft_dump
+from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
+
+HAVE_TOOLS = all(shutil.which(t) for t in ("ibsim", "opensm", "ibnetdiscover", "dump_fts"))
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+
+def _small() -> Fabric:
+    return pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1])
+
+
+def _link_index(f: Fabric, guid: int, port: int) -> int:
+    node = f.node_by_guid(guid)
+    row = f.port_row(node, port)
+    return int(np.flatnonzero((f.link_a == row) | (f.link_b == row))[0])
+
+
+# ----------------------------------------------------------------- changes (pure)
+def test_down_set_link_switch_ca_and_back() -> None:
+    f = _small()
+    spine = int(f.switches[-1])  # top level
+    leaf = int(f.switches[0])
+    ca = int(f.cas[0])
+    # a leaf's up-link (port numbers from the generator: hosts first, then up)
+    up_port = int(f.num_ports[leaf])
+    li = _link_index(f, int(f.node_guid[leaf]), up_port)
+    cut = f.with_removed(links=[li])
+    d = down_set(f, cut)
+    a, b = int(f.link_a[li]), int(f.link_b[li])
+    ends = sorted([(int(f.node_guid[f.port_node[a]]), int(f.port_num[a])),
+                   (int(f.node_guid[f.port_node[b]]), int(f.port_num[b]))])
+    assert d == DownSet(links=frozenset({(*ends[0], *ends[1])}))
+    ev = fault_events(DownSet(), d)
+    assert ev == [Fault(EventKind.LINK_DOWN, ends[0][0], ends[0][1])]
+    # a whole switch: one SWITCH_DOWN, its links are implied (not listed)
+    gone = f.with_removed(nodes=[spine])
+    d2 = down_set(f, gone)
+    assert d2 == DownSet(switches=frozenset({int(f.node_guid[spine])}))
+    # a CA (and the cut link still cut): the step from d to d3 only adds the CA
+    d3 = down_set(f, cut.with_removed(nodes=[cut.node_by_guid(int(f.node_guid[ca]))]))
+    assert fault_events(d, d3) == [Fault(EventKind.CA_DOWN, int(f.node_guid[ca]))]
+    # everything back: UP events for what was down, nothing else
+    back = fault_events(d3, down_set(f, f))
+    assert sorted(e.kind.value for e in back) == ["CA_UP", "LINK_UP"]
+    # switch back while a link goes down: UP first, then DOWN
+    step = fault_events(d2, d)
+    assert [e.kind for e in step] == [EventKind.SWITCH_UP, EventKind.LINK_DOWN]
+
+
+def test_down_set_through_ibnetdiscover_text_and_unexpected() -> None:
+    """The comparison works across a text round trip (node order may differ)."""
+    f = _small()
+    leaf = int(f.switches[1])
+    li = _link_index(f, int(f.node_guid[leaf]), int(f.num_ports[leaf]))
+    seen = parse_topology(format_topology(f.with_removed(links=[li])), "seen")
+    assert len(down_set(f, seen).links) == 1 and not down_set(f, seen).switches
+    assert unexpected(f, seen) == []
+    # a node the base does not know and a moved LID are not faults
+    assert unexpected(seen, f)[0].startswith("new link")
+    g = pgft(3, [2, 2, 3], [1, 2, 2], [1, 1, 1])  # one more host per leaf
+    assert any(w.startswith("new node") for w in unexpected(f, g))
+
+
+# ----------------------------------------------------------------- console / log
+def test_parse_console_address() -> None:
+    assert parse_console_address("127.0.0.1:10000") == ("127.0.0.1", 10000)
+    assert parse_console_address("10001") == ("127.0.0.1", 10001)
+    assert parse_console_address("[::1]:10002") == ("::1", 10002)
+    for bad in ("host:x", "1:0", "70000"):
+        with pytest.raises(InputError):
+            parse_console_address(bad)
+
+
+def test_console_unreachable_is_a_clear_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connection refused
+        with pytest.raises(ConsoleError, match=f"cannot connect to the OpenSM console at "
+                           f"127.0.0.1:{port}"):
+            OpenSMConsole("127.0.0.1", port, timeout=2).reroute()
+
+
+def test_console_speaks_the_prompt_protocol() -> None:
+    """Against a tiny TCP peer that behaves like OpenSM's console (banner, prompt,
+    one command per line, a second 'quit')."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    got: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.sendall(b"OpenSM 3.3.23\nOpenSM $ ")
+            buf = b""
+            while b"quit\n" not in buf:
+                chunk = conn.recv(100)
+                if not chunk:
+                    break
+                buf += chunk
+                if buf.endswith(b"reroute\n"):
+                    conn.sendall(b"OpenSM $ ")
+            got.append(buf)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    reply = OpenSMConsole("127.0.0.1", srv.getsockname()[1], timeout=5).reroute()
+    t.join(5)
+    srv.close()
+    assert reply == "" and got == [b"reroute\nquit\n"]
+
+
+def test_log_follower_appends_partial_lines_and_rotation(tmp_path: Path) -> None:
+    log = tmp_path / "opensm.log"
+    log.write_text("old line\n")
+    f = LogFollower(log)
+    assert f.read() == []
+    with open(log, "a") as fh:
+        fh.write("Nov 22 00:33:07 659376 [5] 0x01 -> log_trap_info: Received Generic Notice "
+                 "type:1 num:128\npart")
+    lines = f.read()
+    assert len(lines) == 1 and TRIGGER_RE.search(lines[0])
+    with open(log, "a") as fh:
+        fh.write("ial SUBNET UP\n")
+    assert f.read() == ["partial SUBNET UP"]
+    log.unlink()
+    log.write_text("rotated\n")  # a new file (new inode): read from its start
+    assert f.read() == ["rotated"]
+    assert not TRIGGER_RE.search("REROUTE COMPLETE")  # our own reroute does not wake us
+
+
+# ----------------------------------------------------------------- GetTables assembly
+def _stream(t: ForwardingTables, epoch: int = 3, *, sha: str | None = None) -> Iterator[Any]:
+    from smroute.service._gen import smroute_pb2 as pb
+    from smroute.service.epochs import table_checksum
+
+    width = t.ports.shape[1]
+    nb = -(-width // BLOCK)
+    full = np.full((t.n_switches, nb * BLOCK), NO_ROUTE, dtype=np.uint8)
+    full[:, :width] = t.ports
+    yield pb.GetTablesResponse(header=pb.TablesHeader(
+        epoch=epoch, max_lid=t.max_lid, switches=t.n_switches,
+        tables_sha256=table_checksum(t) if sha is None else sha))
+    for i in range(t.n_switches):
+        yield pb.GetTablesResponse(switch=pb.SwitchTable(
+            guid=int(t.switch_guid[i]), lid=int(t.switch_lid[i]), desc=t.switch_desc[i],
+            blocks=[pb.LftBlock(index=b, ports=full[i, b * BLOCK:(b + 1) * BLOCK].tobytes())
+                    for b in range(nb)]))
+
+
+def test_tables_from_stream_round_trip_and_checks() -> None:
+    f = _small()
+    t = route(f, workers=1).tables
+    got, header = tables_from_stream(_stream(t), fabric=f)
+    assert header.epoch == 3
+    np.testing.assert_array_equal(got.ports, t.ports)
+    np.testing.assert_array_equal(got.switch_guid, t.switch_guid)
+    assert got.lid_guid is not None and got.lid_desc is not None
+    with pytest.raises(BridgeError, match="checksum mismatch"):
+        tables_from_stream(_stream(t, sha="0" * 64))
+    with pytest.raises(BridgeError, match="no header"):
+        tables_from_stream(iter(list(_stream(t))[1:]))
+
+
+def test_options_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="sighup needs the OpenSM PID"):
+        BridgeOptions(daemon="x", lfts_file=tmp_path / "f", trigger="sighup")
+    with pytest.raises(InputError, match="load must be"):
+        BridgeOptions(daemon="x", lfts_file=tmp_path / "f", load="maybe")
+
+
+# ----------------------------------------------------------------- real components
+def _dump(sim: Any) -> ForwardingTables:
+    from smroute.opensm.sim import dump_switch_routes
+
+    return parse_lft_dump(dump_switch_routes(sim).splitlines(), "dump_fts")
+
+
+def _wait(cond: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
+    """OpenSM with the file engine, the real daemon under ibsim-run, the bridge
+    with SIGHUP as trigger and polling (no log) as detector; then the dry-run
+    CLI on a pending cut: it shows the change and writes nothing."""
+    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess
+    from smroute.opensm.sim import IbSim
+
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    lfts = tmp_path / "smroute.lfts"
+    leaf = int(fabric.switches[0])
+    leaf_name = f"S-{int(fabric.node_guid[leaf]):016x}"
+    up_port = int(fabric.num_ports[leaf])
+    with IbSim(net, tmp_path / "sim") as sim, \
+            OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, sweep_interval=2) as osm:
+        daemon = DaemonProcess(sim, tmp_path / "daemon")
+        addr = daemon.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        bridge = Bridge(BridgeOptions(
+            daemon=addr, lfts_file=lfts, trigger="sighup", opensm_pid=osm.pid,
+            poll_interval=0.5, load="live", discover_env=env))
+        try:
+            bridge.connect()
+            first = bridge.initialize()
+            bridge.start()
+            bridge.run_in_thread()
+            _wait(lambda: bridge.state.written_epoch == first, 30, "the first epoch written")
+            want = bridge.last_tables
+            assert want is not None
+            # SIGHUP -> heavy sweep -> the file engine reads the file: switches hold it
+            _wait(lambda: diff_tables(want, _dump(sim)).identical, 30, "switches = epoch")
+            sim.console(f'Unlink "{leaf_name}"[{up_port}]')
+            _wait(lambda: bridge.state.written_epoch > first, 30, "the rerouted epoch")
+            check = next(c for c in bridge.checks if c.events)
+            assert [e.kind for e in check.events] == [EventKind.LINK_DOWN]
+            want2 = bridge.last_tables
+            assert want2 is not None and not diff_tables(want, want2).identical
+            _wait(lambda: diff_tables(want2, _dump(sim)).identical, 30, "switches = new epoch")
+            assert bridge.errors == []
+        finally:
+            bridge.close()
+        # dry run with the bridge stopped: relink, so the fabric has a pending change
+        sim.console(f'ReLink "{leaf_name}"[{up_port}]')
+        before = lfts.read_bytes()
+        state_before = (tmp_path / "bridge-state.json").read_text()
+        cmd = [sys.executable, "-m", "smroute", "opensm-bridge", "--daemon", addr,
+               "--lfts-file", str(lfts), "--dry-run", "--max-entries", "5"]
+        res = sim.run(cmd, check=False, cwd=tmp_path)
+        out = res.stdout
+        print(out)
+        assert res.returncode == 1, out + res.stderr
+        assert "fabric: 1 pending fault events" in out
+        assert "  LINK_UP 0x" in out
+        assert "daemon dry run:" in out and "64-LID blocks" in out
+        assert "LIDs changed in" in out and "blocks [" in out
+        assert "vs daemon epoch" in out and "identical" in out  # file == latest epoch
+        # nothing written: file, state, daemon epoch
+        assert lfts.read_bytes() == before
+        assert (tmp_path / "bridge-state.json").read_text() == state_before
+        b2 = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none"))
+        b2.connect()
+        from smroute.service._gen import smroute_pb2 as pb
+        latest = b2._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
+        b2.close()
+        assert latest.id == bridge.state.written_epoch
+        assert daemon.stop() == 0
+        log = osm.log.read_text(errors="replace")
+    assert "file tables configured on all switches" in log
+    assert json.loads(state_before)["down"]["links"]
+    assert os.path.exists(lfts)
