@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze_cmd",
     "config_cmd",
     "discover_cmd",
+    "bridge_cmd",
     "study_cmd",
     "serve_cmd",
 )
