@@ -29,6 +29,8 @@ from smroute.study.results import (
     band_table,
     done_throws,
     format_rows,
+    markdown_report,
+    paired_table,
     parse_rows,
     read_rows,
 )
@@ -176,6 +178,14 @@ def test_bands() -> None:
     assert t[1] == ["0 (1)", "1 / 1", "1 / 1"]
     assert t[2] == ["1-3 (0)", "-", "-"]
     assert t[3] == ["4-15 (2)", "3 / 4", "3 / 3 (1 failed)"]
+    # paired: only throws where both are ok; throw 2 has dmodc worse by 1
+    p = paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
+    assert p == [["removed", "dmodc vs ftree"], ["0", "0/1/0"], ["1-3", "-"],
+                 ["4-15", "1/0/0 (+1)"], ["16+", "-"]]
+    md = markdown_report(rows, ["dmodc", "ftree"], metrics=("sp",))
+    assert md[0] == "#### F, switch degradation (3 throws)"
+    assert "| 4-15 (2) | 3 / 4 | 3 / 3 (1 failed) |" in md
+    assert "| 4-15 | 1/0/0 (+1) |" in md
 
 
 # --------------------------------------------------------------------------- real study

@@ -4,7 +4,8 @@
 --seed 1 --out DIR`` runs the throws (resuming from ``DIR/study.csv``),
 prints a progress line per finished throw on stderr and a summary table at
 the end, then writes the plots into ``DIR``.  ``smroute study plot CSV --out
-DIR`` redraws the plots from a CSV.
+DIR`` redraws the plots from a CSV; ``smroute study report CSV..`` prints
+markdown tables (median / worst per degradation band and engine).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from smroute.errors import InputError
 from smroute.opensm.sidebyside import ENGINES
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
-from smroute.study.results import csv_path, read_rows, summary_lines
+from smroute.study.results import csv_path, markdown_report, read_rows, summary_lines
 from smroute.study.runner import Progress, plan_tasks, run_study
 
 MAX_THROWS = 100_000
@@ -63,6 +64,10 @@ def register(subparsers: Any) -> None:
     pl.add_argument("csv", metavar="CSV")
     pl.add_argument("--out", required=True, metavar="DIR")
     pl.set_defaults(func=_plot)
+
+    rp = sub.add_parser("report", help="markdown tables (median / worst per degradation band)")
+    rp.add_argument("csv", metavar="CSV", nargs="+")
+    rp.set_defaults(func=_report)
 
 
 def _progress(p: Progress) -> None:
@@ -137,4 +142,11 @@ def _plot(args: argparse.Namespace) -> int:
     rows = read_rows(args.csv)
     for p in plot_all(rows, args.out):
         print(f"plot: {p}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    rows = [r for path in args.csv for r in read_rows(path)]
+    engines = [e for e in ENGINES if any(r["engine"] == e for r in rows)]
+    print("\n".join(markdown_report(rows, engines)))
     return 0

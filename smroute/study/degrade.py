@@ -15,7 +15,10 @@ Throw ``i`` of a study seeded with ``seed`` draws everything from
 ``numpy.random.SeedSequence(seed, spawn_key=(i,))``: its first child draws
 ``u`` and the removed equipment, its second the metrics' random
 permutations and orders.  A throw's result therefore depends on
-``(fabric, mode, seed, i)`` only, not on the executor or the worker.
+``(fabric, mode, seed, i)`` only, not on the executor or the worker.  The
+mode is not part of the seed: throw ``i`` of the switch and of the link
+study draw the same ``u`` (and the same metric flows), so the two modes are
+sampled at the same degradation levels.
 """
 
 from __future__ import annotations

@@ -43,6 +43,9 @@ __all__ = [
     "done_throws",
     "summary_lines",
     "band_table",
+    "paired_table",
+    "markdown_report",
+    "csv_path",
 ]
 
 METRICS = (
@@ -212,3 +215,66 @@ def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
 def csv_path(out_dir: str | os.PathLike[str]) -> Path:
     """The study CSV inside an output directory."""
     return Path(out_dir) / "study.csv"
+
+
+def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
+                 engines: Sequence[str], ref: str = "dmodc") -> list[list[str]]:
+    """``ref`` against each other engine on the same throws (both ok), per
+    band: ``W/E/B`` = throws where ``ref`` is worse (higher), equal, better,
+    and ``+x`` the largest excess of ``ref`` (``-`` if never worse)."""
+    sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode
+           and r["status"] == "ok"]
+    val: dict[tuple[int, str], float] = {}
+    rem: dict[int, int] = {}
+    for r in sel:
+        v = _num(r.get(metric))
+        if not math.isnan(v):
+            val[(int(str(r["throw"])), str(r["engine"]))] = v
+            rem[int(str(r["throw"]))] = int(str(r["removed"]))
+    others = [e for e in engines if e != ref]
+    out = [["removed", *[f"{ref} vs {e}" for e in others]]]
+    for label, lo, hi in BANDS:
+        line = [label]
+        for e in others:
+            d = [val[(t, ref)] - val[(t, e)] for t in rem
+                 if lo <= rem[t] <= hi and (t, ref) in val and (t, e) in val]
+            if not d:
+                line.append("-")
+                continue
+            w = sum(1 for x in d if x > 1e-9)
+            b = sum(1 for x in d if x < -1e-9)
+            worst = max(d)
+            line.append(f"{w}/{len(d) - w - b}/{b}" + (f" (+{worst:.3g})" if w else ""))
+        out.append(line)
+    return out
+
+
+def _md(table: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
+    out += ["| " + " | ".join(r) + " |" for r in table[1:]]
+    return out
+
+
+def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
+                    metrics: Sequence[str] = ("a2a", "rp", "sp", "hsd_topo", "hsd_random"),
+                    ) -> list[str]:
+    """Markdown tables: per (fabric, mode) and metric, ``median / worst`` per
+    band and engine (:func:`band_table`), then median routing seconds."""
+    engs = list(engines) if engines else list(dict.fromkeys(str(r["engine"]) for r in rows))
+    names = {"a2a": "A2A congestion risk", "rp": "RP congestion risk (median of permutations)",
+             "sp": "SP congestion risk (max over shifts)",
+             "hsd_topo": "HSD, CPS in topological order (average over the 7 CPS)",
+             "hsd_random": "HSD, CPS in random orders (average over the 7 CPS)",
+             "routing_seconds": "routing seconds"}
+    out: list[str] = []
+    for fab, mode in sorted({(str(r["fabric"]), str(r["mode"])) for r in rows}):
+        throws = len({r["throw"] for r in rows if r["fabric"] == fab and r["mode"] == mode})
+        out += [f"#### {fab}, {mode} degradation ({throws} throws)", ""]
+        for m in (*metrics, "routing_seconds"):
+            out += [f"{names.get(m, m)}, median / worst:", ""]
+            out += _md(band_table(rows, fab, mode, m, engs)) + [""]
+            if m != "routing_seconds" and "dmodc" in engs and len(engs) > 1:
+                out += ["Dmodc against each engine on the same throws: throws where Dmodc is "
+                        "worse / equal / better (largest excess):", ""]
+                out += _md(paired_table(rows, fab, mode, m, engs)) + [""]
+    return out
