@@ -12,7 +12,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,12 @@ from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import format_topology, write_ibsim_net
 from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
-from smroute.opensm.bridge import (
-    TRIGGER_RE,
-    Bridge,
-    BridgeError,
-    BridgeOptions,
-    tables_from_stream,
-)
+from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeOptions
 from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
-from smroute.routing.engine import route
+from smroute.service.client import SmrouteClient
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
-from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
+from smroute.tables.lft import ForwardingTables
 
 HAVE_TOOLS = all(shutil.which(t) for t in ("ibsim", "opensm", "ibnetdiscover", "dump_fts"))
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -166,39 +159,6 @@ def test_log_follower_appends_partial_lines_and_rotation(tmp_path: Path) -> None
     assert not TRIGGER_RE.search("REROUTE COMPLETE")  # our own reroute does not wake us
 
 
-# ----------------------------------------------------------------- GetTables assembly
-def _stream(t: ForwardingTables, epoch: int = 3, *, sha: str | None = None) -> Iterator[Any]:
-    from smroute.service._gen import smroute_pb2 as pb
-    from smroute.service.epochs import table_checksum
-
-    width = t.ports.shape[1]
-    nb = -(-width // BLOCK)
-    full = np.full((t.n_switches, nb * BLOCK), NO_ROUTE, dtype=np.uint8)
-    full[:, :width] = t.ports
-    yield pb.GetTablesResponse(header=pb.TablesHeader(
-        epoch=epoch, max_lid=t.max_lid, switches=t.n_switches,
-        tables_sha256=table_checksum(t) if sha is None else sha))
-    for i in range(t.n_switches):
-        yield pb.GetTablesResponse(switch=pb.SwitchTable(
-            guid=int(t.switch_guid[i]), lid=int(t.switch_lid[i]), desc=t.switch_desc[i],
-            blocks=[pb.LftBlock(index=b, ports=full[i, b * BLOCK:(b + 1) * BLOCK].tobytes())
-                    for b in range(nb)]))
-
-
-def test_tables_from_stream_round_trip_and_checks() -> None:
-    f = _small()
-    t = route(f, workers=1).tables
-    got, header = tables_from_stream(_stream(t), fabric=f)
-    assert header.epoch == 3
-    np.testing.assert_array_equal(got.ports, t.ports)
-    np.testing.assert_array_equal(got.switch_guid, t.switch_guid)
-    assert got.lid_guid is not None and got.lid_desc is not None
-    with pytest.raises(BridgeError, match="checksum mismatch"):
-        tables_from_stream(_stream(t, sha="0" * 64))
-    with pytest.raises(BridgeError, match="no header"):
-        tables_from_stream(iter(list(_stream(t))[1:]))
-
-
 def test_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="sighup needs the OpenSM PID"):
         BridgeOptions(daemon="x", lfts_file=tmp_path / "f", trigger="sighup")
@@ -252,7 +212,7 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
             bridge.run_in_thread()
             _wait(lambda: bridge.state.written_epoch == first, 30, "the first epoch written")
             want = bridge.last_tables
-            assert want is not None
+            assert want is not None and want.lid_guid is not None  # portguid comments
             # SIGHUP -> heavy sweep -> the file engine reads the file: switches hold it
             _wait(lambda: diff_tables(want, _dump(sim)).identical, 30, "switches = epoch")
             sim.console(f'Unlink "{leaf_name}"[{up_port}]')
@@ -283,12 +243,8 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
         # nothing written: file, state, daemon epoch
         assert lfts.read_bytes() == before
         assert (tmp_path / "bridge-state.json").read_text() == state_before
-        b2 = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none"))
-        b2.connect()
-        from smroute.service._gen import smroute_pb2 as pb
-        latest = b2._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
-        b2.close()
-        assert latest.id == bridge.state.written_epoch
+        with SmrouteClient(addr) as client:
+            assert client.get_epoch(0).id == bridge.state.written_epoch
         assert daemon.stop() == 0
         log = osm.log.read_text(errors="replace")
     assert "file tables configured on all switches" in log

@@ -40,6 +40,7 @@ the file OpenSM has against the daemon's latest epoch.  It writes nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -47,12 +48,10 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from smroute.errors import InputError, SmrouteError
 from smroute.fabric.ibnetdiscover import parse_topology
@@ -62,10 +61,10 @@ from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_even
 from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables, write_tables
-from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables, lid_labels
+from smroute.tables.lft import NO_ROUTE, ForwardingTables, lid_labels
 
 __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "SyncResult",
-           "TRIGGER_RE", "tables_from_stream"]
+           "TRIGGER_RE"]
 
 #: OpenSM log lines that wake the change detector: traps and the end of heavy sweeps.
 TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep")
@@ -165,71 +164,6 @@ def _pb() -> tuple[Any, Any]:
     return smroute_pb2, smroute_pb2_grpc
 
 
-def tables_from_stream(items: Iterator[Any], *, fabric: Fabric | None = None) -> tuple[
-        ForwardingTables, Any]:
-    """Assemble a ``GetTables`` stream (header, then one SwitchTable per switch,
-    full blocks) into :class:`ForwardingTables`; returns (tables, header).
-
-    Checks the switch count and the header's ``tables_sha256``.  With
-    ``fabric``, per-LID port GUIDs and descriptions are attached (the file then
-    names each LID's port GUID, which lets OpenSM remap moved LIDs).
-    """
-    from smroute.service.epochs import table_checksum
-
-    header = None
-    guids: list[int] = []
-    lids: list[int] = []
-    descs: list[str] = []
-    rows: list[tuple[int, int, bytes]] = []
-    for msg in items:
-        which = msg.WhichOneof("item")
-        if which == "header":
-            header = msg.header
-            continue
-        sw = msg.switch
-        i = len(guids)
-        guids.append(int(sw.guid))
-        lids.append(int(sw.lid))
-        descs.append(str(sw.desc))
-        rows.extend((i, int(b.index), bytes(b.ports)) for b in sw.blocks)
-    if header is None:
-        raise BridgeError("GetTables: the stream had no header")
-    if len(guids) != int(header.switches):
-        raise BridgeError(f"GetTables: header announced {header.switches} switches, "
-                          f"got {len(guids)}")
-    width = int(header.max_lid) + 1
-    nb = max(1, -(-width // BLOCK))
-    ports = np.full((len(guids), nb * BLOCK), NO_ROUTE, dtype=np.uint8)
-    for i, idx, data in rows:
-        if idx >= nb or len(data) != BLOCK:
-            raise BridgeError(f"GetTables: bad block {idx} ({len(data)} bytes) for switch "
-                              f"{guids[i]:#018x}")
-        ports[i, idx * BLOCK:(idx + 1) * BLOCK] = np.frombuffer(data, dtype=np.uint8)
-    lid_guid = lid_kind = None
-    lid_desc = None
-    if fabric is not None:
-        lid_guid, lid_kind, lid_desc = lid_labels(fabric, width)
-    t = ForwardingTables(
-        switch_guid=np.array(guids, dtype=np.uint64), switch_lid=np.array(lids, dtype=np.int64),
-        switch_desc=tuple(descs), ports=np.ascontiguousarray(ports[:, :width]),
-        lid_guid=lid_guid, lid_kind=lid_kind, lid_desc=lid_desc)
-    if header.tables_sha256 and table_checksum(t) != header.tables_sha256:
-        raise BridgeError(f"GetTables: epoch {header.epoch}: checksum mismatch (incomplete "
-                          "or mixed epoch)")
-    return t, header
-
-
-def _same_structure(a: Fabric, b: Fabric) -> bool:
-    """Same nodes (GUIDs), links (GUID/port pairs) and LIDs, in any node order."""
-    if a.content_hash == b.content_hash:
-        return True
-    if sorted(a.node_guid.tolist()) != sorted(b.node_guid.tolist()):
-        return False
-    if a.link_set() != b.link_set():
-        return False
-    return bool(np.array_equal(a.node_lid[a.nodes_by_guid(b.node_guid)], b.node_lid))
-
-
 def _print_log(level: str, event: str, **fields: Any) -> None:
     extra = " ".join(f"{k}={v}" for k, v in fields.items())
     print(f"smroute-bridge {level} {event} {extra}".rstrip(), flush=True)
@@ -272,8 +206,7 @@ class Bridge:
         self.last_tables: ForwardingTables | None = None
         self.syncs: list[SyncResult] = []
         self.checks: list[CheckResult] = []
-        self._channel: Any = None
-        self._stub: Any = None
+        self._client: Any = None
         self._stop = threading.Event()
         self._epochs: queue.Queue[int] = queue.Queue()
         self._threads: list[threading.Thread] = []
@@ -290,29 +223,39 @@ class Bridge:
                                        env=self.opts.discover_env)
 
     def connect(self, timeout: float = 30.0) -> None:
-        """Open the gRPC channel and wait until the daemon answers."""
+        """Open the gRPC channel (the daemon's :class:`SmrouteClient`) and wait
+        until the daemon answers."""
         import grpc
 
-        _, pb_grpc = _pb()
-        opts = [("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
-                ("grpc.max_send_message_length", MAX_GRPC_MESSAGE)]
-        self._channel = grpc.insecure_channel(self.opts.daemon, options=opts)
+        from smroute.service.client import SmrouteClient
+
+        self._client = SmrouteClient(self.opts.daemon, timeout=self.opts.rpc_timeout)
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+            self._client.wait_ready(timeout)
         except grpc.FutureTimeoutError:
             raise BridgeError(f"daemon at {self.opts.daemon} not reachable within "
                               f"{timeout:g} s") from None
-        self._stub = pb_grpc.SmrouteStub(self._channel)
 
-    def _rpc(self, name: str, request: Any, **kw: Any) -> Any:
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise BridgeError("not connected to the daemon (connect() first)")
+        return self._client
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """``fn(*args, **kw)`` with gRPC and checksum errors as :class:`BridgeError`."""
         import grpc
 
+        from smroute.service.client import TablesChecksumError
+
         try:
-            return getattr(self._stub, name)(request, timeout=self.opts.rpc_timeout, **kw)
+            return fn(*args, **kw)
         except grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") else "?"
             detail = exc.details() if hasattr(exc, "details") else str(exc)
-            raise BridgeError(f"daemon {name}: {code}: {detail}") from None
+            raise BridgeError(f"daemon {what}: {code}: {detail}") from None
+        except TablesChecksumError as exc:
+            raise BridgeError(f"daemon {what}: {exc}") from None
 
     def close(self) -> None:
         self._stop.set()
@@ -321,8 +264,8 @@ class Bridge:
                 self._watch_call.cancel()
         for t in self._threads:
             t.join(timeout=10)
-        if self._channel is not None:
-            self._channel.close()
+        if self._client is not None:
+            self._client.close()
 
     # ------------------------------------------------------------ state
     def _save_state(self) -> None:
@@ -364,24 +307,23 @@ class Bridge:
     # ------------------------------------------------------------ start-up
     def initialize(self) -> int:
         """Load/route per ``opts.load``, record the base fabric; return the epoch id."""
-        pb, _ = _pb()
+        c = self.client
         t0 = time.monotonic()
         lines = self._discover()
         base = parse_topology(lines, "ibnetdiscover")
         if self.opts.load == "live":
-            live = pb.LiveSource(ca=self.opts.ca or "", port=self.opts.port or 0,
-                                 timeout_s=self.opts.discover_timeout)
-            resp = self._rpc("LoadFabric", pb.LoadFabricRequest(live=live))
-            if resp.fabric.content_hash != base.content_hash:
-                self.log("warning", "base_hash_differs", daemon=resp.fabric.content_hash[:12],
+            summary = self._call("LoadFabric", c.load_fabric_live, self.opts.ca or "",
+                                 self.opts.port or 0, self.opts.discover_timeout)
+            if summary.content_hash != base.content_hash:
+                self.log("warning", "base_hash_differs", daemon=summary.content_hash[:12],
                          bridge=base.content_hash[:12])
-            epoch = self._rpc("Route", pb.RouteRequest()).epoch
+            epoch = self._call("Route", c.route)
         elif self.opts.load == "discover":
-            self._rpc("LoadFabric", pb.LoadFabricRequest(topology_text="\n".join(lines) + "\n",
-                                                         source_name="bridge discovery"))
-            epoch = self._rpc("Route", pb.RouteRequest()).epoch
+            self._call("LoadFabric", c.load_fabric_text, "\n".join(lines) + "\n",
+                       "bridge discovery")
+            epoch = self._call("Route", c.route)
         else:
-            epoch = self._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
+            epoch = self._call("GetEpoch", c.get_epoch, 0)
             if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
                 raise BridgeError(
                     "the daemon's fabric is not the one discovered here (content hash "
@@ -401,17 +343,16 @@ class Bridge:
 
     # ------------------------------------------------------------ epochs -> OpenSM
     def fetch_tables(self, epoch: int) -> ForwardingTables:
-        pb, _ = _pb()
-        import grpc
-
-        try:
-            stream = self._stub.GetTables(pb.GetTablesRequest(epoch=epoch),
-                                          timeout=self.opts.rpc_timeout)
-            t, _ = tables_from_stream(stream, fabric=self.base)
-        except grpc.RpcError as exc:
-            raise BridgeError(f"daemon GetTables({epoch}): {exc.code().name}: "
-                              f"{exc.details()}") from None
-        return t
+        """Full tables of ``epoch`` (checksum-verified), with per-LID port GUIDs and
+        descriptions from the base fabric (the file then names each LID's port
+        GUID, which lets OpenSM remap LIDs that moved)."""
+        snap = self._call(f"GetTables({epoch})", self.client.tables, epoch)
+        t = snap.tables
+        if self.base is None:
+            return t
+        lid_guid, lid_kind, lid_desc = lid_labels(self.base, t.ports.shape[1])
+        return dataclasses.replace(t, lid_guid=lid_guid, lid_kind=lid_kind, lid_desc=lid_desc,
+                                   _index={})
 
     def trigger(self) -> str:
         """Make OpenSM load the file (console reroute or SIGHUP); returns the reply."""
@@ -478,7 +419,6 @@ class Bridge:
 
     def check_changes(self) -> CheckResult:
         """Re-discover and send the fault events for what changed (if anything)."""
-        pb, _ = _pb()
         events, desired, warnings, disc_s = self.pending()
         for w in warnings:
             self.log("warning", "not_a_fault", detail=w)
@@ -487,7 +427,7 @@ class Bridge:
         if events:
             self.log("info", "faults", events=len(events),
                      detail="; ".join(e.describe() for e in events[:8]))
-            resp = self._rpc("ApplyFaults", pb.ApplyFaultsRequest(events=self._events_pb(events)))
+            resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events))
             epoch_id = int(resp.epoch.id)
             self.state.down = desired
             self._save_state()
@@ -504,7 +444,6 @@ class Bridge:
            state, with the daemon's dry-run diff per switch and 64-LID block.
         2. Diff the file OpenSM has (``lfts_file``) against the daemon's latest epoch.
         """
-        pb, _ = _pb()
         out: list[str] = []
         events, desired, warnings, _ = self.pending()
         out.append(f"fabric: {len(events)} pending fault events "
@@ -513,11 +452,11 @@ class Bridge:
         out += [f"  not a fault (reload needed): {w}" for w in warnings]
         blocks = 0
         if events:
-            resp = self._rpc("ApplyFaults", pb.ApplyFaultsRequest(
-                events=self._events_pb(events), dry_run=True, max_entries=max_entries))
+            resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events),
+                              dry_run=True, max_entries=max_entries)
             out += self._format_changes(resp.diff, resp.changes, resp.truncated)
             blocks = int(resp.diff.blocks_changed)
-        latest = self._rpc("GetEpoch", pb.GetEpochRequest(epoch=0))
+        latest = self._call("GetEpoch", self.client.get_epoch, 0)
         new = self.fetch_tables(int(latest.id))
         try:
             old = read_tables(self.opts.lfts_file)
@@ -551,12 +490,11 @@ class Bridge:
 
     # ------------------------------------------------------------ running
     def _watch_loop(self) -> None:
-        pb, _ = _pb()
         import grpc
 
         while not self._stop.is_set():
             try:
-                self._watch_call = self._stub.Watch(pb.WatchRequest())
+                self._watch_call = self.client.watch()
                 for ep in self._watch_call:
                     self._epochs.put(int(ep.id))
             except grpc.RpcError as exc:
