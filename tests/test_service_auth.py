@@ -405,3 +405,123 @@ def test_operator_guide_openssl_commands_work(tmp_path):
                            text=True, timeout=60)
         assert "Verify return code: 0 (ok)" in r.stdout, r.stdout + r.stderr
         assert "ALPN protocol: h2" in r.stdout
+
+
+# --------------------------------------------------------------------------- the real daemon
+
+
+def _scrape(url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return resp.read().decode()
+
+
+def test_real_daemon_with_mutual_tls(pki, tmp_path):
+    """``smroute serve`` with the config's mutual TLS: the allowed client routes
+    and applies faults, another certificate only reads, no certificate fails the
+    handshake; denials are logged and counted; SIGHUP adds an identity."""
+    import signal
+    import time
+
+    from service_daemon import ROOT, start_daemon
+
+    from smroute.service.client import SmrouteClient, link_down
+
+    fixture = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
+    cfg_path = tmp_path / "smroute.yaml"
+    cfg_text = (f"fabric: {fixture}\nmutating_identities: [operator]\n"
+                + pki.tls_yaml(mutual=True))
+    cfg_path.write_text(cfg_text)
+    d = start_daemon(tmp_path / "d", "--config", str(cfg_path))
+    port = d.address.rsplit(":", 1)[1]
+    target = f"localhost:{port}"
+    try:
+        with SmrouteClient(target, credentials=pki.client_credentials("operator"),
+                           timeout=60) as op:
+            ep = op.route()
+            assert ep.id >= 2
+            snap = op.tables()
+            assert snap.epoch == ep.id
+            from smroute.fabric.ibnetdiscover import read_topology
+
+            f = read_topology(str(fixture))
+            a = int(f.link_a[0])
+            guid, pnum = int(f.node_guid[f.port_node[a]]), int(f.port_num[a])
+            res = op.apply_faults([link_down(guid, pnum)])
+            assert res.committed and res.epoch.id > ep.id and res.epoch.down_links == 1
+            ep = res.epoch
+        with SmrouteClient(target, credentials=pki.client_credentials("intruder"),
+                           timeout=60) as bad:
+            assert bad.tables().epoch == ep.id  # read-only: allowed
+            assert bad.get_epoch().id == ep.id
+            for call in (lambda: bad.route(), lambda: bad.load_fabric_path(str(fixture)),
+                         lambda: bad.apply_faults([link_down(guid, pnum)], dry_run=True)):
+                with pytest.raises(grpc.RpcError) as ei:
+                    call()
+                assert ei.value.code() == DENIED
+                assert "'intruder' may not call" in (ei.value.details() or "")
+            assert bad.get_epoch().id == ep.id  # nothing changed
+        with SmrouteClient(target, credentials=pki.client_credentials(None), timeout=10) as anon:
+            with pytest.raises(grpc.RpcError) as ei:
+                anon.get_epoch()
+            assert ei.value.code() in (grpc.StatusCode.UNAVAILABLE, UNAUTH)
+        with SmrouteClient(d.address, timeout=10) as plain:  # plaintext to a TLS port
+            with pytest.raises(grpc.RpcError) as ei:
+                plain.get_epoch()
+            assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert d.metrics
+        metrics = _scrape(d.metrics)
+        assert 'smroute_requests_total{code="PERMISSION_DENIED",method="Route"} 1.0' in metrics
+        assert 'smroute_requests_total{code="OK",method="Route"} 1.0' in metrics
+        assert 'smroute_fault_events_total{kind="link_down"} 1.0' in metrics
+        denied = [e for e in d.log_events() if e.get("event") == "request_denied"]
+        assert len(denied) == 3 and all("intruder" in str(e.get("message")) for e in denied)
+
+        # SIGHUP with the intruder added: now it may route (same TLS settings)
+        cfg_path.write_text(cfg_text.replace("[operator]", "[operator, intruder]"))
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while not any(e.get("event") == "reloaded" for e in d.log_events()):
+            assert time.monotonic() < deadline, "no reload logged"
+            time.sleep(0.1)
+        with SmrouteClient(target, credentials=pki.client_credentials("intruder"),
+                           timeout=60) as now_ok:
+            assert now_ok.route().id > ep.id
+    finally:
+        rc = d.stop()
+    assert rc == 0
+
+
+@pytest.mark.xfail(strict=True, reason="server.Daemon.reload() re-applies the running listen/tls "
+                   "with dataclasses.replace outside its try: the ConfigError kills the daemon "
+                   "(reported to the daemon engineer; remove this mark when fixed)")
+def test_real_daemon_survives_reload_that_enables_mutual_tls(pki, tmp_path):
+    """A valid new config that turns on mutual TLS + mutating_identities cannot
+    take effect without a restart (new listener); SIGHUP must keep the daemon
+    serving with its old settings, not kill it."""
+    import signal
+    import time
+
+    from service_daemon import start_daemon
+
+    from smroute.service.client import SmrouteClient
+
+    cfg_path = tmp_path / "smroute.yaml"
+    cfg_path.write_text("workers: 1\n")
+    d = start_daemon(tmp_path / "d", "--config", str(cfg_path))
+    try:
+        new = "workers: 1\nmutating_identities: [operator]\n" + pki.tls_yaml(mutual=True)
+        cfg_path.write_text(new)
+        parse_config(new)  # valid on its own
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while not any(e.get("event") in ("reloaded", "reload_failed") for e in d.log_events()):
+            assert d.proc.poll() is None, "daemon died on SIGHUP:\n" + d.log_path.read_text()
+            assert time.monotonic() < deadline, "no reload logged"
+            time.sleep(0.1)
+        with SmrouteClient(d.address, timeout=30) as c:  # still plaintext, still serving
+            assert c.health() == "SERVING"
+    finally:
+        rc = d.stop()
+    assert rc == 0
