@@ -264,9 +264,16 @@ def test_dask_executor_gives_the_same_csv(tmp_path: Path) -> None:
                                    dashboard_address=None) as cluster,
           distributed.Client(cluster) as client):
         run_study(tasks, tmp_path / "dask.csv", scheduler=client)
+        # the CLI's --scheduler ADDRESS path, same cluster
+        argv = ["study", "degrade", "--pgft", SMALL, "--label", "small", "--mode", "link",
+                "--throws", "3", "--seed", "11", "--engines", "dmodc,minhop",
+                "--rp-samples", "50", "--random-orders", "1", "--no-plots",
+                "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "cli")]
+        assert main(argv) == 0
     pool, dask = _metric_rows(tmp_path / "pool.csv"), _metric_rows(tmp_path / "dask.csv")
     assert len(pool) == 6
     assert pool == dask
+    assert _metric_rows(tmp_path / "cli" / "study.csv") == pool
 
 
 def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,9 @@
 Figure 2: maximum congestion risk (A2A, RP, SP; one panel each) against the
 removed equipment, log-log (x is ``removed + 1`` so that the complete fabric
 shows), one line per engine through the median of each power-of-two band of
-``removed`` with the band's min-max shaded and every throw as a faint point.
+``removed`` (Dmodc: the band's min-max shaded; others: min-max bars) and every throw
+as a faint point; engines are offset slightly along x so that equal values
+stay visible.
 :func:`plot_times` draws the routing time of each engine the same way.
 Failed throws are left out (their count is in the legend).
 """
@@ -71,18 +73,37 @@ def _engines(rows: Sequence[Row]) -> list[str]:
 
 
 def _draw(ax, rows: Sequence[Row], metric: str, engines: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
-    for e in engines:
+    """Engines side by side: each gets a small multiplicative x offset so that
+    equal medians stay visible; Dmodc is drawn last (on top) with its band's
+    min-max shaded, the others show their min-max as thin bars."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ordered = [e for e in engines if e != "dmodc"] + [e for e in engines if e == "dmodc"]
+    k = len(engines)
+    for e in ordered:
         color, marker = ENGINE_STYLE.get(e, ("#7f7f7f", "."))
         x, y, failed = _series(rows, e, metric)
         if not len(x):
             continue
-        ax.scatter(x + 1, y, s=8, color=color, alpha=0.25, marker=marker, linewidths=0)
+        shift = 1.035 ** (engines.index(e) - (k - 1) / 2)
+        ax.scatter((x + 1) * shift, y, s=7, color=color, alpha=0.2, marker=marker,
+                   linewidths=0)
         c, med, lo, hi = _bands(x, y)
         label = e + (f" ({failed} failed)" if failed else "")
-        ax.plot(c, med, color=color, marker=marker, ms=4, lw=1.4, label=label)
-        ax.fill_between(c, lo, hi, color=color, alpha=0.08)
+        dm = e == "dmodc"
+        ax.plot(c * shift, med, color=color, marker=marker, ms=4 if dm else 3,
+                lw=2.0 if dm else 1.1, label=label, zorder=3 if dm else 2)
+        if dm:
+            ax.fill_between(c * shift, lo, hi, color=color, alpha=0.12, zorder=1)
+        else:
+            ax.vlines(c * shift, lo, hi, color=color, lw=0.6, alpha=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis.set_major_formatter(fmt)
+        axis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="both", alpha=0.25)
 
 
