@@ -454,6 +454,16 @@ def select_lids(
         raise InputError(
             f"the tables stop at LID {view.lft.shape[1] - 1:#x}: they do not route the "
             f"{n_cand} LIDs per port of LMC {lmc} (route with the same LMC)")
+    # every LID of a rank must at least be delivered by the rank's own leaf
+    lid_all = base_lid[:, None] + np.arange(n_cand)[None, :]
+    at_leaf = view.lft[view.ep_leaf[r][:, None], lid_all]
+    wrong = at_leaf != view.ep_leaf_port[r][:, None]
+    if wrong.any():
+        i, j = (int(x[0]) for x in np.nonzero(wrong))
+        raise InputError(
+            f"the tables do not route LID {int(lid_all[i, j]):#x} of "
+            f"{view.describe_endport(int(r[i]))} to it (LMC {lmc} asked): route with the "
+            "same LMC, or pass a smaller LMC")
 
     k_all = pattern.n_stages
     offset = np.zeros((n, n), dtype=np.int16)
