@@ -49,6 +49,7 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
+from smroute.service.reroute import Reroute, reroute
 from smroute.tables.diff import TableDiff, diff_tables
 
 __all__ = ["SERVICE_NAME", "Limits", "RoutingCore", "ServiceError", "SmrouteServicer"]
@@ -138,6 +139,7 @@ class RoutingCore:
         clock: Callable[[], float] = time.perf_counter,
         wallclock: Callable[[], float] = time.time,
         validate_epochs: bool = True,
+        incremental: bool = True,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
@@ -151,6 +153,8 @@ class RoutingCore:
         self.store = EpochStore(epoch_history)
         self.pool = RoutePool(workers)
         self.base: Fabric | None = None
+        self._epoch_base: Fabric | None = None
+        self.incremental = incremental
         self.base_source = ""
         self.down = DownSet()
         self.shutting_down = threading.Event()
@@ -302,6 +306,15 @@ class RoutingCore:
             return ep
         return self._wait(self.seq.call(do))
 
+    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric) -> Reroute:
+        """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
+        incrementally when ``cur`` routed the same loaded fabric (see
+        smroute.service.reroute), else in full."""
+        same = base is self._epoch_base
+        return reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
+                       pool=self.pool, clock=self.clock,
+                       incremental=same and self.incremental)
+
     def _need_base(self) -> Fabric:
         if self.base is None:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
@@ -311,15 +324,18 @@ class RoutingCore:
 
     def _commit(self, cause: str, fabric: Fabric, base: Fabric, res: RoutingResult,
                 timings: dict[str, float], faults: tuple[FaultRecord, ...],
-                diff: TableDiff | None) -> Epoch:
-        t = self.clock()
+                diff: TableDiff | None, t_event: float | None = None) -> Epoch:
+        """Commit; ``t_event``: clock time of the first event (timings then get
+        ``event_to_commit``: everything up to the reference swap, which is O(1))."""
+        if t_event is not None:
+            timings["event_to_commit"] = self.clock() - t_event
+        self._epoch_base = base
         ep = self.store.commit(
             cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
             algorithm=res.algorithm, lmc=self.lmc, timings=timings, faults=faults,
             down=self.down.counts, committed_at=self.wallclock(), diff=diff,
             down_items=self.down.items(),
         )
-        timings["commit"] = self.clock() - t
         self._metric("epoch_committed", ep.id, ep.tables.nbytes())
         self.log("info", "epoch_committed", epoch=ep.id, cause=cause,
                  fabric_hash=fabric.content_hash, faults=len(faults),
@@ -421,7 +437,7 @@ class RoutingCore:
         fabric = degraded_fabric(base, down)
         t1 = self.clock()
         try:
-            res = self._route(fabric, self.algorithm, self.lmc)
+            rr = self._reroute(cur, base, fabric)
         except RoutingError as err:
             msg = (f"reroute after {n_events} fault events failed; epoch {cur.id} keeps "
                    f"serving: {err}")
@@ -430,13 +446,11 @@ class RoutingCore:
             for j in ok:
                 j.future.set_exception(ServiceError(grpc.StatusCode.FAILED_PRECONDITION, msg))
             return
-        t2 = self.clock()
-        diff = diff_tables(cur.tables, res.tables)
-        t3 = self.clock()
-        timings = {"queued": t_start - t0, "degrade": t1 - t_start, **res.timings,
-                   "diff": t3 - t2}
-        ep = self._commit("faults", fabric, base, res, timings, records, diff)
-        timings["event_to_commit"] = self.clock() - t0
+        res, diff = rr.result, rr.diff
+        timings = {"queued": t_start - t0, "degrade": t1 - t_start, **rr.timings}
+        self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
+                 rows=rr.rows, lids=rr.lids)
+        ep = self._commit("faults", fabric, base, res, timings, records, diff, t_event=t0)
         self._metric("observe_route", self.clock() - t_start, "reroute")
         for j in ok:
             j.future.set_result(FaultOutcome(ep, diff, n_events, True))
@@ -449,16 +463,13 @@ class RoutingCore:
                                "no epoch committed yet: call Route first")
         down = apply_events(base, self.down, job.events)
         fabric = degraded_fabric(base, down)
-        t0 = self.clock()
         try:
-            res = self._route(fabric, self.algorithm, self.lmc)
+            rr = self._reroute(cur, base, fabric)
         except RoutingError as err:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                                f"dry run: the fabric after these events cannot be routed: {err}"
                                ) from None
-        t1 = self.clock()
-        diff = diff_tables(cur.tables, res.tables)
-        timings = {"route_total": t1 - t0, **res.timings, "diff": self.clock() - t1}
+        res, diff, timings = rr.result, rr.diff, rr.timings
         pseudo = Epoch(
             id=0, parent_id=cur.id, cause="dry_run", fabric=fabric,
             base_hash=base.content_hash, result=res, algorithm=res.algorithm, lmc=self.lmc,

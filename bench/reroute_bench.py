@@ -1,0 +1,124 @@
+"""Benchmark: daemon-side reroute time after one link failure.
+
+Runs the daemon's core (smroute.service.servicer.RoutingCore: the same code
+path ``smroute serve`` runs, without the gRPC transport) on the 11,664-host
+PGFT(3;18,18,36;1,18,18;1,1,1), routes it once, then per run takes one
+switch-to-switch link down (alternating leaf-L2 and L2-spine links) and brings
+it back up, each as one ApplyFaults batch.  The figure is the epoch's
+``event_to_commit``: from the event's arrival at the core to the committed
+epoch with its diff (coalescing window 0 here; the daemon's default adds
+``coalesce_ms`` = 20 ms).  Median of ``--runs``.  The background validation
+walk is disabled so runs do not overlap with it.
+
+After the timed runs, the served tables of a degraded state are compared with a
+from-scratch route of that fabric (must be identical).
+
+    .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full]
+
+``--full`` also times the non-incremental path (full route + full diff).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from benchinfo import machine
+
+from smroute.fabric.generate import pgft
+from smroute.fabric.model import Fabric, NodeType
+from smroute.routing.engine import route
+from smroute.service.faults import FaultEvent
+from smroute.service.servicer import RoutingCore
+from smroute.tables.diff import diff_tables
+
+
+def _links(f: Fabric, n: int) -> list[tuple[int, int, int]]:
+    """``n`` switch-to-switch links, alternating leaf-L2 / L2-spine: (link, guid, port)."""
+    sw = f.node_type == NodeType.SWITCH
+    inter = np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
+    # a switch's level: CAs attached -> leaf; else by description digit (PGFT naming)
+    has_ca = np.zeros(f.n_nodes, bool)
+    ca_links = ~sw[f.port_node[f.link_a]] | ~sw[f.port_node[f.link_b]]
+    for arr in (f.link_a, f.link_b):
+        has_ca[f.port_node[arr[ca_links]]] = True
+    leaf_link = has_ca[f.port_node[f.link_a[inter]]] | has_ca[f.port_node[f.link_b[inter]]]
+    rng = np.random.default_rng(7)
+    a = rng.permutation(inter[leaf_link])
+    b = rng.permutation(inter[~leaf_link])
+    out = []
+    for i in range(n):
+        li = int((a if i % 2 == 0 else b)[i // 2])
+        row = int(f.link_a[li])
+        out.append((li, int(f.node_guid[f.port_node[row]]), int(f.port_num[row])))
+    return out
+
+
+def _run(core: RoutingCore, links: list[tuple[int, int, int]]) -> dict[str, list[float]]:
+    res: dict[str, list[float]] = {"down": [], "up": [], "down_call": [], "entries": [],
+                                   "blocks": []}
+    for _, g, p in links:
+        t = time.perf_counter()
+        out = core.apply_faults([FaultEvent("link_down", g, p)])
+        res["down_call"].append(time.perf_counter() - t)
+        assert out.committed and out.diff is not None
+        res["down"].append(out.epoch.timings["event_to_commit"])
+        res["entries"].append(out.diff.entries_changed)
+        res["blocks"].append(out.diff.blocks_changed)
+        back = core.apply_faults([FaultEvent("link_up", g, p)])
+        res["up"].append(back.epoch.timings["event_to_commit"])
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--full", action="store_true", help="also time the full (non-incremental)"
+                    " reroute")
+    args = ap.parse_args()
+    print(f"machine: {machine()}")
+    f = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
+    print(f"fabric: PGFT(3;18,18,36;1,18,18;1,1,1): {len(f.cas)} hosts, {len(f.switches)} "
+          f"switches, {f.n_links} links; {args.workers} workers")
+    links = _links(f, args.runs)
+    modes = [True, False] if args.full else [True]
+    for inc in modes:
+        core = RoutingCore(workers=args.workers, coalesce_s=0.0, validate_epochs=False,
+                           incremental=inc)
+        try:
+            core.load_fabric(f, "pgft-11664")
+            t = time.perf_counter()
+            core.route()
+            t_route = time.perf_counter() - t
+            r = _run(core, links)
+            name = "incremental" if inc else "full route + full diff"
+            print(f"\n[{name}] initial route {t_route:.3f} s")
+            med = statistics.median(r["down"])
+            print(f"link down -> committed epoch with diff: median {med:.3f}"
+                  f" s (min {min(r['down']):.3f}, max {max(r['down']):.3f}) over {args.runs} runs;"
+                  f" ApplyFaults call median {statistics.median(r['down_call']):.3f} s")
+            med = statistics.median(r["up"])
+            print(f"link up   -> committed epoch with diff: median {med:.3f}"
+                  f" s (min {min(r['up']):.3f}, max {max(r['up']):.3f})")
+            print(f"diff per link down: {int(statistics.median(r['entries']))} entries, "
+                  f"{int(statistics.median(r['blocks']))} LFT blocks (median)")
+            ep = core.store.current
+            assert ep is not None
+            print("phases of the last link-up epoch: " + ", ".join(
+                f"{k} {v * 1000:.1f} ms" for k, v in ep.timings.items()))
+            # correctness: a degraded state equals a from-scratch route
+            li, g, p = links[0]
+            out = core.apply_faults([FaultEvent("link_down", g, p)])
+            ref = route(f.with_removed(links=[li]), pool=core.pool, lmc=0)
+            same = diff_tables(out.epoch.tables, ref.tables).identical
+            print(f"tables after link down identical to a from-scratch route: {same}")
+            assert same
+        finally:
+            core.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Incremental Dmodc rerouting after link events, with the diff of the change.
+
+Dmodc's route of switch ``s`` to destination ``d`` (eq. 1-4) reads only
+``s``'s port groups, its divider ``Pi[s]``, the NID of ``d``, and the cost
+column of ``d``'s target switch at ``s`` and at ``s``'s neighbours.  So when
+a fabric changes by links only (same switches, same ranks, same dividers and
+the same destinations with the same NIDs), the new tables equal the old ones
+except
+
+* the rows of the switches whose port groups changed (they are recomputed in
+  full), and
+* the LID columns whose target switch's cost column changed anywhere (they are
+  recomputed for every switch).
+
+:func:`reroute` checks those conditions on the freshly computed graph, costs,
+dividers and NIDs (cheap next to the route phase), recomputes only that part
+with :func:`smroute.routing.dmodc.route_block`, and builds the
+:class:`~smroute.tables.diff.TableDiff` from that region alone.  Anything else
+(switch or CA events, rank or divider changes, Dmodk) falls back to a full
+:func:`smroute.routing.engine.route` in the pool and :func:`diff_tables`.
+Either way the tables equal a from-scratch route of the new fabric (tested).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from smroute.fabric.model import Fabric
+from smroute.routing import dmodc
+from smroute.routing.dmodc import Destinations
+from smroute.routing.engine import RoutingResult, route
+from smroute.routing.pool import RoutePool
+from smroute.routing.topology import SwitchGraph, switch_graph
+from smroute.service.epochs import own_tables
+from smroute.tables.diff import TableDiff, diff_tables
+from smroute.tables.lft import BLOCK
+
+__all__ = ["Reroute", "reroute", "diff_region"]
+
+_DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch")
+_ROW_BLOCK = 64
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Reroute:
+    """Result of :func:`reroute`: the new routing (tables private, read-only),
+    the diff against the previous tables, seconds per phase, and whether the
+    incremental path was taken (``reason``: why not, if not)."""
+
+    result: RoutingResult
+    diff: TableDiff
+    timings: dict[str, float]
+    incremental: bool
+    reason: str = ""
+    rows: int = 0
+    lids: int = 0
+
+
+def _edge_codes(g: SwitchGraph) -> np.ndarray:
+    """Every switch-to-switch port as one int64 ``(switch, remote, port)`` code."""
+    s = np.repeat(g.grp_switch, g.grp_port_count)
+    r = np.repeat(g.grp_remote, g.grp_port_count)
+    n = np.int64(max(g.n_switches, 1))
+    return (s * n + r) * 256 + g.grp_ports
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _why_not(prev: RoutingResult, g: SwitchGraph) -> str:
+    g0 = prev.graph
+    if prev.algorithm != "dmodc":
+        return f"algorithm {prev.algorithm}"
+    if not _same(g0.sw_guid, g.sw_guid):
+        return "the switch set changed"
+    if not _same(g0.rank, g.rank):
+        return "switch ranks changed"
+    if not _same(g0.sw_lid, g.sw_lid):
+        return "switch LIDs changed"
+    if not (_same(g0.ep_row, g.ep_row) and _same(g0.ep_switch, g.ep_switch)
+            and _same(g0.ep_switch_port, g.ep_switch_port) and _same(g0.ep_lid, g.ep_lid)):
+        return "end-ports changed"
+    return ""
+
+
+def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                  switches: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Routes of ``switches`` to the destinations ``sel`` (indices into
+    ``dest``), shape ``(len(switches), len(sel))`` uint8."""
+    sub = Destinations(
+        lid=np.arange(len(sel), dtype=np.int64), nid=dest.nid[sel], target=dest.target[sel],
+        local_port=dest.local_port[sel], is_switch=dest.is_switch[sel], owner=dest.owner[sel],
+    )
+    out = np.empty((len(switches), max(len(sel), 1)), dtype=np.uint8)
+    ctx = dmodc.route_context(c, sub)
+    for i in range(0, len(switches), _ROW_BLOCK):
+        blk = switches[i:i + _ROW_BLOCK]
+        dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
+    return out[:, :len(sel)]
+
+
+def reroute(
+    prev: RoutingResult,
+    fabric: Fabric,
+    *,
+    lmc: int | None,
+    algorithm: str | None = None,
+    pool: RoutePool | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    incremental: bool = True,
+) -> Reroute:
+    """Route ``fabric`` (the previous fabric changed by some events) knowing
+    ``prev``, its routing; see the module doc.  ``lmc`` as in
+    :func:`~smroute.routing.engine.route`; ``algorithm``: default ``prev``'s.
+    ``incremental=False`` forces the full route (for comparisons)."""
+    alg = algorithm or prev.algorithm
+    t0 = clock()
+    g = switch_graph(fabric)
+    why = ("disabled" if not incremental else f"algorithm {alg}" if alg != "dmodc"
+           else _why_not(prev, g))
+    t1 = clock()
+    timings = {"rank": t1 - t0}
+    if not why:
+        c, pi = dmodc.costs_and_dividers(g)
+        t2 = clock()
+        timings["costs"] = t2 - t1
+        if not _same(pi, prev.dividers):
+            why = "dividers changed"
+        else:
+            nids = dmodc.topological_nids(g, c)
+            dest = dmodc.destinations(g, nids, lmc=lmc)
+            d0 = prev.dest
+            if not all(_same(getattr(dest, f), getattr(d0, f)) for f in _DEST_FIELDS):
+                why = "destination NIDs changed"
+            t3 = clock()
+            timings["nids"] = t3 - t2
+    if why:
+        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, clock=clock))
+        t4 = clock()
+        d = diff_tables(prev.tables, res.tables)
+        timings = {**res.timings, "diff": clock() - t4}
+        return Reroute(res, d, timings, False, why)
+
+    # rows whose port groups changed; targets whose cost column changed
+    rows = np.unique(np.setxor1d(_edge_codes(prev.graph), _edge_codes(g))
+                     // np.int64(256) // np.int64(max(g.n_switches, 1)))
+    changed_t = np.flatnonzero((c != prev.costs).any(axis=0))
+    sel = np.flatnonzero(np.isin(dest.target, changed_t))
+    old = prev.tables.ports
+    ports = np.array(old, dtype=np.uint8, copy=True)
+    if len(rows):
+        ports[rows[:, None], dest.lid[None, :]] = _route_subset(
+            g, c, pi, dest, rows, np.arange(len(dest.lid)))
+    lids = dest.lid[sel]
+    if len(sel):
+        ports[:, lids] = _route_subset(g, c, pi, dest, np.arange(g.n_switches), sel)
+    ports.setflags(write=False)
+    t4 = clock()
+    timings["routes"] = t4 - t3
+    tables = dataclasses.replace(prev.tables, ports=ports, _index={})
+    res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings))
+    d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
+                    tables.switch_desc)
+    timings["diff"] = clock() - t4
+    return Reroute(res, d, timings, True, rows=len(rows), lids=len(lids))
+
+
+def diff_region(old: np.ndarray, new: np.ndarray, rows: np.ndarray, lids: np.ndarray,
+                guid: np.ndarray, lid: np.ndarray, desc: tuple[str, ...]) -> TableDiff:
+    """:func:`diff_tables` of two tables of the same switches (same row order,
+    same width) that can differ only in ``rows`` (all LIDs) and ``lids`` (all
+    switches): the same :class:`TableDiff`, computed on that region only.
+
+    old / new ``(S, W)`` uint8; rows ``(R,)`` and lids ``(K,)`` int64;
+    guid ``(S,)`` uint64, lid ``(S,)`` switch LIDs, desc S descriptions.
+    """
+    s, w = new.shape
+    g = np.asarray(guid, dtype=np.uint64)
+    order = np.argsort(g, kind="stable")
+    pos = np.empty(s, dtype=np.int64)
+    pos[order] = np.arange(s)
+    rows = np.asarray(rows, dtype=np.int64)
+    lids = np.unique(np.asarray(lids, dtype=np.int64))
+    a, b = old[rows], new[rows]
+    ne = a != b
+    if w:
+        ne[:, 0] = False
+    r1, l1 = np.nonzero(ne)
+    sw1, lid1, o1, n1 = rows[r1], l1.astype(np.int64), a[r1, l1], b[r1, l1]
+    lids = lids[lids > 0]
+    a2, b2 = old[:, lids], new[:, lids]
+    ne2 = a2 != b2
+    ne2[rows] = False
+    r2, j2 = np.nonzero(ne2)
+    sw = np.concatenate([sw1, r2.astype(np.int64)])
+    el = np.concatenate([lid1, lids[j2]])
+    eo = np.concatenate([o1, a2[r2, j2]]).astype(np.uint8)
+    en = np.concatenate([n1, b2[r2, j2]]).astype(np.uint8)
+    e_sw = pos[sw]
+    o = np.lexsort((el, e_sw))
+    e_sw, el, eo, en = e_sw[o], el[o], eo[o], en[o]
+    n_blocks = w // BLOCK + 1
+    keys = np.unique(e_sw * n_blocks + el // BLOCK)
+    swl = np.asarray(lid, dtype=np.int64)[order]
+    empty_g = np.zeros(0, dtype=np.uint64)
+    return TableDiff(
+        common_guid=g[order], common_desc=tuple(desc[i] for i in order.tolist()),
+        old_lid=swl, new_lid=swl, entry_switch=e_sw, entry_lid=el, entry_old=eo,
+        entry_new=en, block_switch=keys // n_blocks, block=keys % n_blocks,
+        only_old_guid=empty_g, only_old_desc=(), only_new_guid=empty_g, only_new_desc=(),
+        width=w,
+    )
