@@ -75,7 +75,7 @@ def _write(directory: Path, name: str, cert: x509.Certificate,
 
 
 def make_ca(directory: Path, name: str = "smroute-test-ca", *,
-            now: dt.datetime | None = None, days: int = 30) -> CertKey:
+            now: dt.datetime | None = None, days: int = 3650) -> CertKey:
     """A self-signed CA certificate ``name`` (files ``name.crt`` / ``name.key``)."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
@@ -102,7 +102,7 @@ def make_ca(directory: Path, name: str = "smroute-test-ca", *,
 def make_cert(ca: CertKey, directory: Path, common_name: str, *, server: bool = False,
               dns: Iterable[str] = (), ips: Iterable[str] = (), uris: Iterable[str] = (),
               file_name: str | None = None, now: dt.datetime | None = None,
-              days: int = 30, expired: bool = False) -> CertKey:
+              days: int = 365, expired: bool = False) -> CertKey:
     """A leaf certificate for ``common_name`` signed by ``ca``.
 
     ``server``: server-auth usage (else client-auth).  SANs: ``dns`` names,

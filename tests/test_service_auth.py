@@ -353,6 +353,51 @@ def test_server_credentials_errors(pki, tmp_path: Path):
         client_credentials(pki.ca.cert_path, pki.client("operator").cert_path, None)
 
 
+def test_check_tls_catches_unusable_files(pki, tmp_path: Path):
+    import datetime as dt
+
+    from smroute.service.auth import check_tls
+    from smroute.service.config import load_config
+
+    good = pki.tls_config(mutual=True)
+    assert check_tls(good) == ()
+    # a key that belongs to another certificate: gRPC would only say "Failed to bind"
+    wrong = TlsConfig(good.cert, pki.client("operator").key_path, good.client_ca, True)
+    with pytest.raises(ConfigError, match="tls.key: .*does not belong to tls.cert"):
+        check_tls(wrong)
+    with pytest.raises(ConfigError, match="tls.key: .*does not belong to tls.cert"):
+        server_credentials(wrong)
+    # dates, with the clock passed in
+    end = pki.server.cert.not_valid_after_utc
+    start = pki.server.cert.not_valid_before_utc
+    (w,) = check_tls(good, now=end - dt.timedelta(days=3))
+    assert w.startswith("tls.cert: certificate CN=localhost expires in 3.0 days")
+    with pytest.raises(ConfigError, match="tls.cert: certificate CN=localhost expired on"):
+        check_tls(good, now=end + dt.timedelta(seconds=1))
+    with pytest.raises(ConfigError, match="is not valid before"):
+        check_tls(good, now=start - dt.timedelta(minutes=1))
+    expired = make_cert(pki.ca, tmp_path, "localhost", server=True, dns=("localhost",),
+                        file_name="old-server", expired=True)
+    with pytest.raises(ConfigError, match="expired on"):
+        server_credentials(TlsConfig(expired.cert_path, expired.key_path))
+    # a CA file whose PEM block is garbage
+    bad_ca = tmp_path / "bad-ca.crt"
+    bad_ca.write_text("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n")
+    with pytest.raises(ConfigError, match="tls.client_ca: .*not a usable CA bundle"):
+        check_tls(TlsConfig(good.cert, good.key, bad_ca, True))
+    # load_config runs the same checks and names the line
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"workers: 1\ntls:\n  cert: {good.cert}\n"
+                   f"  key: {pki.client('operator').key_path}\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(cfg)
+    assert ei.value.key == "tls.key" and ei.value.line == 4
+    assert str(ei.value).startswith(f"{cfg}:4: tls.key: ")
+    assert load_config(cfg, check_files=False).tls is not None
+    cfg.write_text(pki.tls_yaml(mutual=True))
+    assert load_config(cfg).tls == good
+
+
 def _doc_block(marker: str) -> str:
     """The first ```sh block after ``marker`` in deploy/OPERATORS.md."""
     import re
@@ -525,3 +570,23 @@ def test_real_daemon_survives_reload_that_enables_mutual_tls(pki, tmp_path):
     finally:
         rc = d.stop()
     assert rc == 0
+
+
+def test_check_config_cli_checks_tls_files(pki, tmp_path, capsys):
+    from smroute.cli.main import main as cli_main
+
+    soon = make_cert(pki.ca, tmp_path, "localhost", server=True, dns=("localhost",),
+                     file_name="soon", days=10)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"tls:\n  cert: {soon.cert_path}\n  key: {soon.key_path}\n")
+    assert cli_main(["check-config", str(cfg)]) == 0
+    err = capsys.readouterr().err
+    import re
+
+    assert re.search(r"warning: tls.cert: certificate CN=localhost expires in (9\.\d|10\.0) days",
+                     err), err
+    cfg.write_text(f"tls:\n  cert: {soon.cert_path}\n  key: {pki.server.key_path}\n")
+    assert cli_main(["check-config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cfg}:3: tls.key: " in err and "does not belong to tls.cert" in err
+    assert cli_main(["check-config", "--no-file-check", str(cfg)]) == 0

@@ -22,7 +22,8 @@ def register(subparsers: Any) -> None:
         help="validate a daemon config file and print the effective config (exit 0 ok, 2 bad)",
         description="Validate a smroute daemon YAML config: unknown keys, bad values, "
         "missing files (fabric, TLS certificates and keys) and insecure combinations are "
-        "reported with the file, line and key path. Prints the effective config with "
+        "reported with the file, line and key path; TLS keys must match their certificates "
+        "and certificates must be within their validity dates. Prints the effective config with "
         "defaults filled in, and warnings. Exit status: 0 valid, 2 invalid.",
     )
     p.add_argument("config", metavar="FILE", help="YAML config file (see deploy/smroute.yaml)")
@@ -52,6 +53,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return err.exit_code
     warnings = list(cfg.warnings())
+    if cfg.tls is not None and not args.no_file_check:
+        from smroute.service.auth import check_tls
+
+        warnings += check_tls(cfg.tls)  # load_config already raised for unusable files
     data = config_to_dict(cfg)
     if args.json:
         json.dump({"ok": True, "source": args.config, "config": data, "warnings": warnings},

@@ -773,8 +773,10 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
 
     Relative paths inside are resolved against the file's directory.  With
     ``check_files`` every file the config names (``fabric``, ``tls.cert``,
-    ``tls.key``, ``tls.client_ca``) must exist and be readable; otherwise a
-    :class:`ConfigError` names the key and its line.
+    ``tls.key``, ``tls.client_ca``) must exist and be readable, and the TLS
+    files must be usable (PEM, key matching the certificate, certificate
+    within its validity dates: :func:`smroute.service.auth.check_tls`);
+    otherwise a :class:`ConfigError` names the key and its line.
     """
     p = Path(path)
     source = str(path)
@@ -802,6 +804,13 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
             if problem:
                 raise ConfigError(f"{problem}: {value}", key=key, source=source,
                                   line=lines.get(key))
+        if cfg.tls is not None:
+            from smroute.service.auth import check_tls  # grpc is imported only when needed
+
+            try:
+                check_tls(cfg.tls)
+            except ConfigError as err:
+                raise err.located(source=source, line=lines.get(err.key or "")) from None
     return cfg
 
 
