@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bridge_cmd",
     "study_cmd",
     "serve_cmd",
+    "lids_cmd",
 )
 
 
