@@ -398,6 +398,36 @@ def test_check_tls_catches_unusable_files(pki, tmp_path: Path):
     assert load_config(cfg).tls == good
 
 
+def test_certificate_rotation_without_restart(pki, tmp_path: Path):
+    """ReloadableServerCredentials: after reload() new handshakes use the new
+    server certificate and client CA; the old CA's clients are refused."""
+    from smroute.service.auth import ReloadableServerCredentials
+
+    pki2 = make_pki(tmp_path / "pki2", clients=("operator",))
+    creds = ReloadableServerCredentials(pki.tls_config(mutual=True))
+    guard = MutationGuard(["operator"], tls=True, loopback_only=True, allow_insecure=False)
+    with serve(guard, creds.credentials) as (port, fake):
+        with tls_client(pki, port, "operator") as c:
+            assert c.call("Route")[1] == OK
+        with tls_client(pki2, port, "operator") as c:  # new CA not trusted yet
+            assert c.call("WhoAmI")[1] in (grpc.StatusCode.UNAVAILABLE, UNAUTH)
+        assert creds.reload(pki2.tls_config(mutual=True)) == ()
+        with tls_client(pki2, port, "operator") as c:
+            assert c.call("Route")[1] == OK
+        with tls_client(pki, port, "operator") as c:  # old CA's client: refused now
+            assert c.call("WhoAmI")[1] in (grpc.StatusCode.UNAVAILABLE, UNAUTH)
+        # bad reloads change nothing
+        with pytest.raises(ConfigError, match="needs a restart"):
+            creds.reload(pki2.tls_config(mutual=False))
+        wrong = TlsConfig(pki2.server.cert_path, pki.server.key_path, pki2.ca.cert_path, True)
+        with pytest.raises(ConfigError, match="does not belong"):
+            creds.reload(wrong)
+        with tls_client(pki2, port, "operator") as c:
+            assert c.call("ApplyFaults")[1] == OK
+        assert creds.tls == pki2.tls_config(mutual=True)
+        assert fake.ran == ["Route", "Route", "ApplyFaults"]
+
+
 def _doc_block(marker: str) -> str:
     """The first ```sh block after ``marker`` in deploy/OPERATORS.md."""
     import re

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ssl
+import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "MutationGuard",
     "server_credentials",
     "check_tls",
+    "ReloadableServerCredentials",
     "client_credentials",
     "identities_of",
     "identity_of",
@@ -148,6 +150,58 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials(
         [(key, cert)], root_certificates=ca, require_client_auth=bool(tls.require_client_cert)
     )
+
+
+class ReloadableServerCredentials:
+    """Server TLS credentials whose certificate, key and client CA can be
+    replaced while the server runs (certificate rotation on SIGHUP).
+
+    ``credentials`` goes to ``server.add_secure_port``; :meth:`reload` reads
+    the new files (checked with :func:`check_tls`) and the next TLS handshake
+    uses them; connections already open keep their session.  Whether client
+    certificates are required is fixed for the listener's lifetime: a reload
+    that changes ``require_client_cert`` raises :class:`ConfigError` (restart
+    instead) and keeps the current files.
+    """
+
+    def __init__(self, tls: TlsConfig) -> None:
+        self.require_client_cert = bool(tls.require_client_cert)
+        self.tls = tls
+        self._lock = threading.Lock()
+        self._pending: Any = None
+        self.credentials = grpc.dynamic_ssl_server_credentials(
+            self._configuration(tls), self._fetch,
+            require_client_authentication=self.require_client_cert)
+
+    @staticmethod
+    def _configuration(tls: TlsConfig) -> Any:
+        check_tls(tls)
+        cert = _read_pem(Path(tls.cert), "tls.cert", "CERTIFICATE")
+        key = _read_pem(Path(tls.key), "tls.key", "PRIVATE KEY")
+        ca = (_read_pem(Path(tls.client_ca), "tls.client_ca", "CERTIFICATE")
+              if tls.client_ca is not None else None)
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca)
+
+    def _fetch(self) -> Any:
+        # called by gRPC before every new handshake: hand over a pending
+        # configuration once, else None (= keep the current one)
+        with self._lock:
+            pending, self._pending = self._pending, None
+        return pending
+
+    def reload(self, tls: TlsConfig) -> tuple[str, ...]:
+        """Use the files of ``tls`` from the next handshake on; returns
+        :func:`check_tls` warnings.  Raises :class:`ConfigError` (nothing
+        changes) for unusable files or a changed ``require_client_cert``."""
+        if bool(tls.require_client_cert) != self.require_client_cert:
+            raise ConfigError("changing require_client_cert needs a restart (the listener "
+                              "keeps its setting)", key="tls.require_client_cert")
+        warnings = check_tls(tls)
+        configuration = self._configuration(tls)
+        with self._lock:
+            self._pending = configuration
+            self.tls = tls
+        return warnings
 
 
 def client_credentials(ca: str | Path | None = None, cert: str | Path | None = None,
