@@ -1,0 +1,205 @@
+"""The daemon's pure parts: incremental reroute == from-scratch route, region
+diff == diff_tables, fault events -> down set -> degraded fabric, the epoch
+store, and the sequencer's coalescing (no job lost, order kept)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from smroute.fabric.generate import pgft
+from smroute.fabric.model import Fabric, NodeType
+from smroute.routing.engine import route
+from smroute.service.epochs import EpochStore, table_checksum
+from smroute.service.faults import (
+    CallJob,
+    DownSet,
+    FaultEvent,
+    FaultEventError,
+    FaultJob,
+    Sequencer,
+    apply_events,
+    degraded_fabric,
+)
+from smroute.service.reroute import reroute
+from smroute.tables.diff import diff_tables
+
+DIFF_FIELDS = ("common_guid", "old_lid", "new_lid", "entry_switch", "entry_lid", "entry_old",
+               "entry_new", "block_switch", "block", "only_old_guid", "only_new_guid")
+
+
+def inter_links(f: Fabric) -> np.ndarray:
+    sw = f.node_type == NodeType.SWITCH
+    return np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
+
+
+def assert_same_diff(a: object, b: object) -> None:
+    for fld in DIFF_FIELDS:
+        assert np.array_equal(getattr(a, fld), getattr(b, fld)), fld
+    assert a.common_desc == b.common_desc  # type: ignore[attr-defined]
+    assert a.width == b.width  # type: ignore[attr-defined]
+
+
+FABRICS = {
+    "3-level": (3, [4, 4, 8], [1, 4, 4], [1, 1, 1]),
+    "3-level parallel links": (3, [4, 4, 6], [1, 4, 4], [1, 2, 2]),
+    "2-level": (2, [8, 16], [1, 8], [1, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(FABRICS))
+@pytest.mark.parametrize("lmc", [0, 2])
+def test_incremental_reroute_equals_full_route(name: str, lmc: int) -> None:
+    f = pgft(*FABRICS[name], lmc=lmc) if lmc else pgft(*FABRICS[name])
+    base = route(f, workers=1, lmc=lmc)
+    rng = np.random.default_rng(3)
+    inter = inter_links(f)
+    incremental = 0
+    for k in (1, 1, 2, 3, 6):
+        li = rng.choice(inter, size=k, replace=False)
+        f2 = f.with_removed(links=li)
+        full = route(f2, workers=1, lmc=lmc)
+        r = reroute(base, f2, lmc=lmc)
+        incremental += r.incremental
+        assert np.array_equal(r.result.tables.ports, full.tables.ports), r.reason
+        assert np.array_equal(r.result.costs, full.costs)
+        assert_same_diff(r.diff, diff_tables(base.tables, full.tables))
+        # and back up: from the degraded routing to the complete fabric
+        up = reroute(r.result, f, lmc=lmc)
+        assert np.array_equal(up.result.tables.ports, base.tables.ports)
+        assert_same_diff(up.diff, diff_tables(full.tables, base.tables))
+    assert incremental >= 3  # link-only changes take the incremental path
+
+
+def test_reroute_falls_back_for_switch_removal_and_dmodk() -> None:
+    f = pgft(3, [4, 4, 8], [1, 4, 4], [1, 1, 1])
+    base = route(f, workers=1, lmc=0)
+    f2 = f.with_removed(nodes=[int(f.switches[-1])])
+    r = reroute(base, f2, lmc=0)
+    assert not r.incremental and "switch set" in r.reason
+    assert diff_tables(r.result.tables, route(f2, workers=1, lmc=0).tables).identical
+    assert r.diff.only_old_guid.tolist() == [int(f.node_guid[f.switches[-1]])]
+    li = inter_links(f)[:1]
+    r2 = reroute(base, f.with_removed(links=li), lmc=0, algorithm="dmodk")
+    assert not r2.incremental
+    assert diff_tables(r2.result.tables, route(f.with_removed(links=li), algorithm="dmodk",
+                                               workers=1, lmc=0).tables).identical
+    r3 = reroute(base, f.with_removed(links=li), lmc=0, incremental=False)
+    assert not r3.incremental and r3.reason == "disabled"
+
+
+def test_reroute_result_tables_are_private_and_read_only() -> None:
+    f = pgft(2, [4, 8], [1, 4], [1, 1])
+    base = route(f, workers=1, lmc=0)
+    before = base.tables.ports.copy()
+    r = reroute(base, f.with_removed(links=inter_links(f)[:1]), lmc=0)
+    assert np.array_equal(base.tables.ports, before)
+    assert not r.result.tables.ports.flags.writeable
+
+
+# ----------------------------------------------------------------- events
+
+
+def test_events_to_down_set_and_degraded_fabric() -> None:
+    f = pgft(2, [4, 8], [1, 4], [1, 1], switch_ports=12)
+    li = int(inter_links(f)[0])
+    a, b = int(f.link_a[li]), int(f.link_b[li])
+    ga, pa = int(f.node_guid[f.port_node[a]]), int(f.port_num[a])
+    gb, pb_ = int(f.node_guid[f.port_node[b]]), int(f.port_num[b])
+    d = apply_events(f, DownSet(), [FaultEvent("link_down", gb, pb_)])
+    assert d.links == {(ga, pa)}  # canonical end, whichever end was named
+    f2 = degraded_fabric(f, d)
+    assert f2.link_set() == f.link_set() - {tuple(sorted(((ga, pa), (gb, pb_))))}
+    d = apply_events(f, d, [FaultEvent("link_up", ga, pa)])
+    assert d.empty and degraded_fabric(f, d) is f
+    sw = int(f.node_guid[f.switches[0]])
+    ca = int(f.node_guid[f.cas[0]])
+    d = apply_events(f, DownSet(), [FaultEvent("switch_down", sw), FaultEvent("ca_down", ca),
+                                    FaultEvent("link_down", ga, pa)])
+    f3 = degraded_fabric(f, d)
+    assert len(f3.switches) == len(f.switches) - 1 and len(f3.cas) == len(f.cas) - 1
+    with pytest.raises(FaultEventError, match=r"events\[0\].*not a switch"):
+        apply_events(f, DownSet(), [FaultEvent("switch_down", ca)])
+    free = [(int(f.node_guid[n]), p) for n in f.switches.tolist()
+            for p in range(1, int(f.num_ports[n]) + 1) if f.port_peer[f.port_row(n, p)] < 0]
+    with pytest.raises(FaultEventError, match="no link"):
+        apply_events(f, DownSet(), [FaultEvent("link_down", *free[0])])
+    with pytest.raises(FaultEventError, match="unknown kind"):
+        apply_events(f, DownSet(), [FaultEvent("reboot", sw)])
+
+
+# ----------------------------------------------------------------- epochs
+
+
+def test_epoch_store_history_and_waiting() -> None:
+    f = pgft(2, [4, 8], [1, 4], [1, 1])
+    res = route(f, workers=1, lmc=0)
+    store = EpochStore(history=3)
+    fields = dict(cause="route", fabric=f, base_hash=f.content_hash, result=res,
+                  algorithm="dmodc", lmc=0, timings={}, faults=(), down=(0, 0, 0),
+                  committed_at=0.0)
+    got: list[int] = []
+    t = threading.Thread(target=lambda: got.extend(e.id for e in store.wait_newer(0, 10)))
+    t.start()
+    e1 = store.commit(**fields)
+    t.join(10)
+    assert got == [1]
+    for _ in range(4):
+        store.commit(**fields)
+    assert store.ids() == [3, 4, 5] and store.current is not None and store.current.id == 5
+    assert store.current.parent_id == 4
+    with pytest.raises(KeyError, match="not in the history"):
+        store.get(1)
+    assert e1.tables_sha256 == table_checksum(res.tables)
+    assert store.validation(5) == "pending"
+    store.set_validation(5, "skipped: test")
+    assert store.wait_validation(5, 1) == "skipped: test"
+    assert store.wait_newer(5, 0.01) == []
+
+
+# ----------------------------------------------------------------- sequencer
+
+
+def test_sequencer_coalesces_bursts_and_keeps_order() -> None:
+    batches: list[list[int]] = []
+    order: list[str] = []
+
+    def on_batch(jobs: list[FaultJob]) -> None:
+        batches.append([j.events[0].guid for j in jobs])
+        order.append(f"batch{len(jobs)}")
+        time.sleep(0.05)  # a reroute: events arriving now wait for the next batch
+        for j in jobs:
+            j.future.set_result(len(jobs))
+
+    def on_dry(job: FaultJob) -> None:
+        order.append("dry")
+        job.future.set_result(0)
+
+    seq = Sequencer(on_batch, on_dry, coalesce_s=0.05)
+    try:
+        futs = [seq.submit(FaultJob((FaultEvent("switch_down", i),))) for i in range(10)]
+        time.sleep(0.02)  # still inside the window of the first batch
+        futs += [seq.submit(FaultJob((FaultEvent("switch_down", 10 + i),))) for i in range(5)]
+        for f in futs:
+            f.result(10)
+        assert len(batches[0]) >= 10  # the burst shared one reroute
+        assert futs[0].result() == len(batches[0])
+        more = [seq.submit(FaultJob((FaultEvent("switch_down", 100 + i),))) for i in range(3)]
+        call = seq.submit(CallJob(lambda: order.append("call") or 7))
+        dry = seq.submit(FaultJob((FaultEvent("switch_down", 200),), dry_run=True))
+        late = seq.submit(FaultJob((FaultEvent("switch_down", 300),)))
+        assert call.result(10) == 7 and dry.result(10) == 0 and late.result(10) == 1
+        for f in more:
+            f.result(10)
+    finally:
+        seq.close()
+    flat = [g for b in batches for g in b]
+    assert flat == list(range(15)) + [100, 101, 102, 300]  # none lost, in order
+    assert len(batches) <= 4
+    assert order[-3:] == ["call", "dry", "batch1"]
+    # after close, submissions fail instead of hanging
+    with pytest.raises(RuntimeError):
+        seq.submit(CallJob(lambda: None)).result(1)
