@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smroute.cli.main import main as cli_main
 from smroute.service.config import (
@@ -518,3 +520,44 @@ def test_systemd_unit_verifies_and_is_hardened(tmp_path):
     m = re.search(r"Overall exposure level for smroute.service: ([0-9.]+) (\w+)", r.stdout)
     assert m, r.stdout + r.stderr
     assert float(m.group(1)) <= 1.5, r.stdout  # systemd calls <= 1.9 "SAFE"/"OK"
+
+
+# --------------------------------------------------------------------------- fuzz
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40),
+                     st.floats(allow_nan=True), st.text(max_size=30),
+                     st.sampled_from(["64MiB", "127.0.0.1:0", "unix:/run/x.sock", "[::1]:1",
+                                      "dmodc", "json", "debug", "/etc/x"]))
+_keys = st.sampled_from([*config_to_dict(default_config()), "bogus"])
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["cert", "key", "client_ca", "require_client_cert",
+                                     "max_streams", "max_topology_bytes", "x"]),
+                    inner, max_size=4)), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_fuzz_any_text_gives_config_or_config_error(text):
+    try:
+        cfg = parse_config(text, "fuzz.yaml")
+    except ConfigError as err:
+        assert str(err).startswith("fuzz.yaml")
+    else:
+        assert isinstance(cfg, ServiceConfig)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_keys, _values, max_size=5))
+def test_fuzz_structured_documents(doc):
+    text = yaml.safe_dump(doc)
+    try:
+        cfg = parse_config(text, "fuzz.yaml")
+    except ConfigError as err:
+        # every error about a given key names it, with its line
+        if err.key is not None:
+            assert err.key.split(".")[0].split("[")[0] in doc
+            assert err.line is not None
+    else:
+        # a config that parsed round-trips through its effective dict
+        assert parse_config(yaml.safe_dump(config_to_dict(cfg))) == cfg
