@@ -250,3 +250,49 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
     assert "file tables configured on all switches" in log
     assert json.loads(state_before)["down"]["links"]
     assert os.path.exists(lfts)
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
+    """With mutual TLS on the daemon, the bridge's client certificate must be
+    listed in mutating_identities to load the fabric and send faults."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from certs import make_pki
+
+    from smroute.live.opensm_proc import DaemonProcess
+    from smroute.opensm.bridge import BridgeError
+    from smroute.opensm.sim import IbSim, run_opensm
+
+    pki = make_pki(tmp_path / "pki", clients=("opensm-bridge", "intruder"))
+    conf = tmp_path / "smroute.yaml"
+    conf.write_text("mutating_identities: [opensm-bridge]\n" + pki.tls_yaml(mutual=True))
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")  # assigns LIDs
+        daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)))
+        addr = daemon.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+
+        def bridge(cn: str) -> Bridge:
+            c = pki.client(cn)
+            return Bridge(BridgeOptions(
+                daemon=addr, lfts_file=tmp_path / "smroute.lfts", trigger="none",
+                load="discover", discover_env=env, tls_ca=pki.ca.cert_path,
+                tls_cert=c.cert_path, tls_key=c.key_path), log=lambda *a, **k: None)
+
+        bad = bridge("intruder")
+        bad.connect()
+        with pytest.raises(BridgeError, match="LoadFabric: PERMISSION_DENIED"):
+            bad.initialize()
+        bad.close()
+        good = bridge("opensm-bridge")
+        good.connect()
+        epoch = good.initialize()
+        assert good.sync_epoch(epoch) is not None
+        good.close()
+        assert daemon.stop() == 0
+    written = parse_lft_dump((tmp_path / "smroute.lfts").read_text().splitlines(), "lfts")
+    assert written.n_switches == len(fabric.switches)

@@ -55,6 +55,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--state-dir", metavar="DIR",
                    help="where the base topology and down set are kept (default: the "
                    "lfts file's directory)")
+    p.add_argument("--tls-ca", metavar="PEM", help="TLS to the daemon: CA certificate to trust")
+    p.add_argument("--tls-cert", metavar="PEM",
+                   help="client certificate for mutual TLS (its CN must be in the daemon's "
+                   "mutating_identities)")
+    p.add_argument("--tls-key", metavar="PEM", help="key of --tls-cert")
+    p.add_argument("--tls-server-name", metavar="NAME",
+                   help="name to check in the daemon's certificate (default: the host)")
     p.add_argument("--dry-run", action="store_true",
                    help="show the diff a change would make (per switch, 64-LID blocks); "
                    "write nothing")
@@ -79,7 +86,11 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         daemon=args.daemon, lfts_file=lfts, trigger=trigger, console=console,
         opensm_pid=args.opensm_pid, opensm_log=Path(args.opensm_log) if args.opensm_log else None,
         poll_interval=args.poll_interval, debounce=args.debounce, load=args.load, ca=args.ca,
-        port=args.port, state_dir=Path(args.state_dir) if args.state_dir else None)
+        port=args.port, state_dir=Path(args.state_dir) if args.state_dir else None,
+        tls_ca=Path(args.tls_ca) if args.tls_ca else None,
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None,
+        tls_server_name=args.tls_server_name)
     bridge = Bridge(opts)
     bridge.connect()
     if args.dry_run:

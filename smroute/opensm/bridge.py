@@ -94,6 +94,9 @@ class BridgeOptions:
     load: at start, "live" (daemon discovers: LoadFabric live + Route),
         "discover" (the bridge discovers and sends the text) or "none"
         (the daemon already serves an epoch of this fabric).
+    tls_ca / tls_cert / tls_key: TLS to the daemon (CA to trust; client
+        certificate and key for mutual TLS, whose CN the daemon must list in
+        ``mutating_identities``); tls_server_name overrides the name checked.
     """
 
     daemon: str
@@ -111,7 +114,10 @@ class BridgeOptions:
     discover_env: Mapping[str, str] | None = None
     state_dir: Path | None = None
     rpc_timeout: float = 120.0
-    wait_reroute: float = 0.0
+    tls_ca: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_server_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.trigger not in ("console", "sighup", "none"):
@@ -229,7 +235,14 @@ class Bridge:
 
         from smroute.service.client import SmrouteClient
 
-        self._client = SmrouteClient(self.opts.daemon, timeout=self.opts.rpc_timeout)
+        creds = None
+        o = self.opts
+        if o.tls_ca is not None or o.tls_cert is not None:
+            from smroute.service.auth import client_credentials
+
+            creds = client_credentials(o.tls_ca, o.tls_cert, o.tls_key)
+        self._client = SmrouteClient(o.daemon, timeout=o.rpc_timeout, credentials=creds,
+                                     server_name=o.tls_server_name)
         try:
             self._client.wait_ready(timeout)
         except grpc.FutureTimeoutError:
