@@ -371,7 +371,7 @@ def test_bad_requests(daemon: DaemonProc, client: SmrouteClient, fabric: Fabric)
     c, m = _code(client.stub.LoadFabric, pb.LoadFabricRequest())
     assert c == grpc.StatusCode.INVALID_ARGUMENT and "no source" in m
     c, m = _code(client.stub.SelectLids, pb.SelectLidsRequest(hosts=["a"]))
-    assert c == grpc.StatusCode.UNIMPLEMENTED and "issue 7" in m
+    assert c == grpc.StatusCode.INVALID_ARGUMENT and "no CA with node description 'a'" in m
     # still serving after all of this
     assert client.health() == "SERVING"
     assert daemon.proc.poll() is None

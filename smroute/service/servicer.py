@@ -875,7 +875,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
     @_unary("SelectLids")
     def SelectLids(self, request: pb.SelectLidsRequest, context: grpc.ServicerContext
                    ) -> pb.SelectLidsResponse:
-        # Issue 7 replaces this body.
-        raise ServiceError(grpc.StatusCode.UNIMPLEMENTED,
-                           "LID selection is not implemented yet (issue 7)")
+        from smroute.service.lids_rpc import select_lids_response
+
+        return select_lids_response(self.core.epoch(request.epoch), request)
 
