@@ -296,3 +296,42 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
         assert daemon.stop() == 0
     written = parse_lft_dump((tmp_path / "smroute.lfts").read_text().splitlines(), "lfts")
     assert written.n_switches == len(fabric.switches)
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_a_link_the_base_never_had_reloads_the_fabric(tmp_path: Path) -> None:
+    """The bridge started while a link was down (so its base lacks it); when the
+    link appears it is not a fault to undo: the bridge reloads the fabric."""
+    from smroute.live.opensm_proc import DaemonProcess
+    from smroute.opensm.sim import IbSim, run_opensm
+
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    leaf = int(fabric.switches[2])
+    ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")
+        sim.console(f"Unlink {ref}")
+        daemon = DaemonProcess(sim, tmp_path / "daemon")
+        addr = daemon.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        b = Bridge(BridgeOptions(daemon=addr, lfts_file=tmp_path / "smroute.lfts",
+                                 trigger="none", load="discover", discover_env=env),
+                   log=lambda *a, **k: None)
+        b.connect()
+        first = b.initialize()
+        assert b.base is not None and b.base.n_links == fabric.n_links - 1
+        assert b.check_changes().events == ()  # nothing changed
+        sim.console(f"ReLink {ref}")
+        res = b.check_changes()
+        assert res.events == () and res.warnings[0].startswith("new link")
+        assert res.epoch is not None and res.epoch > first
+        assert b.base.link_set() == fabric.link_set()
+        with SmrouteClient(addr) as c:
+            ep = c.get_epoch(0)
+        assert ep.cause == "route" and (ep.down_links, ep.down_switches) == (0, 0)
+        assert b.check_changes().events == () and b.checks[-1].warnings == ()
+        b.close()
+        assert daemon.stop() == 0

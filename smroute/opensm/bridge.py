@@ -318,11 +318,16 @@ class Bridge:
             raise InputError(f"bad bridge state ({exc})", source=str(d / STATE_FILE)) from None
 
     # ------------------------------------------------------------ start-up
-    def initialize(self) -> int:
-        """Load/route per ``opts.load``, record the base fabric; return the epoch id."""
+    def initialize(self, lines: list[str] | None = None, *, reason: str = "start") -> int:
+        """Load/route per ``opts.load``, record the base fabric; return the epoch id.
+
+        ``lines``: a discovery already made (default: discover now).  Also used
+        to *reload* when the fabric gained something the base does not have
+        (``reason`` is logged)."""
         c = self.client
         t0 = time.monotonic()
-        lines = self._discover()
+        if lines is None:
+            lines = self._discover()
         base = parse_topology(lines, "ibnetdiscover")
         if self.opts.load == "live":
             summary = self._call("LoadFabric", c.load_fabric_live, self.opts.ca or "",
@@ -346,10 +351,10 @@ class Bridge:
                 self.log("warning", "daemon_has_down_items", links=epoch.down_links,
                          switches=epoch.down_switches, cas=epoch.down_cas)
         self.base = base
-        self.state = _State()
+        self.state = _State(written_epoch=self.state.written_epoch)
         atomic_write_text(self.opts.state_path / BASE_FILE, "\n".join(lines) + "\n")
         self._save_state()
-        self.log("info", "initialized", epoch=epoch.id, load=self.opts.load,
+        self.log("info", "initialized", reason=reason, epoch=epoch.id, load=self.opts.load,
                  switches=len(base.switches), cas=len(base.cas), links=base.n_links,
                  seconds=f"{time.monotonic() - t0:.2f}")
         return int(epoch.id)
@@ -422,21 +427,38 @@ class Bridge:
 
     def pending(self) -> tuple[list[Fault], DownSet, list[str], float]:
         """Re-discover; return (events, new down set, warnings, discovery seconds)."""
+        events, desired, warnings, secs, _ = self._pending()
+        return events, desired, warnings, secs
+
+    def _pending(self) -> tuple[list[Fault], DownSet, list[str], float, list[str]]:
         if self.base is None:
             raise BridgeError("no base fabric: initialize() or load_state() first")
         t0 = time.monotonic()
-        seen = parse_topology(self._discover(), "ibnetdiscover")
+        lines = self._discover()
+        seen = parse_topology(lines, "ibnetdiscover")
         secs = time.monotonic() - t0
         desired = down_set(self.base, seen)
-        return fault_events(self.state.down, desired), desired, unexpected(self.base, seen), secs
+        return (fault_events(self.state.down, desired), desired, unexpected(self.base, seen),
+                secs, lines)
 
     def check_changes(self) -> CheckResult:
-        """Re-discover and send the fault events for what changed (if anything)."""
-        events, desired, warnings, disc_s = self.pending()
+        """Re-discover and send the fault events for what changed (if anything).
+
+        Something the base fabric does not have (a new node or link, a moved
+        LID) is not a fault: with ``load`` "live" or "discover" the bridge
+        reloads the fabric into the daemon (a fresh base, no down items) and
+        routes it; with "none" it only logs it."""
+        events, desired, warnings, disc_s, lines = self._pending()
         for w in warnings:
             self.log("warning", "not_a_fault", detail=w)
         epoch_id: int | None = None
         t0 = time.monotonic()
+        if warnings and self.opts.load != "none":
+            epoch_id = self.initialize(lines, reason="fabric grew: " + warnings[0])
+            res = CheckResult(events=(), down=DownSet(), warnings=tuple(warnings),
+                              epoch=epoch_id, discover_s=disc_s, apply_s=time.monotonic() - t0)
+            self.checks.append(res)
+            return res
         if events:
             self.log("info", "faults", events=len(events),
                      detail="; ".join(e.describe() for e in events[:8]))
