@@ -327,8 +327,8 @@ class LimitsConfig:
     from a server-side path).  ``max_message_bytes``: largest gRPC message the
     server sends; ``max_receive_bytes``: largest it receives.
     ``max_fault_events``: events in one ApplyFaults call.  ``max_streams``:
-    concurrent server streams (GetTables, Watch); ``max_watchers``: concurrent
-    Watch streams.  ``analyze_max_hosts``: Analyze refuses larger fabrics.
+    concurrent GetTables streams; ``max_watchers``: concurrent Watch streams
+    (counted separately).  ``analyze_max_hosts``: Analyze refuses larger fabrics.
     """
 
     max_topology_bytes: int = 64 * MiB
