@@ -335,3 +335,37 @@ def test_a_link_the_base_never_had_reloads_the_fabric(tmp_path: Path) -> None:
         assert b.check_changes().events == () and b.checks[-1].warnings == ()
         b.close()
         assert daemon.stop() == 0
+
+
+def test_bridge_unit_verifies_and_runs_the_cli(tmp_path: Path) -> None:
+    """deploy/smroute-opensm-bridge.service passes systemd-analyze verify, its
+    exposure stays moderate, and its ExecStart is a valid command line."""
+    import re
+    import shlex
+    import subprocess
+
+    unit_src = Path(__file__).resolve().parents[1] / "deploy" / "smroute-opensm-bridge.service"
+    text = unit_src.read_text()
+    exec_start = re.search(r"^ExecStart=(.*?[^\\])$", text, re.M | re.S)
+    assert exec_start
+    argv = shlex.split(exec_start.group(1).replace("\\\n", " "))
+    assert argv[1] == "opensm-bridge"
+    from smroute.cli.main import build_parser
+
+    args = build_parser().parse_args(argv[1:])
+    assert args.load == "discover" and args.console == "127.0.0.1:10000"
+    assert args.lfts_file.startswith("/var/lib/smroute-bridge/")  # its StateDirectory
+    tool = shutil.which("systemd-analyze")
+    exe = Path(sys.executable).with_name("smroute")
+    if tool is None or not exe.exists():
+        pytest.skip("systemd-analyze or the smroute executable is missing")
+    unit = tmp_path / "smroute-opensm-bridge.service"
+    unit.write_text(text.replace("/opt/smroute/.venv/bin/smroute", str(exe)))
+    r = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    r = subprocess.run([tool, "security", "--offline=yes", str(unit)],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
+    if m is None:
+        pytest.skip(f"systemd-analyze security --offline unsupported: {r.stderr[-200:]}")
+    assert float(m.group(1)) <= 3.0, r.stdout

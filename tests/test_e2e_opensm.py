@@ -166,6 +166,21 @@ class Chain:
         return int(epoch), held, fab
 
 
+SNIPPET = Path(__file__).resolve().parents[1] / "deploy" / "opensm.conf.snippet"
+
+
+def snippet_conf(**override: object) -> dict[str, object]:
+    """OpenSM settings from deploy/opensm.conf.snippet, with ``override``."""
+    conf: dict[str, object] = {}
+    for line in SNIPPET.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            conf[key] = value.strip()
+    assert {"routing_engine", "lfts_file", "console", "console_port"} <= conf.keys()
+    conf.update(override)
+    return conf
+
+
 def _all_pairs_reach(fab: Fabric, held: ForwardingTables) -> tuple[int, int]:
     """Walk the read-back tables for every (leaf, host) pair on fabric ``fab``."""
     pp = pair_paths(routing_view(fab, held))
@@ -173,7 +188,7 @@ def _all_pairs_reach(fab: Fabric, held: ForwardingTables) -> tuple[int, int]:
 
 
 def test_opensm_end_to_end(tmp_path: Path) -> None:
-    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess
+    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess, free_port
     from smroute.opensm.sim import IbSim
     from smroute.service.client import SmrouteClient
 
@@ -197,9 +212,14 @@ def test_opensm_end_to_end(tmp_path: Path) -> None:
     bridge: subprocess.Popen[bytes] | None = None
     bridge_out = tmp_path / "bridge.out"
     t0 = time.monotonic()
+    # OpenSM is configured with deploy/opensm.conf.snippet (paths and port made
+    # local; log flags plus VERBOSE for the REROUTE COMPLETE timing line)
+    port = free_port()
+    conf = snippet_conf(lfts_file=lfts, console_port=port, log_flags="0x07",
+                        log_file=tmp_path / "opensm" / "opensm.log")
     with IbSim(net, tmp_path / "sim") as sim, \
-            OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, sweep_interval=10,
-                          log_flags=0x07) as osm:
+            OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, console_port=port,
+                          extra_conf=conf) as osm:
         # OpenSM came up with the file engine and no file yet: it routed with its
         # default engine and assigned LIDs; now the daemon discovers live.
         figures["opensm_up_s"] = round(time.monotonic() - t0, 2)
@@ -233,6 +253,7 @@ def test_opensm_end_to_end(tmp_path: Path) -> None:
             assert bad == 0 and pairs == 32 * 256
             log = osm.log.read_text(errors="replace")
             assert "file tables configured on all switches" in log
+            assert f"console_port = {port}" in osm.out.read_text(errors="replace")
 
             # 2. cut one link (a leaf up-link)
             ep1, held1, fab1 = chain.change(f'Unlink "{leaf_name}"[{up_port}]', held0,
