@@ -18,6 +18,7 @@ daemon keeps serving.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -347,13 +348,27 @@ class RoutingCore:
         return ep
 
     # ------------------------------------------------------------ validation
+    #: Validation walks of more (switch, LID) pairs than this wait for a quiet
+    #: period (no commit for :attr:`VALIDATE_QUIET_S`) so they do not slow a burst of
+    #: reroutes; the thread also runs at a lower OS priority.
+    VALIDATE_BIG_PAIRS = 2_000_000
+    VALIDATE_QUIET_S = 1.0
+
     def _validator(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while True:
             with self._val_cond:
                 while self._val_next is None and not self.shutting_down.is_set():
                     self._val_cond.wait()
                 ep, self._val_next = self._val_next, None
-            if ep is None:
+                while ep is not None and not self.shutting_down.is_set() and (
+                        ep.tables.n_switches * len(ep.result.dest.lid) > self.VALIDATE_BIG_PAIRS):
+                    self._val_cond.wait(self.VALIDATE_QUIET_S)
+                    if self._val_next is None:
+                        break  # quiet: validate ep
+                    ep, self._val_next = self._val_next, None
+            if ep is None or self.shutting_down.is_set():
                 return
             # an older epoch still pending when a newer one arrived is skipped
             for eid in self.store.ids():
