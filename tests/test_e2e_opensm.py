@@ -120,11 +120,21 @@ class Chain:
                 out.append(last_ts)  # the banner's own lines carry no timestamp
         return out
 
-    def bridge_blocks(self, epoch: int) -> int | None:
+    def bridge_line(self, event: str, epoch: int) -> dict[str, str]:
+        """Fields of the bridge's ``event=<event> ... epoch=<epoch>`` log line."""
         for line in self.bridge_out.read_text(errors="replace").splitlines():
-            if f"epoch_written epoch={epoch} " in line:
-                m = re.search(r"blocks_changed=(\d+)", line)
-                return int(m.group(1)) if m else None
+            fields = dict(re.findall(r"(\w+)=(\S+)", line))
+            if fields.get("event") == event and fields.get("epoch") == str(epoch):
+                return fields
+        return {}
+
+    def first_trap_since(self, pos: int) -> float | None:
+        with open(self.osm.log, "rb") as fh:
+            fh.seek(pos)
+            for raw in fh:
+                line = raw.decode("utf-8", "replace")
+                if "Received Generic Notice" in line:
+                    return _log_unix(line)
         return None
 
     def change(self, console_cmd: str, before: ForwardingTables, label: str,
@@ -154,13 +164,25 @@ class Chain:
         assert d.identical, f"{label}: switches differ from epoch {epoch}: {d.summary()}"
         fab = self.fabric_now()
         moved = diff_tables(before, held)
+        written = self.bridge_line("epoch_written", int(epoch))
+        applied = self.bridge_line("faults_applied", int(epoch))
+        trap = self.first_trap_since(log_pos)
+
+        def since_cut(ts: str | float | None) -> float | None:
+            return None if ts is None else round(float(ts) - t_cut, 3)
+
         figures[label] = {
             "epoch": int(epoch), "epochs_since_change": int(epoch - start_epoch),
             "seconds_change_to_tables_in_switches": round(t_done - t_cut, 3),
+            "steps_s": {"trap_logged_by_opensm": since_cut(trap),
+                        "faults_applied_by_daemon": since_cut(applied.get("ts")),
+                        "bridge_discovery": float(applied.get("discover_s", "nan")),
+                        "file_written_and_reroute_sent": since_cut(written.get("ts")),
+                        "reroute_complete": round(t_done - t_cut, 3)},
             "lft_blocks_rewritten": int(moved.blocks_changed),
             "lft_entries_changed": int(moved.entries_changed),
             "switches_changed": int(moved.switches_changed),
-            "bridge_reported_blocks": self.bridge_blocks(int(epoch)),
+            "bridge_reported_blocks": int(written.get("blocks_changed", -1)),
             "switches_held": int(held.n_switches),
         }
         return int(epoch), held, fab
@@ -308,4 +330,5 @@ def test_opensm_end_to_end(tmp_path: Path) -> None:
         print(f"{k}: {f['seconds_change_to_tables_in_switches']:.2f} s from the change to the "
               f"new tables in the switches; {f['lft_blocks_rewritten']} LFT blocks rewritten "
               f"({f['lft_entries_changed']} entries on {f['switches_changed']} switches; "
-              f"bridge file diff: {f['bridge_reported_blocks']} blocks)")
+              f"bridge file diff: {f['bridge_reported_blocks']} blocks); steps {f['steps_s']}")
+        assert f["bridge_reported_blocks"] == f["lft_blocks_rewritten"]

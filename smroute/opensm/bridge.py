@@ -171,8 +171,10 @@ def _pb() -> tuple[Any, Any]:
 
 
 def _print_log(level: str, event: str, **fields: Any) -> None:
+    """One ``key=value`` line on stdout (journald adds its own timestamp; ``ts``
+    is the wall time in seconds, for lining up with OpenSM's log)."""
     extra = " ".join(f"{k}={v}" for k, v in fields.items())
-    print(f"smroute-bridge {level} {event} {extra}".rstrip(), flush=True)
+    print(f"ts={time.time():.3f} level={level} event={event} {extra}".rstrip(), flush=True)
 
 
 @dataclass(frozen=True)
@@ -460,12 +462,14 @@ class Bridge:
             self.checks.append(res)
             return res
         if events:
-            self.log("info", "faults", events=len(events),
-                     detail="; ".join(e.describe() for e in events[:8]))
             resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events))
             epoch_id = int(resp.epoch.id)
             self.state.down = desired
             self._save_state()
+            self.log("info", "faults_applied", events=len(events), epoch=epoch_id,
+                     discover_s=f"{disc_s:.3f}", apply_s=f"{time.monotonic() - t0:.3f}",
+                     detail="; ".join(e.describe() for e in events[:8])
+                     + (f"; ... {len(events) - 8} more" if len(events) > 8 else ""))
         res = CheckResult(events=tuple(events), down=desired, warnings=tuple(warnings),
                           epoch=epoch_id, discover_s=disc_s, apply_s=time.monotonic() - t0)
         self.checks.append(res)
@@ -564,15 +568,18 @@ class Bridge:
                             latest = max(latest, self._epochs.get_nowait())
                     self.sync_epoch(latest)
                 now = time.monotonic()
-                if follower is not None and any(TRIGGER_RE.search(ln) for ln in follower.read()):
-                    pending_since = now
+                if follower is not None and any(TRIGGER_RE.search(ln) for ln in follower.read()) \
+                        and pending_since is None:
+                    pending_since = now  # debounce from the first line of a burst
                 poll = self.opts.poll_interval
                 due_poll = poll > 0 and now - last_check >= poll
                 due_log = pending_since is not None and now - pending_since >= self.opts.debounce
                 if due_log or due_poll:
                     pending_since = None
                     last_check = now
-                    self.check_changes()
+                    res = self.check_changes()
+                    if res.epoch is not None:
+                        self.sync_epoch(res.epoch)  # at once; Watch will report it too
             except SmrouteError as exc:
                 self.errors.append(str(exc))
                 self.log("error", "bridge_error", detail=str(exc))
