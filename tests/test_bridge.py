@@ -369,3 +369,51 @@ def test_bridge_unit_verifies_and_runs_the_cli(tmp_path: Path) -> None:
     if m is None:
         pytest.skip(f"systemd-analyze security --offline unsupported: {r.stderr[-200:]}")
     assert float(m.group(1)) <= 3.0, r.stdout
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> None:
+    """The daemon restarts empty (epoch ids start again): the bridge notices when
+    its Watch stream comes back, loads and routes the fabric again, re-sends
+    what is down, and writes the new epoch."""
+    from smroute.live.opensm_proc import DaemonProcess, free_port
+    from smroute.opensm.sim import IbSim, run_opensm
+
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    lfts = tmp_path / "smroute.lfts"
+    leaf = int(fabric.switches[1])
+    ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
+    listen = f"127.0.0.1:{free_port()}"
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")
+        d1 = DaemonProcess(sim, tmp_path / "d1", listen=listen)
+        addr = d1.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none", load="discover",
+                                 discover_env=env, poll_interval=0.5),
+                   log=lambda *a, **k: None)
+        b.connect()
+        b.initialize()
+        b.start()
+        b.run_in_thread()
+        try:
+            _wait(lambda: b.state.written_epoch == 1, 30, "epoch 1 written")
+            sim.console(f"Unlink {ref}")
+            _wait(lambda: b.state.written_epoch == 2, 30, "epoch 2 (link down) written")
+            degraded = lfts.read_bytes()
+            assert d1.stop() == 0
+            d2 = DaemonProcess(sim, tmp_path / "d2", listen=listen)
+            d2.start()
+            # reloaded from the current (degraded) fabric: epoch 1 of the new daemon
+            # holds the same tables as epoch 2 of the old one
+            _wait(lambda: b.state.written_epoch == 1 and b.base is not None
+                  and b.base.n_links == fabric.n_links - 1, 60, "the bridge to reload")
+            _wait(lambda: lfts.read_bytes() == degraded, 10, "the same degraded tables")
+            with SmrouteClient(addr) as c:
+                assert c.get_epoch(0).id == 1
+        finally:
+            b.close()
+        assert d2.stop() == 0

@@ -154,8 +154,9 @@ class DaemonProcess:
     on a free loopback port; ``address`` is read from its ``--ready-file``."""
 
     def __init__(self, sim: IbSim, workdir: str | os.PathLike[str], *, workers: int = 1,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), listen: str = "127.0.0.1:0") -> None:
         self.sim = sim
+        self.listen = listen
         self.workdir = Path(workdir).resolve()
         self.workers = workers
         self.extra_args = extra_args
@@ -176,7 +177,7 @@ class DaemonProcess:
         env = self.sim.client_env()
         self._out_fh = open(self.out, "wb")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
-            [wrapper, sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+            [wrapper, sys.executable, "-m", "smroute", "serve", "--listen", self.listen,
              "--ready-file", str(self.ready), "--metrics-listen", "off", "--workers",
              str(self.workers), "--log-format", "text", *self.extra_args],
             cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._out_fh,

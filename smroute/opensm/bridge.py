@@ -216,6 +216,7 @@ class Bridge:
         self.checks: list[CheckResult] = []
         self._client: Any = None
         self._stop = threading.Event()
+        self._resync_needed = threading.Event()
         self._epochs: queue.Queue[int] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._watch_call: Any = None
@@ -531,16 +532,48 @@ class Bridge:
     def _watch_loop(self) -> None:
         import grpc
 
+        lost = False
         while not self._stop.is_set():
             try:
                 self._watch_call = self.client.watch()
+                first = True
                 for ep in self._watch_call:
+                    if first and lost:
+                        self._resync_needed.set()  # reconnected: maybe a new daemon
+                    first = lost = False
                     self._epochs.put(int(ep.id))
             except grpc.RpcError as exc:
                 if self._stop.is_set():
                     return
-                self.log("warning", "watch_lost", code=exc.code().name, detail=exc.details())
+                if not lost:
+                    self.log("warning", "watch_lost", code=exc.code().name,
+                             detail=exc.details())
+                lost = True
+                self._resync_needed.set()
             self._stop.wait(1.0)
+
+    def resync(self) -> bool:
+        """After the Watch stream was lost: if the daemon restarted (no epoch, or
+        an epoch id below the last one written), load the fabric again (``load``
+        live/discover) or forget the down set (``load`` none) so that the next
+        check re-sends it.  Returns True if it re-initialized."""
+        try:
+            ep = self._call("GetEpoch", self.client.get_epoch, 0)
+        except BridgeError as exc:
+            if self.opts.load == "none":
+                raise
+            self.log("warning", "daemon_has_no_epoch", detail=str(exc))
+            ep = None
+        if ep is not None and int(ep.id) >= self.state.written_epoch:
+            return False
+        self.state.written_epoch = 0
+        self.last_tables = None
+        if self.opts.load != "none":
+            self.initialize(reason="daemon restarted")
+        else:
+            self.state.down = DownSet()
+            self._save_state()
+        return True
 
     def start(self) -> None:
         """Start following the daemon's epochs (background thread)."""
@@ -555,12 +588,19 @@ class Bridge:
         follower = LogFollower(self.opts.opensm_log) if self.opts.opensm_log else None
         pending_since: float | None = None
         last_check = time.monotonic()
+        last_resync = 0.0
         while not self._stop.is_set() and not (until and until()):
             try:
                 ep = self._epochs.get(timeout=tick)
             except queue.Empty:
                 ep = None
             try:
+                if self._resync_needed.is_set() and time.monotonic() - last_resync >= 1.0:
+                    last_resync = time.monotonic()
+                    if self.resync():
+                        ep = None
+                        pending_since = time.monotonic()  # re-check the fabric soon
+                    self._resync_needed.clear()  # not reached while the daemon is down
                 if ep is not None:
                     latest = ep
                     with contextlib.suppress(queue.Empty):
