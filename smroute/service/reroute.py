@@ -60,12 +60,19 @@ class Reroute:
     lids: int = 0
 
 
-def _edge_codes(g: SwitchGraph) -> np.ndarray:
-    """Every switch-to-switch port as one int64 ``(switch, remote, port)`` code."""
-    s = np.repeat(g.grp_switch, g.grp_port_count)
-    r = np.repeat(g.grp_remote, g.grp_port_count)
-    n = np.int64(max(g.n_switches, 1))
-    return (s * n + r) * 256 + g.grp_ports
+def _port_map(g: SwitchGraph) -> np.ndarray:
+    """Remote switch behind every (switch, port), ``(S, 256)`` int32, -1 if none."""
+    out = np.full((g.n_switches, 256), -1, dtype=np.int32)
+    out[np.repeat(g.grp_switch, g.grp_port_count), g.grp_ports] = np.repeat(
+        g.grp_remote, g.grp_port_count)
+    return out
+
+
+def changed_switches(g0: SwitchGraph, g1: SwitchGraph) -> np.ndarray:
+    """Switch ids (same switch set) whose port groups differ, ``(R,)`` int64: a port
+    leads elsewhere (or nowhere) now.  Groups are a function of the ports'
+    remotes, so equal maps mean equal groups."""
+    return np.flatnonzero((_port_map(g0) != _port_map(g1)).any(axis=1))
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -147,8 +154,7 @@ def reroute(
         return Reroute(res, d, timings, False, why)
 
     # rows whose port groups changed; targets whose cost column changed
-    rows = np.unique(np.setxor1d(_edge_codes(prev.graph), _edge_codes(g))
-                     // np.int64(256) // np.int64(max(g.n_switches, 1)))
+    rows = changed_switches(prev.graph, g)
     changed_t = np.flatnonzero((c != prev.costs).any(axis=0))
     sel = np.flatnonzero(np.isin(dest.target, changed_t))
     old = prev.tables.ports
