@@ -1,9 +1,12 @@
 """A real daemon with mutual TLS: only allowed client certificates may call
 mutating RPCs; read-only RPCs work for any client the CA vouches for; a client
-without a certificate or from another CA cannot even connect."""
+without a certificate or from another CA cannot even connect; SIGHUP rotates
+the server's certificates (new CA) without a restart."""
 
 from __future__ import annotations
 
+import signal
+import time
 from pathlib import Path
 
 import grpc
@@ -67,5 +70,23 @@ def test_mutual_tls_restricts_mutations(tmp_path: Path) -> None:
                 bad.apply_faults([ev])
             assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
         assert d.proc.poll() is None
+
+        # certificate rotation on SIGHUP: a new CA, server and client certificates
+        pki2 = make_pki(tmp_path / "pki2", clients=("operator",))
+        cfg.write_text(f"fabric: {FIXTURE}\n" + pki2.tls_yaml(mutual=True)
+                       + "mutating_identities: [operator]\n")
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while not any(e.get("event") == "tls_reloaded" for e in d.log_events()):
+            assert time.monotonic() < deadline, d.log_path.read_text()[-2000:]
+            time.sleep(0.05)
+        with SmrouteClient(target, credentials=pki2.client_credentials("operator")) as op2:
+            assert op2.apply_faults([ev]).committed
+            op2.apply_faults([link_up(ev.node_guid, ev.port)])
+        with SmrouteClient(target, credentials=pki.client_credentials("operator"),
+                           timeout=10) as old:
+            with pytest.raises(grpc.RpcError) as ei:
+                old.get_epoch()  # trusts only the old CA: the new server cert fails
+            assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         assert d.stop() == 0

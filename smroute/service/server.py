@@ -16,8 +16,9 @@
   the sequencer and close the worker pool;
 * SIGHUP: reload the config file; settings that can change live (log level
   and format, coalescing window, epoch history, default algorithm / LMC,
-  mutating identities, limits) are applied, the others are reported as
-  needing a restart; a bad file is logged and the last good config kept.
+  mutating identities, limits, TLS certificate/key/client CA files) are
+  applied, the others are reported as needing a restart; a bad file is
+  logged and the last good config kept.
 
 A ``ready_file`` (JSON: address, metrics URL, pid) is written atomically once
 the daemon serves, for supervisors and tests.
@@ -120,6 +121,7 @@ class Daemon:
         self.guard: Any = None
         self.metrics: Any = None
         self.metrics_server: Any = None
+        self.tls_creds: Any = None
         self.address = ""
         self._stop = threading.Event()
         self._reload = threading.Event()
@@ -196,8 +198,12 @@ class Daemon:
         target = addr.grpc_address
         try:
             if cfg.tls is not None:
-                from smroute.service.auth import server_credentials
-                port = server.add_secure_port(target, server_credentials(cfg.tls))
+                from smroute.service.auth import ReloadableServerCredentials, check_tls
+
+                for w in check_tls(cfg.tls):
+                    self.log("warning", "tls_warning", message=w)
+                self.tls_creds = ReloadableServerCredentials(cfg.tls)
+                port = server.add_secure_port(target, self.tls_creds.credentials)
             else:
                 port = server.add_insecure_port(target)
         except RuntimeError as err:
@@ -297,8 +303,20 @@ class Daemon:
             self.log("error", "reload_failed", message=str(err), keeping="last good config")
             return False
         old = self.cfg
-        restart = [k for k in ("listen", "workers", "tls", "metrics_listen", "fabric")
+        keep_tls = old.tls
+        if new.tls != old.tls and new.tls is not None and self.tls_creds is not None:
+            try:  # certificate rotation: the next handshakes use the new files
+                for w in self.tls_creds.reload(new.tls):
+                    self.log("warning", "tls_warning", message=w)
+                keep_tls = new.tls
+                self.log("info", "tls_reloaded", cert=str(new.tls.cert))
+            except (ConfigError, SmrouteError) as err:
+                self.log("error", "tls_reload_failed", message=str(err),
+                         keeping="current certificates")
+        restart = [k for k in ("listen", "workers", "metrics_listen", "fabric")
                    if getattr(old, k) != getattr(new, k)]
+        if new.tls != keep_tls:
+            restart.append("tls")
         if old.limits.max_message_bytes != new.limits.max_message_bytes or \
                 old.limits.max_receive_bytes != new.limits.max_receive_bytes:
             restart.append("limits.max_message_bytes/max_receive_bytes")
@@ -312,9 +330,12 @@ class Daemon:
         if self.guard is not None:
             self.guard.allowed = frozenset(new.mutating_identities)
             self.guard.allow_insecure = new.allow_insecure_mutations
-        self.cfg = dataclasses.replace(
-            new, **{k: getattr(old, k) for k in ("listen", "workers", "tls", "metrics_listen",
-                                                 "fabric")})
+        try:
+            self.cfg = dataclasses.replace(
+                new, tls=keep_tls,
+                **{k: getattr(old, k) for k in ("listen", "workers", "metrics_listen", "fabric")})
+        except (ConfigError, SmrouteError):
+            self.cfg = new  # the mix is inconsistent; the restart-only keys still run as before
         for w in new.warnings():
             self.log("warning", "config_warning", message=w)
         self.log("info", "reloaded", config=str(self.config_path),
