@@ -454,3 +454,59 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2
     assert "wokers" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_limits_give_resource_exhausted(tmp_path: Path) -> None:
+    cfg = tmp_path / "limits.yaml"
+    cfg.write_text(f"fabric: {FIXTURE}\nlimits:\n  max_topology_bytes: 2KiB\n"
+                   "  max_fault_events: 2\n  max_watchers: 1\n  analyze_max_hosts: 5\n")
+    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    try:
+        with SmrouteClient(d.address, timeout=30) as c:
+            c_, m = _code(c.load_fabric_text, Path(FIXTURE).read_text(), "big.topo")
+            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_topology_bytes" in m
+            c_, m = _code(c.load_fabric_path, FIXTURE)
+            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED
+            f = read_topology(FIXTURE)
+            g = [int(x) for x in f.node_guid[f.switches[:3]]]
+            c_, m = _code(c.apply_faults, [switch_down(x) for x in g])
+            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_fault_events" in m
+            c_, m = _code(c.analyze)
+            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED and "analyze_max_hosts" in m
+            w1 = c.watch(timeout=30)
+            assert next(w1).id == 1
+            w2 = c.watch(timeout=30)
+            with pytest.raises(grpc.RpcError) as ei:
+                next(w2)
+            assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_watchers" in ei.value.details()
+            w1.cancel()
+            time.sleep(1.0)  # the cancelled watcher is released within its poll interval
+            w3 = c.watch(timeout=30)
+            assert next(w3).id == 1
+            w3.cancel()
+            assert c.get_epoch().id == 1
+    finally:
+        assert d.stop() == 0
+
+
+def test_unroutable_or_bad_configured_fabric_exit_codes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.topo"
+    bad.write_text("switchguid=0x10\nSwitch\t300 \"S-0001\"\n")
+    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+                        "--metrics-listen", "off", "--fabric", str(bad)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "bad.topo:2:" in r.stderr and "Traceback" not in r.stderr
+    # only CAs and no switch: parses, but cannot be routed
+    f = read_topology(FIXTURE)
+    from smroute.fabric.writers import write_topology
+
+    lonely = tmp_path / "noswitch.topo"
+    write_topology(f.with_removed(nodes=f.switches), lonely)
+    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+                        "--metrics-listen", "off", "--fabric", str(lonely)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 3 and "no switch" in r.stderr, r.stderr[-2000:]

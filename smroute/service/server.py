@@ -43,7 +43,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from smroute.errors import SmrouteError
+from smroute.errors import InputError, RoutingError, SmrouteError
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
@@ -237,11 +237,16 @@ class Daemon:
         core = self.core
         assert core is not None
         try:
-            fabric: Fabric = core.read_fabric_path(str(path))
+            fabric: Fabric = core.read_fabric_path(str(path), bounded=False)
             core.load_fabric(fabric, str(path))
             ep = core.route()
         except ServiceError as err:
-            raise SmrouteError(f"fabric {path}: {err.message}") from None
+            msg = err.message if str(path) in err.message else f"{path}: {err.message}"
+            if err.code == grpc.StatusCode.FAILED_PRECONDITION:
+                raise RoutingError(f"fabric: {msg}") from None  # exit 3
+            if err.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise InputError(f"fabric: {msg}") from None  # exit 2
+            raise SmrouteError(f"fabric: {msg}") from None
         self.log("info", "initial_route", epoch=ep.id, fabric=str(path),
                  seconds=round(sum(ep.timings.values()), 4))
 

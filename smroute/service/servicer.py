@@ -221,7 +221,9 @@ class RoutingCore:
         except InputError as err:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
 
-    def read_fabric_path(self, path: str) -> Fabric:
+    def read_fabric_path(self, path: str, *, bounded: bool = True) -> Fabric:
+        """Parse a topology file on the server; ``bounded``: apply
+        ``max_topology_bytes`` (requests; not the operator's configured fabric)."""
         if not path:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "path is empty")
         try:
@@ -229,7 +231,7 @@ class RoutingCore:
         except OSError as err:
             raise ServiceError(grpc.StatusCode.NOT_FOUND,
                                f"{path}: cannot read: {err.strerror or err}") from None
-        if size > self.limits.max_topology_bytes:
+        if bounded and size > self.limits.max_topology_bytes:
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                f"{path}: {size} bytes; the limit (limits.max_topology_bytes) "
                                f"is {self.limits.max_topology_bytes}")
@@ -239,6 +241,11 @@ class RoutingCore:
         except OSError as err:
             raise ServiceError(grpc.StatusCode.NOT_FOUND,
                                f"{path}: cannot read: {err.strerror or err}") from None
+        if not bounded:
+            try:
+                return parse_topology(text.splitlines(), path)
+            except InputError as err:
+                raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
         return self.parse_fabric_text(text, path)
 
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
