@@ -50,13 +50,12 @@ from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.config import ConfigError, ServiceConfig, load_config
 from smroute.service.servicer import (
     SERVICE_NAME,
-    Limits,
     RoutingCore,
     ServiceError,
     SmrouteServicer,
 )
 
-__all__ = ["Daemon", "Logger", "limits_of"]
+__all__ = ["Daemon", "Logger"]
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
@@ -97,13 +96,6 @@ def _text(v: Any) -> str:
     return json.dumps(s) if (not s or any(c in s for c in ' "=\n')) else s
 
 
-def limits_of(cfg: ServiceConfig) -> Limits:
-    lim = cfg.limits
-    return Limits(max_topology_bytes=lim.max_topology_bytes,
-                  max_fault_events=lim.max_fault_events, max_streams=lim.max_streams,
-                  max_watchers=lim.max_watchers, analyze_max_hosts=lim.analyze_max_hosts)
-
-
 class Daemon:
     """One daemon (see module doc).  ``start()`` then ``wait()``; or ``stop()``."""
 
@@ -136,7 +128,7 @@ class Daemon:
         self.core = RoutingCore(
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
-            limits=limits_of(cfg), log=self.log, metrics=self.metrics,
+            limits=cfg.limits, log=self.log, metrics=self.metrics,
         )
         self._start_grpc()
         self._set_health(False)
@@ -331,7 +323,7 @@ class Daemon:
         core.seq.coalesce_s = new.coalesce_ms / 1000.0
         core.store.set_history(new.epoch_history)
         core.algorithm, core.lmc = new.algorithm, new.lmc
-        core.limits = limits_of(new)
+        core.limits = new.limits
         if self.guard is not None:
             self.guard.allowed = frozenset(new.mutating_identities)
             self.guard.allow_insecure = new.allow_insecure_mutations

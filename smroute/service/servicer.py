@@ -40,6 +40,7 @@ from smroute.routing.pool import RoutePool
 from smroute.routing.validate import Validation, validate
 from smroute.service._gen import smroute_pb2 as pb
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.config import LimitsConfig
 from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables, padded_blocks
 from smroute.service.faults import (
     DownSet,
@@ -53,7 +54,7 @@ from smroute.service.faults import (
 from smroute.service.reroute import Reroute, reroute
 from smroute.tables.diff import TableDiff, diff_tables
 
-__all__ = ["SERVICE_NAME", "Limits", "RoutingCore", "ServiceError", "SmrouteServicer"]
+__all__ = ["SERVICE_NAME", "RoutingCore", "ServiceError", "SmrouteServicer"]
 
 SERVICE_NAME = "smroute.v1.Smroute"
 _KIND_NAMES = {
@@ -95,17 +96,6 @@ def _no_log(level: str, event: str, **fields: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Request bounds (from the config's ``limits`` section)."""
-
-    max_topology_bytes: int = 64 << 20
-    max_fault_events: int = 10_000
-    max_streams: int = 64
-    max_watchers: int = 64
-    analyze_max_hosts: int = 20_000
-
-
-@dataclass(frozen=True)
 class FaultOutcome:
     """What a fault job resolves to: the epoch serving after it, the diff against
     the epoch it replaced (``None`` if nothing changed), how many events the
@@ -134,7 +124,7 @@ class RoutingCore:
         lmc: int = 0,
         epoch_history: int = 8,
         coalesce_s: float = 0.02,
-        limits: Limits | None = None,
+        limits: LimitsConfig | None = None,
         log: LogFn = _no_log,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -146,7 +136,7 @@ class RoutingCore:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
         self.algorithm = algorithm
         self.lmc = lmc
-        self.limits = limits or Limits()
+        self.limits = limits or LimitsConfig()
         self.log = log
         self.metrics = metrics
         self.clock = clock
