@@ -849,8 +849,9 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
     def Analyze(self, request: pb.AnalyzeRequest, context: grpc.ServicerContext
                 ) -> pb.AnalyzeResponse:
         from smroute.analysis.congestion import congestion_risk
-        from smroute.analysis.paths import pair_paths, routing_view
+        from smroute.analysis.paths import pair_paths
         from smroute.analysis.patterns import random_order, topological_order
+        from smroute.service.lids_rpc import routing_view_of
 
         core = self.core
         ep = core.epoch(request.epoch)
@@ -870,7 +871,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         with core._analyze_lock:
             t0 = time.perf_counter()
             rng = np.random.default_rng(request.seed)
-            view = routing_view(ep.fabric, ep.tables)
+            view = routing_view_of(ep)  # shared with SelectLids
             paths = pair_paths(view)
             order = (topological_order(view, ep.result) if order_name == "topological"
                      else random_order(view, rng))
