@@ -322,7 +322,18 @@ def test_analyze(client: SmrouteClient, fabric: Fabric) -> None:
     a = client.analyze(rp_samples=20, seed=1)
     assert a.end_ports == len(fabric.cas)
     assert a.order == "topological"
-    assert a.unroutable_sp == 0 and a.sp_hsd_max >= 1
+    # the same numbers as the analysis library on the engine's own routing
+    from smroute.analysis.congestion import congestion_risk
+    from smroute.analysis.paths import pair_paths, routing_view
+    from smroute.analysis.patterns import topological_order
+
+    res = route(fabric, workers=1, lmc=0)
+    view = routing_view(fabric, res.tables)
+    risk = congestion_risk(view, pair_paths(view), topological_order(view, res),
+                           np.random.default_rng(1), samples=20)
+    assert (a.a2a_risk, a.rp_risk_median, a.sp_risk_max) == (
+        risk.a2a.value, risk.rp.risk_median, risk.sp.risk_max)
+    assert a.sp_hsd_max == risk.sp.hsd_max and a.unroutable_sp == 0
     with pytest.raises(grpc.RpcError) as ei:
         client.analyze(order="sideways")
     assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
