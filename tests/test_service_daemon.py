@@ -122,6 +122,21 @@ def test_initial_epoch_tables_equal_engine(client: SmrouteClient, fabric: Fabric
                for s in snap.switches)
 
 
+def test_served_tables_equal_smroute_route_output(client: SmrouteClient, fabric: Fabric,
+                                                  tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from smroute.tables.formats import read_tables
+
+    reset(client, fabric)
+    out = tmp_path / "lfts.dump"
+    subprocess.run([sys.executable, "-m", "smroute", "route", FIXTURE, "--out", str(out),
+                    "--workers", "1", "--quiet", "--no-validate"], check=True, cwd=ROOT,
+                   capture_output=True, timeout=120)
+    assert diff_tables(read_tables(out), client.tables().tables).identical
+
+
 def test_route_commits_new_epoch_and_validates(client: SmrouteClient,
                                                fabric: Fabric) -> None:
     before = client.get_epoch()
