@@ -436,6 +436,7 @@ def test_unix_socket_sigterm_drains_watch_and_sighup(tmp_path: Path) -> None:
     d = start_daemon(tmp_path / "d", "--config", str(cfg), listen=f"unix:{sock}")
     try:
         assert d.address == f"unix:{sock}" and sock.exists()
+        assert sock.stat().st_mode & 0o777 == 0o660
         with SmrouteClient(d.address) as c:
             assert c.get_epoch().id == 1
             # SIGHUP with a broken config: logged, last good config kept, still serving

@@ -205,6 +205,9 @@ class Daemon:
         server.start()
         self.server = server
         if addr.kind == "unix":
+            # owner and group only (systemd's RuntimeDirectory sets the group)
+            with contextlib.suppress(OSError):
+                os.chmod(addr.path, 0o660)
             self.address = f"unix:{addr.path}"
         else:
             host = f"[{addr.host}]" if ":" in addr.host else addr.host
