@@ -403,11 +403,26 @@ def test_bad_requests(daemon: DaemonProc, client: SmrouteClient, fabric: Fabric)
     assert daemon.proc.poll() is None
 
 
+def _metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.split(" ")[0] == name:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in metrics")
+
+
 def test_metrics_endpoint_counts_requests(daemon: DaemonProc, client: SmrouteClient) -> None:
-    client.get_epoch()
+    ep = client.get_epoch()
     assert daemon.metrics
     text = urllib.request.urlopen(daemon.metrics, timeout=10).read().decode()
-    assert "GetEpoch" in text and "ApplyFaults" in text
+    assert _metric(text, "smroute_epoch_id") == ep.id
+    assert _metric(text, "smroute_epochs_committed_total") == ep.id
+    assert _metric(text, 'smroute_route_seconds_count{kind="reroute"}') >= 1
+    assert _metric(text, 'smroute_route_seconds_count{kind="route"}') >= 1
+    assert _metric(text, 'smroute_requests_total{code="OK",method="GetEpoch"}') >= 1
+    assert _metric(text, 'smroute_requests_total{code="INVALID_ARGUMENT",method="ApplyFaults"}'
+                   ) >= 1
+    assert _metric(text, 'smroute_reroute_failures_total{reason="routing_error"}') >= 1
+    assert _metric(text, 'smroute_fault_events_total{kind="link_down"}') >= 1
 
 
 def test_load_fabric_text_then_route(client: SmrouteClient, fabric: Fabric) -> None:
