@@ -410,7 +410,16 @@ def _metric(text: str, name: str) -> float:
     raise AssertionError(f"{name} not in metrics")
 
 
-def test_metrics_endpoint_counts_requests(daemon: DaemonProc, client: SmrouteClient) -> None:
+def test_metrics_endpoint_counts_requests(daemon: DaemonProc, client: SmrouteClient,
+                                          fabric: Fabric) -> None:
+    reset(client, fabric)
+    guid, port = link_end(fabric, int(inter_switch_links(fabric)[0]))
+    client.apply_faults([link_down(guid, port)])
+    client.apply_faults([link_up(guid, port)])
+    _code(client.apply_faults, [link_down(guid, 0)])
+    every = [int(g) for g in fabric.node_guid[fabric.switches]]
+    _code(client.apply_faults, [switch_down(g) for g in every])
+    client.apply_faults([switch_up(g) for g in every])
     ep = client.get_epoch()
     assert daemon.metrics
     text = urllib.request.urlopen(daemon.metrics, timeout=10).read().decode()
