@@ -182,8 +182,16 @@ def test_bands() -> None:
     p = paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
     assert p == [["removed", "dmodc vs ftree"], ["0", "0/1/0"], ["1-3", "-"],
                  ["4-15", "1/0/0 (+1)"], ["16+", "-"]]
+    # a routing that leaves pairs undelivered is not comparable: counted apart
+    rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "dmodc",
+                 "status": "ok", "sp": 1.0, "unroutable_pairs": 36})
+    rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "ftree",
+                 "status": "ok", "sp": 5.0, "unroutable_pairs": 0})
+    t = band_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
+    assert t[4] == ["16+ (1)", "- (1 incomplete)", "5 / 5"]
+    assert paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])[4] == ["16+", "-"]
     md = markdown_report(rows, ["dmodc", "ftree"], metrics=("sp",))
-    assert md[0] == "#### F, switch degradation (3 throws)"
+    assert md[0] == "#### F, switch degradation (4 throws)"
     assert "| 4-15 (2) | 3 / 4 | 3 / 3 (1 failed) |" in md
     assert "| 4-15 | 1/0/0 (+1) |" in md
 

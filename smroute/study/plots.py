@@ -8,7 +8,9 @@ shows), one line per engine through the median of each power-of-two band of
 as a faint point; engines are offset slightly along x so that equal values
 stay visible.
 :func:`plot_times` draws the routing time of each engine the same way.
-Failed throws are left out (their count is in the legend).
+Failed and incomplete throws (some pairs not delivered,
+:func:`smroute.study.results.complete`) are left out; their counts are in
+the legend.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smroute.study.results import Row
+from smroute.study.results import Row, complete, outcome_note
 
 __all__ = ["plot_risk", "plot_times", "plot_all", "ENGINE_STYLE"]
 
@@ -41,13 +43,13 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def _series(rows: Sequence[Row], engine: str, metric: str
-            ) -> tuple[np.ndarray, np.ndarray, int]:
-    ok = [r for r in rows if r["engine"] == engine and r["status"] == "ok"]
+            ) -> tuple[np.ndarray, np.ndarray, str]:
+    mine = [r for r in rows if r["engine"] == engine]
+    ok = [r for r in mine if complete(r)]
     x = np.array([float(str(r["removed"])) for r in ok])
     y = np.array([_num(r.get(metric)) for r in ok])
     keep = ~np.isnan(y)
-    failed = sum(1 for r in rows if r["engine"] == engine and r["status"] != "ok")
-    return x[keep], y[keep], failed
+    return x[keep], y[keep], outcome_note(mine)
 
 
 def _num(v: object) -> float:
@@ -82,14 +84,14 @@ def _draw(ax, rows: Sequence[Row], metric: str, engines: Sequence[str]) -> None:
     k = len(engines)
     for e in ordered:
         color, marker = ENGINE_STYLE.get(e, ("#7f7f7f", "."))
-        x, y, failed = _series(rows, e, metric)
+        x, y, note = _series(rows, e, metric)
         if not len(x):
             continue
         shift = 1.035 ** (engines.index(e) - (k - 1) / 2)
         ax.scatter((x + 1) * shift, y, s=7, color=color, alpha=0.2, marker=marker,
                    linewidths=0)
         c, med, lo, hi = _bands(x, y)
-        label = e + (f" ({failed} failed)" if failed else "")
+        label = e + note
         dm = e == "dmodc"
         ax.plot(c * shift, med, color=color, marker=marker, ms=4 if dm else 3,
                 lw=2.0 if dm else 1.1, label=label, zorder=3 if dm else 2)

@@ -36,6 +36,8 @@ __all__ = [
     "KEY",
     "BANDS",
     "band_of",
+    "complete",
+    "outcome_note",
     "format_rows",
     "parse_rows",
     "read_rows",
@@ -68,6 +70,24 @@ BANDS: tuple[tuple[str, int, float], ...] = (
 )
 
 Row = dict[str, object]
+
+
+def complete(r: Row) -> bool:
+    """True if the engine routed (status ok) and delivered every pair.
+
+    Metrics of an incomplete routing leave the undelivered flows out, so they
+    are not comparable with complete ones: tables and plots use complete rows
+    and count the others (e.g. Dmodc leaves the leaf pairs with no up*/down*
+    path unrouted, by design; OpenSM's updn sometimes drops routes)."""
+    return r.get("status") == "ok" and r.get("unroutable_pairs", 0) == 0
+
+
+def outcome_note(rs: Sequence[Row]) -> str:
+    """``" (k failed, j incomplete)"`` for rows that are not :func:`complete`."""
+    fail = sum(1 for r in rs if r.get("status") != "ok")
+    inc = sum(1 for r in rs if r.get("status") == "ok" and not complete(r))
+    parts = ([f"{fail} failed"] if fail else []) + ([f"{inc} incomplete"] if inc else [])
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def band_of(removed: int) -> str:
@@ -163,17 +183,20 @@ def _num(v: object) -> float:
 
 def summary_lines(rows: Sequence[Row], metrics: Sequence[str] = ("a2a", "rp", "sp", "hsd_topo",
                                                                  "hsd_random")) -> list[str]:
-    """Per (fabric, mode, engine): throws ok/failed, median (max) of each metric
-    and the median routing time, as aligned text lines."""
+    """Per (fabric, mode, engine): throws complete / failed / incomplete,
+    median (max) of each metric over the complete throws and the median
+    routing time, as aligned text lines."""
     groups: dict[tuple[str, str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((str(r["fabric"]), str(r["mode"]), str(r["engine"])), []).append(r)
-    head = ["fabric", "mode", "engine", "ok", "fail", *[f"{m} med(max)" for m in metrics],
+    head = ["fabric", "mode", "engine", "ok", "fail", "incompl",
+            *[f"{m} med(max)" for m in metrics],
             "route s med"]
     table = [head]
     for (fab, mode, eng), rs in sorted(groups.items()):
-        ok = [r for r in rs if r["status"] == "ok"]
-        cells = [fab, mode, eng, str(len(ok)), str(len(rs) - len(ok))]
+        ok = [r for r in rs if complete(r)]
+        n_fail = sum(1 for r in rs if r["status"] != "ok")
+        cells = [fab, mode, eng, str(len(ok)), str(n_fail), str(len(rs) - len(ok) - n_fail)]
         for m in metrics:
             v = np.array([_num(r.get(m)) for r in ok])
             v = v[~np.isnan(v)]
@@ -190,9 +213,10 @@ def summary_lines(rows: Sequence[Row], metrics: Sequence[str] = ("a2a", "rp", "s
 def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
                engines: Sequence[str]) -> list[list[str]]:
     """``median / worst`` of ``metric`` per band (rows) and engine (columns)
-    over the ok throws of (``fabric``, ``mode``); first row is the header,
-    cells ``-`` where no ok throw falls in the band; the band label carries
-    the number of throws."""
+    over the :func:`complete` throws of (``fabric``, ``mode``); first row is
+    the header, cells ``-`` where no complete throw falls in the band, with
+    the count of failed / incomplete ones; the band label carries the number
+    of throws."""
     sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode]
     out = [["removed (throws)", *engines]]
     for label, lo, hi in BANDS:
@@ -200,14 +224,11 @@ def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
         throws = {int(str(r["throw"])) for r in in_band}
         line = [f"{label} ({len(throws)})"]
         for e in engines:
-            v = np.array([_num(r.get(metric)) for r in in_band
-                          if r["engine"] == e and r["status"] == "ok"])
+            mine = [r for r in in_band if r["engine"] == e]
+            v = np.array([_num(r.get(metric)) for r in mine if complete(r)])
             v = v[~np.isnan(v)]
-            n_fail = sum(1 for r in in_band if r["engine"] == e and r["status"] != "ok")
             cell = f"{np.median(v):.3g} / {v.max():.3g}" if len(v) else "-"
-            if n_fail:
-                cell += f" ({n_fail} failed)"
-            line.append(cell)
+            line.append(cell + outcome_note(mine))
         out.append(line)
     return out
 
@@ -219,11 +240,11 @@ def csv_path(out_dir: str | os.PathLike[str]) -> Path:
 
 def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
                  engines: Sequence[str], ref: str = "dmodc") -> list[list[str]]:
-    """``ref`` against each other engine on the same throws (both ok), per
+    """``ref`` against each other engine on the same throws (both
+    :func:`complete`), per
     band: ``W/E/B`` = throws where ``ref`` is worse (higher), equal, better,
     and ``+x`` the largest excess of ``ref`` (``-`` if never worse)."""
-    sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode
-           and r["status"] == "ok"]
+    sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode and complete(r)]
     val: dict[tuple[int, str], float] = {}
     rem: dict[int, int] = {}
     for r in sel:
