@@ -166,8 +166,8 @@ def test_csv_roundtrip_and_errors(tmp_path: Path) -> None:
 
 
 def test_bands() -> None:
-    assert [band_of(x) for x in (0, 1, 3, 4, 15, 16, 400)] == [
-        "0", "1-3", "1-3", "4-15", "4-15", "16+", "16+"]
+    assert [band_of(x) for x in (0, 1, 3, 4, 15, 16, 63, 64, 400)] == [
+        "0", "1-3", "1-3", "4-15", "4-15", "16-63", "16-63", "64+", "64+"]
     rows = [{"fabric": "F", "mode": "switch", "throw": t, "removed": rem, "engine": e,
              "status": st, "sp": v}
             for t, rem, e, st, v in [(0, 0, "dmodc", "ok", 1.0), (0, 0, "ftree", "ok", 1.0),
@@ -181,15 +181,15 @@ def test_bands() -> None:
     # paired: only throws where both are ok; throw 2 has dmodc worse by 1
     p = paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
     assert p == [["removed", "dmodc vs ftree"], ["0", "0/1/0"], ["1-3", "-"],
-                 ["4-15", "1/0/0 (+1)"], ["16+", "-"]]
+                 ["4-15", "1/0/0 (+1)"], ["16-63", "-"], ["64+", "-"]]
     # a routing that leaves pairs undelivered is not comparable: counted apart
     rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "dmodc",
                  "status": "ok", "sp": 1.0, "unroutable_pairs": 36})
     rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "ftree",
                  "status": "ok", "sp": 5.0, "unroutable_pairs": 0})
     t = band_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
-    assert t[4] == ["16+ (1)", "- (1 incomplete)", "5 / 5"]
-    assert paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])[4] == ["16+", "-"]
+    assert t[4] == ["16-63 (1)", "- (1 incomplete)", "5 / 5"]
+    assert paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])[4] == ["16-63", "-"]
     md = markdown_report(rows, ["dmodc", "ftree"], metrics=("sp",))
     assert md[0] == "#### F, switch degradation (4 throws)"
     assert "| 4-15 (2) | 3 / 4 | 3 / 3 (1 failed) |" in md

@@ -21,7 +21,13 @@ from smroute.errors import InputError
 from smroute.opensm.sidebyside import ENGINES
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
-from smroute.study.results import csv_path, markdown_report, read_rows, summary_lines
+from smroute.study.results import (
+    compact_table,
+    csv_path,
+    markdown_report,
+    read_rows,
+    summary_lines,
+)
 from smroute.study.runner import Progress, plan_tasks, run_study
 
 MAX_THROWS = 100_000
@@ -67,6 +73,8 @@ def register(subparsers: Any) -> None:
 
     rp = sub.add_parser("report", help="markdown tables (median / worst per degradation band)")
     rp.add_argument("csv", metavar="CSV", nargs="+")
+    rp.add_argument("--compact", action="store_true",
+                    help="one table per fabric and mode (SP, A2A, RP, HSD per band)")
     rp.set_defaults(func=_report)
 
 
@@ -148,5 +156,11 @@ def _plot(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     rows = [r for path in args.csv for r in read_rows(path)]
     engines = [e for e in ENGINES if any(r["engine"] == e for r in rows)]
-    print("\n".join(markdown_report(rows, engines)))
+    if not args.compact:
+        print("\n".join(markdown_report(rows, engines)))
+        return 0
+    for fab, mode in sorted({(str(r["fabric"]), str(r["mode"])) for r in rows}):
+        throws = len({r["throw"] for r in rows if r["fabric"] == fab and r["mode"] == mode})
+        print(f"\n{fab}, {mode} degradation, {throws} throws:\n")
+        print("\n".join(compact_table(rows, fab, mode, engines)))
     return 0

@@ -47,6 +47,7 @@ __all__ = [
     "band_table",
     "paired_table",
     "markdown_report",
+    "compact_table",
     "csv_path",
 ]
 
@@ -66,7 +67,7 @@ _FLOAT = set(METRICS) | {"routing_seconds", "wall_seconds"}
 
 #: Degradation bands of the README tables: (label, lowest, highest removed).
 BANDS: tuple[tuple[str, int, float], ...] = (
-    ("0", 0, 0), ("1-3", 1, 3), ("4-15", 4, 15), ("16+", 16, math.inf),
+    ("0", 0, 0), ("1-3", 1, 3), ("4-15", 4, 15), ("16-63", 16, 63), ("64+", 64, math.inf),
 )
 
 Row = dict[str, object]
@@ -299,3 +300,19 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
                         "worse / equal / better (largest excess):", ""]
                 out += _md(paired_table(rows, fab, mode, m, engs)) + [""]
     return out
+
+
+def compact_table(rows: Sequence[Row], fabric: str, mode: str, engines: Sequence[str],
+                  metrics: Sequence[str] = ("sp", "a2a", "rp", "hsd_topo")) -> list[str]:
+    """One markdown table for (``fabric``, ``mode``): a row per (band, metric),
+    a column per engine, cells ``median / worst`` over complete throws with
+    failed / incomplete counts (:func:`band_table` rows, interleaved)."""
+    short = {"a2a": "A2A", "rp": "RP", "sp": "SP", "hsd_topo": "HSD topo",
+             "hsd_random": "HSD random", "routing_seconds": "route s"}
+    tabs = {m: band_table(rows, fabric, mode, m, engines) for m in metrics}
+    table = [["removed (throws)", "metric", *engines]]
+    for i in range(1, len(BANDS) + 1):
+        for j, m in enumerate(metrics):
+            row = tabs[m][i]
+            table.append([row[0] if j == 0 else "", short.get(m, m), *row[1:]])
+    return _md(table)
