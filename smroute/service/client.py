@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import grpc
@@ -86,7 +87,7 @@ class TablesSnapshot:
     def blocks(self) -> int:
         return sum(len(s.blocks) for s in self.switches)
 
-    @property
+    @cached_property
     def tables(self) -> ForwardingTables:
         """The switches of this stream as :class:`ForwardingTables` (blocks not
         sent are NO_ROUTE; use :meth:`patch` for ``since_epoch`` streams)."""
@@ -140,14 +141,18 @@ class TablesSnapshot:
         )
 
 
-def _fill(row: np.ndarray, blocks: Iterable[pb.LftBlock]) -> None:
-    for b in blocks:
-        data = np.frombuffer(b.ports, dtype=np.uint8)
-        lo = int(b.index) * BLOCK
-        if len(data) != BLOCK or lo + BLOCK > len(row):
-            raise ValueError(f"block {b.index}: {len(data)} bytes; expected {BLOCK} within "
-                             f"{len(row)} LIDs")
-        row[lo:lo + BLOCK] = data
+def _fill(row: np.ndarray, blocks: Sequence[pb.LftBlock]) -> None:
+    """Write ``blocks`` into ``row`` (``(nb * 64,)`` uint8), vectorized."""
+    if not blocks:
+        return
+    data = b"".join(b.ports for b in blocks)
+    idx = np.fromiter((b.index for b in blocks), dtype=np.int64, count=len(blocks))
+    nb = len(row) // BLOCK
+    if len(data) != BLOCK * len(blocks) or int(idx.max()) >= nb:
+        bad = next(b for b in blocks if len(b.ports) != BLOCK or b.index >= nb)
+        raise ValueError(f"block {bad.index}: {len(bad.ports)} bytes; expected {BLOCK} "
+                         f"within {len(row)} LIDs")
+    row.reshape(nb, BLOCK)[idx] = np.frombuffer(data, dtype=np.uint8).reshape(-1, BLOCK)
 
 
 class SmrouteClient:

@@ -120,10 +120,12 @@ def table_checksum(t: ForwardingTables) -> str:
     ``TablesHeader.tables_sha256``)."""
     guids = np.asarray(t.switch_guid, dtype="<u8")
     order = np.argsort(guids, kind="stable")
-    rows = np.empty((len(order), 8 + t.ports.shape[1]), dtype=np.uint8)
-    rows[:, :8] = guids[order].view(np.uint8).reshape(-1, 8)
-    rows[:, 8:] = t.ports[order]
-    return hashlib.sha256(rows.tobytes()).hexdigest()
+    ports = np.ascontiguousarray(t.ports, dtype=np.uint8)
+    h = hashlib.sha256()
+    for r in order.tolist():  # one update per switch row, no copy of the table
+        h.update(guids[r].tobytes())
+        h.update(ports[r])
+    return h.hexdigest()
 
 
 class EpochStore:

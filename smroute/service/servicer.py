@@ -24,7 +24,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -53,6 +53,7 @@ from smroute.service.faults import (
 )
 from smroute.service.reroute import Reroute, reroute
 from smroute.tables.diff import TableDiff, diff_tables
+from smroute.tables.lft import BLOCK
 
 __all__ = ["SERVICE_NAME", "RoutingCore", "ServiceError", "SmrouteServicer"]
 
@@ -609,6 +610,51 @@ def events_from_msgs(msgs: Sequence[pb.FaultEvent]) -> list[FaultEvent]:
     return out
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _block_prefix(index: int) -> bytes:
+    """Wire bytes of ``SwitchTable.blocks`` (field 4) entry ``index`` up to its
+    64 port bytes: tag, length, ``index`` (field 1), ``ports`` tag and length."""
+    body = b"\x08" + _varint(index) + b"\x12" + _varint(BLOCK)
+    return b"\x22" + _varint(len(body) + BLOCK) + body
+
+
+def _encode_full(ports: np.ndarray) -> np.ndarray:
+    """Every block of every row of ``ports`` (``(R, W)`` uint8) in wire form,
+    ``(R, L)`` uint8: row ``r`` is what :func:`_encode_blocks` gives for all of
+    its blocks, laid out with numpy for all rows at once."""
+    padded = padded_blocks(ports)  # (R, nb, 64)
+    r, nb, _ = padded.shape
+    prefixes = [_block_prefix(i) for i in range(nb)]
+    plen = np.array([len(p) for p in prefixes], dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(plen + BLOCK)])
+    pre_pos = np.repeat(off[:-1], plen) + (np.arange(int(plen.sum()))
+                                           - np.repeat(np.cumsum(plen) - plen, plen))
+    data_pos = (np.repeat(off[:-1] + plen, BLOCK) + np.tile(np.arange(BLOCK), nb))
+    out = np.empty((r, int(off[-1])), dtype=np.uint8)
+    out[:, pre_pos] = np.frombuffer(b"".join(prefixes), dtype=np.uint8)[None, :]
+    out[:, data_pos] = padded.reshape(r, nb * BLOCK)
+    return out
+
+
+def _encode_blocks(row: bytes, idx: Iterable[int]) -> bytes:
+    """The ``blocks`` of a SwitchTable in protobuf wire form (parsed by
+    ``MergeFromString``: building 200+ LftBlock objects per switch in Python was
+    the main cost of a GetTables stream)."""
+    return b"".join(_block_prefix(i) + row[i * BLOCK:(i + 1) * BLOCK] for i in idx)
+
+
 def table_messages(ep: Epoch, guids: Sequence[int], since: Epoch | None
                    ) -> tuple[pb.TablesHeader, Iterator[pb.SwitchTable]]:
     """Header and per-switch messages of ``ep`` (only the blocks changed since
@@ -656,13 +702,23 @@ def table_messages(ep: Epoch, guids: Sequence[int], since: Epoch | None
                              tables_sha256=ep.tables_sha256)
 
     def gen() -> Iterator[pb.SwitchTable]:
-        for r, blocks in blocks_of.items():
-            padded = padded_blocks(t.ports[r:r + 1])[0]
-            idx = range(padded.shape[0]) if blocks is None else blocks.tolist()
-            yield pb.SwitchTable(
-                guid=int(t.switch_guid[r]), lid=int(t.switch_lid[r]), desc=t.switch_desc[r],
-                blocks=[pb.LftBlock(index=i, ports=padded[i].tobytes()) for i in idx],
-            )
+        rows = list(blocks_of)
+        for c0 in range(0, len(rows), 256):  # encode full rows 256 switches at a time
+            chunk = rows[c0:c0 + 256]
+            full = [r for r in chunk if blocks_of[r] is None]
+            enc = _encode_full(t.ports[full]) if full else None
+            at = {r: i for i, r in enumerate(full)}
+            for r in chunk:
+                msg = pb.SwitchTable(guid=int(t.switch_guid[r]), lid=int(t.switch_lid[r]),
+                                     desc=t.switch_desc[r])
+                blocks = blocks_of[r]
+                if blocks is None:
+                    assert enc is not None
+                    msg.MergeFromString(enc[at[r]].tobytes())
+                else:
+                    msg.MergeFromString(_encode_blocks(
+                        padded_blocks(t.ports[r:r + 1]).tobytes(), blocks.tolist()))
+                yield msg
         for g, desc in removed:
             yield pb.SwitchTable(guid=g, desc=desc, removed=True)
 
