@@ -203,3 +203,24 @@ def test_sequencer_coalesces_bursts_and_keeps_order() -> None:
     # after close, submissions fail instead of hanging
     with pytest.raises(RuntimeError):
         seq.submit(CallJob(lambda: None)).result(1)
+
+
+def test_wire_encoded_blocks_equal_message_objects() -> None:
+    """GetTables encodes blocks in protobuf wire form with numpy; it must parse
+    to exactly the LftBlock messages (block indices >= 128 take 2-byte varints)."""
+    from smroute.service._gen import smroute_pb2 as pb
+    from smroute.service.epochs import padded_blocks
+    from smroute.service.servicer import _encode_blocks, _encode_full
+
+    rng = np.random.default_rng(0)
+    ports = rng.integers(0, 256, size=(3, 20_000), dtype=np.uint8)  # 313 blocks
+    enc = _encode_full(ports)
+    for r in range(3):
+        row = padded_blocks(ports[r:r + 1]).tobytes()
+        ref = pb.SwitchTable(blocks=[pb.LftBlock(index=i, ports=row[i * 64:(i + 1) * 64])
+                                     for i in range(len(row) // 64)])
+        got = pb.SwitchTable.FromString(enc[r].tobytes())
+        assert got == ref and len(got.blocks) == 313
+        part = pb.SwitchTable.FromString(_encode_blocks(row, [0, 127, 128, 312]))
+        assert [b.index for b in part.blocks] == [0, 127, 128, 312]
+        assert part.blocks[2].ports == row[128 * 64:129 * 64]
