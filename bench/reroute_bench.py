@@ -13,14 +13,20 @@ walk is disabled so runs do not overlap with it.
 After the timed runs, the served tables of a degraded state are compared with a
 from-scratch route of that fabric (must be identical).
 
-    .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full]
+    .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full] [--grpc]
 
 ``--full`` also times the non-incremental path (full route + full diff).
+``--grpc`` instead starts a real ``smroute serve`` (loopback, ``--coalesce-ms
+0``, background validation on) on the same tree written as an ibnetdiscover
+file, and reports per link down the daemon-side ``event_to_commit``, the whole
+ApplyFaults call as the client sees it, the ``since_epoch`` delta stream, and
+the time of a full GetTables stream (checksum verified).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -58,18 +64,80 @@ def _links(f: Fabric, n: int) -> list[tuple[int, int, int]]:
 
 def _run(core: RoutingCore, links: list[tuple[int, int, int]]) -> dict[str, list[float]]:
     res: dict[str, list[float]] = {"down": [], "up": [], "down_call": [], "entries": [],
-                                   "blocks": []}
+                                   "blocks": [], "cpu": []}
     for _, g, p in links:
         t = time.perf_counter()
         out = core.apply_faults([FaultEvent("link_down", g, p)])
         res["down_call"].append(time.perf_counter() - t)
         assert out.committed and out.diff is not None
         res["down"].append(out.epoch.timings["event_to_commit"])
+        res["cpu"].append(out.epoch.timings["cpu"])
         res["entries"].append(out.diff.entries_changed)
         res["blocks"].append(out.diff.blocks_changed)
         back = core.apply_faults([FaultEvent("link_up", g, p)])
         res["up"].append(back.epoch.timings["event_to_commit"])
     return res
+
+
+def _grpc(args: argparse.Namespace, f: Fabric, links: list[tuple[int, int, int]]) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from smroute.fabric.writers import write_topology
+    from smroute.service.client import SmrouteClient, link_down, link_up
+
+    with tempfile.TemporaryDirectory(prefix="smroute-bench-") as tmp:
+        topo, ready = Path(tmp) / "fabric.topo", Path(tmp) / "ready.json"
+        write_topology(f, topo)
+        root = Path(__file__).resolve().parent.parent
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+             "--metrics-listen", "off", "--fabric", str(topo), "--workers", str(args.workers),
+             "--coalesce-ms", "0", "--ready-file", str(ready), "--log-level", "warning"],
+            cwd=root, env=dict(os.environ, PYTHONPATH=str(root)))
+        try:
+            t0 = time.monotonic()
+            while not ready.exists():
+                if proc.poll() is not None or time.monotonic() - t0 > 600:
+                    raise SystemExit("the daemon did not start")
+                time.sleep(0.1)
+            addr = json.loads(ready.read_text())["address"]
+            with SmrouteClient(addr) as c:
+                # let the initial epoch's background validation walk finish first
+                while c.get_epoch().validation.state == c.get_epoch().validation.PENDING:
+                    time.sleep(0.5)
+                full = []
+                for _ in range(3):
+                    t = time.perf_counter()
+                    snap = c.tables()
+                    full.append(time.perf_counter() - t)
+                print(f"full GetTables stream ({snap.blocks} blocks, checksum verified): "
+                      f"median {statistics.median(full):.2f} s of 3")
+                side, call, delta, cpu = [], [], [], []
+                for _, g, p in links:
+                    t = time.perf_counter()
+                    out = c.apply_faults([link_down(g, p)])
+                    call.append(time.perf_counter() - t)
+                    side.append(out.epoch.timings["event_to_commit"])
+                    cpu.append(out.epoch.timings["cpu"])
+                    t = time.perf_counter()
+                    d = c.tables(since_epoch=out.epoch.parent_id)
+                    delta.append(time.perf_counter() - t)
+                    c.apply_faults([link_up(g, p)])
+                print(f"link down over gRPC: daemon-side event->commit median "
+                      f"{statistics.median(side):.3f} s (min {min(side):.3f}, max {max(side):.3f});"
+                      f" ApplyFaults call median {statistics.median(call):.3f} s; since_epoch "
+                      f"delta ({d.blocks} blocks) median {statistics.median(delta):.3f} s; "
+                      f"{len(links)} runs; reroute thread CPU median "
+                      f"{statistics.median(cpu):.3f} s")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
 
 
 def main() -> None:
@@ -78,12 +146,16 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="also time the full (non-incremental)"
                     " reroute")
+    ap.add_argument("--grpc", action="store_true", help="through a real smroute serve process")
     args = ap.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start")
     f = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
     print(f"fabric: PGFT(3;18,18,36;1,18,18;1,1,1): {len(f.cas)} hosts, {len(f.switches)} "
           f"switches, {f.n_links} links; {args.workers} workers")
     links = _links(f, args.runs)
+    if args.grpc:
+        _grpc(args, f, links)
+        return
     modes = [True, False] if args.full else [True]
     for inc in modes:
         core = RoutingCore(workers=args.workers, coalesce_s=0.0, validate_epochs=False,
@@ -100,6 +172,8 @@ def main() -> None:
             print(f"link down -> committed epoch with diff: median {med:.3f}"
                   f" s (min {min(r['down']):.3f}, max {max(r['down']):.3f}) over {args.runs} runs;"
                   f" ApplyFaults call median {statistics.median(r['down_call']):.3f} s")
+            print(f"  CPU seconds of the reroute thread per link down: median "
+                  f"{statistics.median(r['cpu']):.3f} s (full path: plus the workers')")
             med = statistics.median(r["up"])
             print(f"link up   -> committed epoch with diff: median {med:.3f}"
                   f" s (min {min(r['up']):.3f}, max {max(r['up']):.3f})")
