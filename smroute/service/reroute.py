@@ -9,8 +9,9 @@ except
 
 * the rows of the switches whose port groups changed (they are recomputed in
   full), and
-* the LID columns whose target switch's cost column changed anywhere (they are
-  recomputed for every switch).
+* the LID columns whose target switch's cost column changed anywhere; they
+  are recomputed for the switches whose own cost, or a neighbour's, to such a
+  target changed.
 
 :func:`reroute` checks those conditions on the freshly computed graph, costs,
 dividers and NIDs (cheap next to the route phase), recomputes only that part
@@ -123,7 +124,8 @@ def reroute(
 ) -> Reroute:
     """Route ``fabric`` (the previous fabric changed by some events) knowing
     ``prev``, its routing; see the module doc.  ``lmc`` as in
-    :func:`~smroute.routing.engine.route`; ``algorithm``: default ``prev``'s.
+    :func:`~smroute.routing.engine.route`; ``algorithm``: default ``prev``'s;
+    ``pool``: for the full path (``None``: route in this process).
     ``incremental=False`` forces the full route (for comparisons)."""
     alg = algorithm or prev.algorithm
     t0 = clock()
@@ -147,7 +149,9 @@ def reroute(
             t3 = clock()
             timings["nids"] = t3 - t2
     if why:
-        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, clock=clock))
+        # without a pool, route in this process (not a new pool per call)
+        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool,
+                               workers=1 if pool is None else None, clock=clock))
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}
@@ -155,16 +159,24 @@ def reroute(
 
     # rows whose port groups changed; targets whose cost column changed
     rows = changed_switches(prev.graph, g)
-    changed_t = np.flatnonzero((c != prev.costs).any(axis=0))
+    dc = c != prev.costs
+    changed_t = np.flatnonzero(dc.any(axis=0))
     sel = np.flatnonzero(np.isin(dest.target, changed_t))
+    # a switch's entries for those targets read its own cost and its
+    # neighbours' costs to them: only switches where one of these changed
+    # (or, in rows, whose groups changed) can get a new entry
+    moved = dc[:, changed_t].any(axis=1)
+    near = moved.copy()
+    near[g.grp_switch[moved[g.grp_remote]]] = True
+    col_sw = np.flatnonzero(near)
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
     if len(rows):
         ports[rows[:, None], dest.lid[None, :]] = _route_subset(
             g, c, pi, dest, rows, np.arange(len(dest.lid)))
     lids = dest.lid[sel]
-    if len(sel):
-        ports[:, lids] = _route_subset(g, c, pi, dest, np.arange(g.n_switches), sel)
+    if len(sel) and len(col_sw):
+        ports[col_sw[:, None], lids[None, :]] = _route_subset(g, c, pi, dest, col_sw, sel)
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3
