@@ -67,6 +67,7 @@ IntArray = npt.NDArray[np.int64]
 MAX_RANKS = 8192
 _CHUNK_ENTRIES = 1 << 23  # (stage, link) load counters per batch of stages
 _BIG = np.int64(1) << 40
+_PAIR_KEYS = 1 << 22  # largest (job leaf, destination) pair table walked up front
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,19 +166,64 @@ def _pad(a: np.ndarray, h: int) -> np.ndarray:
     return out
 
 
-class _Batch:
-    """Local search state for the flows of a batch of ``k`` stages."""
+class _PathCache:
+    """Paths of ``K`` keys, each a (source leaf switch, destination end-port,
+    base LID) triple: the base LID's path walked for every key up front, the
+    ``C`` candidates' paths walked on first use and kept.  With a shift
+    pattern the keys are the job's (source leaf, destination rank) pairs,
+    shared by every stage; otherwise the flows of one batch of stages."""
 
-    def __init__(self, view: RoutingView, k: int, stg: IntArray, start: IntArray,
-                 dst_ep: IntArray, base: IntArray, n_cand: int) -> None:
+    def __init__(self, view: RoutingView, start: IntArray, dst_ep: IntArray, base: IntArray,
+                 n_cand: int) -> None:
+        self.view = view
+        self.start, self.dst_ep, self.base = start, dst_ep, base
+        self.n_cand = n_cand
+        self.base_links, self.base_ok = _core_paths(view, start, dst_ep, base)
+        self.slot = np.full(len(start), -1, dtype=np.int64)
+        self.c_links = np.zeros((0, n_cand, 1), dtype=np.int32)
+        self.c_ok = np.zeros((0, n_cand), dtype=bool)
+        self.used = 0
+
+    def candidates(self, keys: IntArray) -> tuple[np.ndarray, np.ndarray]:
+        """All ``C`` candidate paths of ``keys``: ``(M, C, H)`` links+1 and
+        ``(M, C)`` delivered."""
+        c = self.n_cand
+        new = np.unique(keys[self.slot[keys] < 0])
+        if len(new):
+            r = np.repeat(new, c)
+            off = np.tile(np.arange(c, dtype=np.int64), len(new))
+            links, ok = _core_paths(self.view, self.start[r], self.dst_ep[r],
+                                    self.base[r] + off)
+            h = max(links.shape[1], self.c_links.shape[2])
+            need = self.used + len(new)
+            if need > len(self.c_ok) or h > self.c_links.shape[2]:
+                cap = max(need, 2 * len(self.c_ok))
+                grown = np.zeros((cap, c, h), dtype=np.int32)
+                grown[: self.used, :, : self.c_links.shape[2]] = self.c_links[: self.used]
+                ok_g = np.zeros((cap, c), dtype=bool)
+                ok_g[: self.used] = self.c_ok[: self.used]
+                self.c_links, self.c_ok = grown, ok_g
+            self.c_links[self.used:need, :, : links.shape[1]] = links.reshape(len(new), c, -1)
+            self.c_ok[self.used:need] = ok.reshape(len(new), c)
+            self.slot[new] = np.arange(self.used, need)
+            self.used = need
+        sl = self.slot[keys]
+        return self.c_links[sl], self.c_ok[sl]
+
+
+class _Batch:
+    """Local search state for the flows of a batch of ``k`` stages: flow ``i``
+    is path key ``key[i]`` of ``cache`` in local stage ``stg[i]``."""
+
+    def __init__(self, view: RoutingView, k: int, stg: IntArray, cache: _PathCache,
+                 key: IntArray) -> None:
         self.view = view
         self.k = k
         self.nl = view.n_core + 1
         self.stg = stg
-        self.start = start
-        self.dst_ep = dst_ep
-        self.base = base
-        self.n_cand = n_cand
+        self.cache = cache
+        self.key = key
+        self.n_cand = cache.n_cand
         self.loads = np.zeros(k * self.nl, dtype=np.int32)
 
     def keys(self, rows: IntArray, links: np.ndarray) -> IntArray:
@@ -195,17 +241,10 @@ class _Batch:
             self.loads[ku] += sign * kc.astype(np.int32)
 
     def candidates(self, rows: IntArray) -> tuple[np.ndarray, np.ndarray]:
-        """All ``C`` candidate paths of flows ``rows``: ``(M, C, H)`` links+1 and
-        ``(M, C)`` delivered."""
-        m, c = len(rows), self.n_cand
-        r = np.repeat(rows, c)
-        off = np.tile(np.arange(c, dtype=np.int64), m)
-        links, ok = _core_paths(self.view, self.start[r], self.dst_ep[r], self.base[r] + off)
-        return links.reshape(m, c, -1), ok.reshape(m, c)
+        return self.cache.candidates(self.key[rows])
 
     def stage_core_max(self) -> IntArray:
-        return self.loads.reshape(self.k, self.nl)[:, 1:].max(axis=1).astype(np.int64) \
-            if self.nl > 1 else np.zeros(self.k, dtype=np.int64)
+        return self.loads.reshape(self.k, self.nl).max(axis=1).astype(np.int64)
 
 
 def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
@@ -259,13 +298,20 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
             cl = _pad(cl.reshape(-1, cl.shape[2]), h).reshape(m, b.n_cand, h)
         if cur.shape[1] < h:
             cur = _pad(cur, h)
-        p = cur[m_rows].astype(np.int64)  # (M, H)
+        p = cur[m_rows]  # (M, H)
         clk = cl.astype(np.int64)
-        in_p = (clk[:, :, :, None] == p[:, None, None, :]).any(axis=3)
-        ld = loads[sbase[m_rows][:, None, None] + clk] + ((clk > 0) & ~in_p)
-        val = ld.max(axis=2).astype(np.int64)
-        score = (val * _BIG + ld.sum(axis=2).astype(np.int64) * 4096
-                 + rng.integers(0, 4096, size=val.shape))
+        # per candidate link: in the current path? (columns, not a tiny-axis reduce)
+        in_p = clk == p[:, None, None, 0]
+        for j in range(1, p.shape[1]):
+            in_p |= clk == p[:, None, None, j]
+        ld = loads[sbase[m_rows][:, None, None] + clk]
+        ld += (clk > 0) & ~in_p
+        val = ld[:, :, 0].astype(np.int64)
+        tot = val.copy()
+        for j in range(1, h):
+            np.maximum(val, ld[:, :, j], out=val)
+            tot += ld[:, :, j]
+        score = val * _BIG + tot * 4096 + rng.integers(0, 4096, size=val.shape)
         score = np.where(cok, score, np.iinfo(np.int64).max)
         best = score.argmin(axis=1)
         ar = np.arange(m)
@@ -373,12 +419,12 @@ def _exact_stage(b: _Batch, rows: IntArray, cur: np.ndarray) -> np.ndarray | Non
         return None
     view = b.view
     top = np.where(two, view.link_switch[np.maximum(dn, 0)], -1)
-    sleaf = b.start[rows]
+    sleaf = b.cache.start[b.key[rows]]
     # the up link must be a function of (source leaf, top), the down link of
     # (top, destination): then colour = top switch
     keys_u = (np.repeat(sleaf, c) * (view.n_switches + 1) + top.ravel())[two.ravel()]
     ups = up.ravel()[two.ravel()]
-    dleaf = view.ep_leaf[b.dst_ep[rows]]
+    dleaf = view.ep_leaf[b.cache.dst_ep[b.key[rows]]]
     keys_v = (top.ravel() * (view.n_switches + 1) + np.repeat(dleaf, c))[two.ravel()]
     dns = dn.ravel()[two.ravel()]
     for kk, ll in ((keys_u, ups), (keys_v, dns)):
@@ -412,7 +458,7 @@ def select_lids(
     rng: np.random.Generator,
     lmc: int | None = None,
     max_rounds: int = 400,
-    movers: int = 4,
+    movers: int = 64,
     exact: bool = True,
     chunk_entries: int = _CHUNK_ENTRIES,
 ) -> LidSelection:
@@ -479,15 +525,27 @@ def select_lids(
     step = max(1, chunk_entries // (view.n_core + 1))
     sd = pattern.shift_dist
     unique_pairs = sd is not None and len(np.unique(sd % max(n, 1))) == len(sd)
+    # shift patterns use every (source leaf, destination) pair: walk them once
+    leaves_j, job_leaf = np.unique(view.ep_leaf[r], return_inverse=True)
+    pair_cache: _PathCache | None = None
+    if unique_pairs and len(leaves_j) * n <= _PAIR_KEYS:
+        kl = np.repeat(leaves_j, n)
+        kd = np.tile(np.arange(n, dtype=np.int64), len(leaves_j))
+        pair_cache = _PathCache(view, kl, r[kd], base_lid[kd], n_cand)
     for a in range(0, k_all, step):
         e = min(a + step, k_all)
         src, dst, stg = pattern.batch(a, e)
         net = src != dst
         src, dst, stg = src[net], dst[net], stg[net]
-        b = _Batch(view, e - a, stg, view.ep_leaf[r[src]], r[dst], base_lid[dst], n_cand)
+        if pair_cache is not None:
+            cache, key = pair_cache, job_leaf[src] * n + dst
+        else:
+            key = np.arange(len(src), dtype=np.int64)
+            cache = _PathCache(view, view.ep_leaf[r[src]], r[dst], base_lid[dst], n_cand)
+        b = _Batch(view, e - a, stg, cache, key)
         rows_all = np.arange(len(src), dtype=np.int64)
         # base LIDs
-        cur, ok = _core_paths(view, b.start, b.dst_ep, b.base)
+        cur, ok = cache.base_links[key], cache.base_ok[key]
         b.add(rows_all[ok], cur[ok], +1)
         base_core = b.stage_core_max()
         # pairs: the first occurrence decides; later ones (in this batch or in
@@ -511,7 +569,9 @@ def select_lids(
         off = off[first_idx[inv]]
         redo = np.flatnonzero(off != 0)
         if len(redo):
-            lk2, ok2 = _core_paths(view, b.start[redo], b.dst_ep[redo], b.base[redo] + off[redo])
+            fr = key[redo]
+            lk2, ok2 = _core_paths(view, cache.start[fr], cache.dst_ep[fr],
+                                   cache.base[fr] + off[redo])
             h = max(lk2.shape[1], cur.shape[1])
             cur, lk2 = _pad(cur, h), _pad(lk2, h)
             was = redo[ok[redo]]
@@ -535,8 +595,9 @@ def select_lids(
                     newoff = _exact_stage(b, rows, cur)
                     if newoff is None:
                         continue
-                    lk3, ok3 = _core_paths(view, b.start[rows], b.dst_ep[rows],
-                                           b.base[rows] + newoff)
+                    fr = key[rows]
+                    lk3, ok3 = _core_paths(view, cache.start[fr], cache.dst_ep[fr],
+                                           cache.base[fr] + newoff)
                     if not ok3.all():
                         continue
                     lk3 = _pad(lk3, cur.shape[1])
