@@ -228,7 +228,8 @@ class RoutingCore:
                                f"is {self.limits.max_topology_bytes}")
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+                # bounded even if the file grew after stat
+                text = fh.read(self.limits.max_topology_bytes + 1 if bounded else -1)
         except OSError as err:
             raise ServiceError(grpc.StatusCode.NOT_FOUND,
                                f"{path}: cannot read: {err.strerror or err}") from None
