@@ -10,13 +10,39 @@ from pathlib import Path
 from typing import IO
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _new_file_mode(target: Path) -> int:
+    """Mode for the replacement of ``target``: the old file's, else what
+    ``open()`` would give a new file (0666 minus the umask)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success fsync and rename it over
-    ``path``; on error remove it, leaving any previous ``path`` untouched."""
+    ``path``; on error remove it, leaving any previous ``path`` untouched.
+    The file gets the permissions of the file it replaces, or those of a new
+    file under the umask (not ``mkstemp``'s private 0600)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
+        os.fchmod(fd, _new_file_mode(target))
         with os.fdopen(fd, mode) as fh:
             yield fh
             fh.flush()
