@@ -162,6 +162,6 @@ def test_top_lid_on_a_block_boundary_is_checked_by_tracing(tmp_path: Path) -> No
         # what dump_fts shows for LID 64: nothing, on every switch (the tool's limit)
         assert held.ports.shape[1] <= 64 or int((held.ports[:, 64] != 255).sum()) == 0
         assert chain.same(want, held).identical
-        assert chain.check_blind_lid(64, chain.fabric_now()) == 7  # one trace per leaf
+        assert chain.check_blind_lid(64, chain.fabric_now(), want) == 7  # one trace per leaf
     finally:
         chain.stop()

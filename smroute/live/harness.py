@@ -184,7 +184,7 @@ class OpenSMChain:
                      timeout, "the switches to hold epoch 1", 0.5)
         blind = self.blind_lid(want)
         if blind is not None:
-            self.check_blind_lid(blind, self.fabric_now())
+            self.check_blind_lid(blind, self.fabric_now(), want)
         self.startup["first_epoch_in_switches_s"] = round(time.monotonic() - t0, 3)
         return held
 
@@ -252,27 +252,39 @@ class OpenSMChain:
         top = t.max_lid
         return top if top > 0 and top % 64 == 0 else None
 
-    def check_blind_lid(self, lid: int, fab: Fabric) -> int:
-        """Trace ``lid`` with ibsim's ``Route`` from one host on every leaf of
-        ``fab``; raises :class:`ToolError` unless every trace reaches the port
-        with that LID.  Returns the number of traces."""
+    def check_blind_lid(self, lid: int, fab: Fabric, want: ForwardingTables) -> int:
+        """Check the column ``lid`` of ``want`` at every leaf switch of ``fab``
+        with ibsim's ``Route`` from one host on that leaf: where ``want`` routes
+        ``lid`` the trace must arrive at the port with that LID, where it does
+        not (e.g. a switch LID with no up*/down* path) ibsim must find no entry
+        at the leaf.  Raises :class:`ToolError` otherwise; returns the traces made.
+        """
         import numpy as np
 
         from smroute.fabric.model import NodeType
+        from smroute.tables.lft import NO_ROUTE
 
-        l2p = fab.lid_to_port
-        if lid >= len(l2p) or l2p[lid] < 0:
-            return 0  # nobody has that LID now (its node is down)
         rows = np.flatnonzero((fab.node_type[fab.port_node] == NodeType.CA)
                               & (fab.port_peer >= 0) & (fab.port_lid > 0))
         leaf_of = fab.port_node[fab.port_peer[rows]]
         _, first = np.unique(leaf_of, return_index=True)
         n = 0
         for r in rows[first].tolist():
+            leaf_guid = int(fab.node_guid[fab.port_node[fab.port_peer[r]]])
+            try:
+                routed = lid < want.ports.shape[1] and \
+                    int(want.ports[want.row_of(leaf_guid), lid]) != NO_ROUTE
+            except KeyError:
+                continue
             src = int(fab.port_lid[r])
             out = self._sim.console(f"Route {src} {lid}")
-            if not re.search(rf"^To node .* lid {lid}\s*$", out, re.M):
-                raise ToolError(f"ibsim Route {src} {lid} does not arrive: {out[-300:]}")
+            arrived = re.search(rf"^To node .* lid {lid}\s*$", out, re.M) is not None
+            empty = re.search(rf"lid entry {lid} is 255", out) is not None and \
+                f"{leaf_guid:016x}" in out.splitlines()[-1]
+            if (routed and not arrived) or (not routed and not empty):
+                raise ToolError(f"ibsim Route {src} {lid}: expected "
+                                f"{'arrival' if routed else 'no entry at the leaf'}: "
+                                f"{out[-300:]}")
             n += 1
         return n
 
@@ -356,7 +368,7 @@ class OpenSMChain:
         fab = self.fabric_now()
         blind = self.blind_lid(want)
         if blind is not None:
-            self.check_blind_lid(blind, fab)
+            self.check_blind_lid(blind, fab, want)
         moved = self.same(before, held)
         written = self.bridge_line("epoch_written", epoch)
         applied = self.bridge_line("faults_applied", epoch)
