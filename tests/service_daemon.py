@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +28,7 @@ class DaemonProc:
     metrics: str | None
     log_path: Path
     workdir: Path
+    log_file: Any = None
 
     def log_events(self) -> list[dict[str, object]]:
         out = []
@@ -41,6 +43,13 @@ class DaemonProc:
         self.proc.send_signal(sig)
 
     def stop(self, timeout: float = 30.0) -> int:
+        try:
+            return self._stop(timeout)
+        finally:
+            if self.log_file is not None:
+                self.log_file.close()
+
+    def _stop(self, timeout: float) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -79,4 +88,4 @@ def start_daemon(workdir: Path, *args: str, fabric: str | None = None, workers: 
             raise AssertionError("daemon not ready in time:\n" + log_path.read_text()[-3000:])
         time.sleep(0.05)
     info = json.loads(ready.read_text())
-    return DaemonProc(proc, info["address"], info.get("metrics"), log_path, workdir)
+    return DaemonProc(proc, info["address"], info.get("metrics"), log_path, workdir, log)
