@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,38 @@ def test_discover_on_a_simulated_fabric(tmp_path: Path) -> None:
     assert int(got.port_lid[row]) == port["lid"] > 0
     assert port["sm_lid"] > 0
     assert doc["summary"]["hosts"] == len(fabric.cas)
+
+
+@pytest.mark.skipif(os.path.exists("/sys/class/infiniband")
+                    or shutil.which("ibnetdiscover") is None,
+                    reason="needs a machine without an HCA, with infiniband-diags installed")
+def test_daemon_live_source_without_hca_says_so(tmp_path: Path) -> None:
+    """The daemon's LoadFabric live source calls discover_topology_lines: on a
+    machine without an HCA the real daemon answers FAILED_PRECONDITION (or
+    UNAVAILABLE) with the 'no HCA' message, and keeps serving."""
+    import grpc
+
+    from smroute.service.client import SmrouteClient
+
+    ready = tmp_path / "ready.json"
+    proc = subprocess.Popen(
+        [*SMROUTE, "serve", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+         "--metrics-listen", "off", "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "daemon did not start"
+            time.sleep(0.05)
+        time.sleep(0.1)
+        addr = json.loads(ready.read_text())["address"]
+        with SmrouteClient(addr, timeout=60) as c:
+            with pytest.raises(grpc.RpcError) as e:
+                c.load_fabric_live()
+            assert e.value.code() in (grpc.StatusCode.FAILED_PRECONDITION,
+                                      grpc.StatusCode.UNAVAILABLE)
+            assert "no HCA" in (e.value.details() or "")
+            assert c.health() == "SERVING"
+    finally:
+        proc.terminate()
+        proc.wait(20)
