@@ -25,8 +25,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing import get_context
 from typing import Any, Protocol, TypeVar
 
 import grpc
@@ -53,7 +55,7 @@ from smroute.service.faults import (
 )
 from smroute.service.reroute import Reroute, reroute
 from smroute.tables.diff import TableDiff, diff_tables
-from smroute.tables.lft import BLOCK
+from smroute.tables.lft import BLOCK, ForwardingTables
 
 __all__ = ["SERVICE_NAME", "RoutingCore", "ServiceError", "SmrouteServicer"]
 
@@ -154,6 +156,7 @@ class RoutingCore:
         self._watchers = 0
         self._count_lock = threading.Lock()
         self._analyze_lock = threading.Lock()
+        self._analyzer: ProcessPoolExecutor | None = None
         self._validate_epochs = validate_epochs
         self._val_cond = threading.Condition()
         self._val_next: Epoch | None = None
@@ -193,6 +196,8 @@ class RoutingCore:
             self._val_next = None
             self._val_cond.notify_all()
         self._val_thread.join(10)
+        if self._analyzer is not None:
+            self._analyzer.shutdown(cancel_futures=True)
         self.pool.close()
 
     # ------------------------------------------------------------ load
@@ -497,6 +502,26 @@ class RoutingCore:
         )
         job.future.set_result(FaultOutcome(pseudo, diff, len(job.events), False))
 
+    # ------------------------------------------------------------ analysis
+    def analyze(self, ep: Epoch, order: str, seed: int, samples: int) -> dict[str, Any]:
+        """Congestion metrics of ``ep`` (see :func:`analyze_tables`), computed in
+        a separate process (made on first use, kept for the daemon's life) so a
+        long analysis does not hold this process's GIL against reroutes; one
+        analysis at a time."""
+        with self._analyze_lock:
+            if self._analyzer is None:
+                self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+            r = ep.result
+            fut = self._analyzer.submit(analyze_tables, ep.fabric, ep.tables,
+                                        r.graph.ep_row, r.nids, order, seed, samples)
+            try:
+                return fut.result()  # type: ignore[no-any-return]
+            except BrokenProcessPool:
+                self._analyzer = None
+                raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                   "the analysis process died (out of memory?); try a "
+                                   "smaller rp_samples or raise the daemon's memory") from None
+
     # ------------------------------------------------------------ streams
     def acquire_stream(self, kind: str) -> None:
         """Count an open stream (``"tables"`` or ``"watch"``); RESOURCE_EXHAUSTED
@@ -529,6 +554,32 @@ class RoutingCore:
             code = (grpc.StatusCode.FAILED_PRECONDITION if self.store.current is None
                     else grpc.StatusCode.NOT_FOUND)
             raise ServiceError(code, str(err.args[0])) from None
+
+
+def analyze_tables(fabric: Fabric, tables: ForwardingTables, ep_row: np.ndarray,
+                   nids: np.ndarray, order: str, seed: int, samples: int) -> dict[str, Any]:
+    """Gliksberg's congestion risk (A2A, RP median over ``samples`` random
+    permutations, SP max) and the SP hot-spot degree of ``tables`` on
+    ``fabric``, participants in Dmodc's topological order (``ep_row`` /
+    ``nids`` of the routing) or a random one; ``seed`` seeds the generator.
+    Returns the AnalyzeResponse fields (runs in the analysis process)."""
+    from smroute.analysis.congestion import congestion_risk
+    from smroute.analysis.paths import pair_paths, routing_view
+    from smroute.analysis.patterns import random_order, topological_order_from
+
+    rng = np.random.default_rng(seed)
+    view = routing_view(fabric, tables)
+    paths = pair_paths(view)
+    o = (topological_order_from(view, ep_row, nids) if order == "topological"
+         else random_order(view, rng))
+    risk = congestion_risk(view, paths, o, rng, samples=samples)
+    return dict(
+        end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
+        rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
+        sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
+        unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
+        unroutable_sp=risk.unroutable["SP"],
+    )
 
 
 # =================================================================== proto conversion
@@ -909,11 +960,6 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
     @_unary("Analyze")
     def Analyze(self, request: pb.AnalyzeRequest, context: grpc.ServicerContext
                 ) -> pb.AnalyzeResponse:
-        from smroute.analysis.congestion import congestion_risk
-        from smroute.analysis.paths import pair_paths
-        from smroute.analysis.patterns import random_order, topological_order
-        from smroute.service.lids_rpc import routing_view_of
-
         core = self.core
         ep = core.epoch(request.epoch)
         order_name = request.order or "topological"
@@ -929,22 +975,10 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                f"epoch {ep.id} has {n_hosts} CAs; Analyze is limited to "
                                f"{core.limits.analyze_max_hosts} (limits.analyze_max_hosts)")
-        with core._analyze_lock:
-            t0 = time.perf_counter()
-            rng = np.random.default_rng(request.seed)
-            view = routing_view_of(ep)  # shared with SelectLids
-            paths = pair_paths(view)
-            order = (topological_order(view, ep.result) if order_name == "topological"
-                     else random_order(view, rng))
-            risk = congestion_risk(view, paths, order, rng, samples=samples)
-            dt = time.perf_counter() - t0
-        return pb.AnalyzeResponse(
-            epoch=ep.id, end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
-            rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
-            sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
-            unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
-            unroutable_sp=risk.unroutable["SP"], seconds=dt, order=order_name,
-        )
+        t0 = time.perf_counter()
+        m = core.analyze(ep, order_name, int(request.seed), samples)
+        return pb.AnalyzeResponse(epoch=ep.id, seconds=time.perf_counter() - t0,
+                                  order=order_name, **m)
 
     @_unary("SelectLids")
     def SelectLids(self, request: pb.SelectLidsRequest, context: grpc.ServicerContext
