@@ -110,34 +110,50 @@ def test_console_unreachable_is_a_clear_error() -> None:
             OpenSMConsole("127.0.0.1", port, timeout=2).reroute()
 
 
+class FakeConsole:
+    """A TCP peer that behaves like OpenSM's loopback console (banner, prompt,
+    one command per line, 'quit'); records what each connection sent."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("127.0.0.1", port))
+        self.srv.listen(4)
+        self.port = int(self.srv.getsockname()[1])
+        self.got: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"OpenSM 3.3.23\nOpenSM $ ")
+                buf = b""
+                while b"quit\n" not in buf:
+                    chunk = conn.recv(100)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    if buf.endswith(b"reroute\n"):
+                        conn.sendall(b"OpenSM $ ")
+                self.got.append(buf)
+
+    def close(self) -> None:
+        self.srv.close()
+
+
 def test_console_speaks_the_prompt_protocol() -> None:
-    """Against a tiny TCP peer that behaves like OpenSM's console (banner, prompt,
-    one command per line, a second 'quit')."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    got: list[bytes] = []
-
-    def serve() -> None:
-        conn, _ = srv.accept()
-        with conn:
-            conn.sendall(b"OpenSM 3.3.23\nOpenSM $ ")
-            buf = b""
-            while b"quit\n" not in buf:
-                chunk = conn.recv(100)
-                if not chunk:
-                    break
-                buf += chunk
-                if buf.endswith(b"reroute\n"):
-                    conn.sendall(b"OpenSM $ ")
-            got.append(buf)
-
-    t = threading.Thread(target=serve)
-    t.start()
-    reply = OpenSMConsole("127.0.0.1", srv.getsockname()[1], timeout=5).reroute()
-    t.join(5)
-    srv.close()
-    assert reply == "" and got == [b"reroute\nquit\n"]
+    fake = FakeConsole()
+    try:
+        reply = OpenSMConsole("127.0.0.1", fake.port, timeout=5).reroute()
+        _wait(lambda: fake.got, 5, "the console exchange")
+    finally:
+        fake.close()
+    assert reply == "" and fake.got == [b"reroute\nquit\n"]
 
 
 def test_log_follower_appends_partial_lines_and_rotation(tmp_path: Path) -> None:
@@ -417,3 +433,44 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
         finally:
             b.close()
         assert d2.stop() == 0
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
+    """The console is down when the epoch is written: the file is in place, the
+    error is reported, and the bridge retries the reroute until it gets through."""
+    from smroute.live.opensm_proc import DaemonProcess, free_port
+    from smroute.opensm.sim import IbSim, run_opensm
+
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    lfts = tmp_path / "smroute.lfts"
+    port = free_port()
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")
+        daemon = DaemonProcess(sim, tmp_path / "daemon")
+        addr = daemon.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, console=("127.0.0.1", port),
+                                 load="discover", discover_env=env, poll_interval=0),
+                   log=lambda *a, **k: None)
+        b.connect()
+        b.initialize()
+        b.start()
+        b.run_in_thread()
+        fake = None
+        try:
+            _wait(lambda: b.errors, 30, "the console error")
+            assert "cannot connect to the OpenSM console" in b.errors[0]
+            assert b.state.written_epoch == 1 and lfts.exists() and b.trigger_pending
+            fake = FakeConsole(port)
+            _wait(lambda: fake.got, 30, "the retried reroute")
+            _wait(lambda: not b.trigger_pending, 10, "the retry to be recorded")
+            assert fake.got[0].startswith(b"reroute\n")
+        finally:
+            b.close()
+            if fake is not None:
+                fake.close()
+        assert daemon.stop() == 0

@@ -217,6 +217,7 @@ class Bridge:
         self._client: Any = None
         self._stop = threading.Event()
         self._resync_needed = threading.Event()
+        self.trigger_pending = False
         self._epochs: queue.Queue[int] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._watch_call: Any = None
@@ -392,7 +393,13 @@ class Bridge:
 
     def sync_epoch(self, epoch: int) -> SyncResult | None:
         """Write ``epoch``'s tables to the LFT file and trigger OpenSM (skips an
-        epoch at or below the last one written)."""
+        epoch at or below the last one written).
+
+        The epoch counts as written once the file is in place.  If the trigger
+        fails (console down, OpenSM gone) the error is raised and
+        :attr:`trigger_pending` stays set: :meth:`run` retries the trigger
+        (OpenSM would otherwise only pick the file up at its next heavy sweep).
+        """
         with self._lock:
             if epoch <= self.state.written_epoch:
                 return None
@@ -401,8 +408,6 @@ class Bridge:
             t1 = time.monotonic()
             write_tables(tables, self.opts.lfts_file, "opensm")
             t2 = time.monotonic()
-            reply = self.trigger()
-            t3 = time.monotonic()
             blocks = entries = 0
             if self.last_tables is not None:
                 d = diff_tables(self.last_tables, tables)
@@ -410,6 +415,10 @@ class Bridge:
             self.last_tables = tables
             self.state.written_epoch = epoch
             self._save_state()
+            self.trigger_pending = True
+            reply = self.trigger()
+            self.trigger_pending = False
+            t3 = time.monotonic()
             res = SyncResult(epoch=epoch, switches=tables.n_switches, max_lid=tables.max_lid,
                              blocks_changed=blocks, entries_changed=entries, fetch_s=t1 - t0,
                              write_s=t2 - t1, trigger_s=t3 - t2, trigger_reply=reply,
@@ -420,6 +429,15 @@ class Bridge:
                      fetch_s=f"{res.fetch_s:.3f}", write_s=f"{res.write_s:.3f}",
                      trigger=self.opts.trigger)
             return res
+
+    def retry_trigger(self) -> str:
+        """Trigger OpenSM again for the file already written."""
+        with self._lock:
+            reply = self.trigger()
+            self.trigger_pending = False
+            self.log("info", "trigger_retried", epoch=self.state.written_epoch,
+                     trigger=self.opts.trigger)
+            return reply
 
     # ------------------------------------------------------------ changes -> faults
     def _events_pb(self, events: Sequence[Fault]) -> list[Any]:
@@ -589,6 +607,7 @@ class Bridge:
         pending_since: float | None = None
         last_check = time.monotonic()
         last_resync = 0.0
+        last_retry = time.monotonic()
         while not self._stop.is_set() and not (until and until()):
             try:
                 ep = self._epochs.get(timeout=tick)
@@ -601,6 +620,9 @@ class Bridge:
                         ep = None
                         pending_since = time.monotonic()  # re-check the fabric soon
                     self._resync_needed.clear()  # not reached while the daemon is down
+                if self.trigger_pending and time.monotonic() - last_retry >= 2.0:
+                    last_retry = time.monotonic()
+                    self.retry_trigger()
                 if ep is not None:
                     latest = ep
                     with contextlib.suppress(queue.Empty):
