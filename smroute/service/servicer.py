@@ -157,6 +157,7 @@ class RoutingCore:
         self._count_lock = threading.Lock()
         self._analyze_lock = threading.Lock()
         self._analyzer: ProcessPoolExecutor | None = None
+        self._aux_lock = threading.Lock()
         self._validate_epochs = validate_epochs
         self._val_cond = threading.Condition()
         self._val_next: Epoch | None = None
@@ -354,7 +355,8 @@ class RoutingCore:
     # ------------------------------------------------------------ validation
     #: Validation walks of more (switch, LID) pairs than this wait for a quiet
     #: period (no commit for :attr:`VALIDATE_QUIET_S`) so they do not slow a burst of
-    #: reroutes; the thread also runs at a lower OS priority.
+    #: reroutes, and run in the helper process (off this process's GIL); the
+    #: thread also runs at a lower OS priority.
     VALIDATE_BIG_PAIRS = 2_000_000
     VALIDATE_QUIET_S = 1.0
 
@@ -383,9 +385,15 @@ class RoutingCore:
                 continue
             try:
                 r = ep.result
-                v = validate(r.graph, r.tables.ports, r.dest, r.costs,
-                             switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
-                             max_failures=10)
+                job = functools.partial(
+                    validate, r.graph, r.tables.ports, r.dest, r.costs,
+                    switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
+                    max_failures=10)
+                if r.tables.n_switches * len(r.dest.lid) > self.VALIDATE_BIG_PAIRS:
+                    # large: in the helper process, off this process's GIL
+                    v = self._aux().submit(job).result()
+                else:
+                    v = job()
                 self.store.set_validation(ep.id, v)
                 self.log("info" if v.ok else "warning", "epoch_validated", epoch=ep.id,
                          summary=v.summary())
@@ -503,21 +511,28 @@ class RoutingCore:
         job.future.set_result(FaultOutcome(pseudo, diff, len(job.events), False))
 
     # ------------------------------------------------------------ analysis
+    def _aux(self) -> ProcessPoolExecutor:
+        """The helper process for analyses and large validation walks (spawned
+        on first use, kept for the daemon's life; jobs run one at a time)."""
+        with self._aux_lock:
+            if self._analyzer is None:
+                self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+            return self._analyzer
+
     def analyze(self, ep: Epoch, order: str, seed: int, samples: int) -> dict[str, Any]:
         """Congestion metrics of ``ep`` (see :func:`analyze_tables`), computed in
         a separate process (made on first use, kept for the daemon's life) so a
         long analysis does not hold this process's GIL against reroutes; one
         analysis at a time."""
         with self._analyze_lock:
-            if self._analyzer is None:
-                self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
             r = ep.result
-            fut = self._analyzer.submit(analyze_tables, ep.fabric, ep.tables,
-                                        r.graph.ep_row, r.nids, order, seed, samples)
+            fut = self._aux().submit(analyze_tables, ep.fabric, ep.tables,
+                                     r.graph.ep_row, r.nids, order, seed, samples)
             try:
                 return fut.result()  # type: ignore[no-any-return]
             except BrokenProcessPool:
-                self._analyzer = None
+                with self._aux_lock:
+                    self._analyzer = None
                 raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                    "the analysis process died (out of memory?); try a "
                                    "smaller rp_samples or raise the daemon's memory") from None
