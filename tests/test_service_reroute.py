@@ -245,3 +245,31 @@ def test_incremental_reroute_random_link_sets_and_chains() -> None:
         paths.add(r.incremental)
         prev = r.result
     assert paths == {True, False}
+
+
+def test_core_validation_in_helper_process_after_quiet_period() -> None:
+    """Large validation walks (here: every walk) wait for a quiet period, skip
+    superseded epochs, and run in the helper process with the same result."""
+    from smroute.routing.validate import Validation
+    from smroute.service.servicer import RoutingCore
+
+    f = pgft(2, [4, 8], [1, 4], [1, 1])
+    core = RoutingCore(workers=1, coalesce_s=0.0)
+    core.VALIDATE_BIG_PAIRS = 0  # type: ignore[misc]
+    core.VALIDATE_QUIET_S = 0.5  # type: ignore[misc]
+    try:
+        core.load_fabric(f, "test")
+        e1 = core.route()
+        e2 = core.route()  # within the quiet period: e1 is superseded
+        v2 = core.store.wait_validation(e2.id, 120)
+        assert isinstance(v2, Validation) and v2.ok and v2.pairs > 0
+        assert str(core.store.validation(e1.id)).startswith("skipped: superseded")
+        r = e2.result
+        from smroute.routing.validate import validate
+
+        local = validate(r.graph, r.tables.ports, r.dest, r.costs)
+        assert (v2.pairs, v2.delivered, v2.non_minimal) == (
+            local.pairs, local.delivered, local.non_minimal)
+        assert core._analyzer is not None  # the helper process did it
+    finally:
+        core.close()
