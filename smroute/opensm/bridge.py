@@ -608,6 +608,7 @@ class Bridge:
         last_check = time.monotonic()
         last_resync = 0.0
         last_retry = time.monotonic()
+        checking = False
         while not self._stop.is_set() and not (until and until()):
             try:
                 ep = self._epochs.get(timeout=tick)
@@ -624,11 +625,10 @@ class Bridge:
                     last_retry = time.monotonic()
                     self.retry_trigger()
                 if ep is not None:
-                    latest = ep
                     with contextlib.suppress(queue.Empty):
                         while True:
-                            latest = max(latest, self._epochs.get_nowait())
-                    self.sync_epoch(latest)
+                            ep = max(ep, self._epochs.get_nowait())
+                    self.sync_epoch(ep)
                 now = time.monotonic()
                 if follower is not None and any(TRIGGER_RE.search(ln) for ln in follower.read()) \
                         and pending_since is None:
@@ -639,12 +639,19 @@ class Bridge:
                 if due_log or due_poll:
                     pending_since = None
                     last_check = now
+                    checking = True
                     res = self.check_changes()
+                    checking = False
                     if res.epoch is not None:
                         self.sync_epoch(res.epoch)  # at once; Watch will report it too
             except SmrouteError as exc:
                 self.errors.append(str(exc))
                 self.log("error", "bridge_error", detail=str(exc))
+                if checking:  # e.g. discovery caught a link mid-change: check again
+                    checking = False
+                    pending_since = time.monotonic()
+                if ep is not None and ep > self.state.written_epoch:
+                    self._epochs.put(ep)  # not written yet: try again
                 self._stop.wait(1.0)
 
     def run_in_thread(self) -> threading.Thread:
