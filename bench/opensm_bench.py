@@ -8,7 +8,8 @@ daemon's epoch, read back with dump_fts).  Prints the machine, per change the
 seconds from the ibsim console command to OpenSM's REROUTE COMPLETE, the steps
 in between, the LFT blocks rewritten, and medians.
 
-    .venv/bin/python bench/opensm_bench.py [--cuts 5] [--big] [--seed 1] [--json FILE]
+    .venv/bin/python bench/opensm_bench.py [--cuts 5] [--big | --sizes 256 1024 4096]
+                                           [--seed 1] [--json FILE]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from smroute.live.harness import ChangeFigures, OpenSMChain
 SHAPES = {
     "256": ("PGFT(3;8,4,8;1,4,4;1,1,1)", (3, (8, 4, 8), (1, 4, 4), (1, 1, 1))),
     "1024": ("PGFT(3;8,8,16;1,8,8;1,1,1)", (3, (8, 8, 16), (1, 8, 8), (1, 1, 1))),
+    "4096": ("PGFT(3;16,16,16;1,16,16;1,1,1)", (3, (16, 16, 16), (1, 16, 16), (1, 1, 1))),
 }
 SNIPPET = Path(__file__).resolve().parents[1] / "deploy" / "opensm.conf.snippet"
 
@@ -84,14 +86,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuts", type=int, default=5, help="link cuts (and relinks) per fabric")
     ap.add_argument("--big", action="store_true", help="also the 1,024-host PGFT")
+    ap.add_argument("--sizes", nargs="+", choices=sorted(SHAPES), metavar="HOSTS",
+                    help=f"fabrics by host count ({', '.join(SHAPES)}); overrides --big")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--debounce", type=float, default=0.3, help="the bridge's debounce (s)")
     ap.add_argument("--json", metavar="FILE", help="write the results here")
     args = ap.parse_args()
     print(f"Machine: {machine()}")
-    results = [run("256", args.cuts, args.seed, args.debounce)]
-    if args.big:
-        results.append(run("1024", args.cuts, args.seed, args.debounce))
+    sizes = args.sizes or (["256", "1024"] if args.big else ["256"])
+    results = [run(n, args.cuts, args.seed, args.debounce) for n in sizes]
     for r in results:
         print(json.dumps(r))
     if args.json:

@@ -24,7 +24,7 @@ from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import format_topology, write_ibsim_net
 from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
-from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeOptions
+from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeError, BridgeOptions
 from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
 from smroute.service.client import SmrouteClient
 from smroute.tables.diff import diff_tables
@@ -473,4 +473,57 @@ def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
             b.close()
             if fake is not None:
                 fake.close()
+        assert daemon.stop() == 0
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
+    """Bridge A loads the fabric and reports a cut link, then stops.  Bridge B
+    (load none, same state directory) resumes: it knows the link is down (no
+    duplicate event) and reports LINK_UP when the link comes back."""
+    from smroute.live.opensm_proc import DaemonProcess
+    from smroute.opensm.sim import IbSim, run_opensm
+
+    fabric = _small()
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    leaf = int(fabric.switches[3])
+    ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")
+        daemon = DaemonProcess(sim, tmp_path / "daemon")
+        addr = daemon.start()
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+
+        def bridge(load: str) -> Bridge:
+            b = Bridge(BridgeOptions(daemon=addr, lfts_file=tmp_path / "smroute.lfts",
+                                     trigger="none", load=load, discover_env=env),
+                       log=lambda *a, **k: None)
+            b.connect()
+            return b
+
+        a = bridge("discover")
+        a.initialize()
+        sim.console(f"Unlink {ref}")
+        assert [e.kind for e in a.check_changes().events] == [EventKind.LINK_DOWN]
+        a.close()
+        b = bridge("none")
+        b.initialize()
+        assert b.state.down == a.state.down and len(b.state.down.links) == 1
+        assert b.check_changes().events == ()
+        sim.console(f"ReLink {ref}")
+        res = b.check_changes()
+        assert [e.kind for e in res.events] == [EventKind.LINK_UP]
+        with SmrouteClient(addr) as c:
+            ep = c.get_epoch(0)
+        assert ep.id == res.epoch == 3 and ep.down_links == 0
+        b.close()
+        # a bridge with load none against a daemon whose fabric it has no state for
+        (tmp_path / "bridge-state.json").unlink()
+        sim.console(f"Unlink {ref}")
+        c3 = bridge("none")
+        with pytest.raises(BridgeError, match="is not the one discovered here"):
+            c3.initialize()
+        c3.close()
         assert daemon.stop() == 0

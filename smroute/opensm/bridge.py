@@ -90,7 +90,7 @@ class BridgeOptions:
         or "none" (write only; OpenSM picks the file up at its next heavy sweep).
     opensm_log: OpenSM's log file, followed for traps/sweeps (None: poll only).
     poll_interval: seconds between re-discoveries without a log trigger (0 = never).
-    debounce: seconds to wait after the last trigger line before re-discovering.
+    debounce: seconds from the first trigger line of a burst to the re-discovery.
     load: at start, "live" (daemon discovers: LoadFabric live + Route),
         "discover" (the bridge discovers and sends the text) or "none"
         (the daemon already serves an epoch of this fabric).
@@ -347,11 +347,18 @@ class Bridge:
         else:
             epoch = self._call("GetEpoch", c.get_epoch, 0)
             if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
+                if self._resume(epoch.base_fabric_hash):
+                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.counts())
+                    return int(epoch.id)
                 raise BridgeError(
                     "the daemon's fabric is not the one discovered here (content hash "
-                    f"{epoch.base_fabric_hash[:12]} vs {base.content_hash[:12]}); start the "
-                    "bridge with --load live or --load discover")
+                    f"{epoch.base_fabric_hash[:12]} vs {base.content_hash[:12]}) and the "
+                    f"bridge state in {self.opts.state_path} is not for it either; start "
+                    "the bridge with --load live or --load discover")
             if epoch.down_links or epoch.down_switches or epoch.down_cas:
+                if self._resume(epoch.base_fabric_hash):
+                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.counts())
+                    return int(epoch.id)
                 self.log("warning", "daemon_has_down_items", links=epoch.down_links,
                          switches=epoch.down_switches, cas=epoch.down_cas)
         self.base = base
@@ -362,6 +369,20 @@ class Bridge:
                  switches=len(base.switches), cas=len(base.cas), links=base.n_links,
                  seconds=f"{time.monotonic() - t0:.2f}")
         return int(epoch.id)
+
+    def _resume(self, daemon_base_hash: str) -> bool:
+        """Take base and down set from ``state_dir`` if they are for the daemon's
+        base fabric (a restarted bridge, ``load`` none); the next check sends
+        whatever changed meanwhile."""
+        try:
+            self.load_state()
+        except (BridgeError, InputError):
+            return False
+        if self.base is None or self.base.content_hash != daemon_base_hash:
+            self.base, self.state = None, _State()
+            return False
+        self.state.written_epoch = 0  # write the daemon's current epoch once
+        return True
 
     # ------------------------------------------------------------ epochs -> OpenSM
     def fetch_tables(self, epoch: int) -> ForwardingTables:
