@@ -11,6 +11,11 @@ as a sub-package of smroute.
 
 ``--check`` generates into a temporary directory and compares with the
 checked-in files: exit 0 when fresh, 1 (listing the stale files) when not.
+Lines that only record the generator's version (``Protobuf Python Version``,
+``ValidateProtobufRuntimeVersion`` arguments, ``GRPC_GENERATED_VERSION``) are
+ignored, so a newer grpcio-tools in CI does not flag unchanged protos; the
+generated code needs at least the grpcio / protobuf runtimes it names
+(pyproject.toml's floors).
 
 Usage::
 
@@ -69,11 +74,23 @@ def generate(out: Path) -> list[Path]:
     return written
 
 
+_VERSION_LINES = re.compile(
+    r"^# Protobuf Python Version: .*$"
+    r"|^GRPC_GENERATED_VERSION = .*$"
+    r"|(?<=ValidateProtobufRuntimeVersion\(\n)(?:    .*\n)*?(?=\))",
+    re.MULTILINE)
+
+
+def normalized(text: str) -> str:
+    """``text`` without the lines that only name the generator's version."""
+    return _VERSION_LINES.sub("", text)
+
+
 def check() -> int:
     """Compare freshly generated files with :data:`OUT`; 0 fresh, 1 stale."""
     with tempfile.TemporaryDirectory(prefix="smroute-gencheck-") as tmp:
-        fresh = {p.name: p.read_text() for p in generate(Path(tmp))}
-    current = {p.name: p.read_text() for p in OUT.glob("*.py*") if p.is_file()}
+        fresh = {p.name: normalized(p.read_text()) for p in generate(Path(tmp))}
+    current = {p.name: normalized(p.read_text()) for p in OUT.glob("*.py*") if p.is_file()}
     stale = sorted(n for n in fresh if current.get(n) != fresh[n])
     extra = sorted(n for n in current if n not in fresh)
     if stale or extra:
