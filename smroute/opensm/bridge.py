@@ -97,6 +97,9 @@ class BridgeOptions:
     tls_ca / tls_cert / tls_key: TLS to the daemon (CA to trust; client
         certificate and key for mutual TLS, whose CN the daemon must list in
         ``mutating_identities``); tls_server_name overrides the name checked.
+    port_guids: name each LID's port GUID (and node) in the file, which lets
+        OpenSM remap LIDs that moved; without, the file is about 6x smaller
+        (38 MB instead of 249 MB on a 4,096-host PGFT).
     """
 
     daemon: str
@@ -118,6 +121,7 @@ class BridgeOptions:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_server_name: str | None = None
+    port_guids: bool = True
 
     def __post_init__(self) -> None:
         if self.trigger not in ("console", "sighup", "none"):
@@ -391,7 +395,7 @@ class Bridge:
         GUID, which lets OpenSM remap LIDs that moved)."""
         snap = self._call(f"GetTables({epoch})", self.client.tables, epoch)
         t = snap.tables
-        if self.base is None:
+        if self.base is None or not self.opts.port_guids:
             return t
         lid_guid, lid_kind, lid_desc = lid_labels(self.base, t.ports.shape[1])
         return dataclasses.replace(t, lid_guid=lid_guid, lid_kind=lid_kind, lid_desc=lid_desc,
