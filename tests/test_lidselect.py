@@ -202,7 +202,7 @@ def test_kempe_chains_alone_reach_hsd_1(seed: int) -> None:
     f, r, v = naruse()
     rng = np.random.default_rng(seed)
     ranks = rng.choice(v.n_endports, 30, replace=False)
-    sel = select_lids(v, ranks, shifts(30), rng=rng, max_rounds=0)
+    sel = select_lids(v, ranks, shifts(30), rng=rng, max_rounds=0, sideways_rounds=0)
     assert sel.moves == 0
     assert sel.exact_stages == int((sel.hsd_base > 1).sum()) > 0
     assert (sel.hsd == 1).all()

@@ -248,23 +248,33 @@ class _Batch:
 
 
 def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
-            rng: np.random.Generator, max_rounds: int, movers: int) -> tuple[np.ndarray, int, int]:
-    """Local improvement (module doc).  ``cur`` ``(F, H)`` current links+1,
-    ``off`` ``(F,)`` current offsets (modified), ``movable`` ``(F,)`` bool.
-    Returns ``(cur, moves, rounds)``.
+            rng: np.random.Generator, max_rounds: int, movers: int,
+            sideways: float = 0.0) -> tuple[np.ndarray, int, int]:
+    """Local search (module doc).  ``cur`` ``(F, H)`` current links+1, ``off``
+    ``(F,)`` current offsets (modified), ``movable`` ``(F,)`` bool.  Returns
+    ``(cur, moves, rounds)``.
 
-    A stage stays active while it has a congested flow (a link at load >= 2)
-    that has not failed to move since the stage last changed; only moves in a
-    stage change its counters, so a stage that is done stays done."""
+    ``sideways == 0`` (phase 1, descent): a congested flow moves if every
+    link it adds stays below its current worst link.  ``sideways > 0``
+    (phase 2, min-conflicts): a congested flow moves to the candidate that
+    changes the stage's excess ``sum(max(0, load - 1))`` the least, never
+    above the stage's current maximum; moves that keep the excess are taken
+    with probability ``sideways`` (to leave plateaus).
+
+    A stage stays active while it has a congested flow that has not failed
+    to move since the stage last changed, and (phase 2) its maximum is above
+    1; only moves in a stage change its counters."""
     f = len(off)
     nl = b.nl
     loads = b.loads
     version = np.zeros(b.k, dtype=np.int64)
     stuck_at = np.full(f, -1, dtype=np.int64)
     active = np.ones(b.k, dtype=bool)
+    if sideways > 0:
+        active &= b.stage_core_max() > 1
     sbase = b.stg * nl
     moves = rounds = 0
-    ar = np.arange(0)
+    best_left, since, patience = b.k + 1, 0, 12
     for rounds in range(1, max_rounds + 1):  # noqa: B007
         cr = np.flatnonzero(movable & active[b.stg])
         if not len(cr):
@@ -286,12 +296,13 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
         tie = rng.random(len(h_rows))
         o = np.lexsort((tie, -h_max, b.stg[h_rows]))
         h_rows, h_max = h_rows[o], h_max[o]
-        s = b.stg[h_rows]
-        first = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
-        rank_in = np.arange(len(s)) - np.repeat(first, np.diff(np.r_[first, len(s)]))
+        st = b.stg[h_rows]
+        first = np.r_[0, np.flatnonzero(st[1:] != st[:-1]) + 1]
+        rank_in = np.arange(len(st)) - np.repeat(first, np.diff(np.r_[first, len(st)]))
         keep = rank_in < movers
         m_rows, m_max = h_rows[keep], h_max[keep]
         m = len(m_rows)
+        ar = np.arange(m)
         cl, cok = b.candidates(m_rows)
         h = max(cl.shape[2], cur.shape[1])
         if cl.shape[2] < h:
@@ -300,49 +311,82 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
             cur = _pad(cur, h)
         p = cur[m_rows]  # (M, H)
         clk = cl.astype(np.int64)
+        msb = sbase[m_rows]
         # per candidate link: in the current path? (columns, not a tiny-axis reduce)
         in_p = clk == p[:, None, None, 0]
-        for j in range(1, p.shape[1]):
-            in_p |= clk == p[:, None, None, j]
-        ld = loads[sbase[m_rows][:, None, None] + clk]
-        ld += (clk > 0) & ~in_p
-        val = ld[:, :, 0].astype(np.int64)
-        tot = val.copy()
         for j in range(1, h):
-            np.maximum(val, ld[:, :, j], out=val)
-            tot += ld[:, :, j]
-        score = val * _BIG + tot * 4096 + rng.integers(0, 4096, size=val.shape)
-        score = np.where(cok, score, np.iinfo(np.int64).max)
-        best = score.argmin(axis=1)
-        ar = np.arange(m)
-        good = cok[ar, best] & (val[ar, best] < m_max)
+            in_p |= clk == p[:, None, None, j]
+        ld = loads[msb[:, None, None] + clk]
+        add = (clk > 0) & ~in_p
+        new = ld + add  # loads after the move, on the candidate's links
+        val = new[:, :, 0].astype(np.int64)
+        for j in range(1, h):
+            np.maximum(val, new[:, :, j], out=val)
+        noise = rng.integers(0, 4096, size=val.shape)
+        if sideways <= 0:
+            tot = new.sum(axis=2, dtype=np.int64)
+            score = val * _BIG + tot * 4096 + noise
+            score = np.where(cok, score, np.iinfo(np.int64).max)
+            best = score.argmin(axis=1)
+            good = cok[ar, best] & (val[ar, best] < m_max)
+            possible = good
+        else:
+            us, ui = np.unique(b.stg[m_rows], return_inverse=True)
+            smax = loads.reshape(b.k, nl)[us].max(axis=1)[ui].astype(np.int64)
+            gained = (add & (ld >= 1)).sum(axis=2, dtype=np.int64)
+            pl = loads[msb[:, None] + p]  # (M, H) loads on the current path
+            lost = np.zeros(val.shape, dtype=np.int64)
+            for j in range(h):
+                pj = p[:, j][:, None, None]
+                in_q = (clk == pj).any(axis=2)
+                lost += (p[:, j] > 0)[:, None] & (pl[:, j] >= 2)[:, None] & ~in_q
+            delta = gained - lost
+            same = np.arange(b.n_cand)[None, :] == off[m_rows][:, None]
+            allowed = cok & ~same & (val <= smax[:, None])
+            score = np.where(allowed, delta * _BIG + val * 4096 + noise, np.iinfo(np.int64).max)
+            best = score.argmin(axis=1)
+            d_best = delta[ar, best]
+            coin = rng.random(m) < sideways
+            possible = allowed[ar, best] & (d_best <= 0)
+            good = possible & ((d_best < 0) | coin)
         # two movers of a stage must not add to the same link in one round
         gi = np.flatnonzero(good)
         acc = gi
         if len(gi):
             nlk = clk[gi, best[gi]]
             added = (nlk > 0) & ~in_p[gi, best[gi]]
-            kk = (sbase[m_rows[gi]][:, None] + nlk)[added]
+            kk = (msb[gi][:, None] + nlk)[added]
             mover = np.broadcast_to(np.arange(len(gi))[:, None], nlk.shape)[added]
             if len(kk):
-                ku, first_m, inv = np.unique(kk, return_index=True, return_inverse=True)
+                _, first_m, inv = np.unique(kk, return_index=True, return_inverse=True)
                 clash = mover != mover[first_m][inv]
                 owner = np.ones(len(gi), dtype=bool)
                 owner[mover[clash]] = False
                 acc = gi[owner]
-        # movers without an improving candidate wait until their stage changes
-        bad = m_rows[~good]
+        # movers without an acceptable candidate wait until their stage changes
+        bad = m_rows[~good] if sideways <= 0 else m_rows[~possible]
         stuck_at[bad] = version[b.stg[bad]]
         if len(acc):
             rows = m_rows[acc]
-            new = cl[acc, best[acc]]
+            newp = cl[acc, best[acc]]
             b.add(rows, cur[rows], -1)
-            b.add(rows, new, +1)
-            cur[rows] = new
+            b.add(rows, newp, +1)
+            cur[rows] = newp
             off[rows] = best[acc]
             version[np.unique(b.stg[rows])] += 1
             moves += len(acc)
-    del ar
+            if sideways > 0:
+                done = np.unique(b.stg[rows])
+                active[done[loads.reshape(b.k, nl)[done].max(axis=1) <= 1]] = False
+        if sideways > 0:
+            # stop when the number of congested stages has not dropped lately
+            left = int(active.sum())
+            if left < best_left:
+                best_left, since = left, 0
+            else:
+                since += 1
+                if since >= patience:
+                    break
     return cur, moves, rounds
 
 
@@ -460,6 +504,8 @@ def select_lids(
     max_rounds: int = 400,
     movers: int = 64,
     exact: bool = True,
+    sideways_rounds: int = 100,
+    sideways: float = 0.9,
     chunk_entries: int = _CHUNK_ENTRIES,
 ) -> LidSelection:
     """Choose a LID per (source rank, destination rank) for ``pattern``.
@@ -586,6 +632,11 @@ def select_lids(
             cur, mv, rd = _search(b, cur, off, movable, rng, max_rounds, movers)
             moves += mv
             rounds += rd
+            if sideways_rounds > 0 and int(b.stage_core_max().max(initial=0)) > 1:
+                cur, mv, rd = _search(b, cur, off, movable, rng, sideways_rounds, movers,
+                                      sideways=sideways)
+                moves += mv
+                rounds += rd
             core = b.stage_core_max()
             if exact and int(view.sw_level.max()) == 1:
                 for s_ in np.flatnonzero(core > 1).tolist():
