@@ -15,14 +15,20 @@ multi-level PGFTs and degraded trees, or OpenSM's tables):
 * **Counters.** Per stage and per directed switch -> switch link, the flows
   crossing it (Naruse's ``up_path_cnt`` / ``dn_path_cnt`` for every level).
   Injection and delivery links do not depend on the choice.
-* **Local improvement** (vectorized across all stages of a batch): every
-  round, in every stage, up to ``movers`` flows on congested links (load
-  >= 2, the most loaded first) score all their candidates against the
-  counters and move if some candidate's links would all stay below the
+* **Local search** (vectorized across all stages of a batch).  Phase 1,
+  descent: every round, in every stage, up to ``movers`` flows on congested
+  links (load >= 2, the most loaded first) score all their candidates against
+  the counters and move if some candidate's links would all stay below the
   flow's current worst link.  Each accepted move strictly lowers
-  ``sum(B**load)``, so the search ends; a flow with no such candidate is
-  skipped until its stage changes.  It starts from the base LIDs, so it is
-  never worse than them.
+  ``sum(B**load)``, so it ends; it starts from the base LIDs, so it is never
+  worse than them.  Phase 2, min-conflicts (as for graph colouring): a
+  congested flow moves to the candidate that changes the stage's excess
+  ``sum(max(0, load - 1))`` the least, also when that keeps the excess
+  (sideways, to leave the plateaus phase 1 ends on), but never above the
+  stage's current maximum; it stops when no stage has left the congested set
+  for a dozen rounds.  In both phases a flow with nothing to do waits until
+  its stage changes, and movers of one stage that would add to the same link
+  in one round are deferred.
 * **Exact colouring on 2-level trees.** Where every candidate path is
   leaf -> top -> leaf (one link per (leaf, top)), a stage is a bipartite
   multigraph between source and destination leaves whose proper edge
@@ -33,7 +39,9 @@ multi-level PGFTs and degraded trees, or OpenSM's tables):
   than there are tops, HSD 1 is always reached.
 
 Pairs that occur in several stages get one LID (the first stage that has the
-pair decides; later occurrences follow it).
+pair decides; later occurrences follow it; a pair that occurs twice within
+one batch of stages keeps the LID it starts with: base, or the first LID
+that is delivered).
 
 Everything here is pure: arrays in, arrays out; randomness (tie-breaking)
 comes from a passed ``numpy.random.Generator``.
@@ -515,8 +523,10 @@ def select_lids(
     indices in rank order (``n == pattern.n``, at most :data:`MAX_RANKS`);
     ``lmc``: LIDs per destination ``2**lmc`` (default :func:`job_lmc`; must
     not exceed it).  ``rng`` breaks ties.  ``max_rounds`` bounds the local
-    search per batch of stages, ``movers`` the flows moved per stage and
-    round; ``exact`` enables Kempe colouring on 2-level fabrics.
+    search (phase 1) per batch of stages, ``movers`` the flows moved per
+    stage and round; ``sideways_rounds`` bounds phase 2 (0 = off) and
+    ``sideways`` is the probability of taking a move that keeps the excess;
+    ``exact`` enables Kempe colouring on 2-level fabrics.
 
     Raises :class:`~smroute.errors.InputError` for bad ranks, a pattern of
     another size, or an LMC the ports or tables do not have.
