@@ -35,7 +35,8 @@ SHAPES = {
 SNIPPET = Path(__file__).resolve().parents[1] / "deploy" / "opensm.conf.snippet"
 
 
-def run(name: str, cuts: int, seed: int, debounce: float) -> dict[str, object]:
+def run(name: str, cuts: int, seed: int, debounce: float,
+        port_guids: bool = True) -> dict[str, object]:
     label, (h, m, w, p) = SHAPES[name]
     fabric = pgft(h, list(m), list(w), list(p))
     rng = np.random.default_rng(seed)
@@ -44,7 +45,8 @@ def run(name: str, cuts: int, seed: int, debounce: float) -> dict[str, object]:
     spines = fabric.switches[rank[fabric.switches] == rank.max()]
     figs: list[ChangeFigures] = []
     with tempfile.TemporaryDirectory(prefix="smroute-opensm-bench-") as tmp:
-        chain = OpenSMChain(fabric, Path(tmp), SNIPPET.read_text(), debounce=debounce)
+        chain = OpenSMChain(fabric, Path(tmp), SNIPPET.read_text(), debounce=debounce,
+                            port_guids=port_guids)
         try:
             held = chain.start(timeout=600)
             print(f"{label}: {len(fabric.cas)} hosts, {len(fabric.switches)} switches; "
@@ -61,14 +63,18 @@ def run(name: str, cuts: int, seed: int, debounce: float) -> dict[str, object]:
             for cmd, kind in changes:
                 f, held, _ = chain.change(cmd, held, kind, timeout=300)
                 figs.append(f)
+                st = f.steps
                 print(f"  {kind:10s} {f.seconds_to_tables_in_switches:6.3f} s  "
                       f"{f.lft_blocks_rewritten:5d} blocks  discovery "
-                      f"{f.steps['bridge_discovery']} s  faults applied at "
-                      f"{f.steps['faults_applied_by_daemon']} s", flush=True)
+                      f"{st['bridge_discovery']} s; at: OpenSM sweep done "
+                      f"{st['opensm_heavy_sweep_done']}, faults applied "
+                      f"{st['faults_applied_by_daemon']}, file written "
+                      f"{st['file_written_and_reroute_sent']} s", flush=True)
         finally:
             chain.stop()
     out: dict[str, object] = {"fabric": label, "hosts": len(fabric.cas),
-                              "switches": len(fabric.switches), "debounce_s": debounce}
+                              "switches": len(fabric.switches), "debounce_s": debounce,
+                              "port_guids": port_guids}
     for kind in ("link_cut", "link_back", "spine_cut", "spine_back"):
         sel = [f for f in figs if f.label == kind]
         out[kind] = {
@@ -90,11 +96,14 @@ def main() -> None:
                     help=f"fabrics by host count ({', '.join(SHAPES)}); overrides --big")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--debounce", type=float, default=0.3, help="the bridge's debounce (s)")
+    ap.add_argument("--no-port-guids", action="store_true",
+                    help="the bridge writes the bare file (no per-LID port GUIDs)")
     ap.add_argument("--json", metavar="FILE", help="write the results here")
     args = ap.parse_args()
     print(f"Machine: {machine()}")
     sizes = args.sizes or (["256", "1024"] if args.big else ["256"])
-    results = [run(n, args.cuts, args.seed, args.debounce) for n in sizes]
+    results = [run(n, args.cuts, args.seed, args.debounce, not args.no_port_guids)
+               for n in sizes]
     for r in results:
         print(json.dumps(r))
     if args.json:

@@ -118,6 +118,7 @@ class OpenSMChain:
     workdir: Path
     conf_snippet: str
     debounce: float = 0.3
+    port_guids: bool = True
     workers: int = 1
     sweep_interval: int | None = None
     startup: dict[str, float] = field(default_factory=dict)
@@ -173,7 +174,8 @@ class OpenSMChain:
              "--daemon", addr, "--lfts-file", str(self.lfts),
              "--console", f"127.0.0.1:{port}", "--opensm-log", str(self.osm.log),
              "--load", "live", "--poll-interval", "0", "--debounce", str(self.debounce),
-             "--state-dir", str(self.state_dir)],
+             "--state-dir", str(self.state_dir),
+             *([] if self.port_guids else ["--no-port-guids"])],
             env=self.sim.client_env(), cwd=self.workdir, stdout=self._out_fh,
             stderr=subprocess.STDOUT, start_new_session=True)
         _wait(lambda: self.written_epoch() >= 1, timeout, "the bridge to write epoch 1", 0.1)
@@ -320,8 +322,12 @@ class OpenSMChain:
         return out
 
     def first_trap_since(self, pos: int) -> float | None:
+        return self.first_line_since(pos, "Received Generic Notice")
+
+    def first_line_since(self, pos: int, text: str) -> float | None:
+        """Wall time of the first OpenSM log line containing ``text`` after ``pos``."""
         for line in self._log_from(pos):
-            if "Received Generic Notice" in line:
+            if text in line:
                 return log_unix(line)
         return None
 
@@ -381,6 +387,8 @@ class OpenSMChain:
             label=label, epoch=epoch, epochs_since_change=epoch - start_epoch,
             seconds_to_tables_in_switches=round(t_done - t_cut, 3),
             steps={"trap_logged_by_opensm": since(trap),
+                   "opensm_heavy_sweep_done": since(self.first_line_since(log_pos,
+                                                                          "SUBNET UP")),
                    "faults_applied_by_daemon": since(applied.get("ts")),
                    "bridge_discovery": (float(applied["discover_s"])
                                         if "discover_s" in applied else None),
