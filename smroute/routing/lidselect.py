@@ -318,21 +318,20 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
         if cur.shape[1] < h:
             cur = _pad(cur, h)
         p = cur[m_rows]  # (M, H)
-        clk = cl.astype(np.int64)
         msb = sbase[m_rows]
-        # per candidate link: in the current path? (columns, not a tiny-axis reduce)
-        in_p = clk == p[:, None, None, 0]
+        # candidate links hop-major, (H, M, C): reductions over hops are then
+        # over the leading axis, which numpy does fast
+        clk = np.ascontiguousarray(cl.transpose(2, 0, 1)).astype(np.int64)
+        in_p = clk == p[:, 0][None, :, None]
         for j in range(1, h):
-            in_p |= clk == p[:, None, None, j]
-        ld = loads[msb[:, None, None] + clk]
+            in_p |= clk == p[:, j][None, :, None]
+        ld = loads[msb[None, :, None] + clk]
         add = (clk > 0) & ~in_p
         new = ld + add  # loads after the move, on the candidate's links
-        val = new[:, :, 0].astype(np.int64)
-        for j in range(1, h):
-            np.maximum(val, new[:, :, j], out=val)
+        val = new.max(axis=0).astype(np.int64)  # (M, C)
         noise = rng.integers(0, 4096, size=val.shape)
         if sideways <= 0:
-            tot = new.sum(axis=2, dtype=np.int64)
+            tot = new.sum(axis=0, dtype=np.int64)
             score = val * _BIG + tot * 4096 + noise
             score = np.where(cok, score, np.iinfo(np.int64).max)
             best = score.argmin(axis=1)
@@ -341,13 +340,12 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
         else:
             us, ui = np.unique(b.stg[m_rows], return_inverse=True)
             smax = loads.reshape(b.k, nl)[us].max(axis=1)[ui].astype(np.int64)
-            gained = (add & (ld >= 1)).sum(axis=2, dtype=np.int64)
+            gained = (add & (ld >= 1)).sum(axis=0, dtype=np.int64)
             pl = loads[msb[:, None] + p]  # (M, H) loads on the current path
             lost = np.zeros(val.shape, dtype=np.int64)
             for j in range(h):
-                pj = p[:, j][:, None, None]
-                in_q = (clk == pj).any(axis=2)
-                lost += (p[:, j] > 0)[:, None] & (pl[:, j] >= 2)[:, None] & ~in_q
+                in_q = (clk == p[:, j][None, :, None]).any(axis=0)
+                lost += ((p[:, j] > 0) & (pl[:, j] >= 2))[:, None] & ~in_q
             delta = gained - lost
             same = np.arange(b.n_cand)[None, :] == off[m_rows][:, None]
             allowed = cok & ~same & (val <= smax[:, None])
@@ -361,8 +359,8 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
         gi = np.flatnonzero(good)
         acc = gi
         if len(gi):
-            nlk = clk[gi, best[gi]]
-            added = (nlk > 0) & ~in_p[gi, best[gi]]
+            nlk = clk[:, gi, best[gi]].T  # (G, H)
+            added = (nlk > 0) & ~in_p[:, gi, best[gi]].T
             kk = (msb[gi][:, None] + nlk)[added]
             mover = np.broadcast_to(np.arange(len(gi))[:, None], nlk.shape)[added]
             if len(kk):
