@@ -624,10 +624,6 @@ def test_check_config_cli_checks_tls_files(pki, tmp_path, capsys):
     assert cli_main(["check-config", "--no-file-check", str(cfg)]) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="Daemon.reload() applies the new (empty) "
-                   "mutating_identities to the guard although TLS stays on until a restart: any "
-                   "client with a CA certificate may then mutate (reported to the daemon "
-                   "engineer; remove this mark when fixed)")
 def test_real_daemon_reload_that_drops_tls_keeps_identity_check(pki, tmp_path):
     """Turning TLS off needs a restart; until then the mutual-TLS listener keeps
     running, and so must its identity check: a reload must not widen who may

@@ -21,6 +21,8 @@ __all__ = ["register", "cmd_serve", "config_from_args"]
 
 
 def register(subparsers: Any) -> None:
+    from smroute.service.config import LOG_LEVELS
+
     p = subparsers.add_parser(
         "serve",
         help="run the routing daemon (gRPC)",
@@ -43,7 +45,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--metrics-listen", metavar="ADDR",
                    help="Prometheus HTTP host:port, or 'off'")
     p.add_argument("--log-format", choices=("json", "text"))
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-level", choices=LOG_LEVELS)
     p.add_argument("--ready-file", metavar="FILE",
                    help="write {address, pid, metrics} as JSON here once serving")
     p.set_defaults(func=cmd_serve)

@@ -57,7 +57,7 @@ from smroute.service.servicer import (
 
 __all__ = ["Daemon", "Logger"]
 
-_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 
 class Logger:
@@ -327,13 +327,18 @@ class Daemon:
         core.store.set_history(new.epoch_history)
         core.algorithm, core.lmc = new.algorithm, new.lmc
         core.limits = new.limits
-        if self.guard is not None:
+        # Who may mutate belongs to the listener that runs: while a TLS change
+        # waits for a restart, the running listener keeps its identity check
+        # (a file turning TLS off must not open mutations to every CA client).
+        kept = ["listen", "workers", "metrics_listen", "fabric"]
+        if "tls" in restart:
+            kept += ["mutating_identities", "allow_insecure_mutations"]
+        elif self.guard is not None:
             self.guard.allowed = frozenset(new.mutating_identities)
             self.guard.allow_insecure = new.allow_insecure_mutations
         try:
             self.cfg = dataclasses.replace(
-                new, tls=keep_tls,
-                **{k: getattr(old, k) for k in ("listen", "workers", "metrics_listen", "fabric")})
+                new, tls=keep_tls, **{k: getattr(old, k) for k in kept})
         except (ConfigError, SmrouteError):
             self.cfg = new  # the mix is inconsistent; the restart-only keys still run as before
         for w in new.warnings():
