@@ -506,7 +506,7 @@ def test_real_daemon_with_mutual_tls(pki, tmp_path):
     fixture = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
     cfg_path = tmp_path / "smroute.yaml"
     cfg_text = (f"fabric: {fixture}\nmutating_identities: [operator]\n"
-                + pki.tls_yaml(mutual=True))
+                f"fabric_dirs: [{fixture.parent}]\n" + pki.tls_yaml(mutual=True))
     cfg_path.write_text(cfg_text)
     d = start_daemon(tmp_path / "d", "--config", str(cfg_path))
     port = d.address.rsplit(":", 1)[1]
@@ -514,6 +514,7 @@ def test_real_daemon_with_mutual_tls(pki, tmp_path):
     try:
         with SmrouteClient(target, credentials=pki.client_credentials("operator"),
                            timeout=60) as op:
+            assert op.load_fabric_path(str(fixture)).switches > 0  # inside fabric_dirs
             ep = op.route()
             assert ep.id >= 2
             snap = op.tables()

@@ -57,6 +57,7 @@ def test_empty_document_is_the_default_config():
     assert d.listen == "127.0.0.1:50051" and d.loopback_only
     assert d.workers == 2 and d.algorithm == "dmodc" and d.lmc == 0
     assert d.epoch_history == 8 and d.fabric is None and d.coalesce_ms == 20.0
+    assert d.fabric_dirs == ()
     assert d.tls is None and d.mutating_identities == ()
     assert d.metrics_listen == "127.0.0.1:9464"
     assert d.log_format == "json" and d.log_level == "info" and d.shutdown_grace_s == 5.0
@@ -74,6 +75,9 @@ algorithm: dmodk
 lmc: 2
 epoch_history: 3
 fabric: topo/fabric.txt
+fabric_dirs:
+  - /var/lib/smroute/fabrics
+  - "/srv/topologies/"
 coalesce_ms: 0
 tls:
   cert: certs/server.crt
@@ -106,6 +110,7 @@ def test_every_key_is_read():
     assert cfg.listen_address.host == "::1" and cfg.listen_address.port == 6000
     assert (cfg.workers, cfg.algorithm, cfg.lmc, cfg.epoch_history) == (4, "dmodk", 2, 3)
     assert cfg.fabric == Path("/etc/smroute/topo/fabric.txt")
+    assert cfg.fabric_dirs == (Path("/var/lib/smroute/fabrics"), Path("/srv/topologies"))
     assert cfg.coalesce_ms == 0.0
     assert cfg.tls == TlsConfig(Path("/etc/smroute/certs/server.crt"), Path("/abs/server.key"),
                                 Path("/etc/smroute/certs/ca.crt"), True)
@@ -192,6 +197,13 @@ def test_example_config_is_the_default_and_loads(tmp_path):
     ("mutating_identities:\n  - ok\n  - ''", "mutating_identities[1]", 3, "non-empty name"),
     ("mutating_identities: [a, 3]", "mutating_identities[1]", 1, "non-empty name"),
     ("mutating_identities: [[a]]", "mutating_identities[0]", 1, "a single value"),
+    ("fabric_dirs: /var/lib/smroute", "fabric_dirs", 1, "a list of absolute directory paths"),
+    ("fabric_dirs: null", "fabric_dirs", 1, "a list of absolute directory paths"),
+    ("fabric_dirs:\n  - /ok\n  - fabrics", "fabric_dirs[1]", 3,
+     "an absolute directory path (relative paths are not accepted here)"),
+    ("fabric_dirs: [/ok, '']", "fabric_dirs[1]", 1, "an absolute directory path"),
+    ("fabric_dirs: [5]", "fabric_dirs[0]", 1, "an absolute directory path"),
+    ("fabric_dirs: [{a: 1}]", "fabric_dirs[0]", 1, "a single value"),
     ("limits:\n  max_topology_bytes: lots", "limits.max_topology_bytes", 2, "64MiB"),
     ("limits:\n  max_topology_bytes: 100", "limits.max_topology_bytes", 2, "1KiB.."),
     ("limits:\n  max_message_bytes: 4GiB", "limits.max_message_bytes", 2, "..2147483647"),
@@ -349,6 +361,11 @@ def test_replace_validates_overrides():
     assert not ok.loopback_only
     assert dataclasses.replace(cfg, mutating_identities=["a"],  # type: ignore[arg-type]
                                tls=TlsConfig("c", "k", "ca", True)).mutating_identities == ("a",)
+    assert dataclasses.replace(cfg, fabric_dirs=["/x"]).fabric_dirs == (Path("/x"),)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"fabric_dirs\[1\]: expected an absolute directory"):
+        dataclasses.replace(cfg, fabric_dirs=(Path("/x"), Path("rel")))
+    with pytest.raises(ConfigError, match="fabric_dirs: expected a list"):
+        dataclasses.replace(cfg, fabric_dirs="/x")  # type: ignore[arg-type]
 
 
 def test_warnings():
@@ -402,6 +419,49 @@ def test_load_config_resolves_and_checks_files(tmp_path):
         load_config(d / "bin.yaml")
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(d / "absent.yaml")
+
+
+def test_load_config_checks_fabric_dirs(tmp_path):
+    fab = tmp_path / "fabrics"
+    fab.mkdir()
+    (tmp_path / "c.yaml").write_text(f"fabric_dirs: [{fab}]\n")
+    assert load_config(tmp_path / "c.yaml").fabric_dirs == (fab,)
+    (tmp_path / "c.yaml").write_text(f"workers: 1\nfabric_dirs:\n  - {fab}\n"
+                                     f"  - {tmp_path / 'missing'}\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(tmp_path / "c.yaml")
+    assert (ei.value.key, ei.value.line) == ("fabric_dirs[1]", 4)
+    assert str(ei.value) == (f"{tmp_path / 'c.yaml'}:4: fabric_dirs[1]: no such directory: "
+                             f"{tmp_path / 'missing'}")
+    (tmp_path / "f.topo").write_text("x\n")
+    (tmp_path / "c.yaml").write_text(f"fabric_dirs: [{tmp_path / 'f.topo'}]\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:1: fabric_dirs\[0\]: expected a directory"):
+        load_config(tmp_path / "c.yaml")
+    assert load_config(tmp_path / "c.yaml", check_files=False).fabric_dirs == (
+        tmp_path / "f.topo",)
+
+
+def test_serve_fabric_dir_flags_replace_the_config(tmp_path):
+    import argparse
+
+    from smroute.cli.serve_cmd import config_from_args, register
+    from smroute.errors import InputError
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (tmp_path / "c.yaml").write_text(f"fabric_dirs: [{a}]\n")
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--config", str(tmp_path / "c.yaml")])
+    assert config_from_args(args)[0].fabric_dirs == (a,)
+    args = parser.parse_args(["serve", "--config", str(tmp_path / "c.yaml"),
+                              "--fabric-dir", str(b), "--fabric-dir", str(a)])
+    cfg, over = config_from_args(args)
+    assert cfg.fabric_dirs == (b, a) and over["fabric_dirs"] == (b, a)
+    args = parser.parse_args(["serve", "--fabric-dir", str(tmp_path / "nope")])
+    with pytest.raises(InputError, match="--fabric-dir .*nope: no such directory"):
+        config_from_args(args)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")

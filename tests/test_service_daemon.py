@@ -36,6 +36,7 @@ from smroute.tables.diff import diff_tables
 from smroute.tables.lft import ForwardingTables
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
+FIXTURES = str(ROOT / "fixtures")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def fabric() -> Fabric:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> DaemonProc:
     d = start_daemon(tmp_path_factory.mktemp("daemon"), "--coalesce-ms", "30",
-                     "--epoch-history", "6", fabric=FIXTURE)
+                     "--epoch-history", "6", "--fabric-dir", FIXTURES, fabric=FIXTURE)
     yield d
     assert d.stop() == 0
 
@@ -393,7 +394,9 @@ def test_bad_requests(daemon: DaemonProc, client: SmrouteClient, fabric: Fabric)
     c, m = _code(client.load_fabric_text, "")
     assert c == grpc.StatusCode.INVALID_ARGUMENT
     c, m = _code(client.load_fabric_path, "/nonexistent/x.topo")
-    assert c == grpc.StatusCode.NOT_FOUND
+    assert c == grpc.StatusCode.PERMISSION_DENIED and "outside fabric_dirs" in m
+    c, m = _code(client.load_fabric_path, FIXTURES + "/nonexistent.topo")
+    assert c == grpc.StatusCode.NOT_FOUND and "nonexistent.topo" in m
     c, m = _code(client.route, "ftree")
     assert c == grpc.StatusCode.INVALID_ARGUMENT and "ftree" in m
     c, m = _code(client.stub.LoadFabric, pb.LoadFabricRequest())
@@ -513,13 +516,13 @@ def test_limits_give_resource_exhausted(tmp_path: Path) -> None:
     cfg = tmp_path / "limits.yaml"
     cfg.write_text(f"fabric: {FIXTURE}\nlimits:\n  max_topology_bytes: 2KiB\n"
                    "  max_fault_events: 2\n  max_watchers: 1\n  analyze_max_hosts: 5\n")
-    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    d = start_daemon(tmp_path / "d", "--config", str(cfg), "--fabric-dir", FIXTURES)
     try:
         with SmrouteClient(d.address, timeout=30) as c:
             c_, m = _code(c.load_fabric_text, Path(FIXTURE).read_text(), "big.topo")
             assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_topology_bytes" in m
             c_, m = _code(c.load_fabric_path, FIXTURE)
-            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert c_ == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_topology_bytes" in m
             f = read_topology(FIXTURE)
             g = [int(x) for x in f.node_guid[f.switches[:3]]]
             c_, m = _code(c.apply_faults, [switch_down(x) for x in g])
@@ -563,3 +566,161 @@ def test_unroutable_or_bad_configured_fabric_exit_codes(tmp_path: Path) -> None:
                         "--metrics-listen", "off", "--fabric", str(lonely)],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 3 and "no switch" in r.stderr, r.stderr[-2000:]
+
+
+# ----------------------------------------------------------------- LoadFabric(path) and fabric_dirs
+
+SECRET = "top-secret-line-of-a-private-file"
+
+
+def _fabric_dir_layout(tmp_path: Path) -> tuple[Path, Path]:
+    """``fab/`` (allowed): ok.topo, an in-dir symlink, a symlink escaping to
+    ``outside/``, a subdirectory and a FIFO; ``outside/secret.topo`` holds a
+    line that must never reach a client."""
+    import os
+
+    fab, outside = tmp_path / "fab", tmp_path / "outside"
+    fab.mkdir()
+    outside.mkdir()
+    (fab / "ok.topo").write_text(Path(FIXTURE).read_text())
+    (fab / "alias.topo").symlink_to(fab / "ok.topo")
+    (outside / "secret.topo").write_text(SECRET + "\n")
+    (fab / "escape.topo").symlink_to(outside / "secret.topo")
+    (fab / "escape-dir").symlink_to(outside)
+    (fab / "sub").mkdir()
+    os.mkfifo(fab / "pipe.topo")
+    return fab, outside
+
+
+def test_load_fabric_path_only_inside_fabric_dirs(tmp_path: Path, fabric: Fabric) -> None:
+    fab, outside = _fabric_dir_layout(tmp_path)
+    d = start_daemon(tmp_path / "d", "--fabric-dir", str(fab))
+    denied = grpc.StatusCode.PERMISSION_DENIED
+    try:
+        with SmrouteClient(d.address, timeout=60) as c:
+            s = c.load_fabric_path(str(fab / "ok.topo"))
+            assert s.content_hash == fabric.content_hash
+            assert c.route().fabric_hash == fabric.content_hash
+            # a symlink that stays inside the directory is fine
+            assert c.load_fabric_path(str(fab / "alias.topo")).content_hash == s.content_hash
+            # outside, directly
+            code, m = _code(c.load_fabric_path, str(outside / "secret.topo"))
+            assert code == denied
+            assert m == (f"LoadFabric path {outside / 'secret.topo'} is outside fabric_dirs "
+                         f"({fab}); put the file in one of them (or add its directory to "
+                         "fabric_dirs), or send the topology as topology_text")
+            code, m = _code(c.load_fabric_path, "/etc/passwd")
+            assert code == denied and "outside fabric_dirs" in m
+            # outside, nonexistent: same answer (existence is not revealed)
+            code, m = _code(c.load_fabric_path, str(outside / "nothing.topo"))
+            assert code == denied and "outside fabric_dirs" in m
+            # '..' out of the directory
+            dotdot = f"{fab}/../outside/secret.topo"
+            code, m = _code(c.load_fabric_path, dotdot)
+            assert code == denied and m.startswith(f"LoadFabric path {dotdot} is outside")
+            # symlinks in the directory that lead out of it
+            for link in (fab / "escape.topo", fab / "escape-dir" / "secret.topo"):
+                code, m = _code(c.load_fabric_path, str(link))
+                assert code == denied, (link, m)
+                assert f"resolves to {outside / 'secret.topo'}, which is outside" in m
+            # not regular files (the FIFO must not block the daemon)
+            for p in (fab / "sub", fab / "pipe.topo"):
+                code, m = _code(c.load_fabric_path, str(p))
+                assert code == denied and "is not a regular file" in m, m
+            code, m = _code(c.load_fabric_path, str(fab / "missing.topo"))
+            assert code == grpc.StatusCode.NOT_FOUND
+            code, m = _code(c.load_fabric_path, "fab/ok.topo")
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "absolute path" in m
+            # nothing was loaded by the refused calls; the secret never left the server
+            assert c.get_epoch().fabric_hash == fabric.content_hash
+            assert SECRET not in d.log_path.read_text()
+            assert c.health() == "SERVING"
+    finally:
+        assert d.stop() == 0
+
+
+def test_load_fabric_path_disabled_by_default_and_reload_changes_dirs(
+        tmp_path: Path, fabric: Fabric) -> None:
+    fab, outside = _fabric_dir_layout(tmp_path)
+    ok = str(fab / "ok.topo")
+    cfg = tmp_path / "smroute.yaml"
+    cfg.write_text("log_level: info\n")
+    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    denied = grpc.StatusCode.PERMISSION_DENIED
+
+    def reloads() -> int:
+        return sum(e.get("event") == "reloaded" for e in d.log_events())
+
+    try:
+        with SmrouteClient(d.address, timeout=60) as c:
+            code, m = _code(c.load_fabric_path, ok)
+            assert code == denied
+            assert m == (f"LoadFabric path {ok}: server-side paths are disabled; set "
+                         "fabric_dirs in the config (or smroute serve --fabric-dir DIR), or "
+                         "send the topology as topology_text")
+            # inline text is still accepted
+            assert c.load_fabric_text(Path(ok).read_text(), "x").content_hash == \
+                fabric.content_hash
+            cfg.write_text(f"log_level: info\nfabric_dirs: [{fab}]\n")
+            d.signal(signal.SIGHUP)
+            _wait_for(lambda: reloads() == 1)
+            assert c.load_fabric_path(ok).content_hash == fabric.content_hash
+            # a directory that does not exist: reload rejected, the last good dirs stay
+            cfg.write_text(f"fabric_dirs: [{tmp_path / 'nope'}]\n")
+            d.signal(signal.SIGHUP)
+            _wait_for(lambda: any(e.get("event") == "reload_failed" for e in d.log_events()))
+            assert c.load_fabric_path(ok).content_hash == fabric.content_hash
+            # now only outside/ is allowed: fab/ is refused, outside/ read (and parsed)
+            cfg.write_text(f"fabric_dirs: [{outside}]\n")
+            d.signal(signal.SIGHUP)
+            _wait_for(lambda: reloads() == 2)
+            code, m = _code(c.load_fabric_path, ok)
+            assert code == denied and f"outside fabric_dirs ({outside})" in m
+            code, m = _code(c.load_fabric_path, str(outside / "secret.topo"))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, m  # allowed now: a parse error
+            # back to the default: disabled again
+            cfg.write_text("log_level: info\n")
+            d.signal(signal.SIGHUP)
+            _wait_for(lambda: reloads() == 3)
+            code, m = _code(c.load_fabric_path, ok)
+            assert code == denied and "server-side paths are disabled" in m
+        changes = [e["fabric_dirs"] for e in d.log_events()
+                   if e.get("event") == "fabric_dirs_changed"]
+        assert changes == [[str(fab)], [str(outside)], []]
+    finally:
+        assert d.stop() == 0
+
+
+def test_load_fabric_path_swapped_directory_between_check_and_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the open-time check exists for: after the path was checked, a
+    directory on it is replaced by a symlink leading out of fabric_dirs.  The
+    descriptor actually opened is checked again (/proc/self/fd) and refused."""
+    import smroute.service.servicer as sv
+    from smroute.service.servicer import RoutingCore, ServiceError
+
+    fab, outside = tmp_path / "fab", tmp_path / "outside"
+    (fab / "sub").mkdir(parents=True)
+    (fab / "sub" / "f.topo").write_text(Path(FIXTURE).read_text())
+    outside.mkdir()
+    (outside / "f.topo").write_text(SECRET + "\n")
+    real_check = sv.check_fabric_path
+
+    def check_then_swap(path: str, dirs: object) -> str:
+        out = real_check(path, dirs)  # type: ignore[arg-type]
+        (fab / "sub").rename(fab / "sub.old")
+        (fab / "sub").symlink_to(outside)
+        return out
+
+    core = RoutingCore(workers=1, fabric_dirs=[fab], validate_epochs=False)
+    try:
+        assert core.read_request_path(str(fab / "sub" / "f.topo")).content_hash == \
+            read_topology(FIXTURE).content_hash
+        monkeypatch.setattr(sv, "check_fabric_path", check_then_swap)
+        with pytest.raises(ServiceError) as ei:
+            core.read_request_path(str(fab / "sub" / "f.topo"))
+        assert ei.value.code == grpc.StatusCode.PERMISSION_DENIED
+        assert "changed while it was opened" in ei.value.message
+        assert SECRET not in ei.value.message
+    finally:
+        core.close()

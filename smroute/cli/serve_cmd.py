@@ -36,6 +36,9 @@ def register(subparsers: Any) -> None:
                    help="gRPC address: host:port, [v6]:port or unix:/path (port 0 = any free)")
     p.add_argument("--fabric", metavar="FILE",
                    help="ibnetdiscover file to load and route at start")
+    p.add_argument("--fabric-dir", metavar="DIR", action="append", dest="fabric_dirs",
+                   help="directory LoadFabric(path=...) may read from (repeatable; replaces "
+                   "the config's fabric_dirs; default: none, server-side paths refused)")
     p.add_argument("--workers", type=int, metavar="N", help="routing worker processes")
     p.add_argument("--algorithm", choices=("dmodc", "dmodk"), help="routing algorithm")
     p.add_argument("--lmc", type=int, metavar="N", help="LMC (0..7)")
@@ -70,6 +73,17 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         v = getattr(args, flag, None)
         if v is not None:
             over[key] = Path(v).resolve() if key == "fabric" else v
+    if getattr(args, "fabric_dirs", None):
+        from smroute.service.config import dir_problem
+
+        dirs = []
+        for d in args.fabric_dirs:
+            p = Path(d).resolve()
+            problem = dir_problem(p)
+            if problem:
+                raise InputError(f"--fabric-dir {d}: {problem}")
+            dirs.append(p)
+        over["fabric_dirs"] = tuple(dirs)
     if args.metrics_listen is not None:
         over["metrics_listen"] = None if args.metrics_listen == "off" else args.metrics_listen
     try:

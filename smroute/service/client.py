@@ -3,7 +3,7 @@
 Used by tests, benchmarks and the OpenSM bridge::
 
     with SmrouteClient("127.0.0.1:50051") as c:
-        c.load_fabric_path("/etc/smroute/fabric.topo")
+        c.load_fabric_path("/var/lib/smroute/fabrics/fabric.topo")  # inside fabric_dirs
         ep = c.route()
         snap = c.tables()                      # every switch, checksum verified
         out = c.apply_faults([link_down(0x...., 3)])
@@ -196,6 +196,8 @@ class SmrouteClient:
         return r.fabric
 
     def load_fabric_path(self, path: str) -> pb.FabricSummary:
+        """Load a topology file on the server: ``path`` must be absolute and
+        resolve inside the daemon's ``fabric_dirs`` (else PERMISSION_DENIED)."""
         r = self.stub.LoadFabric(pb.LoadFabricRequest(path=path), timeout=self.timeout)
         return r.fabric
 

@@ -13,6 +13,8 @@ construction), duplicate keys are errors instead of "last one wins".
 Sizes (``limits.*_bytes``) accept integers or strings such as ``"64MiB"``
 (units B, KB/MB/GB = 1000^n, KiB/MiB/GiB = 1024^n).  Listen addresses are
 ``host:port``, ``[v6addr]:port`` or ``unix:/absolute/path``.
+``fabric_dirs`` entries must be absolute (they are not resolved against the
+file's directory); ``load_config`` checks they are readable directories.
 
 Cross-field rules are checked in ``ServiceConfig.__post_init__`` so that
 ``dataclasses.replace(cfg, listen=...)`` (CLI overrides) is validated too:
@@ -53,6 +55,7 @@ __all__ = [
     "parse_config",
     "load_config",
     "default_config",
+    "dir_problem",
     "config_to_dict",
     "MAX_CONFIG_BYTES",
     "LOG_LEVELS",
@@ -276,6 +279,22 @@ def _check_bool(key: str, value: Any) -> None:
         raise _fail(key, "true or false", value)
 
 
+def _check_dirs(key: str, value: Any) -> tuple[Path, ...]:
+    """``value`` (paths or strings) as a tuple of absolute Paths (symlinks and
+    ``..`` are resolved when a path is checked, not here)."""
+    if isinstance(value, str | Path) or not isinstance(value, tuple | list):
+        raise _fail(key, "a list of absolute directory paths", value)
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, str) and v.strip() and "\0" not in v:
+            v = Path(v)
+        if not isinstance(v, Path) or not v.is_absolute():
+            raise _fail(f"{key}[{i}]", "an absolute directory path", str(v) if
+                        isinstance(v, Path) else v)
+        out.append(v)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class TlsConfig:
     """TLS settings.  PEM files: ``cert`` (server certificate chain), ``key``
@@ -362,6 +381,9 @@ class ServiceConfig:
     ``dmodk``.  ``lmc``: LIDs per end-port = 2**lmc (0..7).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
+    ``fabric_dirs``: absolute directories from which ``LoadFabric(path=...)``
+    may read (the resolved real path must lie inside one; empty: server-side
+    paths refused).
     ``coalesce_ms``: fault events arriving within this window share a reroute
     (milliseconds).  ``tls``: ``None`` = plaintext.  ``mutating_identities``:
     client certificate CNs / SAN DNS or URI names allowed to call LoadFabric,
@@ -379,6 +401,7 @@ class ServiceConfig:
     lmc: int = 0
     epoch_history: int = 8
     fabric: Path | None = None
+    fabric_dirs: tuple[Path, ...] = ()
     coalesce_ms: float = 20.0
     tls: TlsConfig | None = None
     mutating_identities: tuple[str, ...] = ()
@@ -404,6 +427,7 @@ class ServiceConfig:
             object.__setattr__(self, "fabric", Path(self.fabric))
         if self.fabric is not None and not isinstance(self.fabric, Path):
             raise _fail("fabric", "a file path or null", self.fabric)
+        object.__setattr__(self, "fabric_dirs", _check_dirs("fabric_dirs", self.fabric_dirs))
         _check_float("coalesce_ms", self.coalesce_ms, 0.0, 60_000.0)
         if self.tls is not None and not isinstance(self.tls, TlsConfig):
             raise _fail("tls", "a TlsConfig or null", self.tls)
@@ -562,6 +586,34 @@ def _v_identities(v: Any) -> Any:
     return v  # items are checked one by one with their own lines
 
 
+def _v_dirs(v: Any) -> Any:
+    if not isinstance(v, list):
+        raise _Bad("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
+    return v  # items are checked one by one with their own lines
+
+
+def _item_identity(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip() or len(v) > 1024:
+        raise _Bad("a non-empty name (certificate CN or SAN)")
+    return v.strip()
+
+
+def _item_dir(v: Any) -> Path:
+    if not isinstance(v, str) or not v.strip() or "\0" in v:
+        raise _Bad("an absolute directory path")
+    p = Path(os.path.expanduser(v.strip()))
+    if not p.is_absolute():
+        raise _Bad("an absolute directory path (relative paths are not accepted here)")
+    return p
+
+
+#: List-valued keys: the check of the whole value and the check of each item.
+_LISTS: dict[Callable[[Any], Any], Callable[[Any], Any]] = {
+    _v_identities: _item_identity,
+    _v_dirs: _item_dir,
+}
+
+
 _TOP: dict[str, Callable[[Any], Any]] = {
     "listen": _v_listen(True, False),
     "workers": _v_int(1, 256),
@@ -569,6 +621,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "lmc": _v_int(0, 7),
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
+    "fabric_dirs": _v_dirs,
     "coalesce_ms": _v_float(0.0, 60_000.0, "milliseconds"),
     "mutating_identities": _v_identities,
     "allow_insecure_mutations": _v_bool,
@@ -636,21 +689,26 @@ def _mapping(node: yaml.Node, key: str, source: str,
     return out
 
 
-def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str) -> Any:
+def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str,
+           lines: dict[str, int] | None = None) -> Any:
     if isinstance(vnode, yaml.MappingNode):
         raise ConfigError("expected a single value, got a mapping", key=path, source=source,
                           line=_line(vnode))
     if isinstance(vnode, yaml.SequenceNode):
-        if check is not _v_identities:
+        item_check = _LISTS.get(check)
+        if item_check is None:
             raise ConfigError("expected a single value, got a list", key=path, source=source,
                               line=_line(vnode))
         items = []
         for i, item in enumerate(vnode.value):
             v = _plain(item, f"{path}[{i}]", source)
-            if not isinstance(v, str) or not v.strip() or len(v) > 1024:
-                raise ConfigError(f"expected a non-empty name (certificate CN or SAN), got {v!r}",
-                                  key=f"{path}[{i}]", source=source, line=_line(item))
-            items.append(v.strip())
+            try:
+                items.append(item_check(v))
+            except _Bad as bad:
+                raise ConfigError(f"expected {bad.expected}, got {v!r}", key=f"{path}[{i}]",
+                                  source=source, line=_line(item)) from None
+            if lines is not None:
+                lines[f"{path}[{i}]"] = _line(item)
         return tuple(items)
     raw = _plain(vnode, path, source)
     try:
@@ -725,7 +783,7 @@ def _parse(text: str, source: str, base_dir: Path | None
                     lines[f"{name}.{sname}"] = _line(sk)
                     sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname], source)
             else:
-                top[name] = _value(vnode, name, _TOP[name], source)
+                top[name] = _value(vnode, name, _TOP[name], source, lines)
     if base_dir is not None:
         for key in _PATH_KEYS:
             sec, _, name = key.rpartition(".")
@@ -773,7 +831,8 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
 
     Relative paths inside are resolved against the file's directory.  With
     ``check_files`` every file the config names (``fabric``, ``tls.cert``,
-    ``tls.key``, ``tls.client_ca``) must exist and be readable, and the TLS
+    ``tls.key``, ``tls.client_ca``) must exist and be readable, every
+    ``fabric_dirs`` entry must be a readable directory, and the TLS
     files must be usable (PEM, key matching the certificate, certificate
     within its validity dates: :func:`smroute.service.auth.check_tls`);
     otherwise a :class:`ConfigError` names the key and its line.
@@ -804,6 +863,12 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
             if problem:
                 raise ConfigError(f"{problem}: {value}", key=key, source=source,
                                   line=lines.get(key))
+        for i, d in enumerate(cfg.fabric_dirs):
+            problem = dir_problem(d)
+            if problem:
+                key = f"fabric_dirs[{i}]"
+                raise ConfigError(f"{problem}: {d}", key=key, source=source,
+                                  line=lines.get(key, lines.get("fabric_dirs")))
         if cfg.tls is not None:
             from smroute.service.auth import check_tls  # grpc is imported only when needed
 
@@ -821,6 +886,17 @@ def _file_problem(p: Path) -> str | None:
         return "expected a regular file"
     if not os.access(p, os.R_OK):
         return "file is not readable by this user"
+    return None
+
+
+def dir_problem(p: Path) -> str | None:
+    """Why ``p`` cannot serve as a fabric directory, or ``None``."""
+    if not p.exists():
+        return "no such directory"
+    if not p.is_dir():
+        return "expected a directory"
+    if not os.access(p, os.R_OK | os.X_OK):
+        return "directory is not readable by this user"
     return None
 
 

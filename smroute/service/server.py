@@ -16,7 +16,8 @@
   the sequencer and close the worker pool;
 * SIGHUP: reload the config file; settings that can change live (log level
   and format, coalescing window, epoch history, default algorithm / LMC,
-  mutating identities, limits, TLS certificate/key/client CA files) are
+  mutating identities, limits, ``fabric_dirs``, TLS certificate/key/client
+  CA files) are
   applied, the others are reported as needing a restart; a bad file is
   logged and the last good config kept.
 
@@ -128,7 +129,8 @@ class Daemon:
         self.core = RoutingCore(
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
-            limits=cfg.limits, log=self.log, metrics=self.metrics,
+            limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
+            metrics=self.metrics,
         )
         self._start_grpc()
         self._set_health(False)
@@ -137,7 +139,8 @@ class Daemon:
         self._set_health(True)
         self.log("info", "serving", address=self.address, pid=os.getpid(),
                  metrics=self.metrics_server.url if self.metrics_server else None,
-                 workers=cfg.workers, tls=cfg.tls is not None)
+                 workers=cfg.workers, tls=cfg.tls is not None,
+                 fabric_dirs=[str(d) for d in cfg.fabric_dirs])
         if self.ready_file:
             atomic_write_text(self.ready_file, json.dumps({
                 "address": self.address, "pid": os.getpid(),
@@ -327,6 +330,9 @@ class Daemon:
         core.store.set_history(new.epoch_history)
         core.algorithm, core.lmc = new.algorithm, new.lmc
         core.limits = new.limits
+        if tuple(map(str, new.fabric_dirs)) != core.fabric_dirs:
+            core.fabric_dirs = tuple(str(d) for d in new.fabric_dirs)
+            self.log("info", "fabric_dirs_changed", fabric_dirs=list(core.fabric_dirs))
         # Who may mutate belongs to the listener that runs: while a TLS change
         # waits for a restart, the running listener keeps its identity check
         # (a file turning TLS off must not open mutations to every CA client).

@@ -19,8 +19,10 @@ daemon keeps serving.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
+import stat
 import threading
 import time
 import traceback
@@ -128,6 +130,7 @@ class RoutingCore:
         epoch_history: int = 8,
         coalesce_s: float = 0.02,
         limits: LimitsConfig | None = None,
+        fabric_dirs: Sequence[str | os.PathLike[str]] = (),
         log: LogFn = _no_log,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -140,6 +143,9 @@ class RoutingCore:
         self.algorithm = algorithm
         self.lmc = lmc
         self.limits = limits or LimitsConfig()
+        #: Directories LoadFabric(path=...) may read from (empty: none); the
+        #: daemon replaces the tuple on SIGHUP.
+        self.fabric_dirs: tuple[str, ...] = tuple(os.fspath(d) for d in fabric_dirs)
         self.log = log
         self.metrics = metrics
         self.clock = clock
@@ -219,8 +225,9 @@ class RoutingCore:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
 
     def read_fabric_path(self, path: str, *, bounded: bool = True) -> Fabric:
-        """Parse a topology file on the server; ``bounded``: apply
-        ``max_topology_bytes`` (requests; not the operator's configured fabric)."""
+        """Parse a topology file on the server without any directory check;
+        ``bounded``: apply ``max_topology_bytes``.  For the operator's
+        configured fabric; requests go through :meth:`read_request_path`."""
         if not path:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "path is empty")
         try:
@@ -245,6 +252,58 @@ class RoutingCore:
             except InputError as err:
                 raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
         return self.parse_fabric_text(text, path)
+
+    def read_request_path(self, path: str) -> Fabric:
+        """Parse the topology file a ``LoadFabric(path=...)`` request names.
+
+        Only regular files whose real path (symlinks and ``..`` resolved) lies
+        inside one of :attr:`fabric_dirs` are opened; anything else is
+        PERMISSION_DENIED before the file is touched, so a client cannot read
+        (or probe the existence of) other files through parse errors.  The
+        file is opened without following a final symlink, and the opened
+        descriptor's path is checked again (a directory swapped between the
+        check and the open is caught).  Bounded by ``max_topology_bytes``.
+        """
+        dirs = self.fabric_dirs
+        real = check_fabric_path(path, dirs)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(real, flags)
+        except OSError as err:
+            if err.errno == errno.ELOOP:  # the checked file was replaced by a symlink
+                raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                                   f"LoadFabric path {path} is a symlink that cannot be "
+                                   "resolved inside fabric_dirs") from None
+            raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                               f"{path}: cannot read: {err.strerror or err}") from None
+        limit = self.limits.max_topology_bytes
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                                   f"LoadFabric path {path} is not a regular file; expected "
+                                   "an ibnetdiscover file inside fabric_dirs")
+            opened = _fd_path(fd)
+            if opened is not None and _inside_dirs(
+                    opened, [os.path.realpath(d) for d in dirs]) is None:
+                raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                                   f"LoadFabric path {path} changed while it was opened and "
+                                   f"is now outside fabric_dirs ({', '.join(dirs)})")
+            if st.st_size > limit:
+                raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                   f"{path}: {st.st_size} bytes; the limit "
+                                   f"(limits.max_topology_bytes) is {limit}")
+            fh = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            try:
+                data = fh.read(limit + 1)  # bounded even if the file grew after fstat
+            except OSError as err:
+                raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                                   f"{path}: cannot read: {err.strerror or err}") from None
+        return self.parse_fabric_text(data.decode("utf-8", errors="replace"), path)
 
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
         """Live discovery through smroute.live (issue 6), parsed like a file."""
@@ -798,6 +857,63 @@ def table_messages(ep: Epoch, guids: Sequence[int], since: Epoch | None
 
 # =================================================================== gRPC servicer
 
+def _inside_dirs(real: str, real_dirs: Iterable[str]) -> str | None:
+    """The first of ``real_dirs`` (real paths) containing ``real``, or ``None``."""
+    for d in real_dirs:
+        try:
+            if os.path.commonpath([real, d]) == d:
+                return d
+        except ValueError:  # mixed absolute / relative: never inside
+            continue
+    return None
+
+
+def _fd_path(fd: int) -> str | None:
+    """The path of the file open as ``fd`` (Linux ``/proc/self/fd``), or ``None``."""
+    try:
+        p = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return p if p.startswith("/") else None
+
+
+def check_fabric_path(path: str, fabric_dirs: Sequence[str]) -> str:
+    """The real path of ``path`` if a LoadFabric request may read it.
+
+    ``path`` must be absolute; its real path (:func:`os.path.realpath`:
+    symlinks and ``..`` resolved) must lie inside the real path of one of
+    ``fabric_dirs``.  Raises :class:`ServiceError`: INVALID_ARGUMENT for an
+    empty or relative path, PERMISSION_DENIED when server-side paths are
+    disabled (no ``fabric_dirs``) or the path is outside them.  Whether the
+    file exists is not revealed for paths outside the directories.
+    """
+    if not path:
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "path is empty")
+    if not fabric_dirs:
+        raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                           f"LoadFabric path {path}: server-side paths are disabled; set "
+                           "fabric_dirs in the config (or smroute serve --fabric-dir DIR), or "
+                           "send the topology as topology_text")
+    if "\0" in path or not os.path.isabs(path):
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"LoadFabric path {path!r}: expected an absolute path on the server")
+    real_dirs = [os.path.realpath(d) for d in fabric_dirs]
+    real = os.path.realpath(path)
+    if _inside_dirs(real, real_dirs) is not None:
+        return real
+    listed = ", ".join(fabric_dirs)
+    if _inside_dirs(os.path.normpath(path), [os.path.normpath(d) for d in fabric_dirs] + real_dirs):
+        # written inside a directory, but a symlink there leads out of it
+        raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                           f"LoadFabric path {path} resolves to {real}, which is outside "
+                           f"fabric_dirs ({listed}); symlinks out of fabric_dirs are not "
+                           "followed")
+    raise ServiceError(grpc.StatusCode.PERMISSION_DENIED,
+                       f"LoadFabric path {path} is outside fabric_dirs ({listed}); put the file "
+                       "in one of them (or add its directory to fabric_dirs), or send the "
+                       "topology as topology_text")
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -881,7 +997,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
             fabric = core.parse_fabric_text(request.topology_text, source)
         elif which == "path":
             source = request.path
-            fabric = core.read_fabric_path(request.path)
+            fabric = core.read_request_path(request.path)
         elif which == "live":
             source = "live" + (f":{request.live.ca}" if request.live.ca else "")
             fabric = core.discover_fabric(request.live.ca, request.live.port,
