@@ -396,20 +396,21 @@ def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
     return cur, moves, rounds
 
 
-def _kempe(src: list[int], dst: list[int], avail: list[dict[int, int]],
+def _kempe(src: list[int], dst: list[int], avail: list[list[int]],
            colour: list[int]) -> list[int] | None:
     """Proper edge colouring of a bipartite multigraph (``src[e]`` on one side,
-    ``dst[e]`` on the other; edge ``e`` may take the colours in ``avail[e]``),
-    starting from ``colour`` (-1 = none) and keeping every edge that does not
-    clash.  Kempe chains (alternating α/β paths) free a colour at both ends
-    (König).  Returns the colours, or None if the graph or the availabilities
-    do not allow it."""
+    ``dst[e]`` on the other) with colours ``0 .. T-1``; edge ``e`` may take
+    colour ``c`` if ``avail[e][c] >= 0``.  Starts from ``colour`` (-1 = none),
+    keeping every edge that does not clash; Kempe chains (alternating α/β
+    paths) free a colour at both ends of the others (König).  Returns the
+    colours, or None if the graph or the availabilities do not allow it."""
     col = list(colour)
+    n_col = len(avail[0]) if avail else 0
     at_u: dict[tuple[int, int], int] = {}
     at_v: dict[tuple[int, int], int] = {}
     todo: list[int] = []
     for e, c in enumerate(col):
-        if c >= 0 and c in avail[e] and (src[e], c) not in at_u and (dst[e], c) not in at_v:
+        if c >= 0 and avail[e][c] >= 0 and (src[e], c) not in at_u and (dst[e], c) not in at_v:
             at_u[src[e], c] = e
             at_v[dst[e], c] = e
         else:
@@ -417,12 +418,13 @@ def _kempe(src: list[int], dst: list[int], avail: list[dict[int, int]],
             todo.append(e)
     for e in todo:
         u, v = src[e], dst[e]
-        fu = [c for c in avail[e] if (u, c) not in at_u]
-        fv = [c for c in avail[e] if (v, c) not in at_v]
+        ok_e = avail[e]
+        fu = [c for c in range(n_col) if ok_e[c] >= 0 and (u, c) not in at_u]
         both = [c for c in fu if (v, c) not in at_v]
         if both:
             c = both[0]
         else:
+            fv = [c for c in range(n_col) if ok_e[c] >= 0 and (v, c) not in at_v]
             done = False
             for a in fu:
                 for bcol in fv:
@@ -434,7 +436,7 @@ def _kempe(src: list[int], dst: list[int], avail: list[dict[int, int]],
                             break
                         chain.append(nxt)
                         x, side = (src[nxt], 0) if side else (dst[nxt], 1)
-                    if all(a in avail[y] and bcol in avail[y] for y in chain):
+                    if all(avail[y][a] >= 0 and avail[y][bcol] >= 0 for y in chain):
                         for y in chain:
                             del at_u[src[y], col[y]]
                             del at_v[dst[y], col[y]]
@@ -464,7 +466,10 @@ def _exact_stage(b: _Batch, rows: IntArray, cur: np.ndarray) -> np.ndarray | Non
     if cl.shape[2] < 2:
         return None
     up, dn = cl[:, :, 0].astype(np.int64) - 1, cl[:, :, 1].astype(np.int64) - 1
-    two = cok & ((cl > 0).sum(axis=2) == 2)
+    n_links = (cl[:, :, 0] > 0).astype(np.int64)
+    for j in range(1, cl.shape[2]):
+        n_links += cl[:, :, j] > 0
+    two = cok & (n_links == 2)
     if not two.any(axis=1).all():
         return None
     view = b.view
@@ -482,22 +487,27 @@ def _exact_stage(b: _Batch, rows: IntArray, cur: np.ndarray) -> np.ndarray | Non
         ks, ls = kk[o], ll[o]
         if ((ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1])).any():
             return None
-    avail: list[dict[int, int]] = []
-    for i in range(m):
-        dct: dict[int, int] = {}
-        for j in np.flatnonzero(two[i]).tolist():
-            dct.setdefault(int(top[i, j]), j)
-        avail.append(dct)
-    cur_top = [-1] * m
+    # colours = top switches, compacted; avail[i, colour] = the smallest
+    # offset of flow i turning there (-1: none)
+    tops, tidx = np.unique(top[two], return_inverse=True)
+    colour_of = np.full(top.shape, -1, dtype=np.int64)
+    colour_of[two] = tidx
+    avail = np.full((m, len(tops)), -1, dtype=np.int64)
+    for j in range(c - 1, -1, -1):
+        have = colour_of[:, j] >= 0
+        avail[np.flatnonzero(have), colour_of[have, j]] = j
     cd = cur[rows]
-    for i in range(m):
-        lk = cd[i][cd[i] > 0] - 1
-        if len(lk) == 2:
-            cur_top[i] = int(view.link_switch[lk[1]])
-    col = _kempe(sleaf.tolist(), dleaf.tolist(), avail, cur_top)
+    if cd.shape[1] < 2:
+        return None
+    two_now = (cd[:, 1] > 0) & ((cd[:, 2] == 0) if cd.shape[1] > 2 else True)
+    last = np.where(two_now, cd[:, 1] - 1, 0)
+    cur_top = np.where(two_now, view.link_switch[last], -1)
+    pos = np.minimum(np.searchsorted(tops, cur_top), len(tops) - 1)
+    cur_col = np.where(two_now & (tops[pos] == cur_top), pos, -1)
+    col = _kempe(sleaf.tolist(), dleaf.tolist(), avail.tolist(), cur_col.tolist())
     if col is None:
         return None
-    return np.array([avail[i][col[i]] for i in range(m)], dtype=np.int64)
+    return avail[np.arange(m), np.asarray(col, dtype=np.int64)]
 
 
 def select_lids(
@@ -647,8 +657,12 @@ def select_lids(
                 rounds += rd
             core = b.stage_core_max()
             if exact and int(view.sw_level.max()) == 1:
+                # flows are stage-major; inter-leaf flows cross core links
+                net_flow = ok & (cur[:, 0] > 0)
+                bounds = np.searchsorted(stg, np.arange(e - a + 1))
                 for s_ in np.flatnonzero(core > 1).tolist():
-                    rows = np.flatnonzero((stg == s_) & ok & (cur > 0).any(axis=1))
+                    lo_, hi_ = int(bounds[s_]), int(bounds[s_ + 1])
+                    rows = lo_ + np.flatnonzero(net_flow[lo_:hi_])
                     if not movable[rows].all():
                         continue
                     newoff = _exact_stage(b, rows, cur)
