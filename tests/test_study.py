@@ -155,6 +155,11 @@ def test_csv_roundtrip_and_errors(tmp_path: Path) -> None:
     assert back[0]["error"] == 'x,"y" z'
     assert done_throws(back, ["dmodc", "minhop"]) == {("F", "link", 1, 2)}
     assert done_throws(back, ["dmodc", "sssp"]) == set()
+    # a throw that broke as a whole is retried on resume; engine failures are results
+    back[1]["status"] = "timeout"
+    assert done_throws(back, ["dmodc", "minhop"]) == {("F", "link", 1, 2)}
+    back[1]["status"] = "error"
+    assert done_throws(back, ["dmodc", "minhop"]) == set()
     with pytest.raises(InputError, match=r"s.csv:1: .*missing column"):
         parse_rows(["a,b", "1,2"], "s.csv")
     bad = text.splitlines()

@@ -170,9 +170,15 @@ def write_rows(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
 
 
 def done_throws(rows: Iterable[Row], engines: Sequence[str]) -> set[tuple[object, ...]]:
-    """Keys ``(fabric, mode, seed, throw)`` that have a row for every engine."""
+    """Keys ``(fabric, mode, seed, throw)`` that have a row for every engine.
+
+    Rows with ``status == "error"`` (the throw itself broke: ibsim would not
+    start, a worker died) do not count, so a resumed study retries them;
+    engine failures (``failed``, ``timeout``) are results and count."""
     have: dict[tuple[object, ...], set[str]] = {}
     for r in rows:
+        if r.get("status") == "error":
+            continue
         have.setdefault(tuple(r[k] for k in KEY), set()).add(str(r["engine"]))
     need = set(engines)
     return {k for k, e in have.items() if need <= e}
