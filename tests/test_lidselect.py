@@ -351,3 +351,32 @@ def test_trace_checks_lid_range() -> None:
         trace(v, [0], [1], [v.lft.shape[1]])
     t = trace(v, [0], [7], [v.ep_lid[7] + 3])
     assert t.status[0] == OK
+
+
+def test_undelivered_base_lid_takes_another_lid() -> None:
+    """A table that drops the base LID of a destination at one leaf: the flows
+    from that leaf use another of its LIDs, and every flow is delivered."""
+    from dataclasses import replace
+
+    from smroute.tables.lft import NO_ROUTE
+
+    f, r, _ = naruse()
+    ports = r.tables.ports.copy()
+    g = r.graph
+    dst_ep = 0
+    far_leaf = int(np.flatnonzero(g.rank == 0)[-1])
+    assert far_leaf != int(g.ep_switch[dst_ep])
+    ports[far_leaf, g.ep_lid[dst_ep]] = NO_ROUTE
+    v = routing_view(f, replace(r.tables, ports=ports))
+    d = int(v.endports_of_rows([g.ep_row[dst_ep]])[0])
+    srcs = np.flatnonzero(v.ep_leaf == np.flatnonzero(v.sw_node == g.sw_node[far_leaf])[0])
+    ranks = np.concatenate([[d], srcs[:3]])
+    n = len(ranks)
+    sel = select_lids(v, ranks, shifts(n), rng=np.random.default_rng(0))
+    assert sel.unroutable.sum() == 0
+    hsd, bad = recount(v, ranks, shifts(n), sel.dlids)
+    assert bad.sum() == 0 and np.array_equal(hsd, sel.hsd)
+    assert (sel.dlids[1:, 0] != v.ep_lid[d]).all()  # not the base LID from that leaf
+    # with base LIDs only, those flows are dead ends
+    _, bad_base = recount(v, ranks, shifts(n), np.broadcast_to(v.ep_lid[ranks], (n, n)))
+    assert bad_base.sum() == 3

@@ -510,6 +510,19 @@ def _exact_stage(b: _Batch, rows: IntArray, cur: np.ndarray) -> np.ndarray | Non
     return avail[np.arange(m), np.asarray(col, dtype=np.int64)]
 
 
+def _edge_max(view: RoutingView, r: IntArray, src: IntArray, dst: IntArray, stg: IntArray,
+              ok: np.ndarray, k: int, permutation: bool) -> IntArray:
+    """Per stage, the most flows on one injection or delivery link, ``(k,)``."""
+    if permutation:
+        return (np.bincount(stg[ok], minlength=k) > 0).astype(np.int64)
+    ends = np.concatenate([view.inj_link[r[src[ok]]], view.deliver_link[r[dst[ok]]]])
+    sk = np.concatenate([stg[ok], stg[ok]]) * view.n_links + ends
+    edge = np.zeros(k, dtype=np.int64)
+    ku, kc = np.unique(sk, return_counts=True)
+    np.maximum.at(edge, ku // view.n_links, kc)
+    return edge
+
+
 def select_lids(
     view: RoutingView,
     ranks: npt.ArrayLike,
@@ -612,6 +625,7 @@ def select_lids(
         cur, ok = cache.base_links[key], cache.base_ok[key]
         b.add(rows_all[ok], cur[ok], +1)
         base_core = b.stage_core_max()
+        ok_base = ok.copy()
         # pairs: the first occurrence decides; later ones (in this batch or in
         # later batches) follow it
         pair = src * n + dst
@@ -680,21 +694,13 @@ def select_lids(
                     off[rows] = newoff
                     exact_n += 1
         core = b.stage_core_max()
-        # injection / delivery links: one flow each in a permutation stage
+        # injection / delivery links (the same for every LID; undelivered flows
+        # load nothing): one flow each in a permutation stage
         k = e - a
-        nflows = np.bincount(stg[ok], minlength=k)
-        if pattern.permutation:
-            edge = (nflows > 0).astype(np.int64)
-            edge_base = edge
-        else:
-            ends = np.concatenate([view.inj_link[r[src[ok]]], view.deliver_link[r[dst[ok]]]])
-            sk = np.concatenate([stg[ok], stg[ok]]) * view.n_links + ends
-            edge = np.zeros(k, dtype=np.int64)
-            ku, kc = np.unique(sk, return_counts=True)
-            np.maximum.at(edge, ku // view.n_links, kc)
-            edge_base = edge  # same ends; base undelivered flows load nothing either
-        hsd[a:e] = np.maximum(core, edge)
-        hsd_base[a:e] = np.maximum(base_core, edge_base)
+        hsd[a:e] = np.maximum(core, _edge_max(view, r, src, dst, stg, ok, k,
+                                               pattern.permutation))
+        hsd_base[a:e] = np.maximum(base_core, _edge_max(view, r, src, dst, stg, ok_base, k,
+                                                         pattern.permutation))
         unroutable[a:e] = np.bincount(stg[~ok], minlength=k)
         hm = np.flatnonzero(home)
         offset.ravel()[pair[hm]] = off[hm].astype(np.int16)
