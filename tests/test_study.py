@@ -23,6 +23,7 @@ from smroute.errors import InputError
 from smroute.fabric.generate import pgft
 from smroute.routing.engine import route
 from smroute.study.degrade import amount, equipment, parse_pgft, plan_throw, throw_rngs
+from smroute.study.executors import run_unordered
 from smroute.study.results import (
     COLUMNS,
     band_of,
@@ -287,6 +288,31 @@ def test_dask_executor_gives_the_same_csv(tmp_path: Path) -> None:
     assert len(pool) == 6
     assert pool == dask
     assert _metric_rows(tmp_path / "cli" / "study.csv") == pool
+
+
+def test_executor_records_task_errors() -> None:
+    # math.sqrt(-1) raises in the worker: recorded as that item's error
+    got = {it: (res, err) for it, res, err in run_unordered(math.sqrt, [4.0, -1.0], workers=2)}
+    assert got[4.0] == (2.0, None)
+    assert got[-1.0][0] is None and got[-1.0][1] == "ValueError: math domain error"
+    assert list(run_unordered(math.sqrt, [], workers=2)) == []
+
+
+@pytest.mark.real
+@needs_ibsim
+def test_study_of_an_ibnetdiscover_file(tmp_path: Path) -> None:
+    # the committed capture carries OpenSM's LIDs; the study strips them and
+    # lets OpenSM assign its own in every throw
+    topo = Path(__file__).resolve().parent.parent / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
+    argv = ["study", "degrade", "--fabric", str(topo), "--mode", "link", "--throws", "2",
+            "--seed", "4", "--engines", "dmodc,minhop", "--rp-samples", "20",
+            "--random-orders", "0", "--no-plots", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    rows = read_rows(tmp_path / "study.csv")
+    assert {r["fabric"] for r in rows} == {"pgft-3-2.2.3-1.2.2-1.2.1"}
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
+    assert all(r["total"] == 36 for r in rows)  # switch-to-switch links (parallel ones too)
+    assert all(math.isnan(float(str(r["hsd_random"]))) for r in rows)  # no random orders
 
 
 def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
