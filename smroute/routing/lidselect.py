@@ -664,11 +664,6 @@ def select_lids(
             cur, mv, rd = _search(b, cur, off, movable, rng, max_rounds, movers)
             moves += mv
             rounds += rd
-            if sideways_rounds > 0 and int(b.stage_core_max().max(initial=0)) > 1:
-                cur, mv, rd = _search(b, cur, off, movable, rng, sideways_rounds, movers,
-                                      sideways=sideways)
-                moves += mv
-                rounds += rd
             core = b.stage_core_max()
             if exact and int(view.sw_level.max()) == 1:
                 # flows are stage-major; inter-leaf flows cross core links
@@ -693,6 +688,11 @@ def select_lids(
                     cur[rows] = lk3
                     off[rows] = newoff
                     exact_n += 1
+            if sideways_rounds > 0 and int(b.stage_core_max().max(initial=0)) > 1:
+                cur, mv, rd = _search(b, cur, off, movable, rng, sideways_rounds, movers,
+                                      sideways=sideways)
+                moves += mv
+                rounds += rd
         core = b.stage_core_max()
         # injection / delivery links (the same for every LID; undelivered flows
         # load nothing): one flow each in a permutation stage
