@@ -33,7 +33,7 @@ multi-level PGFTs and degraded trees, or OpenSM's tables):
   leaf -> top -> leaf (one link per (leaf, top)), a stage is a bipartite
   multigraph between source and destination leaves whose proper edge
   colourings by top switch are exactly the LID choices with HSD 1.  Stages
-  the local search leaves above 1 are finished with Kempe-chain swaps
+  phase 1 leaves above 1 are finished with Kempe-chain swaps (before phase 2)
   (König's theorem): if every flow can reach every top switch (``2**LMC >=``
   top switches on a complete tree) and no leaf sends or receives more flows
   than there are tops, HSD 1 is always reached.
