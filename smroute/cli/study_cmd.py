@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
                    help="random node orders the CPS HSD is averaged over (default: 3)")
     d.add_argument("--opensm-timeout", type=float, default=600.0,
                    help="seconds per OpenSM run before it counts as timed out (default: 600)")
-    d.add_argument("--workdir", help="scratch directory (default: a temporary one)")
+    d.add_argument("--workdir", help="scratch directory, created where each throw runs "
+                   "(default: a temporary one)")
     d.add_argument("--keep-work", action="store_true", help="keep each throw's OpenSM files")
     d.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     d.add_argument("--out", required=True, metavar="DIR", help="output directory")
