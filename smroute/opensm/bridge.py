@@ -585,6 +585,13 @@ class Bridge:
                         self._resync_needed.set()  # reconnected: maybe a new daemon
                     first = lost = False
                     self._epochs.put(int(ep.id))
+                if self._stop.is_set():
+                    return
+                # the daemon ended the stream (graceful shutdown): as good as lost
+                if not lost:
+                    self.log("warning", "watch_ended")
+                lost = True
+                self._resync_needed.set()
             except grpc.RpcError as exc:
                 if self._stop.is_set():
                     return
@@ -600,12 +607,16 @@ class Bridge:
         an epoch id below the last one written), load the fabric again (``load``
         live/discover) or forget the down set (``load`` none) so that the next
         check re-sends it.  Returns True if it re-initialized."""
+        import grpc
+
         try:
-            ep = self._call("GetEpoch", self.client.get_epoch, 0)
-        except BridgeError as exc:
-            if self.opts.load == "none":
-                raise
-            self.log("warning", "daemon_has_no_epoch", detail=str(exc))
+            ep = self.client.get_epoch(0)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAVAILABLE or self.opts.load == "none":
+                # down (retry later; no discovery storm meanwhile), or nothing we can do
+                raise BridgeError(f"daemon GetEpoch: {exc.code().name}: "
+                                  f"{exc.details()}") from None
+            self.log("warning", "daemon_has_no_epoch", detail=exc.details())
             ep = None
         if ep is not None and int(ep.id) >= self.state.written_epoch:
             return False
