@@ -273,3 +273,46 @@ def test_daemon_live_source_without_hca_says_so(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_IBSIM, reason="ibsim/opensm not installed (ibsim-utils, opensm)")
+def test_a_long_lived_process_sees_the_port_change(tmp_path: Path) -> None:
+    """umad2sim snapshots sysfs once per process: a daemon that looked before
+    the SM came up would see INIT forever.  local_ports() takes a fresh
+    snapshot in a child process, so the same process sees ACTIVE afterwards
+    (while its own snapshot, read_sysfs(), still says INIT)."""
+    fabric = pgft(2, [2, 2], [1, 2], [1, 1])
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    go, first, out = tmp_path / "go", tmp_path / "first.json", tmp_path / "out.json"
+    script = textwrap.dedent(f"""
+        import json, time
+        from pathlib import Path
+        from smroute.live.hca import local_ports, read_sysfs
+        Path({str(first)!r}).write_text(json.dumps([p.state for p in local_ports()[0]]))
+        while not Path({str(go)!r}).exists():
+            time.sleep(0.05)
+        fresh = [p.state for p in local_ports()[0]]
+        own = [p.state for p in read_sysfs()]
+        Path({str(out)!r}).write_text(json.dumps({{"fresh": fresh, "own": own}}))
+    """)
+    with IbSim(net, tmp_path / "sim") as sim:
+        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while not first.exists():
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert json.loads(first.read_text()) == [2]  # INIT: no SM yet
+            run_opensm(sim, tmp_path / "opensm")
+            go.write_text("")
+            proc.wait(60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert json.loads(out.read_text()) == {"fresh": [4], "own": [2]}  # ACTIVE vs stale INIT

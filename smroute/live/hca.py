@@ -44,6 +44,7 @@ __all__ = [
     "parse_sysfs_port",
     "read_pyverbs",
     "read_sysfs",
+    "read_sysfs_fresh",
     "umad2sim_active",
 ]
 
@@ -251,19 +252,57 @@ def read_pyverbs() -> tuple[list[LocalPort], str]:
     return out, "" if out else "pyverbs found no device"
 
 
+_CHILD_ENV = "SMROUTE_HCA_SNAPSHOT_CHILD"
+
+
+def read_sysfs_fresh(timeout: float = 60.0) -> list[LocalPort]:
+    """:func:`read_sysfs` in a new process.
+
+    umad2sim builds its sysfs snapshot once per process, so a long-lived
+    process (the daemon, the bridge) would keep seeing the port as it was at
+    its first look (e.g. INIT before the SM came up).  A child process takes
+    a fresh snapshot.  Raises ``OSError`` if the child fails.
+    """
+    import json
+    import subprocess
+
+    env = dict(os.environ)
+    env[_CHILD_ENV] = "1"
+    res = subprocess.run([sys.executable, "-m", "smroute.live.hca"], capture_output=True,
+                         text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        raise OSError(f"sysfs snapshot child failed ({res.returncode}): {res.stderr[-300:]}")
+    return [LocalPort(**d) for d in json.loads(res.stdout)]
+
+
 def local_ports() -> tuple[list[LocalPort], list[str]]:
     """Local HCA ports from pyverbs, else from sysfs; returns (ports, notes).
 
-    ``notes`` explain which source was tried and why it was not used.
+    ``notes`` explain which source was tried and why it was not used.  Under
+    umad2sim the sysfs snapshot is taken in a child process each time (see
+    :func:`read_sysfs_fresh`).
     """
     notes: list[str] = []
     ports, note = read_pyverbs()
     if ports:
         return ports, notes
     notes.append(note)
-    ports = read_sysfs()
+    if umad2sim_active() and not os.environ.get(_CHILD_ENV):
+        try:
+            ports = read_sysfs_fresh()
+        except (OSError, ValueError) as exc:
+            notes.append(f"fresh sysfs snapshot failed ({exc}); reading this process's")
+            ports = read_sysfs()
+    else:
+        ports = read_sysfs()
     if not ports:
         notes.append(f"no device under {SYSFS_ROOT}")
     else:
         notes.append(f"using {ports[0].source}")
     return ports, notes
+
+
+if __name__ == "__main__":  # the child of read_sysfs_fresh: print the ports as JSON
+    import json as _json
+
+    print(_json.dumps([asdict(p) for p in read_sysfs()]))
