@@ -19,15 +19,15 @@ from smroute.errors import SmrouteError
 #: Modules under smroute.cli that register subcommands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "fabric_cmd",
+    "discover_cmd",
     "route_cmd",
     "diff_cmd",
     "analyze_cmd",
-    "config_cmd",
-    "discover_cmd",
-    "bridge_cmd",
+    "lids_cmd",
     "study_cmd",
     "serve_cmd",
-    "lids_cmd",
+    "config_cmd",
+    "bridge_cmd",
 )
 
 
