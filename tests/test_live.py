@@ -220,6 +220,10 @@ def test_discover_on_a_simulated_fabric(tmp_path: Path) -> None:
         # in-process, as the daemon calls it (under ibsim-run through env)
         env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
         lines = discover_topology_lines(env=env, timeout=120)
+        # the text on standard output, the port listing on standard error
+        piped = sim.run([*SMROUTE, "discover", "--out", "-"], check=False, cwd=tmp_path)
+        assert piped.returncode == 0 and "local HCA ports" in piped.stderr
+        assert parse_topology(piped.lines(), "stdout").link_set() == fabric.link_set()
         # an HCA that does not exist in the simulator
         bad = sim.run([*SMROUTE, "discover", "--ca", "mlx5_7"], check=False, cwd=tmp_path)
     assert bad.returncode == 1 and "no InfiniBand port mlx5_7" in bad.stderr

@@ -29,7 +29,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--ca", metavar="NAME", help="HCA to use (ibnetdiscover -C), e.g. mlx5_0")
     p.add_argument("--port", type=int, metavar="N", help="HCA port to use (ibnetdiscover -P)")
-    p.add_argument("--out", metavar="FILE", help="write the discovered topology text here")
+    p.add_argument("--out", metavar="FILE",
+                   help="write the discovered topology text here ('-': standard output, "
+                   "with the port listing on standard error)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="ibnetdiscover timeout in seconds (default 120)")
     g = p.add_mutually_exclusive_group()
@@ -48,17 +50,26 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     if args.timeout <= 0:
         raise InputError("--timeout must be > 0")
+    to_stdout = args.out == "-"
+    if to_stdout and (args.json or args.summary):
+        raise InputError("--out - prints the topology; it cannot go with --json or --summary")
+    info = sys.stderr if to_stdout else sys.stdout
     ports, notes = local_ports()
     if not args.json:
-        print(f"local HCA ports ({ports[0].source if ports else 'none found'}):")
+        print(f"local HCA ports ({ports[0].source if ports else 'none found'}):", file=info)
         for p in ports:
-            print(f"  {p.describe()}")
+            print(f"  {p.describe()}", file=info)
         for n in notes:
             if n:
-                print(f"  note: {n}")
+                print(f"  note: {n}", file=info)
     lines = discover_topology_lines(ca=args.ca, port=args.port, timeout=args.timeout)
     source = f"ibnetdiscover via {args.ca or 'default HCA'}"
     fabric = parse_topology(lines, source)
+    if to_stdout:
+        sys.stdout.write("\n".join(lines) + "\n")
+        print(f"discovered {len(fabric.switches)} switches, {len(fabric.cas)} CAs, "
+              f"{fabric.n_links} links", file=info)
+        return 0
     if args.out:
         atomic_write_text(args.out, "\n".join(lines) + "\n")
     summary = summarize(fabric, source=args.out or source)
