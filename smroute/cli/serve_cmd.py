@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
         "serve",
         help="run the routing daemon (gRPC)",
         description="Run the smroute routing daemon: gRPC API (LoadFabric, Route, GetTables, "
-        "ApplyFaults, Diff, Watch, Analyze), health, reflection, Prometheus metrics. "
+        "ApplyFaults, Diff, Watch, Analyze, SelectLids), health, reflection, Prometheus metrics. "
         "Flags override the config file.",
     )
     p.add_argument("--config", metavar="FILE", help="YAML config file (default: built-in "
