@@ -247,6 +247,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="timing runs (median)")
     ap.add_argument("--tmp", default=None, help="scratch directory")
     args = ap.parse_args()
+    if args.tmp is not None:
+        os.makedirs(args.tmp, exist_ok=True)
     print(f"Machine: {machine()}", flush=True)
     if not args.no_eval:
         run_eval(args)
