@@ -34,6 +34,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def terminate_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM ``proc``'s process group (it leads one), SIGKILL after
+    ``timeout`` s; nothing if it has already exited."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class OpenSMProcess:
     """``opensm`` running on ``sim`` with the file engine and the loopback console.
 
@@ -126,15 +141,8 @@ class OpenSMProcess:
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL after ``timeout``; idempotent."""
         proc = self._proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        if proc is not None:
+            terminate_group(proc, timeout)
         if self._out_fh is not None:
             self._out_fh.close()
             self._out_fh = None
@@ -200,15 +208,8 @@ class DaemonProcess:
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful), SIGKILL after ``timeout``; returns the exit status."""
         proc = self._proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        if proc is not None:
+            terminate_group(proc, timeout)
         if self._out_fh is not None:
             self._out_fh.close()
             self._out_fh = None
