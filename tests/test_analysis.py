@@ -412,6 +412,24 @@ def test_orders() -> None:
         evaluate(v, pp, P.ring(3), np.array([0, 0, 1]))
 
 
+def test_job_files() -> None:
+    """One parser for job host lists (analyze --order FILE, lids --job,
+    SelectLids): ``#`` comments anywhere, errors name the line."""
+    f, r, v, pp = routed(FIG)
+    topo = P.topological_order(v, r)
+    names = [f.node_desc[n] for n in v.ep_node[topo].tolist()]
+    lines = ["# job 7", "", f"{names[2]}  # first rank", hex(int(v.ep_guid[topo[0]])), names[1]]
+    entries = P.parse_job(lines, "job")
+    assert entries == [(3, names[2]), (4, hex(int(v.ep_guid[topo[0]]))), (5, names[1])]
+    assert np.array_equal(P.resolve_job(v, entries, "job"), topo[[2, 0, 1]])
+    with pytest.raises(InputError, match="job:5: host .* listed twice \\(first on line 3\\)"):
+        P.resolve_job(v, [*entries[:2], (5, names[2])], "job")
+    with pytest.raises(InputError, match="job:4: no CA with node description 'nope'"):
+        P.resolve_job(v, [entries[0], (4, "nope")], "job")
+    with pytest.raises(InputError, match="job: no host listed"):
+        P.parse_job(["# nothing", "  "], "job")
+
+
 # =========================================================================== theorems
 @pytest.mark.parametrize("spec", [FIG, RLFT2, RLFT2_SMALL, RLFT3, RLFT3_B], ids=_ids)
 def test_unidirectional_cps_congestion_free(spec: tuple) -> None:

@@ -33,7 +33,7 @@ the text counts 11 stages for 1,024 nodes: ``s = 0..10``), so we generate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,9 @@ __all__ = [
     "topological_order_from",
     "random_order",
     "host_order",
+    "parse_job",
+    "read_job",
+    "resolve_job",
     "explicit",
     "all_to_all",
     "random_permutations",
@@ -154,6 +157,58 @@ def host_order(view: RoutingView, hosts: Sequence[str | int]) -> IntArray:
         e = int(vals[counts > 1][0])
         raise InputError(f"host listed twice: {view.describe_endport(e)}")
     return arr
+
+
+def parse_job(lines: Iterable[str], source: str = "<job>") -> list[tuple[int, str]]:
+    """A job's host list, one host per line in rank order: a node description
+    (exact) or a node/port GUID (``0x...``), as :func:`host_order` takes
+    them.  ``#`` starts a comment; blank lines are skipped.  Returns
+    ``(line number, host)`` pairs; raises :class:`~smroute.errors.InputError`
+    for an empty list."""
+    out: list[tuple[int, str]] = []
+    for no, raw in enumerate(lines, 1):
+        text = raw.split("#", 1)[0].strip()
+        if text:
+            out.append((no, text))
+    if not out:
+        raise InputError("no host listed (one node description or 0x-GUID per line)",
+                         source=source)
+    return out
+
+
+def read_job(path: str) -> list[tuple[int, str]]:
+    """:func:`parse_job` of a file."""
+    from smroute.fileio import read_lines
+
+    try:
+        lines = read_lines(path)
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
+    return parse_job(lines, path)
+
+
+def resolve_job(view: RoutingView, entries: Sequence[tuple[int, str]],
+                source: str = "<job>") -> IntArray:
+    """End-port indices ``(n,)`` int64 of a job's ``(line, host)`` entries
+    (see :func:`parse_job`), in rank order.  Unknown, ambiguous and repeated
+    hosts raise :class:`~smroute.errors.InputError` naming ``source`` and the
+    line."""
+    try:
+        return host_order(view, [h for _, h in entries])
+    except InputError:
+        pass
+    # Name the offending line: resolve the hosts one by one up to the culprit.
+    seen: dict[int, int] = {}
+    for no, h in entries:
+        try:
+            e = int(host_order(view, [h])[0])
+        except InputError as err:
+            raise InputError(err.message, source=source, line=no) from None
+        if e in seen:
+            raise InputError(f"host {h!r} listed twice (first on line {seen[e]})",
+                             source=source, line=no)
+        seen[e] = no
+    raise InputError("cannot resolve the hosts", source=source)  # pragma: no cover
 
 
 # =========================================================================== patterns

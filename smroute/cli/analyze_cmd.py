@@ -32,9 +32,8 @@ from typing import Any
 import numpy as np
 
 from smroute.errors import InputError
-from smroute.fileio import read_lines
 
-__all__ = ["register", "cmd_analyze", "parse_pattern", "parse_host_lines"]
+__all__ = ["register", "cmd_analyze", "parse_pattern"]
 
 _SIMPLE = ("a2a", "rp", "sp")
 
@@ -87,50 +86,6 @@ def parse_pattern(text: str) -> str:
         f"{', '.join(CPS)}")
 
 
-def parse_host_lines(lines: list[str], source: str) -> tuple[list[str | int], list[int]]:
-    """Hosts of a job file: one per line, ``#`` comments and blank lines
-    skipped.  A ``0x`` hex item is a GUID (int), anything else a node
-    description.  Returns the items and their 1-based line numbers."""
-    hosts: list[str | int] = []
-    lineno: list[int] = []
-    for i, raw in enumerate(lines, 1):
-        item = raw.split("#", 1)[0].strip()
-        if not item:
-            continue
-        if item.lower().startswith("0x"):
-            try:
-                hosts.append(int(item, 16))
-            except ValueError:
-                raise InputError(f"bad GUID {item!r}: expected 0x followed by hex digits",
-                                 source=source, line=i) from None
-        else:
-            hosts.append(item)
-        lineno.append(i)
-    if not hosts:
-        raise InputError("no hosts listed", source=source)
-    return hosts, lineno
-
-
-def _job_order(view: Any, path: str) -> np.ndarray:
-    from smroute.analysis.patterns import host_order
-
-    try:
-        lines = read_lines(path)
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
-    hosts, lineno = parse_host_lines(lines, path)
-    try:
-        return host_order(view, hosts)
-    except InputError as err:
-        # Name the offending line: resolve the hosts one by one up to the culprit.
-        for item, ln in zip(hosts, lineno, strict=True):
-            try:
-                host_order(view, [item])
-            except InputError as one:
-                raise InputError(str(one), source=path, line=ln) from None
-        raise InputError(str(err), source=path) from None
-
-
 def _topo_order(view: Any, fabric: Any) -> np.ndarray:
     from smroute.analysis.patterns import topological_order_from
     from smroute.routing.dmodc import costs_and_dividers, topological_nids
@@ -145,7 +100,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyze ``args.tables`` on ``args.fabric``; 0 if every flow is delivered."""
     from smroute.analysis import congestion as cg
     from smroute.analysis.paths import pair_paths, routing_view
-    from smroute.analysis.patterns import cps
+    from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.diff_cmd import _read as read_table_file
     from smroute.cli.route_cmd import Progress, _load_fabric
 
@@ -170,7 +125,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     elif args.order == "random":
         order = rng.permutation(view.n_endports).astype(np.int64)
     else:
-        order = _job_order(view, args.order)
+        order = resolve_job(view, read_job(args.order), args.order)
 
     def bar(done: int, total: int) -> None:
         prog.fraction("stages", done, total)

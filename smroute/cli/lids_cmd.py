@@ -111,11 +111,11 @@ def summary(sel: Any) -> str:
 
 def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.analysis.paths import routing_view
-    from smroute.analysis.patterns import cps
+    from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.route_cmd import _load_fabric
     from smroute.fileio import atomic_write_text
     from smroute.routing.engine import route
-    from smroute.routing.lidselect import job_lmc, read_job, resolve_job, select_lids
+    from smroute.routing.lidselect import job_lmc, select_lids
 
     if args.lmc is not None and not 0 <= args.lmc <= 7:
         raise InputError(f"--lmc must be 0..7, got {args.lmc}")

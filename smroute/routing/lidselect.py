@@ -49,7 +49,6 @@ comes from a passed ``numpy.random.Generator``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,9 +63,6 @@ __all__ = [
     "LidSelection",
     "job_lmc",
     "select_lids",
-    "parse_job",
-    "read_job",
-    "resolve_job",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -708,57 +704,3 @@ def select_lids(
     labels = tuple(pattern.label(i) for i in range(k_all)) if pattern.labels else ()
     return LidSelection(pattern.name, r, int(lmc), base_lid, offset, hsd, hsd_base,
                         unroutable, labels, moves, rounds, exact_n)
-
-
-# =========================================================================== job files
-def parse_job(lines: Iterable[str], source: str = "<job>") -> list[tuple[int, str]]:
-    """A job's host list, one host per line in rank order: a node description
-    (exact) or a node/port GUID (``0x...``).  Blank lines and ``#`` comments
-    are skipped.  Returns ``(line number, host)`` pairs; raises
-    :class:`~smroute.errors.InputError` for an empty list."""
-    out: list[tuple[int, str]] = []
-    for no, raw in enumerate(lines, 1):
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        out.append((no, text))
-    if not out:
-        raise InputError("no host listed (one node description or 0x-GUID per line)",
-                         source=source)
-    return out
-
-
-def resolve_job(view: RoutingView, entries: Sequence[tuple[int, str]],
-                source: str = "<job>") -> IntArray:
-    """End-port indices ``(n,)`` of a job's ``(line, host)`` entries (see
-    :func:`parse_job`), in rank order.  Unknown, ambiguous and repeated hosts
-    raise :class:`~smroute.errors.InputError` naming ``source`` and the line."""
-    from smroute.analysis.patterns import host_order
-
-    hosts = [h for _, h in entries]
-    try:
-        return host_order(view, hosts)
-    except InputError:
-        pass
-    seen: dict[int, int] = {}
-    for no, h in entries:
-        try:
-            e = int(host_order(view, [h])[0])
-        except InputError as err:
-            raise InputError(err.message, source=source, line=no) from None
-        if e in seen:
-            raise InputError(f"host {h!r} listed twice (first on line {seen[e]})",
-                             source=source, line=no)
-        seen[e] = no
-    raise InputError("cannot resolve the hosts", source=source)  # pragma: no cover
-
-
-def read_job(path: str) -> list[tuple[int, str]]:
-    """:func:`parse_job` of a file."""
-    from smroute.fileio import read_lines
-
-    try:
-        lines = read_lines(path)
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
-    return parse_job(lines, path)

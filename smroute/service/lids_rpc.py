@@ -61,8 +61,8 @@ def routing_view_of(ep: Epoch) -> RoutingView:
 def select_lids_response(ep: Epoch, request: Any) -> Any:
     """Answer a ``SelectLidsRequest`` on epoch ``ep`` (a ``SelectLidsResponse``).
     Raises :class:`~smroute.errors.InputError` for bad hosts, pattern or LMC."""
-    from smroute.analysis.patterns import cps
-    from smroute.routing.lidselect import resolve_job, select_lids
+    from smroute.analysis.patterns import cps, resolve_job
+    from smroute.routing.lidselect import select_lids
     from smroute.service._gen import smroute_pb2 as pb
 
     hosts = list(request.hosts)
