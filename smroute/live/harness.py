@@ -40,26 +40,29 @@ from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import write_ibsim_net
 from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess, free_port
-from smroute.opensm.sim import IbSim, ToolError, dump_switch_routes, ibnetdiscover, require_tool
+from smroute.opensm.sim import (
+    IbSim,
+    ToolError,
+    dump_switch_routes,
+    ibnetdiscover,
+    log_time,
+    require_tool,
+)
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
 
 __all__ = ["ChangeFigures", "OpenSMChain", "log_unix", "read_conf_snippet"]
 
-_TS = re.compile(r"^(\w{3})\s+(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{6}) ")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
 
 def log_unix(line: str, now: dt.datetime | None = None) -> float | None:
     """Wall time (Unix seconds) of an OpenSM log line; its timestamp is local
     time without a year (``now`` decides the year; default: the clock)."""
-    m = _TS.match(line)
-    if not m or m.group(1) not in _MONTHS:
+    t = log_time(line)
+    if t is None:
         return None
     now = now or dt.datetime.now()
-    t = dt.datetime(now.year, _MONTHS.index(m.group(1)) + 1, int(m.group(2)), int(m.group(3)),
-                    int(m.group(4)), int(m.group(5)), int(m.group(6)))
+    t = t.replace(year=now.year)
     if t > now + dt.timedelta(days=1):  # a December line read in January
         t = t.replace(year=now.year - 1)
     return t.timestamp()

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from smroute.opensm.sim import IbSim, ToolError, ToolTimeoutError, require_tool
+from smroute.opensm.sim import IbSim, ToolError, ToolTimeoutError, format_conf, require_tool
 
 __all__ = ["DaemonProcess", "OpenSMProcess", "free_port"]
 
@@ -85,9 +85,11 @@ class OpenSMProcess:
 
     @property
     def running(self) -> bool:
+        """True while the opensm process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
     def conf_text(self) -> str:
+        """The ``opensm.conf`` text :meth:`start` writes (``extra_conf`` last, overriding)."""
         settings: dict[str, object] = {
             "routing_engine": "file",
             "lfts_file": self.lfts_file,
@@ -99,7 +101,7 @@ class OpenSMProcess:
             "dump_files_dir": self.workdir / "dump",
         }
         settings.update(self.extra_conf)
-        return "".join(f"{k} {v}\n" for k, v in settings.items())
+        return format_conf(settings)
 
     def start(self, timeout: float = 120.0) -> None:
         """Start OpenSM and wait until its log says ``SUBNET UP``."""

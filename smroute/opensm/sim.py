@@ -61,7 +61,9 @@ __all__ = [
     "ToolResult",
     "ToolTimeoutError",
     "dump_switch_routes",
+    "format_conf",
     "ibnetdiscover",
+    "log_time",
     "net_limits",
     "parse_routing_seconds",
     "require_tool",
@@ -602,7 +604,9 @@ _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 
-def _log_time(line: str) -> _dt.datetime | None:
+def log_time(line: str) -> _dt.datetime | None:
+    """Timestamp of an OpenSM log line (``Nov 22 00:33:13 663810 ...``), or
+    ``None`` if the line has none.  The log has no year: the result is in 2000."""
     m = _LOG_TS_RE.match(line)
     if not m or m.group(1) not in _MONTHS:
         return None
@@ -625,11 +629,11 @@ def parse_routing_seconds(lines: Iterable[str]) -> tuple[float | None, str | Non
     start: _dt.datetime | None = None
     for line in lines:
         if start is None and _ROUTE_START_RE.search(line):
-            start = _log_time(line)
+            start = log_time(line)
             continue
         m = _ROUTE_END_RE.search(line)
         if m:
-            end = _log_time(line)
+            end = log_time(line)
             if start is None or end is None:
                 return None, m.group(1)
             if end < start:  # across New Year
@@ -642,6 +646,11 @@ def _conf_value(v: object) -> str:
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     return str(v)
+
+
+def format_conf(settings: Mapping[str, object]) -> str:
+    """``opensm.conf`` text: one ``key value`` line per setting (bools as TRUE/FALSE)."""
+    return "".join(f"{k} {_conf_value(v)}\n" for k, v in settings.items())
 
 
 def run_opensm(
@@ -684,7 +693,7 @@ def run_opensm(
     }
     if extra_conf:
         settings.update(extra_conf)
-    conf.write_text("".join(f"{k} {_conf_value(v)}\n" for k, v in settings.items()))
+    conf.write_text(format_conf(settings))
     cmd = ["opensm", "-o", "-F", str(conf), "-R", engine, "-f", str(log)]
     if lfts_file is not None:
         cmd += ["-U", str(Path(lfts_file).resolve())]
