@@ -252,22 +252,13 @@ def test_daemon_live_source_without_hca_says_so(tmp_path: Path) -> None:
     machine without an HCA the real daemon answers FAILED_PRECONDITION (or
     UNAVAILABLE) with the 'no HCA' message, and keeps serving."""
     import grpc
+    from service_daemon import start_daemon
 
     from smroute.service.client import SmrouteClient
 
-    ready = tmp_path / "ready.json"
-    proc = subprocess.Popen(
-        [*SMROUTE, "serve", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
-         "--metrics-listen", "off", "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    d = start_daemon(tmp_path / "daemon")
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "daemon did not start"
-            time.sleep(0.05)
-        time.sleep(0.1)
-        addr = json.loads(ready.read_text())["address"]
-        with SmrouteClient(addr, timeout=60) as c:
+        with SmrouteClient(d.address, timeout=60) as c:
             with pytest.raises(grpc.RpcError) as e:
                 c.load_fabric_live()
             assert e.value.code() in (grpc.StatusCode.FAILED_PRECONDITION,
@@ -275,8 +266,7 @@ def test_daemon_live_source_without_hca_says_so(tmp_path: Path) -> None:
             assert "no HCA" in (e.value.details() or "")
             assert c.health() == "SERVING"
     finally:
-        proc.terminate()
-        proc.wait(20)
+        assert d.stop() == 0
 
 
 @pytest.mark.real
