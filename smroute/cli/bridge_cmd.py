@@ -22,6 +22,7 @@ __all__ = ["register", "cmd_bridge"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``opensm-bridge`` command to ``subparsers``."""
     p = subparsers.add_parser(
         "opensm-bridge",
         help="write the daemon's epochs for OpenSM's file engine; report fabric changes",
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
+    """Run the bridge until SIGTERM/SIGINT (0), or dry-run (0 nothing pending, 1 pending)."""
     from smroute.errors import InputError
     from smroute.opensm.bridge import Bridge, BridgeOptions
     from smroute.opensm.console import parse_console_address

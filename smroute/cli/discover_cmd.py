@@ -21,6 +21,7 @@ __all__ = ["register", "cmd_discover"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``discover`` command to ``subparsers``."""
     p = subparsers.add_parser(
         "discover",
         help="show local HCAs and discover the fabric through one (ibnetdiscover)",
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
+    """List the local HCA ports, discover the fabric, write/print it; 0 on success."""
     from smroute.errors import InputError
     from smroute.fabric.ibnetdiscover import parse_topology
     from smroute.fabric.summary import format_summary, summarize

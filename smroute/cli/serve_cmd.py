@@ -21,6 +21,7 @@ __all__ = ["register", "cmd_serve", "config_from_args"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``serve`` command to ``subparsers``."""
     from smroute.service.config import LOG_LEVELS
 
     p = subparsers.add_parser(
@@ -94,6 +95,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the daemon until SIGTERM/SIGINT; 0 after a clean shutdown."""
     from smroute.service.server import Daemon, Logger
 
     cfg, over = config_from_args(args)
