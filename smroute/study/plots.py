@@ -15,14 +15,14 @@ the legend.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from smroute.study.results import Row, complete, outcome_note
+from smroute.fileio import atomic_writer
+from smroute.study.results import Row, _num, complete, outcome_note
 
 __all__ = ["plot_risk", "plot_times", "plot_all", "ENGINE_STYLE"]
 
@@ -42,6 +42,12 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
+def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Write ``fig`` as PNG atomically (a reader never sees a half-written plot)."""
+    with atomic_writer(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=90)
+
+
 def _series(rows: Sequence[Row], engine: str, metric: str
             ) -> tuple[np.ndarray, np.ndarray, str]:
     mine = [r for r in rows if r["engine"] == engine]
@@ -50,10 +56,6 @@ def _series(rows: Sequence[Row], engine: str, metric: str
     y = np.array([_num(r.get(metric)) for r in ok])
     keep = ~np.isnan(y)
     return x[keep], y[keep], outcome_note(mine)
-
-
-def _num(v: object) -> float:
-    return float(v) if isinstance(v, (int, float)) else math.nan
 
 
 def _bands(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -145,7 +147,7 @@ def plot_risk(rows: Sequence[Row], out_dir: str | os.PathLike[str],
                      fontsize=11)
         fig.tight_layout()
         p = out / f"{prefix}-{_slug(fab)}-{mode}.png"
-        fig.savefig(p, dpi=90)
+        _save(fig, p)
         plt.close(fig)
         paths.append(p)
     return paths
@@ -171,7 +173,7 @@ def plot_times(rows: Sequence[Row], out_dir: str | os.PathLike[str]) -> list[Pat
                  fontsize=11)
     fig.tight_layout()
     p = out / "routing-time.png"
-    fig.savefig(p, dpi=90)
+    _save(fig, p)
     plt.close(fig)
     return [p]
 
