@@ -31,11 +31,9 @@ from smroute.fabric.model import Fabric
 from smroute.routing.engine import RoutingResult
 from smroute.routing.validate import Validation
 from smroute.tables.diff import TableDiff
-from smroute.tables.lft import NO_ROUTE, ForwardingTables
+from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
 __all__ = ["Epoch", "EpochStore", "FaultRecord", "table_checksum", "padded_blocks", "own_tables"]
-
-BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -206,6 +204,7 @@ class EpochStore:
         raise KeyError(f"epoch {epoch_id} is not in the history (kept: {kept})")
 
     def ids(self) -> list[int]:
+        """Ids of the kept epochs, oldest first."""
         return [e.id for e in list(self._epochs)]
 
     def wait_newer(self, after_id: int, timeout: float) -> list[Epoch]:
@@ -239,6 +238,8 @@ class EpochStore:
             return self._validation.get(epoch_id, "skipped: epoch no longer kept")
 
     def wait_validation(self, epoch_id: int, timeout: float) -> Validation | str:
+        """:meth:`validation` once it is no longer ``"pending"`` (or after
+        ``timeout`` seconds, or at close)."""
         with self._cond:
             self._cond.wait_for(
                 lambda: self._validation.get(epoch_id, "gone") != "pending" or self.closed,
