@@ -80,7 +80,7 @@ def format_selection(sel: Any, hosts: list[str], fmt: str, *, per_stage: bool,
         }
         if per_stage:
             doc["stages"] = [
-                {"index": i, "label": sel.labels[i] if sel.labels else str(i),
+                {"index": i, "label": _stage_label(sel, i),
                  "hsd": int(sel.hsd[i]), "hsd_base": int(sel.hsd_base[i])}
                 for i in range(len(sel.hsd))]
         return json.dumps(doc) + "\n"
@@ -97,12 +97,18 @@ def format_selection(sel: Any, hosts: list[str], fmt: str, *, per_stage: bool,
     ]
     out += [f"# rank {i}: {h}" for i, h in enumerate(hosts)]
     if per_stage:
-        out += [f"# stage {sel.labels[i] if sel.labels else i}: HSD {int(sel.hsd[i])} "
+        out += [f"# stage {_stage_label(sel, i)}: HSD {int(sel.hsd[i])} "
                 f"(base LIDs {int(sel.hsd_base[i])})" for i in range(len(sel.hsd))]
     return "\n".join(out) + "\n" + body + "\n"
 
 
+def _stage_label(sel: Any, i: int) -> str:
+    """The pattern's label of stage ``i`` (its index if the pattern has none)."""
+    return str(sel.labels[i]) if sel.labels else str(i)
+
+
 def summary(sel: Any) -> str:
+    """One line: HSD over the stages with the selected and with base LIDs."""
     bad = int(sel.unroutable.sum())
     return (f"HSD over {len(sel.hsd)} stages: selected LIDs avg {sel.hsd_avg:.3f} max "
             f"{sel.hsd_max}; base LIDs avg {sel.hsd_base_avg:.3f} max {sel.hsd_base_max}"
@@ -110,6 +116,7 @@ def summary(sel: Any) -> str:
 
 
 def cmd_lids(args: argparse.Namespace) -> int:
+    """Select the LIDs of ``args.job`` on ``args.fabric``; write them (module doc)."""
     from smroute.analysis.paths import routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.route_cmd import _load_fabric
@@ -150,6 +157,6 @@ def cmd_lids(args: argparse.Namespace) -> int:
         print(summary(sel), file=sys.stderr)
     if args.per_stage and args.format == "csv":
         for i in range(len(sel.hsd)):
-            print(f"stage {sel.labels[i] if sel.labels else i}: HSD {int(sel.hsd[i])} "
+            print(f"stage {_stage_label(sel, i)}: HSD {int(sel.hsd[i])} "
                   f"(base {int(sel.hsd_base[i])})", file=sys.stderr)
     return 0

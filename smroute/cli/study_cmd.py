@@ -34,6 +34,7 @@ MAX_THROWS = 100_000
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``study`` command (``degrade``, ``plot``, ``report``) to ``subparsers``."""
     p = subparsers.add_parser(
         "study", help="degradation study: Dmodc against OpenSM's engines",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
