@@ -22,7 +22,7 @@ order serves every view.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -88,7 +88,6 @@ class TableMetrics:
     values: dict[str, float]
     unroutable: dict[str, int]
     hot_link: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def compare_tables(
