@@ -401,6 +401,9 @@ def test_bad_requests(daemon: DaemonProc, client: SmrouteClient, fabric: Fabric)
     assert c == grpc.StatusCode.INVALID_ARGUMENT and "ftree" in m
     c, m = _code(client.stub.LoadFabric, pb.LoadFabricRequest())
     assert c == grpc.StatusCode.INVALID_ARGUMENT and "no source" in m
+    for bad in (-1.0, 1e9, float("nan")):  # checked before any discovery runs
+        c, m = _code(client.load_fabric_live, "", 0, bad)
+        assert c == grpc.StatusCode.INVALID_ARGUMENT and "timeout_s" in m, (bad, m)
     c, m = _code(client.stub.SelectLids, pb.SelectLidsRequest(hosts=["a"]))
     assert c == grpc.StatusCode.INVALID_ARGUMENT and "no CA with node description 'a'" in m
     # still serving after all of this

@@ -70,6 +70,8 @@ _KIND_NAMES = {
 _KIND_ENUM = {v: k for k, v in _KIND_NAMES.items()}
 #: Changed entries a Diff / dry run lists at most, whatever the request asks.
 MAX_LISTED_ENTRIES = 100_000
+#: Longest live discovery (ibnetdiscover) a LoadFabric request may ask for, seconds.
+MAX_DISCOVER_TIMEOUT_S = 3600.0
 
 
 class ServiceError(Exception):
@@ -306,7 +308,13 @@ class RoutingCore:
         return self.parse_fabric_text(data.decode("utf-8", errors="replace"), path)
 
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
-        """Live discovery through smroute.live (issue 6), parsed like a file."""
+        """Live discovery through smroute.live (issue 6), parsed like a file.
+        ``timeout`` (seconds, 0 = 120) must be in 0..MAX_DISCOVER_TIMEOUT_S: a
+        request cannot hold an RPC thread on ibnetdiscover for longer."""
+        if not 0 <= timeout <= MAX_DISCOVER_TIMEOUT_S:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"live timeout_s {timeout:g}: expected 0 (default 120) .. "
+                               f"{MAX_DISCOVER_TIMEOUT_S:g} seconds")
         try:
             from smroute.live.discover import DiscoveryError, discover_topology_lines
         except ImportError:
