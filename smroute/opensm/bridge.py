@@ -70,7 +70,6 @@ __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "S
 TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep")
 STATE_FILE = "bridge-state.json"
 BASE_FILE = "bridge-base.topo"
-MAX_GRPC_MESSAGE = 256 << 20
 
 Discover = Callable[[], list[str]]
 Log = Callable[..., None]
@@ -135,6 +134,7 @@ class BridgeOptions:
 
     @property
     def state_path(self) -> Path:
+        """Directory of the bridge state (``state_dir``, else the LFT file's directory)."""
         return Path(self.state_dir or Path(self.lfts_file).parent)
 
 
@@ -194,6 +194,7 @@ class DryRun:
 
     @property
     def pending(self) -> bool:
+        """True if fault events are pending or OpenSM's file differs (or is unreadable)."""
         return bool(self.events) or self.file_blocks != 0
 
 
@@ -259,6 +260,7 @@ class Bridge:
 
     @property
     def client(self) -> Any:
+        """The connected :class:`~smroute.service.client.SmrouteClient`."""
         if self._client is None:
             raise BridgeError("not connected to the daemon (connect() first)")
         return self._client
@@ -279,6 +281,7 @@ class Bridge:
             raise BridgeError(f"daemon {what}: {exc}") from None
 
     def close(self) -> None:
+        """Stop the loops, cancel the Watch stream, join the threads, close the channel."""
         self._stop.set()
         if self._watch_call is not None:
             with contextlib.suppress(Exception):
@@ -691,6 +694,7 @@ class Bridge:
                 self._stop.wait(1.0)
 
     def run_in_thread(self) -> threading.Thread:
+        """:meth:`run` on a daemon thread (joined by :meth:`close`)."""
         t = threading.Thread(target=self.run, name="bridge-main", daemon=True)
         t.start()
         self._threads.append(t)
