@@ -120,6 +120,7 @@ class TablesSnapshot:
         keep = [i for i, g in enumerate(old.switch_guid.tolist()) if int(g) not in removed]
         rows = {int(old.switch_guid[i]): k for k, i in enumerate(keep)}
         new_sw = [s for s in self.switches if not s.removed and int(s.guid) not in rows]
+        rows.update((int(s.guid), len(keep) + k) for k, s in enumerate(new_sw))
         ports = np.full((len(keep) + len(new_sw), nb * BLOCK), NO_ROUTE, dtype=np.uint8)
         w = min(old.ports.shape[1], nb * BLOCK)
         ports[:len(keep), :w] = old.ports[keep, :w]
@@ -129,11 +130,8 @@ class TablesSnapshot:
         for s in self.switches:
             if s.removed:
                 continue
-            r = rows.get(int(s.guid))
-            if r is None:
-                r = len(keep) + [int(x.guid) for x in new_sw].index(int(s.guid))
-            else:
-                lid[r], desc[r] = int(s.lid), s.desc
+            r = rows[int(s.guid)]
+            lid[r], desc[r] = int(s.lid), s.desc
             _fill(ports[r], s.blocks)
         return ForwardingTables(
             switch_guid=np.array(guid, dtype=np.uint64), switch_lid=np.array(lid, np.int64),
