@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lids_trace import recount
 
 from smroute.analysis.congestion import evaluate
 from smroute.analysis.paths import OK, RoutingView, pair_paths, routing_view, trace
-from smroute.analysis.patterns import Pattern, cps, explicit, shifts
+from smroute.analysis.patterns import cps, explicit, shifts
 from smroute.errors import InputError
 from smroute.fabric.generate import degrade, kary_ntree, pgft
 from smroute.fabric.model import Fabric
@@ -36,21 +37,6 @@ def routed(name: str, f: Fabric, lmc: int | None = None) -> tuple[Fabric, Routin
 def naruse() -> tuple[Fabric, RoutingResult, RoutingView]:
     """The paper's cluster: a 6-ary-2-tree with 30 hosts (5 per leaf), LMC 3."""
     return routed("naruse", kary_ntree(6, 2, lmc=3, hosts_per_leaf=5))
-
-
-def recount(view: RoutingView, ranks: np.ndarray, pattern: Pattern,
-            dlids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per stage, max flows on one link and undelivered flows, tracing every
-    flow with its DLID (independent of lidselect's counters)."""
-    hsd, bad = [], []
-    for s, d in pattern:
-        s, d = s[s != d], d[s != d]
-        t = trace(view, ranks[s], ranks[d], dlids[s, d])
-        lk = t.links[t.ok].ravel()
-        lk = lk[lk >= 0]
-        hsd.append(int(np.bincount(lk).max()) if len(lk) else 0)
-        bad.append(int((~t.ok).sum()))
-    return np.array(hsd), np.array(bad)
 
 
 def turning_switches(view: RoutingView, src: int, dst: int, lids: Iterable[int]) -> list[int]:

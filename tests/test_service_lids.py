@@ -12,9 +12,10 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+from lids_trace import recount
 from service_daemon import ROOT, DaemonProc, start_daemon
 
-from smroute.analysis.paths import RoutingView, routing_view, trace
+from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import Pattern, cps, shifts
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric, NodeType
@@ -57,13 +58,9 @@ def check(resp: pb.SelectLidsResponse, view: RoutingView, ranks: np.ndarray,
     off = dl - view.ep_lid[ranks][None, :]
     np.fill_diagonal(off, 0)
     assert ((off >= 0) & (off < (1 << resp.lmc))).all()
-    out = []
-    for s, d in pattern:
-        t = trace(view, ranks[s], ranks[d], dl[s, d])
-        assert t.ok.all()
-        lk = t.links.ravel()
-        out.append(int(np.bincount(lk[lk >= 0]).max()))
-    return np.array(out)
+    hsd, bad = recount(view, ranks, pattern, dl)
+    assert not bad.any()
+    return hsd
 
 
 def test_select_lids_by_guid_and_description(client: SmrouteClient, fabric: Fabric) -> None:
