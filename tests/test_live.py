@@ -34,6 +34,7 @@ from smroute.live.hca import (
     parse_sysfs_port,
     read_pyverbs,
     read_sysfs,
+    read_sysfs_fresh,
 )
 from smroute.opensm.sim import IbSim, run_opensm
 
@@ -91,6 +92,13 @@ def test_read_sysfs_reads_a_tree(tmp_path: Path) -> None:
         ("mlx5_3", 1, 7, True), ("mlx5_3", 2, 0, False)]
     assert ports[1].port_guid == 0x0002C90300ABCD02
     assert read_sysfs(str(tmp_path / "absent")) == []
+
+
+def test_fresh_snapshot_child_timeout_is_an_oserror() -> None:
+    """local_ports() falls back to this process's snapshot on OSError; a child
+    that hangs must raise that too, not subprocess.TimeoutExpired."""
+    with pytest.raises(OSError, match="did not finish within"):
+        read_sysfs_fresh(timeout=0.001)
 
 
 def test_pyverbs_is_found_or_explained() -> None:

@@ -261,15 +261,18 @@ def read_sysfs_fresh(timeout: float = 60.0) -> list[LocalPort]:
     umad2sim builds its sysfs snapshot once per process, so a long-lived
     process (the daemon, the bridge) would keep seeing the port as it was at
     its first look (e.g. INIT before the SM came up).  A child process takes
-    a fresh snapshot.  Raises ``OSError`` if the child fails.
+    a fresh snapshot.  Raises ``OSError`` if the child fails or times out.
     """
     import json
     import subprocess
 
     env = dict(os.environ)
     env[_CHILD_ENV] = "1"
-    res = subprocess.run([sys.executable, "-m", "smroute.live.hca"], capture_output=True,
-                         text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    try:
+        res = subprocess.run([sys.executable, "-m", "smroute.live.hca"], capture_output=True,
+                             text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise OSError(f"sysfs snapshot child did not finish within {timeout:g} s") from None
     if res.returncode != 0:
         raise OSError(f"sysfs snapshot child failed ({res.returncode}): {res.stderr[-300:]}")
     return [LocalPort(**d) for d in json.loads(res.stdout)]
