@@ -39,15 +39,11 @@ from benchinfo import machine
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import shifts
 from smroute.fabric.generate import kary_ntree, pgft
-from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
-from smroute.fabric.writers import write_ibsim_net, write_topology
-from smroute.fileio import read_lines
-from smroute.opensm.sidebyside import sm_node, strip_lids
-from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm
+from smroute.fabric.writers import write_topology
+from smroute.opensm.sidebyside import run_opensm_engines
 from smroute.routing.engine import route
 from smroute.routing.lidselect import select_lids
-from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,18 +84,14 @@ def cases(big: bool, seeds_small: int, seeds_mid: int, seeds_big: int) -> list[C
 def opensm_and_discover(f: Fabric, lmc: int, engines: list[str], wd: Path
                         ) -> tuple[Fabric, dict[str, ForwardingTables], dict[str, float]]:
     """Real ibsim + OpenSM (each engine, same LMC) + ibnetdiscover."""
-    net = wd / "fabric.net"
-    write_ibsim_net(strip_lids(f), net, sm_node=sm_node(f))
+    disc, runs = run_opensm_engines(f, wd, engines, lmc=lmc, timeout=3600, linear_cap=49152)
     tables: dict[str, ForwardingTables] = {}
     secs: dict[str, float] = {}
-    with IbSim(net, wd, linear_cap=49152) as sim:
-        for e in engines:
-            osm = run_opensm(sim, wd / e, engine=e, lmc=lmc, timeout=3600)
-            if osm.engine_used != e:
-                raise SystemExit(f"OpenSM fell back from {e} to {osm.engine_used}")
-            tables[e] = parse_lft_dump(read_lines(osm.lfts), str(osm.lfts))
-            secs[e] = osm.routing_seconds or float("nan")
-        disc = parse_topology(ibnetdiscover(sim), "ibnetdiscover")
+    for e, run in runs.items():
+        if run.tables is None:
+            raise SystemExit(f"OpenSM {e}: {run.status}: {run.error}")
+        tables[e] = run.tables
+        secs[e] = run.routing_seconds or float("nan")
     return disc, tables, secs
 
 

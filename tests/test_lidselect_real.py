@@ -19,15 +19,10 @@ from lids_trace import recount
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import shifts
 from smroute.fabric.generate import kary_ntree
-from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
-from smroute.fabric.writers import write_ibsim_net
-from smroute.fileio import read_lines
-from smroute.opensm.sidebyside import sm_node, strip_lids
-from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm
+from smroute.opensm.sidebyside import run_opensm_engines
 from smroute.routing.engine import route
 from smroute.routing.lidselect import job_lmc, select_lids
-from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
 
 pytestmark = [
@@ -44,15 +39,11 @@ def routed(tmp_path_factory: pytest.TempPathFactory
            ) -> tuple[Fabric, dict[str, ForwardingTables]]:
     wd = Path(tmp_path_factory.mktemp("lids-real"))
     f = kary_ntree(4, 2)  # 16 hosts, 4 leaves, 4 tops
-    net = wd / "fabric.net"
-    write_ibsim_net(strip_lids(f), net, sm_node=sm_node(f))
+    disc, runs = run_opensm_engines(f, wd, ("minhop", "updn"), lmc=2, timeout=300)
     tables: dict[str, ForwardingTables] = {}
-    with IbSim(net, wd) as sim:
-        for engine in ("minhop", "updn"):
-            osm = run_opensm(sim, wd / engine, engine=engine, lmc=2, timeout=300)
-            assert osm.engine_used == engine
-            tables[engine] = parse_lft_dump(read_lines(osm.lfts), str(osm.lfts))
-        disc = parse_topology(ibnetdiscover(sim), "ibnetdiscover")
+    for engine, run in runs.items():
+        assert run.status == "ok" and run.tables is not None, (engine, run.error)
+        tables[engine] = run.tables
     tables["dmodc"] = route(disc, workers=1).tables
     return disc, tables
 

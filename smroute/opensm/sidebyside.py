@@ -56,6 +56,7 @@ __all__ = [
     "SideBySide",
     "sm_node",
     "strip_lids",
+    "run_opensm_engines",
     "run_side_by_side",
 ]
 
@@ -147,6 +148,53 @@ def _check_lids(tables: ForwardingTables, disc: Fabric) -> str:
     return ""
 
 
+def run_opensm_engines(
+    fabric: Fabric,
+    workdir: str | Path,
+    engines: Sequence[str],
+    *,
+    lmc: int = 0,
+    timeout: float = 600.0,
+    linear_cap: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Fabric, dict[str, EngineRun]]:
+    """Boot ``ibsim`` on ``fabric`` once (LIDs stripped: OpenSM assigns them),
+    run the real OpenSM once per engine of ``engines`` (OpenSM names, with
+    ``lmc``), then discover the fabric with ``ibnetdiscover``.
+
+    ``workdir`` receives the net file, ibsim's log and one directory per
+    engine.  Returns the discovered fabric and engine -> :class:`EngineRun`
+    (tables read from ``opensm-lfts.dump``; failures, time-outs and fallbacks
+    to another engine recorded, not raised).  Raises
+    :class:`~smroute.opensm.sim.ToolError` if ibsim or ibnetdiscover fail.
+    """
+    wd = Path(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    net = wd / "fabric.net"
+    write_ibsim_net(strip_lids(fabric), net, sm_node=sm_node(fabric))
+    runs = {e: EngineRun(e) for e in engines}
+    with IbSim(net, wd, linear_cap=linear_cap) as sim:
+        for e, run in runs.items():
+            t0 = clock()
+            try:
+                osm = run_opensm(sim, wd / e, engine=e, lmc=lmc, log_flags=LOG_FLAGS,
+                                 timeout=timeout)
+            except ToolTimeoutError as err:
+                run.status, run.error = "timeout", str(err).splitlines()[0]
+            except SmrouteError as err:
+                run.status, run.error = "failed", _first_line(str(err))
+            else:
+                run.routing_seconds = osm.routing_seconds
+                if osm.engine_used != e:
+                    run.status = "failed"
+                    run.error = f"OpenSM fell back to {osm.engine_used or 'no engine'}"
+                else:
+                    run.tables = parse_lft_dump(read_lines(osm.lfts), str(osm.lfts))
+            run.wall_seconds = clock() - t0
+        disc = parse_topology(ibnetdiscover(sim), "ibnetdiscover")
+    return disc, runs
+
+
 def run_side_by_side(
     fabric: Fabric,
     workdir: str | Path,
@@ -170,33 +218,9 @@ def run_side_by_side(
     if bad:
         raise SmrouteError(f"unknown engine(s) {', '.join(bad)}; "
                            f"expected some of {', '.join(ENGINES)}")
-    wd = Path(workdir)
-    wd.mkdir(parents=True, exist_ok=True)
-    net = wd / "fabric.net"
-    write_ibsim_net(strip_lids(fabric), net, sm_node=sm_node(fabric))
-    runs = {e: EngineRun(e) for e in engines}
-    with IbSim(net, wd) as sim:
-        for e in engines:
-            if e == "dmodc":
-                continue
-            run = runs[e]
-            t0 = clock()
-            try:
-                osm = run_opensm(sim, wd / e, engine=e, log_flags=LOG_FLAGS,
-                                 timeout=opensm_timeout)
-            except ToolTimeoutError as err:
-                run.status, run.error = "timeout", str(err).splitlines()[0]
-            except SmrouteError as err:
-                run.status, run.error = "failed", _first_line(str(err))
-            else:
-                run.routing_seconds = osm.routing_seconds
-                if osm.engine_used != e:
-                    run.status = "failed"
-                    run.error = f"OpenSM fell back to {osm.engine_used or 'no engine'}"
-                else:
-                    run.tables = parse_lft_dump(read_lines(osm.lfts), str(osm.lfts))
-            run.wall_seconds = clock() - t0
-        disc = parse_topology(ibnetdiscover(sim), "ibnetdiscover")
+    disc, osm_runs = run_opensm_engines(fabric, workdir, [e for e in engines if e != "dmodc"],
+                                        timeout=opensm_timeout, clock=clock)
+    runs = {e: osm_runs.get(e) or EngineRun(e) for e in engines}
     out = SideBySide(fabric=disc, runs=runs)
     for e in engines:
         t = runs[e].tables
