@@ -441,8 +441,10 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
 @pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
 def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
     """The console is down when the epoch is written: the file is in place, the
-    error is reported, and the bridge retries the reroute until it gets through."""
-    from smroute.live.opensm_proc import DaemonProcess, free_port
+    error is reported, and the bridge retries the reroute until it gets through
+    (to a real OpenSM started afterwards on that console port, which logs the
+    reroute)."""
+    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess, free_port
     from smroute.opensm.sim import IbSim, run_opensm
 
     fabric = _small()
@@ -462,19 +464,20 @@ def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
         b.initialize()
         b.start()
         b.run_in_thread()
-        fake = None
         try:
             _wait(lambda: b.errors, 30, "the console error")
             assert "cannot connect to the OpenSM console" in b.errors[0]
             assert b.state.written_epoch == 1 and lfts.exists() and b.trigger_pending
-            fake = FakeConsole(port)
-            _wait(lambda: fake.got, 30, "the retried reroute")
-            _wait(lambda: not b.trigger_pending, 10, "the retry to be recorded")
-            assert fake.got[0].startswith(b"reroute\n")
+            # VERBOSE (0x04) for the REROUTE COMPLETE line
+            with OpenSMProcess(sim, tmp_path / "osm-live", lfts_file=lfts, console_port=port,
+                               sweep_interval=0, log_flags=0x07) as osm:
+                _wait(lambda: not b.trigger_pending, 30, "the retried reroute")
+                _wait(lambda: "REROUTE COMPLETE" in osm.log.read_text(errors="replace"), 30,
+                      "OpenSM to log the reroute")
+                want = b.last_tables
+                assert want is not None and diff_tables(want, _dump(sim)).identical
         finally:
             b.close()
-            if fake is not None:
-                fake.close()
         assert daemon.stop() == 0
 
 
