@@ -118,6 +118,18 @@ def host_order(view: RoutingView, hosts: Sequence[str | int]) -> IntArray:
     end-port (lowest CA port number); a port GUID names that port.  Raises
     :class:`~smroute.errors.InputError` for unknown or ambiguous names and
     for hosts listed twice."""
+    find = _host_finder(view)
+    arr = np.asarray([find(item) for item in hosts], dtype=np.int64)
+    if len(np.unique(arr)) != len(arr):
+        vals, counts = np.unique(arr, return_counts=True)
+        e = int(vals[counts > 1][0])
+        raise InputError(f"host listed twice: {view.describe_endport(e)}")
+    return arr
+
+
+def _host_finder(view: RoutingView) -> Callable[[str | int], int]:
+    """A function naming host -> end-port index (see :func:`host_order`),
+    its lookup tables built once."""
     f = view.fabric
     by_node: dict[int, int] = {}
     for e in np.lexsort((f.port_num[view.ep_row], view.ep_node)).tolist():
@@ -127,8 +139,8 @@ def host_order(view: RoutingView, hosts: Sequence[str | int]) -> IntArray:
         by_desc.setdefault(f.node_desc[node], []).append(node)
     by_pguid = {int(g): e for e, g in enumerate(view.ep_guid.tolist()) if g}
     by_nguid = {int(f.node_guid[n]): e for n, e in by_node.items()}
-    out: list[int] = []
-    for item in hosts:
+
+    def find(item: str | int) -> int:
         key: int | None = None
         if isinstance(item, int | np.integer):
             key = int(item)
@@ -139,24 +151,18 @@ def host_order(view: RoutingView, hosts: Sequence[str | int]) -> IntArray:
                 key = None
         if key is not None:
             if key in by_pguid:
-                out.append(by_pguid[key])
-            elif key in by_nguid:
-                out.append(by_nguid[key])
-            else:
-                raise InputError(f"no end-port or CA with GUID {key:#018x}")
-            continue
+                return by_pguid[key]
+            if key in by_nguid:
+                return by_nguid[key]
+            raise InputError(f"no end-port or CA with GUID {key:#018x}")
         nodes = by_desc.get(str(item))
         if not nodes:
             raise InputError(f"no CA with node description {item!r}")
         if len(nodes) > 1:
             raise InputError(f"node description {item!r} names {len(nodes)} CAs; use GUIDs")
-        out.append(by_node[nodes[0]])
-    arr = np.asarray(out, dtype=np.int64)
-    if len(np.unique(arr)) != len(arr):
-        vals, counts = np.unique(arr, return_counts=True)
-        e = int(vals[counts > 1][0])
-        raise InputError(f"host listed twice: {view.describe_endport(e)}")
-    return arr
+        return by_node[nodes[0]]
+
+    return find
 
 
 def parse_job(lines: Iterable[str], source: str = "<job>") -> list[tuple[int, str]]:
@@ -193,22 +199,18 @@ def resolve_job(view: RoutingView, entries: Sequence[tuple[int, str]],
     (see :func:`parse_job`), in rank order.  Unknown, ambiguous and repeated
     hosts raise :class:`~smroute.errors.InputError` naming ``source`` and the
     line."""
-    try:
-        return host_order(view, [h for _, h in entries])
-    except InputError:
-        pass
-    # Name the offending line: resolve the hosts one by one up to the culprit.
+    find = _host_finder(view)
     seen: dict[int, int] = {}
     for no, h in entries:
         try:
-            e = int(host_order(view, [h])[0])
+            e = find(h)
         except InputError as err:
             raise InputError(err.message, source=source, line=no) from None
         if e in seen:
             raise InputError(f"host {h!r} listed twice (first on line {seen[e]})",
                              source=source, line=no)
         seen[e] = no
-    raise InputError("cannot resolve the hosts", source=source)  # pragma: no cover
+    return np.fromiter(seen, dtype=np.int64, count=len(seen))
 
 
 # =========================================================================== patterns
