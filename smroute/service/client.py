@@ -45,26 +45,32 @@ __all__ = [
 
 
 def link_down(guid: int, port: int) -> pb.FaultEvent:
+    """A LINK_DOWN event for port ``port`` of node ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.LINK_DOWN, node_guid=guid, port=port)
 
 
 def link_up(guid: int, port: int) -> pb.FaultEvent:
+    """A LINK_UP event for port ``port`` of node ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.LINK_UP, node_guid=guid, port=port)
 
 
 def switch_down(guid: int) -> pb.FaultEvent:
+    """A SWITCH_DOWN event for switch ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.SWITCH_DOWN, node_guid=guid)
 
 
 def switch_up(guid: int) -> pb.FaultEvent:
+    """A SWITCH_UP event for switch ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.SWITCH_UP, node_guid=guid)
 
 
 def ca_down(guid: int) -> pb.FaultEvent:
+    """A CA_DOWN event for CA ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.CA_DOWN, node_guid=guid)
 
 
 def ca_up(guid: int) -> pb.FaultEvent:
+    """A CA_UP event for CA ``guid``."""
     return pb.FaultEvent(kind=pb.FaultEvent.CA_UP, node_guid=guid)
 
 
@@ -175,6 +181,7 @@ class SmrouteClient:
         self.timeout = timeout
 
     def close(self) -> None:
+        """Close the channel."""
         self.channel.close()
 
     def __enter__(self) -> SmrouteClient:
@@ -184,10 +191,12 @@ class SmrouteClient:
         self.close()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until the channel is ready (``grpc.FutureTimeoutError`` after ``timeout`` s)."""
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
 
     # ------------------------------------------------------------ calls
     def load_fabric_text(self, text: str, source_name: str = "") -> pb.FabricSummary:
+        """LoadFabric from ibnetdiscover text sent inline."""
         r = self.stub.LoadFabric(pb.LoadFabricRequest(topology_text=text,
                                                       source_name=source_name),
                                  timeout=self.timeout)
@@ -201,18 +210,22 @@ class SmrouteClient:
 
     def load_fabric_live(self, ca: str = "", port: int = 0, timeout_s: float = 0.0
                          ) -> pb.FabricSummary:
+        """LoadFabric by live discovery on the daemon's host (0 / "" = defaults)."""
         r = self.stub.LoadFabric(pb.LoadFabricRequest(
             live=pb.LiveSource(ca=ca, port=port, timeout_s=timeout_s)), timeout=self.timeout)
         return r.fabric
 
     def route(self, algorithm: str = "", lmc: int | None = None, *,
               wait_validation: bool = False) -> pb.Epoch:
+        """Route the loaded fabric; returns the committed epoch (``wait_validation``:
+        once its validation is done)."""
         req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation)
         if lmc is not None:
             req.lmc = lmc
         return self.stub.Route(req, timeout=self.timeout).epoch
 
     def get_epoch(self, epoch: int = 0) -> pb.Epoch:
+        """Epoch ``epoch`` (0 = current)."""
         return self.stub.GetEpoch(pb.GetEpochRequest(epoch=epoch), timeout=self.timeout)
 
     def tables(self, epoch: int = 0, *, switch_guids: Sequence[int] = (), since_epoch: int = 0,
@@ -241,12 +254,14 @@ class SmrouteClient:
 
     def apply_faults(self, events: Iterable[pb.FaultEvent], *, dry_run: bool = False,
                      max_entries: int = 0) -> pb.ApplyFaultsResponse:
+        """ApplyFaults (``dry_run``: the diff only, ``max_entries`` changed entries listed)."""
         return self.stub.ApplyFaults(pb.ApplyFaultsRequest(
             events=list(events), dry_run=dry_run, max_entries=max_entries),
             timeout=self.timeout)
 
     def diff(self, epoch_a: int, epoch_b: int = 0, *, max_entries: int = 0
              ) -> pb.DiffResponse:
+        """Diff between two kept epochs (``epoch_b`` 0 = current)."""
         return self.stub.Diff(pb.DiffRequest(epoch_a=epoch_a, epoch_b=epoch_b,
                                              max_entries=max_entries), timeout=self.timeout)
 
@@ -267,6 +282,7 @@ class SmrouteClient:
 
     def analyze(self, epoch: int = 0, *, order: str = "topological", seed: int = 0,
                 rp_samples: int = 0) -> pb.AnalyzeResponse:
+        """Congestion analysis of an epoch (see the AnalyzeRequest fields)."""
         return self.stub.Analyze(pb.AnalyzeRequest(epoch=epoch, order=order, seed=seed,
                                                    rp_samples=rp_samples),
                                  timeout=self.timeout)

@@ -211,6 +211,7 @@ class Sequencer:
         self._thread.start()
 
     def submit(self, job: FaultJob | CallJob) -> Future[Any]:
+        """Queue ``job``; its future (failed at once if the sequencer is closing)."""
         with self._cond:
             if self._stop:
                 job.future.set_exception(RuntimeError("the daemon is shutting down"))
@@ -220,9 +221,11 @@ class Sequencer:
         return job.future
 
     def call(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn()`` on the sequencer thread, in order with the other jobs."""
         return self.submit(CallJob(fn))
 
     def pending(self) -> int:
+        """Jobs waiting in the queue."""
         with self._cond:
             return len(self._q)
 

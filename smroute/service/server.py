@@ -122,6 +122,8 @@ class Daemon:
 
     # ------------------------------------------------------------ start
     def start(self) -> None:
+        """Start the metrics and gRPC listeners, load and route the configured
+        fabric (health NOT_SERVING meanwhile), then write the ready file."""
         cfg = self.cfg
         for w in cfg.warnings():
             self.log("warning", "config_warning", message=w)
@@ -256,6 +258,7 @@ class Daemon:
 
     # ------------------------------------------------------------ run
     def install_signals(self) -> None:
+        """SIGTERM/SIGINT stop gracefully, SIGHUP reloads the config."""
         signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
         signal.signal(signal.SIGINT, lambda *_: self._stop.set())
         signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
@@ -270,6 +273,7 @@ class Daemon:
         self.stop()
 
     def request_stop(self) -> None:
+        """Ask :meth:`wait` to return and the daemon to stop (signal-safe)."""
         self._stop.set()
 
     def stop(self) -> None:

@@ -623,6 +623,7 @@ class RoutingCore:
                 self._streams += 1
 
     def release_stream(self, kind: str) -> None:
+        """Undo :meth:`acquire_stream` of the same ``kind``."""
         with self._count_lock:
             if kind == "watch":
                 self._watchers -= 1
@@ -630,6 +631,7 @@ class RoutingCore:
                 self._streams -= 1
 
     def epoch(self, epoch_id: int) -> Epoch:
+        """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""
         try:
             return self.store.get(epoch_id)
         except KeyError as err:
@@ -681,6 +683,7 @@ def _validation_msg(v: Validation | str) -> pb.Validation:
 
 
 def diff_summary_msg(d: TableDiff | None) -> pb.DiffSummary:
+    """The DiffSummary message of ``d`` (empty for ``None``)."""
     if d is None:
         return pb.DiffSummary()
     return pb.DiffSummary(
@@ -725,6 +728,7 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
 
 
 def fabric_summary_msg(f: Fabric, source: str) -> pb.FabricSummary:
+    """The FabricSummary message of ``f`` loaded from ``source``."""
     return pb.FabricSummary(
         content_hash=f.content_hash, switches=len(f.switches), cas=len(f.cas),
         routers=int((f.node_type == NodeType.ROUTER).sum()), links=f.n_links,
@@ -733,6 +737,7 @@ def fabric_summary_msg(f: Fabric, source: str) -> pb.FabricSummary:
 
 
 def events_from_msgs(msgs: Sequence[pb.FaultEvent]) -> list[FaultEvent]:
+    """FaultEvent messages -> :class:`FaultEvent` (INVALID_ARGUMENT naming ``events[i]``)."""
     out = []
     for i, m in enumerate(msgs):
         kind = _KIND_NAMES.get(m.kind)
