@@ -25,6 +25,7 @@ from benchinfo import machine
 
 from smroute.fabric.generate import pgft
 from smroute.fabric.summary import switch_ranks
+from smroute.fileio import atomic_write_text
 from smroute.live.harness import ChangeFigures, OpenSMChain
 
 SHAPES = {
@@ -107,7 +108,7 @@ def main() -> None:
     for r in results:
         print(json.dumps(r))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        atomic_write_text(args.json, json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
