@@ -105,6 +105,7 @@ class LidSelection:
 
     @property
     def n(self) -> int:
+        """Ranks of the job."""
         return int(self.ranks.shape[0])
 
     @property
@@ -121,18 +122,22 @@ class LidSelection:
 
     @property
     def hsd_avg(self) -> float:
+        """HSD with the selected LIDs, averaged over the stages (0 if none)."""
         return self._avg(self.hsd)
 
     @property
     def hsd_max(self) -> int:
+        """HSD with the selected LIDs, worst stage (0 if none)."""
         return int(self.hsd.max()) if len(self.hsd) else 0
 
     @property
     def hsd_base_avg(self) -> float:
+        """HSD with base LIDs only, averaged over the stages (0 if none)."""
         return self._avg(self.hsd_base)
 
     @property
     def hsd_base_max(self) -> int:
+        """HSD with base LIDs only, worst stage (0 if none)."""
         return int(self.hsd_base.max()) if len(self.hsd_base) else 0
 
 

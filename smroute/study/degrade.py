@@ -57,10 +57,12 @@ class PgftSpec:
     p: tuple[int, ...]
 
     def build(self) -> Fabric:
+        """The complete fabric (:func:`smroute.fabric.generate.pgft`)."""
         return pgft(self.h, self.m, self.w, self.p)
 
     @property
     def label(self) -> str:
+        """``PGFT(h;m..;w..;p..)``, the fabric's name in the study CSV."""
         j = ",".join
         return (f"PGFT({self.h};{j(map(str, self.m))};{j(map(str, self.w))};"
                 f"{j(map(str, self.p))})")

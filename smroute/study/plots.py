@@ -18,11 +18,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smroute.fileio import atomic_writer
 from smroute.study.results import Row, _num, complete, outcome_note
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_risk", "plot_times", "plot_all", "ENGINE_STYLE"]
 
@@ -33,7 +39,7 @@ ENGINE_STYLE: dict[str, tuple[str, str]] = {
 }
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -42,7 +48,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
+def _save(fig: Figure, path: Path) -> None:
     """Write ``fig`` as PNG atomically (a reader never sees a half-written plot)."""
     with atomic_writer(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=90)
@@ -76,7 +82,7 @@ def _engines(rows: Sequence[Row]) -> list[str]:
     return [e for e in ENGINE_STYLE if e in seen] + [e for e in seen if e not in ENGINE_STYLE]
 
 
-def _draw(ax, rows: Sequence[Row], metric: str, engines: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+def _draw(ax: Axes, rows: Sequence[Row], metric: str, engines: Sequence[str]) -> None:
     """Engines side by side: each gets a small multiplicative x offset so that
     equal medians stay visible; Dmodc is drawn last (on top) with its band's
     min-max shaded, the others show their min-max as thin bars."""

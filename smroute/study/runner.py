@@ -53,6 +53,7 @@ class ThrowTask:
 
     @property
     def key(self) -> tuple[object, ...]:
+        """The throw's CSV key ``(fabric, mode, seed, throw)`` (results.KEY order)."""
         return (self.label, self.mode, self.seed, self.index)
 
 
