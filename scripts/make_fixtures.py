@@ -21,7 +21,6 @@ Needs the Debian packages ibsim-utils, opensm and infiniband-diags.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from smroute.errors import SmrouteError  # noqa: E402
 from smroute.fabric.generate import degrade, parse_tuple, pgft  # noqa: E402
 from smroute.fabric.model import Fabric  # noqa: E402
 from smroute.fileio import atomic_write_text  # noqa: E402
+from smroute.opensm.sidebyside import strip_lids  # noqa: E402
 from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm  # noqa: E402
 
 #: Seed of the degraded fixture (changing it changes the committed file).
@@ -109,16 +109,6 @@ FIXTURES: tuple[FixtureSpec, ...] = (
 )
 
 
-def without_lids(fabric: Fabric) -> Fabric:
-    """``fabric`` with every LID and LMC zeroed, so that ibsim presets none and
-    OpenSM assigns all LIDs itself (as on a freshly cabled fabric)."""
-    zeros16 = np.zeros_like(fabric.port_lid)
-    zeros8 = np.zeros_like(fabric.port_lmc)
-    zeros16.setflags(write=False)
-    zeros8.setflags(write=False)
-    return dataclasses.replace(fabric, port_lid=zeros16, port_lmc=zeros8, _cache={})
-
-
 def verify(name: str, lines: list[str], expected: Fabric, lmc: int) -> None:
     """Parse ``lines`` and compare with ``expected``; ``SystemExit`` on mismatch."""
     from smroute.fabric.ibnetdiscover import parse_topology
@@ -152,7 +142,7 @@ def make(spec: FixtureSpec, out_dir: Path, *, check: bool = True) -> dict[str, f
     with tempfile.TemporaryDirectory(prefix=f"smroute-fixture-{spec.name}-") as tmp:
         wd = Path(tmp)
         net = wd / f"{spec.name}.net"
-        write_ibsim_net(without_lids(fabric), net)
+        write_ibsim_net(strip_lids(fabric), net)
         t = time.monotonic()
         with IbSim(net, wd) as sim:
             times["ibsim_start"] = time.monotonic() - t
