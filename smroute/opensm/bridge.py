@@ -46,6 +46,7 @@ import os
 import queue
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +60,7 @@ from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
 from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
 from smroute.opensm.console import LogFollower, OpenSMConsole
+from smroute.service.log import Logger
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables, write_tables
 from smroute.tables.lft import NO_ROUTE, ForwardingTables, lid_labels
@@ -174,13 +176,6 @@ def _pb() -> tuple[Any, Any]:
     return smroute_pb2, smroute_pb2_grpc
 
 
-def _print_log(level: str, event: str, **fields: Any) -> None:
-    """One ``key=value`` line on stdout (journald adds its own timestamp; ``ts``
-    is the wall time in seconds, for lining up with OpenSM's log)."""
-    extra = " ".join(f"{k}={v}" for k, v in fields.items())
-    print(f"ts={time.time():.3f} level={level} event={event} {extra}".rstrip(), flush=True)
-
-
 @dataclass(frozen=True)
 class DryRun:
     """Result of :meth:`Bridge.dry_run`: the text, the pending events, the LFT
@@ -207,12 +202,15 @@ class _State:
 class Bridge:
     """See the module docstring.  ``discover`` returns ibnetdiscover lines (default:
     :func:`smroute.live.discover.discover_topology_lines` with the options' HCA,
-    port, timeout and env); ``log`` receives ``(level, event, **fields)``."""
+    port, timeout and env); ``log`` receives ``(level, event, **fields)``
+    (default: ``key=value`` lines on stdout, :class:`smroute.service.log.Logger`;
+    journald adds its own timestamp, ``ts`` is the wall time in seconds for
+    lining up with OpenSM's log)."""
 
     def __init__(self, opts: BridgeOptions, *, discover: Discover | None = None,
-                 log: Log = _print_log) -> None:
+                 log: Log | None = None) -> None:
         self.opts = opts
-        self.log = log
+        self.log: Log = log or Logger(sys.stdout, fmt="text")
         self._discover = discover or self._default_discover
         self.base: Fabric | None = None
         self.state = _State()

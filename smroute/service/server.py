@@ -33,12 +33,10 @@ import json
 import os
 import signal
 import stat
-import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -49,6 +47,7 @@ from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.config import ConfigError, ServiceConfig, load_config
+from smroute.service.log import Logger
 from smroute.service.servicer import (
     SERVICE_NAME,
     RoutingCore,
@@ -57,44 +56,6 @@ from smroute.service.servicer import (
 )
 
 __all__ = ["Daemon", "Logger"]
-
-_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
-
-
-class Logger:
-    """Structured log lines on ``stream``: ``json`` (one object per line with
-    ``ts``, ``level``, ``event`` and the fields) or ``text`` (``key=value``).
-    Thread-safe; :meth:`configure` changes format and level live."""
-
-    def __init__(self, stream: TextIO = sys.stderr, *, fmt: str = "json",
-                 level: str = "info") -> None:
-        self.stream = stream
-        self._lock = threading.Lock()
-        self.configure(fmt, level)
-
-    def configure(self, fmt: str, level: str) -> None:
-        self.fmt = fmt
-        self.level = _LEVELS.get(level, 20)
-
-    def __call__(self, level: str, event: str, **fields: Any) -> None:
-        if _LEVELS.get(level, 20) < self.level:
-            return
-        rec = {"ts": round(time.time(), 3), "level": level, "event": event, **fields}
-        if self.fmt == "json":
-            line = json.dumps(rec, default=str, separators=(",", ":"))
-        else:
-            line = " ".join(f"{k}={_text(v)}" for k, v in rec.items())
-        with self._lock:
-            try:
-                self.stream.write(line + "\n")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
-
-
-def _text(v: Any) -> str:
-    s = v if isinstance(v, str) else json.dumps(v, default=str, separators=(",", ":"))
-    return json.dumps(s) if (not s or any(c in s for c in ' "=\n')) else s
 
 
 class Daemon:
