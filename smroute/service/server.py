@@ -198,7 +198,7 @@ class Daemon:
         core = self.core
         assert core is not None
         try:
-            fabric: Fabric = core.read_fabric_path(str(path), bounded=False)
+            fabric: Fabric = core.read_fabric_path(str(path))
             core.load_fabric(fabric, str(path))
             ep = core.route()
         except ServiceError as err:

@@ -37,7 +37,7 @@ import grpc
 import numpy as np
 
 from smroute.errors import InputError, RoutingError, SmrouteError
-from smroute.fabric.ibnetdiscover import parse_topology
+from smroute.fabric.ibnetdiscover import parse_topology, read_topology
 from smroute.fabric.model import Fabric, NodeType
 from smroute.routing.engine import ALGORITHMS, RoutingResult, route
 from smroute.routing.pool import RoutePool
@@ -226,34 +226,19 @@ class RoutingCore:
         except InputError as err:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
 
-    def read_fabric_path(self, path: str, *, bounded: bool = True) -> Fabric:
-        """Parse a topology file on the server without any directory check;
-        ``bounded``: apply ``max_topology_bytes``.  For the operator's
-        configured fabric; requests go through :meth:`read_request_path`."""
+    def read_fabric_path(self, path: str) -> Fabric:
+        """Parse the operator's configured topology file (no directory check, no
+        size bound: it comes from the config, not from a request; requests go
+        through :meth:`read_request_path`).  NOT_FOUND if it cannot be read,
+        INVALID_ARGUMENT naming the line if it does not parse."""
         if not path:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "path is empty")
         try:
-            size = os.stat(path).st_size
-        except OSError as err:
-            raise ServiceError(grpc.StatusCode.NOT_FOUND,
-                               f"{path}: cannot read: {err.strerror or err}") from None
-        if bounded and size > self.limits.max_topology_bytes:
-            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"{path}: {size} bytes; the limit (limits.max_topology_bytes) "
-                               f"is {self.limits.max_topology_bytes}")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                # bounded even if the file grew after stat
-                text = fh.read(self.limits.max_topology_bytes + 1 if bounded else -1)
-        except OSError as err:
-            raise ServiceError(grpc.StatusCode.NOT_FOUND,
-                               f"{path}: cannot read: {err.strerror or err}") from None
-        if not bounded:
-            try:
-                return parse_topology(text.splitlines(), path)
-            except InputError as err:
-                raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from None
-        return self.parse_fabric_text(text, path)
+            return read_topology(path)
+        except InputError as err:
+            code = (grpc.StatusCode.NOT_FOUND if isinstance(err.__cause__, OSError)
+                    else grpc.StatusCode.INVALID_ARGUMENT)
+            raise ServiceError(code, str(err)) from None
 
     def read_request_path(self, path: str) -> Fabric:
         """Parse the topology file a ``LoadFabric(path=...)`` request names.
