@@ -12,10 +12,12 @@ and stops it (SIGTERM, then SIGKILL of the group).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,9 +179,9 @@ class DaemonProcess:
         self._out_fh: IO[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> str:
-        import json
-        import sys
-
+        """Start ``smroute serve`` under ``ibsim-run``; return its address once
+        the ready file is there (:class:`ToolError` if it exits first,
+        :class:`ToolTimeoutError` after ``timeout`` s)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.ready.unlink()
