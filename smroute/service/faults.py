@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -280,8 +280,3 @@ class Sequencer:
                 for j in item if isinstance(item, list) else [item]:
                     if not j.future.done():
                         j.future.set_exception(err)
-
-
-def events_from(items: Iterable[tuple[str, int, int]]) -> list[FaultEvent]:
-    """FaultEvents from ``(kind, guid, port)`` tuples (convenience for tests)."""
-    return [FaultEvent(k, int(g), int(p)) for k, g, p in items]
