@@ -178,6 +178,10 @@ def test_log_follower_appends_partial_lines_and_rotation(tmp_path: Path) -> None
 def test_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="sighup needs the OpenSM PID"):
         BridgeOptions(daemon="x", lfts_file=tmp_path / "f", trigger="sighup")
+    for pid in (0, -5):  # kill(0 / -N) would signal a whole process group
+        with pytest.raises(InputError, match=f"needs the OpenSM PID .*not {pid}"):
+            BridgeOptions(daemon="x", lfts_file=tmp_path / "f", trigger="sighup",
+                          opensm_pid=pid)
     with pytest.raises(InputError, match="load must be"):
         BridgeOptions(daemon="x", lfts_file=tmp_path / "f", load="maybe")
 

@@ -80,7 +80,8 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     from smroute.opensm.bridge import Bridge, BridgeOptions
     from smroute.opensm.console import parse_console_address
 
-    trigger = "none" if args.no_trigger else ("sighup" if args.opensm_pid else "console")
+    trigger = ("none" if args.no_trigger
+               else "sighup" if args.opensm_pid is not None else "console")
     console = parse_console_address(args.console or "127.0.0.1:10000")
     if args.max_entries < 0:
         raise InputError("--max-entries must be >= 0")

@@ -127,8 +127,9 @@ class BridgeOptions:
     def __post_init__(self) -> None:
         if self.trigger not in ("console", "sighup", "none"):
             raise InputError(f"trigger must be console, sighup or none, not {self.trigger!r}")
-        if self.trigger == "sighup" and not self.opensm_pid:
-            raise InputError("trigger sighup needs the OpenSM PID (--opensm-pid)")
+        if self.trigger == "sighup" and not (self.opensm_pid and self.opensm_pid > 0):
+            raise InputError("trigger sighup needs the OpenSM PID (--opensm-pid, > 0), "
+                             f"not {self.opensm_pid}")
         if self.load not in ("live", "discover", "none"):
             raise InputError(f"load must be live, discover or none, not {self.load!r}")
         if self.poll_interval < 0 or self.debounce < 0:
