@@ -96,7 +96,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the daemon until SIGTERM/SIGINT; 0 after a clean shutdown."""
-    from smroute.service.server import Daemon, Logger
+    from smroute.service.log import Logger
+    from smroute.service.server import Daemon
 
     cfg, over = config_from_args(args)
     log = Logger(fmt=cfg.log_format, level=cfg.log_level)
