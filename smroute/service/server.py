@@ -154,21 +154,17 @@ class Daemon:
         if addr.kind == "unix":
             self._prepare_unix(addr.path)
         target = addr.grpc_address
+        # A Unix socket is born 0660 (owner and group only): no window in which
+        # the umask leaves it open to others before the chmod below.
+        old_umask = os.umask(0o117) if addr.kind == "unix" else None
         try:
-            if cfg.tls is not None:
-                from smroute.service.auth import ReloadableServerCredentials, check_tls
-
-                for w in check_tls(cfg.tls):
-                    self.log("warning", "tls_warning", message=w)
-                self.tls_creds = ReloadableServerCredentials(cfg.tls)
-                port = server.add_secure_port(target, self.tls_creds.credentials)
-            else:
-                port = server.add_insecure_port(target)
-        except RuntimeError as err:
-            raise SmrouteError(f"listen {cfg.listen}: cannot bind: {err}") from None
-        if addr.kind == "tcp" and port == 0:
-            raise SmrouteError(f"listen {cfg.listen}: cannot bind (address in use?)")
-        server.start()
+            port = self._bind(server, target, cfg)
+            if addr.kind == "tcp" and port == 0:
+                raise SmrouteError(f"listen {cfg.listen}: cannot bind (address in use?)")
+            server.start()
+        finally:
+            if old_umask is not None:
+                os.umask(old_umask)
         self.server = server
         if addr.kind == "unix":
             # owner and group only (systemd's RuntimeDirectory sets the group)
@@ -178,6 +174,20 @@ class Daemon:
         else:
             host = f"[{addr.host}]" if ":" in addr.host else addr.host
             self.address = f"{host}:{port}"
+
+    def _bind(self, server: grpc.Server, target: str, cfg: ServiceConfig) -> int:
+        """Add the listening port (TLS if configured); returns the bound port."""
+        try:
+            if cfg.tls is not None:
+                from smroute.service.auth import ReloadableServerCredentials, check_tls
+
+                for w in check_tls(cfg.tls):
+                    self.log("warning", "tls_warning", message=w)
+                self.tls_creds = ReloadableServerCredentials(cfg.tls)
+                return int(server.add_secure_port(target, self.tls_creds.credentials))
+            return int(server.add_insecure_port(target))
+        except RuntimeError as err:
+            raise SmrouteError(f"listen {cfg.listen}: cannot bind: {err}") from None
 
     def _prepare_unix(self, path: str) -> None:
         """Remove a stale socket file at ``path`` (never a regular file)."""
