@@ -101,15 +101,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from smroute.analysis import congestion as cg
     from smroute.analysis.paths import pair_paths, routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
-    from smroute.cli.diff_cmd import _read as read_table_file
-    from smroute.cli.route_cmd import Progress, _load_fabric
+    from smroute.cli.inputs import load_fabric, load_tables
+    from smroute.cli.route_cmd import Progress
 
     if args.samples < 1 or args.orders < 1:
         raise InputError("--samples and --orders must be at least 1")
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric} and {args.tables}")
-    fabric = _load_fabric(args.fabric)
-    tables = read_table_file(args.tables)
+    fabric = load_fabric(args.fabric)
+    tables = load_tables(args.tables)
     view = routing_view(fabric, tables)
     prog.done("read", t, f"{view.n_endports} end-ports, {view.n_switches} switches")
     if view.n_endports < 2:

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from smroute.cli.inputs import load_tables
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_diff"]
@@ -41,28 +42,14 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_diff)
 
 
-def _read(path: str) -> Any:
-    from smroute.tables.formats import read_tables
-
-    try:
-        tables = read_tables(path)
-    except InputError as err:
-        raise err if err.source is not None else err.with_source(path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not a text file ({err.reason})", source=path) from None
-    if tables.n_switches == 0:
-        raise InputError("no forwarding tables found (empty file?)", source=path)
-    return tables
-
-
 def cmd_diff(args: argparse.Namespace) -> int:
     """Print the diff of ``args.old`` and ``args.new``; 0 if identical, else 1."""
     from smroute.tables.diff import diff_tables, format_diff
 
     if args.max_entries < 0:
         raise InputError("--max-entries must be >= 0")
-    old = _read(args.old)
-    new = _read(args.new)
+    old = load_tables(args.old)
+    new = load_tables(args.new)
     d = diff_tables(old, new)
     limit = None if args.full else args.max_entries
     if args.json:

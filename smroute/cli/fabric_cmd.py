@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from smroute.cli.inputs import load_fabric
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_summary"]
@@ -39,21 +40,6 @@ def register(subparsers: Any) -> None:
     s.set_defaults(func=cmd_summary)
 
 
-def _load(path: str) -> Any:
-    from smroute.fabric.ibnetdiscover import read_topology
-
-    try:
-        return read_topology(path)
-    except InputError as err:
-        if err.source is None:
-            raise err.with_source(path) from None
-        raise
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not a text file ({err.reason})", source=path) from None
-
-
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print the summary of ``args.file``; exit status 0 (anomalies are reported,
     not errors)."""
@@ -61,7 +47,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     if args.max_items < 0:
         raise InputError("--max-items must be >= 0")
-    fabric = _load(args.file)
+    fabric = load_fabric(args.file)
     summary = summarize(fabric, source=args.file, max_items=args.max_items)
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=2)

@@ -119,7 +119,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
     """Select the LIDs of ``args.job`` on ``args.fabric``; write them (module doc)."""
     from smroute.analysis.paths import routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
-    from smroute.cli.route_cmd import _load_fabric
+    from smroute.cli.inputs import load_fabric
     from smroute.fileio import atomic_write_text
     from smroute.routing.engine import route
     from smroute.routing.lidselect import job_lmc, select_lids
@@ -127,7 +127,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
     if args.lmc is not None and not 0 <= args.lmc <= 7:
         raise InputError(f"--lmc must be 0..7, got {args.lmc}")
     entries = read_job(args.job)
-    fabric = _load_fabric(args.fabric)
+    fabric = load_fabric(args.fabric)
     # resolve hosts on the fabric before routing (errors first, cheaply)
     from smroute.tables.lft import ForwardingTables
 

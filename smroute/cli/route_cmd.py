@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from smroute.cli.inputs import load_fabric
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_route", "hop_table", "Progress"]
@@ -116,19 +117,6 @@ class Progress:
         self.stream.flush()
 
 
-def _load_fabric(path: str) -> Any:
-    from smroute.fabric.ibnetdiscover import read_topology
-
-    try:
-        return read_topology(path)
-    except InputError as err:
-        raise err if err.source is not None else err.with_source(path) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not a text file ({err.reason})", source=path) from None
-
-
 def hop_table(result: Any) -> np.ndarray:
     """Per-(switch, LID) hop counts of ``result``'s tables, as ``opensm.fdbs``
     states them: links traversed to the destination port (0 for the switch's
@@ -172,7 +160,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric}")
-    fabric = _load_fabric(args.fabric)
+    fabric = load_fabric(args.fabric)
     n_sw, n_ca = len(fabric.switches), len(fabric.cas)
     prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
 
