@@ -66,6 +66,7 @@ __all__ = [
     "routing_view",
     "trace",
     "pair_paths",
+    "walk_from_switches",
 ]
 
 #: Flow status codes (int8).
@@ -312,7 +313,7 @@ def routing_view(
     )
 
 
-def _walk(
+def walk_from_switches(
     view: RoutingView, start: np.ndarray, dst: np.ndarray, lids: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Walk ``F`` flows from switch ``start[i]`` to end-port ``dst[i]``,
@@ -385,7 +386,7 @@ def trace(view: RoutingView, src_ep: npt.ArrayLike, dst_ep: npt.ArrayLike,
     s = np.asarray(src_ep, dtype=np.int64)
     d = np.asarray(dst_ep, dtype=np.int64)
     lid = None if lids is None else np.asarray(lids, dtype=np.int64)
-    status, hops, steps = _walk(view, view.ep_leaf[s], d, lid)
+    status, hops, steps = walk_from_switches(view, view.ep_leaf[s], d, lid)
     h = 1 + len(steps)
     links = np.full((len(s), h), -1, dtype=np.int32)
     links[:, 0] = view.inj_link[s]
@@ -473,7 +474,7 @@ def pair_paths(view: RoutingView) -> PairPaths:
         nc = c1 - c0
         start = np.repeat(view.leaves, nc)
         dst = np.tile(np.arange(c0, c1, dtype=np.int64), n_lv)
-        st, hp, steps = _walk(view, start, dst)
+        st, hp, steps = walk_from_switches(view, start, dst)
         ok = st == OK
         core = np.where(ok, hp.astype(np.int64) - 1, 0)
         h = int(core.max()) if len(core) else 0

@@ -10,7 +10,7 @@ multi-level PGFTs and degraded trees, or OpenSM's tables):
 
 * **Candidates.** Flow ``s -> d`` may use any LID ``base(d) + i``,
   ``0 <= i < 2**LMC``.  Its path depends only on (source leaf, LID), and is
-  found by walking the real tables (:func:`smroute.analysis.paths._walk`),
+  found by walking the real tables (:func:`smroute.analysis.paths.walk_from_switches`),
   so whatever the routing engine made of the extra LIDs is what is scored.
 * **Counters.** Per stage and per directed switch -> switch link, the flows
   crossing it (Naruse's ``up_path_cnt`` / ``dn_path_cnt`` for every level).
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from smroute.analysis.paths import OK, RoutingView, _walk
+from smroute.analysis.paths import OK, RoutingView, walk_from_switches
 from smroute.analysis.patterns import Pattern
 from smroute.errors import InputError
 
@@ -157,7 +157,7 @@ def _core_paths(view: RoutingView, start: IntArray, dst: IntArray,
     ``lids`` (``(F,)`` each).  Returns ``(links, ok)``: ``(F, H)`` int32
     switch -> switch link ids **plus one** (0 = padding) of delivered flows
     (undelivered rows are all 0), and ``(F,)`` bool delivered."""
-    st, hp, steps = _walk(view, start, dst, lids)
+    st, hp, steps = walk_from_switches(view, start, dst, lids)
     ok = st == OK
     h = max(1, int(hp[ok].max()) - 1) if ok.any() else 1
     links = np.zeros((len(start), h), dtype=np.int32)
