@@ -117,11 +117,12 @@ class Progress:
         self.stream.flush()
 
 
-def hop_table(result: Any) -> np.ndarray:
+def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Per-(switch, LID) hop counts of ``result``'s tables, as ``opensm.fdbs``
     states them: links traversed to the destination port (0 for the switch's
     own LID, 1 to a CA on the switch).  Shape ``(S, W)`` uint8, 255 where the
-    walk does not deliver or the switch is not routed."""
+    walk does not deliver or the switch is not routed.  ``walked``: the
+    routed switches' walk if already done (see :func:`~smroute.routing.validate.validate`)."""
     from smroute.routing.validate import OK, walk
 
     g, dest, ports = result.graph, result.dest, result.tables.ports
@@ -129,7 +130,7 @@ def hop_table(result: Any) -> np.ndarray:
     sources = np.flatnonzero(g.rank >= 0)
     if len(sources) == 0 or len(dest.lid) == 0:
         return out
-    status, hops = walk(g, ports, dest, sources)
+    status, hops = walked if walked is not None else walk(g, ports, dest, sources)
     h = hops.astype(np.int64) + (~dest.is_switch).astype(np.int64)[None, :]
     h = np.where((status == OK) & (h < 255), h, 255).astype(np.uint8)
     out[sources[:, None], dest.lid[None, :]] = h
@@ -145,7 +146,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     0 valid, 1 invalid (module doc)."""
     from smroute.fabric.model import NodeType
     from smroute.routing.engine import route
-    from smroute.routing.validate import validate
+    from smroute.routing.validate import validate, walk
     from smroute.tables.formats import write_tables
 
     if args.lmc is not None and not 0 <= args.lmc <= 7:
@@ -170,19 +171,23 @@ def cmd_route(args: argparse.Namespace) -> int:
     tables = result.tables
 
     validation = None
+    walked = None  # one walk of every route serves the validation and the fdbs hops
     if not args.no_validate:
         t = prog.start("validating (walking every switch-to-LID route)")
+        g = result.graph
+        if args.format == "fdbs" and len(result.dest.lid):
+            walked = walk(g, tables.ports, result.dest, np.flatnonzero(g.rank >= 0))
         validation = validate(
-            result.graph, tables.ports, result.dest, result.costs,
+            g, tables.ports, result.dest, result.costs,
             switch_desc=tables.switch_desc, lid_desc=tables.lid_desc,
-            max_failures=args.max_failures,
+            max_failures=args.max_failures, walked=walked,
         )
         prog.done("validate", t, "valid" if validation.ok else "INVALID")
 
     hops = None
     if args.format == "fdbs":
         t = prog.start("computing hop counts for opensm.fdbs")
-        hops = hop_table(result)
+        hops = hop_table(result, walked)
         prog.done("hops", t)
 
     t = prog.start(f"writing {args.out} ({args.format})")

@@ -144,10 +144,15 @@ def validate(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, costs: np.ndarray,
     *, switch_desc: tuple[str, ...] = (), lid_desc: tuple[str, ...] | None = None,
     max_failures: int = 50,
+    walked: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Validation:
-    """Walk all (routed switch, destination) pairs and report (see module doc)."""
+    """Walk all (routed switch, destination) pairs and report (see module doc).
+
+    ``walked``: the ``(status, hops)`` that :func:`walk` returns for the routed
+    switches (``g.rank >= 0``), when the caller needs them too (e.g. the hop
+    counts of ``opensm.fdbs``); otherwise the walk is done here."""
     sources = np.flatnonzero(g.rank >= 0)
-    status, hops = walk(g, ports, dest, sources)
+    status, hops = walked if walked is not None else walk(g, ports, dest, sources)
     minimal = costs[sources[:, None], dest.target[None, :]].astype(np.int64)
     # Without an up*/down* path Dmodc leaves a pair unrouted by design: a
     # switch LID seen from a switch that cannot reach it up*/down* (e.g. spine
