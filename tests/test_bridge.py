@@ -32,7 +32,6 @@ from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
 
 HAVE_TOOLS = all(shutil.which(t) for t in ("ibsim", "opensm", "ibnetdiscover", "dump_fts"))
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 
 
 def _small() -> Fabric:
@@ -221,7 +220,7 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
             OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, sweep_interval=2) as osm:
         daemon = DaemonProcess(sim, tmp_path / "daemon")
         addr = daemon.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         bridge = Bridge(BridgeOptions(
             daemon=addr, lfts_file=lfts, trigger="sighup", opensm_pid=osm.pid,
             poll_interval=0.5, load="live", discover_env=env, port_guids=False))
@@ -296,7 +295,7 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
         run_opensm(sim, tmp_path / "opensm")  # assigns LIDs
         daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)))
         addr = daemon.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
 
         def bridge(cn: str) -> Bridge:
             c = pki.client(cn)
@@ -338,7 +337,7 @@ def test_a_link_the_base_never_had_reloads_the_fabric(tmp_path: Path) -> None:
         sim.console(f"Unlink {ref}")
         daemon = DaemonProcess(sim, tmp_path / "daemon")
         addr = daemon.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         b = Bridge(BridgeOptions(daemon=addr, lfts_file=tmp_path / "smroute.lfts",
                                  trigger="none", load="discover", discover_env=env),
                    log=lambda *a, **k: None)
@@ -413,7 +412,7 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
         run_opensm(sim, tmp_path / "opensm")
         d1 = DaemonProcess(sim, tmp_path / "d1", listen=listen)
         addr = d1.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none", load="discover",
                                  discover_env=env, poll_interval=0.5),
                    log=lambda *a, **k: None)
@@ -460,7 +459,7 @@ def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
         run_opensm(sim, tmp_path / "opensm")
         daemon = DaemonProcess(sim, tmp_path / "daemon")
         addr = daemon.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, console=("127.0.0.1", port),
                                  load="discover", discover_env=env, poll_interval=0),
                    log=lambda *a, **k: None)
@@ -503,7 +502,7 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
         run_opensm(sim, tmp_path / "opensm")
         daemon = DaemonProcess(sim, tmp_path / "daemon")
         addr = daemon.start()
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
 
         def bridge(load: str) -> Bridge:
             b = Bridge(BridgeOptions(daemon=addr, lfts_file=tmp_path / "smroute.lfts",

@@ -40,7 +40,6 @@ from smroute.opensm.sim import IbSim, run_opensm
 
 HAVE_IBSIM = shutil.which("ibsim") is not None and shutil.which("opensm") is not None
 SMROUTE = [sys.executable, "-m", "smroute"]
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 
 
 def _port(**kw: object) -> LocalPort:
@@ -226,7 +225,7 @@ def test_discover_on_a_simulated_fabric(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stderr
         doc = json.loads(res.stdout)
         # in-process, as the daemon calls it (under ibsim-run through env)
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         lines = discover_topology_lines(env=env, timeout=120)
         # the text on standard output, the port listing on standard error
         piped = sim.run([*SMROUTE, "discover", "--out", "-"], check=False, cwd=tmp_path)
@@ -300,7 +299,7 @@ def test_a_long_lived_process_sees_the_port_change(tmp_path: Path) -> None:
         Path({str(out)!r}).write_text(json.dumps({{"fresh": fresh, "own": own}}))
     """)
     with IbSim(net, tmp_path / "sim") as sim:
-        env = {**sim.client_env(), "LD_PRELOAD": UMAD2SIM}
+        env = sim.client_env(preload=True)
         proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:

@@ -94,6 +94,10 @@ CONSOLE_MAX_LINE = 127
 _TAIL = 2000
 
 
+#: The library ``ibsim-run`` LD_PRELOADs (Debian ibsim-utils) to point umad at ibsim.
+UMAD2SIM_LIB = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+
 class ToolError(SmrouteError):
     """A real tool failed: could not start, exited non-zero or misbehaved.
 
@@ -469,11 +473,15 @@ class IbSim:
         return dropped
 
     # ------------------------------------------------------------ clients
-    def client_env(self, sim_host: str | None = None) -> dict[str, str]:
-        """Environment for a umad client of this simulator (without LD_PRELOAD;
-        ``ibsim-run`` adds it)."""
+    def client_env(self, sim_host: str | None = None, *, preload: bool = False
+                   ) -> dict[str, str]:
+        """Environment for a umad client of this simulator: without LD_PRELOAD
+        (``ibsim-run`` adds it), or with ``preload`` umad2sim already preloaded,
+        as ``ibsim-run`` would, for a client started without the wrapper."""
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
+        if preload:
+            env["LD_PRELOAD"] = UMAD2SIM_LIB
         env.pop("IBSIM_SERVER_NAME", None)
         env.pop("IBSIM_SERVER_PORT", None)
         env["IBSIM_SOCKNAME"] = self.sockname
