@@ -138,13 +138,17 @@ def _tuple_strings(digits: IntArray) -> list[str]:
 @dataclass
 class _Level:
     """One level of a generated tree: ``count`` nodes (full index space),
-    ``present`` (count,) bool, ``num_ports`` (count,) int64, ``descs``."""
+    ``present`` (count,) bool, ``num_ports`` (count,) int64, ``descs``;
+    ``sysimg`` the system image GUID of every node of the level (default: each
+    node's own GUID) and ``device_id`` (default: the generator's)."""
 
     level: int
     count: int
     num_ports: IntArray
     descs: list[str]
     present: npt.NDArray[np.bool_] | None = None
+    sysimg: int | None = None
+    device_id: int | None = None
 
 
 def _assemble(
@@ -184,10 +188,11 @@ def _assemble(
         )
         kind = NodeType.CA if lv.level == 0 else NodeType.SWITCH
         nports = lv.num_ports[idx]
+        device = _CA_DEVICE_ID if kind == NodeType.CA else _SWITCH_DEVICE_ID
         nodes = b.add_nodes(
             kind, guids, nports, [lv.descs[i] for i in idx.tolist()],
-            sysimg_guids=guids, vendor_id=_VENDOR_ID,
-            device_id=_CA_DEVICE_ID if kind == NodeType.CA else _SWITCH_DEVICE_ID,
+            sysimg_guids=guids if lv.sysimg is None else np.uint64(lv.sysimg),
+            vendor_id=_VENDOR_ID, device_id=device if lv.device_id is None else lv.device_id,
         )
         full = np.full(lv.count, -1, dtype=np.int64)
         full[idx] = nodes

@@ -1,0 +1,590 @@
+"""Real-world fabric shapes: SHARP aggregation nodes, hosts on spines, two-switch
+and ring fabrics, director switches, split ports.
+
+Transforms take any :class:`~smroute.fabric.model.Fabric` (generated or parsed)
+and return a new immutable one; existing nodes keep their indices, GUIDs, LIDs
+and descriptions, new nodes are appended after them.  Generators return a
+fabric with GUIDs, LIDs, widths and speeds set, like
+:mod:`smroute.fabric.generate`.  Everything is vectorized with numpy (no Python
+loop per node): :func:`with_aggregation_nodes` on the 11,664-host
+PGFT(3;18,18,36;1,18,18;1,1,1) adds its 1,620 aggregation nodes in well under a
+second.
+
+What real fabrics look like (captures in ``fabrics/real`` of the shared folder)
+------------------------------------------------------------------------------
+* **SHARP aggregation nodes.**  Every NVIDIA Quantum (HDR) / Quantum-2 (NDR)
+  switch carries a CA, node description exactly
+  ``"Mellanox Technologies Aggregation Node"``, vendor 0x2c9, device 0xcf09, one
+  port, linked to the switch's extra port (41 on 40-port Quantum, 65 on 64-port
+  Quantum-2), with a LID of its own and the switch's link width/speed.  Its
+  system image GUID is the switch's, its node GUID the switch's node GUID
+  + 0x8 (ufm_sdk's MQM8700, infiniband-exporter's MQM9700) or + 0x10 (the
+  topograph NDR site).  Its port GUID equals its node GUID on real hardware;
+  ibsim (``sim_net.c``: CA port ``i`` gets node GUID + ``i``) cannot reproduce
+  that, so :func:`with_aggregation_nodes` gives the port node GUID + 1 by
+  default (``port_guid_offset=0`` for the real convention, which
+  :func:`~smroute.fabric.writers.format_ibsim_net` then refuses).
+* **Hosts on spines.**  UFM / subnet-manager servers and storage gateways sit on
+  spine and core switches (:func:`attach_cas`).
+* **Directors.**  A chassis of line (leaf) and spine ASICs, all with the
+  chassis' system image GUID and descriptions
+  ``"MF0;<system>:<model>/L<nn>/U<k>"`` / ``"MF0;<system>:<model>/S<nn>/U<k>"``
+  (e.g. ``"MF0;cs7500:CS7500/L17/U2"``).  Line ASIC ports ``1..radix/2`` are
+  the chassis' external ports; ``ibnetdiscover -g`` prints them as
+  ``[p][ext N]`` (see :func:`~smroute.fabric.writers.chassis_ext_ports`).
+* **Split ports.**  A split Quantum / Quantum-2 port becomes two 2-lane ports.
+  Plain ``ibnetdiscover`` shows no labels, only more port numbers: in
+  split-ready mode physical port ``k`` is IB ports ``2k-1`` and ``2k``, so a
+  64-port Quantum-2 exposes 128 (its aggregation node moving to 129) and a
+  40-port Quantum 80 (81).  ibdiagnet adds labels ``ASIC/cage/port[/split]``
+  (Quantum-2) or ``port[/split]`` (Quantum): :func:`port_labels`.
+
+Conventions of the new nodes
+----------------------------
+* GUIDs are checked against every node and port GUID of the input fabric (a
+  collision raises :class:`~smroute.fabric.model.FabricError`).
+* LIDs: if the input fabric has LIDs, new CA ports get LIDs above its highest
+  (aligned to ``2**lmc``); a fabric without LIDs (e.g. stripped for OpenSM)
+  gets none either.
+* Width and speed of a new link default to the widest / fastest linked port
+  of the switch it attaches to (4x / ``???`` if it has none).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from smroute.fabric.generate import DEFAULT_GUID_BASE, MAX_UNICAST_LID, _assemble, _Level
+from smroute.fabric.model import Fabric, FabricBuilder, FabricError, NodeType, speed_code
+
+__all__ = [
+    "AGGREGATION_NODE_DESC",
+    "AGGREGATION_NODE_DEVICE_ID",
+    "CONNECTX7_DEVICE_ID",
+    "IS4_DEVICE_ID",
+    "SERVICE_GUID_BASE",
+    "aggregation_nodes",
+    "attach_cas",
+    "director",
+    "port_labels",
+    "ring",
+    "two_switch",
+    "with_aggregation_nodes",
+    "with_split_ports",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+#: Node description of a SHARP aggregation node, exactly as real switches report it.
+AGGREGATION_NODE_DESC = "Mellanox Technologies Aggregation Node"
+#: Device id of a SHARP aggregation node (every capture in ``fabrics/real``).
+AGGREGATION_NODE_DEVICE_ID = 0xCF09
+#: ConnectX-7 device id (the HCAs of the NDR capture): default for :func:`attach_cas`.
+CONNECTX7_DEVICE_ID = 0x1021
+#: InfiniScale IV: the one Mellanox device rdma-core groups into chassis with ``[ext N]``.
+IS4_DEVICE_ID = 0xBD36
+#: Default GUID prefix of CAs added by :func:`attach_cas` (NVIDIA HCA OUI e0:9d:73).
+SERVICE_GUID_BASE = 0xE09D_7303_0000_0000
+_VENDOR_ID = 0x2C9
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+# --------------------------------------------------------------------------- helpers
+def _switch_arg(fabric: Fabric, switches: npt.ArrayLike | None, *, unique: bool) -> IntArray:
+    """Validated switch node indices, shape ``(K,)`` int64 (sorted and unique
+    if ``unique``; all switches if ``switches`` is None)."""
+    if switches is None:
+        return fabric.switches.astype(np.int64)
+    sw = np.atleast_1d(np.asarray(switches, dtype=np.int64))
+    if sw.ndim != 1:
+        raise FabricError("switches must be a 1-d array of node indices")
+    if len(sw) and (sw.min() < 0 or sw.max() >= fabric.n_nodes):
+        raise FabricError(f"switch index out of range 0..{fabric.n_nodes - 1}")
+    bad = fabric.node_type[sw] != NodeType.SWITCH
+    if bad.any():
+        raise FabricError(f"{fabric.describe_node(int(sw[bad][0]))} is not a switch")
+    return np.unique(sw) if unique else sw
+
+
+def _is_aggregation(fabric: Fabric) -> npt.NDArray[np.bool_]:
+    """Per node, shape ``(N,)`` bool: a CA described as an aggregation node."""
+    desc = np.asarray(fabric.node_desc, dtype=object)
+    return (fabric.node_type == NodeType.CA) & (desc == AGGREGATION_NODE_DESC)
+
+
+def aggregation_nodes(fabric: Fabric) -> IntArray:
+    """Node indices of the SHARP aggregation nodes (CAs described
+    :data:`AGGREGATION_NODE_DESC`), ascending, shape ``(K,)`` int64."""
+    return np.flatnonzero(_is_aggregation(fabric))
+
+
+def _agg_on_top(fabric: Fabric) -> npt.NDArray[np.bool_]:
+    """Per node, shape ``(N,)`` bool: a switch whose highest port links to an
+    aggregation node (the extra port of a Quantum switch)."""
+    top = fabric.port_start + fabric.num_ports.astype(np.int64)
+    peer = fabric.port_peer[top]
+    is_agg = _is_aggregation(fabric)
+    ok = peer >= 0
+    out = np.zeros(fabric.n_nodes, dtype=bool)
+    out[ok] = is_agg[fabric.port_node[peer[ok]]]
+    return out & (fabric.node_type == NodeType.SWITCH)
+
+
+def _rebuild(fabric: Fabric, num_ports: IntArray, port_num: IntArray) -> FabricBuilder:
+    """A builder holding a copy of ``fabric``: the same nodes at the same
+    indices with port counts ``num_ports`` (N,) int64, port row ``r`` renamed
+    to port number ``port_num[r]`` ((P,) int64), every existing port's
+    attributes and every link."""
+    if (num_ports > 255).any():
+        i = int(np.flatnonzero(num_ports > 255)[0])
+        raise FabricError(f"{fabric.describe_node(i)} would have {int(num_ports[i])} ports (> 255)")
+    b = FabricBuilder()
+    view = dataclasses.replace(fabric, num_ports=num_ports.astype(np.int16), _cache={})
+    b.add_node_arrays(view, np.arange(fabric.n_nodes, dtype=np.int64))
+    rows = np.flatnonzero(fabric.port_exists)
+    b.set_ports(
+        fabric.port_node[rows], port_num[rows], guid=fabric.port_guid[rows],
+        lid=fabric.port_lid[rows], lmc=fabric.port_lmc[rows],
+        width=fabric.port_width[rows], speed=fabric.port_speed[rows],
+    )
+    la, lb = fabric.link_a, fabric.link_b
+    b.add_links_rows(fabric.port_node[la], port_num[la], fabric.port_node[lb], port_num[lb])
+    return b
+
+
+def _new_lids(fabric: Fabric, count: int, lmc: int) -> IntArray:
+    """Base LIDs for ``count`` new CA ports with LMC ``lmc``, shape ``(count,)``
+    int64: above the fabric's highest LID, aligned; zeros if it has no LIDs."""
+    if not 0 <= lmc <= 7:
+        raise FabricError(f"LMC {lmc} not in 0..7")
+    if not (fabric.port_lid != 0).any():
+        return np.zeros(count, dtype=np.int64)
+    step = 1 << lmc
+    first = -(-len(fabric.lid_to_port) // step) * step
+    lids = first + step * np.arange(count, dtype=np.int64)
+    if count and int(lids[-1]) + step - 1 > MAX_UNICAST_LID:
+        raise FabricError(f"{count} more CA ports with LMC {lmc} exceed LID 0xBFFF")
+    return lids
+
+
+def _link_attrs(
+    fabric: Fabric, nodes: IntArray, speed: str | None, width: int | None
+) -> tuple[IntArray, IntArray]:
+    """Width (lanes) and speed code for new links on ``nodes`` (K,): the given
+    ones, or the widest / fastest linked port of each node (4x / 0 if none)."""
+    if width is not None and width not in (1, 2, 4, 8, 12):
+        raise FabricError(f"link width {width}x is not an IB width")
+    linked = np.flatnonzero(fabric.port_peer >= 0)
+    if width is None:
+        wmax = np.zeros(fabric.n_nodes, dtype=np.int64)
+        np.maximum.at(wmax, fabric.port_node[linked], fabric.port_width[linked].astype(np.int64))
+        w = np.where(wmax[nodes] > 0, wmax[nodes], 4)
+    else:
+        w = np.full(len(nodes), width, dtype=np.int64)
+    if speed is None:
+        smax = np.zeros(fabric.n_nodes, dtype=np.int64)
+        np.maximum.at(smax, fabric.port_node[linked], fabric.port_speed[linked].astype(np.int64))
+        s = smax[nodes]
+    else:
+        try:
+            s = np.full(len(nodes), speed_code(speed), dtype=np.int64)
+        except KeyError:
+            raise FabricError(f"unknown link speed {speed!r}") from None
+    return w, s
+
+
+def _check_new_guids(
+    fabric: Fabric, node_guids: npt.NDArray[np.uint64], port_guids: npt.NDArray[np.uint64]
+) -> None:
+    """New node GUIDs (K,) and their port GUIDs (K,) must be non-zero, unique,
+    and differ from every node and port GUID of ``fabric`` (a port GUID may
+    equal its own node's GUID)."""
+    used = np.union1d(fabric.node_guid, fabric.port_guid[fabric.port_guid != 0])
+    own = port_guids == node_guids
+    new = np.concatenate([node_guids, port_guids[~own]])
+    if (new == 0).any():
+        raise FabricError("a new GUID would be 0")
+    vals, counts = np.unique(new, return_counts=True)
+    clash = np.concatenate([vals[counts > 1], new[np.isin(new, used)]])
+    if len(clash):
+        raise FabricError(f"new GUID {int(clash[0]):#018x} is already used in the fabric")
+
+
+# --------------------------------------------------------------------------- aggregation
+def with_aggregation_nodes(
+    fabric: Fabric,
+    switches: npt.ArrayLike | None = None,
+    *,
+    guid_offset: int = 0x8,
+    port_guid_offset: int = 1,
+    speed: str | None = None,
+    width: int | None = None,
+) -> Fabric:
+    """``fabric`` with a SHARP aggregation node on every switch (or on
+    ``switches``, (K,) node indices).
+
+    Each chosen switch grows by one port, ``num_ports + 1`` (41 on a 40-port
+    Quantum, 65 on a 64-port Quantum-2, 37 on a 36-port generated switch),
+    linked to port 1 of a new CA: description :data:`AGGREGATION_NODE_DESC`,
+    vendor 0x2c9, device :data:`AGGREGATION_NODE_DEVICE_ID`, one port, node
+    GUID = switch node GUID + ``guid_offset`` (0x8 or 0x10 on real switches;
+    0x8 never collides with the generators' GUIDs), port GUID = node GUID +
+    ``port_guid_offset`` (1: ibsim's rule; 0: real hardware), system image
+    GUID = the switch's (its node GUID if it has none), LMC 0 and a LID above
+    the fabric's LIDs (none if the fabric has none).  The link has ``speed`` /
+    ``width`` or the switch's fastest / widest.  By default switches that
+    already carry an aggregation node on their top port are skipped.  New
+    nodes follow the existing ones in switch order.
+    """
+    sw = _switch_arg(fabric, switches, unique=True)
+    if switches is None:
+        sw = sw[~_agg_on_top(fabric)[sw]]
+    if guid_offset < 0 or port_guid_offset < 0:
+        raise FabricError("GUID offsets must be >= 0")
+    k = len(sw)
+    num_ports = fabric.num_ports.astype(np.int64)
+    num_ports[sw] += 1
+    b = _rebuild(fabric, num_ports, fabric.port_num.astype(np.int64))
+    guids = fabric.node_guid[sw] + np.uint64(guid_offset)
+    pguids = guids + np.uint64(port_guid_offset)
+    _check_new_guids(fabric, guids, pguids)
+    sysimg = np.where(fabric.sysimg_guid[sw] != 0, fabric.sysimg_guid[sw], fabric.node_guid[sw])
+    nodes = b.add_nodes(
+        NodeType.CA, guids, 1, [AGGREGATION_NODE_DESC] * k, sysimg_guids=sysimg,
+        vendor_id=_VENDOR_ID, device_id=AGGREGATION_NODE_DEVICE_ID,
+    )
+    w, s = _link_attrs(fabric, sw, speed, width)
+    b.set_ports(nodes, 1, guid=pguids, lid=_new_lids(fabric, k, 0), width=w, speed=s)
+    b.set_ports(sw, num_ports[sw], width=w, speed=s)
+    b.add_links_rows(nodes, np.ones(k, dtype=np.int64), sw, num_ports[sw])
+    return b.build()
+
+
+# --------------------------------------------------------------------------- hosts on switches
+def attach_cas(
+    fabric: Fabric,
+    switches: npt.ArrayLike,
+    descs: Sequence[str],
+    *,
+    guid_base: int = SERVICE_GUID_BASE,
+    lmc: int = 0,
+    speed: str | None = None,
+    width: int | None = None,
+    device_id: int = CONNECTX7_DEVICE_ID,
+) -> Fabric:
+    """``fabric`` with one single-port CA per entry of ``switches`` ((K,) switch
+    node indices, repeats put several CAs on one switch) described ``descs``
+    (K strings, e.g. ``"ufm01 HCA-1"``, ``"storage-gw01 HCA-1"``).
+
+    Each CA takes its switch's lowest free regular port (free ports that exist,
+    such as the free half of a split port, before the others), or a port added
+    above the switch's regular ports; an aggregation node on the switch's top
+    port moves up to stay one above the regular ports.  Node GUIDs are
+    ``guid_base + (i << 4)``, continuing after CAs already added under that base
+    (so repeated calls do not collide); port GUID node GUID + 1; vendor 0x2c9,
+    ``device_id``; system image GUID = node GUID; LIDs above the fabric's
+    (aligned to ``2**lmc``, LMC ``lmc``).  New nodes follow the existing ones
+    in the order given.
+    """
+    req = _switch_arg(fabric, switches, unique=False)
+    k = len(req)
+    if len(descs) != k:
+        raise FabricError(f"{k} switches but {len(descs)} descriptions")
+    n = fabric.n_nodes
+    num_ports = fabric.num_ports.astype(np.int64)
+    agg_top = _agg_on_top(fabric)
+    regular = num_ports - agg_top
+    # free regular ports of the requested switches, per switch: existing first, ascending
+    target = np.zeros(n, dtype=bool)
+    target[req] = True
+    pn = fabric.port_node.astype(np.int64)
+    pnum = fabric.port_num.astype(np.int64)
+    cand = np.flatnonzero(
+        target[pn] & (pnum >= 1) & (pnum <= regular[pn]) & (fabric.port_peer < 0)
+    )
+    cand = cand[np.lexsort((pnum[cand], ~fabric.port_exists[cand], pn[cand]))]
+    free_count = np.bincount(pn[cand], minlength=n)
+    free_start = np.cumsum(free_count) - free_count
+    # rank of each request among the requests for the same switch
+    order = np.argsort(req, kind="stable")
+    sreq = req[order]
+    rank_sorted = np.arange(k, dtype=np.int64) - np.searchsorted(sreq, sreq, side="left")
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = rank_sorted
+    has_free = rank < free_count[req]
+    port = np.where(
+        has_free,
+        pnum[cand[np.minimum(free_start[req] + rank, max(len(cand) - 1, 0))]] if len(cand)
+        else 0,
+        regular[req] + rank - free_count[req] + 1,
+    )
+    grow = np.maximum(np.bincount(req, minlength=n) - free_count, 0)
+    new_ports = num_ports + grow
+    port_map = pnum.copy()
+    moved = np.flatnonzero(agg_top & (grow > 0))
+    port_map[fabric.port_start[moved] + num_ports[moved]] = new_ports[moved]
+    b = _rebuild(fabric, new_ports, port_map)
+
+    base = np.uint64(guid_base)
+    span = fabric.node_guid - base  # uint64 wraps below base: large, filtered out
+    mine = span[span < np.uint64(1 << 32)]
+    first = int(mine.max() >> np.uint64(4)) + 1 if len(mine) else 0
+    guids = base + ((np.arange(k, dtype=np.uint64) + np.uint64(first)) << np.uint64(4))
+    pguids = guids + np.uint64(1)
+    _check_new_guids(fabric, guids, pguids)
+    nodes = b.add_nodes(
+        NodeType.CA, guids, 1, list(descs), sysimg_guids=guids, vendor_id=_VENDOR_ID,
+        device_id=device_id,
+    )
+    w, s = _link_attrs(fabric, req, speed, width)
+    b.set_ports(nodes, 1, guid=pguids, lid=_new_lids(fabric, k, lmc), lmc=lmc, width=w, speed=s)
+    b.set_ports(req, port, width=w, speed=s)
+    b.add_links_rows(nodes, np.ones(k, dtype=np.int64), req, port)
+    return b.build()
+
+
+# --------------------------------------------------------------------------- split ports
+def with_split_ports(
+    fabric: Fabric,
+    switches: npt.ArrayLike,
+    *,
+    split: str | npt.ArrayLike = "cas",
+    width: int = 2,
+) -> Fabric:
+    """``fabric`` with ``switches`` ((K,) node indices) in split-ready mode and
+    some of their ports split.
+
+    A switch with ``R`` regular ports (its port count, less an aggregation
+    node's top port) gets ``2R`` (+1): physical port ``k`` becomes IB port
+    ``2k - 1`` (its link, if any, moves there) and ``2k`` (its second half), and
+    an aggregation node moves to ``2R + 1``.  Split ports (``split``: ``"cas"``
+    the ports linked to a CA other than an aggregation node, ``"all"`` every
+    linked regular port, ``"none"``, or a (P,) bool mask over ``fabric``'s
+    port rows) carry ``width`` lanes at both ends and their free second half
+    ``2k`` exists (where :func:`attach_cas` puts the next CA).
+    """
+    sw = _switch_arg(fabric, switches, unique=True)
+    if width not in (1, 2, 4, 8, 12):
+        raise FabricError(f"link width {width}x is not an IB width")
+    n = fabric.n_nodes
+    num_ports = fabric.num_ports.astype(np.int64)
+    agg_top = _agg_on_top(fabric)
+    regular = num_ports - agg_top
+    target = np.zeros(n, dtype=bool)
+    target[sw] = True
+    pn = fabric.port_node.astype(np.int64)
+    pnum = fabric.port_num.astype(np.int64)
+    reg_row = target[pn] & (pnum >= 1) & (pnum <= regular[pn])
+    top_row = target[pn] & agg_top[pn] & (pnum == num_ports[pn])
+    port_map = pnum.copy()
+    port_map[reg_row] = 2 * pnum[reg_row] - 1
+    port_map[top_row] = 2 * regular[pn[top_row]] + 1
+    new_ports = num_ports.copy()
+    new_ports[sw] = 2 * regular[sw] + agg_top[sw]
+
+    peer = fabric.port_peer
+    linked = reg_row & (peer >= 0)
+    if isinstance(split, str):
+        if split == "cas":
+            is_agg = _is_aggregation(fabric)
+            pnode = pn[np.maximum(peer, 0)]
+            mask = linked & (fabric.node_type[pnode] == NodeType.CA) & ~is_agg[pnode]
+        elif split == "all":
+            mask = linked
+        elif split == "none":
+            mask = np.zeros(fabric.n_ports, dtype=bool)
+        else:
+            raise FabricError(f"split must be 'cas', 'all', 'none' or a mask, not {split!r}")
+    else:
+        m = np.asarray(split, dtype=bool)
+        if m.shape != (fabric.n_ports,):
+            raise FabricError(f"split mask has shape {m.shape}, expected ({fabric.n_ports},)")
+        mask = m & reg_row
+    rows = np.flatnonzero(mask)
+    b = _rebuild(fabric, new_ports, port_map)
+    b.set_ports(pn[rows], port_map[rows] + 1)  # the second half exists, unlinked
+    ends = np.concatenate([rows, peer[rows][peer[rows] >= 0]])
+    b.set_ports(pn[ends], port_map[ends], width=width)
+    return b.build()
+
+
+def port_labels(num_ports: int, *, split_ready: bool = False, style: str = "quantum2") -> list[str]:
+    """ibdiagnet's label of each IB port ``1..num_ports`` of a switch, as a list.
+
+    ``style="quantum2"`` (64-port Quantum-2, two ports per OSFP cage):
+    ``ASIC/cage/port`` (``1/1/1``, ``1/1/2``, ``1/2/1``, ..) or, split-ready,
+    ``ASIC/cage/port/split`` for IB ports ``2k-1``, ``2k`` of physical port
+    ``k``; ``style="quantum"`` (40-port Quantum): ``k`` or ``k/split``.
+    """
+    p = np.arange(1, num_ports + 1, dtype=np.int64)
+    phys = (p + 1) // 2 if split_ready else p
+    half = (p - 1) % 2 + 1
+    if style == "quantum2":
+        cage, pic = (phys - 1) // 2 + 1, (phys - 1) % 2 + 1
+        if split_ready:
+            return [f"1/{c}/{q}/{h}" for c, q, h in zip(cage.tolist(), pic.tolist(),
+                                                        half.tolist(), strict=True)]
+        return [f"1/{c}/{q}" for c, q in zip(cage.tolist(), pic.tolist(), strict=True)]
+    if style == "quantum":
+        if split_ready:
+            return [f"{k}/{h}" for k, h in zip(phys.tolist(), half.tolist(), strict=True)]
+        return [str(k) for k in phys.tolist()]
+    raise FabricError(f"unknown port label style {style!r} (quantum2, quantum)")
+
+
+# --------------------------------------------------------------------------- rings
+def ring(
+    k: int,
+    hosts_per_switch: int | Sequence[int],
+    *,
+    parallel: int = 1,
+    switch_ports: int | None = None,
+    lmc: int = 0,
+    speed: str = "EDR",
+    width: int = 4,
+    guid_base: int = DEFAULT_GUID_BASE,
+    name: str = "ring",
+) -> Fabric:
+    """``k`` switches in a ring, ``parallel`` links between neighbours, hosts on
+    every switch (``hosts_per_switch``: an int or ``k`` ints >= 0).
+
+    Switch ``s`` (``"<name> L1 <s>"``) has its hosts ``"host <s>.<j>"`` on ports
+    ``1..H_s``, then ``parallel`` ports to switch ``s+1 mod k`` and (``k >= 3``)
+    ``parallel`` ports from switch ``s-1``: port ``H_s + 1 + t`` of ``s`` links
+    to port ``H_{s+1} + parallel + 1 + t``.  ``k = 2`` is a pair of switches with
+    ``parallel`` links on ports ``H_s + 1 ..`` of both; ``k = 1`` one switch.
+    GUIDs, LIDs and descriptions follow :mod:`smroute.fabric.generate`
+    (hosts level 0, switches level 1).
+    """
+    if k < 1:
+        raise FabricError(f"a ring needs k >= 1 switches, got {k}")
+    if parallel < 1:
+        raise FabricError(f"parallel must be >= 1, got {parallel}")
+    if not _NAME_RE.fullmatch(name) or not name[0].isalpha():
+        raise FabricError(f"bad generator name {name!r}")
+    h = np.broadcast_to(np.asarray(hosts_per_switch, dtype=np.int64), (k,)).copy()
+    if (h < 0).any():
+        raise FabricError("hosts_per_switch must be >= 0")
+    ring_ports = 0 if k == 1 else (parallel if k == 2 else 2 * parallel)
+    nports = h + ring_ports
+    if switch_ports is not None:
+        if switch_ports < int(nports.max()):
+            raise FabricError(
+                f"switch_ports={switch_ports} is below the {int(nports.max())} ports needed"
+            )
+        nports = np.full(k, switch_ports, dtype=np.int64)
+    if int(nports.max()) > 255 or int(nports.min()) < 1:
+        raise FabricError(f"ring switches need 1..255 ports, got {nports.tolist()}")
+    total = int(h.sum())
+    sw_of = np.repeat(np.arange(k, dtype=np.int64), h)
+    j = np.arange(total, dtype=np.int64) - (np.cumsum(h) - h)[sw_of]
+    levels = [
+        _Level(0, total, np.ones(total, dtype=np.int64),
+               [f"host {s}.{i}" for s, i in zip(sw_of.tolist(), j.tolist(), strict=True)]),
+        _Level(1, k, nports, [f"{name} L1 {s}" for s in range(k)]),
+    ]
+    links = [(0, np.arange(total, dtype=np.int64), np.ones(total, dtype=np.int64), 1, sw_of, j + 1)]
+    t = np.arange(parallel, dtype=np.int64)
+    if k == 2:
+        links.append((1, np.zeros(parallel, dtype=np.int64), h[0] + 1 + t,
+                      1, np.ones(parallel, dtype=np.int64), h[1] + 1 + t))
+    elif k >= 3:
+        s = np.repeat(np.arange(k, dtype=np.int64), parallel)
+        tt = np.tile(t, k)
+        nxt = (s + 1) % k
+        links.append((1, s, h[s] + 1 + tt, 1, nxt, h[nxt] + parallel + 1 + tt))
+    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+
+
+def two_switch(
+    hosts_per_switch: int | Sequence[int] = 4, *, parallel: int = 2, **kwargs: object
+) -> Fabric:
+    """Two switches with hosts on both and ``parallel`` links between them:
+    :func:`ring` with ``k = 2`` (keyword arguments as :func:`ring`; switches are
+    ``"switch L1 0"`` / ``"switch L1 1"`` unless ``name`` is given)."""
+    kwargs.setdefault("name", "switch")
+    return ring(2, hosts_per_switch, parallel=parallel, **kwargs)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- directors
+def director(
+    system: str = "dir01",
+    *,
+    model: str = "CS7500",
+    line_cards: int = 4,
+    spine_cards: int = 2,
+    asics_per_card: int = 1,
+    radix: int = 36,
+    hosts_per_asic: int = 0,
+    device_id: int = 0xCB20,
+    lmc: int = 0,
+    speed: str = "EDR",
+    width: int = 4,
+    guid_base: int = DEFAULT_GUID_BASE,
+) -> Fabric:
+    """A director switch: ``line_cards`` line and ``spine_cards`` spine cards of
+    ``asics_per_card`` ``radix``-port ASICs each, internally a 2-level fat tree.
+
+    Line ASIC ports ``1..E`` (``E = radix // 2``) are the chassis' external
+    ports, ``E+1..radix`` internal: internal port ``E + 1 + i`` goes to spine
+    ASIC ``i mod S`` (``S = spine_cards * asics_per_card``), its
+    ``c = i // S``-th link there, on spine port ``a * (radix - E) / S + c + 1``
+    for line ASIC ``a`` (needs ``S | radix - E`` and every spine port count
+    within ``radix``).  Descriptions ``"MF0;<system>:<model>/L<nn>/U<k>"`` and
+    ``".../S<nn>/U<k>"``; vendor 0x2c9, ``device_id`` (0xcb20 Switch-IB;
+    :data:`IS4_DEVICE_ID` makes ``ibnetdiscover -g`` show ``[ext N]``); every
+    ASIC has the chassis' system image GUID ``guid_base + (15 << 28)``.  Line
+    ASIC ``a`` has node GUID ``guid_base + (1 << 28) + (a << 4)``, spine ASIC
+    ``s`` ``guid_base + (2 << 28) + (s << 4)``.  ``hosts_per_asic`` hosts
+    ``"node<NNN> HCA-1"`` (NNN from 001) sit on external ports ``1..`` of every
+    line ASIC, in ASIC order.
+    """
+    if not _NAME_RE.fullmatch(system) or not _NAME_RE.fullmatch(model):
+        raise FabricError(f"bad director system/model name {system!r}/{model!r}")
+    if min(line_cards, spine_cards, asics_per_card) < 1 or radix < 2:
+        raise FabricError("a director needs >= 1 line card, spine card and ASIC, radix >= 2")
+    if radix > 255:
+        raise FabricError(f"radix {radix} > 255")
+    ext = radix // 2
+    up = radix - ext
+    n_line, n_spine = line_cards * asics_per_card, spine_cards * asics_per_card
+    if up % n_spine:
+        raise FabricError(f"{up} internal ports per line ASIC do not spread over {n_spine} spines")
+    per_pair = up // n_spine
+    if n_line * per_pair > radix:
+        raise FabricError(
+            f"{n_line} line ASICs x {per_pair} links need {n_line * per_pair} ports per spine "
+            f"ASIC, radix is {radix}"
+        )
+    if not 0 <= hosts_per_asic <= ext:
+        raise FabricError(f"hosts_per_asic={hosts_per_asic} not in 0..{ext}")
+
+    def descs(kind: str, count: int) -> list[str]:
+        apc = asics_per_card
+        return [f"MF0;{system}:{model}/{kind}{a // apc + 1:02d}/U{a % apc + 1}"
+                for a in range(count)]
+
+    chassis = guid_base + (15 << 28)
+    n_hosts = n_line * hosts_per_asic
+    levels = [
+        _Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
+               [f"node{i + 1:03d} HCA-1" for i in range(n_hosts)]),
+        _Level(1, n_line, np.full(n_line, radix, dtype=np.int64), descs("L", n_line),
+               sysimg=chassis, device_id=device_id),
+        _Level(2, n_spine, np.full(n_spine, radix, dtype=np.int64), descs("S", n_spine),
+               sysimg=chassis, device_id=device_id),
+    ]
+    hosts = np.arange(n_hosts, dtype=np.int64)
+    a = np.repeat(np.arange(n_line, dtype=np.int64), up)
+    i = np.tile(np.arange(up, dtype=np.int64), n_line)
+    links = [
+        (0, hosts, np.ones(n_hosts, dtype=np.int64), 1, hosts // max(hosts_per_asic, 1),
+         hosts % max(hosts_per_asic, 1) + 1),
+        (1, a, ext + 1 + i, 2, i % n_spine, a * per_pair + i // n_spine + 1),
+    ]
+    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
