@@ -26,6 +26,16 @@ LID or the remote CA port's base LID; width/speed are the local port's
 (``??`` / ``???`` when unknown).  Enhanced port 0 is not modelled, so switches
 always read ``base port 0``.
 
+External port numbers of chassis (``ibnetdiscover -g``): given ``ext_ports``
+(per port row, 0 = none; :func:`chassis_ext_ports` computes rdma-core's), a
+port number is followed by ``[ext N]``, on the local port as on the remote
+one, exactly where the real tool prints it::
+
+    [1][ext 1]\t"H-0002c90300000000"[1](2c90300000001) \t\t# "node001 HCA-1" lid 1 4xEDR
+    [1](2c90300000001) \t"S-0002c90310000000"[1][ext 1]\t\t# lid 1 lmc 0 "MF0;..." ...
+
+The parser (:mod:`smroute.fabric.ibnetdiscover`) accepts and ignores them.
+
 ibsim net files (ibsim 0.10, ``ibsim/sim_net.c``)
 ------------------------------------------------
 ibsim reads the ibnetdiscover format itself.  What it takes from it:
@@ -60,13 +70,18 @@ LIDs usually survive a sweep, but only GUIDs and links are guaranteed.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Collection
 
 import numpy as np
+import numpy.typing as npt
 
 from smroute.fabric.model import Fabric, FabricError, NodeType, speed_name
 from smroute.fileio import atomic_writer
 
 __all__ = [
+    "RDMA_CORE_CHASSIS_DEVICE_IDS",
+    "chassis_ext_ports",
     "format_ibsim_net",
     "format_topology",
     "ibsim_limits",
@@ -80,6 +95,37 @@ _KIND = {NodeType.SWITCH: "Switch", NodeType.CA: "Ca", NodeType.ROUTER: "Rt"}
 _GUIDKEY = {NodeType.SWITCH: "switchguid", NodeType.CA: "caguid", NodeType.ROUTER: "rtguid"}
 _WIDTH = {1: "1x", 2: "2x", 4: "4x", 8: "8x", 12: "12x"}
 _IBSIM_SPEEDS = {"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR"}
+#: Mellanox devices whose line-card ports rdma-core (libibnetdisc ``chassis.c``,
+#: ``fill_mellanox_chassis_record``) numbers as external ports: InfiniScale IV.
+RDMA_CORE_CHASSIS_DEVICE_IDS: tuple[int, ...] = (0xBD36,)
+_MLNX_VENDOR = 0x2C9
+#: 'MF0;<system name>:<system type>/<slot>[:board type]/U<node index>', slot L<nn>
+_MF0_LINE = re.compile(r"MF0;[^:]*:[^/]*/L[^/:]*(?::[^/]*)?/U")
+_RDMA_CORE_LINE_EXT_PORTS = 18
+
+
+def chassis_ext_ports(
+    fabric: Fabric, *, device_ids: Collection[int] | None = None
+) -> npt.NDArray[np.int16]:
+    """External port number of every port row, shape ``(P,)`` int16, 0 for none,
+    by rdma-core's rule for Mellanox chassis: a switch of vendor 0x2c9 whose
+    description reads ``"MF0;<system>:<type>/L<nn>[:<board>]/U<k>"`` (a line
+    card) has its ports ``1..18`` numbered ``[ext 1]..[ext 18]``.  rdma-core
+    applies it to :data:`RDMA_CORE_CHASSIS_DEVICE_IDS` only (pass them as
+    ``device_ids`` to match the real ``ibnetdiscover -g``); ``None`` applies it
+    to any device (e.g. Switch-IB directors such as the CS7500)."""
+    desc_ok = np.fromiter(
+        (_MF0_LINE.match(d) is not None for d in fabric.node_desc), dtype=bool,
+        count=fabric.n_nodes,
+    )
+    line = desc_ok & (fabric.node_type == NodeType.SWITCH) & (fabric.vendor_id == _MLNX_VENDOR)
+    if device_ids is not None:
+        line &= np.isin(fabric.device_id, np.asarray(list(device_ids), dtype=np.uint32))
+    pnum = fabric.port_num.astype(np.int64)
+    on = line[fabric.port_node] & (pnum >= 1) & (pnum <= _RDMA_CORE_LINE_EXT_PORTS)
+    out = np.where(on, pnum, 0).astype(np.int16)
+    out.setflags(write=False)
+    return out
 
 
 def _clean(desc: str) -> str:
@@ -88,7 +134,9 @@ def _clean(desc: str) -> str:
     return "".join(c if c.isprintable() and ord(c) < 127 else " " for c in desc[:64])
 
 
-def _records(fabric: Fabric, order: list[int], *, ibsim: bool) -> list[str]:
+def _records(
+    fabric: Fabric, order: list[int], *, ibsim: bool, ext_ports: list[int] | None = None
+) -> list[str]:
     ntype = fabric.node_type.tolist()
     nguid = fabric.node_guid.tolist()
     sysg = fabric.sysimg_guid.tolist()
@@ -107,6 +155,7 @@ def _records(fabric: Fabric, order: list[int], *, ibsim: bool) -> list[str]:
     desc = [_clean(d) for d in fabric.node_desc]
     names = [f'"{_PREFIX[NodeType(t)]}-{g:016x}"' for t, g in zip(ntype, nguid, strict=True)]
     sw = NodeType.SWITCH
+    ext = [f"[ext {x}]" if x else "" for x in ext_ports] if ext_ports else None
 
     def link_str(row: int) -> str:
         w = _WIDTH.get(pwidth[row], "??")
@@ -145,12 +194,17 @@ def _records(fabric: Fabric, order: list[int], *, ibsim: bool) -> list[str]:
             rn = pnode[r]
             rdesc = desc[rn]
             if t == sw:
-                line = f"[{pnum[row]}]\t{names[rn]}[{pnum[r]}]"
+                if ext is None:
+                    line = f"[{pnum[row]}]\t{names[rn]}[{pnum[r]}]"
+                else:
+                    line = f"[{pnum[row]}]{ext[row]}\t{names[rn]}[{pnum[r]}]{ext[r]}"
                 if ntype[rn] != sw:
                     line += f"({pguid[r]:x}) "
                 line += f'\t\t# "{rdesc}" lid {remote_lid(r)} {link_str(row)}'
             else:
                 line = f"[{pnum[row]}]({pguid[row]:x}) \t{names[rn]}[{pnum[r]}]"
+                if ext is not None:
+                    line += ext[r]
                 if ntype[rn] != sw:
                     line += f" ({pguid[r]:x}) "
                 line += (
@@ -173,14 +227,25 @@ def format_topology(
     *,
     generated_on: str = _EPOCH,
     from_node: int | None = None,
+    ext_ports: npt.ArrayLike | None = None,
 ) -> list[str]:
     """ibnetdiscover text for ``fabric``, one string per line (no newlines).
 
     ``generated_on`` is the ``ctime`` text of the header (default the epoch,
     so output is deterministic); ``from_node`` the node named in "Initiated
-    from" (default: the first CA, else node 0).  Switch records come first,
-    then CAs, then routers, each in node index order.
+    from" (default: the first CA, else node 0); ``ext_ports`` (shape ``(P,)``,
+    int, 0 = none) external port numbers to print as ``[p][ext N]``, e.g.
+    :func:`chassis_ext_ports` (default: none, as plain ``ibnetdiscover``).
+    Switch records come first, then CAs, then routers, each in node index order.
     """
+    ext: list[int] | None = None
+    if ext_ports is not None:
+        arr = np.asarray(ext_ports, dtype=np.int64)
+        if arr.shape != (fabric.n_ports,):
+            raise FabricError(f"ext_ports has shape {arr.shape}, expected ({fabric.n_ports},)")
+        if (arr < 0).any():
+            raise FabricError("ext_ports must be >= 0")
+        ext = arr.tolist()
     if from_node is None:
         cas = fabric.cas
         from_node = int(cas[0]) if len(cas) else 0
@@ -192,7 +257,7 @@ def format_topology(
         pg = next((int(fabric.port_guid[r]) for r in rows if int(fabric.port_guid[r])), g)
         lines.append(f"# Initiated from node {g:016x} port {pg:016x}")
     order = _type_order(fabric, (NodeType.SWITCH, NodeType.CA, NodeType.ROUTER))
-    lines.extend(_records(fabric, order, ibsim=False))
+    lines.extend(_records(fabric, order, ibsim=False, ext_ports=ext))
     return lines
 
 
