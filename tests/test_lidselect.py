@@ -111,7 +111,7 @@ def test_degraded_fabrics_route_every_lid_updown_only(seed: int) -> None:
     f, _ = degrade(f0, np.random.default_rng(seed), switches=2, links=12)
     r = route(f, workers=1)
     assert len(r.dest.lid) == 4 * len(r.graph.ep_lid) + int((r.graph.sw_lid > 0).sum())
-    val = validate(r.graph, r.tables.ports, r.dest, r.costs)
+    val = validate(r.walk_graph, r.tables.ports, r.dest, r.costs)
     assert val.ok, val.summary()
     assert val.updown_violations == 0
     # and LID selection on it delivers every flow and never does worse

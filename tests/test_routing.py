@@ -115,9 +115,15 @@ def test_dividers_and_costs_of_complete_tree() -> None:
     assert set(pi[g.rank == 1].tolist()) == {4}
     assert set(pi[g.rank == 2].tolist()) == {16}
     leaves = g.leaves
-    cl = c[np.ix_(leaves, leaves)]
+    cl = dmodc.hop_counts(c[np.ix_(leaves, leaves)])
     assert set(np.unique(cl).tolist()) == {0, 2, 4}
     assert (np.diag(cl) == 0).all()
+    # leaf to another leaf must go up first: encoded as an up-phase cost
+    off = ~np.eye(len(leaves), dtype=bool)
+    assert (c[np.ix_(leaves, leaves)][off] >= dmodc.UP_PHASE).all()
+    # a top switch reaches every leaf down only
+    tops = np.flatnonzero(g.rank == 2)
+    assert (c[np.ix_(tops, leaves)] == 2).all()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -125,27 +131,43 @@ def test_degraded_tree_routes_every_pair_updown(seed: int) -> None:
     f = pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1))
     d, _ = degrade(f, np.random.default_rng(seed), switches=2, links=6)
     r = route(d, workers=1)
-    v = validate(r.graph, r.tables.ports, r.dest, r.costs)
+    v = validate(r.walk_graph, r.tables.ports, r.dest, r.costs)
     assert v.ok, v.summary()
     assert v.updown_violations == 0 and v.loops == 0
     assert v.ca_pairs_unroutable == 0
 
 
-def test_disconnected_leaf_is_reported_by_name() -> None:
+def test_disconnected_leaf_is_reported_apart_not_as_failure() -> None:
     f = pgft(2, (2, 4), (1, 2), (1, 1))
     g = switch_graph(f)
     leaf = int(g.leaves[0])
-    # remove every up-link of the first leaf: its hosts are cut off
+    # remove every up-link of the first leaf: its hosts are cut off physically
     la, lb = f.port_node[f.link_a], f.port_node[f.link_b]
     node = int(g.sw_node[leaf])
     up_links = np.flatnonzero(((la == node) | (lb == node))
                               & (f.node_type[la] == 2) & (f.node_type[lb] == 2))
     d = f.with_removed(links=up_links)
     r = route(d, workers=1)
-    v = validate(r.graph, r.tables.ports, r.dest, r.costs,
+    v = validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
+                 switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc)
+    assert v.ok, v.summary()
+    # 2 hosts on the cut leaf x 6 elsewhere, both directions
+    assert v.ca_pairs_disconnected == 2 * 2 * 6
+    assert v.ca_pairs_unroutable == 0
+    assert "physically disconnected" in v.summary()
+
+
+def test_routing_failure_is_reported_by_name() -> None:
+    f = pgft(2, (2, 4), (1, 2), (1, 1))
+    r = route(f, workers=1)
+    g = r.graph
+    ports = r.tables.ports.copy()
+    far = int(g.ep_lid[-1])
+    ports[g.leaves[0], far] = NO_ROUTE  # a leaf loses its route to a far host
+    v = validate(r.walk_graph, ports, r.dest, r.costs,
                  switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc)
     assert not v.ok
-    assert v.ca_pairs_unroutable > 0
+    assert v.ca_pairs_unroutable == 2  # the leaf's two hosts
     assert any("host" in str(x) and "no route" in str(x) for x in v.failures)
 
 

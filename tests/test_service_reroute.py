@@ -267,7 +267,7 @@ def test_core_validation_in_helper_process_after_quiet_period() -> None:
         r = e2.result
         from smroute.routing.validate import validate
 
-        local = validate(r.graph, r.tables.ports, r.dest, r.costs)
+        local = validate(r.walk_graph, r.tables.ports, r.dest, r.costs)
         assert (v2.pairs, v2.delivered, v2.non_minimal) == (
             local.pairs, local.delivered, local.non_minimal)
         assert core._analyzer is not None  # the helper process did it

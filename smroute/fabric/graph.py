@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["bfs_distance"]
+__all__ = ["bfs_distance", "components"]
 
 
 def bfs_distance(
@@ -31,3 +31,33 @@ def bfs_distance(
         frontier = np.zeros(n, dtype=bool)
         frontier[nxt] = True
     return dist
+
+
+def components(n_nodes: int, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Connected-component label per node (the smallest node index in its
+    component) for an undirected graph given as edge arrays ``a``, ``b``.
+
+    Min-label propagation with pointer jumping; each round is vectorized.
+    """
+    ea = np.asarray(a, dtype=np.int64)
+    eb = np.asarray(b, dtype=np.int64)
+    labels = np.arange(n_nodes, dtype=np.int64)
+    if ea.size == 0:
+        return labels
+    while True:
+        lo = np.minimum(labels[ea], labels[eb])
+        new = labels.copy()
+        # hook: each endpoint's root takes the smaller label of the edge
+        np.minimum.at(new, labels[ea], lo)
+        np.minimum.at(new, labels[eb], lo)
+        np.minimum.at(new, ea, lo)
+        np.minimum.at(new, eb, lo)
+        # pointer jumping until labels are roots
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, labels):
+            return labels
+        labels = new

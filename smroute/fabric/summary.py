@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.graph import bfs_distance
+from smroute.fabric.graph import bfs_distance, components
 from smroute.fabric.model import SPEEDS, Fabric, NodeType
 
 __all__ = [
@@ -176,36 +176,6 @@ class FabricSummary:
 # --------------------------------------------------------------------------- graph helpers
 def _guid(g: int) -> str:
     return f"{int(g):#018x}"
-
-
-def components(n_nodes: int, a: npt.ArrayLike, b: npt.ArrayLike) -> IntArray:
-    """Connected-component label per node (the smallest node index in its
-    component) for an undirected graph given as edge arrays ``a``, ``b``.
-
-    Min-label propagation with pointer jumping; each round is vectorized.
-    """
-    ea = np.asarray(a, dtype=np.int64)
-    eb = np.asarray(b, dtype=np.int64)
-    labels = np.arange(n_nodes, dtype=np.int64)
-    if ea.size == 0:
-        return labels
-    while True:
-        lo = np.minimum(labels[ea], labels[eb])
-        new = labels.copy()
-        # hook: each endpoint's root takes the smaller label of the edge
-        np.minimum.at(new, labels[ea], lo)
-        np.minimum.at(new, labels[eb], lo)
-        np.minimum.at(new, ea, lo)
-        np.minimum.at(new, eb, lo)
-        # pointer jumping until labels are roots
-        while True:
-            jumped = new[new]
-            if np.array_equal(jumped, new):
-                break
-            new = jumped
-        if np.array_equal(new, labels):
-            return labels
-        labels = new
 
 
 @dataclass(frozen=True)

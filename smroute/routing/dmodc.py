@@ -8,6 +8,14 @@ Notation (paper, Table 1): ``c[s, x]`` is the up*/down* hop count from switch
 ``s`` to switch ``x`` (the paper needs it for leaf switches ``x``; we compute it
 for every switch so that switch LIDs are routed by the same rule); ``Pi[s]`` is
 the divider of ``s``; ``t[n]`` the topological NID of end-port ``n``.
+
+Costs are stored encoded (:func:`costs_and_dividers`): the hop count of a
+down-only path where one exists, else :data:`UP_PHASE` plus the hop count of an
+up*/down* path.  A switch whose target lies below it only goes down (to a
+neighbour with a shorter down-only path); any other switch only goes up (to a
+neighbour one hop nearer).  So a route that went down never turns up again,
+also on irregular trees and with the rank-skipping links of the general
+up*/down* orientation.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from smroute.routing.topology import SwitchGraph
 
 __all__ = [
     "INF",
+    "UP_PHASE",
+    "hop_counts",
     "NO_ROUTE",
     "MAX_UNICAST_LID",
     "Destinations",
@@ -32,6 +42,8 @@ __all__ = [
 
 #: Cost of an unreachable switch (uint8).
 INF = 255
+#: Added to the hop count of a cost whose path must first go up (uint8).
+UP_PHASE = 128
 #: LFT entry meaning "no route" (OpenSM's OSM_NO_PATH).
 NO_ROUTE = 255
 #: Highest unicast LID (0x0001-0xBFFF are unicast).
@@ -68,10 +80,12 @@ def _relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
 def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1: up*/down* costs and dividers (max reduction).
 
-    Returns ``(c, Pi)``: ``c`` shape ``(S, S)`` uint8 hop counts from every
-    switch to every switch (:data:`INF` if no up*/down* path); ``Pi`` shape
-    ``(S,)`` int64.  Leaves have ``Pi = 1``; going up, ``Pi[s'] = max over
-    children s of Pi[s] * n_up[s]``.
+    Returns ``(c, Pi)``: ``c`` shape ``(S, S)`` uint8 encoded costs from every
+    switch to every switch (module doc; :func:`hop_counts` decodes them;
+    :data:`INF` if no up*/down* path); ``Pi`` shape ``(S,)`` int64.  Leaves
+    have ``Pi = 1``; going up, ``Pi[s'] = max over children s of Pi[s] * n_up[s]``.
+    Up links are relaxed by the rank of their lower end (ascending), then by
+    the rank of their upper end (descending), so links that skip ranks work too.
     """
     n = g.n_switches
     c = np.full((n, n), INF, dtype=np.uint8)
@@ -79,16 +93,27 @@ def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     c[ok, ok] = 0
     pi = np.ones(n, dtype=np.int64)
     lo, hi = g.up_pairs()
-    lo_rank = g.rank[lo]
+    lo_rank, hi_rank = g.rank[lo], g.rank[hi]
     for r in range(g.max_rank):
         sel = lo_rank == r
         s, sp = lo[sel], hi[sel]
         _relax(c, s, sp)
         np.maximum.at(pi, sp, pi[s] * g.n_up[s])
-    for r in range(g.max_rank - 1, -1, -1):
-        sel = lo_rank == r
-        _relax(c, hi[sel], lo[sel])
-    return c, pi
+    up = c.copy()
+    for r in range(g.max_rank, 0, -1):
+        sel = hi_rank == r
+        _relax(up, hi[sel], lo[sel])
+    if n and int(np.where(up < INF, up, 0).max()) >= UP_PHASE - 1:
+        raise RoutingError(f"up*/down* paths of {UP_PHASE - 1} hops or more: not a fabric "
+                           "smroute can route")
+    np.add(up, UP_PHASE, out=up, where=(c == INF) & (up < INF))
+    np.copyto(up, c, where=c < INF)
+    return up, pi
+
+
+def hop_counts(c: np.ndarray) -> np.ndarray:
+    """Hop counts of encoded costs ``c`` (any shape, uint8): INF stays INF."""
+    return np.where(c < INF, c & (UP_PHASE - 1), INF).astype(np.uint8)
 
 
 def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
@@ -97,7 +122,7 @@ def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     Leaves are taken in GUID order; each step takes the first remaining leaf
     ``l`` and every remaining leaf at cost ``<= mu`` from it (``mu`` = the
     smallest cost from ``l`` to another remaining leaf), and numbers their
-    end-ports in port order.  Returns ``t`` shape ``(E,)`` int64, a permutation
+    end-ports in port order; end-ports on non-leaf switches follow.  Returns ``t`` shape ``(E,)`` int64, a permutation
     of ``0 .. E-1`` aligned with ``g.ep_row``.
     """
     leaves = g.leaves
@@ -112,8 +137,12 @@ def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
         ordered.append(x[take])
         x = x[~take]
     leaf_order = np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
+    # end-ports on other switches (aggregation nodes, hosts on spines) come
+    # after every leaf's, by the rank and GUID of their switch
+    others = np.setdiff1d(np.unique(g.ep_switch), leaf_order)
+    others = others[np.lexsort((g.sw_guid[others], g.rank[others]))]
     pos = np.full(g.n_switches, -1, dtype=np.int64)
-    pos[leaf_order] = np.arange(len(leaf_order))
+    pos[np.concatenate([leaf_order, others])] = np.arange(len(leaf_order) + len(others))
     # End-ports are sorted by (switch, switch port); re-sort by leaf position.
     o = np.lexsort((g.ep_switch_port, pos[g.ep_switch]))
     t = np.empty(len(o), dtype=np.int64)
@@ -320,9 +349,15 @@ def _route_remote(
     n_u = len(reps)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = sub_t[:, row_of[:b]]  # (U', B)
-    # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1)
-    closer = sub_t[:, row_of[b:].reshape(remote.shape)] < cs_t[:, :, None]
-    closer &= (cs_t < INF)[:, :, None]
+    # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1):
+    # below the switch, down to a shorter down-only path; else up, one hop nearer
+    rem_t = sub_t[:, row_of[b:].reshape(remote.shape)]  # (U', B, G)
+    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
+    hop = np.uint8(UP_PHASE - 1)
+    closer = np.where((cs_t < UP_PHASE)[:, :, None],
+                      down_k[None, :, :] & (rem_t < cs_t[:, :, None]),
+                      ~down_k[None, :, :] & ((rem_t & hop) < (cs_t & hop)[:, :, None]))
+    closer &= (cs_t < INF)[:, :, None] & valid[None, :, :]
     # pattern key per (b, u): the closer bits packed over group positions
     packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))
     nbytes = packed.shape[2]

@@ -4,6 +4,20 @@
 :class:`RoutingResult` with the forwarding tables, the NIDs and the time of
 each phase.  Time is measured with a clock passed in (``time.perf_counter``
 by default) so callers and tests control it.
+
+Modes (``RoutingResult.mode``), chosen automatically from the fabric's roles
+and said in every result:
+
+* ``tree``: Dmodc over the leaves and ranks of the roles.
+* ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
+  path in the tree (an aggregation node or host on a spine talking to one on
+  another spine; a leaf that lost every common ancestor with another).  The
+  destinations such traffic needs are routed up*/down* towards a turn root
+  (a leaf per component, :func:`~smroute.routing.topology.rooted_graph`),
+  and every route of every destination is then checked to be up*/down* in
+  that one orientation: deadlock-free by construction.
+* ``updown``: the fabric is no tree (roles), or the check above failed:
+  every destination is routed up*/down* towards a root per component.
 """
 
 from __future__ import annotations
@@ -16,13 +30,15 @@ import numpy as np
 
 from smroute.errors import RoutingError
 from smroute.fabric.model import Fabric
+from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
 from smroute.routing import dmodc, dmodk
-from smroute.routing.dmodc import Destinations
+from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.pool import RoutePool
-from smroute.routing.topology import SwitchGraph, switch_graph
+from smroute.routing.topology import SwitchGraph, rooted_graph, switch_graph
+from smroute.routing.validate import DEAD_END, OK, Validation, validate, walk
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-__all__ = ["ALGORITHMS", "RoutingResult", "route"]
+__all__ = ["ALGORITHMS", "RoutingResult", "route", "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk")
 
@@ -31,9 +47,13 @@ ALGORITHMS = ("dmodc", "dmodk")
 class RoutingResult:
     """Tables and by-products of one routing run.
 
-    graph: the switch graph routed; costs ``(S, S)`` uint8; dividers ``(S,)``;
-    nids ``(E,)`` topological NIDs of the end-ports (aligned with
-    ``graph.ep_row``); dest: the routed LIDs; timings: seconds per phase.
+    graph: the switch graph routed; costs ``(S, S)`` uint8 (encoded, see
+    :mod:`smroute.routing.dmodc`); dividers ``(S,)``; nids ``(E,)``
+    topological NIDs of the end-ports (aligned with ``graph.ep_row``); dest:
+    the routed LIDs; timings: seconds per phase.  mode / mode_reason: see the
+    module doc; check_graph: the orientation every route is up*/down* in
+    (``graph`` unless ``tree+turns``); turn_lids: LIDs routed through the
+    turn root; roles: the roles the routing used.
     """
 
     algorithm: str
@@ -44,6 +64,16 @@ class RoutingResult:
     nids: np.ndarray
     dest: Destinations
     timings: dict[str, float] = field(default_factory=dict)
+    mode: str = "tree"
+    mode_reason: str = ""
+    check_graph: SwitchGraph | None = None
+    turn_lids: int = 0
+    roles: FabricRoles | None = None
+
+    @property
+    def walk_graph(self) -> SwitchGraph:
+        """The graph whose orientation the validation walk checks."""
+        return self.check_graph if self.check_graph is not None else self.graph
 
     @property
     def total_seconds(self) -> float:
@@ -59,13 +89,16 @@ def route(
     workers: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
     labels: bool = True,
+    roles: FabricRoles | None = None,
+    overrides: GuidOverrides | None = None,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
     ``lmc``: route ``2**lmc`` LIDs per end-port (``None``: the LMC each port
     has in the fabric).  ``pool``: a live :class:`RoutePool` (else one with
     ``workers`` processes is made for this call).  ``labels``: attach per-LID
-    GUIDs/descriptions for the OpenSM-format writer.
+    GUIDs/descriptions for the OpenSM-format writer.  ``roles``: the fabric's
+    roles if already known (else computed with ``overrides``).
     Raises :class:`~smroute.errors.RoutingError` if the fabric cannot be routed.
     """
     if algorithm not in ALGORITHMS:
@@ -74,10 +107,21 @@ def route(
         raise RoutingError(f"LMC must be 0..7, got {lmc}")
     timings: dict[str, float] = {}
     t0 = clock()
-    g = switch_graph(fabric)
-    if g.n_switches == 0:
-        raise RoutingError("the fabric has no switch to route")
-    if len(g.leaves) == 0:
+    if len(fabric.switches) == 0:
+        raise RoutingError(
+            f"the fabric has no switch to route ({len(fabric.cas)} CAs and no switch: a "
+            "partial discovery? rerun ibnetdiscover from a host whose port is active)")
+    roles = roles if roles is not None else fabric_roles(fabric, overrides)
+    if algorithm == "dmodk" and not roles.tree:
+        raise RoutingError(f"D-mod-K routes fat-trees only; this fabric is no tree "
+                           f"({roles.why_not_tree}): use --algorithm dmodc")
+    if roles.tree:
+        g = switch_graph(fabric, roles)
+        mode, reason = "tree", ""
+    else:
+        g = rooted_graph(fabric, roles, roles.roots)
+        mode, reason = "updown", f"no tree: {roles.why_not_tree}"
+    if len(g.ep_row) == 0:
         raise RoutingError("no switch has an end-port attached: nothing to route")
     t1 = clock()
     timings["rank"] = t1 - t0
@@ -89,18 +133,38 @@ def route(
     t3 = clock()
     timings["nids"] = t3 - t2
 
-    if algorithm == "dmodk":
-        ports = dmodk.route_tables(fabric, g, c, pi, dest)
-    else:
-        own = pool is None
-        p = pool if pool is not None else RoutePool(workers)
-        try:
-            ports = p.route(g, c, pi, dest)
-        finally:
-            if own:
-                p.close()
-    t4 = clock()
-    timings["routes"] = t4 - t3
+    own = pool is None and algorithm == "dmodc"
+    p = pool if pool is not None else RoutePool(workers) if own else None
+    check: SwitchGraph | None = None
+    turn_lids = 0
+    try:
+        ports = _tables(fabric, algorithm, p, g, c, pi, dest)
+        t4 = clock()
+        timings["routes"] = t4 - t3
+        need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm == "dmodc"
+                else np.zeros(0, bool))
+        if need.any():
+            g2 = rooted_graph(fabric, roles, turn_roots(g))
+            c2, pi2 = dmodc.costs_and_dividers(g2)
+            sub = _subset(dest, need)
+            ports2 = _tables(fabric, algorithm, p, g2, c2, pi2, sub)
+            ports[:, sub.lid] = ports2[:, sub.lid]
+            if _updown_in(g2, ports, dest, c):
+                mode, check, turn_lids = "tree+turns", g2, int(need.sum())
+                reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
+                          "up*/down* path in the tree; routed through the turn root")
+            else:
+                mode = "updown"
+                reason = ("the tree's routes are not all up*/down* towards the turn root: "
+                          "routed every destination up*/down* towards it")
+                g, c, pi = g2, c2, pi2
+                nids = dmodc.topological_nids(g, c)
+                dest = dmodc.destinations(g, nids, lmc=lmc)
+                ports = _tables(fabric, algorithm, p, g, c, pi, dest)
+            timings["turns"] = clock() - t4
+    finally:
+        if own and p is not None:
+            p.close()
 
     width = ports.shape[1]
     lg, lk, ld = lid_labels(fabric, width) if labels else (None, None, None)
@@ -113,4 +177,72 @@ def route(
         lid_kind=lk,
         lid_desc=ld,
     )
-    return RoutingResult(algorithm, tables, g, c, pi, nids, dest, timings)
+    return RoutingResult(algorithm, tables, g, c, pi, nids, dest, timings, mode, reason,
+                         check, turn_lids, roles)
+
+
+def validate_result(
+    r: RoutingResult, *, max_failures: int = 50,
+    walked: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Validation:
+    """The validation walk of ``r``'s tables in the orientation its routes
+    follow (:attr:`RoutingResult.walk_graph`); see
+    :func:`~smroute.routing.validate.validate` for ``walked``."""
+    return validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
+                    switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
+                    max_failures=max_failures, walked=walked)
+
+
+def _tables(
+    fabric: Fabric, algorithm: str, pool: RoutePool | None, g: SwitchGraph, c: np.ndarray,
+    pi: np.ndarray, dest: Destinations,
+) -> np.ndarray:
+    """The ``(S, max_lid + 1)`` uint8 tables of ``dest`` with ``algorithm``."""
+    if algorithm == "dmodk":
+        return dmodk.route_tables(fabric, g, c, pi, dest)
+    assert pool is not None
+    return pool.route(g, c, pi, dest)
+
+
+def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
+    """``(D,)`` bool: end-port destinations that some switch carrying
+    end-ports has no up*/down* path to although cables join them (same
+    physical component).  Switch LIDs without an up*/down* path stay unrouted."""
+    src = np.unique(g.ep_switch)
+    tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
+    if not len(src) or not len(tgt_u):
+        return np.zeros(len(dest.lid), dtype=bool)
+    same = g.component[src][:, None] == g.component[tgt_u][None, :]
+    need_t = ((c[src[:, None], tgt_u[None, :]] == INF) & same).any(axis=0)
+    return need_t[tgt_i.ravel()] & ~dest.is_switch
+
+
+def turn_roots(g: SwitchGraph) -> np.ndarray:
+    """Switch nodes of the turn roots ``(K,)``, one per physical component:
+    its leaf with the most up groups (lowest GUID on a tie), else its switch
+    with the lowest GUID."""
+    sw = np.arange(g.n_switches)
+    o = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf, g.component))
+    first = np.ones(len(o), dtype=bool)
+    first[1:] = g.component[o][1:] != g.component[o][:-1]
+    return np.sort(g.sw_node[sw[o[first]]])
+
+
+def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
+    return Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=dest.target[sel],
+                        local_port=dest.local_port[sel], is_switch=dest.is_switch[sel],
+                        owner=dest.owner[sel])
+
+
+def _updown_in(g: SwitchGraph, ports: np.ndarray, dest: Destinations, c: np.ndarray) -> bool:
+    """Whether every route that end-port traffic takes is up*/down* in
+    ``g``'s orientation (so the tables are free of credit loops) and
+    delivered: from every switch carrying end-ports to every end-port cables
+    join it to, and to every switch LID it has an up*/down* path to in the
+    tree (encoded costs ``c``); the others may stay unrouted, not misrouted."""
+    src = np.unique(g.ep_switch)
+    src = src[g.rank[src] >= 0]
+    status, _ = walk(g, ports, dest, src)
+    same = g.component[src][:, None] == g.component[dest.target][None, :]
+    required = (same & ~dest.is_switch[None, :]) | (c[src[:, None], dest.target[None, :]] < INF)
+    return bool(((status == OK) | (~required & (status == DEAD_END))).all())

@@ -132,6 +132,7 @@ def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
     return SwitchGraph(
         sw_node=empty, sw_guid=empty, sw_lid=empty, n_up=empty, grp_switch=empty,
         ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
+        is_leaf=empty.astype(bool), component=empty,
         **fields,
     )
 

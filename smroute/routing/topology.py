@@ -1,14 +1,22 @@
 """The switch graph of a fabric, as routing sees it: ranks, port groups, end-ports.
 
-Everything here is derived from a :class:`~smroute.fabric.model.Fabric` in a
-few vectorized passes.  Switches get compact ids ``0 .. S-1`` in ascending node
-index order.
+Everything here is derived from a :class:`~smroute.fabric.model.Fabric` and its
+:class:`~smroute.fabric.roles.FabricRoles` in a few vectorized passes.
+Switches get compact ids ``0 .. S-1`` in ascending node index order.
 
-Ranks follow Dmodc's preprocessing: leaf switches (switches with at least one
-end-port attached) have rank 0; every other switch's rank is its BFS distance
-to the nearest leaf.  A link goes *up* from rank ``r`` to rank ``r + 1``; links
-between switches of equal rank are neither up nor down and are not used.
-Switches that cannot reach a leaf get rank ``-1`` and are not routed.
+Two orientations of the switch links exist, both acyclic, so up*/down* routes
+over either are free of credit loops:
+
+* :func:`switch_graph` (Dmodc's): ranks from the roles (leaves 0, every other
+  switch its hop distance from the leaves); a link goes *up* from rank ``r``
+  to ``r + 1``.  Links between switches of equal rank and self-looped cables
+  are left out of the port groups: never used.  Switches that cannot reach a
+  leaf get rank ``-1`` and are not routed.
+* :func:`rooted_graph` (the general up*/down*): every switch link is kept
+  (self loops excepted) and points *up* towards one root switch: to the end
+  nearer the root, or of equal distance to the lower GUID.  ``rank`` is then
+  the longest chain of up links below a switch, so every up link goes to a
+  higher rank (possibly skipping some).
 
 Port groups: the ports of a switch linked to one remote switch form a group.
 Groups of a switch are ordered by the remote switch's GUID (Dmodc's UUID
@@ -17,14 +25,16 @@ order); ports inside a group by port number.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.fabric.graph import bfs_distance
+from smroute.fabric.graph import bfs_distance, components
 from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.roles import FabricRoles, fabric_roles
 
-__all__ = ["SwitchGraph", "switch_graph"]
+__all__ = ["SwitchGraph", "switch_graph", "rooted_graph"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +74,9 @@ class SwitchGraph:
     ep_switch_port: np.ndarray
     ep_lid: np.ndarray
     ep_lmc: np.ndarray
+    is_leaf: np.ndarray
+    component: np.ndarray
+    mode: str = "tree"
 
     @property
     def n_switches(self) -> int:
@@ -71,8 +84,8 @@ class SwitchGraph:
 
     @property
     def leaves(self) -> np.ndarray:
-        """Switch ids of rank 0, ascending. Shape ``(L,)`` int64."""
-        return np.flatnonzero(self.rank == 0)
+        """Switch ids of the leaves, ascending. Shape ``(L,)`` int64."""
+        return np.flatnonzero(self.is_leaf)
 
     @property
     def max_rank(self) -> int:
@@ -80,37 +93,90 @@ class SwitchGraph:
 
     def up_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct (lower, upper) switch pairs of all up links, shape ``(K,)`` each."""
-        up = self.rank[self.grp_remote] == self.rank[self.grp_switch] + 1
+        up = self.rank[self.grp_remote] > self.rank[self.grp_switch]
         up &= self.rank[self.grp_switch] >= 0
         return self.grp_switch[up], self.grp_remote[up]
 
 
-def switch_graph(fabric: Fabric) -> SwitchGraph:
-    """Derive the :class:`SwitchGraph` of ``fabric`` (vectorized, one pass per rank)."""
+def switch_graph(fabric: Fabric, roles: FabricRoles | None = None) -> SwitchGraph:
+    """Dmodc's :class:`SwitchGraph` of ``fabric``: ranks from ``roles``
+    (computed if not given); equal-rank links and self loops unused."""
+    roles = roles if roles is not None else fabric_roles(fabric)
+    sw_node = fabric.switches
+    rank = roles.rank[sw_node].astype(np.int64)
+    return _graph(fabric, rank, rank == 0, lambda src, dst: rank[src] != rank[dst], "tree")
+
+
+def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray) -> SwitchGraph:
+    """The general up*/down* :class:`SwitchGraph` of ``fabric`` towards the
+    switch nodes ``roots`` ``(K,)`` (one per physical component; see the
+    module doc).  Leaves (for Dmodc's NIDs) are the roles' leaves; switches not
+    connected to a root get rank -1."""
+    sw_node = fabric.switches
+    n_sw = len(sw_node)
+    sw_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
+    sw_id[sw_node] = np.arange(n_sw)
+    e_src, e_dst, _ = _switch_edges(fabric, sw_id)
+    dist = bfs_distance(n_sw, e_src, e_dst, sw_id[np.asarray(roots, dtype=np.int64)])
+    guid = fabric.node_guid[sw_node]
+    # height order: farther from the root is lower; on a tie the higher GUID is lower
+    reach = dist >= 0
+    order = np.lexsort((guid, -np.where(reach, dist, n_sw)))
+    height = np.empty(n_sw, dtype=np.int64)
+    height[order] = np.arange(n_sw)
+    ok = reach[e_src] & reach[e_dst]
+    lo_e = ok & (height[e_dst] > height[e_src])
+    lo, hi = e_src[lo_e], e_dst[lo_e]
+    rank = np.where(reach, 0, -1).astype(np.int64)
+    while len(lo):  # longest chain of up links below each switch
+        new = rank.copy()
+        np.maximum.at(new, hi, rank[lo] + 1)
+        if np.array_equal(new, rank):
+            break
+        rank = new
+    is_leaf = roles.rank[sw_node] == 0
+    return _graph(fabric, rank, is_leaf & reach,
+                  lambda src, dst: (rank[src] >= 0) & (rank[dst] >= 0), "updown")
+
+
+def _switch_edges(fabric: Fabric, sw_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Directed switch-to-switch port edges (both directions of every link,
+    self-looped cables left out): source id, remote id, port, ``(K,)`` int64."""
+    is_sw = fabric.node_type == NodeType.SWITCH
+    a = np.concatenate([fabric.link_a, fabric.link_b])
+    b = np.concatenate([fabric.link_b, fabric.link_a])
+    na, nb = fabric.port_node[a], fabric.port_node[b]
+    ss = is_sw[na] & is_sw[nb] & (na != nb)
+    return sw_id[na[ss]], sw_id[nb[ss]], fabric.port_num[a[ss]].astype(np.int64)
+
+
+def _graph(
+    fabric: Fabric, rank: np.ndarray, is_leaf: np.ndarray,
+    keep: Callable[[np.ndarray, np.ndarray], np.ndarray], mode: str,
+) -> SwitchGraph:
+    """Build a :class:`SwitchGraph` with ``rank`` ``(S,)``, using the switch
+    edges for which ``keep(src, dst)`` holds."""
     sw_node = fabric.switches
     n_sw = len(sw_node)
     sw_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
     sw_id[sw_node] = np.arange(n_sw)
     is_sw = fabric.node_type == NodeType.SWITCH
 
-    # Directed port-level edges, both directions of every link.
+    e_src, e_dst, e_port = _switch_edges(fabric, sw_id)
+    component = components(n_sw, e_src, e_dst)
+    k = keep(e_src, e_dst)
+    e_src, e_dst, e_port = e_src[k], e_dst[k], e_port[k]
+
+    # End-ports: non-switch ports linked to a switch.
     a = np.concatenate([fabric.link_a, fabric.link_b])
     b = np.concatenate([fabric.link_b, fabric.link_a])
     na, nb = fabric.port_node[a], fabric.port_node[b]
-    ss = is_sw[na] & is_sw[nb]
-    e_src, e_dst = sw_id[na[ss]], sw_id[nb[ss]]
-    e_port = fabric.port_num[a[ss]].astype(np.int64)
-
-    # End-ports: non-switch ports linked to a switch.
     ep_mask = ~is_sw[na] & is_sw[nb]
     ep_row = a[ep_mask]
     ep_sw = sw_id[nb[ep_mask]]
     ep_swp = fabric.port_num[b[ep_mask]].astype(np.int64)
     o = np.lexsort((ep_swp, ep_sw))
     ep_row, ep_sw, ep_swp = ep_row[o], ep_sw[o], ep_swp[o]
-
-    leaves = np.unique(ep_sw)
-    rank = bfs_distance(n_sw, e_src, e_dst, leaves)
 
     # Port groups: sort edges by (switch, remote guid, port).
     guid = fabric.node_guid[sw_node]
@@ -124,7 +190,7 @@ def switch_graph(fabric: Fabric) -> SwitchGraph:
     grp_switch, grp_remote = e_src[g_first], e_dst[g_first]
     grp_first = np.searchsorted(grp_switch, np.arange(n_sw))
     grp_count = np.searchsorted(grp_switch, np.arange(n_sw), side="right") - grp_first
-    up = (rank[grp_remote] == rank[grp_switch] + 1) & (rank[grp_switch] >= 0)
+    up = (rank[grp_remote] > rank[grp_switch]) & (rank[grp_switch] >= 0)
     n_up = np.bincount(grp_switch[up], minlength=n_sw).astype(np.int64)
 
     return SwitchGraph(
@@ -145,6 +211,9 @@ def switch_graph(fabric: Fabric) -> SwitchGraph:
         ep_switch_port=ep_swp,
         ep_lid=fabric.port_lid[ep_row].astype(np.int64),
         ep_lmc=fabric.port_lmc[ep_row].astype(np.int64),
+        is_leaf=np.asarray(is_leaf, dtype=bool),
+        component=component.astype(np.int64),
+        mode=mode,
     )
 
 

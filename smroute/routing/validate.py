@@ -1,12 +1,21 @@
 """Validation of forwarding tables by walking them.
 
-From every routed switch (every CA's traffic enters at its leaf switch, so
+From every routed switch (every end-port's traffic enters at its switch, so
 this covers every CA source) to every destination LID, follow the tables hop
 by hop, all pairs at once (numpy, in column chunks), and classify each walk:
 delivered, dead end (no route, unlinked port, or a port to the wrong
 end-port), loop (more hops than any up*/down* path needs), up*/down*
-violation (an up or sideways move after a down move, or a sideways move),
-and whether the hop count is minimal (equals the up*/down* cost).
+violation (an up or sideways move after a down move, or a sideways move, in
+the orientation of the graph walked), and whether the hop count is minimal
+(equals the up*/down* cost).
+
+Which pairs must be delivered: from a switch that carries end-ports, every
+end-port destination in the same physical component (a CA's traffic must
+reach every CA it is cabled to); from any switch, every destination it has an
+up*/down* path to.  A switch LID without an up*/down* path from a switch is
+left unrouted there.  Other pairs are unused and may stay unrouted; pairs whose
+ends are in different physical components are counted apart as
+*disconnected* (a partitioned fabric), never as routing failures.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
+from smroute.routing.dmodc import INF, NO_ROUTE, Destinations, hop_counts
 from smroute.routing.topology import SwitchGraph, next_switch
 
 __all__ = ["Validation", "Failure", "validate", "walk"]
@@ -47,8 +56,10 @@ class Validation:
 
     pairs: (switch, LID) pairs walked; delivered / dead_ends / loops /
     updown_violations / non_minimal: counts; ca_pairs_unroutable: CA-to-CA
-    pairs affected (each CA source enters at its leaf); failures: the first
-    ``max_failures`` failing pairs by name.
+    pairs the routing failed to connect although cables join them (each CA
+    source enters at its switch); ca_pairs_disconnected: CA-to-CA pairs in
+    different physical components (not a routing failure); failures: the
+    first ``max_failures`` failing pairs by name.
     """
 
     pairs: int
@@ -59,6 +70,7 @@ class Validation:
     non_minimal: int
     ca_pairs_unroutable: int
     switch_pairs_no_updown: int = 0
+    ca_pairs_disconnected: int = 0
     failures: list[Failure] = field(default_factory=list)
 
     @property
@@ -66,14 +78,16 @@ class Validation:
         return self.delivered == self.pairs and self.updown_violations == 0
 
     def summary(self) -> str:
+        apart = (f"; {self.ca_pairs_disconnected} CA pairs physically disconnected "
+                 "(partitioned fabric)" if self.ca_pairs_disconnected else "")
         if self.ok:
             return (f"valid: {self.pairs} switch-to-LID walks delivered up*/down* only "
                     f"({self.switch_pairs_no_updown} of them unused pairs without an up*/down* "
-                    f"path, left unrouted), {self.non_minimal} non-minimal")
+                    f"path, left unrouted), {self.non_minimal} non-minimal{apart}")
         return (f"INVALID: {self.pairs - self.delivered} of {self.pairs} walks fail "
                 f"({self.dead_ends} dead ends, {self.loops} loops, "
                 f"{self.updown_violations} up*/down* violations); "
-                f"{self.ca_pairs_unroutable} CA pairs unroutable")
+                f"{self.ca_pairs_unroutable} CA pairs unroutable{apart}")
 
 
 def walk(
@@ -153,20 +167,21 @@ def validate(
     counts of ``opensm.fdbs``); otherwise the walk is done here."""
     sources = np.flatnonzero(g.rank >= 0)
     status, hops = walked if walked is not None else walk(g, ports, dest, sources)
-    minimal = costs[sources[:, None], dest.target[None, :]].astype(np.int64)
-    # Without an up*/down* path Dmodc leaves a pair unrouted by design: a
-    # switch LID seen from a switch that cannot reach it up*/down* (e.g. spine
-    # to spine), or a CA LID seen from a non-leaf switch that no CA traffic
-    # for it ever reaches.  From a leaf, an unreachable CA is a real failure.
-    is_leaf = (g.rank[sources] == 0)[:, None]
-    exempt = (minimal >= INF) & (status == DEAD_END) & (dest.is_switch[None, :] | ~is_leaf)
+    cost = costs[sources[:, None], dest.target[None, :]]
+    minimal = hop_counts(cost).astype(np.int64)
+    ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
+    same_comp = g.component[sources][:, None] == g.component[dest.target][None, :]
+    # must deliver: an up*/down* path exists, or an end-port's traffic enters
+    # here and cables join the destination
+    required = (cost < INF) | ((ep_count > 0)[:, None] & same_comp & ~dest.is_switch[None, :])
+    exempt = ~required & (status == DEAD_END)
     status = np.where(exempt, OK, status)
     ok = status == OK
-    non_min = int((ok & (minimal < INF) & (hops > minimal)).sum())
-    # CA pairs: CA sources per leaf x CA destinations failing from that leaf
-    ca_per_switch = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
+    non_min = int((ok & (cost < INF) & (hops > minimal)).sum())
+    # CA pairs: CA sources per switch x CA destinations failing from that switch
     ca_dest = ~dest.is_switch
-    ca_unroutable = int(((~ok[:, ca_dest]).sum(axis=1) * ca_per_switch).sum())
+    ca_unroutable = int(((~ok[:, ca_dest]).sum(axis=1) * ep_count).sum())
+    apart = int(((~same_comp[:, ca_dest]).sum(axis=1) * ep_count).sum())
     failures = []
     bi, di = np.nonzero(~ok)
     for b, d in zip(bi[:max_failures].tolist(), di[:max_failures].tolist(), strict=True):
@@ -188,5 +203,6 @@ def validate(
         non_minimal=non_min,
         ca_pairs_unroutable=ca_unroutable,
         switch_pairs_no_updown=int(exempt.sum()),
+        ca_pairs_disconnected=apart,
         failures=failures,
     )

@@ -33,7 +33,8 @@ import numpy as np
 from smroute.fabric.model import Fabric
 from smroute.routing import dmodc
 from smroute.routing.dmodc import Destinations
-from smroute.routing.engine import RoutingResult, route
+from smroute.fabric.roles import fabric_roles
+from smroute.routing.engine import RoutingResult, route, turn_destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import own_tables
@@ -129,8 +130,12 @@ def reroute(
     ``incremental=False`` forces the full route (for comparisons)."""
     alg = algorithm or prev.algorithm
     t0 = clock()
-    g = switch_graph(fabric)
+    overrides = prev.roles.overrides if prev.roles is not None else None
+    roles = fabric_roles(fabric, overrides)
+    g = switch_graph(fabric, roles)
     why = ("disabled" if not incremental else f"algorithm {alg}" if alg != "dmodc"
+           else f"routing mode {prev.mode}" if prev.mode != "tree"
+           else f"no tree: {roles.why_not_tree}" if not roles.tree
            else _why_not(prev, g))
     t1 = clock()
     timings = {"rank": t1 - t0}
@@ -146,12 +151,14 @@ def reroute(
             d0 = prev.dest
             if not all(_same(getattr(dest, f), getattr(d0, f)) for f in _DEST_FIELDS):
                 why = "destination NIDs changed"
+            elif turn_destinations(g, c, dest).any():
+                why = "some end-port traffic needs the turn root"
             t3 = clock()
             timings["nids"] = t3 - t2
     if why:
         # without a pool, route in this process (not a new pool per call)
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool,
-                               workers=1 if pool is None else None, clock=clock))
+                               workers=1 if pool is None else None, clock=clock, roles=roles))
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}
@@ -181,7 +188,8 @@ def reroute(
     t4 = clock()
     timings["routes"] = t4 - t3
     tables = dataclasses.replace(prev.tables, ports=ports, _index={})
-    res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings))
+    res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings),
+                        roles=roles)
     d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
                     tables.switch_desc)
     timings["diff"] = clock() - t4

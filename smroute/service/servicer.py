@@ -39,9 +39,9 @@ import numpy as np
 from smroute.errors import InputError, RoutingError, SmrouteError
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
 from smroute.fabric.model import Fabric, NodeType
-from smroute.routing.engine import ALGORITHMS, RoutingResult, route
+from smroute.routing.engine import ALGORITHMS, RoutingResult, route, validate_result
 from smroute.routing.pool import RoutePool
-from smroute.routing.validate import Validation, validate
+from smroute.routing.validate import Validation
 from smroute.service._gen import smroute_pb2 as pb
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.config import LimitsConfig
@@ -437,10 +437,7 @@ class RoutingCore:
                 continue
             try:
                 r = ep.result
-                job = functools.partial(
-                    validate, r.graph, r.tables.ports, r.dest, r.costs,
-                    switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
-                    max_failures=10)
+                job = functools.partial(validate_result, r, max_failures=10)
                 if r.tables.n_switches * len(r.dest.lid) > self.VALIDATE_BIG_PAIRS:
                     # large: in the helper process, off this process's GIL
                     v = self._aux().submit(job).result()

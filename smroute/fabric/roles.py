@@ -1,0 +1,435 @@
+"""The roles of a fabric's nodes: one model used by summary, routing, analysis,
+LID selection, the study and the daemon.
+
+Pure: :func:`fabric_roles` takes a :class:`~smroute.fabric.model.Fabric` (and
+optional operator overrides in OpenSM's guid-file formats) and returns a
+:class:`FabricRoles`.  Deterministic: the same fabric gives the same roles.
+
+End-ports (CAs and routers) are classified from the structure first; node
+descriptions are only hints:
+
+* **aggregation** (SHARP aggregation node): a CA built into its switch: its
+  node GUID is its switch's with only the low byte changed and it hangs off
+  the switch's last port, or (hint) its description names an aggregation node.
+  It is routed like any end-port but is no host: it does not make its switch a
+  leaf and it is left out of host lists.
+* **router**: a router port (node type 3).
+* **compute** / **service**: a host on a leaf switch is compute, a host on an
+  upper switch is a service host; a description hint can make either a
+  **storage** or **management** host.  ``cn_guid_file`` lists the compute
+  nodes (every other host is then a service host), ``io_guid_file`` the I/O
+  nodes.
+
+Switches: **leaf** switches carry hosts (aggregation nodes do not count).  Of
+two linked switches that both carry hosts, the one with fewer hosts is taken to
+be an upper switch with hosts cabled to it (a fat-tree links no two leaves).
+Every other switch's **rank** is its BFS distance from the leaves over
+switch-to-switch links (self-looped cables never count); the switches of the
+highest rank are the **roots**.  ``root_guid_file`` names the roots instead:
+ranks then count down from them and the leaves are the lowest switches.
+
+The fabric is a **tree** (Dmodc routes it as one) unless it has no switch
+above its leaves although two leaves are connected (two switches with hosts
+on both, a ring), or hosts on every level (every root carries hosts).  Other
+fabrics are routed by a general up*/down* over ranks from a root (see
+:func:`smroute.routing.topology.rooted_graph`); the roles say why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from smroute.errors import InputError
+from smroute.fabric.graph import bfs_distance, components
+from smroute.fabric.model import Fabric, NodeType
+
+__all__ = [
+    "EndportRole",
+    "SwitchRole",
+    "GuidOverrides",
+    "FabricRoles",
+    "fabric_roles",
+    "parse_guid_file",
+    "read_guid_file",
+    "switch_links",
+]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class EndportRole(IntEnum):
+    """Role of a CA or router node."""
+
+    COMPUTE = 0
+    AGGREGATION = 1
+    SERVICE = 2
+    STORAGE = 3
+    MANAGEMENT = 4
+    IO = 5
+    ROUTER = 6
+
+
+class SwitchRole(IntEnum):
+    """Role of a switch."""
+
+    LEAF = 0
+    LEVEL = 1
+    ROOT = 2
+    UNRANKED = 3
+
+
+#: How a role was decided, index = value of ``FabricRoles.reason``.
+REASONS: tuple[str, ...] = (
+    "",
+    "switch-embedded (its switch's GUID, on the switch's last port)",
+    "description names an aggregation node",
+    "router port",
+    "host on a leaf switch",
+    "host on an upper switch",
+    "description names a storage host",
+    "description names a management host",
+    "listed in cn_guid_file",
+    "not listed in cn_guid_file",
+    "listed in io_guid_file",
+    "carries hosts",
+    "carries a compute node (cn_guid_file)",
+    "fewer hosts than a linked switch that carries hosts",
+    "hop distance from the leaves",
+    "highest rank",
+    "listed in root_guid_file",
+    "hop distance from the roots (root_guid_file)",
+    "no path to a leaf",
+    "not linked to any switch",
+)
+(_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
+ _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,
+ _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK) = range(len(REASONS))
+
+_AGG_DESC = re.compile(r"aggregation node", re.IGNORECASE)
+_STORAGE_DESC = re.compile(r"(^|[^a-z])(stor|storage|gpfs|lustre|oss|mds|nfs|nas|ddn|netapp|weka|"
+                           r"vast|ess)[^a-z]*[0-9]*($|[^a-z])", re.IGNORECASE)
+_MGMT_DESC = re.compile(r"(^|[^a-z])(ufm|mgmt|mgt|opensm|sm|head|admin|master|login)"
+                        r"[^a-z]*[0-9]*($|[^a-z])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class GuidOverrides:
+    """Operator overrides in OpenSM's guid-file formats (node or port GUIDs)."""
+
+    roots: frozenset[int] = frozenset()
+    compute: frozenset[int] = frozenset()
+    io: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.roots or self.compute or self.io)
+
+
+def parse_guid_file(lines: Iterable[str] | str, source: str = "<input>") -> frozenset[int]:
+    """GUIDs of an OpenSM guid file (``root_guid_file``, ``cn_guid_file``,
+    ``io_guid_file``): one GUID per line (``0x`` hex, or plain hex), blank lines
+    and ``#`` comments ignored.  :class:`InputError` names a bad line."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    out: set[int] = set()
+    for no, raw in enumerate(lines, 1):
+        text = raw.split("#", 1)[0].strip()
+        if not text:
+            continue
+        tok = text.split()[0]
+        try:
+            g = int(tok, 16)
+        except ValueError:
+            raise InputError(f"not a GUID: {tok[:40]!r}; expected one 0x-prefixed hex GUID "
+                             "per line", source=source, line=no) from None
+        if not 0 < g < 1 << 64:
+            raise InputError(f"GUID {tok[:40]!r} out of range", source=source, line=no)
+        out.add(g)
+    return frozenset(out)
+
+
+def read_guid_file(path: str | os.PathLike[str]) -> frozenset[int]:
+    """:func:`parse_guid_file` of a file."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_guid_file(fh, str(path))
+
+
+def switch_links(f: Fabric) -> tuple[IntArray, IntArray, BoolArray]:
+    """Switch-to-switch links: ``(a, b, self_loop)``, shape ``(K,)`` each:
+    node indices of both ends and whether the cable loops back to its own switch."""
+    na, nb = f.port_node[f.link_a].astype(np.int64), f.port_node[f.link_b].astype(np.int64)
+    sw = f.node_type == NodeType.SWITCH
+    ss = sw[na] & sw[nb]
+    a, b = na[ss], nb[ss]
+    return a, b, a == b
+
+
+@dataclass(frozen=True, eq=False)
+class FabricRoles:
+    """The roles of every node (see the module doc).
+
+    Node arrays, shape ``(N,)``:
+        endport_role (int8 :class:`EndportRole`, -1 for switches and unlinked
+        end-ports), switch_role (int8 :class:`SwitchRole`, -1 for end-ports),
+        reason (int8 index into :data:`REASONS`: how the role was decided),
+        rank (int64: switches' rank, 0 = leaf, -1 unranked or not a switch),
+        attach (int64: the switch node an end-port hangs off, -1 if none),
+        hosts (int64: per switch, linked end-ports that are not aggregation
+        nodes).
+    tree: whether Dmodc routes the fabric as a tree; why_not_tree: the reason
+    when not; roots: ``(K,)`` int64 switch nodes the general up*/down*
+    fallback is rooted at, one per physical component (its centre, or its
+    first listed root); empty for a tree.
+    self_loops / same_rank: link ids ``(K,)`` int64 of self-looped cables and
+    of links between switches of the same rank (both never used by routing).
+    """
+
+    endport_role: np.ndarray
+    switch_role: np.ndarray
+    reason: np.ndarray
+    rank: np.ndarray
+    attach: np.ndarray
+    hosts: np.ndarray
+    tree: bool
+    why_not_tree: str
+    roots: np.ndarray
+    self_loops: np.ndarray
+    same_rank: np.ndarray
+    overrides: GuidOverrides = field(default_factory=GuidOverrides)
+
+    @property
+    def leaves(self) -> IntArray:
+        """Node indices of leaf switches, ascending, ``(L,)`` int64."""
+        return np.flatnonzero(self.switch_role == SwitchRole.LEAF)
+
+    @property
+    def max_rank(self) -> int:
+        return int(self.rank.max()) if self.rank.size else -1
+
+    def endports(self, *roles: EndportRole) -> IntArray:
+        """Node indices of the end-ports with one of ``roles`` (all linked
+        end-ports if none given), ascending, ``(K,)`` int64."""
+        if not roles:
+            return np.flatnonzero(self.endport_role >= 0)
+        return np.flatnonzero(np.isin(self.endport_role, [int(r) for r in roles]))
+
+    @property
+    def hosts_mask(self) -> BoolArray:
+        """``(N,)`` bool: linked end-ports that are hosts (not aggregation nodes)."""
+        return (self.endport_role >= 0) & (self.endport_role != EndportRole.AGGREGATION)
+
+    @property
+    def mode(self) -> str:
+        """``"tree"`` or ``"updown"`` (the general up*/down* fallback)."""
+        return "tree" if self.tree else "updown"
+
+    def counts(self) -> dict[str, int]:
+        """Number of nodes per role name (end-port and switch roles)."""
+        out = {r.name.lower(): int((self.endport_role == r).sum()) for r in EndportRole}
+        out.update({r.name.lower(): int((self.switch_role == r).sum()) for r in SwitchRole})
+        return out
+
+
+def _attachment(f: Fabric) -> tuple[IntArray, IntArray, IntArray]:
+    """Per end-port node: its switch node and that switch's port (the first
+    linked port, -1 if none); and the end-port node of each end-port link."""
+    n = f.n_nodes
+    sw = f.node_type == NodeType.SWITCH
+    rows = np.flatnonzero(f.port_exists & (f.port_peer >= 0))
+    own = f.port_node[rows].astype(np.int64)
+    peer = f.port_peer[rows]
+    pn = f.port_node[peer].astype(np.int64)
+    ep = ~sw[own] & sw[pn]
+    attach = np.full(n, -1, dtype=np.int64)
+    attach_port = np.full(n, -1, dtype=np.int64)
+    # first linked port wins: rows ascend, so write in reverse
+    e_own, e_sw = own[ep][::-1], pn[ep][::-1]
+    attach[e_own] = e_sw
+    attach_port[e_own] = f.port_num[peer[ep]][::-1]
+    return attach, attach_port, own[ep]
+
+
+def _classify_endports(
+    f: Fabric, attach: IntArray, attach_port: IntArray
+) -> tuple[np.ndarray, np.ndarray, BoolArray]:
+    """End-port roles before leaves are known: (role, reason, is_agg)."""
+    n = f.n_nodes
+    role = np.full(n, -1, dtype=np.int8)
+    reason = np.zeros(n, dtype=np.int8)
+    linked = attach >= 0
+    is_ca = f.node_type == NodeType.CA
+    is_rt = f.node_type == NodeType.ROUTER
+    sw_of = np.maximum(attach, 0)
+    last_port = attach_port == f.num_ports[sw_of].astype(np.int64)
+    same_guid = (f.node_guid >> np.uint64(8)) == (f.node_guid[sw_of] >> np.uint64(8))
+    embedded = is_ca & linked & same_guid & last_port & (f.node_guid != f.node_guid[sw_of])
+    desc_agg = np.array([bool(_AGG_DESC.search(d)) for d in f.node_desc], dtype=bool)
+    is_agg = is_ca & linked & (embedded | desc_agg)
+    role[is_ca & linked] = EndportRole.COMPUTE
+    role[is_rt & linked] = EndportRole.ROUTER
+    reason[is_rt & linked] = _R_ROUTER
+    role[is_agg] = EndportRole.AGGREGATION
+    reason[is_agg & embedded] = _R_EMBEDDED
+    reason[is_agg & ~embedded] = _R_AGG_DESC
+    return role, reason, is_agg
+
+
+def _guid_mask(f: Fabric, guids: frozenset[int]) -> BoolArray:
+    """``(N,)`` bool: nodes whose node GUID or any port GUID is listed."""
+    if not guids:
+        return np.zeros(f.n_nodes, dtype=bool)
+    g = np.fromiter(guids, dtype=np.uint64, count=len(guids))
+    m = np.isin(f.node_guid, g)
+    pm = f.port_exists & np.isin(f.port_guid, g)
+    m[f.port_node[pm]] = True
+    return m
+
+
+def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> FabricRoles:
+    """Classify every node of ``fabric`` (see the module doc).  ``overrides``:
+    OpenSM-style root / compute / I/O GUID lists (node or port GUIDs)."""
+    f = fabric
+    ov = overrides or GuidOverrides()
+    n = f.n_nodes
+    is_sw = f.node_type == NodeType.SWITCH
+    attach, attach_port, ep_nodes = _attachment(f)
+    ep_role, reason, is_agg = _classify_endports(f, attach, attach_port)
+    host = (ep_role >= 0) & ~is_agg
+    hosts = np.bincount(attach[host], minlength=n).astype(np.int64)
+    cn = _guid_mask(f, ov.compute)
+    io = _guid_mask(f, ov.io)
+
+    a, b, loop = switch_links(f)
+    la, lb = a[~loop], b[~loop]
+    src, dst = np.concatenate([la, lb]), np.concatenate([lb, la])
+    sw_reason = np.zeros(n, dtype=np.int8)
+    roots_given = _guid_mask(f, ov.roots) & is_sw
+    if roots_given.any():
+        depth = bfs_distance(n, src, dst, roots_given)
+        host_depth = depth[(hosts > 0) & (depth >= 0)]
+        bottom = int(host_depth.max()) if host_depth.size else int(depth.max())
+        rank = np.where(is_sw & (depth >= 0) & (depth <= bottom), bottom - depth, -1)
+        leaf = rank == 0
+        sw_reason[is_sw & (rank >= 0)] = _R_FROM_ROOTS
+        sw_reason[roots_given] = _R_ROOT_FILE
+    else:
+        cand = is_sw & ((hosts > 0) if not ov.compute else np.isin(
+            np.arange(n), attach[cn & (attach >= 0)]))
+        if not cand.any():  # only aggregation nodes: their switches are the leaves
+            cand = is_sw & (np.bincount(attach[ep_role >= 0], minlength=n) > 0)
+        both = cand[la] & cand[lb]
+        fewer = np.zeros(n, dtype=bool)
+        fewer[la[both & (hosts[la] < hosts[lb])]] = True
+        fewer[lb[both & (hosts[lb] < hosts[la])]] = True
+        leaf = cand & ~fewer
+        rank = bfs_distance(n, src, dst, leaf)
+        rank[~is_sw] = -1
+        sw_reason[is_sw & (rank > 0)] = _R_BFS
+        sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
+        sw_reason[cand & fewer] = _R_FEWER
+    max_rank = int(rank.max()) if n else -1
+    sw_role = np.full(n, -1, dtype=np.int8)
+    sw_role[is_sw] = SwitchRole.UNRANKED
+    sw_role[is_sw & (rank > 0)] = SwitchRole.LEVEL
+    top = is_sw & (rank == max_rank) & (rank > 0)
+    sw_role[top] = SwitchRole.ROOT
+    if not roots_given.any():
+        sw_reason[top] = _R_TOP
+    else:
+        sw_role[roots_given & (rank >= 0)] = SwitchRole.ROOT
+    sw_role[leaf & (rank == 0)] = SwitchRole.LEAF
+    unranked = is_sw & (rank < 0)
+    deg = np.bincount(src, minlength=n)
+    sw_reason[unranked] = np.where(deg[unranked] > 0, _R_UNRANKED, _R_NO_LINK)
+
+    # hosts: compute on leaves, service above; hints and guid files refine
+    on_leaf = host & (attach >= 0) & (rank[np.maximum(attach, 0)] == 0)
+    plain = host & (f.node_type == NodeType.CA)
+    ep_role[plain & on_leaf] = EndportRole.COMPUTE
+    reason[plain & on_leaf] = _R_ON_LEAF
+    ep_role[plain & ~on_leaf] = EndportRole.SERVICE
+    reason[plain & ~on_leaf] = _R_ON_UPPER
+    hint = np.flatnonzero(plain)
+    descs = [f.node_desc[i] for i in hint.tolist()]
+    stor = hint[np.array([bool(_STORAGE_DESC.search(d)) for d in descs], dtype=bool)]
+    mgmt = hint[np.array([bool(_MGMT_DESC.search(d)) for d in descs], dtype=bool)]
+    ep_role[stor], reason[stor] = EndportRole.STORAGE, _R_STORAGE
+    ep_role[mgmt], reason[mgmt] = EndportRole.MANAGEMENT, _R_MGMT
+    if ov.compute:
+        ep_role[plain & ~cn] = EndportRole.SERVICE
+        reason[plain & ~cn] = _R_NOT_CN
+        ep_role[plain & cn] = EndportRole.COMPUTE
+        reason[plain & cn] = _R_CN
+    ep_role[plain & io] = EndportRole.IO
+    reason[plain & io] = _R_IO
+    reason[is_sw] = sw_reason[is_sw]
+
+    sl = np.flatnonzero(is_sw[f.port_node[f.link_a]] & is_sw[f.port_node[f.link_b]])
+    self_loops = sl[loop]
+    ra, rb = rank[a], rank[b]
+    same_rank = sl[~loop & (ra == rb) & (ra >= 0)]
+
+    tree, why = _tree_check(f, rank, leaf & (rank == 0), hosts, is_sw, la, lb)
+    roots = np.zeros(0, dtype=np.int64) if tree else _centres(
+        f, hosts + np.bincount(attach[is_agg], minlength=n), is_sw, src, dst, roots_given)
+    return FabricRoles(
+        endport_role=ep_role, switch_role=sw_role, reason=reason, rank=rank.astype(np.int64),
+        attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots,
+        self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
+        overrides=ov,
+    )
+
+
+def _tree_check(
+    f: Fabric, rank: IntArray, leaf: BoolArray, hosts: IntArray, is_sw: BoolArray,
+    la: IntArray, lb: IntArray,
+) -> tuple[bool, str]:
+    """Whether Dmodc can treat the fabric as a tree, and why not."""
+    n_leaves = int(leaf.sum())
+    if n_leaves == 0:
+        return False, "no switch carries an end-port"
+    max_rank = int(rank.max())
+    if max_rank == 0:
+        if n_leaves > 1 and bool((leaf[la] & leaf[lb]).any()):
+            return False, (f"no switch above the {n_leaves} leaf switches, which are linked to "
+                           "each other (hosts on every switch)")
+        return True, ""
+    top = is_sw & (rank == max_rank)
+    if bool((hosts[top] > 0).all()):
+        return False, f"hosts on every level (every switch of the top rank {max_rank} has hosts)"
+    return True, ""
+
+
+def _centres(
+    f: Fabric, ep_count: IntArray, is_sw: BoolArray,
+    src: IntArray, dst: IntArray, roots_given: BoolArray,
+) -> IntArray:
+    """The roots of the up*/down* fallback, one per physical component of
+    switches: its first listed root (lowest GUID), else the switch with the
+    least mean hop distance to the end-ports (lowest GUID on a tie).  One BFS
+    per switch that carries end-ports (fallback fabrics only)."""
+    sws = np.flatnonzero(is_sw)
+    if not len(sws):
+        return np.zeros(0, dtype=np.int64)
+    comp = components(f.n_nodes, src, dst)[sws]
+    total = np.zeros(f.n_nodes, dtype=np.float64)
+    reach = np.zeros(f.n_nodes, dtype=np.int64)
+    for s in np.flatnonzero(is_sw & (ep_count > 0)).tolist():
+        d = bfs_distance(f.n_nodes, src, dst, np.array([s]))
+        ok = d >= 0
+        total[ok] += d[ok] * ep_count[s]
+        reach[ok] += ep_count[s]
+    mean = np.where(reach > 0, total / np.maximum(reach, 1), np.inf)[sws]
+    given = roots_given[sws]
+    # per component: listed roots first, then least mean distance, then lowest GUID
+    o = np.lexsort((f.node_guid[sws], mean, ~given, comp))
+    first = np.ones(len(o), dtype=bool)
+    first[1:] = comp[o][1:] != comp[o][:-1]
+    return np.sort(sws[o[first]]).astype(np.int64)
