@@ -271,6 +271,7 @@ def attach_cas(
     switches: npt.ArrayLike,
     descs: Sequence[str],
     *,
+    ports: npt.ArrayLike | None = None,
     guid_base: int = SERVICE_GUID_BASE,
     lmc: int = 0,
     speed: str | None = None,
@@ -281,15 +282,16 @@ def attach_cas(
     node indices, repeats put several CAs on one switch) described ``descs``
     (K strings, e.g. ``"ufm01 HCA-1"``, ``"storage-gw01 HCA-1"``).
 
-    Each CA takes its switch's lowest free regular port (free ports that exist,
-    such as the free half of a split port, before the others), or a port added
-    above the switch's regular ports; an aggregation node on the switch's top
-    port moves up to stay one above the regular ports.  Node GUIDs are
-    ``guid_base + (i << 4)``, continuing after CAs already added under that base
-    (so repeated calls do not collide); port GUID node GUID + 1; vendor 0x2c9,
-    ``device_id``; system image GUID = node GUID; LIDs above the fabric's
-    (aligned to ``2**lmc``, LMC ``lmc``).  New nodes follow the existing ones
-    in the order given.
+    ``ports`` ((K,) int, 0 = choose) names the switch port of each CA (a free
+    regular port, e.g. the second half ``2k`` of a split port); otherwise a CA
+    takes its switch's lowest free regular port not named in ``ports``, or a
+    port added above the switch's regular ports (an aggregation node on the
+    switch's top port moves up to stay one above them).  Node GUIDs are
+    ``guid_base + (i << 4)``, continuing after the nodes already under that
+    base (so repeated calls do not collide); port GUID node GUID + 1; vendor
+    0x2c9, ``device_id``; system image GUID = node GUID; LIDs above the
+    fabric's (aligned to ``2**lmc``, LMC ``lmc``).  New nodes follow the
+    existing ones in the order given.
     """
     req = _switch_arg(fabric, switches, unique=False)
     k = len(req)
@@ -299,31 +301,50 @@ def attach_cas(
     num_ports = fabric.num_ports.astype(np.int64)
     agg_top = _agg_on_top(fabric)
     regular = num_ports - agg_top
-    # free regular ports of the requested switches, per switch: existing first, ascending
-    target = np.zeros(n, dtype=bool)
-    target[req] = True
     pn = fabric.port_node.astype(np.int64)
     pnum = fabric.port_num.astype(np.int64)
+    port = np.zeros(k, dtype=np.int64)
+    if ports is not None:
+        port = np.broadcast_to(np.asarray(ports, dtype=np.int64), (k,)).copy()
+    named = port != 0
+    taken = np.zeros(fabric.n_ports, dtype=bool)
+    if named.any():
+        nn, pp = req[named], port[named]
+        bad = (pp < 1) | (pp > regular[nn])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise FabricError(
+                f"{fabric.describe_node(int(nn[i]))} has no regular port {int(pp[i])} "
+                f"(1..{int(regular[nn[i]])})"
+            )
+        rows = fabric.port_start[nn] + pp
+        busy = fabric.port_peer[rows] >= 0
+        by_row = np.argsort(rows, kind="stable")
+        busy[by_row[1:]] |= rows[by_row[1:]] == rows[by_row[:-1]]  # named twice
+        if busy.any():
+            i = int(np.flatnonzero(busy)[0])
+            raise FabricError(f"port {int(pp[i])} of {fabric.describe_node(int(nn[i]))} "
+                              "is in use or named twice")
+        taken[rows] = True
+    # free regular ports of the requested switches, per switch ascending
+    target = np.zeros(n, dtype=bool)
+    target[req[~named]] = True
     cand = np.flatnonzero(
-        target[pn] & (pnum >= 1) & (pnum <= regular[pn]) & (fabric.port_peer < 0)
-    )
-    cand = cand[np.lexsort((pnum[cand], ~fabric.port_exists[cand], pn[cand]))]
+        target[pn] & (pnum >= 1) & (pnum <= regular[pn]) & (fabric.port_peer < 0) & ~taken
+    )  # port rows are ordered by node, then port
     free_count = np.bincount(pn[cand], minlength=n)
     free_start = np.cumsum(free_count) - free_count
-    # rank of each request among the requests for the same switch
-    order = np.argsort(req, kind="stable")
-    sreq = req[order]
-    rank_sorted = np.arange(k, dtype=np.int64) - np.searchsorted(sreq, sreq, side="left")
-    rank = np.empty(k, dtype=np.int64)
-    rank[order] = rank_sorted
-    has_free = rank < free_count[req]
-    port = np.where(
-        has_free,
-        pnum[cand[np.minimum(free_start[req] + rank, max(len(cand) - 1, 0))]] if len(cand)
-        else 0,
-        regular[req] + rank - free_count[req] + 1,
-    )
-    grow = np.maximum(np.bincount(req, minlength=n) - free_count, 0)
+    # rank of each unnamed request among those for the same switch
+    auto = np.flatnonzero(~named)
+    areq = req[auto]
+    order = np.argsort(areq, kind="stable")
+    sreq = areq[order]
+    rank = np.empty(len(auto), dtype=np.int64)
+    rank[order] = np.arange(len(auto), dtype=np.int64) - np.searchsorted(sreq, sreq, "left")
+    has_free = rank < free_count[areq]
+    pick = cand[np.minimum(free_start[areq] + rank, max(len(cand) - 1, 0))] if len(cand) else 0
+    port[auto] = np.where(has_free, pnum[pick], regular[areq] + rank - free_count[areq] + 1)
+    grow = np.maximum(np.bincount(areq, minlength=n) - free_count, 0)
     new_ports = num_ports + grow
     port_map = pnum.copy()
     moved = np.flatnonzero(agg_top & (grow > 0))
@@ -331,7 +352,7 @@ def attach_cas(
     b = _rebuild(fabric, new_ports, port_map)
 
     base = np.uint64(guid_base)
-    span = fabric.node_guid - base  # uint64 wraps below base: large, filtered out
+    span = fabric.node_guid - base  # wraps (huge) below base: filtered out
     mine = span[span < np.uint64(1 << 32)]
     first = int(mine.max() >> np.uint64(4)) + 1 if len(mine) else 0
     guids = base + ((np.arange(k, dtype=np.uint64) + np.uint64(first)) << np.uint64(4))
@@ -365,8 +386,11 @@ def with_split_ports(
     an aggregation node moves to ``2R + 1``.  Split ports (``split``: ``"cas"``
     the ports linked to a CA other than an aggregation node, ``"all"`` every
     linked regular port, ``"none"``, or a (P,) bool mask over ``fabric``'s
-    port rows) carry ``width`` lanes at both ends and their free second half
-    ``2k`` exists (where :func:`attach_cas` puts the next CA).
+    port rows) carry ``width`` lanes at both ends; their second half ``2k`` is
+    free (give it to :func:`attach_cas` as ``ports=2k``).  The model has no
+    notion of a port that is absent: every port ``1..num_ports`` exists, so the
+    unused halves of unsplit ports are free port numbers too (as on the real
+    switch, where they are down).
     """
     sw = _switch_arg(fabric, switches, unique=True)
     if width not in (1, 2, 4, 8, 12):
@@ -407,7 +431,6 @@ def with_split_ports(
         mask = m & reg_row
     rows = np.flatnonzero(mask)
     b = _rebuild(fabric, new_ports, port_map)
-    b.set_ports(pn[rows], port_map[rows] + 1)  # the second half exists, unlinked
     ends = np.concatenate([rows, peer[rows][peer[rows] >= 0]])
     b.set_ports(pn[ends], port_map[ends], width=width)
     return b.build()
