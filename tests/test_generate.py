@@ -450,6 +450,30 @@ def test_format_parallel_links_and_degraded():
         assert sum(ln.startswith("[") for ln in lines) == 2 * fab.n_links
 
 
+def test_format_topology_ext_ports():
+    """``[p][ext N]`` after the local and the remote port number, where given;
+    all zeros is the plain text; write_topology passes the option through."""
+    f = pgft(*FIG)
+    assert format_topology(f, ext_ports=np.zeros(f.n_ports, dtype=np.int64)) == format_topology(f)
+    ext = np.zeros(f.n_ports, dtype=np.int64)
+    leaf = int(f.switches[0])
+    ext[f.port_row(leaf, 1)] = 7  # to host 0.0.0
+    ext[f.port_row(leaf, 3)] = 9  # first up-link
+    lines = format_topology(f, ext_ports=ext)
+    assert '[1][ext 7]\t"H-0002c90300000000"[1](2c90300000001) \t\t# "host 0.0.0"' in "\n".join(
+        lines)
+    assert any(ln.startswith('[1](2c90300000001) \t"S-0002c90310000000"[1][ext 7]\t\t# lid ')
+               for ln in lines)
+    up = int(f.port_peer[f.port_row(leaf, 3)])
+    assert any(ln.startswith(f'[{int(f.port_num[up])}]\t"S-0002c90310000000"[3][ext 9]\t\t#')
+               for ln in lines)
+    assert sum("[ext " in ln for ln in lines) == 4
+    links, _ = _parse_text([re.sub(r"\[ext \d+\]", "", ln) for ln in lines])
+    assert links == f.link_set()
+    with pytest.raises(FabricError, match=">= 0"):
+        format_topology(f, ext_ports=-ext)
+
+
 def test_ibsim_net_and_files(tmp_path: Path):
     f = pgft(*FIG, lmc=1)
     net = format_ibsim_net(f)
