@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Make the committed topology fixtures with the real tools.
 
-For each fixture: generate the fabric (:mod:`smroute.fabric.generate`), write
-it as an ibsim net file without LIDs, boot ``ibsim`` on it, run the real OpenSM once (it
-assigns the LIDs, with the fixture's LMC), then run the real ``ibnetdiscover``
-through ``ibsim-run`` and store its output, verbatim, as
-``fixtures/<name>.topo`` (atomic write).  Before writing, the output is parsed
+For each fixture: generate the fabric (:mod:`smroute.fabric.generate`,
+:mod:`smroute.fabric.shapes`), write it as an ibsim net file without LIDs, boot
+``ibsim`` on it, run the real OpenSM once (it assigns the LIDs, with the
+fixture's LMC), then run the real ``ibnetdiscover`` (with the fixture's
+options, e.g. ``-g``) through ``ibsim-run`` and store its output, verbatim, as
+``fixtures/<name>.topo`` (atomic write).  :data:`FIXTURES` are fat-trees,
+:data:`SHAPE_FIXTURES` real-world shapes (aggregation nodes, hosts on a spine,
+two switches, a director).  Before writing, the output is parsed
 back and checked against the generated graph (node GUIDs and types, port
 counts, link set).
 
@@ -36,8 +39,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from smroute.errors import SmrouteError  # noqa: E402
-from smroute.fabric.generate import degrade, parse_tuple, pgft  # noqa: E402
+from smroute.fabric.generate import degrade, fabric_tuples, parse_tuple, pgft  # noqa: E402
 from smroute.fabric.model import Fabric  # noqa: E402
+from smroute.fabric.shapes import (  # noqa: E402
+    IS4_DEVICE_ID,
+    attach_cas,
+    director,
+    two_switch,
+    with_aggregation_nodes,
+)
 from smroute.fileio import atomic_write_text  # noqa: E402
 from smroute.opensm.sidebyside import strip_lids  # noqa: E402
 from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm  # noqa: E402
@@ -48,13 +58,15 @@ DEGRADE_SEED = 20240611
 
 @dataclass(frozen=True)
 class FixtureSpec:
-    """One fixture: a name, how to build its fabric, the LMC OpenSM uses."""
+    """One fixture: a name, how to build its fabric, the LMC OpenSM uses, the
+    routing engine and the options of ``ibnetdiscover``."""
 
     name: str
     description: str
     build: Callable[[], Fabric]
     lmc: int = 0
     engine: str = "minhop"
+    discover_args: tuple[str, ...] = ()
 
 
 def zahavi_pgft(lmc: int = 0) -> Fabric:
@@ -109,6 +121,56 @@ FIXTURES: tuple[FixtureSpec, ...] = (
 )
 
 
+def quantum_agg_spine_hosts() -> Fabric:
+    """Quantum-style (40-port, HDR) PGFT(2; 4,6; 1,4; 1,1): 24 hosts, 6 leaves,
+    4 spines; ``ufm01 HCA-1`` and ``storage-gw01 HCA-1`` on the first spine
+    (its ports 7, 8), then a SHARP aggregation node on every switch (port 41)."""
+    tree = pgft(2, [4, 6], [1, 4], [1, 1], switch_ports=40, speed="HDR")
+    levels, _ = fabric_tuples(tree)
+    spine = int(np.flatnonzero(levels == 2)[0])
+    with_hosts = attach_cas(tree, [spine, spine], ["ufm01 HCA-1", "storage-gw01 HCA-1"])
+    return with_aggregation_nodes(with_hosts)
+
+
+def two_switch_fabric() -> Fabric:
+    """Two switches, 4 hosts on each, 2 parallel links between them."""
+    return two_switch(4, parallel=2)
+
+
+def director_is5100() -> Fabric:
+    """An IS5100-style director (InfiniScale IV, device 0xbd36): 6 line and 3
+    spine ASICs, 6 links from each line to each spine ASIC, 2 hosts on every
+    line ASIC.  rdma-core numbers IS4 line-card ports as external ports, so
+    ``ibnetdiscover -g`` prints ``[ext N]`` and chassis groups."""
+    return director(
+        "dir01", model="IS5100", line_cards=6, spine_cards=3, hosts_per_asic=2,
+        device_id=IS4_DEVICE_ID,
+    )
+
+
+SHAPE_FIXTURES: tuple[FixtureSpec, ...] = (
+    FixtureSpec(
+        "quantum-2level-agg-spine-hosts",
+        "40-port HDR PGFT(2;4,6;1,4;1,1), 2 hosts on a spine, an aggregation node per switch",
+        quantum_agg_spine_hosts,
+    ),
+    FixtureSpec(
+        "two-switch-4-4-p2",
+        "2 switches, 4 hosts on each, 2 parallel links",
+        two_switch_fabric,
+    ),
+    FixtureSpec(
+        "director-is5100-g",
+        "IS5100-style director (6 line, 3 spine ASICs, 12 hosts), ibnetdiscover -g",
+        director_is5100,
+        discover_args=("-g",),
+    ),
+)
+
+#: Every fixture the script makes.
+ALL_FIXTURES: tuple[FixtureSpec, ...] = FIXTURES + SHAPE_FIXTURES
+
+
 def verify(name: str, lines: list[str], expected: Fabric, lmc: int) -> None:
     """Parse ``lines`` and compare with ``expected``; ``SystemExit`` on mismatch."""
     from smroute.fabric.ibnetdiscover import parse_topology
@@ -152,7 +214,10 @@ def make(spec: FixtureSpec, out_dir: Path, *, check: bool = True) -> dict[str, f
             if osm.routing_seconds is not None:
                 times["opensm_routing"] = osm.routing_seconds
             t = time.monotonic()
-            lines = ibnetdiscover(sim)
+            if spec.discover_args:
+                lines = sim.run(["ibnetdiscover", *spec.discover_args], timeout=600.0).lines()
+            else:
+                lines = ibnetdiscover(sim)
             times["ibnetdiscover"] = time.monotonic() - t
     if check:
         verify(spec.name, lines, fabric, spec.lmc)
@@ -172,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-check", action="store_true", help="skip the parse-back check")
     args = ap.parse_args(argv)
     if args.list:
-        for spec in FIXTURES:
-            print(f"{spec.name:<28} {spec.description}")
+        for spec in ALL_FIXTURES:
+            print(f"{spec.name:<32} {spec.description}")
         return 0
-    names = {s.name for s in FIXTURES}
+    names = {s.name for s in ALL_FIXTURES}
     for n in args.only or []:
         if n not in names:
             ap.error(f"unknown fixture {n!r} (see --list)")
-    todo = [s for s in FIXTURES if not args.only or s.name in args.only]
+    todo = [s for s in ALL_FIXTURES if not args.only or s.name in args.only]
     try:
         for spec in todo:
             times = make(spec, args.out, check=not args.no_check)
