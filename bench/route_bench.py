@@ -3,7 +3,10 @@
 Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
-    .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big]
+    .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
+
+``--agg`` puts a SHARP aggregation node on every switch (what real Quantum
+fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from benchinfo import machine
 
 from smroute.fabric.generate import pgft
+from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.routing.engine import route
 from smroute.routing.pool import RoutePool
 
@@ -50,9 +54,12 @@ def job_memory_mib(pool: RoutePool, fabric, pids: list[int]) -> float:
     return sum(max(0, _status_kib(pid, "VmHWM") - base[pid]) for pid in pids) / 1024
 
 
-def bench(name: str, runs: int, workers: int) -> None:
+def bench(name: str, runs: int, workers: int, agg: bool = False) -> None:
     h, m, w, p = SHAPES[name]
     fabric = pgft(h, m, w, p)
+    n_hosts = len(fabric.cas)
+    if agg:
+        fabric = with_aggregation_nodes(fabric)
     with RoutePool(workers) as pool:
         route(fabric, pool=pool, labels=False)  # warm-up
         timings: list[dict[str, float]] = []
@@ -70,15 +77,16 @@ def bench(name: str, runs: int, workers: int) -> None:
     med = statistics.median(totals)
     phases = {k: statistics.median(t[k] for t in timings) for k in timings[0]}
     print(f"PGFT(3;{','.join(map(str, m))};{','.join(map(str, w))};{','.join(map(str, p))}): "
-          f"{len(fabric.cas)} hosts, {len(fabric.switches)} switches, "
-          f"{n_lids} LIDs, table {table_mib:.1f} MiB")
+          f"{n_hosts} hosts, {len(fabric.switches)} switches, "
+          + (f"{len(fabric.cas) - n_hosts} aggregation nodes, " if agg else "")
+          + f"{n_lids} LIDs, table {table_mib:.1f} MiB")
     print(f"  route, {workers} workers, median of {runs}: {med:.3f} s  "
           f"(min {min(totals):.3f}, max {max(totals):.3f})")
     print("  phases (median): " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
     if job_mib is not None:
         print(f"  memory added by one routing job (parent + workers, peak): {job_mib:.0f} MiB "
               f"= {job_mib / table_mib:.2f} x the table")
-    if name == "11664":
+    if name == "11664" and not agg:
         print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
               f"-> Dmodc is {OPENSM_FTREE_11664_S / med:.0f}x faster")
 
@@ -88,12 +96,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--big", action="store_true", help="also the 40,960-host tree")
+    ap.add_argument("--agg", action="store_true",
+                    help="an aggregation node on every switch (SHARP, as on Quantum switches)")
     args = ap.parse_args()
     print(f"machine: {machine()}")
     t = time.perf_counter()
-    bench("11664", args.runs, args.workers)
+    bench("11664", args.runs, args.workers, args.agg)
     if args.big:
-        bench("40960", args.runs, args.workers)
+        bench("40960", args.runs, args.workers, args.agg)
     print(f"(benchmark wall time {time.perf_counter() - t:.1f} s)")
 
 
