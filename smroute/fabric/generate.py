@@ -3,7 +3,9 @@ thin-trees and slender-trees (Navaridas), plus seeded degradation.
 
 Every generator returns an immutable :class:`~smroute.fabric.model.Fabric`
 with GUIDs, LIDs, widths and speeds set, so it can be routed directly or
-written out with :mod:`smroute.fabric.writers`.  Construction is vectorized
+written out with :mod:`smroute.fabric.writers`.  Real-world shapes (SHARP
+aggregation nodes on every switch, hosts on spines, two-switch and ring
+fabrics, directors, split ports) are in :mod:`smroute.fabric.shapes`.  Construction is vectorized
 with numpy (no Python loop per link): PGFT(3;32,32,40;1,32,32;1,1,1), 40,960
 hosts, builds in well under a second.
 
