@@ -453,7 +453,7 @@ def test_wrong_type_letter_of_remote() -> None:
         ("vendid=0x2c9", "vendid=2c9", "malformed vendid line"),
         ("sysimgguid=0xe09d7303007a4bd8", "sysimgguid=0x1(2)", "malformed sysimgguid line"),
         ("caguid=0xe09d7303007a4bd8", "caguid=0xe09d7303007a4bd8 # x", "malformed caguid line"),
-        ("# Topology file", "Topology file", "unrecognised line"),
+        ("rtguid=0x77", "Topology file", "unrecognised line 'Topology file' between records"),
         ('R-0000000000000077"\t\t# "router r1"', 'R-0000000000000077"\t\t# "router r1" junk',
          "malformed CA/router head line"),
     ],
@@ -505,7 +505,9 @@ def test_error_type_exit_code_and_source() -> None:
         parse_topology(["bogus"], "x.topo")
     e = info.value
     assert isinstance(e, InputError) and isinstance(e, ValueError) and e.exit_code == 2
-    assert str(e).startswith("x.topo:1: unrecognised line 'bogus'; expected ")
+    assert str(e).startswith(
+        "x.topo:1: no node records found; unrecognised line 'bogus'; expected "
+    )
     moved = e.with_source("y.topo")
     assert isinstance(moved, TopologyError) and moved.expected == e.expected
     assert str(moved).startswith("y.topo:1:")
@@ -675,9 +677,21 @@ def test_fuzz_mutated_ports_report(ops: list[tuple[str, int, int, str]]) -> None
 def synthetic_text(hosts: int, down: int = 48, up: int = 16, spine_ports: int = 254) -> list[str]:
     """ibnetdiscover text of ``hosts`` CAs on leaves (``down`` hosts and ``up``
     uplinks each) and as many 254-port spines as the uplinks need.  LIDs are
-    0 for hosts (100k hosts do not fit into the unicast LID space anyway)."""
+    assigned (hosts 1.., then leaves, then spines) when they fit the unicast
+    range, else every LID is 0 (100k hosts do not fit: a fabric captured before
+    a subnet manager ran)."""
     leaves = -(-hosts // down)
     spines = -(-(leaves * up) // spine_ports)
+    with_lids = hosts + leaves + spines <= 0xBFFF
+
+    def hl(i: int) -> int:
+        return 1 + i if with_lids else 0
+
+    def ll(i: int) -> int:
+        return 1 + hosts + i if with_lids else 0
+
+    def sl(i: int) -> int:
+        return 1 + hosts + leaves + i if with_lids else 0
 
     def lg(i: int) -> int:
         return 0x0002C90300000000 + i
@@ -694,27 +708,30 @@ def synthetic_text(hosts: int, down: int = 48, up: int = 16, spine_ports: int = 
         g = lg(leaf)
         out += ["", "vendid=0x2c9", "devid=0xcb20", f"switchguid=0x{g:x}({g:x})",
                 f'Switch\t{down + up} "S-{g:016x}"\t\t# "leaf {leaf}" enhanced port 0 '
-                f"lid {1 + leaf} lmc 0"]
+                f"lid {ll(leaf)} lmc 0"]
         for k in range(min(down, hosts - leaf * down)):
             h = hg(leaf * down + k)
-            out.append(f'[{k + 1}]\t"H-{h:016x}"[1]({h + 1:x}) \t\t# "host" lid 0 4xEDR')
+            out.append(f'[{k + 1}]\t"H-{h:016x}"[1]({h + 1:x}) \t\t# "host" '
+                       f"lid {hl(leaf * down + k)} 4xEDR")
         for k in range(up):
             s, sp = divmod(leaf * up + k, spine_ports)
-            out.append(f'[{down + k + 1}]\t"S-{sg(s):016x}"[{sp + 1}]\t\t# "spine" lid 0 4xEDR')
+            out.append(f'[{down + k + 1}]\t"S-{sg(s):016x}"[{sp + 1}]\t\t# "spine" '
+                       f"lid {sl(s)} 4xEDR")
             spine_lines[s].append(
-                f'[{sp + 1}]\t"S-{g:016x}"[{down + k + 1}]\t\t# "leaf {leaf}" lid {1 + leaf} 4xEDR'
+                f'[{sp + 1}]\t"S-{g:016x}"[{down + k + 1}]\t\t# "leaf {leaf}" lid {ll(leaf)} 4xEDR'
             )
     for s in range(spines):
         out += ["", f"switchguid=0x{sg(s):x}({sg(s):x})",
-                f'Switch\t{spine_ports} "S-{sg(s):016x}"\t\t# "spine" base port 0 lid 0 lmc 0',
+                f'Switch\t{spine_ports} "S-{sg(s):016x}"\t\t# "spine" base port 0 '
+                f"lid {sl(s)} lmc 0",
                 *spine_lines[s]]
     for i in range(hosts):
         leaf, k = divmod(i, down)
         h = hg(i)
         out += ["", "vendid=0x2c9", "devid=0x1017", f"sysimgguid=0x{h:x}", f"caguid=0x{h:x}",
                 f'Ca\t1 "H-{h:016x}"\t\t# "host"',
-                f'[1]({h + 1:x}) \t"S-{lg(leaf):016x}"[{k + 1}]\t\t# lid 0 lmc 0 "leaf" '
-                f"lid {1 + leaf} 4xEDR"]
+                f'[1]({h + 1:x}) \t"S-{lg(leaf):016x}"[{k + 1}]\t\t# lid {hl(i)} lmc 0 "leaf" '
+                f"lid {ll(leaf)} 4xEDR"]
     return out
 
 
@@ -722,6 +739,7 @@ def test_synthetic_text_is_consistent() -> None:
     f = parse_topology(synthetic_text(1000))
     assert len(f.cas) == 1000 and len(f.switches) == 21 + 2
     assert f.n_links == 1000 + 21 * 16
+    assert int(f.port_lid.max()) == 1000 + 21 + 2 and f.port_by_lid(1) >= 0
 
 
 @pytest.mark.slow

@@ -35,9 +35,27 @@ full info), one record per node, records separated by blank lines::
   fixed tail of the line.
 * ``-g`` grouping lines (``Chassis N ...``, ``Non-Chassis Nodes``, ``Hostname:``)
   end the current record and are otherwise ignored.
-* CRLF line ends, leading/trailing white space and tabs-vs-spaces are accepted.
+* CRLF line ends, leading/trailing white space and tabs-vs-spaces are accepted,
+  and so are separators stripped altogether (``Switch41 "S-..."``, ``Ca2"H-..."``,
+  ``[1]"S-..."[2]#"desc" lid 3 4xEDR``), as copies of captures often have them.
+* A UTF-8 byte order mark is dropped (:func:`read_topology` also reads UTF-16
+  with a BOM, what a Windows shell's ``>`` writes).
+* Noise in captures as operators keep them (:mod:`smroute.fabric.ibtext`):
+  libibmad/infiniband-diags diagnostics (``src/query_smp.c:195; umad (...) bad
+  status 110; ...``, ``ibwarn: [1234] ...``, ``ibnetdiscover: iberror: ...``)
+  are skipped anywhere; other text (terminal prompts, ``Script started on ...``)
+  is skipped before the first record and after the last one.  Each skipped line
+  is a :class:`ParseWarning`; with ``strict=True`` it is an error.  Unknown text
+  *between* records stays an error.
+* ibdiagnet's ``ibdiagnet2.ibnetdiscover`` dialect: header comments, a port
+  label after the port number (``[1](1/1/1)``: ASIC/cage/port[/split] on
+  Quantum-2, ``(port/split)`` or ``(port)`` on Quantum; on CA lines a label
+  such as ``(1)`` or ``(B9D0F0/0/0/1)`` before the port GUID:
+  ``[1](1)(b0cf0e0300e5b948)``), which is ignored; ibdiagnet prints a CA's port
+  GUID equal to its node GUID, which is accepted as is.
 * Not supported: ``--diff`` output (lines prefixed ``<``/``>``), ``-l`` node
-  lists, ``-p`` (see :func:`parse_ports_report`).
+  lists, ``-p`` (see :func:`parse_ports_report`; :func:`read_fabric` and
+  :func:`detect_format` tell the two apart).
 
 What is stored: node type/GUID/port count/description, vendor/device id and
 system image GUID; switch port 0 GUID (from ``switchguid=..(portguid)``), LID and
@@ -52,7 +70,10 @@ of the node's port count; a port listed twice; an id line that does not match
 the head that follows; a reference to a node without a record (``ibnetdiscover``
 prints every node it reached, so this means truncated input); a link that its
 other end does not list back, or lists differently (with the remote port GUID,
-if given, checked against the remote's record); an input without any node.
+if given, checked against the remote's record); an input without any node;
+an end-port or switch port 0 without a unicast LID (0, 0xffff or multicast),
+unless no port has a LID at all (captured before a subnet manager ran); two
+ports whose LID ranges (``base .. base + 2**lmc - 1``) overlap.
 
 Ports report (``ibnetdiscover -p``)
 -----------------------------------
@@ -63,58 +84,51 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 import numpy as np
 
-from smroute.errors import InputError
-from smroute.fabric.model import SPEEDS, Fabric, FabricBuilder, FabricError, NodeType
-from smroute.fileio import read_lines
+from smroute.fabric.ibports import parse_ports_report, read_ports_report, report_line_match
+from smroute.fabric.ibtext import (
+    HEX,
+    KIND_NAME,
+    NUM,
+    SPEED_CODE,
+    WIDTHS,
+    ParseWarning,
+    Skipper,
+    TopologyError,
+    as_text,
+    check_lids,
+    check_range,
+    is_diagnostic,
+    read_text_lines,
+    with_bom_stripped,
+)
+from smroute.fabric.ibtext import excerpt as _excerpt
+from smroute.fabric.model import Fabric, FabricBuilder, FabricError, NodeType
 
 __all__ = [
+    "ParseWarning",
     "TopologyError",
+    "detect_format",
     "parse_ports_report",
     "parse_topology",
+    "read_fabric",
     "read_ports_report",
     "read_topology",
+    "require_switches",
 ]
 
 
-class TopologyError(InputError):
-    """ibnetdiscover text that cannot be parsed or is inconsistent.
-
-    ``line`` is the 1-based line number (``None`` when the problem is not tied
-    to one line, e.g. an empty input), ``expected`` says what the parser wanted
-    there (also part of the message), ``source`` names the input.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str | None = None,
-        line: int | None = None,
-        expected: str | None = None,
-    ) -> None:
-        self.expected = expected
-        if expected:
-            message = f"{message}; expected {expected}"
-        super().__init__(message, source=source, line=line)
-
-    def with_source(self, source: str) -> TopologyError:
-        """The same error, naming ``source``."""
-        err = super().with_source(source)
-        assert isinstance(err, TopologyError)
-        err.expected = self.expected
-        return err
-
-
 # ----------------------------------------------------------------- grammar
-_HEX = r"([0-9a-fA-F]{1,16}+)"
-_NUM = r"([0-9]{1,6}+)"
+_HEX = HEX
+_NUM = NUM
 _EXT = r"(?:\[ext\s*+[0-9]{1,6}+\])?"
+# ibdiagnet's port label after the port number: (1/1/1), (1/1/1/2), (65), (B9D0F0/0/0/1)
+_LABEL = r"(?:\(\s*+[0-9A-Za-z/]{1,64}+\s*+\))?"
 _WIDTH_SPEED = (
     r"(1x|2x|4x|8x|12x|\?\?)\s*+(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)"
 )
@@ -133,17 +147,25 @@ _CA_HEAD = re.compile(
     re.ASCII,
 )
 _SWITCH_PORT = re.compile(
-    rf'\[{_NUM}\]{_EXT}\s*+"([A-Za-z?])-{_HEX}"\[{_NUM}\]{_EXT}\s*+(?:\(\s*+{_HEX}\s*+\))?'
+    rf'\[{_NUM}\]{_EXT}\s*+{_LABEL}\s*+"([A-Za-z?])-{_HEX}"\[{_NUM}\]{_EXT}\s*+'
+    rf"(?:\(\s*+{_HEX}\s*+\))?"
     rf'\s*+(?:#\s*+"(.*)"\s++lid\s++{_NUM}\s++{_WIDTH_SPEED}{_FULL_INFO}{_XSIGO})?\s*+$',
     re.ASCII,
 )
+# [p] then (port guid), or ibdiagnet's (label)(port guid); one group alone is
+# the port GUID when it is hex, else a label.
 _CA_PORT = re.compile(
-    rf"\[{_NUM}\]{_EXT}\s*+(?:\(\s*+{_HEX}\s*+\))?"
+    rf"\[{_NUM}\]{_EXT}\s*+(?:\(\s*+([0-9A-Za-z/]{{1,64}}+)\s*+\))?\s*+(?:\(\s*+{_HEX}\s*+\))?"
     rf'\s*+"([A-Za-z?])-{_HEX}"\[{_NUM}\]{_EXT}\s*+(?:\(\s*+{_HEX}\s*+\))?'
     rf'\s*+(?:#\s*+lid\s++{_NUM}\s++lmc\s++{_NUM}\s++"(.*)"\s++lid\s++{_NUM}\s++'
     rf"{_WIDTH_SPEED}{_FULL_INFO})?\s*+$",
     re.ASCII,
 )
+_IS_HEX_GUID = re.compile(r"[0-9a-fA-F]{1,16}+", re.ASCII).fullmatch
+# what a port line or record head starts with, to tell a malformed one from other text
+_PORT_LIKE = re.compile(r"\[\s*+[0-9]++\s*+\](?:\s*+[\[(\"]|\s*+$)", re.ASCII).match
+_HEAD_LIKE = re.compile(r"(?:Switch|Hca|Ca|Rt)\s*+[0-9\"]", re.ASCII).match
+_BLANK_LID = re.compile(r"#.*\blid\s++(?:lmc\b|$)", re.ASCII).search
 _ID_LINE = re.compile(r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+=", re.ASCII)
 _ID_ANY = re.compile(
     rf"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+=\s*+0x{_HEX}"
@@ -163,10 +185,10 @@ _ID_FORMS = {
 }
 _GROUP_LINE = re.compile(r"(?:Chassis\s|Non-Chassis Nodes|Hostname:)", re.ASCII)
 
-_WIDTHS = {"1x": 1, "2x": 2, "4x": 4, "8x": 8, "12x": 12, "??": 0}
-_SPEED_CODE = {name: i for i, name in enumerate(SPEEDS)}
+_WIDTHS = WIDTHS
+_SPEED_CODE = SPEED_CODE
 _PREFIX = {NodeType.SWITCH: "S", NodeType.CA: "H", NodeType.ROUTER: "R"}
-_KIND_NAME = {NodeType.SWITCH: "switch", NodeType.CA: "CA", NodeType.ROUTER: "router"}
+_KIND_NAME = KIND_NAME
 
 _EXP_HEAD = 'a record head (Switch N "S-<guid>" # "<desc>" ... / Ca N "H-<guid>" ... / Rt ...)'
 _EXP_ANY = (
@@ -185,9 +207,10 @@ _EXP_SWITCH_HEAD = 'Switch <nports> "S-<guid>"  # "<desc>" enhanced|base port 0 
 _EXP_CA_HEAD = 'Ca <nports> "H-<guid>"  # "<desc>" (or Rt <nports> "R-<guid>" ...)'
 
 
-def _excerpt(text: str, limit: int = 60) -> str:
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return repr(text)
+def _malformed(what: str, line: str) -> str:
+    """The message for a malformed line; says so when its LID value is blank."""
+    hint = ": its LID is blank" if _BLANK_LID(line) else ""
+    return f"malformed {what} line {_excerpt(line)}{hint}"
 
 
 @dataclass
@@ -224,26 +247,13 @@ class _Ports:
     line: list[int] = field(default_factory=list)
 
 
-def _lines(lines: Iterable[str] | str) -> Iterator[tuple[int, str]]:
-    """Numbered, stripped lines; accepts a whole text, ``str`` or ``bytes`` items."""
-    items: Iterable[object] = lines
-    if isinstance(lines, str | bytes):
-        items = lines.splitlines()
-    for no, raw in enumerate(items, 1):
-        yield no, (raw if type(raw) is str else _as_text(raw)).strip()
-
-
-def _check_range(
-    value: int, lo: int, hi: int, what: str, no: int, source: str
-) -> int:
-    if not lo <= value <= hi:
-        raise TopologyError(
-            f"{what} {value} out of range", source=source, line=no, expected=f"{lo}..{hi}"
-        )
-    return value
-
-
-def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabric:
+def parse_topology(
+    lines: Iterable[str] | str,
+    source: str = "<input>",
+    *,
+    strict: bool = False,
+    warnings: list[ParseWarning] | None = None,
+) -> Fabric:
     """Parse ``ibnetdiscover`` topology text into a :class:`Fabric`.
 
     ``lines`` are the lines of the text (with or without line ends; a single
@@ -251,7 +261,29 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
     are numbered in record order.  Raises :class:`TopologyError` (and nothing
     else) for any malformed or inconsistent input; see the module docstring
     for the grammar and the checks.
+
+    Lines skipped as noise (diagnostics anywhere, other text before the first
+    or after the last record) are appended to ``warnings`` as
+    :class:`ParseWarning` in line order, also when parsing fails; with
+    ``strict`` each is a :class:`TopologyError` instead.
     """
+    skip = Skipper(source, strict, warnings, _EXP_ANY)
+    try:
+        nodes, ports, by_guid, where = _parse_records(lines, source, skip)
+        skip.finish()
+        if not nodes.kind:
+            raise skip.no_records("node records", "at least one Switch/Ca/Rt record")
+        return _build_topology(nodes, ports, by_guid, where, source, skip)
+    finally:
+        skip.flush()
+
+
+def _parse_records(
+    lines: Iterable[str] | str, source: str, skip: Skipper
+) -> tuple[_Nodes, _Ports, dict[int, int], dict[int, int]]:
+    """The line loop of :func:`parse_topology`: records, their port lines and
+    the lookups ``by_guid`` (node GUID -> node) and ``where`` (node * 256 +
+    port -> port line entry)."""
     nodes = _Nodes()
     ports = _Ports()
     by_guid: dict[int, int] = {}
@@ -264,9 +296,16 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
     cur = -1  # current node, -1 outside a record
     cur_is_switch = False
     cur_nports = 0
+    held = skip.held  # text after a record, an error if more records follow
 
     def err(msg: str, no: int | None, expected: str | None = None) -> TopologyError:
         return TopologyError(msg, source=source, line=no, expected=expected)
+
+    def other(no: int, line: str) -> None:
+        if is_diagnostic(line):
+            skip.diagnostic(no, line)
+        else:
+            skip.unknown(no, line)
 
     sw_port_match = _SWITCH_PORT.match
     ca_port_match = _CA_PORT.match
@@ -282,8 +321,8 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
 
     items: Iterable[object] = lines.splitlines() if isinstance(lines, str | bytes) else lines
     no = 0
-    for no, raw in enumerate(items, 1):
-        line = (raw if type(raw) is str else _as_text(raw)).strip()
+    for no, raw in enumerate(with_bom_stripped(items), 1):
+        line = (raw if type(raw) is str else as_text(raw)).strip()
         if not line:
             if pend_bits:
                 raise err(
@@ -294,21 +333,36 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
         c = line[0]
         if c == "[":
             if cur < 0:
-                raise err(
-                    f"port line outside a node record: {_excerpt(line)}", no,
-                    _EXP_HEAD + " before the port lines of a record",
-                )
+                if _PORT_LIKE(line):
+                    raise err(
+                        f"port line outside a node record: {_excerpt(line)}", no,
+                        _EXP_HEAD + " before the port lines of a record",
+                    )
+                other(no, line)
+                continue
             if cur_is_switch:
                 m = sw_port_match(line)
                 if m is None:
-                    raise err(f"malformed switch port line {_excerpt(line)}", no, _EXP_SWITCH_PORT)
+                    if not _PORT_LIKE(line):
+                        other(no, line)
+                        continue
+                    if held:
+                        skip.content()
+                    raise err(_malformed("switch port", line), no, _EXP_SWITCH_PORT)
                 pnum, rk, rg, rp, rpg, _d, _rl, w, s = m.groups()
                 own_guid = lid = lmc = 0
             else:
                 m = ca_port_match(line)
                 if m is None:
-                    raise err(f"malformed CA/router port line {_excerpt(line)}", no, _EXP_CA_PORT)
-                pnum, og, rk, rg, rp, rpg, lid_s, lmc_s, _d, _rl, w, s = m.groups()
+                    if not _PORT_LIKE(line):
+                        other(no, line)
+                        continue
+                    if held:
+                        skip.content()
+                    raise err(_malformed("CA/router port", line), no, _EXP_CA_PORT)
+                pnum, og1, og, rk, rg, rp, rpg, lid_s, lmc_s, _d, _rl, w, s = m.groups()
+                if og is None and og1 is not None and _IS_HEX_GUID(og1):
+                    og = og1  # [p](guid); otherwise og1 is an ibdiagnet label
                 own_guid = int(og, 16) if og else 0
                 lid = int(lid_s) if lid_s else 0
                 lmc = int(lmc_s) if lmc_s else 0
@@ -316,6 +370,8 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
                     raise err(f"LID {lid} out of range", no, "a LID in 0..65535")
                 if lmc > 7:
                     raise err(f"LMC {lmc} out of range", no, "an LMC in 0..7")
+            if held:
+                skip.content()
             p = int(pnum)
             if not 1 <= p <= cur_nports:
                 raise err(
@@ -350,13 +406,21 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
         if c == "S" and line.startswith("Switch"):
             m = _SWITCH_HEAD.match(line)
             if m is None:
-                raise err(f"malformed switch head line {_excerpt(line)}", no, _EXP_SWITCH_HEAD)
+                if not _HEAD_LIKE(line):
+                    other(no, line)
+                    continue
+                skip.content()
+                raise err(_malformed("switch head", line), no, _EXP_SWITCH_HEAD)
             np_s, letter, g_s, desc, lid_s, lmc_s = m.groups()
             kind = NodeType.SWITCH
         elif c in "CHR" and line.startswith(("Ca", "Hca", "Rt")):
             m = _CA_HEAD.match(line)
             if m is None:
-                raise err(f"malformed CA/router head line {_excerpt(line)}", no, _EXP_CA_HEAD)
+                if not _HEAD_LIKE(line):
+                    other(no, line)
+                    continue
+                skip.content()
+                raise err(_malformed("CA/router head", line), no, _EXP_CA_HEAD)
             word, np_s, letter, g_s, desc = m.groups()
             lid_s = lmc_s = None
             kind = NodeType.ROUTER if word == "Rt" else NodeType.CA
@@ -364,6 +428,8 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
             m = id_match(line)
             if m is not None:
                 # ---- an id line: key=0x<hex>[(<hex>)][ # comment]
+                if held or not skip.started:
+                    skip.content()
                 key_s, val_s, extra_s, comment = m.groups()
                 bit = id_bits[key_s]
                 if pend_bits & bit or (bit & _GUID_BITS and pend_bits & _GUID_BITS):
@@ -391,23 +457,33 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
                     pend_pguid = int(extra_s, 16) if extra_s else 0
                 continue
             if _GROUP_LINE.match(line):
+                skip.content()
                 if pend_bits:
                     raise err("id lines not followed by a record head", no, _EXP_HEAD)
                 cur = -1
                 continue
             if _ID_LINE.match(line):
+                skip.content()
                 key_s = line.split("=", 1)[0].strip()
                 raise err(f"malformed {key_s} line {_excerpt(line)}", no, _ID_FORMS[key_s])
-            raise err(f"unrecognised line {_excerpt(line)}", no, _EXP_ANY)
+            if is_diagnostic(line):
+                skip.diagnostic(no, line)
+            elif pend_bits:
+                raise err(f"unrecognised line {_excerpt(line)} after id lines", no, _EXP_HEAD)
+            else:
+                skip.unknown(no, line)
+            continue
 
         # ---- a record head
+        if held or not skip.started:
+            skip.content()
         want = _PREFIX[kind]
         if letter != want:
             raise err(
                 f'{_KIND_NAME[kind]} record with node id "{letter}-..."', no,
                 f'"{want}-<guid>" for a {_KIND_NAME[kind]}',
             )
-        nports = _check_range(int(np_s), 1, 255, "port count", no, source)
+        nports = check_range(int(np_s), 1, 255, "port count", no, source)
         guid = int(g_s, 16)
         if guid in by_guid:
             first = nodes.line[by_guid[guid]]
@@ -427,8 +503,8 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
                     f"{pend_guid:#018x} (line {pend_line})", no, "the same GUID",
                 )
         if kind == NodeType.SWITCH:
-            lid = _check_range(int(lid_s), 0, 0xFFFF, "LID", no, source) if lid_s else 0
-            lmc = _check_range(int(lmc_s), 0, 7, "LMC", no, source) if lmc_s else 0
+            lid = check_range(int(lid_s), 0, 0xFFFF, "LID", no, source) if lid_s else 0
+            lmc = check_range(int(lmc_s), 0, 7, "LMC", no, source) if lmc_s else 0
             nodes.p0.append((pend_pguid, lid, lmc))
         else:
             nodes.p0.append((0, 0, 0))
@@ -450,16 +526,7 @@ def parse_topology(lines: Iterable[str] | str, source: str = "<input>") -> Fabri
 
     if pend_bits:
         raise err("id lines at the end of the input without a record head", pend_line, _EXP_HEAD)
-    if not nodes.kind:
-        raise err("no node records found", None, "at least one Switch/Ca/Rt record")
-    return _build_topology(nodes, ports, by_guid, where, source)
-
-
-def _as_text(raw: object) -> str:
-    """A line given as ``bytes`` (decoded as UTF-8) or another object (``str()``)."""
-    if isinstance(raw, bytes | bytearray):
-        return raw.decode("utf-8", "replace")
-    return str(raw)
+    return nodes, ports, by_guid, where
 
 
 def _describe(nodes: _Nodes, n: int) -> str:
@@ -467,7 +534,8 @@ def _describe(nodes: _Nodes, n: int) -> str:
 
 
 def _build_topology(
-    nodes: _Nodes, ports: _Ports, by_guid: dict[int, int], where: dict[int, int], source: str
+    nodes: _Nodes, ports: _Ports, by_guid: dict[int, int], where: dict[int, int], source: str,
+    skip: Skipper,
 ) -> Fabric:
     """Resolve and check the links of parsed records and build the fabric."""
 
@@ -521,6 +589,8 @@ def _build_topology(
         if i < j:
             link_first.append(i)
 
+    _check_topology_lids(nodes, ports, skip)
+
     b_ = FabricBuilder()
     try:
         for n in range(len(kinds)):
@@ -548,6 +618,29 @@ def _build_topology(
         return b_.build()
     except FabricError as exc:  # pre-checked above; kept as a safety net
         raise TopologyError(exc.message, source=source) from exc
+
+
+def _check_topology_lids(nodes: _Nodes, ports: _Ports, skip: Skipper) -> None:
+    """:func:`~smroute.fabric.ibtext.check_lids` on every switch port 0 (its
+    record head) and every listed CA/router port (its port line)."""
+    switch = NodeType.SWITCH
+    sw = [n for n, k in enumerate(nodes.kind) if k == switch]
+    kinds, e_node = nodes.kind, ports.node
+    ep = [i for i in range(len(e_node)) if kinds[e_node[i]] != switch]
+    p0 = nodes.p0
+    lid = [p0[n][1] for n in sw] + [ports.lid[i] for i in ep]
+    lmc = [p0[n][2] for n in sw] + [ports.lmc[i] for i in ep]
+    line = [nodes.line[n] for n in sw] + [ports.line[i] for i in ep]
+
+    def name(k: int) -> str:
+        if k < len(sw):
+            return f"port 0 of switch {_describe(nodes, sw[k])}"
+        i = ep[k - len(sw)]
+        g = ports.guid[i]
+        guid = f" (port GUID {g:#018x})" if g else ""
+        return f"port {ports.port[i]}{guid} of {_describe(nodes, e_node[i])}"
+
+    check_lids(lid, lmc, line, name, skip, n_switches=len(sw))
 
 
 def _link_error(
@@ -596,263 +689,81 @@ def _link_error(
     )
 
 
-def read_topology(path: str | os.PathLike[str]) -> Fabric:
-    """Read and parse an ``ibnetdiscover`` topology file.
+def read_topology(
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    warnings: list[ParseWarning] | None = None,
+) -> Fabric:
+    """Read and parse an ``ibnetdiscover`` topology file (see
+    :func:`parse_topology` for ``strict`` and ``warnings``).
 
     Errors name ``path``; a missing or unreadable file is an :class:`InputError`.
     """
-    lines = _read(path)
-    return parse_topology(lines, os.fspath(path))
+    lines = read_text_lines(path)
+    return parse_topology(lines, os.fspath(path), strict=strict, warnings=warnings)
 
 
-def _read(path: str | os.PathLike[str]) -> list[str]:
-    try:
-        return read_lines(path)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=os.fspath(path)) from exc
-
-
-# ------------------------------------------------------------ ports report
-_REPORT_LINE = re.compile(
-    rf"(SW|CA|RT|\?\?)\s++{_NUM}\s++{_NUM}\s++0x{_HEX}\s++(1x|2x|4x|8x|12x|\?\?)\s++"
-    r"(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)"
-    rf"(?:\s++-\s++(SW|CA|RT|\?\?)\s++{_NUM}\s++{_NUM}\s++0x{_HEX}\s++\(\s*+'(.*)'\s++-\s++'(.*)'\s*+\)"
-    r"|\s++'(.*)')\s*+$",
+_FORMAT_HINT = re.compile(
+    r"(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+="
+    r"|(?:Switch|Hca|Ca|Rt)\s*+[0-9]|\[\s*+[0-9]|Chassis\s|Non-Chassis Nodes",
     re.ASCII,
-)
-_EXP_REPORT = (
-    "a ports report line: <SW|CA|RT> <lid> <port> 0x<port guid> <width> <speed> "
-    "[- <SW|CA|RT> <lid> <port> 0x<guid> ( '<desc>' - '<remote desc>' ) | '<desc>']"
-)
-_REPORT_KIND = {"SW": NodeType.SWITCH, "CA": NodeType.CA, "RT": NodeType.ROUTER}
+).match
 
 
-def parse_ports_report(lines: Iterable[str] | str, source: str = "<input>") -> Fabric:
-    """Parse the ports report of ``ibnetdiscover -p`` into a :class:`Fabric`.
+def detect_format(lines: Iterable[str]) -> Literal["topology", "ports"]:
+    """Which ``ibnetdiscover`` output ``lines`` are: ``"ports"`` for the ports
+    report of ``ibnetdiscover -p``, else ``"topology"``.
 
-    Each line is one port (``dump_ports_report``; a node's ports are printed
-    together, highest port first)::
-
-        SW     3  1 0x0000000000200001 4x SDR - CA     5  1 0x0000000000100004 ( 'sw' - 'hca' )
-        SW     3  9 0x0000000000200001 4x SDR                                    'sw'
-
-    i.e. node type, LID (a switch's port-0 LID; a CA port's base LID), port
-    number, *port* GUID, width, speed, then the remote port in the same form
-    and both descriptions, or only the own description for an unconnected port.
-
-    The report lacks what the topology text has, so the fabric is built as far
-    as it allows:
-
-    * **Node GUIDs are not printed.**  A switch's node GUID is taken to be its
-      port GUID (also stored as its port-0 GUID; usually equal).  A CA/router's
-      node GUID is inferred as ``port GUID - port number`` of its highest listed
-      port (the usual vendor and ibsim convention), or, if that collides with
-      another node, that port's GUID itself.
-    * **Node boundaries**: consecutive switch lines with the same port GUID are
-      one switch.  Consecutive CA/router lines are one node when they have the
-      same type and description, strictly decreasing port numbers and port
-      GUIDs that differ by the port numbers' difference; otherwise a new node
-      starts.  A switch seen again later is a duplicate.
-    * **Port counts are not printed**: a node's port count is the highest port
-      number listed for it.  Switches list every port, so theirs are exact; a
-      CA lists only ports that were reached, so a 2-port HCA with port 2 down
-      comes out with 1 port.
-    * LMCs are not printed (stored as 0).  Width and speed are stored for
-      linked ports only (an unconnected port's active width is meaningless).
-    * Descriptions are split at the last ``' - '`` inside ``( ... )``, so an own
-      description containing ``' - '`` is read wrongly (only in this report).
-
-    Every link must be listed from both ends and agree (like
-    :func:`parse_topology`); any problem raises :class:`TopologyError`.
+    Decided by the first meaningful line: blank lines, comments, diagnostics
+    and other text (a terminal prompt) are passed over until a line looks like
+    topology text (an id line, a record head, a port line) or like a ports
+    report line.  Undecided input is ``"topology"`` (its parser explains).
     """
-
-    def err(msg: str, no: int | None, expected: str | None = None) -> TopologyError:
-        return TopologyError(msg, source=source, line=no, expected=expected)
-
-    # per node
-    n_kind: list[NodeType] = []
-    n_desc: list[str] = []
-    n_maxport: list[int] = []
-    n_line: list[int] = []
-    n_pguid: list[int] = []  # switch: port GUID; CA: GUID of first (highest) listed port
-    n_lid: list[int] = []  # switch port-0 LID
-    sw_by_guid: dict[int, int] = {}
-    ca_port_by_guid: dict[int, tuple[int, int]] = {}  # port guid -> (node, port)
-    # per port line
-    e_node: list[int] = []
-    e_port: list[int] = []
-    e_pguid: list[int] = []  # the line's port GUID
-    e_lid: list[int] = []
-    e_width: list[int] = []
-    e_speed: list[int] = []
-    e_line: list[int] = []
-    e_remote: list[tuple[NodeType, int, int] | None] = []
-    where: dict[int, int] = {}
-
-    cur = -1
-    last_port = 0
-    last_guid = 0
-    for no, line in _lines(lines):
+    for raw in with_bom_stripped(lines):
+        line = (raw if type(raw) is str else as_text(raw)).strip()
         if not line or line[0] == "#":
             continue
-        m = _REPORT_LINE.match(line)
-        if m is None:
-            raise err(f"malformed ports report line {_excerpt(line)}", no, _EXP_REPORT)
-        (t, lid_s, p_s, g_s, w, s, rt, rlid_s, rp_s, rg_s, own_d, _rem_d, lone_d) = m.groups()
-        if t not in _REPORT_KIND:
-            raise err(f"node type {t!r}", no, "SW, CA or RT")
-        kind = _REPORT_KIND[t]
-        lid = _check_range(int(lid_s), 0, 0xFFFF, "LID", no, source)
-        p = _check_range(int(p_s), 1, 255, "port number", no, source)
-        g = int(g_s, 16)
-        desc = own_d if own_d is not None else lone_d
-        assert desc is not None
-        if kind == NodeType.SWITCH:
-            same = cur >= 0 and n_kind[cur] == kind and last_guid == g
-            if same and lid != n_lid[cur]:
-                raise err(f"switch LID {lid} differs from {n_lid[cur]}", no, "one LID per switch")
-        else:
-            same = (
-                cur >= 0 and n_kind[cur] == kind and n_desc[cur] == desc and p < last_port
-                and last_guid - g == last_port - p
-            )
-        if not same:
-            if kind == NodeType.SWITCH:
-                if g in sw_by_guid:
-                    raise err(
-                        f"switch with port GUID {g:#x} listed again (first on line "
-                        f"{n_line[sw_by_guid[g]]})", no, "each node's ports listed together",
-                    )
-                sw_by_guid[g] = len(n_kind)
-            cur = len(n_kind)
-            n_kind.append(kind)
-            n_desc.append(desc)
-            n_maxport.append(p)
-            n_line.append(no)
-            n_pguid.append(g)
-            n_lid.append(lid if kind == NodeType.SWITCH else 0)
-        else:
-            n_maxport[cur] = max(n_maxport[cur], p)
-        key = cur * 256 + p
-        if key in where:
-            raise err(
-                f"port {p} listed twice (first on line {e_line[where[key]]})", no,
-                "each port once",
-            )
-        if kind != NodeType.SWITCH:
-            if g in ca_port_by_guid:
-                raise err(f"duplicate port GUID {g:#x}", no, "port GUIDs unique")
-            ca_port_by_guid[g] = (cur, p)
-        last_port, last_guid = p, g
-        where[key] = len(e_node)
-        e_node.append(cur)
-        e_port.append(p)
-        e_pguid.append(g)
-        e_lid.append(lid if kind != NodeType.SWITCH else 0)
-        e_line.append(no)
-        if rt is not None:
-            if rt not in _REPORT_KIND:
-                raise err(f"remote node type {rt!r}", no, "SW, CA or RT")
-            _check_range(int(rlid_s), 0, 0xFFFF, "remote LID", no, source)
-            rp = _check_range(int(rp_s), 1, 255, "remote port number", no, source)
-            e_remote.append((_REPORT_KIND[rt], int(rg_s, 16), rp))
-            e_width.append(_WIDTHS[w])
-            e_speed.append(_SPEED_CODE[s])
-        else:
-            e_remote.append(None)
-            e_width.append(0)
-            e_speed.append(0)
-
-    if not n_kind:
-        raise err("no ports found", None, "at least one ports report line")
-
-    # node GUIDs
-    n_guid: list[int] = []
-    taken = set(sw_by_guid)
-    for n, kind in enumerate(n_kind):
-        if kind == NodeType.SWITCH:
-            n_guid.append(n_pguid[n])
-            continue
-        g = n_pguid[n] - n_maxport[n]
-        if g < 0 or g in taken:
-            g = n_pguid[n]
-        if g in taken:
-            raise err(
-                f"cannot infer a unique node GUID for the {_KIND_NAME[kind]} listed first "
-                f"here (port GUID {n_pguid[n]:#x})", n_line[n], "unique GUIDs",
-            )
-        taken.add(g)
-        n_guid.append(g)
-
-    # resolve links
-    n_entries = len(e_node)
-    peer = [-1] * n_entries
-    firsts: list[int] = []
-    for i in range(n_entries):
-        r = e_remote[i]
-        if r is None:
-            continue
-        rkind, rg, rp = r
-        no = e_line[i]
-        if rkind == NodeType.SWITCH:
-            b = sw_by_guid.get(rg, -1)
-            rport = rp
-        else:
-            b, rport = ca_port_by_guid.get(rg, (-1, 0))
-            if b >= 0 and rport != rp:
-                raise err(
-                    f"remote port GUID {rg:#x} is port {rport} of its node, not port {rp}", no,
-                    "the remote port number of that GUID",
-                )
-        if b < 0 or n_kind[b] != rkind:
-            raise err(
-                f"remote port {rg:#x}[{rp}] is not listed in the report (truncated input?)", no,
-                "every linked port listed",
-            )
-        j = where.get(b * 256 + rport)
-        a, p = e_node[i], e_port[i]
-        back = e_remote[j] if j is not None else None
-        ok = False
-        if j is not None and back is not None and j != i:
-            bk, bg, bp = back
-            ok = bk == n_kind[a] and bg == e_pguid[i] and bp == p
-        if not ok:
-            where_b = f" (line {e_line[j]})" if j is not None else ""
-            raise err(
-                f"one-sided link: port {p} links to {rg:#x}[{rp}], whose line{where_b} does not "
-                "link back", no, "both ends of every link to list each other",
-            )
-        assert j is not None
-        peer[i] = j
-        if i < j:
-            firsts.append(i)
-
-    builder = FabricBuilder()
-    try:
-        for n, kind in enumerate(n_kind):
-            builder.add_node(kind, n_guid[n], n_maxport[n], n_desc[n])
-            if kind == NodeType.SWITCH:
-                builder.set_port(n, 0, guid=n_pguid[n], lid=n_lid[n])
-        for i in range(n_entries):
-            a = e_node[i]
-            guid = 0 if n_kind[a] == NodeType.SWITCH else e_pguid[i]
-            j = peer[i]
-            builder.set_port(
-                a, e_port[i], guid=guid, lid=e_lid[i],
-                width=e_width[i] or (e_width[j] if j >= 0 else 0),
-                speed=e_speed[i] or (e_speed[j] if j >= 0 else 0),
-            )
-        if firsts:
-            f = np.array(firsts, dtype=np.int64)
-            s = np.array(peer, dtype=np.int64)[f]
-            en = np.array(e_node, dtype=np.int64)
-            ep = np.array(e_port, dtype=np.int64)
-            builder.add_links_rows(en[f], ep[f], en[s], ep[s])
-        return builder.build()
-    except FabricError as exc:
-        raise TopologyError(exc.message, source=source) from exc
+        if report_line_match(line):
+            return "ports"
+        if _FORMAT_HINT(line):
+            return "topology"
+    return "topology"
 
 
-def read_ports_report(path: str | os.PathLike[str]) -> Fabric:
-    """Read and parse an ``ibnetdiscover -p`` ports report file."""
-    return parse_ports_report(_read(path), os.fspath(path))
+def read_fabric(
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    warnings: list[ParseWarning] | None = None,
+) -> Fabric:
+    """Read an ``ibnetdiscover`` file in either format (:func:`detect_format`):
+    topology text (also ibdiagnet's dialect) or the ``-p`` ports report."""
+    lines = read_text_lines(path)
+    parse = parse_ports_report if detect_format(lines) == "ports" else parse_topology
+    return parse(lines, os.fspath(path), strict=strict, warnings=warnings)
+
+
+def require_switches(fabric: Fabric, source: str | None = None) -> None:
+    """Raise a :class:`TopologyError` explaining a fabric without any switch.
+
+    ``ibnetdiscover`` run from a host whose port is down, or before a subnet
+    manager brought the port up, sees only its own CA: a partial discovery
+    with nothing to route (and nothing a fabric summary can rank).
+    """
+    if len(fabric.switches):
+        return
+    n_ca = len(fabric.cas) + len(fabric.routers)
+    cas = f"{n_ca} CA{'s' if n_ca != 1 else ''}"
+    if fabric.n_links == 0:
+        msg = (
+            f"a partial discovery: it saw {cas} and no switch (the port ibnetdiscover "
+            "ran from is not up, or no subnet manager is running); rerun ibnetdiscover "
+            "from a host whose port is up (Active), with a subnet manager running"
+        )
+    else:
+        msg = (
+            f"no switch: {cas} linked back to back, {fabric.n_links} "
+            f"link{'s' if fabric.n_links != 1 else ''}; nothing to route"
+        )
+    raise TopologyError(msg, source=source, expected="a fabric with at least one switch")
