@@ -41,6 +41,7 @@ _SIMPLE = ("a2a", "rp", "sp")
 def register(subparsers: Any) -> None:
     """Add the ``analyze`` command to ``subparsers``."""
     from smroute.analysis.patterns import CPS
+    from smroute.cli.inputs import add_strict_option
 
     p = subparsers.add_parser(
         "analyze",
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
                    "ibroute/dump_fts output, opensm.fdbs, smroute JSON)")
     p.add_argument("--fabric", required=True, metavar="FILE",
                    help="the ibnetdiscover topology the tables route")
+    add_strict_option(p)
     p.add_argument("--pattern", required=True, type=parse_pattern, metavar="P",
                    help="a2a | rp | sp | cps:NAME")
     p.add_argument("--order", default="topo", metavar="ORDER",
@@ -108,7 +110,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise InputError("--samples and --orders must be at least 1")
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric} and {args.tables}")
-    fabric = load_fabric(args.fabric)
+    fabric = load_fabric(args.fabric, strict=args.strict)
     tables = load_tables(args.tables)
     view = routing_view(fabric, tables)
     prog.done("read", t, f"{view.n_endports} end-ports, {view.n_switches} switches")

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from smroute.cli.inputs import load_fabric
+from smroute.cli.inputs import add_strict_option, load_fabric
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_summary"]
@@ -32,6 +32,7 @@ def register(subparsers: Any) -> None:
         "parallel links and anomalies.",
     )
     s.add_argument("file", metavar="FILE", help="ibnetdiscover topology file")
+    add_strict_option(s)
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument(
         "--max-items", type=int, default=100, metavar="N",
@@ -47,7 +48,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     if args.max_items < 0:
         raise InputError("--max-items must be >= 0")
-    fabric = load_fabric(args.file)
+    fabric = load_fabric(args.file, strict=args.strict)
     summary = summarize(fabric, source=args.file, max_items=args.max_items)
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=2)

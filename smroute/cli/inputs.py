@@ -3,19 +3,26 @@
 Every reader turns a missing/unreadable file, a binary file or a parse error
 into an :class:`~smroute.errors.InputError` naming the file (and the line
 where the parser knows it), which the CLI prints without a traceback and
-exits 2.
+exits 2.  Lines a fabric parser skipped (terminal prompts, ibnetdiscover
+diagnostics, ...) are printed to stderr as ``FILE:LINE: warning: skipped ...``;
+``--strict`` (:func:`add_strict_option`) makes them errors.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from smroute.errors import InputError
 from smroute.fabric.model import Fabric
 from smroute.tables.lft import ForwardingTables
 
-__all__ = ["load_fabric", "load_tables"]
+if TYPE_CHECKING:
+    from smroute.fabric.ibtext import ParseWarning
+
+__all__ = ["add_strict_option", "load_fabric", "load_tables"]
 
 T = TypeVar("T")
 
@@ -31,11 +38,35 @@ def _guarded(read: Callable[[str], T], path: str) -> T:
         raise InputError(f"not a text file ({err.reason})", source=path) from None
 
 
-def load_fabric(path: str) -> Fabric:
-    """The fabric of an ibnetdiscover topology file."""
-    from smroute.fabric.ibnetdiscover import read_topology
+def add_strict_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--strict`` (``args.strict``) to a command that reads a fabric file
+    with :func:`load_fabric`."""
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="fail on any line of the fabric file that would be skipped with a warning "
+        "(terminal prompts, ibnetdiscover diagnostics, text around the records, links "
+        "to ports a ports report does not list, switches without a LID)",
+    )
 
-    return _guarded(read_topology, path)
+
+def load_fabric(path: str, *, strict: bool = False) -> Fabric:
+    """The fabric of an ``ibnetdiscover`` file: topology text (also ibdiagnet's
+    ``.ibnetdiscover``) or the ports report of ``ibnetdiscover -p``, told apart
+    by its first meaningful line.
+
+    Each skipped line is printed to stderr as a warning (``strict``: an error).
+    A fabric without any switch (a partial discovery) is an error explaining it.
+    """
+    from smroute.fabric.ibnetdiscover import read_fabric, require_switches
+
+    warnings: list[ParseWarning] = []
+    try:
+        fabric = _guarded(lambda p: read_fabric(p, strict=strict, warnings=warnings), path)
+    finally:
+        for w in warnings:
+            print(w, file=sys.stderr)
+    require_switches(fabric, path)
+    return fabric
 
 
 def load_tables(path: str) -> ForwardingTables:

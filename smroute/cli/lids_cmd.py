@@ -41,6 +41,8 @@ _FORMATS = ("table", "csv", "json")
 
 def register(subparsers: Any) -> None:
     """Add the ``lids`` command to ``subparsers``."""
+    from smroute.cli.inputs import add_strict_option
+
     p = subparsers.add_parser(
         "lids",
         help="choose per (source, destination) rank the DLID that avoids hot spots (LMC)",
@@ -50,6 +52,7 @@ def register(subparsers: Any) -> None:
         "launcher can load, and the hot-spot degree (HSD) against base LIDs.",
     )
     p.add_argument("--fabric", required=True, metavar="F", help="ibnetdiscover topology file")
+    add_strict_option(p)
     p.add_argument("--job", required=True, metavar="HOSTS",
                    help="host list, one per line in rank order (node description or 0x-GUID)")
     p.add_argument("--pattern", default="shift", metavar="NAME",
@@ -127,7 +130,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
     if args.lmc is not None and not 0 <= args.lmc <= 7:
         raise InputError(f"--lmc must be 0..7, got {args.lmc}")
     entries = read_job(args.job)
-    fabric = load_fabric(args.fabric)
+    fabric = load_fabric(args.fabric, strict=args.strict)
     # resolve hosts on the fabric before routing (errors first, cheaply)
     from smroute.tables.lft import ForwardingTables
 

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from smroute.cli.inputs import load_fabric
+from smroute.cli.inputs import add_strict_option, load_fabric
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_route", "hop_table", "Progress"]
@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
         "3 the fabric cannot be routed.",
     )
     p.add_argument("fabric", metavar="FABRIC", help="ibnetdiscover topology file")
+    add_strict_option(p)
     p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
                    help="routing algorithm (default dmodc)")
     p.add_argument("--lmc", type=int, default=None, metavar="N",
@@ -161,7 +162,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric}")
-    fabric = load_fabric(args.fabric)
+    fabric = load_fabric(args.fabric, strict=args.strict)
     n_sw, n_ca = len(fabric.switches), len(fabric.cas)
     prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
 
