@@ -122,7 +122,8 @@ def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     Leaves are taken in GUID order; each step takes the first remaining leaf
     ``l`` and every remaining leaf at cost ``<= mu`` from it (``mu`` = the
     smallest cost from ``l`` to another remaining leaf), and numbers their
-    end-ports in port order; end-ports on non-leaf switches follow.  Returns ``t`` shape ``(E,)`` int64, a permutation
+    end-ports in port order; end-ports on non-leaf switches follow.
+    Returns ``t`` shape ``(E,)`` int64, a permutation
     of ``0 .. E-1`` aligned with ``g.ep_row``.
     """
     leaves = g.leaves

@@ -32,10 +32,10 @@ from smroute.errors import RoutingError
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
 from smroute.routing import dmodc, dmodk
-from smroute.routing.dmodc import INF, Destinations
+from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
-from smroute.routing.topology import SwitchGraph, rooted_graph, switch_graph
-from smroute.routing.validate import DEAD_END, OK, Validation, validate, walk
+from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
+from smroute.routing.validate import Validation, validate
 from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["ALGORITHMS", "RoutingResult", "route", "validate_result"]
@@ -149,7 +149,7 @@ def route(
             sub = _subset(dest, need)
             ports2 = _tables(fabric, algorithm, p, g2, c2, pi2, sub)
             ports[:, sub.lid] = ports2[:, sub.lid]
-            if _updown_in(g2, ports, dest, c):
+            if _updown_in(g, g2, ports, dest, ~need):
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
                           "up*/down* path in the tree; routed through the turn root")
@@ -234,15 +234,41 @@ def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
                         owner=dest.owner[sel])
 
 
-def _updown_in(g: SwitchGraph, ports: np.ndarray, dest: Destinations, c: np.ndarray) -> bool:
-    """Whether every route that end-port traffic takes is up*/down* in
-    ``g``'s orientation (so the tables are free of credit loops) and
-    delivered: from every switch carrying end-ports to every end-port cables
-    join it to, and to every switch LID it has an up*/down* path to in the
-    tree (encoded costs ``c``); the others may stay unrouted, not misrouted."""
-    src = np.unique(g.ep_switch)
-    src = src[g.rank[src] >= 0]
-    status, _ = walk(g, ports, dest, src)
-    same = g.component[src][:, None] == g.component[dest.target][None, :]
-    required = (same & ~dest.is_switch[None, :]) | (c[src[:, None], dest.target[None, :]] < INF)
-    return bool(((status == OK) | (~required & (status == DEAD_END))).all())
+def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destinations,
+               tree_cols: np.ndarray) -> bool:
+    """Whether every route of the destinations ``tree_cols`` ``(D,)`` bool,
+    routed up*/down* in ``g1``'s orientation, is up*/down* in ``g2``'s too
+    (the other columns are routed in ``g2``'s: then every route is, and the
+    tables are free of credit loops).
+
+    A route leaves ``g2``'s up*/down* only where it enters a switch ``b`` by a
+    ``g2``-down link and leaves it by a ``g2``-up link.  Routes that follow
+    ``g1`` can do so only through a *risky* link ``a -> b``: a ``g2``-down link
+    into a switch with a ``g2``-up link the route may take next (any, after a
+    ``g1``-up move; a ``g1``-down one after a ``g1``-down move).  So only the
+    rows of the switches with a risky link are read, for the next hop and the
+    one after it: a few rows on a complete tree, never a walk of every pair.
+    """
+    n = g1.n_switches
+    sw, rem = g1.grp_switch, g1.grp_remote
+    up1 = g1.rank[rem] > g1.rank[sw]
+    up2 = g2.rank[rem] > g2.rank[sw]
+    up_after_up = np.zeros(n, dtype=bool)
+    up_after_up[sw[up2]] = True
+    up_after_down = np.zeros(n, dtype=bool)
+    up_after_down[sw[up2 & ~up1]] = True
+    risky = ~up2 & np.where(up1, up_after_up[rem], up_after_down[rem])
+    rows = np.unique(sw[risky])
+    if not len(rows) or not tree_cols.any():
+        return True
+    risky_pair = np.zeros((n, n), dtype=bool)
+    risky_pair[sw[risky], rem[risky]] = True
+    nxt = next_switch(g1)
+    lids = dest.lid[tree_cols]
+    p1 = ports[rows][:, lids].astype(np.int64)
+    b = np.where(p1 == NO_ROUTE, -1, nxt[rows[:, None], np.minimum(p1, nxt.shape[1] - 1)])
+    hit = (b >= 0) & risky_pair[rows[:, None], np.maximum(b, 0)]
+    hb, hc = b[hit], np.nonzero(hit)[1]
+    p2 = ports[hb, lids[hc]].astype(np.int64)
+    c = np.where(p2 == NO_ROUTE, -1, nxt[hb, np.minimum(p2, nxt.shape[1] - 1)])
+    return not bool(((c >= 0) & (g2.rank[np.maximum(c, 0)] > g2.rank[hb])).any())

@@ -128,12 +128,13 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> 
 
 def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
     empty = np.zeros(0, dtype=np.int64)
-    fields = {f: a["g_" + f] for f in GRAPH_FIELDS}
     return SwitchGraph(
         sw_node=empty, sw_guid=empty, sw_lid=empty, n_up=empty, grp_switch=empty,
         ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
         is_leaf=empty.astype(bool), component=empty,
-        **fields,
+        rank=a["g_rank"], grp_first=a["g_grp_first"], grp_count=a["g_grp_count"],
+        grp_remote=a["g_grp_remote"], grp_port_first=a["g_grp_port_first"],
+        grp_port_count=a["g_grp_port_count"], grp_ports=a["g_grp_ports"],
     )
 
 

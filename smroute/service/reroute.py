@@ -31,9 +31,9 @@ from collections.abc import Callable
 import numpy as np
 
 from smroute.fabric.model import Fabric
+from smroute.fabric.roles import fabric_roles
 from smroute.routing import dmodc
 from smroute.routing.dmodc import Destinations
-from smroute.fabric.roles import fabric_roles
 from smroute.routing.engine import RoutingResult, route, turn_destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, switch_graph
