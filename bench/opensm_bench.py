@@ -24,7 +24,7 @@ import numpy as np
 from benchinfo import machine
 
 from smroute.fabric.generate import pgft
-from smroute.fabric.summary import switch_ranks
+from smroute.fabric.roles import fabric_roles
 from smroute.fileio import atomic_write_text
 from smroute.live.harness import ChangeFigures, OpenSMChain
 
@@ -41,7 +41,7 @@ def run(name: str, cuts: int, seed: int, debounce: float,
     label, (h, m, w, p) = SHAPES[name]
     fabric = pgft(h, list(m), list(w), list(p))
     rng = np.random.default_rng(seed)
-    rank, _ = switch_ranks(fabric)
+    rank = fabric_roles(fabric).rank
     leaves = fabric.switches[rank[fabric.switches] == 0]
     spines = fabric.switches[rank[fabric.switches] == rank.max()]
     figs: list[ChangeFigures] = []

@@ -6,25 +6,24 @@ via :func:`format_summary`).  All per-link and per-node work is vectorized.
 
 Definitions
 -----------
+Roles and ranks come from :mod:`smroute.fabric.roles`, the one model that
+routing, analysis and the daemon use too: leaf switches carry hosts
+(aggregation nodes do not count), every other switch's rank is its hop
+distance from the leaves.
+
 * **host link**: a link between a switch and a CA; ``ca_links[s]`` counts them
-  per switch.  Routers are counted but treated as neither host nor switch.
-* **misplaced-host switch**: a switch ``s`` with host links that is linked to a
-  switch ``t`` which also has host links and ``ca_links[t] > ca_links[s]``.  (In
-  a fat-tree no two leaf switches are linked, so of two linked switches that both
-  carry hosts the one with fewer hosts is taken to be an upper switch with a
-  stray host cabled to it.)
-* **leaf switches**: switches with host links that are not misplaced-host switches.
-* **rank**: BFS distance over switch-to-switch links from the leaf switches
-  (leaves have rank 0); ``-1`` for a switch no leaf reaches.
+  per switch (aggregation nodes included).  Routers are counted but treated
+  as neither host nor switch.
 * **up / down links** of a switch of rank ``r``: its links to switches of rank
   ``r + 1`` / ``r - 1``; for leaves, down links are host links.
 
 Anomalies
 ---------
 ``hosts_on_non_leaf``
-    switches with host links and rank > 0, i.e. a CA attached to a switch that
-    also has a switch neighbour at a lower rank (the misplaced-host switches a
-    leaf reaches).
+    switches of rank > 0 that carry hosts (aggregation nodes do not count):
+    service hosts on spines, or stray cables.
+``self_loops``
+    cables looped back to the same switch (never used by routing).
 ``unranked_switches``
     switches no leaf reaches (no CA and no path to one): rank -1.
 ``disconnected``
@@ -33,7 +32,8 @@ Anomalies
     links whose two ports both report a width (or speed) and disagree.
 ``same_rank_links``
     switch-to-switch links between two switches of the same rank (a fat-tree
-    has none; two leaves linked with the same number of hosts shows here).
+    has none; two leaves linked with the same number of hosts shows here;
+    never used by tree routing).
 ``missing_up_links`` / ``missing_down_links``
     switches with fewer up (down) links than the most any switch of their rank
     has, i.e. missing links against a regular tree.  Up links are only checked
@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.graph import bfs_distance, components
+from smroute.fabric.graph import components
 from smroute.fabric.model import SPEEDS, Fabric, NodeType
+from smroute.fabric.roles import REASONS, EndportRole, FabricRoles, SwitchRole, fabric_roles
 
 __all__ = [
     "ANOMALY_KINDS",
@@ -62,7 +63,6 @@ __all__ = [
     "components",
     "format_summary",
     "summarize",
-    "switch_ranks",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -70,6 +70,7 @@ IntArray = npt.NDArray[np.int64]
 #: Anomaly kinds, in report order.
 ANOMALY_KINDS: tuple[str, ...] = (
     "hosts_on_non_leaf",
+    "self_loops",
     "unranked_switches",
     "disconnected",
     "link_mismatch",
@@ -80,10 +81,11 @@ ANOMALY_KINDS: tuple[str, ...] = (
 
 _ANOMALY_TITLES: dict[str, str] = {
     "hosts_on_non_leaf": "hosts on non-leaf switches",
+    "self_loops": "cables looped back to the same switch (unused)",
     "unranked_switches": "switches with no CA and no path to a leaf",
     "disconnected": "disconnected components (besides the largest)",
     "link_mismatch": "links whose ends disagree on width/speed",
-    "same_rank_links": "links between switches of the same rank",
+    "same_rank_links": "links between switches of the same rank (unused by tree routing)",
     "missing_up_links": "switches with fewer up-links than their level's max",
     "missing_down_links": "switches with fewer down-links than their level's max",
 }
@@ -134,6 +136,9 @@ class FabricSummary:
     parallel_items: tuple[dict[str, Any], ...]
     component_sizes: tuple[int, ...]
     anomalies: dict[str, tuple[int, tuple[dict[str, Any], ...]]] = field(default_factory=dict)
+    roles: tuple[dict[str, Any], ...] = ()
+    routing_mode: str = "tree"
+    why_not_tree: str = ""
 
     @property
     def ok(self) -> bool:
@@ -165,6 +170,9 @@ class FabricSummary:
             },
             "components": {"count": len(self.component_sizes),
                            "sizes": list(self.component_sizes)},
+            "roles": list(self.roles),
+            "routing_mode": self.routing_mode,
+            "why_not_tree": self.why_not_tree,
             "anomalies": {
                 k: {"total": total, "items": list(items)}
                 for k, (total, items) in self.anomalies.items()
@@ -201,34 +209,36 @@ def _links(f: Fabric) -> _Links:
     return _Links(na, nb, ss, sc_sw, ca_links)
 
 
-def switch_ranks(f: Fabric) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-    """Rank per node (switches: BFS distance from leaf switches, -1 unreached;
-    non-switches: -1) and the mask of misplaced-host switches (module docstring)."""
-    lk = _links(f)
-    is_sw = f.node_type == NodeType.SWITCH
-    cand = is_sw & (lk.ca_links > 0)
-    a, b = lk.na[lk.ss], lk.nb[lk.ss]
-    both = cand[a] & cand[b]
-    misplaced = np.zeros(f.n_nodes, dtype=bool)
-    misplaced[a[both & (lk.ca_links[a] < lk.ca_links[b])]] = True
-    misplaced[b[both & (lk.ca_links[b] < lk.ca_links[a])]] = True
-    leaves = cand & ~misplaced
-    src = np.concatenate([a, b])
-    dst = np.concatenate([b, a])
-    return bfs_distance(f.n_nodes, src, dst, leaves), misplaced
-
-
 # --------------------------------------------------------------------------- summary
-def summarize(fabric: Fabric, *, source: str | None = None, max_items: int = 100) -> FabricSummary:
+def role_table(roles: FabricRoles) -> tuple[dict[str, Any], ...]:
+    """Per role and reason, how many nodes: ``{"kind": "endport"|"switch",
+    "role": name, "reason": how it was decided, "count": n}``, end-ports first."""
+    out: list[dict[str, Any]] = []
+    for kind, arr, enum in (("endport", roles.endport_role, EndportRole),
+                            ("switch", roles.switch_role, SwitchRole)):
+        sel = arr >= 0
+        code = arr[sel].astype(np.int64) * 256 + roles.reason[sel]
+        keys, counts = np.unique(code, return_counts=True)
+        for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+            out.append({"kind": kind, "role": enum(k // 256).name.lower(),
+                        "reason": REASONS[k % 256], "count": int(c)})
+    return tuple(out)
+
+
+def summarize(
+    fabric: Fabric, *, source: str | None = None, max_items: int = 100,
+    roles: FabricRoles | None = None,
+) -> FabricSummary:
     """Analyse ``fabric`` (see the module docstring for every definition).
 
     ``max_items`` bounds each item list (anomalies, parallel pairs); totals are
-    always exact.
+    always exact.  ``roles``: the fabric's roles if already known.
     """
     f = fabric
     lk = _links(f)
     is_sw = f.node_type == NodeType.SWITCH
-    rank, _misplaced = switch_ranks(f)
+    roles = roles if roles is not None else fabric_roles(f)
+    rank = roles.rank
     na, nb, ss = lk.na, lk.nb, lk.ss
     sa, sb = na[ss], nb[ss]
     src = np.concatenate([sa, sb])
@@ -247,14 +257,14 @@ def summarize(fabric: Fabric, *, source: str | None = None, max_items: int = 100
 
     max_rank = int(rank.max()) if n else -1
     levels: list[LevelStats] = []
-    up_max_at = np.zeros(max_rank + 1, dtype=np.int64)
-    down_max_at = np.zeros(max_rank + 1, dtype=np.int64)
+    up_max_at = np.zeros(max(max_rank + 1, 1), dtype=np.int64)
+    down_max_at = np.zeros(max(max_rank + 1, 1), dtype=np.int64)
     for r in range(max_rank + 1):
         m = rank == r
         u, d = up[m], down[m]
         up_max_at[r], down_max_at[r] = int(u.max()), int(d.max())
         levels.append(LevelStats(
-            rank=r, switches=int(m.sum()), hosts=int(lk.ca_links[m].sum()),
+            rank=r, switches=int(m.sum()), hosts=int(roles.hosts[m].sum()),
             up_min=int(u.min()), up_max=int(u.max()),
             down_min=int(d.min()), down_max=int(d.max()),
             free_ports=int(free[m].sum()),
@@ -289,10 +299,11 @@ def summarize(fabric: Fabric, *, source: str | None = None, max_items: int = 100
             items.append(item)
         return int(idx.size), tuple(items)
 
-    host_ranks = is_sw & (lk.ca_links > 0) & (rank > 0)
+    host_ranks = is_sw & (roles.hosts > 0) & (rank > 0)
     anomalies["hosts_on_non_leaf"] = node_items(
-        host_ranks, {"rank": rank, "hosts": lk.ca_links}
+        host_ranks, {"rank": rank, "hosts": roles.hosts}
     )
+    anomalies["self_loops"] = link_items(np.isin(np.arange(f.n_links), roles.self_loops))
     anomalies["unranked_switches"] = node_items(unranked_mask, {"links": used})
 
     # components over all links
@@ -328,7 +339,7 @@ def summarize(fabric: Fabric, *, source: str | None = None, max_items: int = 100
         link_types[label] = link_types.get(label, 0) + int(cnt)
 
     same = np.zeros(f.n_links, dtype=bool)
-    same[ss] = (rank[sa] == rank[sb]) & (rank[sa] >= 0)
+    same[roles.same_rank] = True
     anomalies["same_rank_links"] = link_items(same, {"rank": lambda ra, rb: int(
         rank[int(f.port_node[ra])])})
 
@@ -375,6 +386,9 @@ def summarize(fabric: Fabric, *, source: str | None = None, max_items: int = 100
         parallel_items=par_items,
         component_sizes=tuple(int(x) for x in sizes.tolist()),
         anomalies=anomalies,
+        roles=role_table(roles),
+        routing_mode=roles.mode,
+        why_not_tree=roles.why_not_tree,
     )
 
 
@@ -429,6 +443,11 @@ def format_summary(s: FabricSummary, *, max_lines: int = 20) -> list[str]:
     else:
         out.append("Parallel links: none")
     out.append(f"Components: {len(s.component_sizes)}")
+    out.append("Roles (how each was decided):")
+    for r in s.roles:
+        out.append(f"  {r['kind']:<7} {r['role']:<11} {r['count']:>7}  {r['reason']}")
+    how = "Dmodc over the tree" if s.routing_mode == "tree" else "general up*/down* fallback"
+    out.append(f"Routing: {how}" + (f" ({s.why_not_tree})" if s.why_not_tree else ""))
     if s.ok:
         out.append("Anomalies: none")
         return out
