@@ -240,6 +240,11 @@ def test_malformed_record_lines_are_errors_not_noise() -> None:
     assert "malformed CA/router port line" in e.message
     e = raises_at([*CLEAN[:9], '[35]\t"H-e41d2d030061f956"[2'], 10)
     assert "malformed switch port line" in e.message
+    e = raises_at([*CLEAN[:9], "[x]\tgarbage here"], 10)
+    assert "malformed switch port line '[x]\\tgarbage here'" in e.message
+    warnings: list[ParseWarning] = []
+    parse_topology([*CLEAN, "[user@host]$ exit"], warnings=warnings)
+    assert [w.line for w in warnings] == [len(CLEAN) + 1]
 
 
 # --------------------------------------------------------------------------

@@ -163,7 +163,8 @@ _CA_PORT = re.compile(
 )
 _IS_HEX_GUID = re.compile(r"[0-9a-fA-F]{1,16}+", re.ASCII).fullmatch
 # what a port line or record head starts with, to tell a malformed one from other text
-_PORT_LIKE = re.compile(r"\[\s*+[0-9]++\s*+\](?:\s*+[\[(\"]|\s*+$)", re.ASCII).match
+# ("[x]\tjunk" is a malformed port line; "[root@host ~]# exit", "[1]+  Done ..." are not)
+_PORT_LIKE = re.compile(r"\[[^\]\s]{1,20}+\](?:[\s\[(\"]|$)", re.ASCII).match
 _HEAD_LIKE = re.compile(r"(?:Switch|Hca|Ca|Rt)\s*+[0-9\"]", re.ASCII).match
 _BLANK_LID = re.compile(r"#.*\blid\s++(?:lmc\b|$)", re.ASCII).search
 _ID_LINE = re.compile(r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+=", re.ASCII)
