@@ -53,7 +53,7 @@ SHAPES: dict[str, Callable[[], Fabric]] = {
 
 def _route(fabric: Fabric) -> RoutingResult:
     r = route(fabric, workers=1)
-    v = validate(r.graph, r.tables.ports, r.dest, r.costs)
+    v = validate(r.walk_graph, r.tables.ports, r.dest, r.costs)
     assert v.ok, v.summary()  # precondition: our own walk accepts them
     return r
 

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.roles import fabric_roles
 from smroute.tables.lft import ForwardingTables
 
 __all__ = [
@@ -86,8 +86,8 @@ class RoutingView:
     """A fabric with forwarding tables, as path tracing sees it.
 
     Switch arrays ``(S,)``, S = every switch of the fabric in node order:
-        sw_node (int64 node index), sw_guid (uint64), sw_level (int64 BFS
-        distance to the nearest leaf, -1 if none), table_row (int64 row of the
+        sw_node (int64 node index), sw_guid (uint64), sw_level (int64 rank
+        of the fabric's roles: hops from the leaves, -1 if none), table_row (int64 row of the
         switch in the tables, -1 if the tables do not have it).
     End-port arrays ``(E,)``:
         ep_row (int64 fabric port row), ep_node (int64 CA node index),
@@ -202,7 +202,9 @@ def routing_view(
     Switches are matched by node GUID (table switches absent from the fabric
     are ignored; fabric switches absent from the tables route nothing).
     ``max_hops`` defaults to ``4 * max_level + 8`` switch hops (an up*/down*
-    path needs at most ``2 * max_level``), capped at the switch count + 1.
+    path needs at most ``2 * max_level``; one through the turn root at most
+    twice that), capped at the switch count + 1, which is also the bound on
+    a fabric that is no tree (:mod:`smroute.fabric.roles`).
     """
     f = fabric
     sw_node = f.switches.astype(np.int64)
@@ -263,10 +265,12 @@ def routing_view(
     inj_link = (n_sl + np.arange(n_ep)).astype(np.int32)
     deliver_link = (n_core + np.arange(n_ep)).astype(np.int32)
 
-    # --- levels (for the loop bound)
-    lvl = bfs_distance(n_sw, s_of[to_sw], sw_id[peer_node[to_sw]], leaves)
+    # --- levels (for the loop bound): the one ranking of the fabric's roles
+    roles = fabric_roles(f)
+    lvl = roles.rank[sw_node].astype(np.int64)
     if max_hops is None:
-        max_hops = min(4 * max(int(lvl.max()) if n_sw else 0, 0) + 8, n_sw + 1)
+        bound = 4 * max(int(lvl.max()) if n_sw else 0, 0) + 8 if roles.tree else n_sw + 1
+        max_hops = min(bound, n_sw + 1)
 
     # --- tables aligned with switch ids, by GUID
     tg = np.asarray(tables.switch_guid, dtype=np.uint64)

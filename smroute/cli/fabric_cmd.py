@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from smroute.cli.inputs import add_strict_option, load_fabric
+from smroute.cli.inputs import add_role_options, add_strict_option, load_fabric, load_overrides
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_summary"]
@@ -33,6 +33,7 @@ def register(subparsers: Any) -> None:
     )
     s.add_argument("file", metavar="FILE", help="ibnetdiscover topology file")
     add_strict_option(s)
+    add_role_options(s)
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument(
         "--max-items", type=int, default=100, metavar="N",
@@ -44,12 +45,14 @@ def register(subparsers: Any) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print the summary of ``args.file``; exit status 0 (anomalies are reported,
     not errors)."""
+    from smroute.fabric.roles import fabric_roles
     from smroute.fabric.summary import format_summary, summarize
 
     if args.max_items < 0:
         raise InputError("--max-items must be >= 0")
     fabric = load_fabric(args.file, strict=args.strict)
-    summary = summarize(fabric, source=args.file, max_items=args.max_items)
+    roles = fabric_roles(fabric, load_overrides(args))
+    summary = summarize(fabric, source=args.file, max_items=args.max_items, roles=roles)
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -21,6 +21,7 @@ from smroute.tables.lft import ForwardingTables
 
 if TYPE_CHECKING:
     from smroute.fabric.ibtext import ParseWarning
+    from smroute.fabric.roles import GuidOverrides
 
 __all__ = ["add_strict_option", "load_fabric", "load_tables"]
 
@@ -78,3 +79,26 @@ def load_tables(path: str) -> ForwardingTables:
     if tables.n_switches == 0:
         raise InputError("no forwarding tables found (empty file?)", source=path)
     return tables
+
+
+def add_role_options(parser: argparse.ArgumentParser) -> None:
+    """The operator's overrides of the fabric's roles, in OpenSM's guid-file
+    formats (see :func:`load_overrides`)."""
+    g = parser.add_argument_group("roles (OpenSM guid files: one 0x-prefixed GUID per line)")
+    g.add_argument("--root-guids", metavar="FILE",
+                   help="root switches (OpenSM root_guid_file): ranks count down from them")
+    g.add_argument("--cn-guids", metavar="FILE",
+                   help="compute nodes (OpenSM cn_guid_file): their switches are the leaves")
+    g.add_argument("--io-guids", metavar="FILE", help="I/O nodes (OpenSM io_guid_file)")
+
+
+def load_overrides(args: argparse.Namespace) -> GuidOverrides | None:
+    """The :class:`~smroute.fabric.roles.GuidOverrides` the options of
+    :func:`add_role_options` name (``None`` if none)."""
+    from smroute.fabric.roles import GuidOverrides, read_guid_file
+
+    files = {k: getattr(args, k + "_guids", None) for k in ("root", "cn", "io")}
+    if not any(files.values()):
+        return None
+    sets = {k: _guarded(read_guid_file, v) if v else frozenset() for k, v in files.items()}
+    return GuidOverrides(roots=sets["root"], compute=sets["cn"], io=sets["io"])

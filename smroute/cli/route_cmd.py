@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from smroute.cli.inputs import add_strict_option, load_fabric
+from smroute.cli.inputs import add_role_options, add_strict_option, load_fabric, load_overrides
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_route", "hop_table", "Progress"]
@@ -46,6 +46,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("fabric", metavar="FABRIC", help="ibnetdiscover topology file")
     add_strict_option(p)
+    add_role_options(p)
     p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
                    help="routing algorithm (default dmodc)")
     p.add_argument("--lmc", type=int, default=None, metavar="N",
@@ -126,7 +127,7 @@ def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) 
     routed switches' walk if already done (see :func:`~smroute.routing.validate.validate`)."""
     from smroute.routing.validate import OK, walk
 
-    g, dest, ports = result.graph, result.dest, result.tables.ports
+    g, dest, ports = result.walk_graph, result.dest, result.tables.ports
     out = np.full(ports.shape, 255, dtype=np.uint8)
     sources = np.flatnonzero(g.rank >= 0)
     if len(sources) == 0 or len(dest.lid) == 0:
@@ -146,8 +147,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     """Route ``args.fabric``, write ``args.out``, print the summary; exit status
     0 valid, 1 invalid (module doc)."""
     from smroute.fabric.model import NodeType
-    from smroute.routing.engine import route
-    from smroute.routing.validate import validate, walk
+    from smroute.routing.engine import route, validate_result
+    from smroute.routing.validate import walk
     from smroute.tables.formats import write_tables
 
     if args.lmc is not None and not 0 <= args.lmc <= 7:
@@ -167,7 +168,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
 
     t = prog.start(f"routing with {args.algorithm}")
-    result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers)
+    result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers,
+                   overrides=load_overrides(args))
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     tables = result.tables
 
@@ -175,14 +177,10 @@ def cmd_route(args: argparse.Namespace) -> int:
     walked = None  # one walk of every route serves the validation and the fdbs hops
     if not args.no_validate:
         t = prog.start("validating (walking every switch-to-LID route)")
-        g = result.graph
+        g = result.walk_graph
         if args.format == "fdbs" and len(result.dest.lid):
             walked = walk(g, tables.ports, result.dest, np.flatnonzero(g.rank >= 0))
-        validation = validate(
-            g, tables.ports, result.dest, result.costs,
-            switch_desc=tables.switch_desc, lid_desc=tables.lid_desc,
-            max_failures=args.max_failures, walked=walked,
-        )
+        validation = validate_result(result, max_failures=args.max_failures, walked=walked)
         prog.done("validate", t, "valid" if validation.ok else "INVALID")
 
     hops = None
@@ -191,13 +189,15 @@ def cmd_route(args: argparse.Namespace) -> int:
         hops = hop_table(result, walked)
         prog.done("hops", t)
 
-    t = prog.start(f"writing {args.out} ({args.format})")
-    try:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        written = write_tables(tables, out_path, args.format, fabric=fabric, hops=hops)
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
-    prog.done("write", t)
+    written: list[Path] = []
+    if validation is None or validation.ok:  # never publish an invalid table set
+        t = prog.start(f"writing {args.out} ({args.format})")
+        try:
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            written = list(write_tables(tables, out_path, args.format, fabric=fabric, hops=hops))
+        except OSError as err:
+            raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
+        prog.done("write", t)
 
     routed_lids = int(len(result.dest.lid))
     n_ca_ports = int((~result.dest.is_switch).sum())
@@ -209,6 +209,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         f"({n_ca_ports} end-port LIDs, {routed_lids - n_ca_ports} switch LIDs), "
         f"max LID {tables.max_lid}, {tables.n_switches} switches x {tables.max_lid + 1} "
         f"LFT entries",
+        f"mode:       {result.mode}" + (f" ({result.mode_reason})" if result.mode_reason else ""),
         "time:       " + ", ".join(
             f"{k} {_fmt_s(v)}" for k, v in [
                 ("parse", prog.timings["parse"]), *result.timings.items(),
@@ -227,6 +228,7 @@ def cmd_route(args: argparse.Namespace) -> int:
             lines.append(f"unroutable (first {shown} of {failing}):" if shown < failing
                          else "unroutable:")
             lines.extend(f"  {f}" for f in validation.failures)
-    lines.append("output:     " + ", ".join(str(p) for p in written))
+    lines.append("output:     " + (", ".join(str(p) for p in written) if written else
+                                 f"not written ({args.out}): the tables are invalid"))
     sys.stdout.write("\n".join(lines) + "\n")
     return 0 if validation is None or validation.ok else 1

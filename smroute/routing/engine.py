@@ -38,7 +38,7 @@ from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, swi
 from smroute.routing.validate import Validation, validate
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-__all__ = ["ALGORITHMS", "RoutingResult", "route", "validate_result"]
+__all__ = ["ALGORITHMS", "RoutingResult", "route", "unrouted_connected", "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk")
 
@@ -191,6 +191,21 @@ def validate_result(
     return validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
                     switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
                     max_failures=max_failures, walked=walked)
+
+
+def unrouted_connected(r: RoutingResult) -> int:
+    """CA-to-CA pairs that cables join but ``r``'s tables leave without a
+    first hop (the source's switch has no route): what a routing that could not
+    connect a pair leaves.  Cheap (one read per end-port switch and CA LID);
+    the validation walk checks every hop."""
+    g, dest = r.graph, r.dest
+    src, count = np.unique(g.ep_switch, return_counts=True)
+    ca = np.flatnonzero(~dest.is_switch)
+    if not len(src) or not len(ca):
+        return 0
+    ports = r.tables.ports[src][:, dest.lid[ca]]
+    same = g.component[src][:, None] == g.component[dest.target[ca]][None, :]
+    return int(((ports == NO_ROUTE) & same).sum(axis=1) @ count)
 
 
 def _tables(

@@ -372,6 +372,10 @@ class LimitsConfig:
                 key="limits.max_topology_bytes")
 
 
+#: Config keys naming OpenSM guid files (roles overrides).
+GUID_FILE_KEYS = ("root_guid_file", "cn_guid_file", "io_guid_file")
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     """Everything ``smroute serve`` needs.  See deploy/smroute.yaml for each key.
@@ -381,6 +385,8 @@ class ServiceConfig:
     ``dmodk``.  ``lmc``: LIDs per end-port = 2**lmc (0..7).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
+    ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
+    overrides of the fabric's roles, in OpenSM's guid-file formats (or ``None``).
     ``fabric_dirs``: absolute directories from which ``LoadFabric(path=...)``
     may read (the resolved real path must lie inside one; empty: server-side
     paths refused).
@@ -401,6 +407,9 @@ class ServiceConfig:
     lmc: int = 0
     epoch_history: int = 8
     fabric: Path | None = None
+    root_guid_file: Path | None = None
+    cn_guid_file: Path | None = None
+    io_guid_file: Path | None = None
     fabric_dirs: tuple[Path, ...] = ()
     coalesce_ms: float = 20.0
     tls: TlsConfig | None = None
@@ -427,6 +436,12 @@ class ServiceConfig:
             object.__setattr__(self, "fabric", Path(self.fabric))
         if self.fabric is not None and not isinstance(self.fabric, Path):
             raise _fail("fabric", "a file path or null", self.fabric)
+        for key in GUID_FILE_KEYS:
+            v = getattr(self, key)
+            if isinstance(v, str) and v:
+                object.__setattr__(self, key, Path(v))
+            elif v is not None and not isinstance(v, Path):
+                raise _fail(key, "a file path or null", v)
         object.__setattr__(self, "fabric_dirs", _check_dirs("fabric_dirs", self.fabric_dirs))
         _check_float("coalesce_ms", self.coalesce_ms, 0.0, 60_000.0)
         if self.tls is not None and not isinstance(self.tls, TlsConfig):
@@ -621,6 +636,9 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "lmc": _v_int(0, 7),
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
+    "root_guid_file": _v_path(True),
+    "cn_guid_file": _v_path(True),
+    "io_guid_file": _v_path(True),
     "fabric_dirs": _v_dirs,
     "coalesce_ms": _v_float(0.0, 60_000.0, "milliseconds"),
     "mutating_identities": _v_identities,

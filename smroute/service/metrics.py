@@ -58,6 +58,8 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 )
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
+#: The routing modes of :func:`smroute.routing.engine.route`.
+ROUTING_MODES = ("tree", "tree+turns", "updown")
 
 
 class _LabelGuard:
@@ -119,6 +121,13 @@ class ServiceMetrics:
         self.reroute_failures = Counter(
             "smroute_reroute_failures", "Reroutes that failed (the last good epoch kept "
             "serving), per reason.", ["reason"], registry=r)
+        self.routing_mode = Gauge(
+            "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
+            "Dmodc; tree+turns: Dmodc with routes through the turn root; updown: the general "
+            "up*/down* fallback), 0 for the others.", ["mode"], registry=r)
+        self.turn_lids = Gauge(
+            "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
+            "turn root.", registry=r)
         info = Gauge("smroute_build_info", "smroute version.", ["version"], registry=r)
         info.labels(version=__version__).set(1)
         self._kind = _LabelGuard(8)
@@ -135,12 +144,17 @@ class ServiceMetrics:
         self.route_seconds.labels(kind=k).observe(max(0.0, float(seconds)))
         self.routes_total.labels(kind=k).inc()
 
-    def epoch_committed(self, epoch_id: int, table_bytes: int) -> None:
-        """Epoch ``epoch_id`` with ``table_bytes`` of tables is now served."""
+    def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
+                        turn_lids: int = 0) -> None:
+        """Epoch ``epoch_id`` with ``table_bytes`` of tables, routed in ``mode``
+        (``turn_lids`` LIDs through the turn root), is now served."""
         self.epochs_committed.inc()
         self.epoch_id.set(int(epoch_id))
         self.table_bytes.set(int(table_bytes))
         self.epoch_timestamp.set(self._clock())
+        for m in ROUTING_MODES:
+            self.routing_mode.labels(mode=m).set(1 if m == mode else 0)
+        self.turn_lids.set(int(turn_lids))
 
     def faults_received(self, n: int, kind: str) -> None:
         """``n`` fault events of ``kind`` arrived."""

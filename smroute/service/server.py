@@ -44,9 +44,10 @@ from grpc_reflection.v1alpha import reflection
 
 from smroute.errors import InputError, RoutingError, SmrouteError
 from smroute.fabric.model import Fabric
+from smroute.fabric.roles import GuidOverrides, read_guid_file
 from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
-from smroute.service.config import ConfigError, ServiceConfig, load_config
+from smroute.service.config import GUID_FILE_KEYS, ConfigError, ServiceConfig, load_config
 from smroute.service.log import Logger
 from smroute.service.servicer import (
     SERVICE_NAME,
@@ -57,6 +58,24 @@ from smroute.service.servicer import (
 
 __all__ = ["Daemon", "Logger"]
 
+
+
+def guid_overrides(cfg: ServiceConfig) -> GuidOverrides | None:
+    """The roles overrides the config's guid files name (``None`` if none);
+    a bad file is a :class:`ConfigError` naming its key."""
+    files = {k: getattr(cfg, k) for k in GUID_FILE_KEYS}
+    if not any(files.values()):
+        return None
+    sets: dict[str, frozenset[int]] = {}
+    for key, path in files.items():
+        try:
+            sets[key] = read_guid_file(path) if path is not None else frozenset()
+        except OSError as err:
+            raise ConfigError(f"cannot read {path}: {err.strerror or err}", key=key) from None
+        except InputError as err:
+            raise ConfigError(str(err), key=key) from None
+    return GuidOverrides(roots=sets["root_guid_file"], compute=sets["cn_guid_file"],
+                         io=sets["io_guid_file"])
 
 class Daemon:
     """One daemon (see module doc).  ``start()`` then ``wait()``; or ``stop()``."""
@@ -93,7 +112,7 @@ class Daemon:
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
-            metrics=self.metrics,
+            metrics=self.metrics, overrides=guid_overrides(cfg),
         )
         self._start_grpc()
         self._set_health(False)
@@ -277,6 +296,7 @@ class Daemon:
             new = load_config(self.config_path)
             if self.overrides:
                 new = dataclasses.replace(new, **self.overrides)
+            overrides = guid_overrides(new)
         except (ConfigError, SmrouteError) as err:
             self.log("error", "reload_failed", message=str(err), keeping="last good config")
             return False
@@ -304,6 +324,7 @@ class Daemon:
         core.seq.coalesce_s = new.coalesce_ms / 1000.0
         core.store.set_history(new.epoch_history)
         core.algorithm, core.lmc = new.algorithm, new.lmc
+        core.overrides = overrides
         core.limits = new.limits
         if tuple(map(str, new.fabric_dirs)) != core.fabric_dirs:
             core.fabric_dirs = tuple(str(d) for d in new.fabric_dirs)

@@ -39,7 +39,14 @@ import numpy as np
 from smroute.errors import InputError, RoutingError, SmrouteError
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
 from smroute.fabric.model import Fabric, NodeType
-from smroute.routing.engine import ALGORITHMS, RoutingResult, route, validate_result
+from smroute.fabric.roles import GuidOverrides
+from smroute.routing.engine import (
+    ALGORITHMS,
+    RoutingResult,
+    route,
+    unrouted_connected,
+    validate_result,
+)
 from smroute.routing.pool import RoutePool
 from smroute.routing.validate import Validation
 from smroute.service._gen import smroute_pb2 as pb
@@ -87,7 +94,8 @@ class Metrics(Protocol):
     """What the core reports (implemented by smroute.service.metrics.ServiceMetrics)."""
 
     def observe_route(self, seconds: float, kind: str) -> None: ...
-    def epoch_committed(self, epoch_id: int, table_bytes: int) -> None: ...
+    def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
+                        turn_lids: int = 0) -> None: ...
     def faults_received(self, n: int, kind: str) -> None: ...
     def request(self, method: str, code: str) -> None: ...
     def stream_opened(self, method: str) -> None: ...
@@ -139,11 +147,15 @@ class RoutingCore:
         wallclock: Callable[[], float] = time.time,
         validate_epochs: bool = True,
         incremental: bool = True,
+        overrides: GuidOverrides | None = None,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
         self.algorithm = algorithm
         self.lmc = lmc
+        #: Operator overrides of the fabric's roles (OpenSM guid files); the
+        #: daemon replaces them on SIGHUP; the next route uses them.
+        self.overrides = overrides
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
         #: daemon replaces the tuple on SIGHUP.
@@ -329,7 +341,8 @@ class RoutingCore:
 
     # ------------------------------------------------------------ route
     def _route(self, fabric: Fabric, algorithm: str, lmc: int) -> RoutingResult:
-        res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock)
+        res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
+                    overrides=self.overrides)
         return own_tables(res)
 
     def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
@@ -385,6 +398,21 @@ class RoutingCore:
                 diff: TableDiff | None, t_event: float | None = None) -> Epoch:
         """Commit; ``t_event``: clock time of the first event (timings then get
         ``event_to_commit``: everything up to the reference swap, which is O(1))."""
+        # Dmodc routes every pair that cables join by construction (the cheap
+        # first-hop check guards it); other algorithms are walked in full now
+        gaps = unrouted_connected(res)
+        if not gaps and res.algorithm != "dmodc":
+            gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
+        if gaps:
+            self._metric("reroute_failed", "unrouted_pairs")
+            serving = self.store.current.id if self.store.current is not None else 0
+            self.log("error", "epoch_refused", cause=cause, unrouted_ca_pairs=gaps,
+                     serving=serving, mode=res.mode)
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"refused to commit: the {res.algorithm} tables leave {gaps} CA pairs that "
+                f"cables join unrouted; " + (f"epoch {serving} keeps serving" if serving
+                                              else "no epoch is served"))
         if t_event is not None:
             timings["event_to_commit"] = self.clock() - t_event
         self._epoch_base = base
@@ -394,8 +422,8 @@ class RoutingCore:
             down=self.down.counts, committed_at=self.wallclock(), diff=diff,
             down_items=self.down.items(),
         )
-        self._metric("epoch_committed", ep.id, ep.tables.nbytes())
-        self.log("info", "epoch_committed", epoch=ep.id, cause=cause,
+        self._metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
+        self.log("info", "epoch_committed", epoch=ep.id, cause=cause, mode=res.mode,
                  fabric_hash=fabric.content_hash, faults=len(faults),
                  diff=diff.summary() if diff is not None else "",
                  seconds={k: round(v, 4) for k, v in timings.items()})
@@ -530,7 +558,12 @@ class RoutingCore:
         timings["cpu"] = time.thread_time() - cpu0
         self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
                  rows=rr.rows, lids=rr.lids)
-        ep = self._commit("faults", fabric, base, res, timings, records, diff, t_event=t0)
+        try:
+            ep = self._commit("faults", fabric, base, res, timings, records, diff, t_event=t0)
+        except ServiceError as err:
+            for j in ok:
+                j.future.set_exception(err)
+            return
         self._metric("observe_route", self.clock() - t_start, "reroute")
         for j in ok:
             j.future.set_result(FaultOutcome(ep, diff, n_events, True))
@@ -706,6 +739,8 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
         down_links=ep.down[0], down_switches=ep.down[1], down_cas=ep.down[2],
         validation=_validation_msg(validation if validation is not None else "skipped"),
         diff_from_parent=diff_summary_msg(ep.diff),
+        routing_mode=ep.result.mode, routing_mode_reason=ep.result.mode_reason,
+        turn_lids=ep.result.turn_lids,
     )
 
 

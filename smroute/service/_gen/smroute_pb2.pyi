@@ -136,7 +136,7 @@ class FaultEvent(_message.Message):
     def __init__(self, kind: _Optional[_Union[FaultEvent.Kind, str]] = ..., node_guid: _Optional[int] = ..., port: _Optional[int] = ...) -> None: ...
 
 class Epoch(_message.Message):
-    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent")
+    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids")
     class TimingsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +162,9 @@ class Epoch(_message.Message):
     DOWN_CAS_FIELD_NUMBER: _ClassVar[int]
     VALIDATION_FIELD_NUMBER: _ClassVar[int]
     DIFF_FROM_PARENT_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_MODE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_MODE_REASON_FIELD_NUMBER: _ClassVar[int]
+    TURN_LIDS_FIELD_NUMBER: _ClassVar[int]
     id: int
     parent_id: int
     cause: str
@@ -180,7 +183,10 @@ class Epoch(_message.Message):
     down_cas: int
     validation: Validation
     diff_from_parent: DiffSummary
-    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ...) -> None: ...
+    routing_mode: str
+    routing_mode_reason: str
+    turn_lids: int
+    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ...) -> None: ...
 
 class GetEpochRequest(_message.Message):
     __slots__ = ("epoch",)
