@@ -1,0 +1,183 @@
+"""Benchmark: Dmodc against OpenSM's engines on every real fabric capture.
+
+For each file of the real folder (default ``../shared/fabrics/real`` beside
+the checkout): parse it (:func:`smroute.fabric.ibnetdiscover.read_fabric`),
+boot it in ibsim -- the capture itself when it is plain ibnetdiscover text
+that parsed without a warning, else the parsed fabric written as a net file
+-- run the real OpenSM once per engine, route the discovered view with
+Dmodc, and compute the metrics for every engine that routed
+(:func:`smroute.opensm.sidebyside.run_side_by_side`).  Hosts: every linked
+end-port except SHARP aggregation nodes, in Dmodc's topological order (port
+GUID order where Dmodc did not route, or with ``--order guid``).
+
+Prints the machine, then per fabric a markdown table (rows: engines;
+columns: status, host pairs left out, SP, A2A, RP, HSD of the shift CPS,
+routing time) and the notes; ``--json FILE`` writes every figure (atomically).
+
+    .venv/bin/python bench/real_fabrics.py [--real DIR] [--only NAME ...]
+        [--engines dmodc ftree updn minhop dfsssp] [--rp-samples 1000]
+        [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from benchinfo import machine
+
+from smroute.analysis.compare import CompareConfig
+from smroute.errors import SmrouteError
+from smroute.fabric.ibnetdiscover import detect_format, read_fabric, require_switches
+from smroute.fabric.ibtext import ParseWarning, read_text_lines
+from smroute.fabric.model import NodeType
+from smroute.fabric.roles import EndportRole, fabric_roles
+from smroute.fileio import atomic_write_text
+from smroute.opensm.sidebyside import SideBySide, run_side_by_side
+
+DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
+DEFAULT_ENGINES = ("dmodc", "ftree", "updn", "minhop", "dfsssp")
+Row = dict[str, Any]
+
+
+def status_text(e: Row) -> str:
+    """The table's status cell of one engine."""
+    if e["status"] == "ok":
+        s = "routed" if not e.get("unroutable_pairs") else "routed, incomplete"
+        return s + (f" ({e['note'].split(':')[0]})" if e.get("note") else "")
+    if e["status"] == "failed" and e.get("fallback"):
+        return f"fell back to {e['fallback']}" + e["error"].split(e["fallback"], 1)[1]
+    if e["status"] == "error":
+        return f"not run: {e['error']}"
+    return f"failed: {e['error']}"
+
+
+def _num(v: object, digits: int = 3) -> str:
+    if not isinstance(v, (int, float)) or math.isnan(v):
+        return "-"
+    return f"{v:.{digits}g}" if v != int(v) else str(int(v))
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    ms = seconds * 1000
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.2g}"
+
+
+def markdown(r: Row) -> list[str]:
+    """The markdown lines of one fabric's result."""
+    out = [f"#### {r['file']}", ""]
+    if r.get("input_error"):
+        return [*out, f"Not routed: {r['input_error']}", ""]
+    out.append(f"{r['switches']} switches, {r['cas']} CAs ({r['hosts_in_capture']} host ports, "
+               f"{r['aggregation']} aggregation nodes); net file: {r['net_source'] or '-'}; "
+               f"{r['hosts']} hosts in the patterns ({r['order_kind']} order)")
+    out += [""] + [f"* parser: {w}" for w in r["warnings"][:3]] + [f"* {n}" for n in r["notes"]]
+    if r["partition"]:
+        out.append(f"* not simulated: {r['partition']}")
+    if r["error"]:
+        out.append(f"* no metrics: {r['error']}")
+    n = r["hosts"]
+    out += ["", "| engine | status | pairs left out | SP | A2A | RP | HSD shift | routing ms |",
+            "|---|---|---|---|---|---|---|---|"]
+    for e in r["engines"]:
+        v = e.get("values", {})
+        left = (f"{e['unroutable_pairs']} of {n * (n - 1)}"
+                if e.get("unroutable_pairs") is not None else "-")
+        rt = e.get("routing_seconds")
+        out.append(f"| {e['engine']} | {status_text(e)} | {left} | {_num(v.get('sp'))} | "
+                   f"{_num(v.get('a2a'))} | {_num(v.get('rp'))} | "
+                   f"{_num(v.get('hsd_topo_shift'))} | {_ms(rt)} |")
+    dm = next((e for e in r["engines"] if e["engine"] == "dmodc" and e.get("note")), None)
+    if dm and ":" in dm["note"]:
+        out += ["", f"Dmodc's mode: {dm['note']}"]
+    return [*out, ""]
+
+
+def result_row(path: Path, fabric_info: Row, sbs: SideBySide) -> Row:
+    r: Row = {**fabric_info, "net_source": sbs.net_source, "notes": sbs.notes,
+              "partition": sbs.partition, "error": sbs.error, "order_kind": sbs.order_kind,
+              "hosts": len(sbs.order), "engines": []}
+    for e, run in sbs.runs.items():
+        row: Row = {"engine": e, "status": run.status, "error": run.error,
+                    "fallback": run.fallback, "note": run.note,
+                    "routing_seconds": run.routing_seconds,
+                    "wall_seconds": round(run.wall_seconds, 3)}
+        m = sbs.metrics.get(e)
+        if m is not None:
+            row.update(values=m.values, unroutable_pairs=m.unroutable["pairs"],
+                       unroutable=m.unroutable, hot_link=m.hot_link)
+        r["engines"].append(row)
+    return r
+
+
+def run_one(path: Path, args: argparse.Namespace, work: Path) -> Row:
+    info: Row = {"file": path.name, "warnings": []}
+    warnings: list[ParseWarning] = []
+    try:
+        lines = read_text_lines(path)
+        fabric = read_fabric(path, warnings=warnings)
+        require_switches(fabric, str(path))
+    except SmrouteError as err:
+        return {**info, "input_error": str(err).splitlines()[0].replace(str(path), path.name)}
+    roles = fabric_roles(fabric)
+    plain = detect_format(lines) == "topology" and not warnings
+    f = fabric
+    rows = np.flatnonzero((f.port_num > 0) & (f.port_peer >= 0) & roles.hosts_mask[f.port_node])
+    to_sw = f.node_type[f.port_node[f.port_peer[rows]]] == NodeType.SWITCH
+    info.update(warnings=[str(w).replace(str(path), path.name) for w in warnings],
+                nodes=fabric.n_nodes,
+                switches=len(fabric.switches), cas=len(fabric.cas),
+                hosts_in_capture=int(to_sw.sum()),
+                aggregation=len(roles.endports(EndportRole.AGGREGATION)))
+    cfg = CompareConfig(rp_samples=args.rp_samples, random_orders=0, cps=("shift",))
+    t0 = time.monotonic()
+    sbs = run_side_by_side(fabric, work, np.random.default_rng(args.seed), engines=args.engines,
+                           config=cfg, opensm_timeout=args.timeout,
+                           capture=path if plain else None, order=args.order)
+    return {**result_row(path, info, sbs), "seconds": round(time.monotonic() - t0, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real fabrics folder")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these files (names)")
+    ap.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
+                    help="dmodc and OpenSM engines (ftree updn minhop dfsssp sssp)")
+    ap.add_argument("--rp-samples", type=int, default=1000, help="random permutations for RP")
+    ap.add_argument("--order", choices=("topo", "guid"), default="topo",
+                    help="host order of SP and HSD: Dmodc's topological order or port GUIDs")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=900.0, help="per OpenSM run (s)")
+    ap.add_argument("--keep", type=Path, help="keep the work directories here")
+    ap.add_argument("--json", metavar="FILE", help="write the results here")
+    args = ap.parse_args()
+    if not args.real.is_dir():
+        sys.exit(f"no real fabrics folder at {args.real} (pass --real DIR)")
+    files = sorted(p for p in args.real.iterdir() if p.is_file() and p.name != "README.md")
+    if args.only:
+        files = [p for p in files if p.name in set(args.only)]
+    print(f"Machine: {machine()}\n", flush=True)
+    results = []
+    for p in files:
+        with tempfile.TemporaryDirectory(prefix="smroute-real-") as tmp:
+            work = args.keep / p.name if args.keep else Path(tmp)
+            r = run_one(p, args, work)
+        results.append(r)
+        print("\n".join(markdown(r)), flush=True)
+    if args.json:
+        atomic_write_text(args.json, json.dumps(
+            {"machine": machine(), "engines": args.engines, "rp_samples": args.rp_samples,
+             "order": args.order, "seed": args.seed, "fabrics": results}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
