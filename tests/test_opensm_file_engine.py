@@ -51,17 +51,20 @@ SHAPES: dict[str, tuple[Callable[[], Fabric], int]] = {
 
 
 def _load_into_opensm(
-    fabric: Fabric, tables: ForwardingTables, tmp_path: Path, lmc: int
+    fabric: Fabric, tables: ForwardingTables, tmp_path: Path, lmc: int,
+    sm_node: int | None = None,
 ) -> tuple[OpenSMRun, ForwardingTables]:
-    """Run ``opensm -R file -U`` with ``tables`` on ``fabric`` under ibsim;
-    return OpenSM's run and what ``dump_fts`` reads back from the switches."""
+    """Run ``opensm -R file -U`` with ``tables`` on ``fabric`` under ibsim
+    (attached at ``sm_node``, default the first CA); return OpenSM's run and
+    what ``dump_fts`` reads back from the switches."""
     assert summarize(fabric).component_sizes == (fabric.n_nodes,), "must be connected"
     lfts = tmp_path / "ours.lfts"
     write_tables(tables, lfts, "opensm")
     net = tmp_path / "fabric.net"
-    write_ibsim_net(fabric, net)
+    write_ibsim_net(fabric, net, sm_node=sm_node)
     with IbSim(net, tmp_path / "sim") as sim:
-        osm = run_opensm(sim, tmp_path / "opensm", engine="file", lfts_file=lfts, lmc=lmc)
+        osm = run_opensm(sim, tmp_path / "opensm", engine="file", lfts_file=lfts, lmc=lmc,
+                         timeout=300)
         text = dump_switch_routes(sim)
     (tmp_path / "dump_fts.txt").write_text(text)
     return osm, parse_lft_dump(text.splitlines(), "dump_fts")

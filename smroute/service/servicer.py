@@ -370,9 +370,14 @@ class RoutingCore:
             parent = self.store.current
             diff = diff_tables(parent.tables, res.tables) if parent is not None else None
             t3 = self.clock()
+            kept = self.algorithm, self.lmc
             self.algorithm, self.lmc = alg, use_lmc
             timings = {"degrade": t1 - t0, **res.timings, "diff": t3 - t2}
-            ep = self._commit("route", fabric, base, res, timings, (), diff)
+            try:
+                ep = self._commit("route", fabric, base, res, timings, (), diff)
+            except ServiceError:
+                self.algorithm, self.lmc = kept  # a refused route changes nothing
+                raise
             self._metric("observe_route", t3 - t0, "route")
             return ep
         return self._wait(self.seq.call(do))

@@ -1,0 +1,222 @@
+"""The roles model (smroute.fabric.roles) and routing over it, on the
+real-world shapes of the generators (no external file needed): aggregation
+nodes on every switch, hosts on spines, two-switch and ring fabrics,
+directors, split ports; OpenSM guid-file overrides; the routing modes; and
+the daemon refusing tables that leave connected pairs unrouted."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+from smroute.analysis.paths import pair_paths, routing_view
+from smroute.cli.main import main
+from smroute.errors import InputError
+from smroute.fabric import shapes
+from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import (
+    EndportRole,
+    GuidOverrides,
+    SwitchRole,
+    fabric_roles,
+    parse_guid_file,
+)
+from smroute.fabric.summary import format_summary, summarize
+from smroute.fabric.writers import write_topology
+from smroute.routing.engine import route, unrouted_connected, validate_result
+from smroute.routing.validate import DEAD_END
+
+SMALL = (2, (4, 6), (1, 4), (1, 1))
+
+
+def _agg_spine_hosts() -> Fabric:
+    f = shapes.with_aggregation_nodes(pgft(*SMALL))
+    spine = int(f.switches[-1])
+    return shapes.attach_cas(f, [spine, spine], ["ufm01 HCA-1", "storage-gw01 HCA-1"])
+
+
+SHAPES: dict[str, tuple[Callable[[], Fabric], str]] = {
+    "pgft": (lambda: pgft(*SMALL), "tree"),
+    "agg-2-level": (lambda: shapes.with_aggregation_nodes(pgft(*SMALL)), "tree+turns"),
+    "agg-3-level": (lambda: shapes.with_aggregation_nodes(
+        pgft(3, (2, 2, 4), (1, 2, 2), (1, 1, 1))), "tree+turns"),
+    "agg-spine-hosts": (_agg_spine_hosts, "tree+turns"),
+    "two-switch": (lambda: shapes.two_switch(4), "updown"),
+    "ring": (lambda: shapes.ring(5, 2), "updown"),
+    "director": (lambda: shapes.director(hosts_per_asic=2), "tree"),
+    "split-ports": (lambda: shapes.with_split_ports(pgft(*SMALL), pgft(*SMALL).switches[:2]),
+                    "tree"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_shape_routes_every_pair(name: str) -> None:
+    make, mode = SHAPES[name]
+    f = make()
+    r = route(f, workers=1)
+    assert r.mode == mode, r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    # an independent flow-by-flow trace: every end-port reaches every end-port
+    assert pair_paths(routing_view(f, r.tables)).unroutable_pairs == 0
+    assert unrouted_connected(r) == 0
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_summary_routing_and_analysis_agree(name: str) -> None:
+    f = SHAPES[name][0]()
+    roles = fabric_roles(f)
+    s = summarize(f)
+    sw = f.switches
+    counts = np.bincount(roles.rank[sw][roles.rank[sw] >= 0])
+    assert {lv.rank: lv.switches for lv in s.levels} == {
+        i: int(c) for i, c in enumerate(counts) if c}
+    r = route(f, workers=1)
+    assert np.array_equal(routing_view(f, r.tables).sw_level, roles.rank[sw])
+    if roles.tree:
+        assert np.array_equal(r.graph.rank, roles.rank[sw])
+    assert s.routing_mode == roles.mode
+
+
+def test_aggregation_nodes_are_not_hosts_and_do_not_make_leaves() -> None:
+    f = shapes.with_aggregation_nodes(pgft(*SMALL))
+    roles = fabric_roles(f)
+    agg = roles.endports(EndportRole.AGGREGATION)
+    assert len(agg) == len(f.switches)  # one per switch, spines included
+    assert (roles.reason[agg] > 0).all()
+    assert not roles.hosts_mask[agg].any()
+    sw = f.switches
+    assert (roles.switch_role[sw] == SwitchRole.LEAF).sum() == 6  # not all 10 switches
+    assert (roles.switch_role[sw] == SwitchRole.ROOT).sum() == 4
+    assert len(roles.endports(EndportRole.COMPUTE)) == 24
+    # the same without the description hint: recognised from the structure
+    # (the switch's GUID but for the low byte, on the switch's last port)
+    plain = dataclasses.replace(f, node_desc=tuple("CA" for _ in f.node_desc), _cache={})
+    assert set(fabric_roles(plain).endports(EndportRole.AGGREGATION).tolist()) == set(
+        agg.tolist())
+
+
+def test_hosts_on_a_spine_are_service_hosts_reported_as_anomaly() -> None:
+    f = _agg_spine_hosts()
+    roles = fabric_roles(f)
+    assert roles.tree
+    svc = roles.endports(EndportRole.SERVICE, EndportRole.MANAGEMENT, EndportRole.STORAGE)
+    assert len(svc) == 2 and (roles.rank[roles.attach[svc]] == 1).all()
+    s = summarize(f)
+    assert s.anomaly_count("hosts_on_non_leaf") == 1
+    text = "\n".join(format_summary(s))
+    assert "host on an upper switch" in text or "description names" in text
+    assert "aggregation" in text
+
+
+def test_self_loops_and_same_rank_links_are_reported_and_never_used() -> None:
+    f = shapes.two_switch(3, parallel=1)
+    ring = shapes.ring(4, 2)
+    for fab in (f, ring):
+        roles = fabric_roles(fab)
+        assert not roles.tree and roles.why_not_tree
+        assert len(roles.same_rank) > 0
+        assert summarize(fab).anomaly_count("same_rank_links") == len(roles.same_rank)
+
+
+def test_guid_file_format_and_errors() -> None:
+    assert parse_guid_file("# roots\n0x0002c90300001234\n\n0x10  # trailing\n") == frozenset(
+        {0x2C90300001234, 0x10})
+    with pytest.raises(InputError, match=r"f:2: not a GUID"):
+        parse_guid_file("0x1\nzzz\n", "f")
+
+
+def test_cn_guid_file_makes_leaves_and_root_guid_file_sets_ranks(tmp_path: Path) -> None:
+    f = _agg_spine_hosts()
+    roles = fabric_roles(f)
+    compute = roles.endports(EndportRole.COMPUTE)
+    # compute nodes only on the first 3 leaves: the other leaves' hosts become service hosts
+    leaf3 = roles.leaves[:3]
+    cn = compute[np.isin(roles.attach[compute], leaf3)]
+    ov = GuidOverrides(compute=frozenset(int(g) for g in f.node_guid[cn]))
+    r2 = fabric_roles(f, ov)
+    assert set(r2.endports(EndportRole.COMPUTE).tolist()) == set(cn.tolist())
+    assert set(r2.leaves.tolist()) == set(leaf3.tolist())
+    # roots: the spines; ranks count down from them
+    spines = f.switches[roles.rank[f.switches] == 1]
+    ro = fabric_roles(f, GuidOverrides(roots=frozenset(int(g) for g in f.node_guid[spines])))
+    assert np.array_equal(ro.rank[f.switches], roles.rank[f.switches])
+    assert (ro.switch_role[spines] == SwitchRole.ROOT).all()
+    # through the CLI
+    topo = tmp_path / "f.topo"
+    write_topology(f, topo)
+    gf = tmp_path / "cn.guids"
+    gf.write_text("".join(f"{int(g):#018x}\n" for g in f.node_guid[cn]))
+    out = tmp_path / "t.lfts"
+    assert main(["route", str(topo), "-q", "--workers", "1", "--cn-guids", str(gf),
+                 "--out", str(out)]) == 0
+    assert main(["fabric", "summary", str(topo), "--cn-guids", str(gf)]) == 0
+    bad = tmp_path / "bad.guids"
+    bad.write_text("nope\n")
+    assert main(["route", str(topo), "--root-guids", str(bad), "--out", str(out)]) == 2
+
+
+def test_turn_routes_are_updown_in_one_orientation() -> None:
+    """With aggregation nodes on the spines, the spine-to-spine pairs go
+    through the turn root; every route is up*/down* in its orientation (the
+    validation walk checks that orientation)."""
+    f = shapes.with_aggregation_nodes(pgft(*SMALL))
+    r = route(f, workers=1)
+    assert r.mode == "tree+turns" and r.check_graph is not None and r.turn_lids == 4
+    v = validate_result(r)
+    assert v.ok and v.updown_violations == 0
+    # the tree's own graph would see the turns as violations: the check is real
+    from smroute.routing.validate import validate
+    tree_view = validate(r.graph, r.tables.ports, r.dest, r.costs)
+    assert tree_view.updown_violations > 0
+
+
+def test_disconnected_pairs_are_not_routing_failures(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    a = shapes.two_switch(2, parallel=1)
+    sw = a.switches
+    inter = np.flatnonzero(np.isin(a.port_node[a.link_a], sw) & np.isin(a.port_node[a.link_b], sw))
+    cut = a.with_removed(links=inter)  # two islands
+    r = route(cut, workers=1)
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_disconnected == 2 * 2 * 2 and v.ca_pairs_unroutable == 0
+    topo = tmp_path / "cut.topo"
+    write_topology(cut, topo)
+    assert main(["route", str(topo), "-q", "--workers", "1", "--out",
+                 str(tmp_path / "t.lfts")]) == 0
+    assert "physically disconnected" in capsys.readouterr().out
+    # a dead end inside a component is a failure
+    ports = r.tables.ports.copy()
+    lid = int(r.graph.ep_lid[-1])
+    ports[r.graph.ep_switch[-1], lid] = 0xFF
+    from smroute.routing.validate import validate
+    bad = validate(r.walk_graph, ports, r.dest, r.costs)
+    assert not bad.ok and bad.dead_ends >= 1
+    assert DEAD_END == 1
+
+
+def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted() -> None:
+    from smroute.service.servicer import RoutingCore, ServiceError
+
+    f, _ = degrade(pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1]), np.random.default_rng(0), links=6)
+    # precondition: D-mod-K (complete trees only) leaves pairs of this one unrouted
+    assert validate_result(route(f, workers=1, algorithm="dmodk")).ca_pairs_unroutable > 0
+    core = RoutingCore(workers=1, coalesce_s=0.0)
+    try:
+        core.load_fabric(f, "degraded")
+        good = core.route("dmodc")
+        with pytest.raises(ServiceError) as ei:
+            core.route("dmodk")
+        assert ei.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert "refused to commit" in str(ei.value) and f"epoch {good.id} keeps serving" in str(
+            ei.value)
+        assert core.store.current is not None and core.store.current.id == good.id
+        assert core.algorithm == "dmodc"
+    finally:
+        core.close()
