@@ -535,3 +535,30 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
             c3.initialize()
         c3.close()
         assert daemon.stop() == 0
+
+
+def test_an_epoch_that_failed_validation_is_never_written(tmp_path: Path) -> None:
+    """The daemon refuses tables that leave connected pairs unrouted; should an
+    epoch's background validation fail anyway, the bridge does not write it."""
+    from smroute.service.client import pb
+
+    class Daemon:
+        def __init__(self, ok: bool) -> None:
+            self.ok = ok
+            self.fetched = 0
+
+        def get_epoch(self, epoch: int) -> pb.Epoch:
+            return pb.Epoch(id=epoch, validation=pb.Validation(
+                state=pb.Validation.DONE, ok=self.ok, summary="INVALID: 2 dead ends"))
+
+        def tables(self, epoch: int) -> object:
+            self.fetched += 1
+            raise AssertionError("the tables of an invalid epoch were fetched")
+
+    lfts = tmp_path / "lfts"
+    b = Bridge(BridgeOptions(daemon="x", lfts_file=lfts, trigger="none",
+                             state_dir=tmp_path))
+    fake = Daemon(ok=False)
+    b._client = fake
+    assert b.sync_epoch(3) is None
+    assert not lfts.exists() and fake.fetched == 0 and b.state.written_epoch == 0

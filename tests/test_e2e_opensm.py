@@ -32,7 +32,7 @@ import pytest
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.generate import pgft
 from smroute.fabric.model import Fabric
-from smroute.fabric.summary import switch_ranks
+from smroute.fabric.roles import fabric_roles
 from smroute.live.harness import OpenSMChain, log_unix, read_conf_snippet
 from smroute.tables.diff import diff_tables
 from smroute.tables.lft import ForwardingTables
@@ -70,7 +70,7 @@ def test_log_timestamps_and_snippet() -> None:
 def test_opensm_end_to_end(tmp_path: Path) -> None:
     fabric = pgft(3, [8, 4, 8], [1, 4, 4], [1, 1, 1])
     assert len(fabric.cas) == 256 and len(fabric.switches) == 80
-    rank, _ = switch_ranks(fabric)
+    rank = fabric_roles(fabric).rank
     leaf = int(fabric.switches[0])
     spine = int(fabric.switches[int(rank[fabric.switches].argmax())])
     assert rank[spine] == 2

@@ -430,6 +430,11 @@ class Bridge:
         with self._lock:
             if epoch <= self.state.written_epoch:
                 return None
+            v = self._call(f"GetEpoch({epoch})", self.client.get_epoch, epoch).validation
+            if v.state == v.DONE and not v.ok:  # never hand OpenSM a table set that failed
+                self.log("error", "epoch_not_written", epoch=epoch, reason="failed validation",
+                         validation=v.summary)
+                return None
             t0 = time.monotonic()
             tables = self.fetch_tables(epoch)
             t1 = time.monotonic()
