@@ -144,20 +144,18 @@ def route(
         need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm == "dmodc"
                 else np.zeros(0, bool))
         if need.any():
-            g2 = rooted_graph(fabric, roles, turn_roots(g))
-            c2, pi2 = dmodc.costs_and_dividers(g2)
-            sub = _subset(dest, need)
-            ports2 = _tables(fabric, algorithm, p, g2, c2, pi2, sub)
-            ports[:, sub.lid] = ports2[:, sub.lid]
-            if _updown_in(g, g2, ports, dest, ~need):
+            roots = turn_roots(g)
+            g2 = rooted_graph(fabric, roles, roots)
+            if _turn_through_roots(g, c, pi, p, dest, need, ports, roots, g2):
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
                           "up*/down* path in the tree; routed through the turn root")
             else:
                 mode = "updown"
-                reason = ("the tree's routes are not all up*/down* towards the turn root: "
-                          "routed every destination up*/down* towards it")
-                g, c, pi = g2, c2, pi2
+                reason = ("the tree's routes through the turn root are not all up*/down* "
+                          "towards it: routed every destination up*/down* towards it")
+                g = g2
+                c, pi = dmodc.costs_and_dividers(g)
                 nids = dmodc.topological_nids(g, c)
                 dest = dmodc.destinations(g, nids, lmc=lmc)
                 ports = _tables(fabric, algorithm, p, g, c, pi, dest)
@@ -243,6 +241,47 @@ def turn_roots(g: SwitchGraph) -> np.ndarray:
     return np.sort(g.sw_node[sw[o[first]]])
 
 
+def _turn_through_roots(
+    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, pool: RoutePool | None,
+    dest: Destinations, need: np.ndarray, ports: np.ndarray, roots: np.ndarray,
+    g2: SwitchGraph,
+) -> bool:
+    """Route the destinations ``need`` ``(D,)`` bool through the turn roots,
+    in place in ``ports``; whether every route is then delivered and
+    up*/down* in ``g2``'s orientation (else ``ports`` is to be discarded).
+
+    A switch that has an up*/down* path to such a destination keeps Dmodc's
+    entry; one that has none takes Dmodc's entry towards its component's turn
+    root, with the destination's NID (so the load still spreads).  A route
+    then follows the tree towards the root until it meets a switch with a path
+    to the destination, at the latest the root itself: delivered if the root
+    has a path to every such destination and every end-port switch lacking
+    one has a path to the root.
+    """
+    rid = np.searchsorted(g.sw_node, roots)
+    root_of_comp = dict(zip(g.component[rid].tolist(), rid.tolist(), strict=True))
+    root_of = np.array([root_of_comp[int(k)] for k in g.component.tolist()], dtype=np.int64)
+    sel = np.flatnonzero(need)
+    tgt = dest.target[sel]
+    root = root_of[tgt]
+    if (c[root, tgt] == INF).any():
+        return False
+    none = c[:, tgt] == INF  # (S, K): switches without a path to the destination
+    has_ep = np.zeros(g.n_switches, dtype=bool)
+    has_ep[g.ep_switch] = True
+    same = g.component[:, None] == g.component[tgt][None, :]
+    if (none & same & has_ep[:, None] & (c[:, root] == INF)).any():
+        return False
+    sub = Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=root,
+                       local_port=np.zeros(len(sel), dtype=np.int64),
+                       is_switch=dest.is_switch[sel], owner=dest.owner[sel])
+    assert pool is not None
+    via = pool.route(g, c, pi, sub)
+    lids = dest.lid[sel]
+    ports[:, lids] = np.where(none, via[:, lids], ports[:, lids])
+    return _updown_in(g, g2, ports, dest, ~need)
+
+
 def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
     return Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=dest.target[sel],
                         local_port=dest.local_port[sel], is_switch=dest.is_switch[sel],
@@ -251,18 +290,18 @@ def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
 
 def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destinations,
                tree_cols: np.ndarray) -> bool:
-    """Whether every route of the destinations ``tree_cols`` ``(D,)`` bool,
-    routed up*/down* in ``g1``'s orientation, is up*/down* in ``g2``'s too
-    (the other columns are routed in ``g2``'s: then every route is, and the
-    tables are free of credit loops).
+    """Whether every route is up*/down* in ``g2``'s orientation (so the
+    tables are free of credit loops): those of the destinations ``tree_cols``
+    ``(D,)`` bool, routed up*/down* in ``g1``'s orientation, and those of the
+    others (routed through the turn root).
 
     A route leaves ``g2``'s up*/down* only where it enters a switch ``b`` by a
-    ``g2``-down link and leaves it by a ``g2``-up link.  Routes that follow
-    ``g1`` can do so only through a *risky* link ``a -> b``: a ``g2``-down link
-    into a switch with a ``g2``-up link the route may take next (any, after a
-    ``g1``-up move; a ``g1``-down one after a ``g1``-down move).  So only the
-    rows of the switches with a risky link are read, for the next hop and the
-    one after it: a few rows on a complete tree, never a walk of every pair.
+    ``g2``-down link and leaves it by a ``g2``-up link: every entry whose next
+    hop is a ``g2``-down link is checked against the entry of that next hop.
+    For ``tree_cols`` only *risky* links need it: a ``g2``-down link into a
+    switch with a ``g2``-up link a ``g1``-route may take next (any, after a
+    ``g1``-up move; a ``g1``-down one after a ``g1``-down move): a few rows on
+    a complete tree.  The other columns are checked on every row.
     """
     n = g1.n_switches
     sw, rem = g1.grp_switch, g1.grp_remote
@@ -273,17 +312,24 @@ def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destin
     up_after_down = np.zeros(n, dtype=bool)
     up_after_down[sw[up2 & ~up1]] = True
     risky = ~up2 & np.where(up1, up_after_up[rem], up_after_down[rem])
-    rows = np.unique(sw[risky])
-    if not len(rows) or not tree_cols.any():
-        return True
+    nxt = next_switch(g1)
+
+    def bad(rows: np.ndarray, lids: np.ndarray, into: np.ndarray) -> bool:
+        """Some entry of ``rows`` x ``lids`` hops over a link of ``into``
+        ``(S, S)`` bool to a switch whose entry then goes ``g2``-up."""
+        if not len(rows) or not len(lids):
+            return False
+        p1 = ports[rows][:, lids].astype(np.int64)
+        b = np.where(p1 == NO_ROUTE, -1, nxt[rows[:, None], np.minimum(p1, nxt.shape[1] - 1)])
+        hit = (b >= 0) & into[rows[:, None], np.maximum(b, 0)]
+        hb, hc = b[hit], np.nonzero(hit)[1]
+        p2 = ports[hb, lids[hc]].astype(np.int64)
+        c = np.where(p2 == NO_ROUTE, -1, nxt[hb, np.minimum(p2, nxt.shape[1] - 1)])
+        return bool(((c >= 0) & (g2.rank[np.maximum(c, 0)] > g2.rank[hb])).any())
+
     risky_pair = np.zeros((n, n), dtype=bool)
     risky_pair[sw[risky], rem[risky]] = True
-    nxt = next_switch(g1)
-    lids = dest.lid[tree_cols]
-    p1 = ports[rows][:, lids].astype(np.int64)
-    b = np.where(p1 == NO_ROUTE, -1, nxt[rows[:, None], np.minimum(p1, nxt.shape[1] - 1)])
-    hit = (b >= 0) & risky_pair[rows[:, None], np.maximum(b, 0)]
-    hb, hc = b[hit], np.nonzero(hit)[1]
-    p2 = ports[hb, lids[hc]].astype(np.int64)
-    c = np.where(p2 == NO_ROUTE, -1, nxt[hb, np.minimum(p2, nxt.shape[1] - 1)])
-    return not bool(((c >= 0) & (g2.rank[np.maximum(c, 0)] > g2.rank[hb])).any())
+    down_pair = np.zeros((n, n), dtype=bool)
+    down_pair[sw[~up2], rem[~up2]] = True
+    return not (bad(np.unique(sw[risky]), dest.lid[tree_cols], risky_pair)
+                or bad(np.arange(n), dest.lid[~tree_cols], down_pair))
