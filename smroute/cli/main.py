@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff_cmd",
     "analyze_cmd",
     "lids_cmd",
+    "order_cmd",
     "study_cmd",
     "serve_cmd",
     "config_cmd",
