@@ -146,7 +146,7 @@ def route(
         if need.any():
             roots = turn_roots(g)
             g2 = rooted_graph(fabric, roles, roots)
-            if _turn_through_roots(g, c, pi, p, dest, need, ports, roots, g2):
+            if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
                           "up*/down* path in the tree; routed through the turn root")
@@ -242,8 +242,8 @@ def turn_roots(g: SwitchGraph) -> np.ndarray:
 
 
 def _turn_through_roots(
-    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, pool: RoutePool | None,
-    dest: Destinations, need: np.ndarray, ports: np.ndarray, roots: np.ndarray,
+    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+    need: np.ndarray, ports: np.ndarray, roots: np.ndarray,
     g2: SwitchGraph,
 ) -> bool:
     """Route the destinations ``need`` ``(D,)`` bool through the turn roots,
@@ -275,8 +275,12 @@ def _turn_through_roots(
     sub = Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=root,
                        local_port=np.zeros(len(sel), dtype=np.int64),
                        is_switch=dest.is_switch[sel], owner=dest.owner[sel])
-    assert pool is not None
-    via = pool.route(g, c, pi, sub)
+    # one target per component: cheap enough in this process (no pool round trip)
+    via = np.empty((g.n_switches, int(sub.lid.max()) + 1), dtype=np.uint8)
+    ctx = dmodc.route_context(c, sub)
+    for lo in range(0, g.n_switches, 256):
+        rows = np.arange(lo, min(lo + 256, g.n_switches))
+        dmodc.route_block(g, c, pi, sub, rows, via[lo:lo + len(rows)], ctx)
     lids = dest.lid[sel]
     ports[:, lids] = np.where(none, via[:, lids], ports[:, lids])
     return _updown_in(g, g2, ports, dest, ~need)
