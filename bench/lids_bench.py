@@ -41,7 +41,7 @@ from smroute.analysis.patterns import shifts
 from smroute.fabric.generate import kary_ntree, pgft
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import write_topology
-from smroute.opensm.sidebyside import run_opensm_engines
+from smroute.lab.sidebyside import run_opensm_engines
 from smroute.routing.engine import route
 from smroute.routing.lidselect import select_lids
 from smroute.tables.lft import ForwardingTables

@@ -1,7 +1,7 @@
 """Benchmark: from a fabric change to the new tables in the switches, through
 the real chain (ibsim + OpenSM file engine + smroute serve + smroute opensm-bridge).
 
-For each fabric: start the chain (smroute.live.harness.OpenSMChain), then
+For each fabric: start the chain (smroute.lab.harness.OpenSMChain), then
 ``--cuts`` times cut a random leaf up-link (seeded) and relink it, and cut and
 relink one random spine switch.  Every change is checked (the switches hold the
 daemon's epoch, read back with dump_fts).  Prints the machine, per change the
@@ -26,7 +26,7 @@ from benchinfo import machine
 from smroute.fabric.generate import pgft
 from smroute.fabric.roles import fabric_roles
 from smroute.fileio import atomic_write_text
-from smroute.live.harness import ChangeFigures, OpenSMChain
+from smroute.lab.harness import ChangeFigures, OpenSMChain
 
 SHAPES = {
     "256": ("PGFT(3;8,4,8;1,4,4;1,1,1)", (3, (8, 4, 8), (1, 4, 4), (1, 1, 1))),

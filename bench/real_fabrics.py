@@ -6,7 +6,7 @@ boot it in ibsim -- the capture itself when it is plain ibnetdiscover text
 that parsed without a warning, else the parsed fabric written as a net file
 -- run the real OpenSM once per engine, route the discovered view with
 Dmodc, and compute the metrics for every engine that routed
-(:func:`smroute.opensm.sidebyside.run_side_by_side`).  Hosts: every linked
+(:func:`smroute.lab.sidebyside.run_side_by_side`).  Hosts: every linked
 end-port except SHARP aggregation nodes, in Dmodc's topological order (port
 GUID order where Dmodc did not route, or with ``--order guid``).
 
@@ -40,7 +40,7 @@ from smroute.fabric.ibtext import ParseWarning, read_text_lines
 from smroute.fabric.model import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fileio import atomic_write_text
-from smroute.opensm.sidebyside import SideBySide, run_side_by_side
+from smroute.lab.sidebyside import SideBySide, run_side_by_side
 
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 DEFAULT_ENGINES = ("dmodc", "ftree", "updn", "minhop", "dfsssp")

@@ -49,8 +49,8 @@ from smroute.fabric.shapes import (  # noqa: E402
     with_aggregation_nodes,
 )
 from smroute.fileio import atomic_write_text  # noqa: E402
-from smroute.opensm.sidebyside import strip_lids  # noqa: E402
-from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm  # noqa: E402
+from smroute.lab.sidebyside import strip_lids  # noqa: E402
+from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm  # noqa: E402
 
 #: Seed of the degraded fixture (changing it changes the committed file).
 DEGRADE_SEED = 20240611

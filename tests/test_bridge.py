@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from smroute.discovery.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
 from smroute.errors import InputError
 from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import format_topology, write_ibsim_net
-from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
 from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeError, BridgeOptions
 from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
 from smroute.service.client import SmrouteClient
@@ -187,7 +187,7 @@ def test_options_are_checked(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- real components
 def _dump(sim: Any) -> ForwardingTables:
-    from smroute.opensm.sim import dump_switch_routes
+    from smroute.lab.sim import dump_switch_routes
 
     return parse_lft_dump(dump_switch_routes(sim).splitlines(), "dump_fts")
 
@@ -206,8 +206,8 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
     """OpenSM with the file engine, the real daemon under ibsim-run, the bridge
     with SIGHUP as trigger and polling (no log) as detector; then the dry-run
     CLI on a pending cut: it shows the change and writes nothing."""
-    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess
-    from smroute.opensm.sim import IbSim
+    from smroute.lab.processes import DaemonProcess, OpenSMProcess
+    from smroute.lab.sim import IbSim
 
     fabric = _small()
     net = tmp_path / "fabric.net"
@@ -281,9 +281,9 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from certs import make_pki
 
-    from smroute.live.opensm_proc import DaemonProcess
+    from smroute.lab.processes import DaemonProcess
+    from smroute.lab.sim import IbSim, run_opensm
     from smroute.opensm.bridge import BridgeError
-    from smroute.opensm.sim import IbSim, run_opensm
 
     pki = make_pki(tmp_path / "pki", clients=("opensm-bridge", "intruder"))
     conf = tmp_path / "smroute.yaml"
@@ -324,8 +324,8 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
 def test_a_link_the_base_never_had_reloads_the_fabric(tmp_path: Path) -> None:
     """The bridge started while a link was down (so its base lacks it); when the
     link appears it is not a fault to undo: the bridge reloads the fabric."""
-    from smroute.live.opensm_proc import DaemonProcess
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.processes import DaemonProcess
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
     net = tmp_path / "fabric.net"
@@ -398,8 +398,8 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
     """The daemon restarts empty (epoch ids start again): the bridge notices when
     its Watch stream comes back, loads and routes the fabric again, re-sends
     what is down, and writes the new epoch."""
-    from smroute.live.opensm_proc import DaemonProcess, free_port
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
     net = tmp_path / "fabric.net"
@@ -447,8 +447,8 @@ def test_a_failed_trigger_is_retried(tmp_path: Path) -> None:
     error is reported, and the bridge retries the reroute until it gets through
     (to a real OpenSM started afterwards on that console port, which logs the
     reroute)."""
-    from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess, free_port
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.processes import DaemonProcess, OpenSMProcess, free_port
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
     net = tmp_path / "fabric.net"
@@ -490,8 +490,8 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
     """Bridge A loads the fabric and reports a cut link, then stops.  Bridge B
     (load none, same state directory) resumes: it knows the link is down (no
     duplicate event) and reports LINK_UP when the link comes back."""
-    from smroute.live.opensm_proc import DaemonProcess
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.processes import DaemonProcess
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
     net = tmp_path / "fabric.net"

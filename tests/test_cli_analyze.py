@@ -114,7 +114,7 @@ def test_dead_end_is_reported_with_exit_1(
 def test_analyzes_real_opensm_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """OpenSM's own opensm-lfts.dump on the same simulated fabric: every flow is
     delivered, and minhop is no better than Dmodc on the shift permutations."""
-    from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm
+    from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm
 
     net = tmp_path / "f.net"
     write_ibsim_net(FABRIC, net)

@@ -33,7 +33,7 @@ from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.generate import pgft
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.live.harness import OpenSMChain, log_unix, read_conf_snippet
+from smroute.lab.harness import OpenSMChain, log_unix, read_conf_snippet
 from smroute.tables.diff import diff_tables
 from smroute.tables.lft import ForwardingTables
 

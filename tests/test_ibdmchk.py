@@ -20,7 +20,7 @@ import pytest
 from smroute.cli.route_cmd import hop_table
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
-from smroute.opensm.ibdmchk import IbdmchkReport, parse_ibdmchk, run_ibdmchk
+from smroute.lab.ibdmchk import IbdmchkReport, parse_ibdmchk, run_ibdmchk
 from smroute.routing.engine import RoutingResult, route
 from smroute.routing.validate import validate
 from smroute.tables.formats import write_tables
@@ -107,7 +107,7 @@ def test_ibdmchk_report_of_openSM_matches_ours_and_hops_agree(tmp_path: Path) ->
     same nodes and switches in both; our subnet.lst lists the same links; our
     hop counts to CAs equal OpenSM's minimal ones."""
     from smroute.fabric.writers import write_ibsim_net
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = SHAPES["zahavi-pgft"]()
     r = _route(fabric)

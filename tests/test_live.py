@@ -16,18 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
-from smroute.fabric.model import NodeType
-from smroute.fabric.writers import write_ibsim_net
-from smroute.live.discover import (
+from smroute.discovery.discover import (
     DiscoveryError,
     check_port,
     classify_failure,
     discover_topology_lines,
     select_port,
 )
-from smroute.live.hca import (
+from smroute.discovery.hca import (
     LocalPort,
     import_pyverbs,
     parse_guid,
@@ -36,7 +32,11 @@ from smroute.live.hca import (
     read_sysfs,
     read_sysfs_fresh,
 )
-from smroute.opensm.sim import IbSim, run_opensm
+from smroute.fabric.generate import pgft
+from smroute.fabric.ibnetdiscover import parse_topology, read_topology
+from smroute.fabric.model import NodeType
+from smroute.fabric.writers import write_ibsim_net
+from smroute.lab.sim import IbSim, run_opensm
 
 HAVE_IBSIM = shutil.which("ibsim") is not None and shutil.which("opensm") is not None
 SMROUTE = [sys.executable, "-m", "smroute"]
@@ -178,8 +178,8 @@ def _check_as_nobody(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-        import smroute.live.discover as d
-        from smroute.live.hca import LocalPort
+        import smroute.discovery.discover as d
+        from smroute.discovery.hca import LocalPort
         d.UMAD_SYSFS, d.UMAD_DEV = {str(tmp_path / 'infiniband_mad')!r}, {str(dev)!r}
         p = LocalPort("mlx5_0", 1, 1, 2, 5, 0, 1, 4, "InfiniBand", "sysfs")
         try:
@@ -290,7 +290,7 @@ def test_a_long_lived_process_sees_the_port_change(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import json, time
         from pathlib import Path
-        from smroute.live.hca import local_ports, read_sysfs
+        from smroute.discovery.hca import local_ports, read_sysfs
         Path({str(first)!r}).write_text(json.dumps([p.state for p in local_ports()[0]]))
         while not Path({str(go)!r}).exists():
             time.sleep(0.05)

@@ -21,7 +21,7 @@ from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.summary import summarize
 from smroute.fabric.writers import write_ibsim_net
-from smroute.opensm.sim import IbSim, OpenSMRun, dump_switch_routes, run_opensm
+from smroute.lab.sim import IbSim, OpenSMRun, dump_switch_routes, run_opensm
 from smroute.routing.engine import route
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump, read_tables, write_tables
@@ -151,8 +151,8 @@ def test_cli_routes_real_ibnetdiscover_text_for_opensm_and_ibdmchk(
     import dataclasses
 
     from smroute.cli.main import main
-    from smroute.opensm.ibdmchk import run_ibdmchk
-    from smroute.opensm.sim import ibnetdiscover
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.lab.sim import ibnetdiscover
 
     fabric = pgft(3, [2, 2, 3], [1, 2, 2], [1, 2, 1])
     no_lids = dataclasses.replace(

@@ -134,7 +134,7 @@ def test_summary_routing_and_analysis_agree_on_roles(name: str) -> None:
                     reason="ibdmchk (Debian package ibutils) is not installed")
 @pytest.mark.parametrize("name", ROUTABLE)
 def test_ibdmchk_finds_no_credit_loop(name: str, tmp_path: Path) -> None:
-    from smroute.opensm.ibdmchk import run_ibdmchk
+    from smroute.lab.ibdmchk import run_ibdmchk
     from smroute.tables.formats import write_tables
 
     f, r = routed(name)
@@ -161,7 +161,7 @@ def test_ibdmchk_finds_no_credit_loop(name: str, tmp_path: Path) -> None:
 def test_opensm_file_engine_loads_and_switches_hold_our_tables(name: str, tmp_path: Path) -> None:
     from test_opensm_file_engine import _load_into_opensm, assert_switches_hold
 
-    from smroute.opensm.simnet import simulable, sm_node
+    from smroute.lab.simnet import simulable, sm_node
 
     f0, _ = routed(name)
     if len(summarize(f0).component_sizes) > 1:

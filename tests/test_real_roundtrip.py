@@ -24,7 +24,7 @@ from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.summary import components, summarize
 from smroute.fabric.writers import write_ibsim_net
-from smroute.opensm.sim import (
+from smroute.lab.sim import (
     IbSim,
     ToolError,
     ToolMissingError,

@@ -22,8 +22,8 @@ from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fabric.writers import format_ibsim_net
-from smroute.opensm.sidebyside import SideBySide, run_side_by_side
-from smroute.opensm.simnet import discovery_gap, opensm_error, simulable, sm_node
+from smroute.lab.sidebyside import SideBySide, run_side_by_side
+from smroute.lab.simnet import discovery_gap, opensm_error, simulable, sm_node
 from smroute.tables.lft import ForwardingTables
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"

@@ -44,8 +44,8 @@ from smroute.fabric.writers import (
     format_topology,
     write_ibsim_net,
 )
-from smroute.opensm.sidebyside import strip_lids
-from smroute.opensm.sim import IbSim, ibnetdiscover, run_opensm
+from smroute.lab.sidebyside import strip_lids
+from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

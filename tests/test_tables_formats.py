@@ -335,7 +335,7 @@ def test_opensm_own_lfts_dump_has_our_shape(
     it with our tables for the same fabric: same switches, same switch LIDs
     (preset LIDs are kept), same routed LIDs, own LID on port 0; then diff."""
     from smroute.fabric.writers import write_ibsim_net
-    from smroute.opensm.sim import IbSim, run_opensm
+    from smroute.lab.sim import IbSim, run_opensm
 
     fabric = pgft(2, [4, 3], [1, 2], [1, 2])
     ours = route(fabric, workers=1).tables

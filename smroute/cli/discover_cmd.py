@@ -1,7 +1,7 @@
 """``smroute discover``: the local HCAs and the fabric seen through one of them.
 
 Prints the local HCA ports (from pyverbs, else sysfs; the source is named),
-runs ``ibnetdiscover`` through the chosen port (:mod:`smroute.live.discover`),
+runs ``ibnetdiscover`` through the chosen port (:mod:`smroute.discovery.discover`),
 checks that the text parses, and writes it atomically with ``--out``.
 ``--summary`` adds the fabric summary, ``--json`` prints ports and summary
 as JSON.  Under ``ibsim-run`` it sees the simulated fabric.
@@ -43,12 +43,12 @@ def register(subparsers: Any) -> None:
 
 def cmd_discover(args: argparse.Namespace) -> int:
     """List the local HCA ports, discover the fabric, write/print it; 0 on success."""
+    from smroute.discovery.discover import discover_topology_lines
+    from smroute.discovery.hca import local_ports
     from smroute.errors import InputError
     from smroute.fabric.ibnetdiscover import parse_topology
     from smroute.fabric.summary import format_summary, summarize
     from smroute.fileio import atomic_write_text
-    from smroute.live.discover import discover_topology_lines
-    from smroute.live.hca import local_ports
 
     if args.timeout <= 0:
         raise InputError("--timeout must be > 0")

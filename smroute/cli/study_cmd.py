@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from smroute.errors import InputError
-from smroute.opensm.sidebyside import ENGINES
+from smroute.lab.sidebyside import ENGINES
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
 from smroute.study.results import (

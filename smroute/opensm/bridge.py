@@ -20,8 +20,8 @@ It runs next to OpenSM and connects three things:
   trap (``Received Generic Notice``, e.g. trap 128 "link state change", which
   ibsim's Unlink/ReLink also send) or the end of a heavy sweep (``SUBNET
   UP``), or every ``poll_interval`` seconds, it re-discovers the fabric with
-  ``ibnetdiscover`` (:mod:`smroute.live.discover`) after a short debounce,
-  computes what of the base is missing (:func:`smroute.live.changes.down_set`)
+  ``ibnetdiscover`` (:mod:`smroute.discovery.discover`) after a short debounce,
+  computes what of the base is missing (:func:`smroute.discovery.changes.down_set`)
   and sends the step from the old down set to the new one with
   ``ApplyFaults`` (``*_DOWN`` for new failures, ``*_UP`` for recoveries).
   Re-discovery is the source of truth (a missed or repressed trap only delays
@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smroute.discovery.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
 from smroute.errors import InputError, SmrouteError
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
-from smroute.live.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
 from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.service.log import Logger
 from smroute.tables.diff import diff_tables, format_diff
@@ -202,7 +202,7 @@ class _State:
 
 class Bridge:
     """See the module docstring.  ``discover`` returns ibnetdiscover lines (default:
-    :func:`smroute.live.discover.discover_topology_lines` with the options' HCA,
+    :func:`smroute.discovery.discover.discover_topology_lines` with the options' HCA,
     port, timeout and env); ``log`` receives ``(level, event, **fields)``
     (default: ``key=value`` lines on stdout, :class:`smroute.service.log.Logger`;
     journald adds its own timestamp, ``ts`` is the wall time in seconds for
@@ -230,7 +230,7 @@ class Bridge:
 
     # ------------------------------------------------------------ plumbing
     def _default_discover(self) -> list[str]:
-        from smroute.live.discover import discover_topology_lines
+        from smroute.discovery.discover import discover_topology_lines
 
         return discover_topology_lines(ca=self.opts.ca, port=self.opts.port,
                                        timeout=self.opts.discover_timeout,

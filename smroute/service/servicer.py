@@ -305,7 +305,7 @@ class RoutingCore:
         return self.parse_fabric_text(data.decode("utf-8", errors="replace"), path)
 
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
-        """Live discovery through smroute.live (issue 6), parsed like a file.
+        """Live discovery through smroute.discovery, parsed like a file.
         ``timeout`` (seconds, 0 = 120) must be in 0..MAX_DISCOVER_TIMEOUT_S: a
         request cannot hold an RPC thread on ibnetdiscover for longer."""
         if not 0 <= timeout <= MAX_DISCOVER_TIMEOUT_S:
@@ -313,11 +313,11 @@ class RoutingCore:
                                f"live timeout_s {timeout:g}: expected 0 (default 120) .. "
                                f"{MAX_DISCOVER_TIMEOUT_S:g} seconds")
         try:
-            from smroute.live.discover import DiscoveryError, discover_topology_lines
+            from smroute.discovery.discover import DiscoveryError, discover_topology_lines
         except ImportError:
             raise ServiceError(grpc.StatusCode.UNIMPLEMENTED,
                                "live discovery is not available in this build "
-                               "(smroute.live.discover is missing)") from None
+                               "(smroute.discovery.discover is missing)") from None
         try:
             lines = discover_topology_lines(ca=ca or None, port=port or None,
                                             timeout=timeout or 120.0)

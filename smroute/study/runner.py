@@ -2,7 +2,7 @@
 
 :func:`run_throw` (one task, run in a worker) degrades the complete fabric
 (:func:`smroute.study.degrade.plan_throw`), runs every engine on it
-(:func:`smroute.opensm.sidebyside.run_side_by_side`) and returns one CSV row
+(:func:`smroute.lab.sidebyside.run_side_by_side`) and returns one CSV row
 per engine.  :func:`run_study` plans the throws, skips those already in the
 CSV, runs the rest through :func:`smroute.study.executors.run_unordered`
 and rewrites the CSV after each finished throw.
@@ -22,7 +22,7 @@ from smroute.analysis.compare import CompareConfig
 from smroute.errors import SmrouteError
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
-from smroute.opensm.sidebyside import run_side_by_side
+from smroute.lab.sidebyside import run_side_by_side
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.study.executors import run_unordered
 from smroute.study.results import KEY, Row, done_throws, read_rows, write_rows

@@ -1,6 +1,6 @@
 """A long-running OpenSM on an ibsim fabric (edge module, for tests and demos).
 
-:func:`smroute.opensm.sim.run_opensm` runs ``opensm -o`` (one sweep, exit);
+:func:`smroute.lab.sim.run_opensm` runs ``opensm -o`` (one sweep, exit);
 the bridge needs OpenSM as it runs in production: sweeping, answering traps,
 with the ``file`` routing engine and the console.  :class:`OpenSMProcess`
 starts ``ibsim-run opensm -F CONF -f LOG`` in its own process group with a
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from smroute.opensm.sim import IbSim, ToolError, ToolTimeoutError, format_conf, require_tool
+from smroute.lab.sim import IbSim, ToolError, ToolTimeoutError, format_conf, require_tool
 
 __all__ = ["DaemonProcess", "OpenSMProcess", "free_port"]
 

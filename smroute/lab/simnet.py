@@ -1,5 +1,5 @@
 """Putting any fabric into ibsim, and what the simulation saw (edge helpers of
-:mod:`smroute.opensm.sidebyside`).
+:mod:`smroute.lab.sidebyside`).
 
 Two ways into ibsim 0.10:
 

@@ -269,7 +269,7 @@ def read_sysfs_fresh(timeout: float = 60.0) -> list[LocalPort]:
     env = dict(os.environ)
     env[_CHILD_ENV] = "1"
     try:
-        res = subprocess.run([sys.executable, "-m", "smroute.live.hca"], capture_output=True,
+        res = subprocess.run([sys.executable, "-m", "smroute.discovery.hca"], capture_output=True,
                              text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise OSError(f"sysfs snapshot child did not finish within {timeout:g} s") from None

@@ -36,19 +36,27 @@ import contextlib
 import datetime as _dt
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from smroute.errors import RoutingError, SmrouteError
+from smroute.errors import RoutingError
+from smroute.tools import (
+    TOOL_PACKAGES,
+    ToolError,
+    ToolMissingError,
+    ToolTimeoutError,
+    require_tool,
+    run_in_group,
+    tail,
+)
 
 __all__ = [
     "DEFAULT_LOG_FLAGS",
@@ -70,19 +78,6 @@ __all__ = [
     "run_opensm",
 ]
 
-#: Debian package that ships each tool, for "install ..." hints.
-TOOL_PACKAGES: dict[str, str] = {
-    "ibsim": "ibsim-utils",
-    "ibsim-run": "ibsim-utils",
-    "opensm": "opensm",
-    "ibnetdiscover": "infiniband-diags",
-    "dump_fts": "infiniband-diags",
-    "ibroute": "infiniband-diags",
-    "smpquery": "infiniband-diags",
-    "ibtracert": "infiniband-diags",
-    "ibdmchk": "ibutils",
-}
-
 #: ibsim 0.10 compiled-in limits (sim.h): nodes, switches, ports, linear FDB cap.
 IBSIM_DEFAULT_NODES = 2048
 IBSIM_DEFAULT_SWITCHES = 256
@@ -91,47 +86,9 @@ IBSIM_DEFAULT_LINEAR_CAP = 30 * 1024
 #: Longest console line ibsim reads in one piece (its buffer is 128 bytes).
 CONSOLE_MAX_LINE = 127
 
-_TAIL = 2000
-
 
 #: The library ``ibsim-run`` LD_PRELOADs (Debian ibsim-utils) to point umad at ibsim.
 UMAD2SIM_LIB = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-
-
-class ToolError(SmrouteError):
-    """A real tool failed: could not start, exited non-zero or misbehaved.
-
-    ``stderr_tail`` holds the end of its standard error, also quoted in the message.
-    """
-
-    exit_code = 1
-
-    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
-        self.stderr_tail = stderr_tail
-        if stderr_tail.strip():
-            message = f"{message}\n--- stderr (tail) ---\n{stderr_tail.rstrip()}"
-        super().__init__(message)
-
-
-class ToolMissingError(ToolError):
-    """A required binary is not installed (the message names the Debian package)."""
-
-
-class ToolTimeoutError(ToolError):
-    """A tool did not finish within its timeout (it has been killed)."""
-
-
-def _tail(text: str, n: int = _TAIL) -> str:
-    return text if len(text) <= n else "..." + text[-n:]
-
-
-def require_tool(name: str) -> str:
-    """Absolute path of binary ``name``; :class:`ToolMissingError` if absent."""
-    path = shutil.which(name)
-    if path is None:
-        pkg = TOOL_PACKAGES.get(name, "the package providing it")
-        raise ToolMissingError(f"{name}: not found on PATH (install {pkg})")
-    return path
 
 
 @dataclass(frozen=True)
@@ -181,34 +138,6 @@ def net_limits(netfile: str | os.PathLike[str]) -> NetLimits:
             else:
                 ports += n
     return NetLimits(nodes, switches, ports)
-
-
-def run_in_group(
-    args: Sequence[str], *, timeout: float, cwd: str | os.PathLike[str] | None = None,
-    env: dict[str, str] | None = None, name: str = "", on_timeout: Callable[[], None] | None = None,
-) -> tuple[int, bytes, bytes]:
-    """Run ``args`` in its own process group, no stdin; return (status, stdout, stderr).
-
-    After ``timeout`` seconds the whole group is killed, ``on_timeout`` is
-    called and :class:`ToolTimeoutError` is raised with the stderr tail.
-    """
-    proc = subprocess.Popen(
-        list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=cwd, env=env, start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        if on_timeout is not None:
-            on_timeout()
-        raise ToolTimeoutError(
-            f"{name or args[0]}: timed out after {timeout:g} s (killed)",
-            stderr_tail=_tail(err.decode("utf-8", "replace")),
-        ) from None
-    return proc.returncode, out, err
 
 
 # --------------------------------------------------------------------------- IbSim
@@ -384,13 +313,13 @@ class IbSim:
             if not chunk:
                 return
 
-    def stderr_tail(self, n: int = _TAIL) -> str:
+    def stderr_tail(self, n: int = 2000) -> str:
         """The end of ibsim's standard error."""
         try:
             data = self.stderr_path.read_bytes()
         except OSError:
             return ""
-        return _tail(data.decode("utf-8", "replace"), n)
+        return tail(data.decode("utf-8", "replace"), n)
 
     def stdout_text(self) -> str:
         """Everything ibsim printed on stdout so far (console answers, banner)."""
@@ -540,7 +469,7 @@ class IbSim:
         if check and returncode != 0:
             raise ToolError(
                 f"{cmd[0]}: exited with status {returncode}",
-                stderr_tail=_tail(res.stderr),
+                stderr_tail=tail(res.stderr),
             )
         return res
 
@@ -716,7 +645,7 @@ def run_opensm(
     if res.returncode != 0:
         raise ToolError(
             f"opensm: exited with status {res.returncode} (log: {log})",
-            stderr_tail=_tail(res.stderr + "\n" + _tail(log_text)),
+            stderr_tail=tail(res.stderr + "\n" + tail(log_text)),
         )
     if "No routing engine able to successfully configure" in log_text:
         raise RoutingError(f"opensm: no routing engine could route the fabric (log: {log})")
@@ -732,7 +661,7 @@ def run_opensm(
     if log_flags & 0x40 and not out.lfts.exists():
         raise ToolError(
             f"opensm: finished but wrote no {out.lfts.name} (log: {log})",
-            stderr_tail=_tail(log_text),
+            stderr_tail=tail(log_text),
         )
     return out
 

@@ -2,7 +2,7 @@
 
 :func:`discover_topology_lines` is what ``smroute discover`` and the daemon's
 live ``LoadFabric`` source call: it checks the local HCA ports first
-(:func:`smroute.live.hca.local_ports`), runs ``ibnetdiscover [-C CA] [-P PORT]``
+(:func:`smroute.discovery.hca.local_ports`), runs ``ibnetdiscover [-C CA] [-P PORT]``
 (infiniband-diags) and returns its topology text, which
 :func:`smroute.fabric.ibnetdiscover.parse_topology` parses like a file.
 
@@ -27,9 +27,9 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
+from smroute.discovery.hca import LocalPort, local_ports, umad2sim_active
 from smroute.errors import SmrouteError
-from smroute.live.hca import LocalPort, local_ports, umad2sim_active
-from smroute.opensm.sim import ToolError, ToolMissingError, require_tool, run_in_group
+from smroute.tools import ToolError, ToolMissingError, require_tool, run_in_group
 
 __all__ = [
     "DiscoveryError",

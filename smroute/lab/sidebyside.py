@@ -11,7 +11,7 @@ for all of them.
 Any fabric: a generated one is written as an ibsim net file; a real capture
 can be booted as it is (``capture=``), with a fall-back to the written file
 when ibsim cannot read it or reads another fabric (see
-:mod:`smroute.opensm.simnet`).  What the subnet manager cannot reach (the
+:mod:`smroute.lab.simnet`).  What the subnet manager cannot reach (the
 other parts of a partitioned fabric) is reported in
 :attr:`SideBySide.partition`.
 
@@ -53,7 +53,7 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.fabric.writers import write_ibsim_net
 from smroute.fileio import read_lines
-from smroute.opensm.sim import (
+from smroute.lab.sim import (
     DEFAULT_LOG_FLAGS,
     IBSIM_DEFAULT_LINEAR_CAP,
     IbSim,
@@ -62,7 +62,7 @@ from smroute.opensm.sim import (
     ibnetdiscover,
     run_opensm,
 )
-from smroute.opensm.simnet import (
+from smroute.lab.simnet import (
     capture_sim_host,
     discovery_gap,
     opensm_error,
@@ -125,7 +125,7 @@ class Simulation:
     """What :func:`simulate` did: the discovered fabric, the OpenSM runs, the
     net file used (``net_source``: ``"capture"`` or ``"written"``), notes
     (e.g. why the capture was not used) and the unreachable part
-    (``partition``, ``''`` if none; see :func:`~smroute.opensm.simnet.discovery_gap`)."""
+    (``partition``, ``''`` if none; see :func:`~smroute.lab.simnet.discovery_gap`)."""
 
     fabric: Fabric
     runs: dict[str, EngineRun]
@@ -234,7 +234,7 @@ def simulate(
     it is (OpenSM attached to :func:`sm_node` by ``SIM_HOST``); if ibsim
     cannot boot it or the discovered fabric differs from ``fabric``, the
     written net file is used instead (said in the notes).  Without it, the
-    net file is written from :func:`~smroute.opensm.simnet.simulable`
+    net file is written from :func:`~smroute.lab.simnet.simulable`
     (LIDs stripped: OpenSM assigns them).  ``linear_cap``: ibsim's ``-L``
     (``None``: sized from the fabric).  ``workdir`` receives the net file,
     ibsim's log and one directory per engine (``capture/`` for the capture's
@@ -287,7 +287,7 @@ def run_opensm_engines(
     assigns them); returns the discovered fabric and engine ->
     :class:`EngineRun` (tables read from ``opensm-lfts.dump``; failures,
     time-outs and fallbacks to another engine recorded, not raised).  Raises
-    :class:`~smroute.opensm.sim.ToolError` if ibsim or ibnetdiscover fail.
+    :class:`~smroute.lab.sim.ToolError` if ibsim or ibnetdiscover fail.
     """
     sim = simulate(fabric, workdir, engines, lmc=lmc, timeout=timeout,
                    linear_cap=linear_cap, clock=clock)

@@ -2,11 +2,11 @@
 
 :class:`OpenSMChain` starts, with real components only:
 
-* ``ibsim`` on the fabric (:class:`smroute.opensm.sim.IbSim`);
+* ``ibsim`` on the fabric (:class:`smroute.lab.sim.IbSim`);
 * a long-running OpenSM configured from ``deploy/opensm.conf.snippet``
   (``routing_engine file``, ``lfts_file``, loopback console), with the
   VERBOSE log bit added for the ``REROUTE COMPLETE`` line
-  (:class:`smroute.live.opensm_proc.OpenSMProcess`);
+  (:class:`smroute.lab.processes.OpenSMProcess`);
 * ``smroute serve`` under ``ibsim-run`` (:class:`DaemonProcess`), which loads
   the fabric by live discovery when the bridge asks (``--load live``);
 * ``smroute opensm-bridge`` under ``ibsim-run`` as its own process.
@@ -39,8 +39,8 @@ from typing import IO, Any
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import write_ibsim_net
-from smroute.live.opensm_proc import DaemonProcess, OpenSMProcess, free_port
-from smroute.opensm.sim import (
+from smroute.lab.processes import DaemonProcess, OpenSMProcess, free_port
+from smroute.lab.sim import (
     IbSim,
     ToolError,
     dump_switch_routes,

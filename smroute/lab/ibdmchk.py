@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smroute.opensm.sim import require_tool, run_in_group
+from smroute.lab.sim import require_tool, run_in_group
 
 __all__ = ["IbdmchkReport", "parse_ibdmchk", "run_ibdmchk"]
 
@@ -149,8 +149,8 @@ def run_ibdmchk(
 
     ``mcfdbs`` ``None`` writes an empty ``opensm.mcfdbs`` beside ``fdbs``
     (unless one is already there).  Raises
-    :class:`~smroute.opensm.sim.ToolMissingError` if ibdmchk is not installed
-    and :class:`~smroute.opensm.sim.ToolTimeoutError` after ``timeout`` s;
+    :class:`~smroute.lab.sim.ToolMissingError` if ibdmchk is not installed
+    and :class:`~smroute.lab.sim.ToolTimeoutError` after ``timeout`` s;
     a non-zero exit is reported, not raised.
     """
     exe = require_tool("ibdmchk")
