@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,6 +58,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=_FORMATS, default="opensm",
                    help="output format (default opensm: OpenSM file-engine input; fdbs also "
                    "writes opensm-subnet.lst beside FILE)")
+    p.add_argument("--no-port-guids", action="store_true",
+                   help="opensm format: leave the per-LID port GUID comments out (about 6x "
+                   "smaller; OpenSM can then not remap LIDs that moved)")
     p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
     p.add_argument("--max-failures", type=int, default=20, metavar="N",
                    help="list at most N unroutable pairs by name (default 20)")
@@ -194,6 +198,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         t = prog.start(f"writing {args.out} ({args.format})")
         try:
             out_path.parent.mkdir(parents=True, exist_ok=True)
+            if args.no_port_guids:  # the labels served the validation; not in the file
+                tables = replace(tables, lid_guid=None, lid_kind=None, lid_desc=None, _index={})
             written = list(write_tables(tables, out_path, args.format, fabric=fabric, hops=hops))
         except OSError as err:
             raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None

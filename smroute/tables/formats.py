@@ -14,18 +14,18 @@
 
 * ``opensm.fdbs`` and ``opensm-subnet.lst``, read by ``ibdmchk -s -f``
   (``format_fdbs``, ``parse_fdbs``, ``format_subnet_lst``).
-* JSON (``format_json`` / ``parse_json``): ``{"format": "smroute-lft/1",
+* JSON (``format_json`` / ``iter_json`` / ``parse_json``, in
+  :mod:`smroute.tables.json_io`): ``{"format": "smroute-lft/1", "max_lid": N,
   "switches": [{"guid": "0x..", "lid": N, "desc": "..", "routes": [[lid, port], ...]}]}``.
 
-Writers return text (``str``) or, for the large OpenSM format, an iterator of
-``bytes`` chunks built with numpy per switch (no Python loop per entry).
+Writers return text (``str``) or, for the large OpenSM and JSON formats, an
+iterator of ``bytes`` chunks built with numpy (no Python loop per entry).
 Parsers take lines and raise :class:`~smroute.errors.InputError` naming the
 line.  ``read_tables(path)`` detects the format.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -35,6 +35,7 @@ import numpy as np
 from smroute.errors import InputError
 from smroute.fabric.model import SPEED_GBPS, Fabric, NodeType
 from smroute.fileio import atomic_writer, read_lines
+from smroute.tables.json_io import format_json, iter_json, parse_json
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "format_fdbs",
     "format_subnet_lst",
     "format_json",
+    "iter_json",
+    "iter_opensm",
     "parse_lft_dump",
     "parse_fdbs",
     "parse_json",
@@ -159,19 +162,6 @@ def format_subnet_lst(f: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_json(t: ForwardingTables) -> str:
-    sw = []
-    for i in range(t.n_switches):
-        lids = np.flatnonzero(t.ports[i] != NO_ROUTE)
-        sw.append({
-            "guid": f"{int(t.switch_guid[i]):#018x}",
-            "lid": int(t.switch_lid[i]),
-            "desc": t.switch_desc[i],
-            "routes": np.stack([lids, t.ports[i, lids]], axis=1).tolist(),
-        })
-    return json.dumps({"format": "smroute-lft/1", "max_lid": t.max_lid, "switches": sw})
-
-
 def write_tables(
     t: ForwardingTables, path: str | Path, fmt: str = "opensm", *,
     fabric: Fabric | None = None, hops: np.ndarray | None = None,
@@ -188,8 +178,9 @@ def write_tables(
                 fh.write(chunk)
         return [path]
     if fmt == "json":
-        with atomic_writer(path) as fh:
-            fh.write(format_json(t))
+        with atomic_writer(path, "wb") as fh:
+            for chunk in iter_json(t):
+                fh.write(chunk)
         return [path]
     if fmt == "fdbs":
         with atomic_writer(path) as fh:
@@ -294,25 +285,6 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
         if port == 0:
             lids[sw] = lid
     return _assemble(guids, lids, [""] * len(guids), entries)
-
-
-def parse_json(text: str, source: str = "<input>") -> ForwardingTables:
-    try:
-        doc = json.loads(text)
-        if doc.get("format") != "smroute-lft/1":
-            raise ValueError("not an smroute-lft/1 document")
-        guids: list[int] = []
-        lids: list[int] = []
-        descs: list[str] = []
-        entries: list[tuple[int, int, int]] = []
-        for i, sw in enumerate(doc["switches"]):
-            guids.append(int(sw["guid"], 16))
-            lids.append(int(sw["lid"]))
-            descs.append(str(sw.get("desc", "")))
-            entries.extend((i, int(lid), int(port)) for lid, port in sw["routes"])
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise InputError(f"bad JSON tables: {err}", source=source) from None
-    return _assemble(guids, lids, descs, entries)
 
 
 def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
