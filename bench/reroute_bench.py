@@ -1,6 +1,6 @@
 """Benchmark: daemon-side reroute time after one link failure.
 
-Runs the daemon's core (smroute.service.servicer.RoutingCore: the same code
+Runs the daemon's core (smroute.service.core.RoutingCore: the same code
 path ``smroute serve`` runs, without the gRPC transport) on the 11,664-host
 PGFT(3;18,18,36;1,18,18;1,1,1), routes it once, then per run takes one
 switch-to-switch link down (alternating leaf-L2 and L2-spine links) and brings
@@ -36,8 +36,8 @@ from benchinfo import machine
 from smroute.fabric.generate import pgft
 from smroute.fabric.model import Fabric, NodeType
 from smroute.routing.engine import route
+from smroute.service.core import RoutingCore
 from smroute.service.faults import FaultEvent
-from smroute.service.servicer import RoutingCore
 from smroute.tables.diff import diff_tables
 
 

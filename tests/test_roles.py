@@ -202,7 +202,9 @@ def test_disconnected_pairs_are_not_routing_failures(tmp_path: Path,
 
 
 def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted() -> None:
-    from smroute.service.servicer import RoutingCore, ServiceError
+    from smroute.service.core import RoutingCore
+    from smroute.service.errors import ServiceError
+    from smroute.service.servicer import status_code
 
     f, _ = degrade(pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1]), np.random.default_rng(0), links=6)
     # precondition: D-mod-K (complete trees only) leaves pairs of this one unrouted
@@ -213,7 +215,7 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted() -> None:
         good = core.route("dmodc")
         with pytest.raises(ServiceError) as ei:
             core.route("dmodk")
-        assert ei.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert status_code(ei.value)[0] == grpc.StatusCode.FAILED_PRECONDITION
         assert "refused to commit" in str(ei.value) and f"epoch {good.id} keeps serving" in str(
             ei.value)
         assert core.store.current is not None and core.store.current.id == good.id

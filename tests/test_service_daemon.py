@@ -699,8 +699,10 @@ def test_load_fabric_path_swapped_directory_between_check_and_open(
     """The race the open-time check exists for: after the path was checked, a
     directory on it is replaced by a symlink leading out of fabric_dirs.  The
     descriptor actually opened is checked again (/proc/self/fd) and refused."""
-    import smroute.service.servicer as sv
-    from smroute.service.servicer import RoutingCore, ServiceError
+    import smroute.service.sources as sv
+    from smroute.service.core import RoutingCore
+    from smroute.service.errors import ServiceError
+    from smroute.service.servicer import status_code
 
     fab, outside = tmp_path / "fab", tmp_path / "outside"
     (fab / "sub").mkdir(parents=True)
@@ -722,7 +724,7 @@ def test_load_fabric_path_swapped_directory_between_check_and_open(
         monkeypatch.setattr(sv, "check_fabric_path", check_then_swap)
         with pytest.raises(ServiceError) as ei:
             core.read_request_path(str(fab / "sub" / "f.topo"))
-        assert ei.value.code == grpc.StatusCode.PERMISSION_DENIED
+        assert status_code(ei.value)[0] == grpc.StatusCode.PERMISSION_DENIED
         assert "changed while it was opened" in ei.value.message
         assert SECRET not in ei.value.message
     finally:

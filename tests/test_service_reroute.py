@@ -210,7 +210,7 @@ def test_wire_encoded_blocks_equal_message_objects() -> None:
     to exactly the LftBlock messages (block indices >= 128 take 2-byte varints)."""
     from smroute.service._gen import smroute_pb2 as pb
     from smroute.service.epochs import padded_blocks
-    from smroute.service.servicer import _encode_blocks, _encode_full
+    from smroute.service.messages import _encode_blocks, _encode_full
 
     rng = np.random.default_rng(0)
     ports = rng.integers(0, 256, size=(3, 20_000), dtype=np.uint8)  # 313 blocks
@@ -251,7 +251,7 @@ def test_core_validation_in_helper_process_after_quiet_period() -> None:
     """Large validation walks (here: every walk) wait for a quiet period, skip
     superseded epochs, and run in the helper process with the same result."""
     from smroute.routing.validate import Validation
-    from smroute.service.servicer import RoutingCore
+    from smroute.service.core import RoutingCore
 
     f = pgft(2, [4, 8], [1, 4], [1, 1])
     core = RoutingCore(workers=1, coalesce_s=0.0)

@@ -1,7 +1,7 @@
 """The daemon process: gRPC server, health, reflection, auth, metrics, logs, signals.
 
 :class:`Daemon` wires a :class:`~smroute.service.config.ServiceConfig` to a
-:class:`~smroute.service.servicer.RoutingCore` and a ``grpc.Server``:
+:class:`~smroute.service.core.RoutingCore` and a ``grpc.Server``:
 
 * listens on the configured address (``host:port`` or ``unix:/path``; port 0
   picks a free port), with TLS / mutual TLS when configured, message sizes
@@ -48,13 +48,10 @@ from smroute.fabric.roles import GuidOverrides, read_guid_file
 from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.config import GUID_FILE_KEYS, ConfigError, ServiceConfig, load_config
+from smroute.service.core import RoutingCore
+from smroute.service.errors import ServiceError, Status
 from smroute.service.log import Logger
-from smroute.service.servicer import (
-    SERVICE_NAME,
-    RoutingCore,
-    ServiceError,
-    SmrouteServicer,
-)
+from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
 
 __all__ = ["Daemon", "Logger"]
 
@@ -232,9 +229,9 @@ class Daemon:
             ep = core.route()
         except ServiceError as err:
             msg = err.message if str(path) in err.message else f"{path}: {err.message}"
-            if err.code == grpc.StatusCode.FAILED_PRECONDITION:
+            if err.status == Status.FAILED_PRECONDITION:
                 raise RoutingError(f"fabric: {msg}") from None  # exit 3
-            if err.code == grpc.StatusCode.INVALID_ARGUMENT:
+            if err.status == Status.INVALID_ARGUMENT:
                 raise InputError(f"fabric: {msg}") from None  # exit 2
             raise SmrouteError(f"fabric: {msg}") from None
         self.log("info", "initial_route", epoch=ep.id, fabric=str(path),

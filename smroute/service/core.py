@@ -1,0 +1,574 @@
+"""The routing daemon's state and operations, without gRPC (:class:`RoutingCore`).
+
+State: the loaded base fabric, the desired :class:`~smroute.service.faults.DownSet`,
+the current routing settings (algorithm, LMC, roles overrides), an
+:class:`~smroute.service.epochs.EpochStore`, one
+:class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
+:class:`~smroute.service.faults.Sequencer` that runs every state change on one
+thread (so loads, routes and fault batches are totally ordered).  A
+background thread validates committed epochs, newest first; superseded ones
+are marked skipped.
+
+Errors: every expected failure raises
+:class:`~smroute.service.errors.ServiceError` with a
+:class:`~smroute.service.errors.Status` and a precise message; the gRPC
+servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from smroute.errors import InputError, RoutingError
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import GuidOverrides
+from smroute.routing.engine import (
+    ALGORITHMS,
+    RoutingResult,
+    route,
+    unrouted_connected,
+    validate_result,
+)
+from smroute.routing.pool import RoutePool
+from smroute.service import sources
+from smroute.service.config import LimitsConfig
+from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables
+from smroute.service.errors import ServiceError, Status
+from smroute.service.faults import (
+    DownSet,
+    FaultEvent,
+    FaultEventError,
+    FaultJob,
+    Sequencer,
+    apply_events,
+    degraded_fabric,
+)
+from smroute.service.reroute import Reroute, reroute
+from smroute.tables.diff import TableDiff, diff_tables
+from smroute.tables.lft import ForwardingTables
+
+__all__ = ["FaultOutcome", "Metrics", "RoutingCore", "analyze_tables"]
+
+#: Changed entries a Diff / dry run lists at most, whatever the request asks.
+MAX_LISTED_ENTRIES = 100_000
+
+
+
+class Metrics(Protocol):
+    """What the core reports (implemented by smroute.service.metrics.ServiceMetrics)."""
+
+    def observe_route(self, seconds: float, kind: str) -> None: ...
+    def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
+                        turn_lids: int = 0) -> None: ...
+    def faults_received(self, n: int, kind: str) -> None: ...
+    def request(self, method: str, code: str) -> None: ...
+    def stream_opened(self, method: str) -> None: ...
+    def stream_closed(self, method: str) -> None: ...
+    def reroute_failed(self, reason: str) -> None: ...
+
+
+LogFn = Callable[..., None]
+
+
+def _no_log(level: str, event: str, **fields: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class FaultOutcome:
+    """What a fault job resolves to: the epoch serving after it, the diff against
+    the epoch it replaced (``None`` if nothing changed), how many events the
+    batch had, whether a new epoch was committed."""
+
+    epoch: Epoch
+    diff: TableDiff | None
+    coalesced: int
+    committed: bool
+
+
+T = TypeVar("T")
+
+
+class RoutingCore:
+    """The daemon's state machine (no gRPC here; see module doc).
+
+    ``clock`` (monotonic seconds) times phases; ``wallclock`` stamps commits.
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        algorithm: str = "dmodc",
+        lmc: int = 0,
+        epoch_history: int = 8,
+        coalesce_s: float = 0.02,
+        limits: LimitsConfig | None = None,
+        fabric_dirs: Sequence[str | os.PathLike[str]] = (),
+        log: LogFn = _no_log,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        wallclock: Callable[[], float] = time.time,
+        validate_epochs: bool = True,
+        incremental: bool = True,
+        overrides: GuidOverrides | None = None,
+    ) -> None:
+        if algorithm not in ALGORITHMS:
+            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+        self.algorithm = algorithm
+        self.lmc = lmc
+        #: Operator overrides of the fabric's roles (OpenSM guid files); the
+        #: daemon replaces them on SIGHUP; the next route uses them.
+        self.overrides = overrides
+        self.limits = limits or LimitsConfig()
+        #: Directories LoadFabric(path=...) may read from (empty: none); the
+        #: daemon replaces the tuple on SIGHUP.
+        self.fabric_dirs: tuple[str, ...] = tuple(os.fspath(d) for d in fabric_dirs)
+        self.log = log
+        self.metrics = metrics
+        self.clock = clock
+        self.wallclock = wallclock
+        self.store = EpochStore(epoch_history)
+        self.pool = RoutePool(workers)
+        self.base: Fabric | None = None
+        self._epoch_base: Fabric | None = None
+        self.incremental = incremental
+        self.base_source = ""
+        self.down = DownSet()
+        self.shutting_down = threading.Event()
+        self._streams = 0
+        self._watchers = 0
+        self._count_lock = threading.Lock()
+        self._analyze_lock = threading.Lock()
+        self._analyzer: ProcessPoolExecutor | None = None
+        self._aux_lock = threading.Lock()
+        self._validate_epochs = validate_epochs
+        self._val_cond = threading.Condition()
+        self._val_next: Epoch | None = None
+        self._val_thread = threading.Thread(target=self._validator, name="smroute-validate",
+                                            daemon=True)
+        self._val_thread.start()
+        self.seq = Sequencer(self._run_batch, self._run_dry, coalesce_s=coalesce_s)
+
+    # ------------------------------------------------------------ helpers
+    def _metric(self, name: str, *args: Any) -> None:
+        if self.metrics is not None:
+            try:
+                getattr(self.metrics, name)(*args)
+            except Exception as err:  # noqa: BLE001 - metrics must never break serving
+                self.log("warning", "metrics_error", metric=name, error=str(err))
+
+    def _wait(self, fut: Future[T]) -> T:
+        try:
+            return fut.result()
+        except ServiceError:
+            raise
+        except (RoutingError, FaultEventError) as err:
+            code = (Status.INVALID_ARGUMENT if isinstance(err, InputError)
+                    else Status.FAILED_PRECONDITION)
+            raise ServiceError(code, str(err)) from None
+        except RuntimeError as err:
+            if self.shutting_down.is_set():
+                raise ServiceError(Status.UNAVAILABLE, str(err)) from None
+            raise
+
+    def close(self) -> None:
+        """Stop the sequencer (after its queued jobs), the validator and the pool."""
+        self.shutting_down.set()
+        self.store.close()
+        self.seq.close()
+        with self._val_cond:
+            self._val_next = None
+            self._val_cond.notify_all()
+        self._val_thread.join(10)
+        if self._analyzer is not None:
+            self._analyzer.shutdown(cancel_futures=True)
+        self.pool.close()
+
+    # ------------------------------------------------------------ load
+    def parse_fabric_text(self, text: str, source: str) -> Fabric:
+        """Parse ibnetdiscover text (bounded by ``limits.max_topology_bytes``)."""
+        return sources.parse_fabric_text(text, source, self.limits.max_topology_bytes)
+
+    def read_fabric_path(self, path: str) -> Fabric:
+        """The operator's configured topology file (:func:`sources.read_fabric_path`)."""
+        return sources.read_fabric_path(path)
+
+    def read_request_path(self, path: str) -> Fabric:
+        """The file a ``LoadFabric(path=...)`` request names, inside
+        :attr:`fabric_dirs` only (:func:`sources.read_request_path`)."""
+        return sources.read_request_path(path, self.fabric_dirs,
+                                         self.limits.max_topology_bytes)
+
+    def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
+        """Live discovery (:func:`sources.discover_fabric`)."""
+        return sources.discover_fabric(ca, port, timeout)
+
+    def load_fabric(self, fabric: Fabric, source: str) -> Fabric:
+        """Make ``fabric`` the base fabric (clears down items); does not route."""
+        def do() -> Fabric:
+            self.base = fabric
+            self.base_source = source
+            self.down = DownSet()
+            self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
+                     switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
+            return fabric
+        return self._wait(self.seq.call(do))
+
+    # ------------------------------------------------------------ route
+    def _route(self, fabric: Fabric, algorithm: str, lmc: int) -> RoutingResult:
+        res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
+                    overrides=self.overrides)
+        return own_tables(res)
+
+    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
+        """Route the base fabric minus down items and commit (cause ``route``)."""
+        alg = algorithm or self.algorithm
+        if alg not in ALGORITHMS:
+            raise ServiceError(Status.INVALID_ARGUMENT,
+                               f"unknown algorithm {alg!r}; expected one of {ALGORITHMS}")
+        use_lmc = self.lmc if lmc is None else lmc
+        if not 0 <= use_lmc <= 7:
+            raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
+
+        def do() -> Epoch:
+            base = self._need_base()
+            t0 = self.clock()
+            fabric = degraded_fabric(base, self.down)
+            t1 = self.clock()
+            try:
+                res = self._route(fabric, alg, use_lmc)
+            except RoutingError as err:
+                self._metric("reroute_failed", "route")
+                raise ServiceError(Status.FAILED_PRECONDITION,
+                                   f"cannot route {self.base_source}: {err}") from None
+            t2 = self.clock()
+            parent = self.store.current
+            diff = diff_tables(parent.tables, res.tables) if parent is not None else None
+            t3 = self.clock()
+            kept = self.algorithm, self.lmc
+            self.algorithm, self.lmc = alg, use_lmc
+            timings = {"degrade": t1 - t0, **res.timings, "diff": t3 - t2}
+            try:
+                ep = self._commit("route", fabric, base, res, timings, (), diff)
+            except ServiceError:
+                self.algorithm, self.lmc = kept  # a refused route changes nothing
+                raise
+            self._metric("observe_route", t3 - t0, "route")
+            return ep
+        return self._wait(self.seq.call(do))
+
+    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric) -> Reroute:
+        """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
+        incrementally when ``cur`` routed the same loaded fabric (see
+        smroute.service.reroute), else in full."""
+        same = base is self._epoch_base
+        return reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
+                       pool=self.pool, clock=self.clock,
+                       incremental=same and self.incremental)
+
+    def _need_base(self) -> Fabric:
+        if self.base is None:
+            raise ServiceError(Status.FAILED_PRECONDITION,
+                               "no fabric loaded: call LoadFabric first (or set fabric: in "
+                               "the config)")
+        return self.base
+
+    def _commit(self, cause: str, fabric: Fabric, base: Fabric, res: RoutingResult,
+                timings: dict[str, float], faults: tuple[FaultRecord, ...],
+                diff: TableDiff | None, t_event: float | None = None) -> Epoch:
+        """Commit; ``t_event``: clock time of the first event (timings then get
+        ``event_to_commit``: everything up to the reference swap, which is O(1))."""
+        # Dmodc routes every pair that cables join by construction (the cheap
+        # first-hop check guards it); other algorithms are walked in full now
+        gaps = unrouted_connected(res)
+        if not gaps and res.algorithm != "dmodc":
+            gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
+        if gaps:
+            self._metric("reroute_failed", "unrouted_pairs")
+            serving = self.store.current.id if self.store.current is not None else 0
+            self.log("error", "epoch_refused", cause=cause, unrouted_ca_pairs=gaps,
+                     serving=serving, mode=res.mode)
+            raise ServiceError(
+                Status.FAILED_PRECONDITION,
+                f"refused to commit: the {res.algorithm} tables leave {gaps} CA pairs that "
+                f"cables join unrouted; " + (f"epoch {serving} keeps serving" if serving
+                                              else "no epoch is served"))
+        if t_event is not None:
+            timings["event_to_commit"] = self.clock() - t_event
+        self._epoch_base = base
+        ep = self.store.commit(
+            cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
+            algorithm=res.algorithm, lmc=self.lmc, timings=timings, faults=faults,
+            down=self.down.counts, committed_at=self.wallclock(), diff=diff,
+            down_items=self.down.items(),
+        )
+        self._metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
+        self.log("info", "epoch_committed", epoch=ep.id, cause=cause, mode=res.mode,
+                 fabric_hash=fabric.content_hash, faults=len(faults),
+                 diff=diff.summary() if diff is not None else "",
+                 seconds={k: round(v, 4) for k, v in timings.items()})
+        with self._val_cond:
+            self._val_next = ep
+            self._val_cond.notify_all()
+        return ep
+
+    # ------------------------------------------------------------ validation
+    #: Validation walks of more (switch, LID) pairs than this wait for a quiet
+    #: period (no commit for :attr:`VALIDATE_QUIET_S`) so they do not slow a burst of
+    #: reroutes, and run in the helper process (off this process's GIL); the
+    #: thread also runs at a lower OS priority.
+    VALIDATE_BIG_PAIRS = 2_000_000
+    VALIDATE_QUIET_S = 1.0
+
+    def _validator(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while True:
+            with self._val_cond:
+                while self._val_next is None and not self.shutting_down.is_set():
+                    self._val_cond.wait()
+                ep, self._val_next = self._val_next, None
+                while ep is not None and not self.shutting_down.is_set() and (
+                        ep.tables.n_switches * len(ep.result.dest.lid) > self.VALIDATE_BIG_PAIRS):
+                    self._val_cond.wait(self.VALIDATE_QUIET_S)
+                    if self._val_next is None:
+                        break  # quiet: validate ep
+                    ep, self._val_next = self._val_next, None
+            if ep is None or self.shutting_down.is_set():
+                return
+            # an older epoch still pending when a newer one arrived is skipped
+            for eid in self.store.ids():
+                if eid < ep.id and self.store.validation(eid) == "pending":
+                    self.store.set_validation(eid, f"skipped: superseded by epoch {ep.id}")
+            if not self._validate_epochs:
+                self.store.set_validation(ep.id, "skipped: validation disabled")
+                continue
+            try:
+                r = ep.result
+                job = functools.partial(validate_result, r, max_failures=10)
+                if r.tables.n_switches * len(r.dest.lid) > self.VALIDATE_BIG_PAIRS:
+                    # large: in the helper process, off this process's GIL
+                    v = self._aux().submit(job).result()
+                else:
+                    v = job()
+                self.store.set_validation(ep.id, v)
+                self.log("info" if v.ok else "warning", "epoch_validated", epoch=ep.id,
+                         summary=v.summary())
+            except Exception as err:  # noqa: BLE001 - never kill the thread
+                self.store.set_validation(ep.id, f"skipped: validation failed: {err}")
+                self.log("error", "validation_error", epoch=ep.id, error=str(err))
+
+    # ------------------------------------------------------------ faults
+    def check_events(self, events: Sequence[FaultEvent]) -> None:
+        """Reject a bad batch now (INVALID_ARGUMENT / RESOURCE_EXHAUSTED)."""
+        if not events:
+            raise ServiceError(Status.INVALID_ARGUMENT,
+                               "events is empty; expected at least one fault event")
+        if len(events) > self.limits.max_fault_events:
+            raise ServiceError(Status.RESOURCE_EXHAUSTED,
+                               f"{len(events)} events; the limit (limits.max_fault_events) is "
+                               f"{self.limits.max_fault_events}")
+        base = self._need_base()
+        if self.store.current is None:
+            raise ServiceError(Status.FAILED_PRECONDITION,
+                               "no epoch committed yet: call Route first")
+        try:
+            apply_events(base, DownSet(), events)
+        except FaultEventError as err:
+            raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
+
+    def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False
+                     ) -> FaultOutcome:
+        """Queue the events; returns once the epoch including them is committed
+        (or, ``dry_run``, once the would-be tables and diff are computed)."""
+        self.check_events(events)
+        kinds: dict[str, int] = {}
+        for e in events:
+            kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        for k, n in kinds.items():
+            self._metric("faults_received", n, k)
+        job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock())
+        return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
+
+    def _run_batch(self, jobs: list[FaultJob]) -> None:
+        t0 = min(j.received for j in jobs)
+        t_start = self.clock()
+        cpu0 = time.thread_time()
+        cur = self.store.current
+        if self.base is None or cur is None:
+            err = ServiceError(Status.FAILED_PRECONDITION,
+                               "no routed fabric: call LoadFabric and Route first")
+            for j in jobs:
+                j.future.set_exception(err)
+            return
+        base = self.base
+        down = self.down
+        ok: list[FaultJob] = []
+        for j in jobs:
+            try:
+                down = apply_events(base, down, j.events)
+                ok.append(j)
+            except FaultEventError as e:
+                j.future.set_exception(ServiceError(Status.INVALID_ARGUMENT, str(e)))
+        if not ok:
+            return
+        n_events = sum(len(j.events) for j in ok)
+        self.down = down  # the desired state, even if rerouting it fails below
+        records = tuple(FaultRecord(e.kind, e.guid, e.port) for j in ok for e in j.events)
+        if down.items() == cur.down_items and cur.base_hash == base.content_hash:
+            for j in ok:
+                j.future.set_result(FaultOutcome(cur, None, n_events, False))
+            return
+        fabric = degraded_fabric(base, down)
+        t1 = self.clock()
+        try:
+            rr = self._reroute(cur, base, fabric)
+        except RoutingError as err:
+            msg = (f"reroute after {n_events} fault events failed; epoch {cur.id} keeps "
+                   f"serving: {err}")
+            self._metric("reroute_failed", "routing_error")
+            self.log("error", "reroute_failed", events=n_events, serving=cur.id, error=str(err))
+            for j in ok:
+                j.future.set_exception(ServiceError(Status.FAILED_PRECONDITION, msg))
+            return
+        res, diff = rr.result, rr.diff
+        timings = {"queued": t_start - t0, "degrade": t1 - t_start, **rr.timings}
+        # CPU seconds of this thread (the incremental path runs here only): the
+        # figure that does not depend on how busy the machine is
+        timings["cpu"] = time.thread_time() - cpu0
+        self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
+                 rows=rr.rows, lids=rr.lids)
+        try:
+            ep = self._commit("faults", fabric, base, res, timings, records, diff, t_event=t0)
+        except ServiceError as err:
+            for j in ok:
+                j.future.set_exception(err)
+            return
+        self._metric("observe_route", self.clock() - t_start, "reroute")
+        for j in ok:
+            j.future.set_result(FaultOutcome(ep, diff, n_events, True))
+
+    def _run_dry(self, job: FaultJob) -> None:
+        cur = self.store.current
+        base = self._need_base()
+        if cur is None:
+            raise ServiceError(Status.FAILED_PRECONDITION,
+                               "no epoch committed yet: call Route first")
+        down = apply_events(base, self.down, job.events)
+        fabric = degraded_fabric(base, down)
+        try:
+            rr = self._reroute(cur, base, fabric)
+        except RoutingError as err:
+            raise ServiceError(Status.FAILED_PRECONDITION,
+                               f"dry run: the fabric after these events cannot be routed: {err}"
+                               ) from None
+        res, diff, timings = rr.result, rr.diff, rr.timings
+        pseudo = Epoch(
+            id=0, parent_id=cur.id, cause="dry_run", fabric=fabric,
+            base_hash=base.content_hash, result=res, algorithm=res.algorithm, lmc=self.lmc,
+            timings=timings, faults=tuple(FaultRecord(e.kind, e.guid, e.port)
+                                          for e in job.events),
+            down=down.counts, committed_at=0.0, diff=diff, down_items=down.items(),
+        )
+        job.future.set_result(FaultOutcome(pseudo, diff, len(job.events), False))
+
+    # ------------------------------------------------------------ analysis
+    def _aux(self) -> ProcessPoolExecutor:
+        """The helper process for analyses and large validation walks (spawned
+        on first use, kept for the daemon's life; jobs run one at a time)."""
+        with self._aux_lock:
+            if self._analyzer is None:
+                self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+            return self._analyzer
+
+    def analyze(self, ep: Epoch, order: str, seed: int, samples: int) -> dict[str, Any]:
+        """Congestion metrics of ``ep`` (see :func:`analyze_tables`), computed in
+        a separate process (made on first use, kept for the daemon's life) so a
+        long analysis does not hold this process's GIL against reroutes; one
+        analysis at a time."""
+        with self._analyze_lock:
+            r = ep.result
+            fut = self._aux().submit(analyze_tables, ep.fabric, ep.tables,
+                                     r.graph.ep_row, r.nids, order, seed, samples)
+            try:
+                return fut.result()  # type: ignore[no-any-return]
+            except BrokenProcessPool:
+                with self._aux_lock:
+                    self._analyzer = None
+                raise ServiceError(Status.RESOURCE_EXHAUSTED,
+                                   "the analysis process died (out of memory?); try a "
+                                   "smaller rp_samples or raise the daemon's memory") from None
+
+    # ------------------------------------------------------------ streams
+    def acquire_stream(self, kind: str) -> None:
+        """Count an open stream (``"tables"`` or ``"watch"``); RESOURCE_EXHAUSTED
+        beyond the configured limit."""
+        with self._count_lock:
+            if kind == "watch":
+                if self._watchers >= self.limits.max_watchers:
+                    raise ServiceError(Status.RESOURCE_EXHAUSTED,
+                                       f"{self._watchers} Watch streams open; the limit "
+                                       f"(limits.max_watchers) is {self.limits.max_watchers}")
+                self._watchers += 1
+            else:
+                if self._streams >= self.limits.max_streams:
+                    raise ServiceError(Status.RESOURCE_EXHAUSTED,
+                                       f"{self._streams} GetTables streams open; the limit "
+                                       f"(limits.max_streams) is {self.limits.max_streams}")
+                self._streams += 1
+
+    def release_stream(self, kind: str) -> None:
+        """Undo :meth:`acquire_stream` of the same ``kind``."""
+        with self._count_lock:
+            if kind == "watch":
+                self._watchers -= 1
+            else:
+                self._streams -= 1
+
+    def epoch(self, epoch_id: int) -> Epoch:
+        """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""
+        try:
+            return self.store.get(epoch_id)
+        except KeyError as err:
+            code = (Status.FAILED_PRECONDITION if self.store.current is None
+                    else Status.NOT_FOUND)
+            raise ServiceError(code, str(err.args[0])) from None
+
+
+def analyze_tables(fabric: Fabric, tables: ForwardingTables, ep_row: np.ndarray,
+                   nids: np.ndarray, order: str, seed: int, samples: int) -> dict[str, Any]:
+    """Gliksberg's congestion risk (A2A, RP median over ``samples`` random
+    permutations, SP max) and the SP hot-spot degree of ``tables`` on
+    ``fabric``, participants in Dmodc's topological order (``ep_row`` /
+    ``nids`` of the routing) or a random one; ``seed`` seeds the generator.
+    Returns the AnalyzeResponse fields (runs in the analysis process)."""
+    from smroute.analysis.congestion import congestion_risk
+    from smroute.analysis.paths import pair_paths, routing_view
+    from smroute.analysis.patterns import random_order, topological_order_from
+
+    rng = np.random.default_rng(seed)
+    view = routing_view(fabric, tables)
+    paths = pair_paths(view)
+    o = (topological_order_from(view, ep_row, nids) if order == "topological"
+         else random_order(view, rng))
+    risk = congestion_risk(view, paths, o, rng, samples=samples)
+    return dict(
+        end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
+        rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
+        sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
+        unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
+        unroutable_sp=risk.unroutable["SP"],
+    )
