@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve_cmd",
     "config_cmd",
     "bridge_cmd",
+    "slurm_cmd",
 )
 
 
