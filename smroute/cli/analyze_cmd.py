@@ -25,6 +25,7 @@ Exit status: 0 every flow delivered, 1 some flows hit a dead end or a loop
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from typing import Any
@@ -70,6 +71,11 @@ def register(subparsers: Any) -> None:
                    help="list every stage (sp, rp, cps)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    from smroute.analysis.plot import plot_path
+
+    p.add_argument("--plot", type=plot_path, metavar="FILE",
+                   help="draw flows per port by level, up and down, with the hot spots "
+                   "named, into FILE.png or FILE.svg (smroute/analysis/plot.py)")
     p.set_defaults(func=cmd_analyze)
 
 
@@ -138,6 +144,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         "order": args.order, "participants": int(len(order)), "seed": args.seed,
     }
     stages: Any = None
+    plot_rng = copy.deepcopy(rng)  # --plot draws what the analysis drew
     t = prog.start(f"evaluating {pattern} over {len(order)} participants")
     if pattern == "a2a":
         a2a = cg.a2a_risk(view, paths, order)
@@ -167,6 +174,19 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             result.update(stages.summary())
             result["unroutable"] = stages.total_unroutable
     prog.done("analysis", t)
+    if args.plot:
+        from pathlib import Path
+
+        from smroute.analysis.plot import plot_analysis
+
+        t = prog.start(f"plotting {args.plot}")
+        result["hot_spots"] = plot_analysis(
+            args.plot, view, paths, pattern, order, plot_rng, samples=args.samples,
+            random_order=args.order == "random", progress=bar,
+            title=f"{pattern} on {Path(args.fabric).name} ({Path(args.tables).name}), "
+                  f"order {args.order}, {len(order):,} participants")
+        result["plot"] = args.plot
+        prog.done("plot", t)
     if args.per_stage and stages is not None:
         result["per_stage"] = [
             {"stage": (stages.labels[k] if stages.labels else str(k)),
@@ -189,6 +209,7 @@ _LABELS = {
     "hsd_avg": "HSD average over stages", "hsd_max": "HSD maximum",
     "hsd_avg_min": "HSD average, best order", "hsd_avg_max": "HSD average, worst order",
     "risk_max": "risk maximum", "risk_median": "risk median", "orders": "random orders",
+    "plot": "plot",
 }
 
 

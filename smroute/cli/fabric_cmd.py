@@ -41,6 +41,10 @@ def register(subparsers: Any) -> None:
     )
     s.set_defaults(func=cmd_summary)
 
+    from smroute.cli.draw_cmd import add_parser as add_draw_parser
+
+    add_draw_parser(sub)  # smroute fabric draw (smroute/cli/draw_cmd.py)
+
 
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print the summary of ``args.file``; exit status 0 (anomalies are reported,
