@@ -30,28 +30,45 @@ Conditions that are allowed but worth a log line are returned by
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-from smroute.errors import InputError
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.settings import (
+    _GRPC_MAX,
+    _LISTEN_EXPECTED,
+    GUID_FILE_KEYS,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    MAX_CONFIG_BYTES,
+    ConfigError,
+    LimitsConfig,
+    ListenAddress,
+    ServiceConfig,
+    TlsConfig,
+    _Bad,
+    default_config,
+    format_size,
+    parse_listen,
+    parse_size,
+)
+from smroute.service.tls_files import check_tls
 
 __all__ = [
     "ConfigError",
+    "GUID_FILE_KEYS",
     "TlsConfig",
     "LimitsConfig",
     "ServiceConfig",
     "ListenAddress",
     "parse_listen",
     "parse_size",
+    "format_size",
     "parse_config",
     "load_config",
     "default_config",
@@ -61,470 +78,6 @@ __all__ = [
     "LOG_LEVELS",
     "LOG_FORMATS",
 ]
-
-KiB = 1024
-MiB = 1024 * KiB
-GiB = 1024 * MiB
-
-#: A config file larger than this is refused before YAML sees it (bytes).
-MAX_CONFIG_BYTES = 1 * MiB
-#: gRPC message size limits are C ints.
-_GRPC_MAX = 2**31 - 1
-#: sun_path is 108 bytes including the terminating NUL.
-_UNIX_PATH_MAX = 107
-
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-LOG_FORMATS = ("json", "text")
-
-
-class ConfigError(InputError):
-    """A bad configuration: ``SOURCE:LINE: KEY: what was expected, got what``.
-
-    ``key`` is the dotted key path (``tls.client_ca``) or ``None`` for errors
-    about the document as a whole (syntax, size).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        key: str | None = None,
-        source: str | None = None,
-        line: int | None = None,
-    ):
-        self.key = key
-        super().__init__(f"{key}: {message}" if key else message, source=source, line=line)
-        self.detail = message
-
-    def with_source(self, source: str) -> ConfigError:
-        return self.located(source=source)
-
-    def located(self, *, source: str | None = None, line: int | None = None) -> ConfigError:
-        """The same error with ``source`` / ``line`` filled in where missing."""
-        return ConfigError(
-            self.detail,
-            key=self.key,
-            source=self.source if self.source is not None else source,
-            line=self.line if self.line is not None else line,
-        )
-
-
-class _Bad(Exception):
-    """A value check failed; ``expected`` completes "expected ...". """
-
-    def __init__(self, expected: str):
-        super().__init__(expected)
-        self.expected = expected
-
-
-# --------------------------------------------------------------------------- listen addresses
-
-
-@dataclass(frozen=True)
-class ListenAddress:
-    """A parsed listen address.
-
-    ``kind`` is ``"tcp"`` (``host``, ``port`` set; ``host`` without brackets)
-    or ``"unix"`` (``path`` set).  ``grpc_address`` is the form
-    ``grpc.Server.add_*_port`` takes.
-    """
-
-    kind: Literal["tcp", "unix"]
-    host: str = ""
-    port: int = 0
-    path: str = ""
-
-    @property
-    def is_loopback(self) -> bool:
-        """True for Unix sockets, ``localhost``, 127.0.0.0/8 and ``::1``."""
-        if self.kind == "unix":
-            return True
-        if self.host.lower() in ("localhost", "localhost."):
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False  # a host name other than localhost: cannot tell, assume not
-
-    @property
-    def grpc_address(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-    def __str__(self) -> str:
-        return self.grpc_address
-
-
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
-_LISTEN_EXPECTED = "'host:port', '[ipv6]:port' or 'unix:/absolute/path'"
-
-
-def parse_listen(value: str, *, allow_unix: bool = True) -> ListenAddress:
-    """Parse ``host:port``, ``[v6]:port`` or (if ``allow_unix``) ``unix:/abs/path``.
-
-    Raises ``ValueError`` whose message says what was expected.  Port 0 (pick a
-    free port) is allowed.
-    """
-    expected = _LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'"
-    if not isinstance(value, str) or not value or value != value.strip():
-        raise ValueError(f"expected {expected}, got {value!r}")
-    if value.startswith("unix:"):
-        if not allow_unix:
-            raise ValueError(f"expected {expected} (no Unix socket here), got {value!r}")
-        path = value[len("unix:"):]
-        if path.startswith("//"):  # unix:///abs/path (the URI form) means /abs/path
-            path = path[2:]
-        if not path.startswith("/"):
-            raise ValueError(f"expected an absolute socket path after 'unix:', got {value!r}")
-        if len(os.fsencode(path)) > _UNIX_PATH_MAX:
-            raise ValueError(
-                f"Unix socket path is {len(os.fsencode(path))} bytes, "
-                f"at most {_UNIX_PATH_MAX} fit in sun_path: {value!r}"
-            )
-        if "\0" in path:
-            raise ValueError(f"NUL byte in socket path {value!r}")
-        return ListenAddress("unix", path=os.path.normpath(path))
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0 or value[end + 1:end + 2] != ":":
-            raise ValueError(f"expected {expected}, got {value!r}")
-        host, port_s = value[1:end], value[end + 2:]
-        try:
-            if ipaddress.ip_address(host).version != 6:
-                raise ValueError
-        except ValueError:
-            raise ValueError(f"expected an IPv6 address inside [...], got {value!r}") from None
-    else:
-        host, sep, port_s = value.rpartition(":")
-        if not sep or not host:
-            raise ValueError(f"expected {expected}, got {value!r}")
-        if ":" in host:
-            raise ValueError(f"an IPv6 address needs brackets, e.g. '[::1]:50051', got {value!r}")
-        if not _HOSTNAME.match(host):
-            try:
-                ipaddress.ip_address(host)
-            except ValueError:
-                raise ValueError(f"expected a host name or IP address, got {host!r} "
-                                 f"in {value!r}") from None
-    if not port_s.isdigit() or not 0 <= int(port_s) <= 65535:
-        raise ValueError(f"expected a port 0..65535, got {port_s!r} in {value!r}")
-    return ListenAddress("tcp", host=host, port=int(port_s))
-
-
-# --------------------------------------------------------------------------- sizes
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
-_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-          "kib": KiB, "mib": MiB, "gib": GiB, "tib": 1024 * GiB}
-
-
-def parse_size(value: int | str) -> int:
-    """Bytes from an integer or a string like ``"64MiB"``, ``"1.5 GB"``, ``"4096"``.
-
-    Raises ``ValueError`` (message says what was expected).  Fractional
-    results are rounded down to whole bytes.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"expected a size (integer bytes or e.g. '64MiB'), got {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"expected a size >= 0, got {value}")
-        return value
-    if isinstance(value, str):
-        m = _SIZE.match(value)
-        if m:
-            unit = (m.group(2) or "B").lower()
-            return int(float(m.group(1)) * _UNITS[unit])
-    raise ValueError(
-        f"expected a size: integer bytes or a number with unit B, KB, MB, GB, KiB, MiB, GiB "
-        f"(e.g. '64MiB'), got {value!r}"
-    )
-
-
-def format_size(n: int) -> str:
-    """``67108864`` -> ``"64MiB"`` when exact, else the integer as text."""
-    for unit, mult in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= mult and n % mult == 0:
-            return f"{n // mult}{unit}"
-    return str(n)
-
-
-# --------------------------------------------------------------------------- dataclasses
-
-
-def _fail(key: str, expected: str, got: Any) -> ConfigError:
-    return ConfigError(f"expected {expected}, got {got!r}", key=key)
-
-
-def _check_int(key: str, value: Any, lo: int, hi: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(key, "an integer", value)
-    if value < lo or (hi is not None and value > hi):
-        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise _fail(key, f"an integer {rng}", value)
-
-
-def _check_float(key: str, value: Any, lo: float, hi: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(key, "a number", value)
-    if not lo <= value <= hi:
-        raise _fail(key, f"a number {lo:g}..{hi:g}", value)
-
-
-def _check_bool(key: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise _fail(key, "true or false", value)
-
-
-def _check_dirs(key: str, value: Any) -> tuple[Path, ...]:
-    """``value`` (paths or strings) as a tuple of absolute Paths (symlinks and
-    ``..`` are resolved when a path is checked, not here)."""
-    if isinstance(value, str | Path) or not isinstance(value, tuple | list):
-        raise _fail(key, "a list of absolute directory paths", value)
-    out = []
-    for i, v in enumerate(value):
-        if isinstance(v, str) and v.strip() and "\0" not in v:
-            v = Path(v)
-        if not isinstance(v, Path) or not v.is_absolute():
-            raise _fail(f"{key}[{i}]", "an absolute directory path", str(v) if
-                        isinstance(v, Path) else v)
-        out.append(v)
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class TlsConfig:
-    """TLS settings.  PEM files: ``cert`` (server certificate chain), ``key``
-    (its private key), ``client_ca`` (CA bundle that verifies client
-    certificates).  With ``client_ca`` and ``require_client_cert`` it is
-    mutual TLS: a client without a certificate signed by ``client_ca`` fails
-    the handshake.  ``client_ca`` without ``require_client_cert`` is refused:
-    gRPC then never asks for client certificates, so it would be ignored."""
-
-    cert: Path
-    key: Path
-    client_ca: Path | None = None
-    require_client_cert: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("cert", "key", "client_ca"):
-            v = getattr(self, name)
-            if v is None and name == "client_ca":
-                continue
-            if isinstance(v, str) and v:
-                object.__setattr__(self, name, Path(v))
-            elif not isinstance(v, Path):
-                raise _fail(f"tls.{name}", "a file path", v)
-        _check_bool("tls.require_client_cert", self.require_client_cert)
-        if self.require_client_cert and self.client_ca is None:
-            raise ConfigError(
-                "true needs tls.client_ca (the CA that signs client "
-                "certificates)", key="tls.require_client_cert")
-        if self.client_ca is not None and not self.require_client_cert:
-            # gRPC Python either requires and verifies client certificates or
-            # does not ask for them at all: a CA alone would be silently unused.
-            raise ConfigError(
-                "a client CA without require_client_cert: true would never be used (the "
-                "server does not ask for client certificates then); expected "
-                "require_client_cert: true for mutual TLS, or no client_ca",
-                key="tls.client_ca")
-
-    @property
-    def mutual(self) -> bool:
-        """True when every client must present a certificate signed by ``client_ca``."""
-        return self.client_ca is not None and self.require_client_cert
-
-
-@dataclass(frozen=True)
-class LimitsConfig:
-    """Size and count limits (bytes / counts).
-
-    ``max_topology_bytes``: ibnetdiscover text accepted by LoadFabric (inline or
-    from a server-side path).  ``max_message_bytes``: largest gRPC message the
-    server sends; ``max_receive_bytes``: largest it receives.
-    ``max_fault_events``: events in one ApplyFaults call.  ``max_streams``:
-    concurrent GetTables streams; ``max_watchers``: concurrent Watch streams
-    (counted separately).  ``analyze_max_hosts``: Analyze refuses larger fabrics.
-    """
-
-    max_topology_bytes: int = 64 * MiB
-    max_message_bytes: int = 256 * MiB
-    max_receive_bytes: int = 80 * MiB
-    max_fault_events: int = 10000
-    max_streams: int = 64
-    max_watchers: int = 64
-    analyze_max_hosts: int = 20000
-
-    def __post_init__(self) -> None:
-        for name in ("max_topology_bytes", "max_message_bytes", "max_receive_bytes"):
-            _check_int(f"limits.{name}", getattr(self, name), 1024, _GRPC_MAX)
-        _check_int("limits.max_fault_events", self.max_fault_events, 1, 10_000_000)
-        _check_int("limits.max_streams", self.max_streams, 1, 100_000)
-        _check_int("limits.max_watchers", self.max_watchers, 1, 100_000)
-        _check_int("limits.analyze_max_hosts", self.analyze_max_hosts, 1, 10_000_000)
-        if self.max_topology_bytes > self.max_receive_bytes:
-            raise ConfigError(
-                f"{self.max_topology_bytes} bytes can never arrive: it exceeds "
-                f"limits.max_receive_bytes ({self.max_receive_bytes}); expected at most that",
-                key="limits.max_topology_bytes")
-
-
-#: Config keys naming OpenSM guid files (roles overrides).
-GUID_FILE_KEYS = ("root_guid_file", "cn_guid_file", "io_guid_file")
-
-
-@dataclass(frozen=True)
-class ServiceConfig:
-    """Everything ``smroute serve`` needs.  See deploy/smroute.yaml for each key.
-
-    ``listen``: gRPC address (``host:port``, ``[v6]:port``, ``unix:/path``).
-    ``workers``: routing worker processes.  ``algorithm``: ``dmodc`` or
-    ``dmodk``.  ``lmc``: LIDs per end-port = 2**lmc (0..7).
-    ``epoch_history``: committed epochs kept for Diff / since_epoch.
-    ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
-    ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
-    overrides of the fabric's roles, in OpenSM's guid-file formats (or ``None``).
-    ``fabric_dirs``: absolute directories from which ``LoadFabric(path=...)``
-    may read (the resolved real path must lie inside one; empty: server-side
-    paths refused).
-    ``coalesce_ms``: fault events arriving within this window share a reroute
-    (milliseconds).  ``tls``: ``None`` = plaintext.  ``mutating_identities``:
-    client certificate CNs / SAN DNS or URI names allowed to call LoadFabric,
-    Route, ApplyFaults (empty: any client that passed the TLS handshake; without
-    TLS mutations are allowed on loopback / Unix listeners only, unless
-    ``allow_insecure_mutations``).  ``allow_insecure_listen``: permit a
-    non-loopback listener without TLS.  ``metrics_listen``: Prometheus HTTP
-    ``host:port`` or ``None`` (off).  ``shutdown_grace_s``: seconds SIGTERM
-    waits for streams to drain.
-    """
-
-    listen: str = "127.0.0.1:50051"
-    workers: int = 2
-    algorithm: str = "dmodc"
-    lmc: int = 0
-    epoch_history: int = 8
-    fabric: Path | None = None
-    root_guid_file: Path | None = None
-    cn_guid_file: Path | None = None
-    io_guid_file: Path | None = None
-    fabric_dirs: tuple[Path, ...] = ()
-    coalesce_ms: float = 20.0
-    tls: TlsConfig | None = None
-    mutating_identities: tuple[str, ...] = ()
-    allow_insecure_mutations: bool = False
-    allow_insecure_listen: bool = False
-    metrics_listen: str | None = "127.0.0.1:9464"
-    log_format: str = "json"
-    log_level: str = "info"
-    limits: LimitsConfig = field(default_factory=LimitsConfig)
-    shutdown_grace_s: float = 5.0
-
-    def __post_init__(self) -> None:
-        try:
-            addr = parse_listen(self.listen)
-        except ValueError as err:
-            raise ConfigError(str(err), key="listen") from None
-        _check_int("workers", self.workers, 1, 256)
-        if self.algorithm not in ALGORITHMS:
-            raise _fail("algorithm", " or ".join(repr(a) for a in ALGORITHMS), self.algorithm)
-        _check_int("lmc", self.lmc, 0, 7)
-        _check_int("epoch_history", self.epoch_history, 2, 10_000)
-        if isinstance(self.fabric, str) and self.fabric:
-            object.__setattr__(self, "fabric", Path(self.fabric))
-        if self.fabric is not None and not isinstance(self.fabric, Path):
-            raise _fail("fabric", "a file path or null", self.fabric)
-        for key in GUID_FILE_KEYS:
-            v = getattr(self, key)
-            if isinstance(v, str) and v:
-                object.__setattr__(self, key, Path(v))
-            elif v is not None and not isinstance(v, Path):
-                raise _fail(key, "a file path or null", v)
-        object.__setattr__(self, "fabric_dirs", _check_dirs("fabric_dirs", self.fabric_dirs))
-        _check_float("coalesce_ms", self.coalesce_ms, 0.0, 60_000.0)
-        if self.tls is not None and not isinstance(self.tls, TlsConfig):
-            raise _fail("tls", "a TlsConfig or null", self.tls)
-        ids = self.mutating_identities
-        if isinstance(ids, list | frozenset | set):
-            ids = tuple(ids)
-            object.__setattr__(self, "mutating_identities", ids)
-        if not isinstance(ids, tuple) or not all(isinstance(i, str) and i.strip() for i in ids):
-            raise _fail("mutating_identities", "a list of non-empty names", ids)
-        _check_bool("allow_insecure_mutations", self.allow_insecure_mutations)
-        _check_bool("allow_insecure_listen", self.allow_insecure_listen)
-        if self.metrics_listen is not None:
-            try:
-                parse_listen(self.metrics_listen, allow_unix=False)
-            except ValueError as err:
-                raise ConfigError(f"{err} (or null to disable metrics)",
-                                  key="metrics_listen") from None
-        if self.log_format not in LOG_FORMATS:
-            raise _fail("log_format", " or ".join(map(repr, LOG_FORMATS)), self.log_format)
-        if self.log_level not in LOG_LEVELS:
-            raise _fail("log_level", "one of " + ", ".join(LOG_LEVELS), self.log_level)
-        if not isinstance(self.limits, LimitsConfig):
-            raise _fail("limits", "a LimitsConfig", self.limits)
-        _check_float("shutdown_grace_s", self.shutdown_grace_s, 0.0, 3600.0)
-        # cross-field rules
-        if ids and (self.tls is None or not self.tls.mutual):
-            raise ConfigError(
-                "client identities can only be checked with client certificates: expected "
-                "mutual TLS (tls.cert, tls.key, tls.client_ca and tls.require_client_cert: "
-                "true), or an empty list", key="mutating_identities")
-        if self.tls is None and not addr.is_loopback and not self.allow_insecure_listen:
-            raise ConfigError(
-                f"{self.listen} is not a loopback or Unix-socket address and TLS is off; "
-                "expected a tls: section, a loopback address, or allow_insecure_listen: true",
-                key="listen")
-
-    @property
-    def listen_address(self) -> ListenAddress:
-        return parse_listen(self.listen)
-
-    @property
-    def loopback_only(self) -> bool:
-        """True when the gRPC listener is loopback or a Unix socket."""
-        return self.listen_address.is_loopback
-
-    def warnings(self) -> tuple[str, ...]:
-        """Allowed but risky settings, one sentence each, for the server to log."""
-        out: list[str] = []
-        loop = self.loopback_only
-        if self.tls is None and not loop:
-            out.append(f"listen {self.listen}: plaintext gRPC on a non-loopback address "
-                       "(allow_insecure_listen); anyone on the network can read the tables")
-            if self.allow_insecure_mutations:
-                out.append("allow_insecure_mutations: any network client can load fabrics, "
-                           "route and inject faults")
-            else:
-                out.append("mutating RPCs (LoadFabric, Route, ApplyFaults) are refused on this "
-                           "plaintext non-loopback listener; set up TLS to allow them")
-        if self.tls is not None and not self.mutating_identities and not loop:
-            who = ("any client with a certificate from tls.client_ca" if self.tls.mutual
-                   else "any client that completes the TLS handshake")
-            out.append(f"mutating_identities is empty: {who} may call mutating RPCs")
-        if self.allow_insecure_mutations and (self.tls is not None or loop):
-            out.append("allow_insecure_mutations has no effect (TLS is on or the listener is "
-                       "loopback)")
-        if self.metrics_listen is not None:
-            m = parse_listen(self.metrics_listen, allow_unix=False)
-            if not m.is_loopback:
-                out.append(f"metrics_listen {self.metrics_listen} is not loopback: metrics are "
-                           "served unauthenticated over plain HTTP")
-        if self.limits.max_message_bytes < 16 * MiB:
-            out.append(f"limits.max_message_bytes {self.limits.max_message_bytes} is small: "
-                       "GetTables of large fabrics may fail with RESOURCE_EXHAUSTED")
-        return tuple(out)
-
-
-def default_config() -> ServiceConfig:
-    """All defaults: loopback 127.0.0.1:50051, plaintext, metrics on 127.0.0.1:9464."""
-    return ServiceConfig()
-
-
-# --------------------------------------------------------------------------- schema
 
 
 def _v_int(lo: int, hi: int) -> Callable[[Any], Any]:
@@ -888,8 +441,6 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
                 raise ConfigError(f"{problem}: {d}", key=key, source=source,
                                   line=lines.get(key, lines.get("fabric_dirs")))
         if cfg.tls is not None:
-            from smroute.service.auth import check_tls  # grpc is imported only when needed
-
             try:
                 check_tls(cfg.tls)
             except ConfigError as err:
