@@ -221,7 +221,8 @@ def natural_key(name: str) -> tuple[object, ...]:
 def hostlist(names: Iterable[str]) -> str:
     """Slurm hostlist expression of ``names`` (duplicates dropped): names that
     end in a number (at most 18 digits, after a non-digit) are grouped by the
-    text before it (and, for zero-padded numbers, their width) into
+    text before it (and, for zero-padded numbers and others as wide, their
+    width) into
     ``prefix[lo-hi,...]`` ranges of consecutive numbers, each written so that
     Slurm's parser (width of the lower bound) gives the names back; others are
     listed as they are.  Groups appear in the
@@ -232,12 +233,16 @@ def hostlist(names: Iterable[str]) -> str:
         return ""
     keys: list[tuple[str, int]] = []
     nums = np.full(len(uniq), -1, dtype=np.int64)
-    for i, nm in enumerate(uniq):
-        m = _SPLIT_NUM.match(nm)
+    split = [_SPLIT_NUM.match(nm) for nm in uniq]
+    padded = {(m.group(1), len(m.group(2))) for m in split
+              if m and m.group(2)[0] == "0" and len(m.group(2)) > 1}
+    for i, (nm, m) in enumerate(zip(uniq, split, strict=True)):
         if m:
             d = m.group(2)
-            # zero-padded numbers group by width; others (any width) together
-            keys.append((m.group(1), len(d) if d[0] == "0" and len(d) > 1 else 0))
+            # zero-padded numbers, and others as wide, group by width (n[08-12]);
+            # the rest of any width together (n[8-12])
+            wide = (m.group(1), len(d))
+            keys.append(wide if wide in padded else (m.group(1), 0))
             nums[i] = int(d)
         else:
             keys.append((nm, -1))
