@@ -347,8 +347,9 @@ def _check_name(name: str, what: str) -> str | None:
 def parse_host_map(lines: Iterable[str] | str, source: str = "<host map>") -> HostMap:
     """A host map: one ``KEY NAME`` per line, ``NAME`` the last word and
     ``KEY`` the rest: a ``0x``-prefixed node or port GUID, or a node
-    description (whole, or the host name derived from it; surrounding quotes
-    are dropped).  Blank lines and ``#`` comments are ignored.
+    description (whole, or the host name derived from it; a description
+    with ``#`` in it is written in double quotes).  Blank lines are ignored;
+    ``#`` starts a comment at the start of a line or after a blank.
     :class:`InputError` names a bad line or a key given twice."""
     if isinstance(lines, str):
         lines = lines.splitlines()
