@@ -127,6 +127,9 @@ def test_written_file_reads_back(tmp_path: Path) -> None:
     assert write_tables(t, out, "json") == [out]
     assert out.read_text() == reference_json(t)
     same(read_tables(out), t)
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text("\n  " + json.dumps(json.loads(out.read_text()), indent=1))
+    same(read_tables(spaced), t)
 
 
 @pytest.mark.parametrize("fmt", ["opensm", "json"])

@@ -34,7 +34,7 @@ import numpy as np
 
 from smroute.errors import InputError
 from smroute.fabric.model import SPEED_GBPS, Fabric, NodeType
-from smroute.fileio import atomic_writer, read_lines
+from smroute.fileio import atomic_writer
 from smroute.tables.json_io import format_json, iter_json, parse_json
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
@@ -300,7 +300,10 @@ def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
 def read_tables(path: str | Path) -> ForwardingTables:
     """Read tables in any supported format from a file."""
     try:
-        lines = read_lines(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as err:
         raise InputError(f"cannot read tables: {err.strerror}", source=str(path)) from None
-    return parse_tables(lines, str(path))
+    if data.lstrip()[:1] == b"{":  # JSON: parsed from the bytes, not split into lines
+        return parse_json(data, str(path))
+    return parse_tables(data.decode("utf-8", errors="replace").splitlines(), str(path))

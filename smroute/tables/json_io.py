@@ -123,9 +123,9 @@ def format_json(t: ForwardingTables) -> str:
 
 
 # ----------------------------------------------------------------- reader
-_DOC_HEAD = re.compile(r'\{"format": "smroute-lft/1", "max_lid": (\d+), "switches": \[')
+_DOC_HEAD = re.compile(rb'\{"format": "smroute-lft/1", "max_lid": (\d+), "switches": \[')
 _SW_HEAD = re.compile(
-    r'\{"guid": "(0x[0-9a-fA-F]{1,16})", "lid": (\d+), "desc": ("(?:[^"\\]|\\.)*"), "routes": \['
+    rb'\{"guid": "(0x[0-9a-fA-F]{1,16})", "lid": (\d+), "desc": ("(?:[^"\\]|\\.)*"), "routes": \['
 )
 
 
@@ -133,10 +133,10 @@ class _NotFast(Exception):
     """The document is not in the writer's exact layout."""
 
 
-def _parse_numbers(text: str) -> np.ndarray:
+def _parse_numbers(text: bytes) -> np.ndarray:
     """All decimal numbers in ``text`` (digits, brackets, commas, spaces only),
     in order, shape ``(K,)`` int64."""
-    b = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    b = np.frombuffer(text, dtype=np.uint8)
     isd = np.zeros(len(b) + 2, dtype=np.int8)
     isd[1:-1] = (b >= 48) & (b <= 57)
     edge = np.diff(isd)
@@ -152,7 +152,7 @@ def _parse_numbers(text: str) -> np.ndarray:
     return vals
 
 
-def _parse_fast(text: str) -> ForwardingTables:
+def _parse_fast(text: bytes) -> ForwardingTables:
     m = _DOC_HEAD.match(text)
     if not m:
         raise _NotFast
@@ -167,7 +167,7 @@ def _parse_fast(text: str) -> ForwardingTables:
     rows: list[np.ndarray] = []
     top = 0  # highest LID listed in a route
     pos = m.end()
-    if text.startswith("]}", pos):
+    if text.startswith(b"]}", pos):
         pos += 2
     else:
         while True:
@@ -181,10 +181,10 @@ def _parse_fast(text: str) -> ForwardingTables:
             descs.append(json.loads(sw.group(3)))
             row = np.full(width, NO_ROUTE, dtype=np.uint8)
             pos = sw.end()
-            if text.startswith("]}", pos):
+            if text.startswith(b"]}", pos):
                 pos += 2
             else:
-                end = text.find("]]}", pos)
+                end = text.find(b"]]}", pos)
                 if end < 0:
                     raise _NotFast
                 body = text[pos:end + 1]
@@ -198,14 +198,14 @@ def _parse_fast(text: str) -> ForwardingTables:
                 top = max(top, int(lid.max()))
                 # the fast path accepts only what the writer makes of these routes
                 flat, _ = _route_bytes(row[None, :], tables)
-                if flat[:-2] != body.encode("ascii"):
+                if flat[:-2] != body:
                     raise _NotFast
                 pos = end + 3
             rows.append(row)
-            if text.startswith(", ", pos):
+            if text.startswith(b", ", pos):
                 pos += 2
                 continue
-            if text.startswith("]}", pos):
+            if text.startswith(b"]}", pos):
                 pos += 2
                 break
             raise _NotFast
@@ -234,7 +234,7 @@ def _tables(
     )
 
 
-def _parse_any(text: str) -> ForwardingTables:
+def _parse_any(text: str | bytes) -> ForwardingTables:
     doc = json.loads(text)
     if doc.get("format") != FORMAT:
         raise ValueError(f"not an {FORMAT} document")
@@ -264,13 +264,13 @@ def _parse_any(text: str) -> ForwardingTables:
     return _tables(guids, lids, descs, ports, top)
 
 
-def parse_json(text: str, source: str = "<input>") -> ForwardingTables:
-    """Tables from an ``smroute-lft/1`` document; :class:`InputError` naming
-    ``source`` if it is not one."""
+def parse_json(text: str | bytes, source: str = "<input>") -> ForwardingTables:
+    """Tables from an ``smroute-lft/1`` document (text, or UTF-8 bytes as read
+    from a file); :class:`InputError` naming ``source`` if it is not one."""
     try:
         try:
-            return _parse_fast(text)
-        except (_NotFast, UnicodeEncodeError, ValueError):
+            return _parse_fast(text if isinstance(text, bytes) else text.encode())
+        except (_NotFast, UnicodeError, ValueError):
             return _parse_any(text)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
         raise InputError(f"bad JSON tables: {err}", source=source) from None
