@@ -547,8 +547,8 @@ def test_yaml_in_slurmctld_if_supported(tmp_path: Path) -> None:
     tests above are all there is (skip, naming the version)."""
     version = slurm_version()
     if version < (24, 11):
-        pytest.skip(f"installed Slurm {version[0]}.{version[1]} predates topology.yaml (24.11): "
-                    "validated against the schema written from topology.yaml(5) only")
+        pytest.skip(f"installed Slurm {version[0]}.{version[1]:02d} predates topology.yaml "
+                    "(24.11): validated against the schema written from topology.yaml(5) only")
     f, hm = generated_tree()
     topo = slurm_topology(f, host_map=hm)
     with slurmctld(tmp_path, list(topo.hosts), {"topology.yaml": topo.to_yaml()},
