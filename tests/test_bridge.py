@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from smroute.discovery.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
+from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import InputError
+from smroute.fabric.faults import DownSet, FaultEvent, FaultKind, link_key
 from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
@@ -55,25 +56,25 @@ def test_down_set_link_switch_ca_and_back() -> None:
     li = _link_index(f, int(f.node_guid[leaf]), up_port)
     cut = f.with_removed(links=[li])
     d = down_set(f, cut)
-    a, b = int(f.link_a[li]), int(f.link_b[li])
-    ends = sorted([(int(f.node_guid[f.port_node[a]]), int(f.port_num[a])),
-                   (int(f.node_guid[f.port_node[b]]), int(f.port_num[b]))])
-    assert d == DownSet(links=frozenset({(*ends[0], *ends[1])}))
+    # the link is keyed by the base fabric's first end, as the daemon keys it
+    first = (int(f.node_guid[f.port_node[f.link_a[li]]]), int(f.port_num[f.link_a[li]]))
+    assert link_key(f, li) == first
+    assert d == DownSet(links=frozenset({first}))
     ev = fault_events(DownSet(), d)
-    assert ev == [Fault(EventKind.LINK_DOWN, ends[0][0], ends[0][1])]
+    assert ev == [FaultEvent(FaultKind.LINK_DOWN, *first)]
     # a whole switch: one SWITCH_DOWN, its links are implied (not listed)
     gone = f.with_removed(nodes=[spine])
     d2 = down_set(f, gone)
     assert d2 == DownSet(switches=frozenset({int(f.node_guid[spine])}))
     # a CA (and the cut link still cut): the step from d to d3 only adds the CA
     d3 = down_set(f, cut.with_removed(nodes=[cut.node_by_guid(int(f.node_guid[ca]))]))
-    assert fault_events(d, d3) == [Fault(EventKind.CA_DOWN, int(f.node_guid[ca]))]
+    assert fault_events(d, d3) == [FaultEvent(FaultKind.CA_DOWN, int(f.node_guid[ca]))]
     # everything back: UP events for what was down, nothing else
     back = fault_events(d3, down_set(f, f))
-    assert sorted(e.kind.value for e in back) == ["CA_UP", "LINK_UP"]
+    assert sorted(FaultKind(e.kind).name for e in back) == ["CA_UP", "LINK_UP"]
     # switch back while a link goes down: UP first, then DOWN
     step = fault_events(d2, d)
-    assert [e.kind for e in step] == [EventKind.SWITCH_UP, EventKind.LINK_DOWN]
+    assert [e.kind for e in step] == [FaultKind.SWITCH_UP, FaultKind.LINK_DOWN]
 
 
 def test_down_set_through_ibnetdiscover_text_and_unexpected() -> None:
@@ -239,7 +240,7 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
             sim.console(f'Unlink "{leaf_name}"[{up_port}]')
             _wait(lambda: bridge.state.written_epoch > first, 30, "the rerouted epoch")
             check = next(c for c in bridge.checks if c.events)
-            assert [e.kind for e in check.events] == [EventKind.LINK_DOWN]
+            assert [e.kind for e in check.events] == [FaultKind.LINK_DOWN]
             want2 = bridge.last_tables
             assert want2 is not None and not diff_tables(want, want2).identical
             _wait(lambda: diff_tables(want2, _dump(sim)).identical, 30, "switches = new epoch")
@@ -514,7 +515,7 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
         a = bridge("discover")
         a.initialize()
         sim.console(f"Unlink {ref}")
-        assert [e.kind for e in a.check_changes().events] == [EventKind.LINK_DOWN]
+        assert [e.kind for e in a.check_changes().events] == [FaultKind.LINK_DOWN]
         a.close()
         b = bridge("none")
         b.initialize()
@@ -522,7 +523,7 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
         assert b.check_changes().events == ()
         sim.console(f"ReLink {ref}")
         res = b.check_changes()
-        assert [e.kind for e in res.events] == [EventKind.LINK_UP]
+        assert [e.kind for e in res.events] == [FaultKind.LINK_UP]
         with SmrouteClient(addr) as c:
             ep = c.get_epoch(0)
         assert ep.id == res.epoch == 3 and ep.down_links == 0
@@ -562,3 +563,26 @@ def test_an_epoch_that_failed_validation_is_never_written(tmp_path: Path) -> Non
     b._client = fake
     assert b.sync_epoch(3) is None
     assert not lfts.exists() and fake.fetched == 0 and b.state.written_epoch == 0
+
+
+def test_state_of_format_1_loads_with_the_one_down_set_key(tmp_path: Path) -> None:
+    """A state file written before the one DownSet (links by both ends) loads
+    with each link keyed by the base fabric's first end."""
+    from smroute.opensm.bridge import BASE_FILE, STATE_FILE
+
+    f = _small()
+    leaf = int(f.switches[0])
+    li = _link_index(f, int(f.node_guid[leaf]), int(f.num_ports[leaf]))
+    a, b = int(f.link_a[li]), int(f.link_b[li])
+    ends = sorted([(int(f.node_guid[f.port_node[a]]), int(f.port_num[a])),
+                   (int(f.node_guid[f.port_node[b]]), int(f.port_num[b]))])
+    (tmp_path / BASE_FILE).write_text("\n".join(format_topology(f)) + "\n")
+    (tmp_path / STATE_FILE).write_text(json.dumps({
+        "format": "smroute-bridge-state/1", "written_epoch": 3,
+        "down": {"switches": [], "cas": [], "links": [
+            [f"{ends[1][0]:#018x}", ends[1][1], f"{ends[0][0]:#018x}", ends[0][1]]]}}))
+    br = Bridge(BridgeOptions(daemon="x", lfts_file=tmp_path / "l", trigger="none",
+                              state_dir=tmp_path))
+    br.load_state()
+    assert br.state.down == DownSet(links=frozenset({link_key(f, li)}))
+    assert br.state.written_epoch == 3

@@ -10,64 +10,21 @@ items, ``*_UP`` for items that came back.  :func:`unexpected` lists what the
 new view has that the base has not (new nodes or links, moved LIDs): such a
 change cannot be expressed as a fault and needs a reload of the fabric.
 
-Links are keyed as ``(guid_a, port_a, guid_b, port_b)`` with
-``(guid_a, port_a) < (guid_b, port_b)``; a link event names the first end.
+Links are compared by both ends, ``(guid_a, port_a, guid_b, port_b)`` with
+``(guid_a, port_a) < (guid_b, port_b)`` (:func:`link_keys`); in the
+:class:`~smroute.fabric.faults.DownSet` (the daemon's own) a missing link is
+keyed by the base fabric's first end (:func:`~smroute.fabric.faults.link_key`)
+and its event names that end.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
-
 import numpy as np
 
+from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
 from smroute.fabric.model import Fabric, NodeType
 
-__all__ = ["DownSet", "EventKind", "Fault", "down_set", "fault_events", "link_keys",
-           "unexpected"]
-
-LinkKey = tuple[int, int, int, int]
-
-
-class EventKind(Enum):
-    """Names match the daemon's ``FaultEvent.Kind`` values."""
-
-    LINK_DOWN = "LINK_DOWN"
-    LINK_UP = "LINK_UP"
-    SWITCH_DOWN = "SWITCH_DOWN"
-    SWITCH_UP = "SWITCH_UP"
-    CA_DOWN = "CA_DOWN"
-    CA_UP = "CA_UP"
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One fault event: ``kind``, the node GUID and, for links, the port on it."""
-
-    kind: EventKind
-    node_guid: int
-    port: int = 0
-
-    def describe(self) -> str:
-        where = f"{self.node_guid:#018x}" + (f" port {self.port}" if self.port else "")
-        return f"{self.kind.value} {where}"
-
-
-@dataclass(frozen=True)
-class DownSet:
-    """What of the base fabric is missing: node GUIDs and link keys."""
-
-    switches: frozenset[int] = frozenset()
-    cas: frozenset[int] = frozenset()
-    links: frozenset[LinkKey] = frozenset()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.switches or self.cas or self.links)
-
-    def counts(self) -> dict[str, int]:
-        return {"switches": len(self.switches), "cas": len(self.cas), "links": len(self.links)}
-
+__all__ = ["down_set", "fault_events", "link_keys", "unexpected"]
 
 def link_keys(f: Fabric) -> np.ndarray:
     """``(L, 4)`` uint64 rows ``(guid_a, port_a, guid_b, port_b)``, ends ordered."""
@@ -92,10 +49,6 @@ def _rows_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.isin(va, vb)
 
 
-def _to_keys(rows: np.ndarray) -> frozenset[LinkKey]:
-    return frozenset((int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows.tolist())
-
-
 def down_set(base: Fabric, seen: Fabric) -> DownSet:
     """What of ``base`` is missing in ``seen`` (nodes by GUID, links by both ends).
 
@@ -108,26 +61,29 @@ def down_set(base: Fabric, seen: Fabric) -> DownSet:
     keys = link_keys(base)
     ends_present = present[base.port_node[base.link_a]] & present[base.port_node[base.link_b]]
     missing = ~_rows_in(keys, link_keys(seen)) & ends_present
+    first = base.link_a[missing]
     return DownSet(
         switches=frozenset(int(g) for g in base.node_guid[sw & ~present].tolist()),
         cas=frozenset(int(g) for g in base.node_guid[ca & ~present].tolist()),
-        links=_to_keys(keys[missing]),
+        links=frozenset(zip(base.node_guid[base.port_node[first]].tolist(),
+                            base.port_num[first].tolist(), strict=True)),
     )
 
 
-def fault_events(current: DownSet, desired: DownSet) -> list[Fault]:
+def fault_events(current: DownSet, desired: DownSet) -> list[FaultEvent]:
     """Events taking the daemon from ``current`` down items to ``desired``.
 
     Order: items coming back (``*_UP``) first, then new failures, each sorted
     by GUID and port, so a batch is deterministic.
     """
-    ev: list[Fault] = []
-    ev += [Fault(EventKind.SWITCH_UP, g) for g in sorted(current.switches - desired.switches)]
-    ev += [Fault(EventKind.CA_UP, g) for g in sorted(current.cas - desired.cas)]
-    ev += [Fault(EventKind.LINK_UP, k[0], k[1]) for k in sorted(current.links - desired.links)]
-    ev += [Fault(EventKind.SWITCH_DOWN, g) for g in sorted(desired.switches - current.switches)]
-    ev += [Fault(EventKind.CA_DOWN, g) for g in sorted(desired.cas - current.cas)]
-    ev += [Fault(EventKind.LINK_DOWN, k[0], k[1]) for k in sorted(desired.links - current.links)]
+    k = FaultKind
+    ev: list[FaultEvent] = []
+    ev += [FaultEvent(k.SWITCH_UP, g) for g in sorted(current.switches - desired.switches)]
+    ev += [FaultEvent(k.CA_UP, g) for g in sorted(current.cas - desired.cas)]
+    ev += [FaultEvent(k.LINK_UP, g, p) for g, p in sorted(current.links - desired.links)]
+    ev += [FaultEvent(k.SWITCH_DOWN, g) for g in sorted(desired.switches - current.switches)]
+    ev += [FaultEvent(k.CA_DOWN, g) for g in sorted(desired.cas - current.cas)]
+    ev += [FaultEvent(k.LINK_DOWN, g, p) for g, p in sorted(desired.links - current.links)]
     return ev
 
 

@@ -54,8 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smroute.discovery.changes import DownSet, EventKind, Fault, down_set, fault_events, unexpected
+import numpy as np
+
+from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import InputError, SmrouteError
+from smroute.fabric.faults import DownSet, FaultEvent, FaultKind, link_key
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
@@ -161,7 +164,7 @@ class SyncResult:
 class CheckResult:
     """One re-discovery: the down set found, events sent and the epoch they made."""
 
-    events: tuple[Fault, ...]
+    events: tuple[FaultEvent, ...]
     down: DownSet
     warnings: tuple[str, ...]
     epoch: int | None
@@ -184,7 +187,7 @@ class DryRun:
     differ between OpenSM's file and the daemon's latest epoch (None: no file)."""
 
     lines: tuple[str, ...]
-    events: tuple[Fault, ...]
+    events: tuple[FaultEvent, ...]
     fault_blocks: int
     file_blocks: int | None
 
@@ -294,14 +297,13 @@ class Bridge:
     def _save_state(self) -> None:
         d = self.opts.state_path
         doc = {
-            "format": "smroute-bridge-state/1",
+            "format": "smroute-bridge-state/2",
             "base_hash": self.base.content_hash if self.base is not None else None,
             "written_epoch": self.state.written_epoch,
             "down": {
                 "switches": [f"{g:#018x}" for g in sorted(self.state.down.switches)],
                 "cas": [f"{g:#018x}" for g in sorted(self.state.down.cas)],
-                "links": [[f"{k[0]:#018x}", k[1], f"{k[2]:#018x}", k[3]]
-                          for k in sorted(self.state.down.links)],
+                "links": [[f"{g:#018x}", p] for g, p in sorted(self.state.down.links)],
             },
         }
         atomic_write_text(d / STATE_FILE, json.dumps(doc, indent=1) + "\n")
@@ -321,11 +323,22 @@ class Bridge:
                 down=DownSet(
                     switches=frozenset(int(g, 16) for g in down["switches"]),
                     cas=frozenset(int(g, 16) for g in down["cas"]),
-                    links=frozenset((int(a, 16), int(pa), int(b, 16), int(pb))
-                                    for a, pa, b, pb in down["links"])),
+                    links=frozenset(self._state_link(item) for item in down["links"])),
                 written_epoch=int(doc.get("written_epoch", 0)))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"bad bridge state ({exc})", source=str(d / STATE_FILE)) from None
+
+    def _state_link(self, item: list[Any]) -> tuple[int, int]:
+        """A down link of the state file: ``[guid, port]`` (format 2), or
+        ``[guid_a, port_a, guid_b, port_b]`` (format 1), keyed as the
+        :class:`DownSet` keys it (the base fabric's first end)."""
+        assert self.base is not None
+        guid, port = int(item[0], 16), int(item[1])
+        if len(item) == 2:
+            return guid, port
+        row = self.base.port_row(self.base.node_by_guid(guid), port)
+        links = np.flatnonzero((self.base.link_a == row) | (self.base.link_b == row))
+        return link_key(self.base, int(links[0]))
 
     # ------------------------------------------------------------ start-up
     def initialize(self, lines: list[str] | None = None, *, reason: str = "start") -> int:
@@ -354,7 +367,7 @@ class Bridge:
             epoch = self._call("GetEpoch", c.get_epoch, 0)
             if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
                 if self._resume(epoch.base_fabric_hash):
-                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.counts())
+                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.summary())
                     return int(epoch.id)
                 raise BridgeError(
                     "the daemon's fabric is not the one discovered here (content hash "
@@ -363,7 +376,7 @@ class Bridge:
                     "the bridge with --load live or --load discover")
             if epoch.down_links or epoch.down_switches or epoch.down_cas:
                 if self._resume(epoch.base_fabric_hash):
-                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.counts())
+                    self.log("info", "resumed", epoch=epoch.id, down=self.state.down.summary())
                     return int(epoch.id)
                 self.log("warning", "daemon_has_down_items", links=epoch.down_links,
                          switches=epoch.down_switches, cas=epoch.down_cas)
@@ -472,18 +485,17 @@ class Bridge:
             return reply
 
     # ------------------------------------------------------------ changes -> faults
-    def _events_pb(self, events: Sequence[Fault]) -> list[Any]:
+    def _events_pb(self, events: Sequence[FaultEvent]) -> list[Any]:
         pb, _ = _pb()
-        kinds = {k: getattr(pb.FaultEvent, k.value) for k in EventKind}
-        return [pb.FaultEvent(kind=kinds[e.kind], node_guid=e.node_guid, port=e.port)
-                for e in events]
+        return [pb.FaultEvent(kind=getattr(pb.FaultEvent, FaultKind(e.kind).name),
+                              node_guid=e.guid, port=e.port) for e in events]
 
-    def pending(self) -> tuple[list[Fault], DownSet, list[str], float]:
+    def pending(self) -> tuple[list[FaultEvent], DownSet, list[str], float]:
         """Re-discover; return (events, new down set, warnings, discovery seconds)."""
         events, desired, warnings, secs, _ = self._pending()
         return events, desired, warnings, secs
 
-    def _pending(self) -> tuple[list[Fault], DownSet, list[str], float, list[str]]:
+    def _pending(self) -> tuple[list[FaultEvent], DownSet, list[str], float, list[str]]:
         if self.base is None:
             raise BridgeError("no base fabric: initialize() or load_state() first")
         t0 = time.monotonic()
@@ -537,7 +549,7 @@ class Bridge:
         out: list[str] = []
         events, desired, warnings, _ = self.pending()
         out.append(f"fabric: {len(events)} pending fault events "
-                   f"(down now: {desired.counts()}, recorded: {self.state.down.counts()})")
+                   f"(down now: {desired.summary()}, recorded: {self.state.down.summary()})")
         out += [f"  {e.describe()}" for e in events]
         out += [f"  not a fault (reload needed): {w}" for w in warnings]
         blocks = 0

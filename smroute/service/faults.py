@@ -1,14 +1,5 @@
-"""Fault events, the set of down items, and the single job sequencer.
-
-Pure part
----------
-A fault event names a link (node GUID + port, either end), a switch or a CA
-going down or coming back up.  :func:`apply_events` folds events into a
-:class:`DownSet` (frozensets of canonical items) after checking them against
-the loaded base fabric; :func:`degraded_fabric` is the base fabric minus the
-down items (:meth:`Fabric.with_removed`).  An "up" event for an item that is
-not down is a no-op; bringing a switch up restores its links except those
-that are themselves down.
+"""The daemon's single job sequencer; fault events and down sets themselves
+are :mod:`smroute.fabric.faults` (re-exported here for the daemon).
 
 Sequencer
 ---------
@@ -25,18 +16,26 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from smroute.errors import InputError
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.faults import (
+    EVENT_KINDS,
+    DownSet,
+    FaultEvent,
+    FaultEventError,
+    FaultKind,
+    apply_events,
+    degraded_fabric,
+    port_links,
+)
 
 __all__ = [
     "EVENT_KINDS",
+    "FaultEventError",
+    "FaultKind",
     "DownSet",
     "FaultEvent",
     "FaultJob",
@@ -46,120 +45,6 @@ __all__ = [
     "degraded_fabric",
     "port_links",
 ]
-
-EVENT_KINDS = ("link_down", "link_up", "switch_down", "switch_up", "ca_down", "ca_up")
-
-
-class FaultEventError(InputError):
-    """A fault event does not match the loaded fabric."""
-
-
-@dataclass(frozen=True)
-class FaultEvent:
-    """kind: one of :data:`EVENT_KINDS`; guid: node GUID; port: port number on
-    that node (links only, else 0)."""
-
-    kind: str
-    guid: int
-    port: int = 0
-
-
-@dataclass(frozen=True)
-class DownSet:
-    """Items currently down.  links: canonical ``(guid, port)`` of the link's
-    first end (``link_a``) in the base fabric; switches / cas: node GUIDs."""
-
-    links: frozenset[tuple[int, int]] = frozenset()
-    switches: frozenset[int] = frozenset()
-    cas: frozenset[int] = frozenset()
-
-    @property
-    def counts(self) -> tuple[int, int, int]:
-        return len(self.links), len(self.switches), len(self.cas)
-
-    def items(self) -> frozenset[tuple[str, int, int]]:
-        return frozenset(
-            [("link", g, p) for g, p in self.links]
-            + [("switch", g, 0) for g in self.switches]
-            + [("ca", g, 0) for g in self.cas]
-        )
-
-    @property
-    def empty(self) -> bool:
-        return not (self.links or self.switches or self.cas)
-
-
-def port_links(fabric: Fabric) -> np.ndarray:
-    """Link index of every port row, ``(P,)`` int64, -1 for unlinked ports."""
-    out = fabric._cache.get("port_links")
-    if isinstance(out, np.ndarray):
-        return out
-    arr = np.full(fabric.n_ports, -1, dtype=np.int64)
-    idx = np.arange(fabric.n_links, dtype=np.int64)
-    arr[fabric.link_a] = idx
-    arr[fabric.link_b] = idx
-    arr.setflags(write=False)
-    fabric._cache["port_links"] = arr
-    return arr
-
-
-def _node(base: Fabric, ev: FaultEvent, where: str) -> int:
-    try:
-        return base.node_by_guid(ev.guid)
-    except KeyError:
-        raise FaultEventError(f"{where}: no node with GUID {ev.guid:#018x} in the loaded "
-                              "fabric") from None
-
-
-def apply_events(base: Fabric, down: DownSet, events: Sequence[FaultEvent],
-                 source: str = "events") -> DownSet:
-    """Fold ``events`` (in order) into ``down``; raises :class:`FaultEventError`
-    naming the event (``source[i]``) if one does not match ``base``."""
-    links = set(down.links)
-    switches = set(down.switches)
-    cas = set(down.cas)
-    pl = port_links(base)
-    for i, ev in enumerate(events):
-        where = f"{source}[{i}] ({ev.kind} {ev.guid:#018x}" + (
-            f" port {ev.port})" if ev.kind.startswith("link") else ")")
-        if ev.kind not in EVENT_KINDS:
-            raise FaultEventError(f"{where}: unknown kind; expected one of {EVENT_KINDS}")
-        n = _node(base, ev, where)
-        kind = NodeType(int(base.node_type[n]))
-        if ev.kind.startswith("link"):
-            if not 1 <= ev.port <= int(base.num_ports[n]):
-                raise FaultEventError(f"{where}: port must be 1..{int(base.num_ports[n])}")
-            li = int(pl[base.port_row(n, ev.port)])
-            if li < 0:
-                raise FaultEventError(f"{where}: that port has no link in the loaded fabric")
-            a = int(base.link_a[li])
-            key = (int(base.node_guid[base.port_node[a]]), int(base.port_num[a]))
-            (links.add if ev.kind == "link_down" else links.discard)(key)
-        elif ev.kind.startswith("switch"):
-            if kind != NodeType.SWITCH:
-                raise FaultEventError(f"{where}: node is a {kind.name}, not a switch")
-            (switches.add if ev.kind == "switch_down" else switches.discard)(ev.guid)
-        else:
-            if kind != NodeType.CA:
-                raise FaultEventError(f"{where}: node is a {kind.name}, not a CA")
-            (cas.add if ev.kind == "ca_down" else cas.discard)(ev.guid)
-    return DownSet(frozenset(links), frozenset(switches), frozenset(cas))
-
-
-def degraded_fabric(base: Fabric, down: DownSet) -> Fabric:
-    """``base`` without the down items (``base`` itself if nothing is down)."""
-    if down.empty:
-        return base
-    nodes = base.nodes_by_guid(np.array(sorted(down.switches | down.cas), dtype=np.uint64))
-    links: list[int] = []
-    if down.links:
-        pl = port_links(base)
-        keys = sorted(down.links)
-        rows = base.port_rows(base.nodes_by_guid(np.array([k[0] for k in keys], np.uint64)),
-                              np.array([k[1] for k in keys], dtype=np.int64))
-        links = pl[rows].tolist()
-    return base.with_removed(nodes=nodes[nodes >= 0], links=np.asarray(links, dtype=np.int64))
-
 
 # ---------------------------------------------------------------- sequencer
 
