@@ -72,7 +72,8 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--max-boxes", type=int, default=MAX_BOXES, metavar="N",
                    help=f"at most N switch boxes per level: identical switches are "
                    f"collapsed, then coarser groups until N is met (default {MAX_BOXES})")
-    d.add_argument("--title", help="title of the picture (default: the file name and counts)")
+    d.add_argument("--title", help="name of the fabric in the picture's title, before its "
+                   "counts (default: the file name)")
     add_strict_option(d)
     add_role_options(d)
     d.set_defaults(func=cmd_draw)
@@ -94,7 +95,7 @@ def cmd_draw(args: argparse.Namespace) -> int:
     original = load_fabric(args.removed, strict=args.strict) if args.removed else None
     roles = fabric_roles(fabric, load_overrides(args))
     drawing = draw_fabric(fabric, original=original, roles=roles, max_boxes=args.max_boxes)
-    title = args.title or f"{Path(args.file).name}: {drawing.title}"
+    title = f"{args.title or Path(args.file).name}: {drawing.title}"
     render(drawing, args.out, fmt, title=title)
     named = ", ".join(f"{k} {v}" for k, v in drawing.anomalies.items()) or "none"
     print(f"{args.out}: {drawing.n_switches} switches in {len(drawing.switch_boxes)} boxes "

@@ -552,7 +552,8 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
     nodes = c.nodes[mem]
     desc = _short(f.node_desc[int(nodes[0])])
     if n == 1:
-        lines = [Line(f"{lvl}: {desc}", "title")]
+        lines = [Line(f"{lvl}: {desc}", "title"),
+                 Line(f"{int(f.node_guid[int(nodes[0])]):#018x}", "note")]
     else:
         lines = [Line(f"{n:,} × {lvl}", "title"), Line(f"e.g. {desc}", "note")]
     links = []
@@ -610,7 +611,8 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
     comp = c.compute[mem]
     if int(comp.max()):
         total = int(comp.sum())
-        hl = [Line(f"{_span(comp)} hosts" + (" each" if n > 1 else ""), "title")]
+        word = "host" if int(comp.max()) == 1 else "hosts"
+        hl = [Line(f"{_span(comp)} {word}" + (" each" if n > 1 else ""), "title")]
         if n > 1:
             hl.append(Line(f"{total:,} in all", "note"))
         out.append(Box(f"h{box_id}", "hosts", rank, total, tuple(hl),
