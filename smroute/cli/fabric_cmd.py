@@ -3,7 +3,8 @@
 ``smroute fabric summary FILE [--json]`` reads an ibnetdiscover topology and
 prints levels, counts, link types, parallel links and anomalies
 (:mod:`smroute.fabric.summary`).  A bad file is reported as ``FILE:LINE: ...``
-with exit status 2.
+with exit status 2.  ``smroute fabric generate GENERATOR ...`` writes a
+generated fabric (:mod:`smroute.cli.generate_cmd`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ __all__ = ["register", "cmd_summary"]
 
 def register(subparsers: Any) -> None:
     """Add the ``fabric`` command and its subcommands to ``subparsers``."""
-    p = subparsers.add_parser("fabric", help="inspect fabric topology files")
+    p = subparsers.add_parser("fabric", help="inspect and generate fabric topology files")
     sub = p.add_subparsers(dest="fabric_command", metavar="SUBCOMMAND", required=True)
+    from smroute.cli.generate_cmd import add_parser as add_generate_parser
+
+    add_generate_parser(sub)  # smroute fabric generate (smroute/cli/generate_cmd.py)
 
     s = sub.add_parser(
         "summary",
