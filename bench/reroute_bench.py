@@ -80,33 +80,24 @@ def _run(core: RoutingCore, links: list[tuple[int, int, int]]) -> dict[str, list
 
 
 def _grpc(args: argparse.Namespace, f: Fabric, links: list[tuple[int, int, int]]) -> None:
-    import json
     import os
-    import signal
-    import subprocess
-    import sys
     import tempfile
     from pathlib import Path
 
     from smroute.fabric.writers import write_topology
+    from smroute.lab.processes import DaemonProcess
     from smroute.service.client import SmrouteClient, link_down, link_up
 
     with tempfile.TemporaryDirectory(prefix="smroute-bench-") as tmp:
-        topo, ready = Path(tmp) / "fabric.topo", Path(tmp) / "ready.json"
+        topo = Path(tmp) / "fabric.topo"
         write_topology(f, topo)
         root = Path(__file__).resolve().parent.parent
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
-             "--metrics-listen", "off", "--fabric", str(topo), "--workers", str(args.workers),
-             "--coalesce-ms", "0", "--ready-file", str(ready), "--log-level", "warning"],
-            cwd=root, env=dict(os.environ, PYTHONPATH=str(root)))
+        daemon = DaemonProcess(
+            None, Path(tmp) / "daemon", workers=args.workers, log_level="warning",
+            extra_args=("--fabric", str(topo), "--coalesce-ms", "0"),
+            env=dict(os.environ, PYTHONPATH=str(root)), cwd=root)
         try:
-            t0 = time.monotonic()
-            while not ready.exists():
-                if proc.poll() is not None or time.monotonic() - t0 > 600:
-                    raise SystemExit("the daemon did not start")
-                time.sleep(0.1)
-            addr = json.loads(ready.read_text())["address"]
+            addr = daemon.start(timeout=600)
             with SmrouteClient(addr) as c:
                 # let the initial epoch's background validation walk finish first
                 t = time.perf_counter()
@@ -140,8 +131,7 @@ def _grpc(args: argparse.Namespace, f: Fabric, links: list[tuple[int, int, int]]
                       f"{len(links)} runs; reroute thread CPU median "
                       f"{statistics.median(cpu):.3f} s")
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            daemon.stop(60)
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""A long-running OpenSM on an ibsim fabric (edge module, for tests and demos).
+"""Long-running processes of the lab: OpenSM on an ibsim fabric, and the
+routing daemon (:class:`DaemonProcess`, the one way to start one).
 
 :func:`smroute.lab.sim.run_opensm` runs ``opensm -o`` (one sweep, exit);
 the bridge needs OpenSM as it runs in production: sweeping, answering traps,
@@ -161,47 +162,96 @@ class OpenSMProcess:
 
 
 class DaemonProcess:
-    """``smroute serve`` as a real process attached to ``sim`` through
-    ``ibsim-run`` (so its live ``LoadFabric`` discovers the simulated fabric),
-    on a free loopback port; ``address`` is read from its ``--ready-file``."""
+    """``smroute serve`` as a real process (the one way tests, the lab and the
+    benchmarks start a daemon), on a free loopback port (or ``listen``);
+    ``address`` and ``metrics`` are read from its ``--ready-file``.
 
-    def __init__(self, sim: IbSim, workdir: str | os.PathLike[str], *, workers: int = 1,
-                 extra_args: tuple[str, ...] = (), listen: str = "127.0.0.1:0") -> None:
+    With ``sim`` it runs under ``ibsim-run`` (so its live ``LoadFabric``
+    discovers the simulated fabric) and is stopped with its process group;
+    otherwise SIGTERM goes to the daemon itself, which drains and stops its
+    workers.  ``metrics_listen``, ``log_format`` and ``log_level`` are passed
+    on; ``extra_args`` follow (``--fabric``, ``--config``, ...).
+    """
+
+    def __init__(self, sim: IbSim | None, workdir: str | os.PathLike[str], *,
+                 workers: int = 1, extra_args: tuple[str, ...] = (),
+                 listen: str = "127.0.0.1:0", metrics_listen: str = "off",
+                 log_format: str = "text", log_level: str | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+                 ) -> None:
         self.sim = sim
         self.listen = listen
         self.workdir = Path(workdir).resolve()
         self.workers = workers
         self.extra_args = extra_args
+        self.metrics_listen = metrics_listen
+        self.log_format = log_format
+        self.log_level = log_level
+        self.env = env
+        self.cwd = Path(cwd) if cwd is not None else self.workdir
         self.ready = self.workdir / "daemon-ready.json"
         self.out = self.workdir / "daemon.out"
         self.address = ""
+        self.metrics: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._out_fh: IO[bytes] | None = None
 
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        """The running process (after :meth:`start`)."""
+        assert self._proc is not None, "not started"
+        return self._proc
+
+    @property
+    def log_path(self) -> Path:
+        """Where the daemon's output (its log) goes."""
+        return self.out
+
+    def log_events(self) -> list[dict[str, object]]:
+        """The daemon's JSON log lines (``log_format="json"``) as dicts."""
+        out = []
+        for line in self.out.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the daemon."""
+        self.proc.send_signal(sig)
+
     def start(self, timeout: float = 60.0) -> str:
-        """Start ``smroute serve`` under ``ibsim-run``; return its address once
-        the ready file is there (:class:`ToolError` if it exits first,
-        :class:`ToolTimeoutError` after ``timeout`` s)."""
+        """Start ``smroute serve``; return its address once the ready file is
+        there (:class:`ToolError` if it exits first, :class:`ToolTimeoutError`
+        after ``timeout`` s)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.ready.unlink()
-        wrapper = require_tool("ibsim-run")
-        env = self.sim.client_env()
+        cmd = [sys.executable, "-m", "smroute", "serve", "--listen", self.listen,
+               "--ready-file", str(self.ready), "--metrics-listen", self.metrics_listen,
+               "--workers", str(self.workers), "--log-format", self.log_format]
+        if self.log_level is not None:
+            cmd += ["--log-level", self.log_level]
+        cmd += list(self.extra_args)
+        env = dict(self.env) if self.env is not None else dict(os.environ)
+        if self.sim is not None:
+            cmd = [require_tool("ibsim-run"), *cmd]
+            env.update(self.sim.client_env())
         self._out_fh = open(self.out, "wb")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
-            [wrapper, sys.executable, "-m", "smroute", "serve", "--listen", self.listen,
-             "--ready-file", str(self.ready), "--metrics-listen", "off", "--workers",
-             str(self.workers), "--log-format", "text", *self.extra_args],
-            cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._out_fh,
+            cmd, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._out_fh,
             stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
             if self.ready.exists():
-                with contextlib.suppress(ValueError):
-                    self.address = str(json.loads(self.ready.read_text())["address"])
+                with contextlib.suppress(ValueError, KeyError):
+                    info = json.loads(self.ready.read_text())
+                    self.address = str(info["address"])
+                    self.metrics = info.get("metrics")
                     return self.address
             if self._proc.poll() is not None:
-                text = self.out.read_text(errors="replace")[-2000:]
+                text = self.out.read_text(errors="replace")[-3000:]
                 raise ToolError(f"smroute serve exited with status {self._proc.returncode}",
                                 stderr_tail=text)
             if time.monotonic() > deadline:
@@ -210,10 +260,20 @@ class DaemonProcess:
             time.sleep(0.05)
 
     def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM (graceful), SIGKILL after ``timeout``; returns the exit status."""
+        """SIGTERM (graceful; the whole group under ``ibsim-run``), SIGKILL of
+        the group after ``timeout``; returns the exit status."""
         proc = self._proc
         if proc is not None:
-            terminate_group(proc, timeout)
+            if self.sim is not None:
+                terminate_group(proc, timeout)
+            elif proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
         if self._out_fh is not None:
             self._out_fh.close()
             self._out_fh = None
