@@ -568,7 +568,7 @@ def test_an_epoch_that_failed_validation_is_never_written(tmp_path: Path) -> Non
 def test_state_of_format_1_loads_with_the_one_down_set_key(tmp_path: Path) -> None:
     """A state file written before the one DownSet (links by both ends) loads
     with each link keyed by the base fabric's first end."""
-    from smroute.opensm.bridge import BASE_FILE, STATE_FILE
+    from smroute.opensm.bridge_state import BASE_FILE, STATE_FILE
 
     f = _small()
     leaf = int(f.switches[0])

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import queue
 import re
@@ -49,19 +48,26 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import InputError, SmrouteError
-from smroute.fabric.faults import DownSet, FaultEvent, FaultKind, link_key
+from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
+from smroute.opensm.bridge_state import (
+    BASE_FILE,
+    BridgeError,
+    BridgeOptions,
+    BridgeState,
+    CheckResult,
+    DryRun,
+    SyncResult,
+    read_state,
+    write_state,
+)
 from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.service.log import Logger
 from smroute.tables.diff import diff_tables, format_diff
@@ -73,103 +79,9 @@ __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "S
 
 #: OpenSM log lines that wake the change detector: traps and the end of heavy sweeps.
 TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep")
-STATE_FILE = "bridge-state.json"
-BASE_FILE = "bridge-base.topo"
 
 Discover = Callable[[], list[str]]
 Log = Callable[..., None]
-
-
-class BridgeError(SmrouteError):
-    """The bridge cannot do its job (daemon unreachable, bad state, ...)."""
-
-
-@dataclass(frozen=True)
-class BridgeOptions:
-    """What the bridge talks to and how.
-
-    daemon: gRPC target (``127.0.0.1:50051`` or ``unix:/run/smroute.sock``).
-    lfts_file: OpenSM's ``lfts_file`` (the file engine's input).
-    trigger: "console" (loopback console ``reroute``), "sighup" (``opensm_pid``)
-        or "none" (write only; OpenSM picks the file up at its next heavy sweep).
-    opensm_log: OpenSM's log file, followed for traps/sweeps (None: poll only).
-    poll_interval: seconds between re-discoveries without a log trigger (0 = never).
-    debounce: seconds from the first trigger line of a burst to the re-discovery.
-    load: at start, "live" (daemon discovers: LoadFabric live + Route),
-        "discover" (the bridge discovers and sends the text) or "none"
-        (the daemon already serves an epoch of this fabric).
-    tls_ca / tls_cert / tls_key: TLS to the daemon (CA to trust; client
-        certificate and key for mutual TLS, whose CN the daemon must list in
-        ``mutating_identities``); tls_server_name overrides the name checked.
-    port_guids: name each LID's port GUID (and node) in the file, which lets
-        OpenSM remap LIDs that moved; without, the file is about 6x smaller
-        (38 MB instead of 249 MB on a 4,096-host PGFT).
-    """
-
-    daemon: str
-    lfts_file: Path
-    trigger: str = "console"
-    console: tuple[str, int] = ("127.0.0.1", 10000)
-    opensm_pid: int | None = None
-    opensm_log: Path | None = None
-    poll_interval: float = 60.0
-    debounce: float = 0.5
-    load: str = "none"
-    ca: str | None = None
-    port: int | None = None
-    discover_timeout: float = 120.0
-    discover_env: Mapping[str, str] | None = None
-    state_dir: Path | None = None
-    rpc_timeout: float = 120.0
-    tls_ca: Path | None = None
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    tls_server_name: str | None = None
-    port_guids: bool = True
-
-    def __post_init__(self) -> None:
-        if self.trigger not in ("console", "sighup", "none"):
-            raise InputError(f"trigger must be console, sighup or none, not {self.trigger!r}")
-        if self.trigger == "sighup" and not (self.opensm_pid and self.opensm_pid > 0):
-            raise InputError("trigger sighup needs the OpenSM PID (--opensm-pid, > 0), "
-                             f"not {self.opensm_pid}")
-        if self.load not in ("live", "discover", "none"):
-            raise InputError(f"load must be live, discover or none, not {self.load!r}")
-        if self.poll_interval < 0 or self.debounce < 0:
-            raise InputError("poll interval and debounce must be >= 0")
-
-    @property
-    def state_path(self) -> Path:
-        """Directory of the bridge state (``state_dir``, else the LFT file's directory)."""
-        return Path(self.state_dir or Path(self.lfts_file).parent)
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    """One epoch written for OpenSM: ids, sizes, what changed since the last file."""
-
-    epoch: int
-    switches: int
-    max_lid: int
-    blocks_changed: int
-    entries_changed: int
-    fetch_s: float
-    write_s: float
-    trigger_s: float
-    trigger_reply: str
-    written_unix_s: float
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One re-discovery: the down set found, events sent and the epoch they made."""
-
-    events: tuple[FaultEvent, ...]
-    down: DownSet
-    warnings: tuple[str, ...]
-    epoch: int | None
-    discover_s: float
-    apply_s: float
 
 
 def _pb() -> tuple[Any, Any]:
@@ -178,29 +90,6 @@ def _pb() -> tuple[Any, Any]:
     except ImportError as exc:  # pragma: no cover - generated code is part of the package
         raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
     return smroute_pb2, smroute_pb2_grpc
-
-
-@dataclass(frozen=True)
-class DryRun:
-    """Result of :meth:`Bridge.dry_run`: the text, the pending events, the LFT
-    blocks those events would change (daemon dry run), and the blocks that
-    differ between OpenSM's file and the daemon's latest epoch (None: no file)."""
-
-    lines: tuple[str, ...]
-    events: tuple[FaultEvent, ...]
-    fault_blocks: int
-    file_blocks: int | None
-
-    @property
-    def pending(self) -> bool:
-        """True if fault events are pending or OpenSM's file differs (or is unreadable)."""
-        return bool(self.events) or self.file_blocks != 0
-
-
-@dataclass
-class _State:
-    down: DownSet = field(default_factory=DownSet)
-    written_epoch: int = 0
 
 
 class Bridge:
@@ -217,7 +106,7 @@ class Bridge:
         self.log: Log = log or Logger(sys.stdout, fmt="text")
         self._discover = discover or self._default_discover
         self.base: Fabric | None = None
-        self.state = _State()
+        self.state = BridgeState()
         self.last_tables: ForwardingTables | None = None
         self.syncs: list[SyncResult] = []
         self.checks: list[CheckResult] = []
@@ -295,50 +184,11 @@ class Bridge:
 
     # ------------------------------------------------------------ state
     def _save_state(self) -> None:
-        d = self.opts.state_path
-        doc = {
-            "format": "smroute-bridge-state/2",
-            "base_hash": self.base.content_hash if self.base is not None else None,
-            "written_epoch": self.state.written_epoch,
-            "down": {
-                "switches": [f"{g:#018x}" for g in sorted(self.state.down.switches)],
-                "cas": [f"{g:#018x}" for g in sorted(self.state.down.cas)],
-                "links": [[f"{g:#018x}", p] for g, p in sorted(self.state.down.links)],
-            },
-        }
-        atomic_write_text(d / STATE_FILE, json.dumps(doc, indent=1) + "\n")
+        write_state(self.opts.state_path, self.base, self.state)
 
     def load_state(self) -> None:
         """Base fabric and down set from ``state_dir`` (:class:`BridgeError` if absent)."""
-        d = self.opts.state_path
-        try:
-            doc = json.loads((d / STATE_FILE).read_text())
-            lines = (d / BASE_FILE).read_text().splitlines()
-        except (OSError, ValueError) as exc:
-            raise BridgeError(f"no bridge state in {d} ({exc}); run the bridge first") from None
-        self.base = parse_topology(lines, str(d / BASE_FILE))
-        try:
-            down = doc["down"]
-            self.state = _State(
-                down=DownSet(
-                    switches=frozenset(int(g, 16) for g in down["switches"]),
-                    cas=frozenset(int(g, 16) for g in down["cas"]),
-                    links=frozenset(self._state_link(item) for item in down["links"])),
-                written_epoch=int(doc.get("written_epoch", 0)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"bad bridge state ({exc})", source=str(d / STATE_FILE)) from None
-
-    def _state_link(self, item: list[Any]) -> tuple[int, int]:
-        """A down link of the state file: ``[guid, port]`` (format 2), or
-        ``[guid_a, port_a, guid_b, port_b]`` (format 1), keyed as the
-        :class:`DownSet` keys it (the base fabric's first end)."""
-        assert self.base is not None
-        guid, port = int(item[0], 16), int(item[1])
-        if len(item) == 2:
-            return guid, port
-        row = self.base.port_row(self.base.node_by_guid(guid), port)
-        links = np.flatnonzero((self.base.link_a == row) | (self.base.link_b == row))
-        return link_key(self.base, int(links[0]))
+        self.base, self.state = read_state(self.opts.state_path)
 
     # ------------------------------------------------------------ start-up
     def initialize(self, lines: list[str] | None = None, *, reason: str = "start") -> int:
@@ -381,7 +231,7 @@ class Bridge:
                 self.log("warning", "daemon_has_down_items", links=epoch.down_links,
                          switches=epoch.down_switches, cas=epoch.down_cas)
         self.base = base
-        self.state = _State(written_epoch=self.state.written_epoch)
+        self.state = BridgeState(written_epoch=self.state.written_epoch)
         atomic_write_text(self.opts.state_path / BASE_FILE, "\n".join(lines) + "\n")
         self._save_state()
         self.log("info", "initialized", reason=reason, epoch=epoch.id, load=self.opts.load,
@@ -398,7 +248,7 @@ class Bridge:
         except (BridgeError, InputError):
             return False
         if self.base is None or self.base.content_hash != daemon_base_hash:
-            self.base, self.state = None, _State()
+            self.base, self.state = None, BridgeState()
             return False
         self.state.written_epoch = 0  # write the daemon's current epoch once
         return True
