@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smroute.lab.sim import require_tool, run_in_group
+from smroute.tools import require_tool, run_in_group
 
 __all__ = ["IbdmchkReport", "parse_ibdmchk", "run_ibdmchk"]
 
