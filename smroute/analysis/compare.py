@@ -23,17 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from smroute.analysis import patterns as P
-from smroute.analysis.congestion import a2a_risk, evaluate
+from smroute.analysis.congestion import a2a_risk, congestion_risk, evaluate
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.model import Fabric
 from smroute.tables.lft import ForwardingTables
 
-__all__ = ["CompareConfig", "TableMetrics", "compare_tables", "metric_names"]
+__all__ = ["CompareConfig", "TableMetrics", "analyze_tables", "compare_tables", "metric_names"]
 
 
 @dataclass(frozen=True)
@@ -147,3 +148,26 @@ def compare_tables(
         ))
     return out
 
+
+def analyze_tables(fabric: Fabric, tables: ForwardingTables, ep_row: np.ndarray,
+                   nids: np.ndarray, order: str, seed: int, samples: int) -> dict[str, Any]:
+    """Gliksberg's congestion risk (A2A, RP median over ``samples`` random
+    permutations, SP max) and the SP hot-spot degree of ``tables`` on
+    ``fabric``, participants in Dmodc's topological order (``ep_row`` /
+    ``nids`` of the routing) or a random one; ``seed`` seeds the generator.
+    Returns the daemon's AnalyzeResponse fields (it runs this in its analysis
+    process)."""
+
+    rng = np.random.default_rng(seed)
+    view = routing_view(fabric, tables)
+    paths = pair_paths(view)
+    o = (P.topological_order_from(view, ep_row, nids) if order == "topological"
+         else P.random_order(view, rng))
+    risk = congestion_risk(view, paths, o, rng, samples=samples)
+    return dict(
+        end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
+        rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
+        sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
+        unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
+        unroutable_sp=risk.unroutable["SP"],
+    )

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, Protocol, TypeVar
 
-import numpy as np
-
+from smroute.analysis.compare import analyze_tables
 from smroute.errors import InputError, RoutingError
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
@@ -57,9 +56,8 @@ from smroute.service.faults import (
 )
 from smroute.service.reroute import Reroute, reroute
 from smroute.tables.diff import TableDiff, diff_tables
-from smroute.tables.lft import ForwardingTables
 
-__all__ = ["FaultOutcome", "Metrics", "RoutingCore", "analyze_tables"]
+__all__ = ["FaultOutcome", "Metrics", "RoutingCore"]
 
 #: Changed entries a Diff / dry run lists at most, whatever the request asks.
 MAX_LISTED_ENTRIES = 100_000
@@ -546,29 +544,3 @@ class RoutingCore:
             code = (Status.FAILED_PRECONDITION if self.store.current is None
                     else Status.NOT_FOUND)
             raise ServiceError(code, str(err.args[0])) from None
-
-
-def analyze_tables(fabric: Fabric, tables: ForwardingTables, ep_row: np.ndarray,
-                   nids: np.ndarray, order: str, seed: int, samples: int) -> dict[str, Any]:
-    """Gliksberg's congestion risk (A2A, RP median over ``samples`` random
-    permutations, SP max) and the SP hot-spot degree of ``tables`` on
-    ``fabric``, participants in Dmodc's topological order (``ep_row`` /
-    ``nids`` of the routing) or a random one; ``seed`` seeds the generator.
-    Returns the AnalyzeResponse fields (runs in the analysis process)."""
-    from smroute.analysis.congestion import congestion_risk
-    from smroute.analysis.paths import pair_paths, routing_view
-    from smroute.analysis.patterns import random_order, topological_order_from
-
-    rng = np.random.default_rng(seed)
-    view = routing_view(fabric, tables)
-    paths = pair_paths(view)
-    o = (topological_order_from(view, ep_row, nids) if order == "topological"
-         else random_order(view, rng))
-    risk = congestion_risk(view, paths, o, rng, samples=samples)
-    return dict(
-        end_ports=view.n_endports, a2a_risk=int(risk.a2a.value),
-        rp_risk_median=risk.rp.risk_median, sp_risk_max=risk.sp.risk_max,
-        sp_hsd_avg=risk.sp.hsd_avg, sp_hsd_max=risk.sp.hsd_max,
-        unroutable_a2a=risk.unroutable["A2A"], unroutable_rp=risk.unroutable["RP"],
-        unroutable_sp=risk.unroutable["SP"],
-    )
