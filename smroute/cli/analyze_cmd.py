@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--per-stage", action="store_true",
                    help="list every stage (sp, rp, cps)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     from smroute.analysis.plot import plot_path
 
     p.add_argument("--plot", type=plot_path, metavar="FILE",
@@ -110,7 +110,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from smroute.analysis.paths import pair_paths, routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.inputs import load_fabric, load_tables
-    from smroute.cli.route_cmd import Progress
+    from smroute.cli.progress import Progress
 
     if args.samples < 1 or args.orders < 1:
         raise InputError("--samples and --orders must be at least 1")

@@ -66,6 +66,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default 0)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="routing worker processes (default: CPU count)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_lids)
 
 
@@ -123,12 +124,15 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.analysis.paths import routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.inputs import load_fabric
+    from smroute.cli.progress import Progress
     from smroute.fileio import atomic_write_text
     from smroute.routing.engine import route
     from smroute.routing.lidselect import job_lmc, select_lids
 
     if args.lmc is not None and not 0 <= args.lmc <= 7:
         raise InputError(f"--lmc must be 0..7, got {args.lmc}")
+    prog = Progress(sys.stderr, enabled=not args.quiet)
+    t = prog.start(f"reading {args.fabric} and {args.job}")
     entries = read_job(args.job)
     fabric = load_fabric(args.fabric, strict=args.strict)
     # resolve hosts on the fabric before routing (errors first, cheaply)
@@ -144,9 +148,14 @@ def cmd_lids(args: argparse.Namespace) -> int:
     if lmc > have:
         raise InputError(f"LMC mismatch: --lmc {lmc} but the job's ports have LMC {have} in "
                          f"{args.fabric} (the subnet manager gave them 2^{have} LIDs)")
+    prog.done("read", t, f"{len(ranks)} ranks, LMC {lmc}")
+    t = prog.start("routing with dmodc")
     result = route(fabric, lmc=args.lmc, workers=args.workers)
     view = routing_view(fabric, result.tables)
+    prog.done("route", t)
+    t = prog.start(f"selecting LIDs ({args.pattern}, {pattern.n_stages} stages)")
     sel = select_lids(view, ranks, pattern, rng=np.random.default_rng(args.seed), lmc=lmc)
+    prog.done("select", t)
     text = format_selection(sel, [h for _, h in entries], args.format,
                             per_stage=args.per_stage, fabric=args.fabric)
     if args.out:

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
 from smroute.cli.inputs import add_role_options, add_strict_option, load_fabric, load_overrides
+from smroute.cli.progress import Progress
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_route", "hop_table", "Progress"]
@@ -66,61 +65,6 @@ def register(subparsers: Any) -> None:
                    help="list at most N unroutable pairs by name (default 20)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_route)
-
-
-class Progress:
-    """Progress lines on a stream: ``smroute: <phase>...`` then ``done in N s``.
-
-    ``clock`` is injected (``time.perf_counter`` by default); ``enabled=False``
-    keeps the timings but prints nothing.
-    """
-
-    def __init__(
-        self, stream: TextIO, *, enabled: bool = True,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.clock = clock
-        self.timings: dict[str, float] = {}
-        self._t0 = clock()
-        self._last_pct = -1
-
-    def start(self, label: str) -> float:
-        """Announce a phase; returns its start time."""
-        if self.enabled:
-            self.stream.write(f"smroute: {label}...\n")
-            self.stream.flush()
-        return self.clock()
-
-    def done(self, name: str, started: float, note: str = "") -> None:
-        """Record phase ``name`` as having started at ``started``."""
-        dt = self.clock() - started
-        self.timings[name] = self.timings.get(name, 0.0) + dt
-        if self.enabled:
-            extra = f" ({note})" if note else ""
-            self.stream.write(f"smroute:   {name} done in {dt:.3f} s{extra}\n")
-            self.stream.flush()
-
-    def elapsed(self) -> float:
-        return self.clock() - self._t0
-
-    def fraction(self, label: str, done: int, total: int) -> None:
-        """A progress bar for ``done`` of ``total`` units of work: redrawn in
-        place on a terminal, one line per 10 % otherwise."""
-        if not self.enabled or total <= 0:
-            return
-        tty = self.stream.isatty()
-        pct = 100 * done // total
-        if not tty and done < total and pct // 10 == self._last_pct // 10:
-            return
-        if tty and done < total and pct == self._last_pct:
-            return
-        self._last_pct = pct if done < total else -1
-        bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-        end = "\r" if tty and done < total else "\n"
-        self.stream.write(f"smroute:   {label} [{bar}] {done}/{total}{end}")
-        self.stream.flush()
 
 
 def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:

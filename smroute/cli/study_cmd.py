@@ -2,7 +2,8 @@
 
 ``smroute study degrade --pgft 2;18,36;1,18;1,1 --mode switch --throws 30
 --seed 1 --out DIR`` runs the throws (resuming from ``DIR/study.csv``),
-prints a progress line per finished throw on stderr and a summary table at
+prints a progress line per finished throw and a bar on stderr (``-q``: none;
+:mod:`smroute.cli.progress`) and a summary table at
 the end, then writes the plots into ``DIR``.  ``smroute study plot CSV --out
 DIR`` redraws the plots from a CSV; ``smroute study report CSV..`` prints
 markdown tables (median / worst per degradation band and engine).
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from smroute.cli.progress import Progress
 from smroute.errors import InputError
 from smroute.lab.sidebyside import ENGINES
 from smroute.study.degrade import MODES, parse_pgft
@@ -28,7 +30,8 @@ from smroute.study.results import (
     read_rows,
     summary_lines,
 )
-from smroute.study.runner import Progress, plan_tasks, run_study
+from smroute.study.runner import Progress as ThrowProgress
+from smroute.study.runner import plan_tasks, run_study
 
 MAX_THROWS = 100_000
 
@@ -65,6 +68,8 @@ def register(subparsers: Any) -> None:
                    "(default: a temporary one)")
     d.add_argument("--keep-work", action="store_true", help="keep each throw's OpenSM files")
     d.add_argument("--no-plots", action="store_true", help="do not draw the plots")
+    d.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress (a line per throw and a bar) on stderr")
     d.add_argument("--out", required=True, metavar="DIR", help="output directory")
     d.set_defaults(func=_degrade)
 
@@ -80,7 +85,7 @@ def register(subparsers: Any) -> None:
     rp.set_defaults(func=_report)
 
 
-def _progress(p: Progress) -> None:
+def _throw_line(p: ThrowProgress) -> str:
     t = p.task
     rows = {str(r["engine"]): r for r in p.rows}
     parts = []
@@ -92,8 +97,8 @@ def _progress(p: Progress) -> None:
         else:
             parts.append(f"{e} {r.get('status', '?')}")
     removed = p.rows[0].get("removed", "?") if p.rows else "?"
-    print(f"[{p.done}/{p.todo} {p.seconds:.0f}s] {t.label} {t.mode} throw {t.index}: "
-          f"removed {removed}; " + "; ".join(parts), file=sys.stderr, flush=True)
+    return (f"[{p.done}/{p.todo} {p.seconds:.0f}s] {t.label} {t.mode} throw {t.index}: "
+            f"removed {removed}; " + "; ".join(parts))
 
 
 def _degrade(args: argparse.Namespace) -> int:
@@ -134,8 +139,14 @@ def _degrade(args: argparse.Namespace) -> int:
         tasks = plan_tasks(source, label, modes, args.throws, args.seed, engines, workroot,
                            rp_samples=args.rp_samples, random_orders=args.random_orders,
                            opensm_timeout=args.opensm_timeout, keep_work=args.keep_work)
-        rows = run_study(tasks, csv_path(out), workers=args.workers,
-                         scheduler=args.scheduler, on_throw=_progress)
+        with Progress(sys.stderr, enabled=not args.quiet) as prog:
+
+            def on_throw(p: ThrowProgress) -> None:  # a line per throw above the bar
+                prog.write(_throw_line(p))
+                prog.fraction("throws", p.done, p.todo)
+
+            rows = run_study(tasks, csv_path(out), workers=args.workers,
+                             scheduler=args.scheduler, on_throw=on_throw)
     finally:
         if scratch is not None:
             scratch.cleanup()
