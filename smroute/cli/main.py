@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config_cmd",
     "bridge_cmd",
     "slurm_cmd",
+    "completion_cmd",
 )
 
 
