@@ -70,15 +70,16 @@ switches above as ``{switch, children, nodes}`` (hostlist strings), the
 ``block`` entry one block per switch that lists nodes (``{block, nodes}``) and
 optionally ``block_sizes``.  :data:`TOPOLOGY_YAML_SCHEMA` is a JSON schema
 written from Slurm's ``topology.yaml(5)``.
+
+The pieces: host names and the host map are :mod:`smroute.fabric.slurm_names`,
+the hostlist syntax :mod:`smroute.fabric.slurm_hostlist`, the result and its
+files :mod:`smroute.fabric.slurm_files`; this module places hosts and switches.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +88,23 @@ from smroute.errors import InputError
 from smroute.fabric.graph import components
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, switch_links
+from smroute.fabric.slurm_files import (
+    TOPOLOGY_YAML_SCHEMA,
+    SlurmSwitch,
+    SlurmTopology,
+    check_block_sizes,
+)
+from smroute.fabric.slurm_hostlist import expand_hostlist, hostlist, natural_key
+from smroute.fabric.slurm_names import (
+    MAX_NAME,
+    HostMap,
+    derived_names,
+    guid_names,
+    parse_host_map,
+    read_host_map,
+    switch_base_name,
+    unique_names,
+)
 
 __all__ = [
     "MAX_NAME",
@@ -108,9 +126,6 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: Longest switch or node name Slurm takes (``topology.yaml(5)``: "cannot be
-#: longer than 64 characters"; ``MAX_SLURM_NAME``).
-MAX_NAME = 64
 #: End-port roles that are hosts (Slurm node candidates).
 HOST_ROLES: tuple[EndportRole, ...] = (
     EndportRole.COMPUTE, EndportRole.SERVICE, EndportRole.STORAGE,
@@ -120,497 +135,8 @@ HOST_ROLES: tuple[EndportRole, ...] = (
 #: :data:`smroute.fabric.model.SPEEDS` (4x of each is the marketed link rate).
 LANE_GBPS: tuple[float, ...] = (0.0, 2.5, 5.0, 10.0, 10.0, 14.0, 25.0, 50.0, 100.0, 200.0)
 
-_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_VENDOR_DESC = re.compile(
-    r"^\s*$|^\s*(MT\d+|localhost|\(none\))(\s|$)|Mellanox Technologies|QLogic|Voltaire",
-    re.IGNORECASE)
-_MF0 = re.compile(r"^\s*MF0;([^:]+)")
-_HASH_NAME = re.compile(r"#\s*(\S+)\s*$")
-_BAD_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_SPLIT_NUM = re.compile(r"^(.*[^0-9])([0-9]{1,18})$")
-_DIGITS = re.compile(r"(\d+)")
-
-#: JSON schema of Slurm's ``topology.yaml`` written from ``topology.yaml(5)``
-#: (Slurm 25.05): a list of topologies, each with a unique name, an optional
-#: ``cluster_default`` and exactly one of ``tree`` / ``block`` / ``flat``.  A
-#: switch lists child switches or nodes, never both (Slurm's tree plugin
-#: refuses a switch with both, and one with neither); names are at most 64
-#: characters; ``block_sizes`` ascend.  "``topology`` must be the first
-#: attribute" is not expressible in JSON schema (:meth:`SlurmTopology.to_yaml`
-#: writes it first).
-_NAME_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME,
-                                "pattern": r"^[^\s,\[\]#=\"]+$"}
-_HOSTLIST_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": r"^\S+$"}
-TOPOLOGY_YAML_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "Slurm topology.yaml",
-    "type": "array",
-    "minItems": 1,
-    "items": {
-        "type": "object",
-        "required": ["topology"],
-        "additionalProperties": False,
-        "properties": {
-            "topology": {"type": "string", "minLength": 1, "pattern": r"^\S+$"},
-            "cluster_default": {"type": "boolean"},
-            "tree": {
-                "type": "object",
-                "required": ["switches"],
-                "additionalProperties": False,
-                "properties": {
-                    "switches": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "required": ["switch"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "switch": _NAME_SCHEMA,
-                                "children": _HOSTLIST_SCHEMA,
-                                "nodes": _HOSTLIST_SCHEMA,
-                            },
-                            "oneOf": [{"required": ["children"]}, {"required": ["nodes"]}],
-                        },
-                    },
-                },
-            },
-            "block": {
-                "type": "object",
-                "required": ["blocks"],
-                "additionalProperties": False,
-                "properties": {
-                    "block_sizes": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {"type": "integer", "minimum": 1},
-                    },
-                    "blocks": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "required": ["block", "nodes"],
-                            "additionalProperties": False,
-                            "properties": {"block": _NAME_SCHEMA, "nodes": _HOSTLIST_SCHEMA},
-                        },
-                    },
-                },
-            },
-            "flat": {"const": True},
-        },
-        "oneOf": [
-            {"required": ["tree"]},
-            {"required": ["block"]},
-            {"required": ["flat"]},
-        ],
-    },
-}
-
-
-# ----------------------------------------------------------------- host lists
-def natural_key(name: str) -> tuple[object, ...]:
-    """Sort key comparing digit runs as numbers (``n2`` before ``n10``); ties
-    (``n01`` / ``n1``) broken by the text itself."""
-    parts: list[object] = []
-    for i, tok in enumerate(_DIGITS.split(name)):
-        parts.append(int(tok) if i % 2 else tok)
-    return (tuple(parts), name)
-
-
-def hostlist(names: Iterable[str]) -> str:
-    """Slurm hostlist expression of ``names`` (duplicates dropped): names that
-    end in a number (at most 18 digits, after a non-digit) are grouped by the
-    text before it (and, for zero-padded numbers and others as wide, their
-    width) into
-    ``prefix[lo-hi,...]`` ranges of consecutive numbers, each written so that
-    Slurm's parser (width of the lower bound) gives the names back; others are
-    listed as they are.  Groups appear in the
-    natural order of their first name.  ``expand_hostlist`` (and Slurm's
-    parser) gives the names back."""
-    uniq = sorted(set(names), key=natural_key)
-    if not uniq:
-        return ""
-    keys: list[tuple[str, int]] = []
-    nums = np.full(len(uniq), -1, dtype=np.int64)
-    split = [_SPLIT_NUM.match(nm) for nm in uniq]
-    padded = {(m.group(1), len(m.group(2))) for m in split
-              if m and m.group(2)[0] == "0" and len(m.group(2)) > 1}
-    for i, (nm, m) in enumerate(zip(uniq, split, strict=True)):
-        if m:
-            d = m.group(2)
-            # zero-padded numbers, and others as wide, group by width (n[08-12]);
-            # the rest of any width together (n[8-12])
-            wide = (m.group(1), len(d))
-            keys.append(wide if wide in padded else (m.group(1), 0))
-            nums[i] = int(d)
-        else:
-            keys.append((nm, -1))
-    # group ids in order of first appearance
-    gid: dict[tuple[str, int], int] = {}
-    g = np.fromiter((gid.setdefault(k, len(gid)) for k in keys), dtype=np.int64, count=len(keys))
-    order = np.lexsort((nums, g))
-    gs, ns = g[order], nums[order]
-    new_run = np.ones(len(order), dtype=bool)
-    new_run[1:] = (gs[1:] != gs[:-1]) | (ns[1:] != ns[:-1] + 1) | (ns[1:] < 0)
-    starts = np.flatnonzero(new_run)
-    ends = np.append(starts[1:], len(order)) - 1
-    run_group = gs[starts]
-    out: list[str] = []
-    groups = list(gid)
-    for gi in range(len(groups)):
-        prefix, width = groups[gi]
-        runs = np.flatnonzero(run_group == gi)
-        width = max(width, 1)
-        if groups[gi][1] < 0:
-            out.append(prefix)
-            continue
-        if len(runs) == 1 and starts[runs[0]] == ends[runs[0]]:
-            out.append(f"{prefix}{int(ns[starts[runs[0]]]):0{width}d}")
-            continue
-        parts = []
-        for r in runs.tolist():
-            lo, hi = int(ns[starts[r]]), int(ns[ends[r]])
-            parts.append(f"{lo:0{width}d}" if lo == hi else f"{lo:0{width}d}-{hi:0{width}d}")
-        out.append(f"{prefix}[{','.join(parts)}]")
-    return ",".join(out)
-
-
-def expand_hostlist(expr: str) -> list[str]:
-    """The names of a Slurm hostlist expression (``a[01-03,7],b``): ranges take
-    the width of their lower bound, as Slurm's parser does.  Raises
-    ``ValueError`` on unbalanced or nested brackets."""
-    out: list[str] = []
-    depth, start = 0, 0
-    tokens: list[str] = []
-    for i, ch in enumerate(expr):
-        if ch == "[":
-            depth += 1
-            if depth > 1:
-                raise ValueError(f"nested brackets in hostlist {expr!r}")
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced brackets in hostlist {expr!r}")
-        elif ch == "," and depth == 0:
-            tokens.append(expr[start:i])
-            start = i + 1
-    if depth:
-        raise ValueError(f"unbalanced brackets in hostlist {expr!r}")
-    tokens.append(expr[start:])
-    for tok in (t.strip() for t in tokens):
-        if not tok:
-            continue
-        m = re.fullmatch(r"([^\[\]]*)\[([^\[\]]*)\]([^\[\]]*)", tok)
-        if not m:
-            if "[" in tok or "]" in tok:
-                raise ValueError(f"bad hostlist element {tok!r}")
-            out.append(tok)
-            continue
-        prefix, body, suffix = m.groups()
-        for rng in body.split(","):
-            lo_s, _, hi_s = rng.partition("-")
-            if not lo_s.isdigit() or (hi_s and not hi_s.isdigit()):
-                raise ValueError(f"bad range {rng!r} in hostlist {expr!r}")
-            lo, hi, w = int(lo_s), int(hi_s or lo_s), len(lo_s)
-            if hi < lo:
-                raise ValueError(f"descending range {rng!r} in hostlist {expr!r}")
-            out.extend(f"{prefix}{v:0{w}d}{suffix}" for v in range(lo, hi + 1))
-    return out
-
-
-# ------------------------------------------------------------------- host map
-@dataclass(frozen=True)
-class HostMap:
-    """Operator-given Slurm names: by node or port GUID, and by node
-    description (or the host name derived from it).  A GUID of a switch names
-    the switch."""
-
-    by_guid: dict[int, str] = field(default_factory=dict)
-    by_desc: dict[str, str] = field(default_factory=dict)
-    source: str = "<host map>"
-
-    def __bool__(self) -> bool:
-        return bool(self.by_guid or self.by_desc)
-
-
-def _check_name(name: str, what: str) -> str | None:
-    """Why ``name`` is no usable Slurm name (``None`` if it is)."""
-    if len(name) > MAX_NAME:
-        return f"{what} {name[:80]!r} is longer than {MAX_NAME} characters"
-    if not _NAME_OK.match(name):
-        return (f"{what} {name[:80]!r} is not a Slurm name (letters, digits, '.', '_', '-'; "
-                "starting with a letter or digit)")
-    return None
-
-
-def parse_host_map(lines: Iterable[str] | str, source: str = "<host map>") -> HostMap:
-    """A host map: one ``KEY NAME`` per line, ``NAME`` the last word and
-    ``KEY`` the rest: a ``0x``-prefixed node or port GUID, or a node
-    description (whole, or the host name derived from it; a description
-    with ``#`` in it is written in double quotes).  Blank lines are ignored;
-    ``#`` starts a comment at the start of a line or after a blank.
-    :class:`InputError` names a bad line or a key given twice."""
-    if isinstance(lines, str):
-        lines = lines.splitlines()
-    by_guid: dict[int, str] = {}
-    by_desc: dict[str, str] = {}
-    for no, raw in enumerate(lines, 1):
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        if text.startswith('"'):
-            end = text.find('"', 1)
-            if end < 0:
-                raise InputError("unterminated quoted description", source=source, line=no)
-            key, name = text[1:end], re.split(r"\s#", text[end + 1:], maxsplit=1)[0].strip()
-            if not name or len(name.split()) != 1:
-                raise InputError(f"expected one node name after the quoted description, got "
-                                 f"{name[:80]!r}", source=source, line=no)
-        else:
-            m = re.match(r"^(.*?\S)\s+(\S+)$", re.split(r"\s#", text, maxsplit=1)[0].strip())
-            if not m:
-                raise InputError(f"expected 'KEY NAME' (a GUID or node description, then the "
-                                 f"Slurm node name), got {text[:80]!r}", source=source, line=no)
-            key, name = m.group(1), m.group(2)
-        why = _check_name(name, "node name")
-        if why:
-            raise InputError(why, source=source, line=no)
-        if re.fullmatch(r"0[xX][0-9a-fA-F]{1,16}", key):
-            g = int(key, 16)
-            if g in by_guid:
-                raise InputError(f"GUID {key} given twice", source=source, line=no)
-            by_guid[g] = name
-        else:
-            if key in by_desc:
-                raise InputError(f"description {key[:80]!r} given twice", source=source, line=no)
-            by_desc[key] = name
-    return HostMap(by_guid=by_guid, by_desc=by_desc, source=source)
-
-
-def read_host_map(path: str | os.PathLike[str]) -> HostMap:
-    """:func:`parse_host_map` of a file."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return parse_host_map(fh, str(path))
-
-
-def _guid_names(f: Fabric, nodes: IntArray, hmap: HostMap) -> list[str | None]:
-    """Per node of ``nodes``: the host map's name for its node GUID, else for
-    its first listed port GUID, else ``None``."""
-    out: list[str | None] = [None] * len(nodes)
-    if not hmap.by_guid or not len(nodes):
-        return out
-    keys = np.fromiter(hmap.by_guid, dtype=np.uint64, count=len(hmap.by_guid))
-    vals = list(hmap.by_guid.values())
-    order = np.argsort(keys)
-    keys = keys[order]
-
-    def find(g: np.ndarray) -> IntArray:
-        i = np.minimum(np.searchsorted(keys, g), len(keys) - 1)
-        return np.where(keys[i] == g, order[i], -1).astype(np.int64)
-
-    hit = find(f.node_guid[nodes])
-    # port GUIDs: rows of the nodes' ports
-    counts = f.num_ports[nodes].astype(np.int64) + 1
-    rows = np.repeat(f.port_start[nodes], counts) + (
-        np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
-    owner = np.repeat(np.arange(len(nodes)), counts)
-    ok = f.port_exists[rows] & (f.port_guid[rows] != 0)
-    phit = find(f.port_guid[rows[ok]])
-    pown = owner[ok]
-    first_port = np.full(len(nodes), -1, dtype=np.int64)
-    sel = phit >= 0
-    first_port[pown[sel][::-1]] = phit[sel][::-1]
-    best = np.where(hit >= 0, hit, first_port)
-    for i in np.flatnonzero(best >= 0).tolist():
-        out[i] = vals[int(best[i])]
-    return out
-
-
-# ---------------------------------------------------------------- the result
-@dataclass(frozen=True)
-class SlurmSwitch:
-    """One switch line: ``name``, the fabric node it stands for (-1 for a
-    ``fabric`` root), its level (0 for switches that list nodes), child
-    switch names, node names (natural order; never both), ``link_speed`` in
-    Gb/s (0 unknown) and ``kind``: ``"switch"``, ``"hosts"`` (the host ports of
-    an upper switch) or ``"fabric"`` (a root joining a connected part)."""
-
-    name: str
-    node: int
-    level: int
-    switches: tuple[str, ...]
-    nodes: tuple[str, ...]
-    link_speed: int
-    kind: str = "switch"
-
-
-@dataclass(frozen=True, eq=False)
-class SlurmTopology:
-    """Switches (level, then natural name order) and hosts of a fabric for
-    Slurm (see the module doc).
-
-    hosts: Slurm node names, natural order; host_switch: per host, the name of
-    the switch it is listed under; hca_host: ``(N,)`` int64 per fabric node,
-    the index into ``hosts`` of the host an HCA belongs to (-1 for switches
-    and left-out end-ports); split_hosts: hosts whose HCAs hang off several
-    switches; generated: hosts named ``ib-<GUID>``; left_out: end-ports left
-    out per reason; warnings: human-readable notes (generated names, split
-    hosts, unused host-map entries).
-    """
-
-    switches: tuple[SlurmSwitch, ...]
-    hosts: tuple[str, ...]
-    host_switch: tuple[str, ...]
-    hca_host: np.ndarray
-    split_hosts: tuple[str, ...]
-    generated: tuple[str, ...]
-    left_out: dict[str, int]
-    warnings: tuple[str, ...]
-
-    def switch(self, name: str) -> SlurmSwitch:
-        """The switch called ``name``; ``KeyError`` if none."""
-        for s in self.switches:
-            if s.name == name:
-                return s
-        raise KeyError(name)
-
-    def conf_lines(self) -> list[str]:
-        """``topology.conf`` lines, one per switch (no comments)."""
-        out = []
-        for s in self.switches:
-            line = f"SwitchName={s.name} "
-            line += f"Switches={hostlist(s.switches)}" if s.switches else \
-                f"Nodes={hostlist(s.nodes)}"
-            if s.link_speed > 0:
-                line += f" LinkSpeed={s.link_speed}"
-            out.append(line)
-        return out
-
-    def to_conf(self, source: str | None = None) -> str:
-        """``topology.conf`` text for ``TopologyPlugin=topology/tree``:
-        comment lines (source, counts), then :meth:`conf_lines`."""
-        head = [
-            "# Slurm topology.conf (TopologyPlugin=topology/tree), generated by smroute"
-            + (f" from {source}" if source else ""),
-            f"# {len(self.hosts)} nodes under {len(self.switches)} switches; "
-            "LinkSpeed in Gb/s",
-        ]
-        return "\n".join(head + self.conf_lines()) + "\n"
-
-    def yaml_doc(
-        self, *, tree_name: str = "tree", block_name: str = "block",
-        block_sizes: Sequence[int] | None = None,
-    ) -> list[dict[str, Any]]:
-        """The ``topology.yaml`` document: a ``tree`` topology (the cluster
-        default) and a ``block`` topology with one block per switch that lists
-        nodes, ``block_sizes`` if given."""
-        sw: list[dict[str, Any]] = []
-        blocks: list[dict[str, Any]] = []
-        for s in self.switches:
-            if s.switches:
-                sw.append({"switch": s.name, "children": hostlist(s.switches)})
-            else:
-                sw.append({"switch": s.name, "nodes": hostlist(s.nodes)})
-                blocks.append({"block": s.name, "nodes": hostlist(s.nodes)})
-        block: dict[str, Any] = {}
-        if block_sizes:
-            block["block_sizes"] = [int(b) for b in block_sizes]
-        block["blocks"] = blocks
-        return [
-            {"topology": tree_name, "cluster_default": True, "tree": {"switches": sw}},
-            {"topology": block_name, "cluster_default": False, "block": block},
-        ]
-
-    def to_yaml(
-        self, source: str | None = None, *, tree_name: str = "tree",
-        block_name: str = "block", block_sizes: Sequence[int] | None = None,
-    ) -> str:
-        """``topology.yaml`` text of :meth:`yaml_doc` (comment lines first)."""
-        import yaml
-
-        head = ("# Slurm topology.yaml, generated by smroute"
-                + (f" from {source}" if source else "") + "\n"
-                f"# {len(self.hosts)} nodes under {len(self.switches)} switches\n")
-        doc = self.yaml_doc(tree_name=tree_name, block_name=block_name, block_sizes=block_sizes)
-        body: str = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1 << 20)
-        return head + "---\n" + body
-
-
-def check_block_sizes(sizes: Sequence[int]) -> None:
-    """``ValueError`` unless ``sizes`` are positive and each is the previous
-    one times a power of two larger than 1 (``topology.yaml(5)``)."""
-    prev = 0
-    for s in sizes:
-        if s < 1:
-            raise ValueError(f"block size {s} is not positive")
-        if prev and (s <= prev or s % prev or (s // prev) & (s // prev - 1)):
-            raise ValueError(f"block size {s} is not {prev} times a power of two")
-        prev = s
-
 
 # ------------------------------------------------------------------ the build
-def _derived_names(
-    descs: Sequence[str], name_regex: re.Pattern[str] | None,
-) -> list[str | None]:
-    """Per description, the host name derived from it (``None`` if none)."""
-    out: list[str | None] = []
-    grp: int | str = 0
-    if name_regex is not None:
-        grp = "host" if "host" in name_regex.groupindex else (1 if name_regex.groups else 0)
-    for d in descs:
-        name: str | None
-        if name_regex is not None:
-            m = name_regex.search(d)
-            name = m.group(grp) if m else None
-        else:
-            name = None if _VENDOR_DESC.search(d) else d.split(None, 1)[0]
-        if name is not None and _check_name(name, "name") is not None:
-            name = None
-        out.append(name)
-    return out
-
-
-def _switch_base_name(desc: str, guid: int) -> str:
-    """A switch's name from its description (module doc), sanitized."""
-    m = _MF0.match(desc)
-    cand: str | None = None
-    if m:
-        cand = m.group(1).strip()
-    elif (h := _HASH_NAME.search(desc)) is not None:
-        cand = h.group(1)
-    elif desc.strip() and len(desc.split()) == 1:
-        cand = desc.strip()
-    if cand is not None:
-        cand = _BAD_CHARS.sub("-", cand).strip("-._")[:MAX_NAME]
-    return cand or f"sw-{guid:016x}"
-
-
-def _unique_names(names: list[str], guids: Sequence[int]) -> list[str]:
-    """Names made unique: a name used twice gets ``-<GUID>`` appended (the
-    base cut to fit :data:`MAX_NAME`); a last resort appends a counter."""
-    seen: dict[str, int] = {}
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-    out = []
-    for n, g in zip(names, guids, strict=True):
-        if seen[n] > 1:
-            suffix = f"-{g:016x}"
-            n = n[: MAX_NAME - len(suffix)] + suffix
-        out.append(n)
-    used: set[str] = set()
-    for i, n in enumerate(out):
-        k = 2
-        base = n
-        while n in used:
-            suffix = f"-{k}"
-            n = base[: MAX_NAME - len(suffix)] + suffix
-            k += 1
-        out[i] = n
-        used.add(n)
-    return out
-
-
 def _embedded(f: Fabric, ep: IntArray, att: IntArray) -> BoolArray:
     """End-ports built into their switch: the switch's node GUID but for the
     low byte, or the switch's (non-zero) system image GUID."""
@@ -697,8 +223,8 @@ def slurm_topology(
 
     # ---- names
     descs = [f.node_desc[i] for i in hca.tolist()]
-    names: list[str | None] = _guid_names(f, hca, hmap)
-    derived = _derived_names(descs, rx)
+    names: list[str | None] = guid_names(f, hca, hmap)
+    derived = derived_names(descs, rx)
     used_desc: set[str] = set()
     for i, nm in enumerate(names):
         if nm is not None:
@@ -776,13 +302,13 @@ def slurm_topology(
     pseudo_of = np.flatnonzero(carrier & with_children)  # upper switches with hosts
 
     # ---- names of switches
-    sw_map = _guid_names(f, emitted, hmap) if hmap.by_guid else [None] * len(emitted)
-    base = [m if m is not None else _switch_base_name(f.node_desc[s], int(f.node_guid[s]))
+    sw_map = guid_names(f, emitted, hmap) if hmap.by_guid else [None] * len(emitted)
+    base = [m if m is not None else switch_base_name(f.node_desc[s], int(f.node_guid[s]))
             for s, m in zip(emitted.tolist(), sw_map, strict=True)]
     idx_of = np.full(n, -1, dtype=np.int64)
     idx_of[emitted] = np.arange(len(emitted))
     pseudo_base = [base[int(idx_of[s])][: MAX_NAME - 6] + "-hosts" for s in pseudo_of.tolist()]
-    all_names = _unique_names(
+    all_names = unique_names(
         base + pseudo_base,
         [int(g) for g in f.node_guid[emitted]] + [int(g) for g in f.node_guid[pseudo_of]])
     sw_name = {int(s): all_names[i] for i, s in enumerate(emitted.tolist())}
@@ -837,7 +363,7 @@ def slurm_topology(
 
     if len(split):
         h = int(split[0])
-        others = sorted({sw_name.get(s) or _switch_base_name(f.node_desc[s], int(f.node_guid[s]))
+        others = sorted({sw_name.get(s) or switch_base_name(f.node_desc[s], int(f.node_guid[s]))
                          for s in pair_sw[pair_host == h].tolist()}
                         - {holder_name[int(host_sw[h])]}, key=natural_key)
         warnings.append(
