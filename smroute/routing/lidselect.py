@@ -45,6 +45,10 @@ that is delivered).
 
 Everything here is pure: arrays in, arrays out; randomness (tie-breaking)
 comes from a passed ``numpy.random.Generator``.
+
+The candidate-path model is :mod:`smroute.routing.lidpaths`, the local search
+(phases 1 and 2) :mod:`smroute.routing.lidsearch`, the Kempe-chain colouring
+:mod:`smroute.routing.lidcolour`.
 """
 
 from __future__ import annotations
@@ -54,9 +58,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from smroute.analysis.paths import OK, RoutingView, walk_from_switches
+from smroute.analysis.paths import RoutingView
 from smroute.analysis.patterns import Pattern
 from smroute.errors import InputError
+from smroute.routing.lidcolour import exact_stage, kempe
+from smroute.routing.lidpaths import Batch, PathCache, core_paths, pad
+from smroute.routing.lidsearch import local_search
 
 __all__ = [
     "MAX_RANKS",
@@ -67,10 +74,12 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 
+#: The Kempe-chain colouring under its former name (tests import it from here).
+_kempe = kempe
+
 #: Largest job: the offset matrix is ``(n, n)`` int16 (128 MiB at 8,192 ranks).
 MAX_RANKS = 8192
 _CHUNK_ENTRIES = 1 << 23  # (stage, link) load counters per batch of stages
-_BIG = np.int64(1) << 40
 _PAIR_KEYS = 1 << 22  # largest (job leaf, destination) pair table walked up front
 
 
@@ -149,366 +158,6 @@ def job_lmc(view: RoutingView, ranks: npt.ArrayLike) -> int:
     if not len(r):
         return 0
     return int(view.fabric.port_lmc[view.ep_row[r]].min())
-
-
-def _core_paths(view: RoutingView, start: IntArray, dst: IntArray,
-                lids: IntArray) -> tuple[np.ndarray, np.ndarray]:
-    """Walk flows from switch ``start`` to end-port ``dst`` addressed to
-    ``lids`` (``(F,)`` each).  Returns ``(links, ok)``: ``(F, H)`` int32
-    switch -> switch link ids **plus one** (0 = padding) of delivered flows
-    (undelivered rows are all 0), and ``(F,)`` bool delivered."""
-    st, hp, steps = walk_from_switches(view, start, dst, lids)
-    ok = st == OK
-    h = max(1, int(hp[ok].max()) - 1) if ok.any() else 1
-    links = np.zeros((len(start), h), dtype=np.int32)
-    for k, (fi, lk) in enumerate(steps[:h]):
-        keep = ok[fi] & (lk < view.n_core)
-        links[fi[keep], k] = lk[keep] + 1
-    return links, ok
-
-
-def _pad(a: np.ndarray, h: int) -> np.ndarray:
-    if a.shape[1] >= h:
-        return a
-    out = np.zeros((a.shape[0], h), dtype=a.dtype)
-    out[:, : a.shape[1]] = a
-    return out
-
-
-class _PathCache:
-    """Paths of ``K`` keys, each a (source leaf switch, destination end-port,
-    base LID) triple: the base LID's path walked for every key up front, the
-    ``C`` candidates' paths walked on first use and kept.  With a shift
-    pattern the keys are the job's (source leaf, destination rank) pairs,
-    shared by every stage; otherwise the flows of one batch of stages."""
-
-    def __init__(self, view: RoutingView, start: IntArray, dst_ep: IntArray, base: IntArray,
-                 n_cand: int) -> None:
-        self.view = view
-        self.start, self.dst_ep, self.base = start, dst_ep, base
-        self.n_cand = n_cand
-        self.base_links, self.base_ok = _core_paths(view, start, dst_ep, base)
-        self.slot = np.full(len(start), -1, dtype=np.int64)
-        self.c_links = np.zeros((0, n_cand, 1), dtype=np.int32)
-        self.c_ok = np.zeros((0, n_cand), dtype=bool)
-        self.used = 0
-
-    def candidates(self, keys: IntArray) -> tuple[np.ndarray, np.ndarray]:
-        """All ``C`` candidate paths of ``keys``: ``(M, C, H)`` links+1 and
-        ``(M, C)`` delivered."""
-        c = self.n_cand
-        new = np.unique(keys[self.slot[keys] < 0])
-        if len(new):
-            r = np.repeat(new, c)
-            off = np.tile(np.arange(c, dtype=np.int64), len(new))
-            links, ok = _core_paths(self.view, self.start[r], self.dst_ep[r],
-                                    self.base[r] + off)
-            h = max(links.shape[1], self.c_links.shape[2])
-            need = self.used + len(new)
-            if need > len(self.c_ok) or h > self.c_links.shape[2]:
-                cap = max(need, 2 * len(self.c_ok))
-                grown = np.zeros((cap, c, h), dtype=np.int32)
-                grown[: self.used, :, : self.c_links.shape[2]] = self.c_links[: self.used]
-                ok_g = np.zeros((cap, c), dtype=bool)
-                ok_g[: self.used] = self.c_ok[: self.used]
-                self.c_links, self.c_ok = grown, ok_g
-            self.c_links[self.used:need, :, : links.shape[1]] = links.reshape(len(new), c, -1)
-            self.c_ok[self.used:need] = ok.reshape(len(new), c)
-            self.slot[new] = np.arange(self.used, need)
-            self.used = need
-        sl = self.slot[keys]
-        return self.c_links[sl], self.c_ok[sl]
-
-
-class _Batch:
-    """Local search state for the flows of a batch of ``k`` stages: flow ``i``
-    is path key ``key[i]`` of ``cache`` in local stage ``stg[i]``."""
-
-    def __init__(self, view: RoutingView, k: int, stg: IntArray, cache: _PathCache,
-                 key: IntArray) -> None:
-        self.view = view
-        self.k = k
-        self.nl = view.n_core + 1
-        self.stg = stg
-        self.cache = cache
-        self.key = key
-        self.n_cand = cache.n_cand
-        self.loads = np.zeros(k * self.nl, dtype=np.int32)
-
-    def keys(self, rows: IntArray, links: np.ndarray) -> IntArray:
-        """(stage, link) counter index of every valid link, flattened."""
-        kk = (self.stg[rows] * self.nl)[:, None] + links.astype(np.int64)
-        return kk[links > 0]
-
-    def add(self, rows: IntArray, links: np.ndarray, sign: int) -> None:
-        """Add (``sign`` +1) or remove (-1) flows ``rows`` on ``links`` (links+1)."""
-        kk = self.keys(rows, links)
-        if len(kk) > len(self.loads) // 8:
-            self.loads += sign * np.bincount(kk, minlength=len(self.loads)).astype(np.int32)
-        else:
-            ku, kc = np.unique(kk, return_counts=True)
-            self.loads[ku] += sign * kc.astype(np.int32)
-
-    def candidates(self, rows: IntArray) -> tuple[np.ndarray, np.ndarray]:
-        return self.cache.candidates(self.key[rows])
-
-    def stage_core_max(self) -> IntArray:
-        return self.loads.reshape(self.k, self.nl).max(axis=1).astype(np.int64)
-
-
-def _search(b: _Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
-            rng: np.random.Generator, max_rounds: int, movers: int,
-            sideways: float = 0.0) -> tuple[np.ndarray, int, int]:
-    """Local search (module doc).  ``cur`` ``(F, H)`` current links+1, ``off``
-    ``(F,)`` current offsets (modified), ``movable`` ``(F,)`` bool.  Returns
-    ``(cur, moves, rounds)``.
-
-    ``sideways == 0`` (phase 1, descent): a congested flow moves if every
-    link it adds stays below its current worst link.  ``sideways > 0``
-    (phase 2, min-conflicts): a congested flow moves to the candidate that
-    changes the stage's excess ``sum(max(0, load - 1))`` the least, never
-    above the stage's current maximum; moves that keep the excess are taken
-    with probability ``sideways`` (to leave plateaus).
-
-    A stage stays active while it has a congested flow that has not failed
-    to move since the stage last changed, and (phase 2) its maximum is above
-    1; only moves in a stage change its counters."""
-    f = len(off)
-    nl = b.nl
-    loads = b.loads
-    version = np.zeros(b.k, dtype=np.int64)
-    stuck_at = np.full(f, -1, dtype=np.int64)
-    active = np.ones(b.k, dtype=bool)
-    if sideways > 0:
-        active &= b.stage_core_max() > 1
-    sbase = b.stg * nl
-    moves = rounds = 0
-    best_left, since, patience = b.k + 1, 0, 12
-    for rounds in range(1, max_rounds + 1):  # noqa: B007
-        cr = np.flatnonzero(movable & active[b.stg])
-        if not len(cr):
-            break
-        # worst load on each flow's path, column by column (pads hit slot 0 = 0)
-        lk = cur[cr]
-        sb = sbase[cr]
-        pmax = loads[sb + lk[:, 0]]
-        for j in range(1, lk.shape[1]):
-            np.maximum(pmax, loads[sb + lk[:, j]], out=pmax)
-        hot = (pmax >= 2) & (stuck_at[cr] != version[b.stg[cr]])
-        h_rows, h_max = cr[hot], pmax[hot].astype(np.int64)
-        still = np.zeros(b.k, dtype=bool)
-        still[b.stg[h_rows]] = True
-        active &= still
-        if not len(h_rows):
-            break
-        # at most `movers` per stage, most loaded first, random tie-break
-        tie = rng.random(len(h_rows))
-        o = np.lexsort((tie, -h_max, b.stg[h_rows]))
-        h_rows, h_max = h_rows[o], h_max[o]
-        st = b.stg[h_rows]
-        first = np.r_[0, np.flatnonzero(st[1:] != st[:-1]) + 1]
-        rank_in = np.arange(len(st)) - np.repeat(first, np.diff(np.r_[first, len(st)]))
-        keep = rank_in < movers
-        m_rows, m_max = h_rows[keep], h_max[keep]
-        m = len(m_rows)
-        ar = np.arange(m)
-        cl, cok = b.candidates(m_rows)
-        h = max(cl.shape[2], cur.shape[1])
-        if cl.shape[2] < h:
-            cl = _pad(cl.reshape(-1, cl.shape[2]), h).reshape(m, b.n_cand, h)
-        if cur.shape[1] < h:
-            cur = _pad(cur, h)
-        p = cur[m_rows]  # (M, H)
-        msb = sbase[m_rows]
-        # candidate links hop-major, (H, M, C): reductions over hops are then
-        # over the leading axis, which numpy does fast
-        clk = np.ascontiguousarray(cl.transpose(2, 0, 1)).astype(np.int64)
-        in_p = clk == p[:, 0][None, :, None]
-        for j in range(1, h):
-            in_p |= clk == p[:, j][None, :, None]
-        ld = loads[msb[None, :, None] + clk]
-        add = (clk > 0) & ~in_p
-        new = ld + add  # loads after the move, on the candidate's links
-        val = new.max(axis=0).astype(np.int64)  # (M, C)
-        noise = rng.integers(0, 4096, size=val.shape)
-        if sideways <= 0:
-            tot = new.sum(axis=0, dtype=np.int64)
-            score = val * _BIG + tot * 4096 + noise
-            score = np.where(cok, score, np.iinfo(np.int64).max)
-            best = score.argmin(axis=1)
-            good = cok[ar, best] & (val[ar, best] < m_max)
-            possible = good
-        else:
-            us, ui = np.unique(b.stg[m_rows], return_inverse=True)
-            smax = loads.reshape(b.k, nl)[us].max(axis=1)[ui].astype(np.int64)
-            gained = (add & (ld >= 1)).sum(axis=0, dtype=np.int64)
-            pl = loads[msb[:, None] + p]  # (M, H) loads on the current path
-            lost = np.zeros(val.shape, dtype=np.int64)
-            for j in range(h):
-                in_q = (clk == p[:, j][None, :, None]).any(axis=0)
-                lost += ((p[:, j] > 0) & (pl[:, j] >= 2))[:, None] & ~in_q
-            delta = gained - lost
-            same = np.arange(b.n_cand)[None, :] == off[m_rows][:, None]
-            allowed = cok & ~same & (val <= smax[:, None])
-            score = np.where(allowed, delta * _BIG + val * 4096 + noise, np.iinfo(np.int64).max)
-            best = score.argmin(axis=1)
-            d_best = delta[ar, best]
-            coin = rng.random(m) < sideways
-            possible = allowed[ar, best] & (d_best <= 0)
-            good = possible & ((d_best < 0) | coin)
-        # two movers of a stage must not add to the same link in one round
-        gi = np.flatnonzero(good)
-        acc = gi
-        if len(gi):
-            nlk = clk[:, gi, best[gi]].T  # (G, H)
-            added = (nlk > 0) & ~in_p[:, gi, best[gi]].T
-            kk = (msb[gi][:, None] + nlk)[added]
-            mover = np.broadcast_to(np.arange(len(gi))[:, None], nlk.shape)[added]
-            if len(kk):
-                _, first_m, inv = np.unique(kk, return_index=True, return_inverse=True)
-                clash = mover != mover[first_m][inv]
-                owner = np.ones(len(gi), dtype=bool)
-                owner[mover[clash]] = False
-                acc = gi[owner]
-        # movers without an acceptable candidate wait until their stage changes
-        bad = m_rows[~good] if sideways <= 0 else m_rows[~possible]
-        stuck_at[bad] = version[b.stg[bad]]
-        if len(acc):
-            rows = m_rows[acc]
-            newp = cl[acc, best[acc]]
-            b.add(rows, cur[rows], -1)
-            b.add(rows, newp, +1)
-            cur[rows] = newp
-            off[rows] = best[acc]
-            version[np.unique(b.stg[rows])] += 1
-            moves += len(acc)
-            if sideways > 0:
-                done = np.unique(b.stg[rows])
-                active[done[loads.reshape(b.k, nl)[done].max(axis=1) <= 1]] = False
-        if sideways > 0:
-            # stop when the number of congested stages has not dropped lately
-            left = int(active.sum())
-            if left < best_left:
-                best_left, since = left, 0
-            else:
-                since += 1
-                if since >= patience:
-                    break
-    return cur, moves, rounds
-
-
-def _kempe(src: list[int], dst: list[int], avail: list[list[int]],
-           colour: list[int]) -> list[int] | None:
-    """Proper edge colouring of a bipartite multigraph (``src[e]`` on one side,
-    ``dst[e]`` on the other) with colours ``0 .. T-1``; edge ``e`` may take
-    colour ``c`` if ``avail[e][c] >= 0``.  Starts from ``colour`` (-1 = none),
-    keeping every edge that does not clash; Kempe chains (alternating α/β
-    paths) free a colour at both ends of the others (König).  Returns the
-    colours, or None if the graph or the availabilities do not allow it."""
-    col = list(colour)
-    n_col = len(avail[0]) if avail else 0
-    at_u: dict[tuple[int, int], int] = {}
-    at_v: dict[tuple[int, int], int] = {}
-    todo: list[int] = []
-    for e, c in enumerate(col):
-        if c >= 0 and avail[e][c] >= 0 and (src[e], c) not in at_u and (dst[e], c) not in at_v:
-            at_u[src[e], c] = e
-            at_v[dst[e], c] = e
-        else:
-            col[e] = -1
-            todo.append(e)
-    for e in todo:
-        u, v = src[e], dst[e]
-        ok_e = avail[e]
-        fu = [c for c in range(n_col) if ok_e[c] >= 0 and (u, c) not in at_u]
-        both = [c for c in fu if (v, c) not in at_v]
-        if both:
-            c = both[0]
-        else:
-            fv = [c for c in range(n_col) if ok_e[c] >= 0 and (v, c) not in at_v]
-            done = False
-            for a in fu:
-                for bcol in fv:
-                    chain: list[int] = []
-                    x, side = v, 1  # at a destination vertex, follow its α edge
-                    while True:
-                        nxt = at_v.get((x, a)) if side else at_u.get((x, bcol))
-                        if nxt is None:
-                            break
-                        chain.append(nxt)
-                        x, side = (src[nxt], 0) if side else (dst[nxt], 1)
-                    if all(avail[y][a] >= 0 and avail[y][bcol] >= 0 for y in chain):
-                        for y in chain:
-                            del at_u[src[y], col[y]]
-                            del at_v[dst[y], col[y]]
-                        for y in chain:
-                            col[y] = bcol if col[y] == a else a
-                            at_u[src[y], col[y]] = y
-                            at_v[dst[y], col[y]] = y
-                        done = True
-                        break
-                if done:
-                    break
-            if not done:
-                return None
-            c = a
-        col[e] = c
-        at_u[u, c] = e
-        at_v[v, c] = e
-    return col
-
-
-def _exact_stage(b: _Batch, rows: IntArray, cur: np.ndarray) -> np.ndarray | None:
-    """Kempe colouring of one stage's inter-leaf flows ``rows`` on a 2-level
-    fabric; returns the new offsets ``(len(rows),)`` or None if the candidate
-    paths are not leaf -> top -> leaf with one link per (leaf, top)."""
-    cl, cok = b.candidates(rows)
-    m, c = cok.shape
-    if cl.shape[2] < 2:
-        return None
-    up, dn = cl[:, :, 0].astype(np.int64) - 1, cl[:, :, 1].astype(np.int64) - 1
-    n_links = (cl[:, :, 0] > 0).astype(np.int64)
-    for j in range(1, cl.shape[2]):
-        n_links += cl[:, :, j] > 0
-    two = cok & (n_links == 2)
-    if not two.any(axis=1).all():
-        return None
-    view = b.view
-    top = np.where(two, view.link_switch[np.maximum(dn, 0)], -1)
-    sleaf = b.cache.start[b.key[rows]]
-    # the up link must be a function of (source leaf, top), the down link of
-    # (top, destination): then colour = top switch
-    keys_u = (np.repeat(sleaf, c) * (view.n_switches + 1) + top.ravel())[two.ravel()]
-    ups = up.ravel()[two.ravel()]
-    dleaf = view.ep_leaf[b.cache.dst_ep[b.key[rows]]]
-    keys_v = (top.ravel() * (view.n_switches + 1) + np.repeat(dleaf, c))[two.ravel()]
-    dns = dn.ravel()[two.ravel()]
-    for kk, ll in ((keys_u, ups), (keys_v, dns)):
-        o = np.lexsort((ll, kk))
-        ks, ls = kk[o], ll[o]
-        if ((ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1])).any():
-            return None
-    # colours = top switches, compacted; avail[i, colour] = the smallest
-    # offset of flow i turning there (-1: none)
-    tops, tidx = np.unique(top[two], return_inverse=True)
-    colour_of = np.full(top.shape, -1, dtype=np.int64)
-    colour_of[two] = tidx
-    avail = np.full((m, len(tops)), -1, dtype=np.int64)
-    for j in range(c - 1, -1, -1):
-        have = colour_of[:, j] >= 0
-        avail[np.flatnonzero(have), colour_of[have, j]] = j
-    cd = cur[rows]
-    if cd.shape[1] < 2:
-        return None
-    two_now = (cd[:, 1] > 0) & ((cd[:, 2] == 0) if cd.shape[1] > 2 else True)
-    last = np.where(two_now, cd[:, 1] - 1, 0)
-    cur_top = np.where(two_now, view.link_switch[last], -1)
-    pos = np.minimum(np.searchsorted(tops, cur_top), len(tops) - 1)
-    cur_col = np.where(two_now & (tops[pos] == cur_top), pos, -1)
-    col = _kempe(sleaf.tolist(), dleaf.tolist(), avail.tolist(), cur_col.tolist())
-    if col is None:
-        return None
-    return avail[np.arange(m), np.asarray(col, dtype=np.int64)]
 
 
 def _edge_max(view: RoutingView, r: IntArray, src: IntArray, dst: IntArray, stg: IntArray,
@@ -605,11 +254,11 @@ def select_lids(
     unique_pairs = sd is not None and len(np.unique(sd % max(n, 1))) == len(sd)
     # shift patterns use every (source leaf, destination) pair: walk them once
     leaves_j, job_leaf = np.unique(view.ep_leaf[r], return_inverse=True)
-    pair_cache: _PathCache | None = None
+    pair_cache: PathCache | None = None
     if unique_pairs and len(leaves_j) * n <= _PAIR_KEYS:
         kl = np.repeat(leaves_j, n)
         kd = np.tile(np.arange(n, dtype=np.int64), len(leaves_j))
-        pair_cache = _PathCache(view, kl, r[kd], base_lid[kd], n_cand)
+        pair_cache = PathCache(view, kl, r[kd], base_lid[kd], n_cand)
     for a in range(0, k_all, step):
         e = min(a + step, k_all)
         src, dst, stg = pattern.batch(a, e)
@@ -619,8 +268,8 @@ def select_lids(
             cache, key = pair_cache, job_leaf[src] * n + dst
         else:
             key = np.arange(len(src), dtype=np.int64)
-            cache = _PathCache(view, view.ep_leaf[r[src]], r[dst], base_lid[dst], n_cand)
-        b = _Batch(view, e - a, stg, cache, key)
+            cache = PathCache(view, view.ep_leaf[r[src]], r[dst], base_lid[dst], n_cand)
+        b = Batch(view, e - a, stg, cache, key)
         rows_all = np.arange(len(src), dtype=np.int64)
         # base LIDs
         cur, ok = cache.base_links[key], cache.base_ok[key]
@@ -649,10 +298,10 @@ def select_lids(
         redo = np.flatnonzero(off != 0)
         if len(redo):
             fr = key[redo]
-            lk2, ok2 = _core_paths(view, cache.start[fr], cache.dst_ep[fr],
-                                   cache.base[fr] + off[redo])
+            lk2, ok2 = core_paths(view, cache.start[fr], cache.dst_ep[fr],
+                                  cache.base[fr] + off[redo])
             h = max(lk2.shape[1], cur.shape[1])
-            cur, lk2 = _pad(cur, h), _pad(lk2, h)
+            cur, lk2 = pad(cur, h), pad(lk2, h)
             was = redo[ok[redo]]
             b.add(was, cur[was], -1)
             cur[redo] = lk2
@@ -662,7 +311,7 @@ def select_lids(
         # it would change several stages at once)
         movable = home & ok & uniq
         if n_cand > 1:
-            cur, mv, rd = _search(b, cur, off, movable, rng, max_rounds, movers)
+            cur, mv, rd = local_search(b, cur, off, movable, rng, max_rounds, movers)
             moves += mv
             rounds += rd
             core = b.stage_core_max()
@@ -675,23 +324,23 @@ def select_lids(
                     rows = lo_ + np.flatnonzero(net_flow[lo_:hi_])
                     if not movable[rows].all():
                         continue
-                    newoff = _exact_stage(b, rows, cur)
+                    newoff = exact_stage(b, rows, cur)
                     if newoff is None:
                         continue
                     fr = key[rows]
-                    lk3, ok3 = _core_paths(view, cache.start[fr], cache.dst_ep[fr],
-                                           cache.base[fr] + newoff)
+                    lk3, ok3 = core_paths(view, cache.start[fr], cache.dst_ep[fr],
+                                          cache.base[fr] + newoff)
                     if not ok3.all():
                         continue
-                    lk3 = _pad(lk3, cur.shape[1])
+                    lk3 = pad(lk3, cur.shape[1])
                     b.add(rows, cur[rows], -1)
                     b.add(rows, lk3, +1)
                     cur[rows] = lk3
                     off[rows] = newoff
                     exact_n += 1
             if sideways_rounds > 0 and int(b.stage_core_max().max(initial=0)) > 1:
-                cur, mv, rd = _search(b, cur, off, movable, rng, sideways_rounds, movers,
-                                      sideways=sideways)
+                cur, mv, rd = local_search(b, cur, off, movable, rng, sideways_rounds,
+                                           movers, sideways=sideways)
                 moves += mv
                 rounds += rd
         core = b.stage_core_max()
