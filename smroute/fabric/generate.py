@@ -7,7 +7,9 @@ written out with :mod:`smroute.fabric.writers`.  Real-world shapes (SHARP
 aggregation nodes on every switch, hosts on spines, two-switch and ring
 fabrics, directors, split ports) are in :mod:`smroute.fabric.shapes`.  Construction is vectorized
 with numpy (no Python loop per link): PGFT(3;32,32,40;1,32,32;1,1,1), 40,960
-hosts, builds in well under a second.
+hosts, builds in well under a second.  Turning levels and link rows into a
+fabric (GUIDs, LIDs) is :mod:`smroute.fabric.assemble`; reading tuples and the
+host order back from descriptions is :mod:`smroute.fabric.tuples`.
 
 PGFT wiring (Zahavi, section IV.B)
 ----------------------------------
@@ -56,7 +58,6 @@ Conventions
   ``(n_ca_ports + 1) << lmc``, with LMC 0.  LIDs above 0xBFFF raise
   :class:`~smroute.fabric.model.FabricError`.
 """
-
 from __future__ import annotations
 
 import re
@@ -66,7 +67,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.model import Fabric, FabricBuilder, FabricError, NodeType, speed_code
+from smroute.fabric.assemble import DEFAULT_GUID_BASE, MAX_UNICAST_LID, Level, assemble
+from smroute.fabric.model import Fabric, FabricError, NodeType
+from smroute.fabric.tuples import fabric_tuples, parse_tuple, topological_host_order
 
 __all__ = [
     "DEFAULT_GUID_BASE",
@@ -88,17 +91,6 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-
-#: Default GUID prefix (Mellanox-style OUI 00:02:c9, then 0x03): levels and
-#: indices fill the low 32 bits.
-DEFAULT_GUID_BASE = 0x0002_C903_0000_0000
-#: Highest unicast LID.
-MAX_UNICAST_LID = 0xBFFF
-_VENDOR_ID = 0x2C9
-_SWITCH_DEVICE_ID = 0xCB20
-_CA_DEVICE_ID = 0x1017
-_MAX_INDEX = 1 << 24  # nodes per level representable in the GUID layout
-_MAX_LEVEL = 15
 
 
 # --------------------------------------------------------------------------- helpers
@@ -135,102 +127,6 @@ def _digits(index: IntArray, radices: Sequence[int]) -> IntArray:
 
 def _tuple_strings(digits: IntArray) -> list[str]:
     return [".".join(map(str, row)) for row in digits.tolist()]
-
-
-@dataclass
-class _Level:
-    """One level of a generated tree: ``count`` nodes (full index space),
-    ``present`` (count,) bool, ``num_ports`` (count,) int64, ``descs``;
-    ``sysimg`` the system image GUID of every node of the level (default: each
-    node's own GUID) and ``device_id`` (default: the generator's)."""
-
-    level: int
-    count: int
-    num_ports: IntArray
-    descs: list[str]
-    present: npt.NDArray[np.bool_] | None = None
-    sysimg: int | None = None
-    device_id: int | None = None
-
-
-def _assemble(
-    levels: list[_Level],
-    links: list[tuple[int, IntArray, IntArray, int, IntArray, IntArray]],
-    *,
-    lmc: int,
-    speed: str,
-    width: int,
-    guid_base: int,
-) -> Fabric:
-    """Build the fabric.  ``levels[0]`` are hosts (CAs), the rest switches.
-    ``links`` rows: ``(level_a, index_a (L,), ib_port_a (L,), level_b, index_b,
-    ib_port_b)`` with indices in each level's full index space."""
-    if not 0 <= lmc <= 7:
-        raise FabricError(f"LMC {lmc} not in 0..7")
-    if width not in (1, 2, 4, 8, 12):
-        raise FabricError(f"link width {width}x is not an IB width")
-    try:
-        spd = speed_code(speed)
-    except KeyError:
-        raise FabricError(f"unknown link speed {speed!r}") from None
-    if len(levels) - 1 > _MAX_LEVEL:
-        raise FabricError(f"at most {_MAX_LEVEL} switch levels are supported")
-
-    b = FabricBuilder()
-    node_of: list[IntArray] = []  # per level: full index -> node index (-1 absent)
-    next_switch_lid = 0
-    for lv in levels:
-        if lv.count > _MAX_INDEX:
-            raise FabricError(f"level {lv.level} has {lv.count} nodes, at most {_MAX_INDEX}")
-        idx = np.arange(lv.count, dtype=np.int64)
-        if lv.present is not None:
-            idx = idx[lv.present]
-        guids = np.uint64(guid_base) + (
-            (np.uint64(lv.level) << np.uint64(28)) + (idx.astype(np.uint64) << np.uint64(4))
-        )
-        kind = NodeType.CA if lv.level == 0 else NodeType.SWITCH
-        nports = lv.num_ports[idx]
-        device = _CA_DEVICE_ID if kind == NodeType.CA else _SWITCH_DEVICE_ID
-        nodes = b.add_nodes(
-            kind, guids, nports, [lv.descs[i] for i in idx.tolist()],
-            sysimg_guids=guids if lv.sysimg is None else np.uint64(lv.sysimg),
-            vendor_id=_VENDOR_ID, device_id=device if lv.device_id is None else lv.device_id,
-        )
-        full = np.full(lv.count, -1, dtype=np.int64)
-        full[idx] = nodes
-        node_of.append(full)
-        if kind == NodeType.CA:
-            if (nports > 15).any():
-                raise FabricError("hosts with more than 15 ports do not fit the GUID layout")
-            # CA ports: GUID node+port, LIDs (k+1) << lmc in node/port order
-            n_ca_ports = int(nports.sum())
-            pn = np.repeat(nodes, nports)
-            first = np.repeat(np.cumsum(nports) - nports, nports)
-            pp = np.arange(n_ca_ports, dtype=np.int64) - first + 1
-            pg = np.repeat(guids, nports) + pp.astype(np.uint64)
-            lids = (np.arange(n_ca_ports, dtype=np.int64) + 1) << lmc
-            if n_ca_ports and int(lids[-1]) + (1 << lmc) - 1 > MAX_UNICAST_LID:
-                raise FabricError(f"{n_ca_ports} CA ports with LMC {lmc} exceed LID 0xBFFF")
-            b.set_ports(pn, pp, guid=pg, lid=lids, lmc=lmc)
-            next_switch_lid = (n_ca_ports + 1) << lmc
-        else:
-            lids = next_switch_lid + np.arange(len(nodes), dtype=np.int64)
-            next_switch_lid += len(nodes)
-            if len(lids) and int(lids[-1]) > MAX_UNICAST_LID:
-                raise FabricError("too many LIDs: switches exceed LID 0xBFFF")
-            b.set_ports(nodes, 0, guid=guids, lid=lids)
-
-    lvl_pos = {lv.level: i for i, lv in enumerate(levels)}
-    for la, ia, pa, lb, ib, pb in links:
-        na = node_of[lvl_pos[la]][ia]
-        nb = node_of[lvl_pos[lb]][ib]
-        keep = (na >= 0) & (nb >= 0)
-        na, nb, pa_k, pb_k = na[keep], nb[keep], pa[keep], pb[keep]
-        b.add_links_rows(na, pa_k, nb, pb_k)
-        b.set_ports(
-            np.concatenate([na, nb]), np.concatenate([pa_k, pb_k]), width=width, speed=spd,
-        )
-    return b.build()
 
 
 # --------------------------------------------------------------------------- PGFT
@@ -283,7 +179,7 @@ def pgft(
             raise FabricError(f"hosts_per_leaf={hosts_per_leaf} not in 1..m_1={m_[0]}")
         present = (np.arange(sizes[0], dtype=np.int64) % m_[0]) < hosts_per_leaf
 
-    levels: list[_Level] = []
+    levels: list[Level] = []
     for lv in range(h + 1):
         digits = _digits(np.arange(sizes[lv], dtype=np.int64), _radices(lv, m_, w_))
         strs = _tuple_strings(digits)
@@ -293,7 +189,7 @@ def pgft(
         else:
             descs = [f"{name} L{lv} {s}" for s in strs]
             nports = np.full(sizes[lv], sw_ports[lv - 1], dtype=np.int64)
-        levels.append(_Level(lv, sizes[lv], nports, descs, present if lv == 0 else None))
+        levels.append(Level(lv, sizes[lv], nports, descs, present if lv == 0 else None))
 
     links = []
     for lv in range(h):  # lower level lv, upper level lv + 1, digit t = lv + 1
@@ -316,7 +212,7 @@ def pgft(
             lv, lower.ravel(), (lower_down + q + 1).ravel(),
             lv + 1, upper.ravel(), (r + 1).ravel(),
         ))
-    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
 
 
 def xgft(h: int, m: Sequence[int], w: Sequence[int], **kwargs: object) -> Fabric:
@@ -376,10 +272,10 @@ def slender_tree(
             raise FabricError(f"switch_ports={switch_ports} not in {max(ports)}..255")
         ports = [int(switch_ports)] * n
     n_hosts = counts[0] * k
-    levels = [_Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
-                     [f"host {j}" for j in range(n_hosts)])]
+    levels = [Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
+                    [f"host {j}" for j in range(n_hosts)])]
     for i in range(n):
-        levels.append(_Level(
+        levels.append(Level(
             i + 1, counts[i], np.full(counts[i], ports[i], dtype=np.int64),
             [f"slender L{i + 1} {s}" for s in range(counts[i])],
         ))
@@ -389,7 +285,7 @@ def slender_tree(
         s = np.repeat(np.arange(counts[i], dtype=np.int64), k_up)
         u = np.tile(np.arange(k_up, dtype=np.int64), counts[i])
         links.append((i + 1, s, k + u + 1, i + 2, k_up * (s // k) + u, s % k + 1))
-    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
 
 
 _NAV_RE = re.compile(
@@ -445,52 +341,6 @@ def rlft_check(h: int, m: Sequence[int], w: Sequence[int], p: Sequence[int]) -> 
 def is_rlft(h: int, m: Sequence[int], w: Sequence[int], p: Sequence[int]) -> bool:
     """True if PGFT(h; m; w; p) is a Real Life Fat-Tree (see :func:`rlft_check`)."""
     return not rlft_check(h, m, w, p)
-
-
-# --------------------------------------------------------------------------- tuples
-_DESC_RE = re.compile(r"^(?:host|[A-Za-z][A-Za-z0-9_-]* L(\d+)) (\d+(?:\.\d+)*)$")
-
-
-def parse_tuple(desc: str) -> tuple[int, tuple[int, ...]] | None:
-    """``(level, (a_h, .., a_1))`` from a generated node description
-    (``"pgft L2 1.0.3"`` -> ``(2, (1, 0, 3))``, ``"host 0.1.2"`` ->
-    ``(0, (0, 1, 2))``); ``None`` if ``desc`` is not in that format."""
-    mo = _DESC_RE.match(desc)
-    if not mo:
-        return None
-    level = int(mo[1]) if mo[1] is not None else 0
-    return level, tuple(int(x) for x in mo[2].split("."))
-
-
-def fabric_tuples(fabric: Fabric) -> tuple[IntArray, IntArray]:
-    """Tuples of all nodes from their descriptions: ``levels`` (N,) int64 (-1 if
-    the description does not parse) and ``digits`` (N, h) int64 (``a_h`` in
-    column 0, -1 where unknown; ``h`` is the longest tuple found)."""
-    parsed = [parse_tuple(d) for d in fabric.node_desc]
-    h = max((len(t[1]) for t in parsed if t is not None), default=0)
-    levels = np.full(fabric.n_nodes, -1, dtype=np.int64)
-    digits = np.full((fabric.n_nodes, h), -1, dtype=np.int64)
-    for i, t in enumerate(parsed):
-        if t is not None:
-            levels[i] = t[0]
-            digits[i, h - len(t[1]):] = t[1]
-    return levels, digits
-
-
-def topological_host_order(fabric: Fabric) -> IntArray:
-    """CA node indices in topological (D-mod-K end-port index) order, shape
-    ``(C,)`` int64: sorted by ``(a_h, .., a_1)`` of their ``"host ..."``
-    descriptions, which equals ``j = sum_t a_t prod_{k<t} m_k``.  Raises
-    :class:`FabricError` if a CA's description is not a generated one."""
-    cas = fabric.cas
-    keys = []
-    for n in cas.tolist():
-        t = parse_tuple(fabric.node_desc[n])
-        if t is None or t[0] != 0:
-            raise FabricError(f"CA {fabric.describe_node(n)} has no generated host tuple")
-        keys.append(t[1])
-    order = sorted(range(len(cas)), key=keys.__getitem__)
-    return cas[np.asarray(order, dtype=np.int64)] if len(cas) else cas
 
 
 # --------------------------------------------------------------------------- degradation

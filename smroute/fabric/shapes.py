@@ -59,7 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.generate import DEFAULT_GUID_BASE, MAX_UNICAST_LID, _assemble, _Level
+from smroute.fabric.assemble import DEFAULT_GUID_BASE, MAX_UNICAST_LID, Level, assemble
 from smroute.fabric.model import Fabric, FabricBuilder, FabricError, NodeType, speed_code
 
 __all__ = [
@@ -507,9 +507,9 @@ def ring(
     sw_of = np.repeat(np.arange(k, dtype=np.int64), h)
     j = np.arange(total, dtype=np.int64) - (np.cumsum(h) - h)[sw_of]
     levels = [
-        _Level(0, total, np.ones(total, dtype=np.int64),
-               [f"host {s}.{i}" for s, i in zip(sw_of.tolist(), j.tolist(), strict=True)]),
-        _Level(1, k, nports, [f"{name} L1 {s}" for s in range(k)]),
+        Level(0, total, np.ones(total, dtype=np.int64),
+              [f"host {s}.{i}" for s, i in zip(sw_of.tolist(), j.tolist(), strict=True)]),
+        Level(1, k, nports, [f"{name} L1 {s}" for s in range(k)]),
     ]
     links = [(0, np.arange(total, dtype=np.int64), np.ones(total, dtype=np.int64), 1, sw_of, j + 1)]
     t = np.arange(parallel, dtype=np.int64)
@@ -521,7 +521,7 @@ def ring(
         tt = np.tile(t, k)
         nxt = (s + 1) % k
         links.append((1, s, h[s] + 1 + tt, 1, nxt, h[nxt] + parallel + 1 + tt))
-    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
 
 
 def two_switch(
@@ -595,12 +595,12 @@ def director(
     chassis = guid_base + (15 << 28)
     n_hosts = n_line * hosts_per_asic
     levels = [
-        _Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
-               [f"node{i + 1:03d} HCA-1" for i in range(n_hosts)]),
-        _Level(1, n_line, np.full(n_line, radix, dtype=np.int64), descs("L", n_line),
-               sysimg=chassis, device_id=device_id),
-        _Level(2, n_spine, np.full(n_spine, radix, dtype=np.int64), descs("S", n_spine),
-               sysimg=chassis, device_id=device_id),
+        Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
+              [f"node{i + 1:03d} HCA-1" for i in range(n_hosts)]),
+        Level(1, n_line, np.full(n_line, radix, dtype=np.int64), descs("L", n_line),
+              sysimg=chassis, device_id=device_id),
+        Level(2, n_spine, np.full(n_spine, radix, dtype=np.int64), descs("S", n_spine),
+              sysimg=chassis, device_id=device_id),
     ]
     hosts = np.arange(n_hosts, dtype=np.int64)
     a = np.repeat(np.arange(n_line, dtype=np.int64), up)
@@ -610,4 +610,4 @@ def director(
          hosts % max(hosts_per_asic, 1) + 1),
         (1, a, ext + 1 + i, 2, i % n_spine, a * per_pair + i // n_spine + 1),
     ]
-    return _assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
