@@ -48,19 +48,32 @@ Conventions of the new nodes
   gets none either.
 * Width and speed of a new link default to the widest / fastest linked port
   of the switch it attaches to (4x / ``???`` if it has none).
+
+The pieces: the fabric editing helpers are :mod:`smroute.fabric.editing`, the
+generators (rings, two switches, directors) :mod:`smroute.fabric.shapegen`;
+this module has the transforms and re-exports the rest.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.assemble import DEFAULT_GUID_BASE, MAX_UNICAST_LID, Level, assemble
-from smroute.fabric.model import Fabric, FabricBuilder, FabricError, NodeType, speed_code
+from smroute.fabric.editing import (
+    AGGREGATION_NODE_DESC,
+    agg_on_top,
+    aggregation_nodes,
+    check_new_guids,
+    is_aggregation,
+    link_attrs,
+    new_lids,
+    rebuild,
+    switch_arg,
+)
+from smroute.fabric.model import Fabric, FabricError, NodeType
+from smroute.fabric.shapegen import IS4_DEVICE_ID, director, ring, two_switch
 
 __all__ = [
     "AGGREGATION_NODE_DESC",
@@ -78,141 +91,13 @@ __all__ = [
     "with_split_ports",
 ]
 
-IntArray = npt.NDArray[np.int64]
-
-#: Node description of a SHARP aggregation node, exactly as real switches report it.
-AGGREGATION_NODE_DESC = "Mellanox Technologies Aggregation Node"
 #: Device id of a SHARP aggregation node (every capture in ``fabrics/real``).
 AGGREGATION_NODE_DEVICE_ID = 0xCF09
 #: ConnectX-7 device id (the HCAs of the NDR capture): default for :func:`attach_cas`.
 CONNECTX7_DEVICE_ID = 0x1021
-#: InfiniScale IV: the one Mellanox device rdma-core groups into chassis with ``[ext N]``.
-IS4_DEVICE_ID = 0xBD36
 #: Default GUID prefix of CAs added by :func:`attach_cas` (NVIDIA HCA OUI e0:9d:73).
 SERVICE_GUID_BASE = 0xE09D_7303_0000_0000
 _VENDOR_ID = 0x2C9
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-# --------------------------------------------------------------------------- helpers
-def _switch_arg(fabric: Fabric, switches: npt.ArrayLike | None, *, unique: bool) -> IntArray:
-    """Validated switch node indices, shape ``(K,)`` int64 (sorted and unique
-    if ``unique``; all switches if ``switches`` is None)."""
-    if switches is None:
-        return fabric.switches.astype(np.int64)
-    sw = np.atleast_1d(np.asarray(switches, dtype=np.int64))
-    if sw.ndim != 1:
-        raise FabricError("switches must be a 1-d array of node indices")
-    if len(sw) and (sw.min() < 0 or sw.max() >= fabric.n_nodes):
-        raise FabricError(f"switch index out of range 0..{fabric.n_nodes - 1}")
-    bad = fabric.node_type[sw] != NodeType.SWITCH
-    if bad.any():
-        raise FabricError(f"{fabric.describe_node(int(sw[bad][0]))} is not a switch")
-    return np.unique(sw) if unique else sw
-
-
-def _is_aggregation(fabric: Fabric) -> npt.NDArray[np.bool_]:
-    """Per node, shape ``(N,)`` bool: a CA described as an aggregation node."""
-    desc = np.asarray(fabric.node_desc, dtype=object)
-    return (fabric.node_type == NodeType.CA) & (desc == AGGREGATION_NODE_DESC)
-
-
-def aggregation_nodes(fabric: Fabric) -> IntArray:
-    """Node indices of the SHARP aggregation nodes (CAs described
-    :data:`AGGREGATION_NODE_DESC`), ascending, shape ``(K,)`` int64."""
-    return np.flatnonzero(_is_aggregation(fabric))
-
-
-def _agg_on_top(fabric: Fabric) -> npt.NDArray[np.bool_]:
-    """Per node, shape ``(N,)`` bool: a switch whose highest port links to an
-    aggregation node (the extra port of a Quantum switch)."""
-    top = fabric.port_start + fabric.num_ports.astype(np.int64)
-    peer = fabric.port_peer[top]
-    is_agg = _is_aggregation(fabric)
-    ok = peer >= 0
-    out = np.zeros(fabric.n_nodes, dtype=bool)
-    out[ok] = is_agg[fabric.port_node[peer[ok]]]
-    return out & (fabric.node_type == NodeType.SWITCH)
-
-
-def _rebuild(fabric: Fabric, num_ports: IntArray, port_num: IntArray) -> FabricBuilder:
-    """A builder holding a copy of ``fabric``: the same nodes at the same
-    indices with port counts ``num_ports`` (N,) int64, port row ``r`` renamed
-    to port number ``port_num[r]`` ((P,) int64), every existing port's
-    attributes and every link."""
-    if (num_ports > 255).any():
-        i = int(np.flatnonzero(num_ports > 255)[0])
-        raise FabricError(f"{fabric.describe_node(i)} would have {int(num_ports[i])} ports (> 255)")
-    b = FabricBuilder()
-    view = dataclasses.replace(fabric, num_ports=num_ports.astype(np.int16), _cache={})
-    b.add_node_arrays(view, np.arange(fabric.n_nodes, dtype=np.int64))
-    rows = np.flatnonzero(fabric.port_exists)
-    b.set_ports(
-        fabric.port_node[rows], port_num[rows], guid=fabric.port_guid[rows],
-        lid=fabric.port_lid[rows], lmc=fabric.port_lmc[rows],
-        width=fabric.port_width[rows], speed=fabric.port_speed[rows],
-    )
-    la, lb = fabric.link_a, fabric.link_b
-    b.add_links_rows(fabric.port_node[la], port_num[la], fabric.port_node[lb], port_num[lb])
-    return b
-
-
-def _new_lids(fabric: Fabric, count: int, lmc: int) -> IntArray:
-    """Base LIDs for ``count`` new CA ports with LMC ``lmc``, shape ``(count,)``
-    int64: above the fabric's highest LID, aligned; zeros if it has no LIDs."""
-    if not 0 <= lmc <= 7:
-        raise FabricError(f"LMC {lmc} not in 0..7")
-    if not (fabric.port_lid != 0).any():
-        return np.zeros(count, dtype=np.int64)
-    step = 1 << lmc
-    first = -(-len(fabric.lid_to_port) // step) * step
-    lids = first + step * np.arange(count, dtype=np.int64)
-    if count and int(lids[-1]) + step - 1 > MAX_UNICAST_LID:
-        raise FabricError(f"{count} more CA ports with LMC {lmc} exceed LID 0xBFFF")
-    return lids
-
-
-def _link_attrs(
-    fabric: Fabric, nodes: IntArray, speed: str | None, width: int | None
-) -> tuple[IntArray, IntArray]:
-    """Width (lanes) and speed code for new links on ``nodes`` (K,): the given
-    ones, or the widest / fastest linked port of each node (4x / 0 if none)."""
-    if width is not None and width not in (1, 2, 4, 8, 12):
-        raise FabricError(f"link width {width}x is not an IB width")
-    linked = np.flatnonzero(fabric.port_peer >= 0)
-    if width is None:
-        wmax = np.zeros(fabric.n_nodes, dtype=np.int64)
-        np.maximum.at(wmax, fabric.port_node[linked], fabric.port_width[linked].astype(np.int64))
-        w = np.where(wmax[nodes] > 0, wmax[nodes], 4)
-    else:
-        w = np.full(len(nodes), width, dtype=np.int64)
-    if speed is None:
-        smax = np.zeros(fabric.n_nodes, dtype=np.int64)
-        np.maximum.at(smax, fabric.port_node[linked], fabric.port_speed[linked].astype(np.int64))
-        s = smax[nodes]
-    else:
-        try:
-            s = np.full(len(nodes), speed_code(speed), dtype=np.int64)
-        except KeyError:
-            raise FabricError(f"unknown link speed {speed!r}") from None
-    return w, s
-
-
-def _check_new_guids(
-    fabric: Fabric, node_guids: npt.NDArray[np.uint64], port_guids: npt.NDArray[np.uint64]
-) -> None:
-    """New node GUIDs (K,) and their port GUIDs (K,) must be non-zero, unique,
-    and differ from every node and port GUID of ``fabric`` (a port GUID may
-    equal its own node's GUID)."""
-    used = np.union1d(fabric.node_guid, fabric.port_guid[fabric.port_guid != 0])
-    own = port_guids == node_guids
-    new = np.concatenate([node_guids, port_guids[~own]])
-    if (new == 0).any():
-        raise FabricError("a new GUID would be 0")
-    vals, counts = np.unique(new, return_counts=True)
-    clash = np.concatenate([vals[counts > 1], new[np.isin(new, used)]])
-    if len(clash):
-        raise FabricError(f"new GUID {int(clash[0]):#018x} is already used in the fabric")
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -241,25 +126,25 @@ def with_aggregation_nodes(
     already carry an aggregation node on their top port are skipped.  New
     nodes follow the existing ones in switch order.
     """
-    sw = _switch_arg(fabric, switches, unique=True)
+    sw = switch_arg(fabric, switches, unique=True)
     if switches is None:
-        sw = sw[~_agg_on_top(fabric)[sw]]
+        sw = sw[~agg_on_top(fabric)[sw]]
     if guid_offset < 0 or port_guid_offset < 0:
         raise FabricError("GUID offsets must be >= 0")
     k = len(sw)
     num_ports = fabric.num_ports.astype(np.int64)
     num_ports[sw] += 1
-    b = _rebuild(fabric, num_ports, fabric.port_num.astype(np.int64))
+    b = rebuild(fabric, num_ports, fabric.port_num.astype(np.int64))
     guids = fabric.node_guid[sw] + np.uint64(guid_offset)
     pguids = guids + np.uint64(port_guid_offset)
-    _check_new_guids(fabric, guids, pguids)
+    check_new_guids(fabric, guids, pguids)
     sysimg = np.where(fabric.sysimg_guid[sw] != 0, fabric.sysimg_guid[sw], fabric.node_guid[sw])
     nodes = b.add_nodes(
         NodeType.CA, guids, 1, [AGGREGATION_NODE_DESC] * k, sysimg_guids=sysimg,
         vendor_id=_VENDOR_ID, device_id=AGGREGATION_NODE_DEVICE_ID,
     )
-    w, s = _link_attrs(fabric, sw, speed, width)
-    b.set_ports(nodes, 1, guid=pguids, lid=_new_lids(fabric, k, 0), width=w, speed=s)
+    w, s = link_attrs(fabric, sw, speed, width)
+    b.set_ports(nodes, 1, guid=pguids, lid=new_lids(fabric, k, 0), width=w, speed=s)
     b.set_ports(sw, num_ports[sw], width=w, speed=s)
     b.add_links_rows(nodes, np.ones(k, dtype=np.int64), sw, num_ports[sw])
     return b.build()
@@ -293,13 +178,13 @@ def attach_cas(
     fabric's (aligned to ``2**lmc``, LMC ``lmc``).  New nodes follow the
     existing ones in the order given.
     """
-    req = _switch_arg(fabric, switches, unique=False)
+    req = switch_arg(fabric, switches, unique=False)
     k = len(req)
     if len(descs) != k:
         raise FabricError(f"{k} switches but {len(descs)} descriptions")
     n = fabric.n_nodes
     num_ports = fabric.num_ports.astype(np.int64)
-    agg_top = _agg_on_top(fabric)
+    agg_top = agg_on_top(fabric)
     regular = num_ports - agg_top
     pn = fabric.port_node.astype(np.int64)
     pnum = fabric.port_num.astype(np.int64)
@@ -349,7 +234,7 @@ def attach_cas(
     port_map = pnum.copy()
     moved = np.flatnonzero(agg_top & (grow > 0))
     port_map[fabric.port_start[moved] + num_ports[moved]] = new_ports[moved]
-    b = _rebuild(fabric, new_ports, port_map)
+    b = rebuild(fabric, new_ports, port_map)
 
     base = np.uint64(guid_base)
     span = fabric.node_guid - base  # wraps (huge) below base: filtered out
@@ -357,13 +242,13 @@ def attach_cas(
     first = int(mine.max() >> np.uint64(4)) + 1 if len(mine) else 0
     guids = base + ((np.arange(k, dtype=np.uint64) + np.uint64(first)) << np.uint64(4))
     pguids = guids + np.uint64(1)
-    _check_new_guids(fabric, guids, pguids)
+    check_new_guids(fabric, guids, pguids)
     nodes = b.add_nodes(
         NodeType.CA, guids, 1, list(descs), sysimg_guids=guids, vendor_id=_VENDOR_ID,
         device_id=device_id,
     )
-    w, s = _link_attrs(fabric, req, speed, width)
-    b.set_ports(nodes, 1, guid=pguids, lid=_new_lids(fabric, k, lmc), lmc=lmc, width=w, speed=s)
+    w, s = link_attrs(fabric, req, speed, width)
+    b.set_ports(nodes, 1, guid=pguids, lid=new_lids(fabric, k, lmc), lmc=lmc, width=w, speed=s)
     b.set_ports(req, port, width=w, speed=s)
     b.add_links_rows(nodes, np.ones(k, dtype=np.int64), req, port)
     return b.build()
@@ -392,12 +277,12 @@ def with_split_ports(
     unused halves of unsplit ports are free port numbers too (as on the real
     switch, where they are down).
     """
-    sw = _switch_arg(fabric, switches, unique=True)
+    sw = switch_arg(fabric, switches, unique=True)
     if width not in (1, 2, 4, 8, 12):
         raise FabricError(f"link width {width}x is not an IB width")
     n = fabric.n_nodes
     num_ports = fabric.num_ports.astype(np.int64)
-    agg_top = _agg_on_top(fabric)
+    agg_top = agg_on_top(fabric)
     regular = num_ports - agg_top
     target = np.zeros(n, dtype=bool)
     target[sw] = True
@@ -415,7 +300,7 @@ def with_split_ports(
     linked = reg_row & (peer >= 0)
     if isinstance(split, str):
         if split == "cas":
-            is_agg = _is_aggregation(fabric)
+            is_agg = is_aggregation(fabric)
             pnode = pn[np.maximum(peer, 0)]
             mask = linked & (fabric.node_type[pnode] == NodeType.CA) & ~is_agg[pnode]
         elif split == "all":
@@ -430,7 +315,7 @@ def with_split_ports(
             raise FabricError(f"split mask has shape {m.shape}, expected ({fabric.n_ports},)")
         mask = m & reg_row
     rows = np.flatnonzero(mask)
-    b = _rebuild(fabric, new_ports, port_map)
+    b = rebuild(fabric, new_ports, port_map)
     ends = np.concatenate([rows, peer[rows][peer[rows] >= 0]])
     b.set_ports(pn[ends], port_map[ends], width=width)
     return b.build()
@@ -458,156 +343,3 @@ def port_labels(num_ports: int, *, split_ready: bool = False, style: str = "quan
             return [f"{k}/{h}" for k, h in zip(phys.tolist(), half.tolist(), strict=True)]
         return [str(k) for k in phys.tolist()]
     raise FabricError(f"unknown port label style {style!r} (quantum2, quantum)")
-
-
-# --------------------------------------------------------------------------- rings
-def ring(
-    k: int,
-    hosts_per_switch: int | Sequence[int],
-    *,
-    parallel: int = 1,
-    switch_ports: int | None = None,
-    lmc: int = 0,
-    speed: str = "EDR",
-    width: int = 4,
-    guid_base: int = DEFAULT_GUID_BASE,
-    name: str = "ring",
-) -> Fabric:
-    """``k`` switches in a ring, ``parallel`` links between neighbours, hosts on
-    every switch (``hosts_per_switch``: an int or ``k`` ints >= 0).
-
-    Switch ``s`` (``"<name> L1 <s>"``) has its hosts ``"host <s>.<j>"`` on ports
-    ``1..H_s``, then ``parallel`` ports to switch ``s+1 mod k`` and (``k >= 3``)
-    ``parallel`` ports from switch ``s-1``: port ``H_s + 1 + t`` of ``s`` links
-    to port ``H_{s+1} + parallel + 1 + t``.  ``k = 2`` is a pair of switches with
-    ``parallel`` links on ports ``H_s + 1 ..`` of both; ``k = 1`` one switch.
-    GUIDs, LIDs and descriptions follow :mod:`smroute.fabric.generate`
-    (hosts level 0, switches level 1).
-    """
-    if k < 1:
-        raise FabricError(f"a ring needs k >= 1 switches, got {k}")
-    if parallel < 1:
-        raise FabricError(f"parallel must be >= 1, got {parallel}")
-    if not _NAME_RE.fullmatch(name) or not name[0].isalpha():
-        raise FabricError(f"bad generator name {name!r}")
-    h = np.broadcast_to(np.asarray(hosts_per_switch, dtype=np.int64), (k,)).copy()
-    if (h < 0).any():
-        raise FabricError("hosts_per_switch must be >= 0")
-    ring_ports = 0 if k == 1 else (parallel if k == 2 else 2 * parallel)
-    nports = h + ring_ports
-    if switch_ports is not None:
-        if switch_ports < int(nports.max()):
-            raise FabricError(
-                f"switch_ports={switch_ports} is below the {int(nports.max())} ports needed"
-            )
-        nports = np.full(k, switch_ports, dtype=np.int64)
-    if int(nports.max()) > 255 or int(nports.min()) < 1:
-        raise FabricError(f"ring switches need 1..255 ports, got {nports.tolist()}")
-    total = int(h.sum())
-    sw_of = np.repeat(np.arange(k, dtype=np.int64), h)
-    j = np.arange(total, dtype=np.int64) - (np.cumsum(h) - h)[sw_of]
-    levels = [
-        Level(0, total, np.ones(total, dtype=np.int64),
-              [f"host {s}.{i}" for s, i in zip(sw_of.tolist(), j.tolist(), strict=True)]),
-        Level(1, k, nports, [f"{name} L1 {s}" for s in range(k)]),
-    ]
-    links = [(0, np.arange(total, dtype=np.int64), np.ones(total, dtype=np.int64), 1, sw_of, j + 1)]
-    t = np.arange(parallel, dtype=np.int64)
-    if k == 2:
-        links.append((1, np.zeros(parallel, dtype=np.int64), h[0] + 1 + t,
-                      1, np.ones(parallel, dtype=np.int64), h[1] + 1 + t))
-    elif k >= 3:
-        s = np.repeat(np.arange(k, dtype=np.int64), parallel)
-        tt = np.tile(t, k)
-        nxt = (s + 1) % k
-        links.append((1, s, h[s] + 1 + tt, 1, nxt, h[nxt] + parallel + 1 + tt))
-    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
-
-
-def two_switch(
-    hosts_per_switch: int | Sequence[int] = 4, *, parallel: int = 2, **kwargs: object
-) -> Fabric:
-    """Two switches with hosts on both and ``parallel`` links between them:
-    :func:`ring` with ``k = 2`` (keyword arguments as :func:`ring`; switches are
-    ``"switch L1 0"`` / ``"switch L1 1"`` unless ``name`` is given)."""
-    kwargs.setdefault("name", "switch")
-    return ring(2, hosts_per_switch, parallel=parallel, **kwargs)  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------- directors
-def director(
-    system: str = "dir01",
-    *,
-    model: str = "CS7500",
-    line_cards: int = 4,
-    spine_cards: int = 2,
-    asics_per_card: int = 1,
-    radix: int = 36,
-    hosts_per_asic: int = 0,
-    device_id: int = 0xCB20,
-    lmc: int = 0,
-    speed: str = "EDR",
-    width: int = 4,
-    guid_base: int = DEFAULT_GUID_BASE,
-) -> Fabric:
-    """A director switch: ``line_cards`` line and ``spine_cards`` spine cards of
-    ``asics_per_card`` ``radix``-port ASICs each, internally a 2-level fat tree.
-
-    Line ASIC ports ``1..E`` (``E = radix // 2``) are the chassis' external
-    ports, ``E+1..radix`` internal: internal port ``E + 1 + i`` goes to spine
-    ASIC ``i mod S`` (``S = spine_cards * asics_per_card``), its
-    ``c = i // S``-th link there, on spine port ``a * (radix - E) / S + c + 1``
-    for line ASIC ``a`` (needs ``S | radix - E`` and every spine port count
-    within ``radix``).  Descriptions ``"MF0;<system>:<model>/L<nn>/U<k>"`` and
-    ``".../S<nn>/U<k>"``; vendor 0x2c9, ``device_id`` (0xcb20 Switch-IB;
-    :data:`IS4_DEVICE_ID` makes ``ibnetdiscover -g`` show ``[ext N]``); every
-    ASIC has the chassis' system image GUID ``guid_base + (15 << 28)``.  Line
-    ASIC ``a`` has node GUID ``guid_base + (1 << 28) + (a << 4)``, spine ASIC
-    ``s`` ``guid_base + (2 << 28) + (s << 4)``.  ``hosts_per_asic`` hosts
-    ``"node<NNN> HCA-1"`` (NNN from 001) sit on external ports ``1..`` of every
-    line ASIC, in ASIC order.
-    """
-    if not _NAME_RE.fullmatch(system) or not _NAME_RE.fullmatch(model):
-        raise FabricError(f"bad director system/model name {system!r}/{model!r}")
-    if min(line_cards, spine_cards, asics_per_card) < 1 or radix < 2:
-        raise FabricError("a director needs >= 1 line card, spine card and ASIC, radix >= 2")
-    if radix > 255:
-        raise FabricError(f"radix {radix} > 255")
-    ext = radix // 2
-    up = radix - ext
-    n_line, n_spine = line_cards * asics_per_card, spine_cards * asics_per_card
-    if up % n_spine:
-        raise FabricError(f"{up} internal ports per line ASIC do not spread over {n_spine} spines")
-    per_pair = up // n_spine
-    if n_line * per_pair > radix:
-        raise FabricError(
-            f"{n_line} line ASICs x {per_pair} links need {n_line * per_pair} ports per spine "
-            f"ASIC, radix is {radix}"
-        )
-    if not 0 <= hosts_per_asic <= ext:
-        raise FabricError(f"hosts_per_asic={hosts_per_asic} not in 0..{ext}")
-
-    def descs(kind: str, count: int) -> list[str]:
-        apc = asics_per_card
-        return [f"MF0;{system}:{model}/{kind}{a // apc + 1:02d}/U{a % apc + 1}"
-                for a in range(count)]
-
-    chassis = guid_base + (15 << 28)
-    n_hosts = n_line * hosts_per_asic
-    levels = [
-        Level(0, n_hosts, np.ones(n_hosts, dtype=np.int64),
-              [f"node{i + 1:03d} HCA-1" for i in range(n_hosts)]),
-        Level(1, n_line, np.full(n_line, radix, dtype=np.int64), descs("L", n_line),
-              sysimg=chassis, device_id=device_id),
-        Level(2, n_spine, np.full(n_spine, radix, dtype=np.int64), descs("S", n_spine),
-              sysimg=chassis, device_id=device_id),
-    ]
-    hosts = np.arange(n_hosts, dtype=np.int64)
-    a = np.repeat(np.arange(n_line, dtype=np.int64), up)
-    i = np.tile(np.arange(up, dtype=np.int64), n_line)
-    links = [
-        (0, hosts, np.ones(n_hosts, dtype=np.int64), 1, hosts // max(hosts_per_asic, 1),
-         hosts % max(hosts_per_asic, 1) + 1),
-        (1, a, ext + 1 + i, 2, i % n_spine, a * per_pair + i // n_spine + 1),
-    ]
-    return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
