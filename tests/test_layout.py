@@ -37,14 +37,7 @@ MAX_LINES = 550
 #: Modules still over :data:`MAX_LINES`, each with why.  Every one must still be
 #: over the limit (an entry that is not is stale and fails the test): take it out
 #: when the module is split.
-ALLOWED_LONG: dict[str, str] = {
-    # the Graphviz/SVG drawing of a fabric: its split is another engineer's
-    # work in progress
-    "smroute/fabric/draw.py": "fabric drawing, split pending",
-    # the OpenSM bridge (file engine, console, change detection): its split is
-    # another engineer's work in progress
-    "smroute/opensm/bridge.py": "OpenSM bridge, split pending",
-}
+ALLOWED_LONG: dict[str, str] = {}
 
 #: Packages that are the lab, not production, and the lab's one command.
 LAB_PACKAGES = ("smroute.lab", "smroute.study")

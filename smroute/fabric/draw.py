@@ -49,12 +49,27 @@ not in the original.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from smroute.fabric.drawing import (
+    GROUPING_TEXT,
+    Box,
+    Drawing,
+    Edge,
+    Line,
+    count_rows,
+    dense,
+    level_name,
+    link_keys,
+    partitions,
+    plural,
+    short,
+    span,
+    widest_row,
+)
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, switch_links
 from smroute.fabric.summary import summarize
@@ -95,200 +110,6 @@ _OTHER_ROLES = (EndportRole.SERVICE, EndportRole.STORAGE, EndportRole.MANAGEMENT
 # per-switch flag bits
 _F_MISS_UP, _F_MISS_DOWN, _F_SPINE_HOSTS, _F_LOOP, _F_SAME, _F_UNRANKED, _F_NEW, _F_LOST = (
     1 << k for k in range(8))
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of a box's text; ``style`` is ``title``, ``text``, ``note``,
-    ``anomaly`` (drawn in red) or ``removed``."""
-
-    text: str
-    style: str = "text"
-
-
-@dataclass(frozen=True, eq=False)
-class Box:
-    """A node of the picture.
-
-    kind: ``switches`` (a group of switches of the fabric), ``removed``
-    (switches of the original that are gone), ``hosts`` (the compute hosts of
-    a box's switches) or ``service`` (other end-ports of a box's switches).
-    rank: the row (switch rank; -1 unranked); count: switches or end-ports it
-    stands for; members: ``(count,)`` int64 node indices (of the original
-    fabric for ``removed``); anomalies: anomaly kinds (keys of
-    :data:`ANOMALY_NAMES`) it shows; attached_to: the switch box a hosts or
-    service box hangs off.
-    """
-
-    id: str
-    kind: str
-    rank: int
-    count: int
-    lines: tuple[Line, ...]
-    members: IntArray = field(repr=False)
-    anomalies: tuple[str, ...] = ()
-    attached_to: str = ""
-
-    @property
-    def text(self) -> str:
-        return "\n".join(ln.text for ln in self.lines)
-
-
-@dataclass(frozen=True)
-class Edge:
-    """Cables between two boxes (``tail`` the lower rank).  kind: ``link``
-    (up/down), ``same_rank``, ``self_loop``, ``other`` (unranked ends),
-    ``removed`` (cables gone since the original), ``hosts`` (a hosts box to
-    its switches)."""
-
-    tail: str
-    head: str
-    kind: str
-    cables: int
-    label: str
-    anomaly: str = ""
-
-
-@dataclass(frozen=True, eq=False)
-class Drawing:
-    """A fabric as a picture describes it (see the module doc).
-
-    rows: ``(rank, box ids)`` from the top rank down (unranked last; removed
-    boxes in their former rank's row); legend: lines for the picture's
-    caption (counts, grouping, each anomaly named with its total);
-    anomalies: total per anomaly kind (only those present).
-    """
-
-    title: str
-    legend: tuple[Line, ...]
-    boxes: tuple[Box, ...]
-    edges: tuple[Edge, ...]
-    rows: tuple[tuple[int, tuple[str, ...]], ...]
-    grouping: str
-    n_switches: int
-    anomalies: dict[str, int]
-
-    @property
-    def switch_boxes(self) -> tuple[Box, ...]:
-        return tuple(b for b in self.boxes if b.kind == "switches")
-
-    @property
-    def n_nodes(self) -> int:
-        """Nodes drawn (every box, hosts boxes included)."""
-        return len(self.boxes)
-
-    def box(self, box_id: str) -> Box:
-        for b in self.boxes:
-            if b.id == box_id:
-                return b
-        raise KeyError(box_id)
-
-    @property
-    def text(self) -> str:
-        """Every text of the picture (title, legend, boxes, edge labels)."""
-        parts = [self.title, *(ln.text for ln in self.legend)]
-        parts += [b.text for b in self.boxes] + [e.label for e in self.edges if e.label]
-        return "\n".join(parts)
-
-
-def level_name(rank: int, max_rank: int) -> str:
-    """``leaf`` for rank 0, ``spine`` for rank 1 of a 2-level fabric, else
-    ``rank <r>`` (``top rank <r>`` for the top rank)."""
-    if rank < 0:
-        return "unranked"
-    if rank == 0:
-        return "leaf"
-    if max_rank == 1:
-        return "spine"
-    return f"top rank {rank}" if rank == max_rank else f"rank {rank}"
-
-
-# --------------------------------------------------------------------------- partitions
-def _dense(keys: Sequence[Hashable]) -> IntArray:
-    """Dense ids of ``keys`` in order of first appearance."""
-    ids: dict[Hashable, int] = {}
-    return np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int64)
-
-
-def _count_rows(key: IntArray, arr: np.ndarray) -> IntArray:
-    return _dense([(int(k), *r) for k, r in zip(key.tolist(), arr.tolist(), strict=True)])
-
-
-def _neighbour_sig(src: IntArray, val: IntArray, s: int) -> list[tuple[tuple[int, int], ...]]:
-    """Per switch ``0..s-1``: sorted ``(value, multiplicity)`` over its
-    directed links ``src -> value``."""
-    if not len(src):
-        return [()] * s
-    base = int(val.max()) + 1
-    u, c = np.unique(src * base + val, return_counts=True)
-    who, v = u // base, u % base
-    bounds = np.searchsorted(who, np.arange(s + 1))
-    vl, cl = v.tolist(), c.tolist()
-    return [tuple(zip(vl[a:b], cl[a:b], strict=True))
-            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
-
-
-def _partitions(a_key: IntArray, b_key: IntArray, src: IntArray, dst: IntArray,
-                ) -> list[tuple[str, IntArray]]:
-    """Candidate partitions, coarsest first (module doc)."""
-    s = len(a_key)
-    out = [("level", a_key), ("counts", b_key)]
-    colour = b_key
-    for rnd in range(1, s + 1):
-        sig = _neighbour_sig(src, colour[dst], s)
-        new = _dense([(int(c), g) for c, g in zip(colour.tolist(), sig, strict=True)])
-        if new.max(initial=-1) == colour.max(initial=-1):
-            break
-        colour = new
-        out.append((f"refined {rnd}", colour))
-    sig = _neighbour_sig(src, dst, s)
-    twins = _dense([(int(c), g) for c, g in zip(colour.tolist(), sig, strict=True)])
-    out.append(("identical", twins))
-    return out
-
-
-_GROUPING_TEXT = {
-    "level": "switches of one level and role collapsed (same anomalies and kinds of end-ports)",
-    "counts": "switches with the same host and link counts collapsed",
-    "refined": "switches with the same counts and the same number of links to each box "
-               "collapsed",
-    "identical": "identical switches collapsed (same neighbour switches and host count)",
-}
-
-
-def _widest_row(part: IntArray, rank: IntArray) -> int:
-    """The most boxes of ``part`` in one rank."""
-    if not len(part):
-        return 0
-    boxes = np.unique(np.stack([rank, part], axis=1), axis=0)
-    return int(np.unique(boxes[:, 0], return_counts=True)[1].max())
-
-
-# --------------------------------------------------------------------------- text helpers
-def _span(v: IntArray) -> str:
-    lo, hi = int(v.min()), int(v.max())
-    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
-
-
-def _short(text: str, width: int = 30) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= width else t[:width - 1] + "…"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else ("es" if word.endswith(("ch", "sh", "x")) else "s"))
-
-
-def _link_key(g1: int, p1: int, g2: int, p2: int) -> tuple[int, int, int, int]:
-    return (g1, p1, g2, p2) if (g1, p1) <= (g2, p2) else (g2, p2, g1, p1)
-
-
-def _link_keys(f: Fabric, links: IntArray) -> list[tuple[int, int, int, int]]:
-    ra, rb = f.link_a[links], f.link_b[links]
-    ga = f.node_guid[f.port_node[ra]].tolist()
-    gb = f.node_guid[f.port_node[rb]].tolist()
-    pa, pb = f.port_num[ra].tolist(), f.port_num[rb].tolist()
-    return [_link_key(*t) for t in zip(ga, pa, gb, pb, strict=True)]
 
 
 # --------------------------------------------------------------------------- the drawing
@@ -394,8 +215,8 @@ def _compare(f: Fabric, sw: IntArray, orig: Fabric) -> _Removed:
     sl = np.flatnonzero(is_sw[orig.port_node[orig.link_a]] & is_sw[orig.port_node[orig.link_b]])
     cur_sw = f.node_type == NodeType.SWITCH
     csl = np.flatnonzero(cur_sw[f.port_node[f.link_a]] & cur_sw[f.port_node[f.link_b]])
-    current = set(_link_keys(f, csl))
-    keys = _link_keys(orig, sl)
+    current = set(link_keys(f, csl))
+    keys = link_keys(orig, sl)
     lost_link = np.array([k not in current for k in keys], dtype=bool)
     gone_mask = np.zeros(orig.n_nodes, dtype=bool)
     gone_mask[gone] = True
@@ -443,16 +264,16 @@ def draw_fabric(
     a_rows = np.stack([c.role, c.compute > 0, c.other > 0, c.agg > 0, c.flags], axis=1)
     b_rows = np.stack([c.role, c.compute, c.other, c.agg, c.up, c.down, c.same, c.loops,
                        c.odd, c.lost, c.flags], axis=1)
-    a_key = _count_rows(c.rank, a_rows.astype(np.int64))
-    b_key = _count_rows(c.rank, b_rows.astype(np.int64))
+    a_key = count_rows(c.rank, a_rows.astype(np.int64))
+    b_key = count_rows(c.rank, b_rows.astype(np.int64))
     nl = ~(la == lb)
     src = np.concatenate([la[nl], lb[nl]])
     dst = np.concatenate([lb[nl], la[nl]])
-    cands = _partitions(a_key, b_key, src, dst)
+    cands = partitions(a_key, b_key, src, dst)
     twins = cands[-1][1]
     grouping, part = cands[0]
     for name, p in cands:
-        if _widest_row(p, c.rank) <= max(max_boxes, 1):
+        if widest_row(p, c.rank) <= max(max_boxes, 1):
             grouping, part = name, p
     n_box = int(part.max(initial=-1)) + 1
 
@@ -511,10 +332,10 @@ def draw_fabric(
 
     n_hosts = int(roles.hosts_mask.sum())
     n_agg = int((roles.endport_role == EndportRole.AGGREGATION).sum())
-    head = title or (f"{_plural(s, 'switch')} in {max_rank + 1} level"
-                     f"{'s' if max_rank else ''}, {_plural(n_hosts, 'host')}"
-                     + (f", {_plural(n_agg, 'aggregation node')}" if n_agg else ""))
-    legend = [Line(f"{_plural(n_box, 'box')}: " + _GROUPING_TEXT[grouping.split()[0]], "note")]
+    head = title or (f"{plural(s, 'switch')} in {max_rank + 1} level"
+                     f"{'s' if max_rank else ''}, {plural(n_hosts, 'host')}"
+                     + (f", {plural(n_agg, 'aggregation node')}" if n_agg else ""))
+    legend = [Line(f"{plural(n_box, 'box')}: " + GROUPING_TEXT[grouping.split()[0]], "note")]
     if not roles.tree:
         legend.append(Line(f"not a tree: {roles.why_not_tree}", "note"))
     leaves_short = anomalies.get("missing_down_links", 0) - int(
@@ -522,16 +343,16 @@ def draw_fabric(
     for kind_, n in anomalies.items():
         what = {"disconnected": f"{n:,} disconnected component{'s' if n > 1 else ''} "
                                 "(besides the largest)",
-                "missing_up_links": f"missing up-links: {_plural(n, 'switch')}",
-                "missing_down_links": f"missing down-links: {_plural(n, 'switch')}" + (
+                "missing_up_links": f"missing up-links: {plural(n, 'switch')}",
+                "missing_down_links": f"missing down-links: {plural(n, 'switch')}" + (
                     f" ({leaves_short:,} of them leaves with fewer hosts than the fullest)"
                     if leaves_short else ""),
                 "hosts_on_non_leaf": f"hosts on a spine (non-leaf switch): "
-                                     f"{_plural(n, 'switch')}",
+                                     f"{plural(n, 'switch')}",
                 }.get(kind_, f"{ANOMALY_NAMES[kind_]}: {n:,}")
         legend.append(Line(what, "removed" if kind_.startswith("removed") else "anomaly"))
     if rem is not None and rem.cut_off:
-        legend.append(Line(f"{_plural(rem.cut_off, 'host')} of the original cut off or gone",
+        legend.append(Line(f"{plural(rem.cut_off, 'host')} of the original cut off or gone",
                            "removed"))
     if not anomalies:
         legend.append(Line("no anomaly", "note"))
@@ -550,7 +371,7 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
     rank = int(c.rank[mem[0]])
     lvl = level_name(rank, max_rank)
     nodes = c.nodes[mem]
-    desc = _short(f.node_desc[int(nodes[0])])
+    desc = short(f.node_desc[int(nodes[0])])
     if n == 1:
         lines = [Line(f"{lvl}: {desc}", "title"),
                  Line(f"{int(f.node_guid[int(nodes[0])]):#018x}", "note")]
@@ -558,13 +379,13 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
         lines = [Line(f"{n:,} × {lvl}", "title"), Line(f"e.g. {desc}", "note")]
     links = []
     if rank >= 0 and rank < max_rank:
-        links.append(f"up {_span(c.up[mem])}")
+        links.append(f"up {span(c.up[mem])}")
     if rank > 0:
-        links.append(f"down {_span(c.down[mem])}")
+        links.append(f"down {span(c.down[mem])}")
     if links:
         lines.append(Line(" · ".join(links) + (" each" if n > 1 else "")))
     if int(c.odd[mem].max()):
-        lines.append(Line(f"links to unranked switches {_span(c.odd[mem])}"))
+        lines.append(Line(f"links to unranked switches {span(c.odd[mem])}"))
     agg = int((c.agg[mem] > 0).sum())
     if agg:
         lines.append(Line("SHARP aggregation node" + (" on each" if agg == n > 1 else (
@@ -573,19 +394,19 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
         groups = np.unique(twins[mem], return_counts=True)[1]
         if 1 < len(groups) < n:
             sizes = (f"of {int(groups[0]):,}" if int(groups.min()) == int(groups.max())
-                     else f"of {_span(groups)}")
+                     else f"of {span(groups)}")
             what = "uplinks" if rank == 0 else "neighbour switches"
             lines.append(Line(f"{len(groups):,} groups {sizes} with the same {what}", "note"))
     fl = np.bitwise_or.reduce(c.flags[mem])
     anomalies: list[str] = []
     if fl & _F_MISS_UP:
         miss = mem[(c.flags[mem] & _F_MISS_UP) > 0]
-        lines.append(Line(f"missing up-links: {_span(c.up[miss])} of "
+        lines.append(Line(f"missing up-links: {span(c.up[miss])} of "
                           f"{int(c.up_max[rank])}", "anomaly"))
         anomalies.append("missing_up_links")
     if fl & _F_MISS_DOWN:
         miss = mem[(c.flags[mem] & _F_MISS_DOWN) > 0]
-        lines.append(Line(f"missing down-links: {_span(c.down[miss])} of "
+        lines.append(Line(f"missing down-links: {span(c.down[miss])} of "
                           f"{int(c.down_max[rank])}", "anomaly"))
         anomalies.append("missing_down_links")
     if fl & _F_SPINE_HOSTS:  # named on its service box
@@ -594,14 +415,14 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
         lines.append(Line(f"self-looped cables: {int(c.loops[mem].sum()):,}", "anomaly"))
         anomalies.append("self_loops")
     if fl & _F_SAME:
-        lines.append(Line(f"same-level links: {_span(c.same[mem])}" + (" each" if n > 1 else ""),
+        lines.append(Line(f"same-level links: {span(c.same[mem])}" + (" each" if n > 1 else ""),
                           "anomaly"))
         anomalies.append("same_rank_links")
     if fl & _F_UNRANKED:
         lines.append(Line("unranked: no path to a leaf", "anomaly"))
         anomalies.append("unranked_switches")
     if fl & _F_LOST:
-        lines.append(Line(f"lost {_span(c.lost[mem])} cable" + ("s" if int(c.lost[mem].max()) > 1
+        lines.append(Line(f"lost {span(c.lost[mem])} cable" + ("s" if int(c.lost[mem].max()) > 1
                                                                   else "") + " (removed)",
                           "removed"))
     if fl & _F_NEW:
@@ -612,7 +433,7 @@ def _switch_box(f: Fabric, roles: FabricRoles, c: _Switches, mem: IntArray, twin
     if int(comp.max()):
         total = int(comp.sum())
         word = "host" if int(comp.max()) == 1 else "hosts"
-        hl = [Line(f"{_span(comp)} {word}" + (" each" if n > 1 else ""), "title")]
+        hl = [Line(f"{span(comp)} {word}" + (" each" if n > 1 else ""), "title")]
         if n > 1:
             hl.append(Line(f"{total:,} in all", "note"))
         out.append(Box(f"h{box_id}", "hosts", rank, total, tuple(hl),
@@ -638,7 +459,7 @@ def _service_box(f: Fabric, roles_: FabricRoles, switch_nodes: IntArray, rank: i
                                                                               strict=True))
     lines.append(Line(f"host{'s' if len(eps) > 1 else ''}: {head}", "title"))
     for e in eps[:3].tolist():
-        lines.append(Line(_short(f.node_desc[e], 28), "note"))
+        lines.append(Line(short(f.node_desc[e], 28), "note"))
     if len(eps) > 3:
         lines.append(Line(f"and {len(eps) - 3:,} more", "note"))
     anomalies: tuple[str, ...] = ()
@@ -659,7 +480,7 @@ def _removed_parts(f: Fabric, c: _Switches, rem: _Removed, part: IntArray, box_i
     gone = rem.gone
     grank = oroles.rank[gone]
     ghosts = oroles.hosts[gone]
-    gkey = _dense([(int(r), int(h)) for r, h in zip(grank.tolist(), ghosts.tolist(),
+    gkey = dense([(int(r), int(h)) for r, h in zip(grank.tolist(), ghosts.tolist(),
                                                     strict=True)])
     a, b, loop = switch_links(o)
     cab = np.bincount(np.concatenate([a[~loop], b[~loop]]), minlength=o.n_nodes)
@@ -671,10 +492,10 @@ def _removed_parts(f: Fabric, c: _Switches, rem: _Removed, part: IntArray, box_i
         n = len(mem)
         lvl = level_name(r, max(max_rank, int(oroles.rank.max())))
         lines = [Line(f"removed: {n:,} × {lvl}" if n > 1 else f"removed {lvl}", "removed"),
-                 Line(_short(o.node_desc[int(mem[0])]) if n == 1 else
-                      f"e.g. {_short(o.node_desc[int(mem[0])])}", "note")]
+                 Line(short(o.node_desc[int(mem[0])]) if n == 1 else
+                      f"e.g. {short(o.node_desc[int(mem[0])])}", "note")]
         h = int(oroles.hosts[mem[0]])
-        had = [f"{_span(cab[mem])} switch cable" + ("s" if int(cab[mem].max()) > 1 else "")]
+        had = [f"{span(cab[mem])} switch cable" + ("s" if int(cab[mem].max()) > 1 else "")]
         if h:
             had.append(f"{h:,} host" + ("s" if h > 1 else ""))
         lines.append(Line("had " + ", ".join(had) + (" each" if n > 1 else ""), "removed"))

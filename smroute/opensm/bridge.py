@@ -65,6 +65,8 @@ from smroute.opensm.bridge_state import (
     CheckResult,
     DryRun,
     SyncResult,
+    format_dry_run,
+    generated_code,
     read_state,
     write_state,
 )
@@ -72,7 +74,7 @@ from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.service.log import Logger
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables, write_tables
-from smroute.tables.lft import NO_ROUTE, ForwardingTables, lid_labels
+from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "SyncResult",
            "TRIGGER_RE"]
@@ -82,14 +84,6 @@ TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep"
 
 Discover = Callable[[], list[str]]
 Log = Callable[..., None]
-
-
-def _pb() -> tuple[Any, Any]:
-    try:
-        from smroute.service._gen import smroute_pb2, smroute_pb2_grpc
-    except ImportError as exc:  # pragma: no cover - generated code is part of the package
-        raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
-    return smroute_pb2, smroute_pb2_grpc
 
 
 class Bridge:
@@ -336,7 +330,7 @@ class Bridge:
 
     # ------------------------------------------------------------ changes -> faults
     def _events_pb(self, events: Sequence[FaultEvent]) -> list[Any]:
-        pb, _ = _pb()
+        pb, _ = generated_code()
         return [pb.FaultEvent(kind=getattr(pb.FaultEvent, FaultKind(e.kind).name),
                               node_guid=e.guid, port=e.port) for e in events]
 
@@ -406,7 +400,7 @@ class Bridge:
         if events:
             resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events),
                               dry_run=True, max_entries=max_entries)
-            out += self._format_changes(resp.diff, resp.changes, resp.truncated)
+            out += format_dry_run(resp.diff, resp.changes, resp.truncated)
             blocks = int(resp.diff.blocks_changed)
         latest = self._call("GetEpoch", self.client.get_epoch, 0)
         new = self.fetch_tables(int(latest.id))
@@ -420,25 +414,6 @@ class Bridge:
         out.append(f"OpenSM's file {self.opts.lfts_file} vs daemon epoch {latest.id}:")
         out += ["  " + ln for ln in format_diff(d, max_entries=max_entries)]
         return DryRun(tuple(out), tuple(events), blocks, int(d.blocks_changed))
-
-    @staticmethod
-    def _format_changes(summary: Any, changes: Sequence[Any], truncated: bool) -> list[str]:
-        out = [f"daemon dry run: {summary.switches_changed} of {summary.switches_compared} "
-               f"switches change, {summary.entries_changed} entries, "
-               f"{summary.blocks_changed} 64-LID blocks"
-               + ("" if not summary.switches_only_a else
-                  f", {summary.switches_only_a} switches removed")]
-        for sc in changes:
-            blocks = ", ".join(str(b) for b in sc.blocks)
-            out.append(f'switch {sc.guid:#018x} "{sc.desc}" (LID {sc.new_lid or sc.old_lid}): '
-                       f"{sc.lids_changed} LIDs changed in {len(sc.blocks)} blocks [{blocks}]")
-            for e in sc.changes:
-                o = "-" if e.old_port == NO_ROUTE else str(e.old_port)
-                n = "-" if e.new_port == NO_ROUTE else str(e.new_port)
-                out.append(f"  0x{e.lid:04x}: {o} -> {n}")
-        if truncated:
-            out.append("... more changed entries not listed")
-        return out
 
     # ------------------------------------------------------------ running
     def _watch_loop(self) -> None:

@@ -11,7 +11,7 @@ does (the base fabric's first end); format 1 (both ends) still loads.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,11 @@ from smroute.fabric.faults import DownSet, FaultEvent, link_key
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
+from smroute.tables.lft import NO_ROUTE
 
 __all__ = ["BASE_FILE", "STATE_FILE", "BridgeError", "BridgeOptions", "BridgeState",
-           "CheckResult", "DryRun", "SyncResult", "read_state", "write_state"]
+           "CheckResult", "DryRun", "SyncResult", "format_dry_run", "generated_code", "read_state",
+           "write_state"]
 
 STATE_FILE = "bridge-state.json"
 BASE_FILE = "bridge-base.topo"
@@ -195,3 +197,33 @@ def _state_link(base: Fabric, item: list[Any]) -> tuple[int, int]:
     row = base.port_row(base.node_by_guid(guid), port)
     links = np.flatnonzero((base.link_a == row) | (base.link_b == row))
     return link_key(base, int(links[0]))
+
+
+def generated_code() -> tuple[Any, Any]:
+    """The daemon's generated protobuf and gRPC modules (imported when needed)."""
+    try:
+        from smroute.service._gen import smroute_pb2, smroute_pb2_grpc
+    except ImportError as exc:  # pragma: no cover - generated code is part of the package
+        raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
+    return smroute_pb2, smroute_pb2_grpc
+
+
+def format_dry_run(summary: Any, changes: Sequence[Any], truncated: bool) -> list[str]:
+    """Lines of a daemon dry run (``ApplyFaults(dry_run=True)``'s diff summary
+    and listed changes)."""
+    out = [f"daemon dry run: {summary.switches_changed} of {summary.switches_compared} "
+           f"switches change, {summary.entries_changed} entries, "
+           f"{summary.blocks_changed} 64-LID blocks"
+           + ("" if not summary.switches_only_a else
+              f", {summary.switches_only_a} switches removed")]
+    for sc in changes:
+        blocks = ", ".join(str(b) for b in sc.blocks)
+        out.append(f'switch {sc.guid:#018x} "{sc.desc}" (LID {sc.new_lid or sc.old_lid}): '
+                   f"{sc.lids_changed} LIDs changed in {len(sc.blocks)} blocks [{blocks}]")
+        for e in sc.changes:
+            o = "-" if e.old_port == NO_ROUTE else str(e.old_port)
+            n = "-" if e.new_port == NO_ROUTE else str(e.new_port)
+            out.append(f"  0x{e.lid:04x}: {o} -> {n}")
+    if truncated:
+        out.append("... more changed entries not listed")
+    return out
