@@ -351,13 +351,18 @@ def _route_remote(
     sub_t = sub_t[reps]  # (U', R)
     cs_t = sub_t[:, row_of[:b]]  # (U', B)
     # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1):
-    # below the switch, down to a shorter down-only path; else up, one hop nearer
-    rem_t = sub_t[:, row_of[b:].reshape(remote.shape)]  # (U', B, G)
-    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
+    # below the switch, down to a shorter down-only path; else up, one hop
+    # nearer.  One comparison does both: a remote reached by a down link is
+    # read as its down-only cost (INF without one: a switch above a down-only
+    # path has one itself), one reached by an up link as UP_PHASE + its hop
+    # count, so it never beats a down-only cost and compares hops otherwise.
     hop = np.uint8(UP_PHASE - 1)
-    closer = np.where((cs_t < UP_PHASE)[:, :, None],
-                      down_k[None, :, :] & (rem_t < cs_t[:, :, None]),
-                      ~down_k[None, :, :] & ((rem_t & hop) < (cs_t & hop)[:, :, None]))
+    as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
+    as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
+    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
+    pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
+    rem_t = np.concatenate([as_down, as_up], axis=1)[:, pick]  # (U', B, G)
+    closer = rem_t < cs_t[:, :, None]
     closer &= (cs_t < INF)[:, :, None] & valid[None, :, :]
     # pattern key per (b, u): the closer bits packed over group positions
     packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))

@@ -267,23 +267,49 @@ def _turn_through_roots(
     if (c[root, tgt] == INF).any():
         return False
     none = c[:, tgt] == INF  # (S, K): switches without a path to the destination
-    has_ep = np.zeros(g.n_switches, dtype=bool)
-    has_ep[g.ep_switch] = True
-    same = g.component[:, None] == g.component[tgt][None, :]
-    if (none & same & has_ep[:, None] & (c[:, root] == INF)).any():
+    src = np.unique(g.ep_switch)
+    stuck = none[src] & (c[src[:, None], root[None, :]] == INF)
+    if (stuck & (g.component[src][:, None] == g.component[tgt][None, :])).any():
         return False
-    sub = Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=root,
-                       local_port=np.zeros(len(sel), dtype=np.int64),
+    # column k of ``via`` routes destination sel[k] towards its root; one
+    # target per component: cheap enough in this process (no pool round trip)
+    k = len(sel)
+    sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[sel], target=root,
+                       local_port=np.zeros(k, dtype=np.int64),
                        is_switch=dest.is_switch[sel], owner=dest.owner[sel])
-    # one target per component: cheap enough in this process (no pool round trip)
-    via = np.empty((g.n_switches, int(sub.lid.max()) + 1), dtype=np.uint8)
+    via = np.empty((g.n_switches, k), dtype=np.uint8)
     ctx = dmodc.route_context(c, sub)
     for lo in range(0, g.n_switches, 256):
         rows = np.arange(lo, min(lo + 256, g.n_switches))
         dmodc.route_block(g, c, pi, sub, rows, via[lo:lo + len(rows)], ctx)
     lids = dest.lid[sel]
-    ports[:, lids] = np.where(none, via[:, lids], ports[:, lids])
-    return _updown_in(g, g2, ports, dest, ~need)
+    rows = np.flatnonzero(none.any(axis=1))
+    block = ports[np.ix_(rows, lids)]
+    np.copyto(block, via[rows], where=none[rows])
+    ports[np.ix_(rows, lids)] = block
+    # where a route towards the root may hop down in g2's orientation, the
+    # switch it reaches may turn up towards the destination: check those rows
+    junction = _down_towards(g, g2, c, root_of) & none.any(axis=1)
+    return _updown_in(g, g2, ports, dest, np.flatnonzero(junction), ~need)
+
+
+def _down_towards(g: SwitchGraph, g2: SwitchGraph, c: np.ndarray,
+                  root_of: np.ndarray) -> np.ndarray:
+    """``(S,)`` bool: switches one of whose Dmodc next hops towards their
+    turn root (``root_of`` ``(S,)`` switch ids) is a ``g2``-down link (a route
+    to the root that is not a shortest path in the cable graph)."""
+    sw, rem = g.grp_switch, g.grp_remote
+    if not len(sw):
+        return np.zeros(g.n_switches, dtype=bool)
+    root = root_of[sw]
+    cs, cr = c[sw, root], c[rem, root]
+    down1 = g.rank[rem] < g.rank[sw]
+    hop = np.uint8(dmodc.UP_PHASE - 1)
+    closer = np.where(cs < dmodc.UP_PHASE, down1 & (cr < cs), ~down1 & ((cr & hop) < (cs & hop)))
+    closer &= cs < INF
+    out = np.zeros(g.n_switches, dtype=bool)
+    out[sw[closer & (g2.rank[rem] < g2.rank[sw])]] = True
+    return out
 
 
 def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
@@ -293,19 +319,22 @@ def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
 
 
 def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destinations,
-               tree_cols: np.ndarray) -> bool:
+               junction: np.ndarray, tree_cols: np.ndarray) -> bool:
     """Whether every route is up*/down* in ``g2``'s orientation (so the
-    tables are free of credit loops): those of the destinations ``tree_cols``
-    ``(D,)`` bool, routed up*/down* in ``g1``'s orientation, and those of the
-    others (routed through the turn root).
+    tables are free of credit loops).  Every route follows Dmodc's routes in
+    ``g1``'s orientation: towards its destination, or (the columns not in
+    ``tree_cols`` ``(D,)`` bool, from the switches without a path to it)
+    towards the turn root until a switch has a path, where it turns.
 
     A route leaves ``g2``'s up*/down* only where it enters a switch ``b`` by a
-    ``g2``-down link and leaves it by a ``g2``-up link: every entry whose next
-    hop is a ``g2``-down link is checked against the entry of that next hop.
-    For ``tree_cols`` only *risky* links need it: a ``g2``-down link into a
-    switch with a ``g2``-up link a ``g1``-route may take next (any, after a
-    ``g1``-up move; a ``g1``-down one after a ``g1``-down move): a few rows on
-    a complete tree.  The other columns are checked on every row.
+    ``g2``-down link and leaves it by a ``g2``-up link.  Along ``g1``-routes
+    that needs a *risky* link: a ``g2``-down link into a switch with a
+    ``g2``-up link a ``g1``-route may take next (any, after a ``g1``-up move;
+    a ``g1``-down one after a ``g1``-down move): the rows of those switches
+    are read for every column, a few rows on a complete tree.  At a turn the
+    hop in comes from a route towards the root: the rows ``junction`` ``(J,)``
+    (switches that may hop ``g2``-down towards the root) are read for the
+    turn columns; none on a complete tree.
     """
     n = g1.n_switches
     sw, rem = g1.grp_switch, g1.grp_remote
@@ -335,5 +364,5 @@ def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destin
     risky_pair[sw[risky], rem[risky]] = True
     down_pair = np.zeros((n, n), dtype=bool)
     down_pair[sw[~up2], rem[~up2]] = True
-    return not (bad(np.unique(sw[risky]), dest.lid[tree_cols], risky_pair)
-                or bad(np.arange(n), dest.lid[~tree_cols], down_pair))
+    return not (bad(np.unique(sw[risky]), dest.lid, risky_pair)
+                or bad(junction, dest.lid[~tree_cols], down_pair))
