@@ -362,8 +362,8 @@ def _route_remote(
     down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
     rem_t = np.concatenate([as_down, as_up], axis=1)[:, pick]  # (U', B, G)
-    closer = rem_t < cs_t[:, :, None]
-    closer &= (cs_t < INF)[:, :, None] & valid[None, :, :]
+    closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
+    closer &= (cs_t < INF)[:, :, None]
     # pattern key per (b, u): the closer bits packed over group positions
     packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))
     nbytes = packed.shape[2]

@@ -222,12 +222,13 @@ def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.n
     end-ports has no up*/down* path to although cables join them (same
     physical component).  Switch LIDs without an up*/down* path stay unrouted."""
     src = np.unique(g.ep_switch)
-    tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
-    if not len(src) or not len(tgt_u):
+    if not len(src) or not len(dest.lid):
         return np.zeros(len(dest.lid), dtype=bool)
-    same = g.component[src][:, None] == g.component[tgt_u][None, :]
-    need_t = ((c[src[:, None], tgt_u[None, :]] == INF) & same).any(axis=0)
-    return need_t[tgt_i.ravel()] & ~dest.is_switch
+    unreached = c[src] == INF  # (sources, S)
+    if len(np.unique(g.component)) > 1:
+        unreached &= g.component[src][:, None] == g.component[None, :]
+    need_t = unreached.any(axis=0)  # per target switch
+    return need_t[dest.target] & ~dest.is_switch  # switch LIDs never need a turn
 
 
 def turn_roots(g: SwitchGraph) -> np.ndarray:
@@ -268,24 +269,23 @@ def _turn_through_roots(
         return False
     none = c[:, tgt] == INF  # (S, K): switches without a path to the destination
     src = np.unique(g.ep_switch)
-    stuck = none[src] & (c[src[:, None], root[None, :]] == INF)
-    if (stuck & (g.component[src][:, None] == g.component[tgt][None, :])).any():
+    cut = src[c[src, root_of[src]] == INF]  # end-port switches without a path to the root
+    if (none[cut] & (g.component[cut][:, None] == g.component[tgt][None, :])).any():
         return False
+    rows = np.flatnonzero(none.any(axis=1))
     # column k of ``via`` routes destination sel[k] towards its root; one
     # target per component: cheap enough in this process (no pool round trip)
     k = len(sel)
     sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[sel], target=root,
                        local_port=np.zeros(k, dtype=np.int64),
                        is_switch=dest.is_switch[sel], owner=dest.owner[sel])
-    via = np.empty((g.n_switches, k), dtype=np.uint8)
+    via = np.empty((len(rows), k), dtype=np.uint8)  # the rows that need it
     ctx = dmodc.route_context(c, sub)
-    for lo in range(0, g.n_switches, 256):
-        rows = np.arange(lo, min(lo + 256, g.n_switches))
-        dmodc.route_block(g, c, pi, sub, rows, via[lo:lo + len(rows)], ctx)
+    for lo in range(0, len(rows), 256):
+        dmodc.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
     lids = dest.lid[sel]
-    rows = np.flatnonzero(none.any(axis=1))
     block = ports[np.ix_(rows, lids)]
-    np.copyto(block, via[rows], where=none[rows])
+    np.copyto(block, via, where=none[rows])
     ports[np.ix_(rows, lids)] = block
     # where a route towards the root may hop down in g2's orientation, the
     # switch it reaches may turn up towards the destination: check those rows
@@ -345,24 +345,28 @@ def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destin
     up_after_down = np.zeros(n, dtype=bool)
     up_after_down[sw[up2 & ~up1]] = True
     risky = ~up2 & np.where(up1, up_after_up[rem], up_after_down[rem])
+    # per (switch, port): the link's class, and where it leads
+    cnt = g1.grp_port_count
+    at = (np.repeat(sw, cnt), g1.grp_ports)
+
+    def per_port(flag: np.ndarray) -> np.ndarray:
+        out = np.zeros((n, 256), dtype=bool)
+        out[at] = np.repeat(flag, cnt)
+        return out
+
+    up2_port, risky_port, down2_port = per_port(up2), per_port(risky), per_port(~up2)
     nxt = next_switch(g1)
 
     def bad(rows: np.ndarray, lids: np.ndarray, into: np.ndarray) -> bool:
-        """Some entry of ``rows`` x ``lids`` hops over a link of ``into``
-        ``(S, S)`` bool to a switch whose entry then goes ``g2``-up."""
+        """Some entry of ``rows`` x ``lids`` leaves by a port of ``into``
+        ``(S, 256)`` bool to a switch whose entry then goes ``g2``-up."""
         if not len(rows) or not len(lids):
             return False
-        p1 = ports[rows][:, lids].astype(np.int64)
-        b = np.where(p1 == NO_ROUTE, -1, nxt[rows[:, None], np.minimum(p1, nxt.shape[1] - 1)])
-        hit = (b >= 0) & into[rows[:, None], np.maximum(b, 0)]
-        hb, hc = b[hit], np.nonzero(hit)[1]
-        p2 = ports[hb, lids[hc]].astype(np.int64)
-        c = np.where(p2 == NO_ROUTE, -1, nxt[hb, np.minimum(p2, nxt.shape[1] - 1)])
-        return bool(((c >= 0) & (g2.rank[np.maximum(c, 0)] > g2.rank[hb])).any())
+        p1 = ports[rows][:, lids]
+        hit = into[rows[:, None], p1]  # NO_ROUTE (255) is no link: False
+        hb = nxt[rows[:, None], p1][hit]
+        p2 = ports[hb, lids[np.nonzero(hit)[1]]]
+        return bool(up2_port[hb, p2].any())
 
-    risky_pair = np.zeros((n, n), dtype=bool)
-    risky_pair[sw[risky], rem[risky]] = True
-    down_pair = np.zeros((n, n), dtype=bool)
-    down_pair[sw[~up2], rem[~up2]] = True
-    return not (bad(np.unique(sw[risky]), dest.lid, risky_pair)
-                or bad(junction, dest.lid[~tree_cols], down_pair))
+    return not (bad(np.unique(sw[risky]), dest.lid, risky_port)
+                or bad(junction, dest.lid[~tree_cols], down2_port))
