@@ -1,35 +1,8 @@
 """Drive the real InfiniBand tools on a simulated fabric (edge module, no mocks):
-OpenSM runs and infiniband-diags through an :class:`~smroute.lab.ibsim.IbSim`
-(re-exported here with its helpers, as the lab's one entry point).
-
-:class:`IbSim` starts ``ibsim`` (package ``ibsim-utils``) on a net file, waits
-until it serves clients, runs umad tools under ``ibsim-run`` (which
-LD_PRELOADs ``libumad2sim.so``) and talks to the simulator's console (link
-up/down, routes).  :func:`run_opensm`, :func:`ibnetdiscover` and
-:func:`dump_switch_routes` run OpenSM 3.3.x and infiniband-diags through it.
-
-Isolation
----------
-ibsim and umad2sim meet on *abstract* unix datagram sockets named
-``<base>:ctl``, ``<base>:out<N>`` and ``<base>:in<pid>`` / ``<base>:ctl<pid>``,
-where ``<base>`` is the ``IBSIM_SOCKNAME`` environment variable (default
-``sim``).  Both ibsim and umad2sim read it (ibsim >= 0.8, so the Debian 0.10
-package too).  Every :class:`IbSim` picks a fresh base name
-(``smroute-<pid>-<random>``), starts ibsim with it and passes it to every client
-it runs, so any number of simulators (tests, helpers running in parallel) can
-live on one machine.  Abstract sockets vanish with their process: there is
-nothing to clean up on disk.  An ibsim serves at most 10 clients at once
-(``IBSIM_MAX_CLIENTS``); clients killed on timeout are disconnected from the
-console (``X <id>``) so that their slot and their SM flag are freed.
-
-Console
--------
-Without ``-n`` ibsim reads commands on stdin, one line of at most 127 bytes,
-answers on stdout and prints a ``sim> `` prompt.  It does not echo commands, so
-:meth:`IbSim.console` follows each command with a comment line ``# <marker>``
-(which ibsim prints back) and returns what was printed in between.  The first
-such echo also proves that the simulator's sockets are bound (the console is
-served by the same select loop as the clients), which is how start-up waits.
+:func:`run_opensm`, :func:`ibnetdiscover` and :func:`dump_switch_routes` run
+OpenSM 3.3.x and infiniband-diags through an :class:`~smroute.lab.ibsim.IbSim`
+(the simulator, its isolation and console are described there; it is
+re-exported here with its helpers, as the lab's one entry point).
 """
 
 from __future__ import annotations
