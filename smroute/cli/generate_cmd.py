@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from smroute.cli.outputs import write_output
 from smroute.errors import InputError
 
 __all__ = ["GENERATORS", "add_parser", "cmd_generate", "generate_fabric"]
@@ -324,7 +325,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         format_ibsim_net,
         format_topology,
     )
-    from smroute.fileio import atomic_write_text
 
     for opt in ("remove_switches", "remove_links", "spine_hosts"):
         if getattr(args, opt) < 0:
@@ -361,14 +361,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         ext = chassis_ext_ports(fabric) if args.ext_ports else None
         lines = format_topology(fabric, ext_ports=ext)
     text = "\n".join(lines) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        try:
-            atomic_write_text(args.out, text)
-        except OSError as err:
-            raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
+    write_output(args.out, text)
     if not args.quiet:
         where = "stdout" if args.out == "-" else args.out
         print(f"smroute: {label}: {len(fabric.switches)} switches, {len(fabric.cas)} CAs, "

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from smroute.cli.outputs import write_output
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_lids", "format_selection"]
@@ -125,7 +126,6 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.inputs import load_fabric
     from smroute.cli.progress import Progress
-    from smroute.fileio import atomic_write_text
     from smroute.routing.engine import route
     from smroute.routing.lidselect import job_lmc, select_lids
 
@@ -158,15 +158,8 @@ def cmd_lids(args: argparse.Namespace) -> int:
     prog.done("select", t)
     text = format_selection(sel, [h for _, h in entries], args.format,
                             per_stage=args.per_stage, fabric=args.fabric)
-    if args.out:
-        try:
-            atomic_write_text(args.out, text)
-        except OSError as err:
-            raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
-        print(summary(sel))
-    else:
-        sys.stdout.write(text)
-        print(summary(sel), file=sys.stderr)
+    to_stdout = write_output(args.out, text)
+    print(summary(sel), file=sys.stderr if to_stdout else sys.stdout)
     if args.per_stage and args.format == "csv":
         for i in range(len(sel.hsd)):
             print(f"stage {_stage_label(sel, i)}: HSD {int(sel.hsd[i])} "

@@ -39,6 +39,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from smroute.cli.outputs import write_output
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_order", "format_order", "format_report"]
@@ -119,7 +120,6 @@ def cmd_order(args: argparse.Namespace) -> int:
     from smroute.analysis.paths import routing_view
     from smroute.analysis.patterns import read_job
     from smroute.cli.inputs import load_fabric, load_overrides
-    from smroute.fileio import atomic_write_text
     from smroute.routing.engine import route
     from smroute.tables.lft import ForwardingTables
 
@@ -139,16 +139,7 @@ def cmd_order(args: argparse.Namespace) -> int:
                         report=args.report)
     names = [host_label(view, int(ports[i]), entries[i][1]) for i in choice.order.tolist()]
     text = format_order(names, args.format, args.tasks_per_host)
-    info: TextIO = sys.stderr
-    if args.out == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        try:
-            atomic_write_text(args.out, text)
-        except OSError as err:
-            raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
-        info = sys.stdout
+    info: TextIO = sys.stderr if write_output(args.out, text) else sys.stdout
     print(_summary(choice, args.algorithm), file=info)
     if args.report and choice.before:
         info.write(format_report(choice))

@@ -21,6 +21,7 @@ import re
 import sys
 from typing import Any
 
+from smroute.cli.outputs import write_output
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_topology"]
@@ -102,7 +103,6 @@ def cmd_topology(args: argparse.Namespace) -> int:
     from smroute.cli.inputs import _guarded, load_fabric, load_overrides
     from smroute.fabric.roles import fabric_roles
     from smroute.fabric.slurm import read_host_map, slurm_topology
-    from smroute.fileio import atomic_write_text
 
     include = _parse_roles(args.roles)
     block_sizes = _parse_block_sizes(args.block_sizes)
@@ -123,10 +123,7 @@ def cmd_topology(args: argparse.Namespace) -> int:
         print(f"smroute: warning: {w}", file=sys.stderr)
     text = (topo.to_yaml(args.fabric, block_sizes=block_sizes) if args.format == "yaml"
             else topo.to_conf(args.fabric))
-    if args.out in (None, "-"):
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(args.out, text)
+    write_output(args.out, text)
     left = ", ".join(f"{v} {k}" for k, v in topo.left_out.items() if v)
     print(f"slurm: {len(topo.hosts)} nodes under {len(topo.switches)} switches"
           + (f"; left out: {left}" if left else "")
