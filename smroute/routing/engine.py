@@ -145,7 +145,7 @@ def route(
                 else np.zeros(0, bool))
         if need.any():
             roots = turn_roots(g)
-            g2 = rooted_graph(fabric, roles, roots)
+            g2 = rooted_graph(fabric, roles, roots, like=g)
             if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "

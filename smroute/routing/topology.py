@@ -25,6 +25,7 @@ order); ports inside a group by port number.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,11 +108,14 @@ def switch_graph(fabric: Fabric, roles: FabricRoles | None = None) -> SwitchGrap
     return _graph(fabric, rank, rank == 0, lambda src, dst: rank[src] != rank[dst], "tree")
 
 
-def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray) -> SwitchGraph:
+def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray,
+                 like: SwitchGraph | None = None) -> SwitchGraph:
     """The general up*/down* :class:`SwitchGraph` of ``fabric`` towards the
     switch nodes ``roots`` ``(K,)`` (one per physical component; see the
     module doc).  Leaves (for Dmodc's NIDs) are the roles' leaves; switches not
-    connected to a root get rank -1."""
+    connected to a root get rank -1.  ``like``: a graph of the same fabric
+    (e.g. :func:`switch_graph`'s); when it uses every switch link, its port
+    groups are reused (only the ranks differ)."""
     sw_node = fabric.switches
     n_sw = len(sw_node)
     sw_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
@@ -135,6 +139,11 @@ def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray) -> Switc
             break
         rank = new
     is_leaf = roles.rank[sw_node] == 0
+    if like is not None and len(like.grp_ports) == len(e_src) and bool(reach.all()):
+        up = rank[like.grp_remote] > rank[like.grp_switch]
+        return dataclasses.replace(
+            like, rank=rank, n_up=np.bincount(like.grp_switch[up], minlength=n_sw).astype(
+                np.int64), is_leaf=is_leaf, mode="updown")
     return _graph(fabric, rank, is_leaf & reach,
                   lambda src, dst: (rank[src] >= 0) & (rank[dst] >= 0), "updown")
 
