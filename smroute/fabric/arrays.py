@@ -229,4 +229,10 @@ class Fabric:
             new_index[self.port_node[la]], self.port_num[la],
             new_index[self.port_node[lb]], self.port_num[lb],
         )
-        return b.build()
+        out = b.build()
+        # per-node facts that depend on the nodes alone (key "node:..."; a
+        # dict of (N,) arrays) stay true for the nodes kept
+        for key, val in self._cache.items():
+            if key.startswith("node:") and isinstance(val, dict):
+                out._cache[key] = {k: v[keep] for k, v in val.items()}
+        return out

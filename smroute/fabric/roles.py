@@ -128,7 +128,7 @@ def _desc_hints(f: Fabric) -> dict[str, BoolArray]:
     """Per hint (``aggregation``, ``storage``, ``management``), ``(N,)`` bool:
     the nodes whose description names it, case-insensitively: one scan of all
     descriptions lower-cased and joined by newlines (cached on the fabric)."""
-    cached = f._cache.get("desc_hints")
+    cached = f._cache.get("node:desc_hints")
     if isinstance(cached, dict):
         return cached
     n = f.n_nodes
@@ -140,7 +140,7 @@ def _desc_hints(f: Fabric) -> dict[str, BoolArray]:
         for k, pattern in _HINTS.items():
             pos = np.fromiter((m.start() for m in pattern.finditer(text)), dtype=np.int64)
             out[k][np.searchsorted(starts, pos, side="right") - 1] = True
-    f._cache["desc_hints"] = out
+    f._cache["node:desc_hints"] = out
     return out
 
 

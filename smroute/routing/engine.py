@@ -193,17 +193,20 @@ def validate_result(
 
 def unrouted_connected(r: RoutingResult) -> int:
     """CA-to-CA pairs that cables join but ``r``'s tables leave without a
-    first hop (the source's switch has no route): what a routing that could not
-    connect a pair leaves.  Cheap (one read per end-port switch and CA LID);
-    the validation walk checks every hop."""
+    first hop (the source's switch has no route): what a routing that could
+    not connect a switch to a target leaves (all of that target's LIDs).  Read
+    for one CA LID per (end-port switch, target switch), counted for every
+    CA LID of the target: cheap enough to gate every commit; the validation
+    walk checks every hop of every pair."""
     g, dest = r.graph, r.dest
     src, count = np.unique(g.ep_switch, return_counts=True)
     ca = np.flatnonzero(~dest.is_switch)
     if not len(src) or not len(ca):
         return 0
-    ports = r.tables.ports[src][:, dest.lid[ca]]
-    same = g.component[src][:, None] == g.component[dest.target[ca]][None, :]
-    return int(((ports == NO_ROUTE) & same).sum(axis=1) @ count)
+    tgt, first, lids_per = np.unique(dest.target[ca], return_index=True, return_counts=True)
+    ports = r.tables.ports[np.ix_(src, dest.lid[ca[first]])]
+    same = g.component[src][:, None] == g.component[tgt][None, :]
+    return int(count @ ((ports == NO_ROUTE) & same) @ lids_per)
 
 
 def _tables(
