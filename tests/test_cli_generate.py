@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fabric_compare import assert_same_fabric
 
 from smroute.cli.main import main
 from smroute.fabric import generate as gen
@@ -23,35 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # --------------------------------------------------------------------------- helpers
-def _node_key(f: Fabric) -> list[tuple[object, ...]]:
-    order = np.argsort(f.node_guid, kind="stable").tolist()
-    return [
-        (int(f.node_guid[i]), int(f.node_type[i]), int(f.sysimg_guid[i]), int(f.vendor_id[i]),
-         int(f.device_id[i]), int(f.num_ports[i]), f.node_desc[i])
-        for i in order
-    ]
-
-
-def _port_attrs(f: Fabric) -> dict[tuple[int, int], tuple[int, ...]]:
-    """(node GUID, port) -> (port GUID, LID, LMC, width, speed) of every linked
-    port and every switch port 0: what ibnetdiscover text carries."""
-    rows = np.flatnonzero(
-        (f.port_peer >= 0) | ((f.port_num == 0) & (f.node_type[f.port_node] == NodeType.SWITCH))
-    )
-    return {
-        (int(f.node_guid[f.port_node[r]]), int(f.port_num[r])): (
-            int(f.port_guid[r]), int(f.port_lid[r]), int(f.port_lmc[r]),
-            int(f.port_width[r]), int(f.port_speed[r]),
-        )
-        for r in rows.tolist()
-    }
-
-
-def assert_same_fabric(got: Fabric, want: Fabric) -> None:
-    """Same nodes (all attributes), links, and attributes of linked ports."""
-    assert _node_key(got) == _node_key(want)
-    assert got.link_set() == want.link_set()
-    assert _port_attrs(got) == _port_attrs(want)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -18,6 +18,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from fabric_compare import assert_same_fabric, node_key, port_attrs
 
 from smroute.fabric.generate import fabric_tuples, kary_ntree, pgft, xgft
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
@@ -123,43 +124,12 @@ SHAPES: dict[str, Callable[[], Fabric]] = {
 }
 
 
-def _node_key(f: Fabric) -> list[tuple[object, ...]]:
-    order = np.argsort(f.node_guid, kind="stable").tolist()
-    return [
-        (int(f.node_guid[i]), int(f.node_type[i]), int(f.sysimg_guid[i]), int(f.vendor_id[i]),
-         int(f.device_id[i]), int(f.num_ports[i]), f.node_desc[i])
-        for i in order
-    ]
-
-
-def _port_attrs(f: Fabric) -> dict[tuple[int, int], tuple[int, ...]]:
-    """(node GUID, port) -> (port GUID, LID, LMC, width, speed) of every linked
-    port and every switch port 0: what ibnetdiscover text carries."""
-    rows = np.flatnonzero(
-        (f.port_peer >= 0) | ((f.port_num == 0) & (f.node_type[f.port_node] == NodeType.SWITCH))
-    )
-    return {
-        (int(f.node_guid[f.port_node[r]]), int(f.port_num[r])): (
-            int(f.port_guid[r]), int(f.port_lid[r]), int(f.port_lmc[r]),
-            int(f.port_width[r]), int(f.port_speed[r]),
-        )
-        for r in rows.tolist()
-    }
-
-
-def assert_same_fabric(got: Fabric, want: Fabric) -> None:
-    """Same nodes (all attributes), links, and attributes of linked ports."""
-    assert _node_key(got) == _node_key(want)
-    assert got.link_set() == want.link_set()
-    assert _port_attrs(got) == _port_attrs(want)
-
-
 def assert_same_nodes_and_links(got: Fabric, want: Fabric) -> None:
     """What ibsim reproduces: nodes (GUID, type, port count, description,
     vendor, device, system image GUID), links, port GUIDs, widths and speeds."""
-    assert _node_key(got) == _node_key(want)
+    assert node_key(got) == node_key(want)
     assert got.link_set() == want.link_set()
-    a, b = _port_attrs(got), _port_attrs(want)
+    a, b = port_attrs(got), port_attrs(want)
     assert {k: (v[0], v[3], v[4]) for k, v in a.items()} == {
         k: (v[0], v[3], v[4]) for k, v in b.items()}
 
