@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["bfs_distance", "components"]
+__all__ = ["bfs_distance", "components", "first_per_group"]
 
 
 def bfs_distance(
@@ -61,3 +61,14 @@ def components(n_nodes: int, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[
         if np.array_equal(new, labels):
             return labels
         labels = new
+
+
+def first_per_group(order: npt.NDArray[np.int64],
+                    labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The first element of each group in ``order`` ``(K,)`` (indices sorted
+    with the group label as the primary key, e.g. by ``np.lexsort``), where
+    ``labels`` ``(K,)`` are the group labels of ``order``'s elements, in
+    ``order``'s order: ``(G,)`` int64, one per group."""
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = labels[1:] != labels[:-1]
+    return order[first]

@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.errors import InputError
-from smroute.fabric.graph import bfs_distance, components
+from smroute.fabric.graph import bfs_distance, components, first_per_group
 from smroute.fabric.model import Fabric, NodeType
 
 __all__ = [
@@ -399,7 +399,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
     ra, rb = rank[a], rank[b]
     same_rank = sl[~loop & (ra == rb) & (ra >= 0)]
 
-    tree, why = _tree_check(f, rank, leaf & (rank == 0), hosts, is_sw, la, lb)
+    tree, why = _tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
         f, hosts + np.bincount(attach[is_agg], minlength=n), is_sw, src, dst, roots_given)
     return FabricRoles(
@@ -411,7 +411,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
 
 
 def _tree_check(
-    f: Fabric, rank: IntArray, leaf: BoolArray, hosts: IntArray, is_sw: BoolArray,
+    rank: IntArray, leaf: BoolArray, hosts: IntArray, is_sw: BoolArray,
     la: IntArray, lb: IntArray,
 ) -> tuple[bool, str]:
     """Whether Dmodc can treat the fabric as a tree, and why not."""
@@ -453,6 +453,4 @@ def _centres(
     given = roots_given[sws]
     # per component: listed roots first, then least mean distance, then lowest GUID
     o = np.lexsort((f.node_guid[sws], mean, ~given, comp))
-    first = np.ones(len(o), dtype=bool)
-    first[1:] = comp[o][1:] != comp[o][:-1]
-    return np.sort(sws[o[first]]).astype(np.int64)
+    return np.sort(sws[first_per_group(o, comp[o])]).astype(np.int64)

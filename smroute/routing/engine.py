@@ -11,11 +11,13 @@ and said in every result:
 * ``tree``: Dmodc over the leaves and ranks of the roles.
 * ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
   path in the tree (an aggregation node or host on a spine talking to one on
-  another spine; a leaf that lost every common ancestor with another).  The
-  destinations such traffic needs are routed up*/down* towards a turn root
-  (a leaf per component, :func:`~smroute.routing.topology.rooted_graph`),
-  and every route of every destination is then checked to be up*/down* in
-  that one orientation: deadlock-free by construction.
+  another spine; a leaf that lost every common ancestor with another).  For
+  the destinations such traffic needs, the switches without a path take
+  Dmodc's route towards a turn root (a leaf per component), where the route
+  turns towards the destination; every route is then checked to be
+  up*/down* in the orientation towards that root
+  (:func:`~smroute.routing.topology.rooted_graph`): deadlock-free by
+  construction.
 * ``updown``: the fabric is no tree (roles), or the check above failed:
   every destination is routed up*/down* towards a root per component.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smroute.errors import RoutingError
+from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
 from smroute.routing import dmodc, dmodk
@@ -238,11 +241,8 @@ def turn_roots(g: SwitchGraph) -> np.ndarray:
     """Switch nodes of the turn roots ``(K,)``, one per physical component:
     its leaf with the most up groups (lowest GUID on a tie), else its switch
     with the lowest GUID."""
-    sw = np.arange(g.n_switches)
     o = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf, g.component))
-    first = np.ones(len(o), dtype=bool)
-    first[1:] = g.component[o][1:] != g.component[o][:-1]
-    return np.sort(g.sw_node[sw[o[first]]])
+    return np.sort(g.sw_node[first_per_group(o, g.component[o])])
 
 
 def _turn_through_roots(
@@ -263,8 +263,9 @@ def _turn_through_roots(
     one has a path to the root.
     """
     rid = np.searchsorted(g.sw_node, roots)
-    root_of_comp = dict(zip(g.component[rid].tolist(), rid.tolist(), strict=True))
-    root_of = np.array([root_of_comp[int(k)] for k in g.component.tolist()], dtype=np.int64)
+    root_of_label = np.zeros(g.n_switches, dtype=np.int64)  # labels are switch ids
+    root_of_label[g.component[rid]] = rid
+    root_of = root_of_label[g.component]
     sel = np.flatnonzero(need)
     tgt = dest.target[sel]
     root = root_of[tgt]
@@ -313,12 +314,6 @@ def _down_towards(g: SwitchGraph, g2: SwitchGraph, c: np.ndarray,
     out = np.zeros(g.n_switches, dtype=bool)
     out[sw[closer & (g2.rank[rem] < g2.rank[sw])]] = True
     return out
-
-
-def _subset(dest: Destinations, sel: np.ndarray) -> Destinations:
-    return Destinations(lid=dest.lid[sel], nid=dest.nid[sel], target=dest.target[sel],
-                        local_port=dest.local_port[sel], is_switch=dest.is_switch[sel],
-                        owner=dest.owner[sel])
 
 
 def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destinations,
