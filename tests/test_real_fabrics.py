@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +32,6 @@ from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fabric.summary import summarize
 from smroute.routing.engine import RoutingResult, route, validate_result
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 REAL_FILES = sorted(p.name for p in REAL.glob("*") if p.is_file() and p.name != "README.md")
