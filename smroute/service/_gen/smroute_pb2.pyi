@@ -427,3 +427,81 @@ class SelectLidsResponse(_message.Message):
     hsd_base_avg: float
     hsd_base_max: float
     def __init__(self, epoch: _Optional[int] = ..., lmc: _Optional[int] = ..., n_ranks: _Optional[int] = ..., dlids: _Optional[_Iterable[int]] = ..., stages: _Optional[_Iterable[_Union[Stage, _Mapping]]] = ..., hsd_avg: _Optional[float] = ..., hsd_max: _Optional[float] = ..., hsd_base_avg: _Optional[float] = ..., hsd_base_max: _Optional[float] = ...) -> None: ...
+
+class SubnetPort(_message.Message):
+    __slots__ = ("num", "guid", "lid", "lmc")
+    NUM_FIELD_NUMBER: _ClassVar[int]
+    GUID_FIELD_NUMBER: _ClassVar[int]
+    LID_FIELD_NUMBER: _ClassVar[int]
+    LMC_FIELD_NUMBER: _ClassVar[int]
+    num: int
+    guid: int
+    lid: int
+    lmc: int
+    def __init__(self, num: _Optional[int] = ..., guid: _Optional[int] = ..., lid: _Optional[int] = ..., lmc: _Optional[int] = ...) -> None: ...
+
+class SubnetNode(_message.Message):
+    __slots__ = ("guid", "type", "num_ports", "description", "sysimg_guid", "ports")
+    GUID_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NUM_PORTS_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SYSIMG_GUID_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    guid: int
+    type: int
+    num_ports: int
+    description: str
+    sysimg_guid: int
+    ports: _containers.RepeatedCompositeFieldContainer[SubnetPort]
+    def __init__(self, guid: _Optional[int] = ..., type: _Optional[int] = ..., num_ports: _Optional[int] = ..., description: _Optional[str] = ..., sysimg_guid: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[SubnetPort, _Mapping]]] = ...) -> None: ...
+
+class SubnetLink(_message.Message):
+    __slots__ = ("guid_a", "port_a", "guid_b", "port_b")
+    GUID_A_FIELD_NUMBER: _ClassVar[int]
+    PORT_A_FIELD_NUMBER: _ClassVar[int]
+    GUID_B_FIELD_NUMBER: _ClassVar[int]
+    PORT_B_FIELD_NUMBER: _ClassVar[int]
+    guid_a: int
+    port_a: int
+    guid_b: int
+    port_b: int
+    def __init__(self, guid_a: _Optional[int] = ..., port_a: _Optional[int] = ..., guid_b: _Optional[int] = ..., port_b: _Optional[int] = ...) -> None: ...
+
+class RouteSubnetRequest(_message.Message):
+    __slots__ = ("nodes", "links", "lmc", "sm", "want_hops")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    LMC_FIELD_NUMBER: _ClassVar[int]
+    SM_FIELD_NUMBER: _ClassVar[int]
+    WANT_HOPS_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[SubnetNode]
+    links: _containers.RepeatedCompositeFieldContainer[SubnetLink]
+    lmc: int
+    sm: str
+    want_hops: bool
+    def __init__(self, nodes: _Optional[_Iterable[_Union[SubnetNode, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[SubnetLink, _Mapping]]] = ..., lmc: _Optional[int] = ..., sm: _Optional[str] = ..., want_hops: _Optional[bool] = ...) -> None: ...
+
+class SubnetRoutes(_message.Message):
+    __slots__ = ("guid", "lid", "lft", "hops")
+    GUID_FIELD_NUMBER: _ClassVar[int]
+    LID_FIELD_NUMBER: _ClassVar[int]
+    LFT_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    guid: int
+    lid: int
+    lft: bytes
+    hops: bytes
+    def __init__(self, guid: _Optional[int] = ..., lid: _Optional[int] = ..., lft: _Optional[bytes] = ..., hops: _Optional[bytes] = ...) -> None: ...
+
+class RouteSubnetResponse(_message.Message):
+    __slots__ = ("epoch", "committed", "max_lid", "switches")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    MAX_LID_FIELD_NUMBER: _ClassVar[int]
+    SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    epoch: Epoch
+    committed: bool
+    max_lid: int
+    switches: _containers.RepeatedCompositeFieldContainer[SubnetRoutes]
+    def __init__(self, epoch: _Optional[_Union[Epoch, _Mapping]] = ..., committed: _Optional[bool] = ..., max_lid: _Optional[int] = ..., switches: _Optional[_Iterable[_Union[SubnetRoutes, _Mapping]]] = ...) -> None: ...

@@ -79,6 +79,11 @@ class SmrouteStub:
                 request_serializer=smroute_dot_v1_dot_smroute__pb2.SelectLidsRequest.SerializeToString,
                 response_deserializer=smroute_dot_v1_dot_smroute__pb2.SelectLidsResponse.FromString,
                 _registered_method=True)
+        self.RouteSubnet = channel.unary_unary(
+                '/smroute.v1.Smroute/RouteSubnet',
+                request_serializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.SerializeToString,
+                response_deserializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.FromString,
+                _registered_method=True)
 
 
 class SmrouteServicer:
@@ -151,6 +156,18 @@ class SmrouteServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RouteSubnet(self, request, context):
+        """A subnet manager's view of the fabric (the OpenSM routing-engine plugin,
+        opensm-plugin/): route it and answer with the tables of the resulting
+        epoch, once validated, in one round trip.  An unchanged subnet answers
+        the serving epoch; missing links, switches or CAs are rerouted as fault
+        events; anything else becomes the new base fabric, routed in full.  The
+        epoch's cause is "sm".  Mutating.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SmrouteServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +215,11 @@ def add_SmrouteServicer_to_server(servicer, server):
                     servicer.SelectLids,
                     request_deserializer=smroute_dot_v1_dot_smroute__pb2.SelectLidsRequest.FromString,
                     response_serializer=smroute_dot_v1_dot_smroute__pb2.SelectLidsResponse.SerializeToString,
+            ),
+            'RouteSubnet': grpc.unary_unary_rpc_method_handler(
+                    servicer.RouteSubnet,
+                    request_deserializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.FromString,
+                    response_serializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,6 +465,33 @@ class Smroute:
             '/smroute.v1.Smroute/SelectLids',
             smroute_dot_v1_dot_smroute__pb2.SelectLidsRequest.SerializeToString,
             smroute_dot_v1_dot_smroute__pb2.SelectLidsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RouteSubnet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/smroute.v1.Smroute/RouteSubnet',
+            smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.SerializeToString,
+            smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.FromString,
             options,
             channel_credentials,
             insecure,
