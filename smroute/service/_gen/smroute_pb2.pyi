@@ -136,7 +136,7 @@ class FaultEvent(_message.Message):
     def __init__(self, kind: _Optional[_Union[FaultEvent.Kind, str]] = ..., node_guid: _Optional[int] = ..., port: _Optional[int] = ...) -> None: ...
 
 class Epoch(_message.Message):
-    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids")
+    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids", "instance_id", "down_items", "resumed")
     class TimingsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -165,6 +165,9 @@ class Epoch(_message.Message):
     ROUTING_MODE_FIELD_NUMBER: _ClassVar[int]
     ROUTING_MODE_REASON_FIELD_NUMBER: _ClassVar[int]
     TURN_LIDS_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    DOWN_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     id: int
     parent_id: int
     cause: str
@@ -186,13 +189,18 @@ class Epoch(_message.Message):
     routing_mode: str
     routing_mode_reason: str
     turn_lids: int
-    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ...) -> None: ...
+    instance_id: str
+    down_items: _containers.RepeatedCompositeFieldContainer[FaultEvent]
+    resumed: bool
+    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ..., instance_id: _Optional[str] = ..., down_items: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., resumed: _Optional[bool] = ...) -> None: ...
 
 class GetEpochRequest(_message.Message):
-    __slots__ = ("epoch",)
+    __slots__ = ("epoch", "include_down_items")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DOWN_ITEMS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
-    def __init__(self, epoch: _Optional[int] = ...) -> None: ...
+    include_down_items: bool
+    def __init__(self, epoch: _Optional[int] = ..., include_down_items: _Optional[bool] = ...) -> None: ...
 
 class RouteRequest(_message.Message):
     __slots__ = ("algorithm", "lmc", "wait_validation")
@@ -211,14 +219,16 @@ class RouteResponse(_message.Message):
     def __init__(self, epoch: _Optional[_Union[Epoch, _Mapping]] = ...) -> None: ...
 
 class GetTablesRequest(_message.Message):
-    __slots__ = ("epoch", "switch_guids", "since_epoch")
+    __slots__ = ("epoch", "switch_guids", "since_epoch", "since_instance")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     SWITCH_GUIDS_FIELD_NUMBER: _ClassVar[int]
     SINCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SINCE_INSTANCE_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     switch_guids: _containers.RepeatedScalarFieldContainer[int]
     since_epoch: int
-    def __init__(self, epoch: _Optional[int] = ..., switch_guids: _Optional[_Iterable[int]] = ..., since_epoch: _Optional[int] = ...) -> None: ...
+    since_instance: str
+    def __init__(self, epoch: _Optional[int] = ..., switch_guids: _Optional[_Iterable[int]] = ..., since_epoch: _Optional[int] = ..., since_instance: _Optional[str] = ...) -> None: ...
 
 class LftBlock(_message.Message):
     __slots__ = ("index", "ports")
@@ -243,18 +253,20 @@ class SwitchTable(_message.Message):
     def __init__(self, guid: _Optional[int] = ..., lid: _Optional[int] = ..., desc: _Optional[str] = ..., blocks: _Optional[_Iterable[_Union[LftBlock, _Mapping]]] = ..., removed: _Optional[bool] = ...) -> None: ...
 
 class TablesHeader(_message.Message):
-    __slots__ = ("epoch", "since_epoch", "max_lid", "switches", "tables_sha256")
+    __slots__ = ("epoch", "since_epoch", "max_lid", "switches", "tables_sha256", "instance_id")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     SINCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_LID_FIELD_NUMBER: _ClassVar[int]
     SWITCHES_FIELD_NUMBER: _ClassVar[int]
     TABLES_SHA256_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     since_epoch: int
     max_lid: int
     switches: int
     tables_sha256: str
-    def __init__(self, epoch: _Optional[int] = ..., since_epoch: _Optional[int] = ..., max_lid: _Optional[int] = ..., switches: _Optional[int] = ..., tables_sha256: _Optional[str] = ...) -> None: ...
+    instance_id: str
+    def __init__(self, epoch: _Optional[int] = ..., since_epoch: _Optional[int] = ..., max_lid: _Optional[int] = ..., switches: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class GetTablesResponse(_message.Message):
     __slots__ = ("header", "switch")
