@@ -55,7 +55,7 @@ def test_empty_document_is_the_default_config():
         assert parse_config(text) == default_config()
     d = default_config()
     assert d.listen == "127.0.0.1:50051" and d.loopback_only
-    assert d.workers == 2 and d.algorithm == "dmodc" and d.lmc == 0
+    assert d.workers == 2 and d.algorithm == "dmodc" and d.lmc is None  # the fabric's LMC
     assert d.epoch_history == 8 and d.fabric is None and d.coalesce_ms == 20.0
     assert d.fabric_dirs == ()
     assert d.tls is None and d.mutating_identities == ()

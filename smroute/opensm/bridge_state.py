@@ -144,10 +144,13 @@ class DryRun:
 
 @dataclass
 class BridgeState:
-    """What the bridge keeps across restarts (besides the base fabric)."""
+    """What the bridge keeps across restarts (besides the base fabric);
+    ``write_failures``: failed writes of the LFT file by the running bridge
+    (a counter for operators: ``lfts_write_failures`` in the state file)."""
 
     down: DownSet = field(default_factory=DownSet)
     written_epoch: int = 0
+    write_failures: int = 0
 
 
 def write_state(d: Path, base: Fabric | None, state: BridgeState) -> None:
@@ -156,6 +159,7 @@ def write_state(d: Path, base: Fabric | None, state: BridgeState) -> None:
         "format": "smroute-bridge-state/2",
         "base_hash": base.content_hash if base is not None else None,
         "written_epoch": state.written_epoch,
+        "lfts_write_failures": state.write_failures,
         "down": {
             "switches": [f"{g:#018x}" for g in sorted(state.down.switches)],
             "cas": [f"{g:#018x}" for g in sorted(state.down.cas)],

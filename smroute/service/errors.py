@@ -4,13 +4,65 @@ The core (:mod:`smroute.service.core`) and the fabric sources raise
 :class:`ServiceError` with a :class:`Status`; the gRPC servicer maps the
 status to the RPC's status code in one place
 (:func:`smroute.service.servicer.status_code`).
+
+Request text echoed into a message goes through :func:`echo` (quoted,
+escaped like ``repr``, at most :data:`ECHO_CHARS` characters, with the full
+size named when cut); every message that leaves the daemon goes through
+:func:`bounded` (control characters escaped, at most :data:`MAX_MESSAGE_BYTES`
+UTF-8 bytes), so an error can never outgrow gRPC's 8 KiB metadata limit
+(which would turn it into RESOURCE_EXHAUSTED) nor carry raw bytes.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["ServiceError", "Status"]
+__all__ = ["ECHO_CHARS", "MAX_MESSAGE_BYTES", "ServiceError", "Status", "bounded", "echo",
+           "shown"]
+
+#: Characters of a request value an error message shows at most.
+ECHO_CHARS = 200
+#: UTF-8 bytes of an error message at most (gRPC percent-encodes non-ASCII
+#: bytes in the status trailer, 3 characters each: 2,000 bytes stay under 8 KiB).
+MAX_MESSAGE_BYTES = 2000
+
+
+def _size(value: str | bytes) -> int:
+    return len(value) if isinstance(value, bytes) else len(
+        value.encode("utf-8", errors="surrogatepass"))
+
+
+def echo(value: str | bytes, limit: int = ECHO_CHARS) -> str:
+    """``value`` as an error message shows it: ``repr``-quoted and escaped (no
+    raw control or undecodable bytes), cut to ``limit`` characters with
+    ``…(N bytes)`` naming the full size.  ``echo("a\\x00b")`` is ``'a\\x00b'``."""
+    cut = value[:limit]
+    shown = repr(cut)
+    if isinstance(cut, bytes):
+        shown = shown[1:]  # b'..' -> '..'
+    if len(cut) < len(value):
+        shown += f"…({_size(value)} bytes)"
+    return shown
+
+
+def shown(value: str) -> str:
+    """A name or path from a request as a message shows it: itself when short
+    and printable, else :func:`echo` of it."""
+    return value if len(value) <= ECHO_CHARS and value.isprintable() else echo(value)
+
+
+def bounded(message: str, max_bytes: int = MAX_MESSAGE_BYTES) -> str:
+    """``message`` with non-printable characters escaped (``\\n`` -> ``\\\\n``)
+    and cut to at most ``max_bytes`` UTF-8 bytes, ``…(N bytes)`` naming the
+    full size when cut."""
+    if not message.isprintable():
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    size = _size(message)
+    if size <= max_bytes:
+        return message
+    tail = f"…({size} bytes)"
+    keep = message.encode("utf-8", errors="surrogatepass")[:max_bytes - len(tail) - 3]
+    return keep.decode("utf-8", errors="ignore") + tail
 
 
 class Status(Enum):
@@ -27,9 +79,11 @@ class Status(Enum):
 
 
 class ServiceError(Exception):
-    """An expected request failure: ``status`` and a precise ``message``."""
+    """An expected request failure: ``status`` and a precise ``message``
+    (always :func:`bounded`)."""
 
     def __init__(self, status: Status, message: str) -> None:
+        message = bounded(message)
         super().__init__(message)
         self.status = status
         self.message = message

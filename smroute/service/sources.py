@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from smroute.errors import InputError
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
 from smroute.fabric.model import Fabric
-from smroute.service.errors import ServiceError, Status
+from smroute.service.errors import ServiceError, Status, echo, shown
 
 __all__ = [
     "MAX_DISCOVER_TIMEOUT_S",
@@ -75,6 +75,7 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
     """
     dirs = fabric_dirs
     real = check_fabric_path(path, dirs)
+    path = shown(path)  # as messages show it (the real path is opened)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(real, flags)
@@ -173,18 +174,22 @@ def check_fabric_path(path: str, fabric_dirs: Sequence[str]) -> str:
         raise ServiceError(Status.INVALID_ARGUMENT, "path is empty")
     if not fabric_dirs:
         raise ServiceError(Status.PERMISSION_DENIED,
-                           f"LoadFabric path {path}: server-side paths are disabled; set "
+                           f"LoadFabric path {shown(path)}: server-side paths are disabled; set "
                            "fabric_dirs in the config (or smroute serve --fabric-dir DIR), or "
                            "send the topology as topology_text")
     if "\0" in path or not os.path.isabs(path):
         raise ServiceError(Status.INVALID_ARGUMENT,
-                           f"LoadFabric path {path!r}: expected an absolute path on the server")
+                           f"LoadFabric path {echo(path)}: expected an absolute path on the "
+                           "server")
     real_dirs = [os.path.realpath(d) for d in fabric_dirs]
     real = os.path.realpath(path)
     if _inside_dirs(real, real_dirs) is not None:
         return real
+    written_inside = _inside_dirs(os.path.normpath(path),
+                                  [os.path.normpath(d) for d in fabric_dirs] + real_dirs)
+    path, real = shown(path), shown(real)  # as messages show them
     listed = ", ".join(fabric_dirs)
-    if _inside_dirs(os.path.normpath(path), [os.path.normpath(d) for d in fabric_dirs] + real_dirs):
+    if written_inside:
         # written inside a directory, but a symlink there leads out of it
         raise ServiceError(Status.PERMISSION_DENIED,
                            f"LoadFabric path {path} resolves to {real}, which is outside "
