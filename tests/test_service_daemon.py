@@ -383,8 +383,8 @@ def test_bad_requests(daemon: DaemonProc, client: SmrouteClient, fabric: Fabric)
     assert c == grpc.StatusCode.NOT_FOUND and "not in the history" in m
     for _ in range(6):  # push epoch 1 out of the history (6 kept)
         client.route()
-    c, m = _code(client.tables, since_epoch=1)
-    assert c == grpc.StatusCode.NOT_FOUND and "since_epoch" in m
+    full = client.tables(since_epoch=1)  # no longer kept: the full tables, never a delta
+    assert full.header.since_epoch == 0 and len(full.switches) == full.header.switches
     c, m = _code(client.tables, switch_guids=[0xBEEF])
     assert c == grpc.StatusCode.NOT_FOUND and "0x000000000000beef" in m
     c, m = _code(client.diff, 10_000, 0)
@@ -509,7 +509,8 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
 
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("listen: 127.0.0.1:0\nwokers: 2\n")
-    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--config", str(cfg)],
+    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--state", "none",
+                        "--config", str(cfg)],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2
     assert "wokers" in r.stderr and "Traceback" not in r.stderr
@@ -555,7 +556,8 @@ def test_unroutable_or_bad_configured_fabric_exit_codes(tmp_path: Path) -> None:
 
     bad = tmp_path / "bad.topo"
     bad.write_text("switchguid=0x10\nSwitch\t300 \"S-0001\"\n")
-    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--state", "none",
+                        "--listen", "127.0.0.1:0",
                         "--metrics-listen", "off", "--fabric", str(bad)],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "bad.topo:2:" in r.stderr and "Traceback" not in r.stderr
@@ -565,7 +567,8 @@ def test_unroutable_or_bad_configured_fabric_exit_codes(tmp_path: Path) -> None:
 
     lonely = tmp_path / "noswitch.topo"
     write_topology(f.with_removed(nodes=f.switches), lonely)
-    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--listen", "127.0.0.1:0",
+    r = subprocess.run([sys.executable, "-m", "smroute", "serve", "--state", "none",
+                        "--listen", "127.0.0.1:0",
                         "--metrics-listen", "off", "--fabric", str(lonely)],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 3 and "no switch" in r.stderr, r.stderr[-2000:]

@@ -50,6 +50,10 @@ def register(subparsers: Any) -> None:
                    help="Prometheus HTTP host:port, or 'off'")
     p.add_argument("--log-format", choices=("json", "text"))
     p.add_argument("--log-level", choices=LOG_LEVELS)
+    p.add_argument("--state", metavar="PATH",
+                   help="state database (SQLite) that survives restarts; 'none' keeps no "
+                   "state (default: the config's state.path, else /var/lib/smroute/state.db "
+                   "as root, $XDG_STATE_HOME/smroute/state.db otherwise)")
     p.add_argument("--ready-file", metavar="FILE",
                    help="write {address, pid, metrics} as JSON here once serving")
     p.set_defaults(func=cmd_serve)
@@ -85,6 +89,11 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
                 raise InputError(f"--fabric-dir {d}: {problem}")
             dirs.append(p)
         over["fabric_dirs"] = tuple(dirs)
+    if getattr(args, "state", None) is not None:
+        from smroute.service.config import StateConfig
+
+        path = None if args.state.strip().lower() in ("", "none") else Path(args.state).resolve()
+        over["state"] = StateConfig(path=path, keep_epochs=cfg.state.keep_epochs)
     if args.metrics_listen is not None:
         over["metrics_listen"] = None if args.metrics_listen == "off" else args.metrics_listen
     try:

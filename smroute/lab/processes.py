@@ -170,15 +170,18 @@ class DaemonProcess:
     discovers the simulated fabric) and is stopped with its process group;
     otherwise SIGTERM goes to the daemon itself, which drains and stops its
     workers.  ``metrics_listen``, ``log_format`` and ``log_level`` are passed
-    on; ``extra_args`` follow (``--fabric``, ``--config``, ...).
+    on; ``extra_args`` follow (``--fabric``, ``--config``, ...).  ``state``:
+    the state database (``--state``; default ``workdir/state.db``, so a
+    restart in the same ``workdir`` resumes; ``"none"``: keep no state).
+    :meth:`kill` is ``kill -9`` (no shutdown at all).
     """
 
     def __init__(self, sim: IbSim | None, workdir: str | os.PathLike[str], *,
                  workers: int = 1, extra_args: tuple[str, ...] = (),
                  listen: str = "127.0.0.1:0", metrics_listen: str = "off",
                  log_format: str = "text", log_level: str | None = None,
-                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
-                 ) -> None:
+                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                 state: str | os.PathLike[str] | None = None) -> None:
         self.sim = sim
         self.listen = listen
         self.workdir = Path(workdir).resolve()
@@ -189,6 +192,7 @@ class DaemonProcess:
         self.log_level = log_level
         self.env = env
         self.cwd = Path(cwd) if cwd is not None else self.workdir
+        self.state = str(state) if state is not None else str(self.workdir / "state.db")
         self.ready = self.workdir / "daemon-ready.json"
         self.out = self.workdir / "daemon.out"
         self.address = ""
@@ -230,7 +234,8 @@ class DaemonProcess:
             self.ready.unlink()
         cmd = [sys.executable, "-m", "smroute", "serve", "--listen", self.listen,
                "--ready-file", str(self.ready), "--metrics-listen", self.metrics_listen,
-               "--workers", str(self.workers), "--log-format", self.log_format]
+               "--workers", str(self.workers), "--log-format", self.log_format,
+               "--state", self.state]
         if self.log_level is not None:
             cmd += ["--log-level", self.log_level]
         cmd += list(self.extra_args)
@@ -258,6 +263,19 @@ class DaemonProcess:
                 self.stop()
                 raise ToolTimeoutError(f"smroute serve: not ready within {timeout:g} s")
             time.sleep(0.05)
+
+    def kill(self) -> int | None:
+        """SIGKILL the daemon's process group (``kill -9``: no shutdown, no
+        flush; what the state database must survive); returns the exit status."""
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        if self._out_fh is not None:
+            self._out_fh.close()
+            self._out_fh = None
+        return None if proc is None else proc.returncode
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful; the whole group under ``ibsim-run``), SIGKILL of

@@ -7,8 +7,9 @@ Used by tests, benchmarks and the OpenSM bridge::
         ep = c.route()
         snap = c.tables()                      # every switch, checksum verified
         out = c.apply_faults([link_down(0x...., 3)])
-        delta = c.tables(since_epoch=ep.id)    # only the changed 64-LID blocks
-        tables = delta.patch(snap.tables)      # == c.tables(out.epoch.id).tables
+        delta = c.tables(since_epoch=ep.id, since_instance=ep.instance_id)
+        tables = delta.patch(snap.tables)      # == c.tables(out.epoch.id).tables, verified
+        header, tables = c.tables_update(snap.tables, ep.id, since_instance=ep.instance_id)
         for e in c.watch():                    # committed epochs, current first
             ...
 
@@ -75,7 +76,8 @@ def ca_up(guid: int) -> pb.FaultEvent:
 
 
 class TablesChecksumError(Exception):
-    """A full GetTables stream did not match its header's checksum."""
+    """A GetTables stream (full, or a delta once patched) did not match its
+    header's checksum."""
 
 
 @dataclass(frozen=True)
@@ -117,9 +119,29 @@ class TablesSnapshot:
             raise TablesChecksumError(
                 f"epoch {self.epoch}: tables checksum {got} != header {self.header.tables_sha256}")
 
-    def patch(self, old: ForwardingTables) -> ForwardingTables:
+    def patch(self, old: ForwardingTables, *, verify: bool = True) -> ForwardingTables:
         """Apply a ``since_epoch`` stream to the tables of that epoch: changed
-        blocks replaced, new switches added, removed switches dropped."""
+        blocks replaced, new switches added, removed switches dropped.  A full
+        stream (``header.since_epoch`` 0: the daemon restarted, or that epoch
+        is no longer kept) is the new tables by itself.  ``verify``: check the
+        result against ``header.tables_sha256`` (:class:`TablesChecksumError`:
+        ``old`` was not the tables of ``since_epoch``; fetch in full, as
+        :meth:`SmrouteClient.tables_update` does); off for a stream restricted
+        to some switches."""
+        if not self.header.since_epoch:
+            if verify:
+                self.verify()
+            return self.tables
+        new = self._patched(old)
+        if verify:
+            got = table_checksum(new)
+            if got != self.header.tables_sha256:
+                raise TablesChecksumError(
+                    f"epoch {self.epoch} patched from epoch {self.header.since_epoch}: "
+                    f"checksum {got} != header {self.header.tables_sha256}")
+        return new
+
+    def _patched(self, old: ForwardingTables) -> ForwardingTables:
         width = int(self.header.max_lid) + 1
         nb = -(-width // BLOCK)
         removed = {int(s.guid) for s in self.switches if s.removed}
@@ -224,16 +246,22 @@ class SmrouteClient:
             req.lmc = lmc
         return self.stub.Route(req, timeout=self.timeout).epoch
 
-    def get_epoch(self, epoch: int = 0) -> pb.Epoch:
-        """Epoch ``epoch`` (0 = current)."""
-        return self.stub.GetEpoch(pb.GetEpochRequest(epoch=epoch), timeout=self.timeout)
+    def get_epoch(self, epoch: int = 0, *, include_down_items: bool = False) -> pb.Epoch:
+        """Epoch ``epoch`` (0 = current); ``include_down_items``: with every item
+        down in it (``Epoch.down_items``)."""
+        return self.stub.GetEpoch(pb.GetEpochRequest(epoch=epoch,
+                                                     include_down_items=include_down_items),
+                                  timeout=self.timeout)
 
     def tables(self, epoch: int = 0, *, switch_guids: Sequence[int] = (), since_epoch: int = 0,
-               verify: bool = True) -> TablesSnapshot:
-        """One GetTables stream.  ``verify``: check the checksum when the stream
-        is full and unfiltered (raises :class:`TablesChecksumError`)."""
+               since_instance: str = "", verify: bool = True) -> TablesSnapshot:
+        """One GetTables stream (``since_instance``: the instance ``since_epoch``
+        came from; the daemon answers a full stream if it is not its own).
+        ``verify``: check the checksum when the stream is full and unfiltered
+        (raises :class:`TablesChecksumError`)."""
         it = self.stub.GetTables(pb.GetTablesRequest(epoch=epoch, switch_guids=switch_guids,
-                                                     since_epoch=since_epoch),
+                                                     since_epoch=since_epoch,
+                                                     since_instance=since_instance),
                                  timeout=self.timeout)
         header: pb.TablesHeader | None = None
         items: list[pb.SwitchTable] = []
@@ -248,9 +276,25 @@ class SmrouteClient:
             raise TablesChecksumError(f"epoch {header.epoch}: {len(items)} switch messages, "
                                       f"header announced {header.switches}")
         snap = TablesSnapshot(header, tuple(items))
-        if verify and not switch_guids and not since_epoch:
+        if verify and not switch_guids and not header.since_epoch:
             snap.verify()
         return snap
+
+    def tables_update(self, old: ForwardingTables, since_epoch: int, *,
+                      since_instance: str = "", epoch: int = 0
+                      ) -> tuple[pb.TablesHeader, ForwardingTables]:
+        """The tables of ``epoch`` (0 = current) from ``old``, the tables of
+        ``since_epoch`` of instance ``since_instance``: only the changed blocks
+        are sent and patched onto ``old``; the result is checked against the
+        published checksum, and fetched in full if it does not match (or if the
+        daemon sends the full tables: restarted, epoch no longer kept).
+        Returns the header of the epoch served and its tables."""
+        snap = self.tables(epoch, since_epoch=since_epoch, since_instance=since_instance)
+        try:
+            return snap.header, snap.patch(old)
+        except TablesChecksumError:  # old was not that epoch's tables
+            full = self.tables(epoch)
+            return full.header, full.tables
 
     def apply_faults(self, events: Iterable[pb.FaultEvent], *, dry_run: bool = False,
                      max_entries: int = 0) -> pb.ApplyFaultsResponse:

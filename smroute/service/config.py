@@ -50,9 +50,11 @@ from smroute.service.settings import (
     LimitsConfig,
     ListenAddress,
     ServiceConfig,
+    StateConfig,
     TlsConfig,
     _Bad,
     default_config,
+    default_state_path,
     format_size,
     parse_listen,
     parse_size,
@@ -65,6 +67,7 @@ __all__ = [
     "TlsConfig",
     "LimitsConfig",
     "ServiceConfig",
+    "StateConfig",
     "ListenAddress",
     "parse_listen",
     "parse_size",
@@ -217,7 +220,12 @@ _LIMITS: dict[str, Callable[[Any], Any]] = {
     "max_watchers": _v_int(1, 100_000),
     "analyze_max_hosts": _v_int(1, 10_000_000),
 }
-_SECTIONS = {"tls": _TLS, "limits": _LIMITS}
+_STATE: dict[str, Callable[[Any], Any]] = {
+    "path": lambda v: None if v is None or str(v).strip().lower() in ("", "none")
+    else default_state_path() if v == "default" else _v_path(False)(v),
+    "keep_epochs": _v_int(1, 10_000),
+}
+_SECTIONS = {"tls": _TLS, "limits": _LIMITS, "state": _STATE}
 _PATH_KEYS = ("fabric", "tls.cert", "tls.key", "tls.client_ca")
 
 
@@ -377,6 +385,11 @@ def _parse(text: str, source: str, base_dir: Path | None
             top["tls"] = tls_cfg
         if "limits" in sections:
             top["limits"] = LimitsConfig(**sections["limits"])
+        if "state" in sections:  # a relative path: against the file's directory
+            sp = sections["state"].get("path")
+            if base_dir is not None and isinstance(sp, Path) and not sp.is_absolute():
+                sections["state"]["path"] = base_dir / sp
+            top["state"] = StateConfig(**sections["state"])
         cfg = ServiceConfig(**top)
     except ConfigError as err:
         line = lines.get(err.key or "", lines.get((err.key or "").partition(".")[0]))

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -57,7 +57,9 @@ class Epoch:
     phases plus ``degrade``, ``diff``, ``commit``); faults: the batch that led
     to it; down: ``(links, switches, cas)`` counts of down items in force;
     committed_at: wall-clock seconds since the epoch; diff: against the parent
-    (``None`` for the first epoch or after a new fabric was loaded).
+    (``None`` for the first epoch or after a new fabric was loaded);
+    instance: the serving daemon's instance id; resumed: read from the state
+    database at start rather than computed by this instance.
     """
 
     id: int
@@ -74,6 +76,8 @@ class Epoch:
     committed_at: float
     diff: TableDiff | None = None
     down_items: frozenset[tuple[str, int, int]] = field(default_factory=frozenset)
+    instance: str = ""
+    resumed: bool = False
 
     @property
     def tables(self) -> ForwardingTables:
@@ -132,7 +136,9 @@ class EpochStore:
     ``commit`` appends and wakes every waiter; ``current`` is one reference
     read; ``get(id)`` raises ``KeyError`` for ids no longer (or not yet) kept.
     Validation results: :meth:`set_validation` / :meth:`validation` /
-    :meth:`wait_validation`.
+    :meth:`wait_validation`; :attr:`on_validation` (if set) is called with each
+    result set (the state database records it).  :meth:`resume` installs an
+    epoch read back from the state database.
     """
 
     def __init__(self, history: int = 8) -> None:
@@ -145,6 +151,7 @@ class EpochStore:
         self._cond = threading.Condition()
         self._validation: dict[int, Validation | str] = {}
         self.closed = False
+        self.on_validation: Callable[[int, Validation | str], None] | None = None
 
     @property
     def current(self) -> Epoch | None:
@@ -182,6 +189,17 @@ class EpochStore:
             self._trim()
             self._cond.notify_all()
             return ep
+
+    def resume(self, ep: Epoch, validation: Validation | str, next_id: int) -> None:
+        """Make ``ep`` (an epoch resumed from the state database) the current and
+        only epoch with its recorded ``validation``; the next commit gets
+        ``max(next_id, ep.id + 1)``."""
+        with self._cond:
+            self._epochs = deque([ep])
+            self._current = ep
+            self._validation = {ep.id: validation}
+            self._next_id = max(next_id, ep.id + 1)
+            self._cond.notify_all()
 
     def _trim(self) -> None:
         while len(self._epochs) > self._history:
@@ -228,9 +246,12 @@ class EpochStore:
     def set_validation(self, epoch_id: int, v: Validation | str) -> None:
         """Attach a validation result (or ``"skipped: why"``) to a kept epoch."""
         with self._cond:
-            if epoch_id in self._validation:
+            kept = epoch_id in self._validation
+            if kept:
                 self._validation[epoch_id] = v
             self._cond.notify_all()
+        if kept and self.on_validation is not None:
+            self.on_validation(epoch_id, v)
 
     def validation(self, epoch_id: int) -> Validation | str:
         """The result, ``"pending"`` or ``"skipped: ..."``."""

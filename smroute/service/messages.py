@@ -24,6 +24,7 @@ from smroute.tables.lft import BLOCK
 __all__ = [
     "changes_msg",
     "diff_summary_msg",
+    "down_items_msgs",
     "epoch_msg",
     "events_from_msgs",
     "fabric_summary_msg",
@@ -93,8 +94,17 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
         validation=_validation_msg(validation if validation is not None else "skipped"),
         diff_from_parent=diff_summary_msg(ep.diff),
         routing_mode=ep.result.mode, routing_mode_reason=ep.result.mode_reason,
-        turn_lids=ep.result.turn_lids,
+        turn_lids=ep.result.turn_lids, instance_id=ep.instance, resumed=ep.resumed,
     )
+
+
+def down_items_msgs(ep: Epoch) -> list[pb.FaultEvent]:
+    """Every item down in ``ep`` as a ``*_DOWN`` event (links by their first
+    end), sorted (``GetEpoch(include_down_items)``)."""
+    kinds = {"link": pb.FaultEvent.LINK_DOWN, "switch": pb.FaultEvent.SWITCH_DOWN,
+             "ca": pb.FaultEvent.CA_DOWN}
+    return [pb.FaultEvent(kind=kinds[k], node_guid=g, port=p)
+            for k, g, p in sorted(ep.down_items)]
 
 
 def fabric_summary_msg(f: Fabric, source: str) -> pb.FabricSummary:
@@ -212,7 +222,7 @@ def table_messages(ep: Epoch, guids: Sequence[int], since: Epoch | None
             t.switch_guid[r]))}
     header = pb.TablesHeader(epoch=ep.id, since_epoch=since.id if since else 0,
                              max_lid=t.max_lid, switches=len(blocks_of) + len(removed),
-                             tables_sha256=ep.tables_sha256)
+                             tables_sha256=ep.tables_sha256, instance_id=ep.instance)
 
     def gen() -> Iterator[pb.SwitchTable]:
         rows = list(blocks_of)

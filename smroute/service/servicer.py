@@ -7,6 +7,7 @@ INTERNAL (logged with its traceback) and the daemon keeps serving.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import traceback
@@ -23,6 +24,7 @@ from smroute.service.errors import ServiceError, Status
 from smroute.service.messages import (
     changes_msg,
     diff_summary_msg,
+    down_items_msgs,
     epoch_msg,
     events_from_msgs,
     fabric_summary_msg,
@@ -150,7 +152,10 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
     @_unary("GetEpoch")
     def GetEpoch(self, request: pb.GetEpochRequest, context: grpc.ServicerContext) -> pb.Epoch:
         ep = self.core.epoch(request.epoch)
-        return epoch_msg(ep, self.core.store.validation(ep.id))
+        msg = epoch_msg(ep, self.core.store.validation(ep.id))
+        if request.include_down_items:
+            msg.down_items.extend(down_items_msgs(ep))
+        return msg
 
     @_stream("GetTables", "tables")
     def GetTables(self, request: pb.GetTablesRequest, context: grpc.ServicerContext
@@ -158,12 +163,11 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         core = self.core
         ep = core.epoch(request.epoch)
         since = None
-        if request.since_epoch:
-            try:
+        # a since_epoch of another instance (a restart) or no longer kept: the
+        # full tables (header.since_epoch 0), never a delta against other tables
+        if request.since_epoch and request.since_instance in ("", ep.instance):
+            with contextlib.suppress(KeyError):
                 since = core.store.get(request.since_epoch)
-            except KeyError as err:
-                raise ServiceError(Status.NOT_FOUND,
-                                   f"since_epoch: {err.args[0]}; fetch the full tables") from None
         header, items = table_messages(ep, list(request.switch_guids), since)
         yield pb.GetTablesResponse(header=header)
         for item in items:

@@ -27,8 +27,10 @@ __all__ = [
     "ListenAddress",
     "MAX_CONFIG_BYTES",
     "ServiceConfig",
+    "StateConfig",
     "TlsConfig",
     "default_config",
+    "default_state_path",
     "format_size",
     "parse_listen",
     "parse_size",
@@ -344,6 +346,42 @@ class LimitsConfig:
                 key="limits.max_topology_bytes")
 
 
+def default_state_path(env: dict[str, str] | None = None, uid: int | None = None) -> Path:
+    """Where the state database lives by default: ``$STATE_DIRECTORY/state.db``
+    (systemd's ``StateDirectory=``), else ``/var/lib/smroute/state.db`` for
+    root, else ``$XDG_STATE_HOME/smroute/state.db`` (``~/.local/state``)."""
+    env = dict(os.environ) if env is None else env
+    uid = os.geteuid() if uid is None else uid
+    if env.get("STATE_DIRECTORY"):
+        return Path(env["STATE_DIRECTORY"].split(":")[0]) / "state.db"
+    if uid == 0:
+        return Path("/var/lib/smroute/state.db")
+    xdg = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(xdg) / "smroute" / "state.db"
+
+
+@dataclass(frozen=True)
+class StateConfig:
+    """The durable state database (:mod:`smroute.service.store`): ``path``, an
+    SQLite file (``None`` = off: nothing survives a restart; the strings
+    ``""`` and ``"none"`` mean ``None`` too, ``"default"``
+    :func:`default_state_path`); ``keep_epochs``: committed
+    epochs (metadata and tables) kept in it, 1..10000."""
+
+    path: Path | None = field(default_factory=default_state_path)
+    keep_epochs: int = 8
+
+    def __post_init__(self) -> None:
+        p = self.path
+        if isinstance(p, str):
+            p = (None if p.strip().lower() in ("", "none") else default_state_path()
+                 if p == "default" else Path(p))
+            object.__setattr__(self, "path", p)
+        if p is not None and (not isinstance(p, Path) or "\0" in str(p)):
+            raise _fail("state.path", "a file path, or none to keep no state", p)
+        _check_int("state.keep_epochs", self.keep_epochs, 1, 10_000)
+
+
 #: Config keys naming OpenSM guid files (roles overrides).
 GUID_FILE_KEYS = ("root_guid_file", "cn_guid_file", "io_guid_file")
 
@@ -370,7 +408,7 @@ class ServiceConfig:
     ``allow_insecure_mutations``).  ``allow_insecure_listen``: permit a
     non-loopback listener without TLS.  ``metrics_listen``: Prometheus HTTP
     ``host:port`` or ``None`` (off).  ``shutdown_grace_s``: seconds SIGTERM
-    waits for streams to drain.
+    waits for streams to drain.  ``state``: the durable state database.
     """
 
     listen: str = "127.0.0.1:50051"
@@ -393,6 +431,7 @@ class ServiceConfig:
     log_level: str = "info"
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     shutdown_grace_s: float = 5.0
+    state: StateConfig = field(default_factory=StateConfig)
 
     def __post_init__(self) -> None:
         try:
@@ -439,6 +478,8 @@ class ServiceConfig:
         if not isinstance(self.limits, LimitsConfig):
             raise _fail("limits", "a LimitsConfig", self.limits)
         _check_float("shutdown_grace_s", self.shutdown_grace_s, 0.0, 3600.0)
+        if not isinstance(self.state, StateConfig):
+            raise _fail("state", "a StateConfig", self.state)
         # cross-field rules
         if ids and (self.tls is None or not self.tls.mutual):
             raise ConfigError(
