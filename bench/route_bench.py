@@ -4,6 +4,12 @@ Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
+        [--algorithm dmodc,nmodc] [--remove-links N [--seed S]]
+
+``--algorithm``: one or several routing algorithms (comma-separated), each
+timed on the same fabric and pool; the ratio to the first is printed.
+``--remove-links``: time a degraded tree (N random switch-to-switch links
+removed, seeded).
 
 ``--agg`` puts a SHARP aggregation node on every switch (what real Quantum
 fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
@@ -14,13 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
+import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.routing.engine import route
+from smroute.routing.engine import ALGORITHMS, route
 from smroute.routing.pool import RoutePool
 
 #: OpenSM 3.3.23 routing phase on the 11,664-host PGFT (DESIGN.md, measured on ibsim).
@@ -40,7 +48,7 @@ def _status_kib(pid: int, key: str) -> int:
     return 0
 
 
-def job_memory_mib(pool: RoutePool, fabric, pids: list[int]) -> float:
+def job_memory_mib(pool: RoutePool, fabric, pids: list[int], algorithm: str = "dmodc") -> float:
     """Peak memory a routing job adds, summed over the parent and the workers:
     each process's peak RSS is reset (``/proc/PID/clear_refs`` 5) before the
     job, and (peak - resident before) is summed.  Shared table pages touched
@@ -50,33 +58,51 @@ def job_memory_mib(pool: RoutePool, fabric, pids: list[int]) -> float:
         with open(f"/proc/{pid}/clear_refs", "w") as fh:
             fh.write("5")
         base[pid] = _status_kib(pid, "VmRSS")
-    route(fabric, pool=pool, labels=False)
+    route(fabric, algorithm=algorithm, pool=pool, labels=False)
     return sum(max(0, _status_kib(pid, "VmHWM") - base[pid]) for pid in pids) / 1024
 
 
-def bench(name: str, runs: int, workers: int, agg: bool = False) -> None:
+def bench(name: str, runs: int, workers: int, agg: bool = False,
+          algorithms: tuple[str, ...] = ("dmodc",), remove_links: int = 0,
+          seed: int = 1) -> None:
     h, m, w, p = SHAPES[name]
     fabric = pgft(h, m, w, p)
     n_hosts = len(fabric.cas)
     if agg:
         fabric = with_aggregation_nodes(fabric)
+    if remove_links:
+        fabric, _ = degrade(fabric, np.random.default_rng(seed), links=remove_links)
+        print(f"degraded: {remove_links} random switch-to-switch links removed (seed {seed})")
+    first = None
+    for alg in algorithms:
+        med = _bench_one(name, fabric, n_hosts, runs, workers, agg, alg, (h, m, w, p),
+                         bool(remove_links))
+        first = first if first is not None else med
+        if len(algorithms) > 1:
+            print(f"  {alg} / {algorithms[0]}: {med / first:.2f}x")
+
+
+def _bench_one(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool,
+               alg: str, shape: tuple, degraded: bool) -> float:
+    h, m, w, p = shape
     with RoutePool(workers) as pool:
-        route(fabric, pool=pool, labels=False)  # warm-up
+        route(fabric, algorithm=alg, pool=pool, labels=False)  # warm-up
         timings: list[dict[str, float]] = []
         for _ in range(runs):
-            res = route(fabric, pool=pool, labels=False)
+            res = route(fabric, algorithm=alg, pool=pool, labels=False)
             timings.append(res.timings)
             n_lids, table_mib = len(res.dest.lid), res.tables.nbytes() / 2**20
             del res  # release this table's shared mapping before the next run
         pids = [os.getpid()] + list(pool.worker_pids())
         try:
-            job_mib: float | None = job_memory_mib(pool, fabric, pids)
+            job_mib: float | None = job_memory_mib(pool, fabric, pids, alg)
         except OSError:
             job_mib = None
     totals = [sum(t.values()) for t in timings]
     med = statistics.median(totals)
     phases = {k: statistics.median(t[k] for t in timings) for k in timings[0]}
-    print(f"PGFT(3;{','.join(map(str, m))};{','.join(map(str, w))};{','.join(map(str, p))}): "
+    j = ",".join
+    print(f"{alg}: PGFT(3;{j(map(str, m))};{j(map(str, w))};{j(map(str, p))}): "
           f"{n_hosts} hosts, {len(fabric.switches)} switches, "
           + (f"{len(fabric.cas) - n_hosts} aggregation nodes, " if agg else "")
           + f"{n_lids} LIDs, table {table_mib:.1f} MiB")
@@ -86,9 +112,10 @@ def bench(name: str, runs: int, workers: int, agg: bool = False) -> None:
     if job_mib is not None:
         print(f"  memory added by one routing job (parent + workers, peak): {job_mib:.0f} MiB "
               f"= {job_mib / table_mib:.2f} x the table")
-    if name == "11664" and not agg:
+    if name == "11664" and not agg and not degraded:
         print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
-              f"-> Dmodc is {OPENSM_FTREE_11664_S / med:.0f}x faster")
+              f"-> {alg} is {OPENSM_FTREE_11664_S / med:.0f}x faster")
+    return med
 
 
 def main() -> None:
@@ -98,12 +125,22 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="also the 40,960-host tree")
     ap.add_argument("--agg", action="store_true",
                     help="an aggregation node on every switch (SHARP, as on Quantum switches)")
+    ap.add_argument("--algorithm", default="dmodc",
+                    help=f"comma-separated, of {', '.join(ALGORITHMS)} (default dmodc)")
+    ap.add_argument("--remove-links", type=int, default=0, metavar="N",
+                    help="remove N random switch-to-switch links first")
+    ap.add_argument("--seed", type=int, default=1, help="seed of --remove-links")
     args = ap.parse_args()
+    algs = tuple(a.strip() for a in args.algorithm.split(",") if a.strip())
+    bad = [a for a in algs if a not in ALGORITHMS]
+    if bad or not algs:
+        sys.exit(f"route_bench.py: --algorithm: expected some of {', '.join(ALGORITHMS)}, "
+                 f"got {args.algorithm!r}")
     print(f"machine: {machine()}")
     t = time.perf_counter()
-    bench("11664", args.runs, args.workers, args.agg)
+    bench("11664", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed)
     if args.big:
-        bench("40960", args.runs, args.workers, args.agg)
+        bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed)
     print(f"(benchmark wall time {time.perf_counter() - t:.1f} s)")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from smroute.cli.progress import Progress
 from smroute.errors import InputError
-from smroute.lab.sidebyside import ENGINES
+from smroute.lab.sidebyside import DEFAULT_ENGINES, ENGINES
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
 from smroute.study.results import (
@@ -53,8 +53,9 @@ def register(subparsers: Any) -> None:
                    help="switch, link or both comma-separated (default: switch)")
     d.add_argument("--throws", type=int, default=30, help="throws per mode (default: 30)")
     d.add_argument("--seed", type=int, default=1, help="study seed (default: 1)")
-    d.add_argument("--engines", default=",".join(ENGINES),
-                   help=f"comma-separated, from {','.join(ENGINES)} (default: all)")
+    d.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
+                   help=f"comma-separated, from {','.join(ENGINES)} (default: "
+                        f"{','.join(DEFAULT_ENGINES)})")
     d.add_argument("--workers", type=int, default=2, help="local processes (default: 2)")
     d.add_argument("--scheduler", metavar="ADDR",
                    help="Dask scheduler address (tcp://host:port) instead of local processes")

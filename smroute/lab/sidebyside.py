@@ -5,8 +5,8 @@ the real OpenSM once per engine against it (each run dumps
 ``opensm-lfts.dump`` and logs its routing time), then discovers the fabric
 with the real ``ibnetdiscover`` -- OpenSM assigned the LIDs, so Dmodc routes
 this discovered view and every table set addresses the same LIDs -- routes
-it with Dmodc and computes every metric of :mod:`smroute.analysis.compare`
-for all of them.
+it with Dmodc (and Nmodc when asked) and computes every metric of
+:mod:`smroute.analysis.compare` for all of them.
 
 Any fabric: a generated one is written as an ibsim net file; a real capture
 can be booted as it is (``capture=``), with a fall-back to the written file
@@ -76,7 +76,9 @@ from smroute.tables.lft import ForwardingTables
 
 __all__ = [
     "OPENSM_ENGINES",
+    "SMROUTE_ENGINES",
     "ENGINES",
+    "DEFAULT_ENGINES",
     "EngineRun",
     "SideBySide",
     "Simulation",
@@ -89,8 +91,12 @@ __all__ = [
 
 #: OpenSM engines compared (those meant for fat-trees or any topology).
 OPENSM_ENGINES = ("ftree", "updn", "minhop", "dfsssp", "sssp")
+#: smroute's own algorithms (routed in-process on the discovered fabric).
+SMROUTE_ENGINES = ("dmodc", "nmodc")
 #: Every engine name :func:`run_side_by_side` accepts.
-ENGINES = ("dmodc", *OPENSM_ENGINES)
+ENGINES = (*SMROUTE_ENGINES, *OPENSM_ENGINES)
+#: The study's engines unless asked otherwise (Nmodc on request while it is developed).
+DEFAULT_ENGINES = ("dmodc", *OPENSM_ENGINES)
 #: OpenSM log flags used: 0x47 = ERROR | INFO | VERBOSE (routing-time
 #: markers) | ROUTING (writes opensm-lfts.dump); includes the issue's 0x43.
 LOG_FLAGS = DEFAULT_LOG_FLAGS
@@ -308,6 +314,20 @@ def _hosts_order(disc: Fabric, view: RoutingView, topo: npt.NDArray[np.int64] | 
     return np.concatenate([first, rest]).astype(np.int64), "dmodc"
 
 
+def _route_in_process(disc: Fabric, algorithm: str, run: EngineRun,
+                      clock: Callable[[], float]) -> None:
+    """Route ``disc`` with one of smroute's algorithms into ``run``."""
+    try:
+        t0 = clock()
+        res = route(disc, algorithm=algorithm, workers=1, labels=False)
+    except SmrouteError as err:
+        run.status, run.error = "failed", str(err).splitlines()[0]
+        return
+    run.tables, run.routing_seconds = res.tables, res.total_seconds
+    run.wall_seconds = clock() - t0
+    run.note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
+
+
 def run_side_by_side(
     fabric: Fabric,
     workdir: str | Path,
@@ -337,7 +357,7 @@ def run_side_by_side(
     if order not in ("topo", "guid"):
         raise SmrouteError(f"unknown order {order!r}; expected topo or guid")
     try:
-        sim = simulate(fabric, workdir, [e for e in engines if e != "dmodc"],
+        sim = simulate(fabric, workdir, [e for e in engines if e not in SMROUTE_ENGINES],
                        timeout=opensm_timeout, capture=capture, clock=clock)
     except (SmrouteError, OSError) as err:
         msg = f"cannot simulate the fabric: {_first_line(str(err))}"
@@ -368,6 +388,9 @@ def run_side_by_side(
             runs["dmodc"].routing_seconds = res.total_seconds
             runs["dmodc"].wall_seconds = dm_seconds
             runs["dmodc"].note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
+    for e in SMROUTE_ENGINES[1:]:
+        if e in runs:
+            _route_in_process(disc, e, runs[e], clock)
     tables = {e: r.tables for e, r in runs.items() if r.tables is not None}
     any_t = res.tables if res is not None else next(iter(tables.values()), None)
     if any_t is None:

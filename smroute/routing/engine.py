@@ -8,6 +8,10 @@ by default) so callers and tests control it.
 Modes (``RoutingResult.mode``), chosen automatically from the fabric's roles
 and said in every result:
 
+Algorithms (:data:`ALGORITHMS`): ``dmodc`` (the paper), ``nmodc`` (Dmodc
+with nominal slots for degraded trees, :mod:`smroute.routing.nominal`: the
+same tables on a complete PGFT, the same modes and guarantees) and ``dmodk``.
+
 * ``tree``: Dmodc over the leaves and ranks of the roles.
 * ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
   path in the tree (an aggregation node or host on a spine talking to one on
@@ -34,7 +38,7 @@ from smroute.errors import RoutingError
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
-from smroute.routing import dmodc, dmodk
+from smroute.routing import dmodc, dmodk, nominal
 from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
@@ -43,7 +47,9 @@ from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["ALGORITHMS", "RoutingResult", "route", "unrouted_connected", "validate_result"]
 
-ALGORITHMS = ("dmodc", "dmodk")
+ALGORITHMS = ("dmodc", "dmodk", "nmodc")
+#: Algorithms built on Dmodc's costs, closer groups and modes (pool, turns).
+_DMODC_LIKE = ("dmodc", "nmodc")
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +134,7 @@ def route(
         raise RoutingError("no switch has an end-port attached: nothing to route")
     t1 = clock()
     timings["rank"] = t1 - t0
-    c, pi = dmodc.costs_and_dividers(g)
+    c, pi = _costs(algorithm, g)
     t2 = clock()
     timings["costs"] = t2 - t1
     nids = dmodc.topological_nids(g, c)
@@ -136,7 +142,7 @@ def route(
     t3 = clock()
     timings["nids"] = t3 - t2
 
-    own = pool is None and algorithm == "dmodc"
+    own = pool is None and algorithm in _DMODC_LIKE
     p = pool if pool is not None else RoutePool(workers) if own else None
     check: SwitchGraph | None = None
     turn_lids = 0
@@ -144,7 +150,7 @@ def route(
         ports = _tables(fabric, algorithm, p, g, c, pi, dest)
         t4 = clock()
         timings["routes"] = t4 - t3
-        need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm == "dmodc"
+        need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm in _DMODC_LIKE
                 else np.zeros(0, bool))
         if need.any():
             roots = turn_roots(g)
@@ -158,7 +164,7 @@ def route(
                 reason = ("the tree's routes through the turn root are not all up*/down* "
                           "towards it: routed every destination up*/down* towards it")
                 g = g2
-                c, pi = dmodc.costs_and_dividers(g)
+                c, pi = _costs(algorithm, g)
                 nids = dmodc.topological_nids(g, c)
                 dest = dmodc.destinations(g, nids, lmc=lmc)
                 ports = _tables(fabric, algorithm, p, g, c, pi, dest)
@@ -220,7 +226,16 @@ def _tables(
     if algorithm == "dmodk":
         return dmodk.route_tables(fabric, g, c, pi, dest)
     assert pool is not None
+    if algorithm == "nmodc":
+        return pool.route(g, c, pi, dest, slots=nominal.packed_slots(nominal.nominal_slots(g)))
     return pool.route(g, c, pi, dest)
+
+
+def _costs(algorithm: str, g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Encoded costs ``(S, S)`` and the dividers ``(S,)`` of ``algorithm``
+    (Nmodc's are the nominal ones)."""
+    return nominal.costs_and_dividers(g) if algorithm == "nmodc" else (
+        dmodc.costs_and_dividers(g))
 
 
 def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:

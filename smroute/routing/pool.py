@@ -26,6 +26,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from smroute.routing import nominal
 from smroute.routing.dmodc import Destinations, route_block, route_context
 from smroute.routing.topology import SwitchGraph
 
@@ -121,9 +122,14 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> 
     dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
     table = a["table"]
     ctx = route_context(a["c"], dest)
+    slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
     for s in range(lo, hi, block):
         e = min(s + block, hi)
-        route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
+        if slots is None:
+            route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
+        else:
+            nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
+                                ctx)
 
 
 def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
@@ -171,12 +177,14 @@ class RoutePool:
             self._ex = None
 
     def route(
-        self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations
+        self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+        slots: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Route table of every switch, shape ``(S, max_lid + 1)`` uint8."""
+        """Route table of every switch, shape ``(S, max_lid + 1)`` uint8: Dmodc's,
+        or Nmodc's with ``slots`` (:func:`smroute.routing.nominal.packed_slots`)."""
         n = g.n_switches
         width = dest.max_lid + 1
-        with self._shared(g, c, pi, dest, (n, width)) as shared:
+        with self._shared(g, c, pi, dest, (n, width), slots) as shared:
             if self._ex is None or n < 2 * self.workers:
                 _route_rows(shared.arrays, 0, n)
             else:
@@ -194,9 +202,11 @@ class RoutePool:
     @contextmanager
     def _shared(
         g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-        table_shape: tuple[int, int],
+        table_shape: tuple[int, int], slots: np.ndarray | None = None,
     ) -> Iterator[SharedArrays]:
         inputs = {"c": c, "pi": pi}
+        if slots is not None:
+            inputs["n_slots"] = slots
         inputs.update({"g_" + f: getattr(g, f) for f in GRAPH_FIELDS})
         inputs.update({"d_" + f: getattr(dest, f) for f in DEST_FIELDS})
         shared = SharedArrays.create(inputs, {"table": (table_shape, "u1")})

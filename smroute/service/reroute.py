@@ -20,6 +20,9 @@ with :func:`smroute.routing.dmodc.route_block`, and builds the
 (switch or CA events, rank or divider changes, Dmodk) falls back to a full
 :func:`smroute.routing.engine.route` in the pool and :func:`diff_tables`.
 Either way the tables equal a from-scratch route of the new fabric (tested).
+Nmodc (:mod:`smroute.routing.nominal`) takes the same path with its nominal
+dividers and kernel; a switch whose nominal slots changed (its siblings lost
+or regained their last link to an up-neighbour) is recomputed in full too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import dmodc
+from smroute.routing import dmodc, nominal
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import RoutingResult, route, turn_destinations
 from smroute.routing.pool import RoutePool
@@ -44,6 +47,8 @@ from smroute.tables.lft import BLOCK
 __all__ = ["Reroute", "reroute", "diff_region"]
 
 _DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch")
+#: Algorithms rerouted incrementally (Nmodc: also the rows whose nominal slots changed).
+_INCREMENTAL = ("dmodc", "nmodc")
 _ROW_BLOCK = 64
 
 
@@ -83,7 +88,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _why_not(prev: RoutingResult, g: SwitchGraph) -> str:
     g0 = prev.graph
-    if prev.algorithm != "dmodc":
+    if prev.algorithm not in _INCREMENTAL:
         return f"algorithm {prev.algorithm}"
     if not _same(g0.sw_guid, g.sw_guid):
         return "the switch set changed"
@@ -98,9 +103,11 @@ def _why_not(prev: RoutingResult, g: SwitchGraph) -> str:
 
 
 def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                  switches: np.ndarray, sel: np.ndarray) -> np.ndarray:
+                  switches: np.ndarray, sel: np.ndarray,
+                  slots: np.ndarray | None = None) -> np.ndarray:
     """Routes of ``switches`` to the destinations ``sel`` (indices into
-    ``dest``), shape ``(len(switches), len(sel))`` uint8."""
+    ``dest``), shape ``(len(switches), len(sel))`` uint8 (Nmodc's with its
+    packed nominal ``slots``, else Dmodc's)."""
     sub = Destinations(
         lid=np.arange(len(sel), dtype=np.int64), nid=dest.nid[sel], target=dest.target[sel],
         local_port=dest.local_port[sel], is_switch=dest.is_switch[sel], owner=dest.owner[sel],
@@ -109,7 +116,10 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
     ctx = dmodc.route_context(c, sub)
     for i in range(0, len(switches), _ROW_BLOCK):
         blk = switches[i:i + _ROW_BLOCK]
-        dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
+        if slots is None:
+            dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
+        else:
+            nominal.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], slots, ctx)
     return out[:, :len(sel)]
 
 
@@ -133,14 +143,16 @@ def reroute(
     overrides = prev.roles.overrides if prev.roles is not None else None
     roles = fabric_roles(fabric, overrides)
     g = switch_graph(fabric, roles)
-    why = ("disabled" if not incremental else f"algorithm {alg}" if alg != "dmodc"
+    why = ("disabled" if not incremental
+           else f"algorithm {alg}" if alg not in _INCREMENTAL or alg != prev.algorithm
            else f"routing mode {prev.mode}" if prev.mode != "tree"
            else f"no tree: {roles.why_not_tree}" if not roles.tree
            else _why_not(prev, g))
     t1 = clock()
     timings = {"rank": t1 - t0}
     if not why:
-        c, pi = dmodc.costs_and_dividers(g)
+        c, pi = (nominal.costs_and_dividers(g) if alg == "nmodc"
+                 else dmodc.costs_and_dividers(g))
         t2 = clock()
         timings["costs"] = t2 - t1
         if not _same(pi, prev.dividers):
@@ -166,6 +178,9 @@ def reroute(
 
     # rows whose port groups changed; targets whose cost column changed
     rows = changed_switches(prev.graph, g)
+    slots = nominal.packed_slots(nominal.nominal_slots(g)) if alg == "nmodc" else None
+    if slots is not None:
+        rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
     dc = c != prev.costs
     changed_t = np.flatnonzero(dc.any(axis=0))
     sel = np.flatnonzero(np.isin(dest.target, changed_t))
@@ -180,10 +195,11 @@ def reroute(
     ports = np.array(old, dtype=np.uint8, copy=True)
     if len(rows):
         ports[rows[:, None], dest.lid[None, :]] = _route_subset(
-            g, c, pi, dest, rows, np.arange(len(dest.lid)))
+            g, c, pi, dest, rows, np.arange(len(dest.lid)), slots)
     lids = dest.lid[sel]
     if len(sel) and len(col_sw):
-        ports[col_sw[:, None], lids[None, :]] = _route_subset(g, c, pi, dest, col_sw, sel)
+        ports[col_sw[:, None], lids[None, :]] = _route_subset(g, c, pi, dest, col_sw, sel,
+                                                              slots)
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3

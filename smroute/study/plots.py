@@ -36,6 +36,7 @@ __all__ = ["plot_risk", "plot_times", "plot_all", "ENGINE_STYLE"]
 ENGINE_STYLE: dict[str, tuple[str, str]] = {
     "dmodc": ("#d62728", "o"), "ftree": ("#1f77b4", "s"), "updn": ("#2ca02c", "^"),
     "minhop": ("#9467bd", "v"), "dfsssp": ("#8c564b", "D"), "sssp": ("#ff7f0e", "x"),
+    "nmodc": ("#e377c2", "P"),
 }
 
 
