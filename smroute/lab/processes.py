@@ -64,9 +64,10 @@ class OpenSMProcess:
     def __init__(
         self, sim: IbSim, workdir: str | os.PathLike[str], *, lfts_file: str | os.PathLike[str],
         console_port: int | None = None, sweep_interval: int = 2, log_flags: int = 0x03,
-        extra_conf: Mapping[str, object] | None = None,
+        extra_conf: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None,
     ) -> None:
         self.sim = sim
+        self.env = dict(env or {})  # added to the simulator's client environment
         self.workdir = Path(workdir).resolve()
         self.lfts_file = Path(lfts_file).resolve()
         self.console_port = console_port or free_port()
@@ -117,7 +118,7 @@ class OpenSMProcess:
         self.conf.write_text(self.conf_text())
         env = self.sim.client_env()
         env.update({"OSM_TMP_DIR": str(self.workdir / "tmp"),
-                    "OSM_CACHE_DIR": str(self.workdir / "cache")})
+                    "OSM_CACHE_DIR": str(self.workdir / "cache"), **self.env})
         self._out_fh = open(self.out, "wb")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             [wrapper, "opensm", "-F", str(self.conf), "-f", str(self.log)],

@@ -43,7 +43,7 @@ SERVICE_NAME = "smroute.v1.Smroute"
 #: Full gRPC method names that change the daemon's state.  ApplyFaults with
 #: dry_run is treated as mutating too (it costs a reroute).
 MUTATING_METHODS: frozenset[str] = frozenset(
-    f"/{SERVICE_NAME}/{m}" for m in ("LoadFabric", "Route", "ApplyFaults")
+    f"/{SERVICE_NAME}/{m}" for m in ("LoadFabric", "Route", "ApplyFaults", "RouteSubnet")
 )
 
 def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:

@@ -41,7 +41,7 @@ from smroute.routing.engine import (
     validate_result,
 )
 from smroute.routing.pool import RoutePool
-from smroute.service import sources
+from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
 from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables
 from smroute.service.errors import ServiceError, Status
@@ -400,6 +400,10 @@ class RoutingCore:
             self._metric("faults_received", n, k)
         job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock())
         return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
+
+    def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
+        """A subnet manager's view, routed (cause ``sm``): :func:`smroute.service.subnet.sync`."""
+        return subnet.route_subnet(self, sm, lmc, source)
 
     def _run_batch(self, jobs: list[FaultJob]) -> None:
         t0 = min(j.received for j in jobs)

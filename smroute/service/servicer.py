@@ -250,3 +250,10 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         from smroute.service.lids_rpc import select_lids_response
 
         return select_lids_response(self.core.epoch(request.epoch), request)
+
+    @_unary("RouteSubnet")
+    def RouteSubnet(self, request: pb.RouteSubnetRequest, context: grpc.ServicerContext
+                    ) -> pb.RouteSubnetResponse:
+        from smroute.service.subnet_rpc import route_subnet_response
+
+        return route_subnet_response(self.core, request, context.time_remaining())

@@ -1,0 +1,100 @@
+/*
+ * smroute OpenSM plugin: the plain-C boundary between the OpenSM side
+ * (smroute_plugin.c, which includes OpenSM's C headers) and the gRPC client
+ * (smroute_client.cc, C++).  No OpenSM or gRPC type crosses it.
+ *
+ * The client reads its configuration (smroute_client_new), sends one
+ * subnet snapshot per routing pass to the daemon's RouteSubnet RPC and
+ * checks the answer's shape (smroute_route).  Every function reports a
+ * failure as a sentence in err (NUL-terminated, at most errlen bytes).
+ */
+#ifndef SMROUTE_CLIENT_H
+#define SMROUTE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMR_ERR_LEN 1024
+#define SMR_DESC_LEN 64 /* an IB NodeDescription */
+
+/* One node the subnet manager discovered; its addressed ports are
+ * ports[first_port .. first_port + n_ports - 1] of the snapshot. */
+struct smr_node {
+	uint64_t guid;
+	uint64_t sysimg_guid;
+	uint8_t type;      /* IB NodeType: 1 CA, 2 switch, 3 router */
+	uint8_t num_ports; /* external ports */
+	char desc[SMR_DESC_LEN + 1]; /* printable ASCII, NUL-terminated */
+	uint32_t first_port;
+	uint32_t n_ports;
+};
+
+/* A port with a LID or GUID: a switch's port 0, a CA's or router's port. */
+struct smr_port {
+	uint64_t guid;
+	uint16_t lid; /* base LID, 0 = none */
+	uint8_t num;
+	uint8_t lmc;
+};
+
+/* One cable, listed once. */
+struct smr_link {
+	uint64_t guid_a;
+	uint64_t guid_b;
+	uint8_t port_a;
+	uint8_t port_b;
+};
+
+struct smr_subnet {
+	const struct smr_node *nodes;
+	size_t n_nodes;
+	const struct smr_port *ports;
+	size_t n_ports;
+	const struct smr_link *links;
+	size_t n_links;
+	uint8_t lmc;
+	const char *sm; /* who asks, e.g. "OpenSM 3.3.23" */
+};
+
+/* The daemon's answer, checked for shape: n_switches switches in strictly
+ * ascending GUID order, each with max_lid + 1 LFT bytes and n_switches hop
+ * bytes (least switch-to-switch hops to switch k of this order, 255 =
+ * unreachable).  Arrays are malloc'ed; smroute_answer_free releases them. */
+struct smr_answer {
+	uint64_t epoch;
+	int committed; /* 0: the daemon's serving epoch was already this subnet's */
+	char mode[32]; /* routing mode ("tree", "tree+turns", "updown") */
+	uint32_t max_lid;
+	size_t n_switches;
+	uint64_t *guids; /* n_switches */
+	uint16_t *lids;  /* n_switches: each switch's LID in the daemon's epoch */
+	uint8_t *lft;    /* n_switches * (max_lid + 1) */
+	uint8_t *hops;   /* n_switches * n_switches */
+	double seconds;  /* the call, as the plugin saw it */
+};
+
+struct smr_client;
+
+/* Read the configuration: the file named by SMROUTE_PLUGIN_CONFIG (key=value
+ * lines: address, deadline_ms, tls_ca, tls_cert, tls_key), then
+ * SMROUTE_DAEMON (the address; overrides the file).  NULL and err on a bad
+ * configuration. */
+struct smr_client *smroute_client_new(char *err, size_t errlen);
+void smroute_client_free(struct smr_client *c);
+/* "address (deadline N ms, TLS ...)" for the log. */
+const char *smroute_client_describe(const struct smr_client *c);
+
+/* One RouteSubnet round trip.  0 with *ans filled, or -1 with err saying why
+ * (daemon unreachable, deadline passed, refused epoch, malformed answer). */
+int smroute_route(struct smr_client *c, const struct smr_subnet *s,
+		  struct smr_answer *ans, char *err, size_t errlen);
+void smroute_answer_free(struct smr_answer *ans);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SMROUTE_CLIENT_H */
