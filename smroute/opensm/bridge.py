@@ -71,6 +71,7 @@ from smroute.opensm.bridge_state import (
     write_state,
 )
 from smroute.opensm.console import LogFollower, OpenSMConsole
+from smroute.opensm.resync import resync
 from smroute.service.log import Logger
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables, write_tables
@@ -107,6 +108,9 @@ class Bridge:
         self._client: Any = None
         self._stop = threading.Event()
         self._resync_needed = threading.Event()
+        #: the daemon instance (Epoch.instance_id) whose state the bridge follows;
+        #: a Watch epoch of another instance means the daemon restarted
+        self.daemon_instance = ""
         self.trigger_pending = False
         self._epochs: queue.Queue[int] = queue.Queue()
         self._threads: list[threading.Thread] = []
@@ -209,6 +213,7 @@ class Bridge:
             epoch = self._call("Route", c.route)
         else:
             epoch = self._call("GetEpoch", c.get_epoch, 0)
+            self.daemon_instance = str(epoch.instance_id)
             if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
                 if self._resume(epoch.base_fabric_hash):
                     self.log("info", "resumed", epoch=epoch.id, down=self.state.down.summary())
@@ -224,6 +229,7 @@ class Bridge:
                     return int(epoch.id)
                 self.log("warning", "daemon_has_down_items", links=epoch.down_links,
                          switches=epoch.down_switches, cas=epoch.down_cas)
+        self.daemon_instance = str(epoch.instance_id)  # the daemon this state is synced with
         self.base = base
         self.state = BridgeState(written_epoch=self.state.written_epoch)
         atomic_write_text(self.opts.state_path / BASE_FILE, "\n".join(lines) + "\n")
@@ -428,6 +434,8 @@ class Bridge:
                     if first and lost:
                         self._resync_needed.set()  # reconnected: maybe a new daemon
                     first = lost = False
+                    if ep.instance_id != self.daemon_instance:
+                        self._resync_needed.set()  # a restarted daemon, whatever its ids
                     self._epochs.put(int(ep.id))
                 if self._stop.is_set():
                     return
@@ -447,31 +455,10 @@ class Bridge:
             self._stop.wait(1.0)
 
     def resync(self) -> bool:
-        """After the Watch stream was lost: if the daemon restarted (no epoch, or
-        an epoch id below the last one written), load the fabric again (``load``
-        live/discover) or forget the down set (``load`` none) so that the next
-        check re-sends it.  Returns True if it re-initialized."""
-        import grpc
-
-        try:
-            ep = self.client.get_epoch(0)
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNAVAILABLE or self.opts.load == "none":
-                # down (retry later; no discovery storm meanwhile), or nothing we can do
-                raise BridgeError(f"daemon GetEpoch: {exc.code().name}: "
-                                  f"{exc.details()}") from None
-            self.log("warning", "daemon_has_no_epoch", detail=exc.details())
-            ep = None
-        if ep is not None and int(ep.id) >= self.state.written_epoch:
-            return False
-        self.state.written_epoch = 0
-        self.last_tables = None
-        if self.opts.load != "none":
-            self.initialize(reason="daemon restarted")
-        else:
-            self.state.down = DownSet()
-            self._save_state()
-        return True
+        """After the Watch stream was lost or an epoch of another daemon instance
+        came: follow a restarted daemon (:func:`smroute.opensm.resync.resync`).
+        Returns True if it resynchronized."""
+        return resync(self)
 
     def start(self) -> None:
         """Start following the daemon's epochs (background thread)."""

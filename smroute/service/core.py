@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, Protocol, TypeVar
 
@@ -43,8 +42,10 @@ from smroute.routing.engine import (
 from smroute.routing.pool import RoutePool
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
+from smroute.service.dryrun import FaultOutcome, run_dry
+from smroute.service.durable import Durable, Resumed, resume
 from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables
-from smroute.service.errors import ServiceError, Status
+from smroute.service.errors import ServiceError, Status, echo
 from smroute.service.faults import (
     DownSet,
     FaultEvent,
@@ -84,18 +85,6 @@ def _no_log(level: str, event: str, **fields: Any) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class FaultOutcome:
-    """What a fault job resolves to: the epoch serving after it, the diff against
-    the epoch it replaced (``None`` if nothing changed), how many events the
-    batch had, whether a new epoch was committed."""
-
-    epoch: Epoch
-    diff: TableDiff | None
-    coalesced: int
-    committed: bool
-
-
 T = TypeVar("T")
 
 
@@ -122,6 +111,7 @@ class RoutingCore:
         validate_epochs: bool = True,
         incremental: bool = True,
         overrides: GuidOverrides | None = None,
+        durable: Durable | None = None,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
@@ -139,6 +129,9 @@ class RoutingCore:
         self.clock = clock
         self.wallclock = wallclock
         self.store = EpochStore(epoch_history)
+        #: the state database (smroute.service.durable) and this start's instance id
+        self.durable = durable or Durable(None)
+        self.store.on_validation = self.durable.validation
         self.pool = RoutePool(workers)
         self.base: Fabric | None = None
         self._epoch_base: Fabric | None = None
@@ -158,7 +151,8 @@ class RoutingCore:
         self._val_thread = threading.Thread(target=self._validator, name="smroute-validate",
                                             daemon=True)
         self._val_thread.start()
-        self.seq = Sequencer(self._run_batch, self._run_dry, coalesce_s=coalesce_s)
+        self.seq = Sequencer(self._run_batch, lambda job: run_dry(self, job),
+                             coalesce_s=coalesce_s)
 
     # ------------------------------------------------------------ helpers
     def _metric(self, name: str, *args: Any) -> None:
@@ -191,6 +185,7 @@ class RoutingCore:
             self._val_next = None
             self._val_cond.notify_all()
         self._val_thread.join(10)
+        self.durable.close()
         if self._analyzer is not None:
             self._analyzer.shutdown(cancel_futures=True)
         self.pool.close()
@@ -217,6 +212,7 @@ class RoutingCore:
     def load_fabric(self, fabric: Fabric, source: str) -> Fabric:
         """Make ``fabric`` the base fabric (clears down items); does not route."""
         def do() -> Fabric:
+            self.durable.fabric_loaded(fabric, source)  # durable before it is answered
             self.base = fabric
             self.base_source = source
             self.down = DownSet()
@@ -311,17 +307,26 @@ class RoutingCore:
             cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
             algorithm=res.algorithm, lmc=self.lmc, timings=timings, faults=faults,
             down=self.down.counts, committed_at=self.wallclock(), diff=diff,
-            down_items=self.down.items(),
+            down_items=self.down.items(), instance=self.durable.instance,
         )
+        self.durable.committed(ep, base, self.lmc)
         self._metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
         self.log("info", "epoch_committed", epoch=ep.id, cause=cause, mode=res.mode,
                  fabric_hash=fabric.content_hash, faults=len(faults),
                  diff=diff.summary() if diff is not None else "",
                  seconds={k: round(v, 4) for k, v in timings.items()})
+        self.validate_later(ep)
+        return ep
+
+    def resume(self) -> Resumed | None:
+        """Before serving: resume the state database's last epoch (durable.resume)."""
+        return self._wait(self.seq.call(lambda: resume(self)))
+
+    def validate_later(self, ep: Epoch) -> None:
+        """Hand ``ep`` to the background validation walk (the newest wins)."""
         with self._val_cond:
             self._val_next = ep
             self._val_cond.notify_all()
-        return ep
 
     # ------------------------------------------------------------ validation
     #: Validation walks of more (switch, LID) pairs than this wait for a quiet
@@ -428,6 +433,12 @@ class RoutingCore:
         if not ok:
             return
         n_events = sum(len(j.events) for j in ok)
+        try:  # durable before the reroute: an answered event survives kill -9
+            self.durable.journal(base.content_hash, [e for j in ok for e in j.events])
+        except ServiceError as err:
+            for j in ok:
+                j.future.set_exception(err)
+            return
         self.down = down  # the desired state, even if rerouting it fails below
         records = tuple(FaultRecord(e.kind, e.guid, e.port) for j in ok for e in j.events)
         if down.items() == cur.down_items and cur.base_hash == base.content_hash:
@@ -462,30 +473,6 @@ class RoutingCore:
         self._metric("observe_route", self.clock() - t_start, "reroute")
         for j in ok:
             j.future.set_result(FaultOutcome(ep, diff, n_events, True))
-
-    def _run_dry(self, job: FaultJob) -> None:
-        cur = self.store.current
-        base = self._need_base()
-        if cur is None:
-            raise ServiceError(Status.FAILED_PRECONDITION,
-                               "no epoch committed yet: call Route first")
-        down = apply_events(base, self.down, job.events)
-        fabric = degraded_fabric(base, down)
-        try:
-            rr = self._reroute(cur, base, fabric)
-        except RoutingError as err:
-            raise ServiceError(Status.FAILED_PRECONDITION,
-                               f"dry run: the fabric after these events cannot be routed: {err}"
-                               ) from None
-        res, diff, timings = rr.result, rr.diff, rr.timings
-        pseudo = Epoch(
-            id=0, parent_id=cur.id, cause="dry_run", fabric=fabric,
-            base_hash=base.content_hash, result=res, algorithm=res.algorithm, lmc=self.lmc,
-            timings=timings, faults=tuple(FaultRecord(e.kind, e.guid, e.port)
-                                          for e in job.events),
-            down=down.counts, committed_at=0.0, diff=diff, down_items=down.items(),
-        )
-        job.future.set_result(FaultOutcome(pseudo, diff, len(job.events), False))
 
     # ------------------------------------------------------------ analysis
     def _aux(self) -> ProcessPoolExecutor:

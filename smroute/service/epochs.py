@@ -201,6 +201,12 @@ class EpochStore:
             self._next_id = max(next_id, ep.id + 1)
             self._cond.notify_all()
 
+    def continue_after(self, last_id: int) -> None:
+        """Ids given before a restart go up to ``last_id``: the next commit gets
+        a higher one (ids are never reused)."""
+        with self._cond:
+            self._next_id = max(self._next_id, last_id + 1)
+
     def _trim(self) -> None:
         while len(self._epochs) > self._history:
             old = self._epochs.popleft()

@@ -34,6 +34,7 @@ import os
 import signal
 import stat
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.config import GUID_FILE_KEYS, ConfigError, ServiceConfig, load_config
 from smroute.service.core import RoutingCore
+from smroute.service.durable import Durable, catch_up, new_instance_id
 from smroute.service.errors import ServiceError, Status
 from smroute.service.log import Logger
 from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
@@ -79,8 +81,11 @@ class Daemon:
 
     def __init__(self, cfg: ServiceConfig, *, config_path: str | os.PathLike[str] | None = None,
                  overrides: dict[str, Any] | None = None, ready_file: str | None = None,
-                 log: Logger | None = None) -> None:
+                 log: Logger | None = None,
+                 instance_id: Callable[[], str] = new_instance_id) -> None:
         self.cfg = cfg
+        #: where this start's instance id comes from (random; injected in tests)
+        self.instance_id = instance_id
         self.config_path = Path(config_path) if config_path is not None else None
         self.overrides = dict(overrides or {})
         self.ready_file = ready_file
@@ -109,12 +114,15 @@ class Daemon:
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
-            metrics=self.metrics, overrides=guid_overrides(cfg),
+            metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
         )
+        # the last committed epoch, its down set and settings, before serving
+        resumed = self.core.resume()
         self._start_grpc()
         self._set_health(False)
-        if cfg.fabric is not None:
+        if cfg.fabric is not None and not self.core.durable.configured_unchanged(self.core):
             self._initial_route(cfg.fabric)
+            resumed = None  # the configured fabric replaced the resumed state
         self._set_health(True)
         self.log("info", "serving", address=self.address, pid=os.getpid(),
                  metrics=self.metrics_server.url if self.metrics_server else None,
@@ -125,6 +133,20 @@ class Daemon:
                 "address": self.address, "pid": os.getpid(),
                 "metrics": self.metrics_server.url if self.metrics_server else None,
             }) + "\n")
+        if resumed is not None:  # journaled events, a lost commit, live discovery
+            threading.Thread(target=catch_up, args=(self.core, resumed), daemon=True,
+                             name="smroute-catch-up").start()
+
+    def _durable(self) -> Durable:
+        """The state database of ``cfg.state`` (none if off); a second daemon on
+        the same file, or a file that cannot be opened, stops the start."""
+        from smroute.service.store import StateStore
+
+        cfg = self.cfg
+        store = (StateStore(cfg.state.path, keep_epochs=cfg.state.keep_epochs, log=self.log)
+                 if cfg.state.path is not None else None)
+        return Durable(store, instance=self.instance_id(), log=self.log, configured=cfg.fabric,
+                       settings=(cfg.algorithm, cfg.lmc))
 
     def _start_metrics(self) -> None:
         try:
@@ -308,7 +330,7 @@ class Daemon:
             except (ConfigError, SmrouteError) as err:
                 self.log("error", "tls_reload_failed", message=str(err),
                          keeping="current certificates")
-        restart = [k for k in ("listen", "workers", "metrics_listen", "fabric")
+        restart = [k for k in ("listen", "workers", "metrics_listen", "fabric", "state")
                    if getattr(old, k) != getattr(new, k)]
         if new.tls != keep_tls:
             restart.append("tls")
@@ -329,7 +351,7 @@ class Daemon:
         # Who may mutate belongs to the listener that runs: while a TLS change
         # waits for a restart, the running listener keeps its identity check
         # (a file turning TLS off must not open mutations to every CA client).
-        kept = ["listen", "workers", "metrics_listen", "fabric"]
+        kept = ["listen", "workers", "metrics_listen", "fabric", "state"]
         if "tls" in restart:
             kept += ["mutating_identities", "allow_insecure_mutations"]
         elif self.guard is not None:
