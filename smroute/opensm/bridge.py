@@ -57,6 +57,7 @@ from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fileio import atomic_write_text
+from smroute.opensm.backoff import Backoff
 from smroute.opensm.bridge_state import (
     BASE_FILE,
     BridgeError,
@@ -65,7 +66,6 @@ from smroute.opensm.bridge_state import (
     CheckResult,
     DryRun,
     SyncResult,
-    format_dry_run,
     generated_code,
     read_state,
     write_state,
@@ -73,8 +73,8 @@ from smroute.opensm.bridge_state import (
 from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.opensm.resync import resync
 from smroute.service.log import Logger
-from smroute.tables.diff import diff_tables, format_diff
-from smroute.tables.formats import read_tables, write_tables
+from smroute.tables.diff import diff_tables
+from smroute.tables.formats import write_tables
 from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "SyncResult",
@@ -82,6 +82,10 @@ __all__ = ["Bridge", "BridgeError", "BridgeOptions", "CheckResult", "DryRun", "S
 
 #: OpenSM log lines that wake the change detector: traps and the end of heavy sweeps.
 TRIGGER_RE = re.compile(r"Received Generic Notice|SUBNET UP|Forcing heavy sweep")
+
+class _WriteFailed(BridgeError):
+    """Writing the LFT file failed (already logged; :meth:`Bridge.run` retries)."""
+
 
 Discover = Callable[[], list[str]]
 Log = Callable[..., None]
@@ -117,6 +121,9 @@ class Bridge:
         self._watch_call: Any = None
         self._lock = threading.Lock()
         self.errors: list[str] = []
+        #: Writing the LFT file (or the state beside it) failed: when to retry,
+        #: and how many failures so far (``total``, also in the state file).
+        self.write_retry = Backoff(initial_s=1.0, max_s=60.0)
 
     # ------------------------------------------------------------ plumbing
     def _default_discover(self) -> list[str]:
@@ -182,6 +189,7 @@ class Bridge:
 
     # ------------------------------------------------------------ state
     def _save_state(self) -> None:
+        self.state.write_failures = self.write_retry.total
         write_state(self.opts.state_path, self.base, self.state)
 
     def load_state(self) -> None:
@@ -301,15 +309,21 @@ class Bridge:
             t0 = time.monotonic()
             tables = self.fetch_tables(epoch)
             t1 = time.monotonic()
-            write_tables(tables, self.opts.lfts_file, "opensm")
+            written = self.state.written_epoch
+            try:
+                write_tables(tables, self.opts.lfts_file, "opensm")
+                self.state.written_epoch = epoch
+                self._save_state()
+            except OSError as exc:  # full or read-only disk: retried with back-off
+                self.state.written_epoch = written
+                raise self._write_failed(epoch, exc) from None
+            self.write_retry.succeeded()
             t2 = time.monotonic()
             blocks = entries = 0
             if self.last_tables is not None:
                 d = diff_tables(self.last_tables, tables)
                 blocks, entries = int(d.blocks_changed), int(d.entries_changed)
             self.last_tables = tables
-            self.state.written_epoch = epoch
-            self._save_state()
             self.trigger_pending = True
             reply = self.trigger()
             self.trigger_pending = False
@@ -324,6 +338,15 @@ class Bridge:
                      fetch_s=f"{res.fetch_s:.3f}", write_s=f"{res.write_s:.3f}",
                      trigger=self.opts.trigger)
             return res
+
+    def _write_failed(self, epoch: int, exc: OSError) -> BridgeError:
+        """Log a failed write of ``epoch`` and schedule its retry (back-off)."""
+        delay = self.write_retry.failed(time.monotonic())
+        what = f"cannot write epoch {epoch} to {self.opts.lfts_file}: {exc.strerror or exc}"
+        self.log("error", "lfts_write_failed", epoch=epoch, file=self.opts.lfts_file,
+                 error=exc.strerror or str(exc), attempt=self.write_retry.failures,
+                 failures_total=self.write_retry.total, retry_in_s=f"{delay:g}")
+        return _WriteFailed(f"{what}; retrying in {delay:g} s")
 
     def retry_trigger(self) -> str:
         """Trigger OpenSM again for the file already written."""
@@ -390,36 +413,10 @@ class Bridge:
 
     # ------------------------------------------------------------ dry run
     def dry_run(self, *, max_entries: int = 200) -> DryRun:
-        """What a change would do; writes nothing.
+        """What a change would do; writes nothing (:func:`smroute.opensm.dryrun.dry_run`)."""
+        from smroute.opensm.dryrun import dry_run
 
-        1. Re-discover and show the fault events pending against the daemon's
-           state, with the daemon's dry-run diff per switch and 64-LID block.
-        2. Diff the file OpenSM has (``lfts_file``) against the daemon's latest epoch.
-        """
-        out: list[str] = []
-        events, desired, warnings, _ = self.pending()
-        out.append(f"fabric: {len(events)} pending fault events "
-                   f"(down now: {desired.summary()}, recorded: {self.state.down.summary()})")
-        out += [f"  {e.describe()}" for e in events]
-        out += [f"  not a fault (reload needed): {w}" for w in warnings]
-        blocks = 0
-        if events:
-            resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events),
-                              dry_run=True, max_entries=max_entries)
-            out += format_dry_run(resp.diff, resp.changes, resp.truncated)
-            blocks = int(resp.diff.blocks_changed)
-        latest = self._call("GetEpoch", self.client.get_epoch, 0)
-        new = self.fetch_tables(int(latest.id))
-        try:
-            old = read_tables(self.opts.lfts_file)
-        except (OSError, InputError) as exc:
-            out.append(f"OpenSM's file {self.opts.lfts_file}: unreadable ({exc}); the whole "
-                       f"epoch {latest.id} would be written")
-            return DryRun(tuple(out), tuple(events), blocks, None)
-        d = diff_tables(old, new)
-        out.append(f"OpenSM's file {self.opts.lfts_file} vs daemon epoch {latest.id}:")
-        out += ["  " + ln for ln in format_diff(d, max_entries=max_entries)]
-        return DryRun(tuple(out), tuple(events), blocks, int(d.blocks_changed))
+        return dry_run(self, max_entries=max_entries)
 
     # ------------------------------------------------------------ running
     def _watch_loop(self) -> None:
@@ -469,32 +466,36 @@ class Bridge:
     def run(self, *, until: Callable[[], bool] | None = None, tick: float = 0.1) -> None:
         """Main loop: write new epochs, watch OpenSM's log, re-discover on triggers
         and every ``poll_interval``; returns when :meth:`close` is called or
-        ``until()`` is true.  Errors are logged and retried on the next trigger."""
+        ``until()`` is true.  Errors are logged and retried on the next trigger;
+        a failed write of the LFT file (full disk) is retried with exponential
+        back-off (:attr:`write_retry`) while the rest of the loop goes on."""
         follower = LogFollower(self.opts.opensm_log) if self.opts.opensm_log else None
         pending_since: float | None = None
         last_check = time.monotonic()
         last_resync = 0.0
         last_retry = time.monotonic()
         checking = False
+        unwritten = 0  # the newest epoch reported and not written yet (0: none)
         while not self._stop.is_set() and not (until and until()):
+            ep: int | None = None
             try:
-                ep = self._epochs.get(timeout=tick)
+                unwritten = max(unwritten, self._epochs.get(timeout=tick))
+                while True:
+                    unwritten = max(unwritten, self._epochs.get_nowait())
             except queue.Empty:
-                ep = None
+                pass
             try:
                 if self._resync_needed.is_set() and time.monotonic() - last_resync >= 1.0:
                     last_resync = time.monotonic()
                     if self.resync():
-                        ep = None
+                        unwritten = 0
                         pending_since = time.monotonic()  # re-check the fabric soon
                     self._resync_needed.clear()  # not reached while the daemon is down
                 if self.trigger_pending and time.monotonic() - last_retry >= 2.0:
                     last_retry = time.monotonic()
                     self.retry_trigger()
-                if ep is not None:
-                    with contextlib.suppress(queue.Empty):
-                        while True:
-                            ep = max(ep, self._epochs.get_nowait())
+                if unwritten and self.write_retry.due(time.monotonic()):
+                    ep, unwritten = unwritten, 0
                     self.sync_epoch(ep)
                 now = time.monotonic()
                 if follower is not None and any(TRIGGER_RE.search(ln) for ln in follower.read()) \
@@ -509,16 +510,18 @@ class Bridge:
                     checking = True
                     res = self.check_changes()
                     checking = False
-                    if res.epoch is not None:
-                        self.sync_epoch(res.epoch)  # at once; Watch will report it too
-            except SmrouteError as exc:
+                    if res.epoch is not None and self.write_retry.due(time.monotonic()):
+                        ep = res.epoch
+                        self.sync_epoch(ep)  # at once; Watch will report it too
+            except (SmrouteError, OSError) as exc:  # OSError: e.g. the state file
                 self.errors.append(str(exc))
-                self.log("error", "bridge_error", detail=str(exc))
+                if not isinstance(exc, _WriteFailed):  # that one is logged already
+                    self.log("error", "bridge_error", detail=str(exc))
                 if checking:  # e.g. discovery caught a link mid-change: check again
                     checking = False
                     pending_since = time.monotonic()
                 if ep is not None and ep > self.state.written_epoch:
-                    self._epochs.put(ep)  # not written yet: try again
+                    unwritten = max(unwritten, ep)  # not written yet: try again
                 self._stop.wait(1.0)
 
     def run_in_thread(self) -> threading.Thread:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,9 @@ from typing import Any
 import yaml
 
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.listen import _LISTEN_EXPECTED
 from smroute.service.settings import (
     _GRPC_MAX,
-    _LISTEN_EXPECTED,
     GUID_FILE_KEYS,
     LOG_FORMATS,
     LOG_LEVELS,
@@ -89,6 +90,17 @@ def _v_int(lo: int, hi: int) -> Callable[[Any], Any]:
             raise _Bad(f"an integer {lo}..{hi}")
         return v
     return check
+
+
+def _v_null_or(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def check_or_null(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return check(v)
+        except _Bad as bad:
+            raise _Bad(f"{bad.expected} or null") from None
+    return check_or_null
 
 
 def _v_float(lo: float, hi: float, unit: str) -> Callable[[Any], Any]:
@@ -189,7 +201,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "listen": _v_listen(True, False),
     "workers": _v_int(1, 256),
     "algorithm": _v_choice(*ALGORITHMS),
-    "lmc": _v_int(0, 7),
+    "lmc": _v_null_or(_v_int(0, 7)),
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
     "root_guid_file": _v_path(True),
@@ -219,6 +231,9 @@ _LIMITS: dict[str, Callable[[Any], Any]] = {
     "max_streams": _v_int(1, 100_000),
     "max_watchers": _v_int(1, 100_000),
     "analyze_max_hosts": _v_int(1, 10_000_000),
+    "max_streams_per_client": _v_int(1, 100_000),
+    "stream_idle_s": _v_float(0.0, 604_800.0, "seconds"),
+    "reserved_workers": _v_int(1, 1000),
 }
 _STATE: dict[str, Callable[[Any], Any]] = {
     "path": lambda v: None if v is None or str(v).strip().lower() in ("", "none")
@@ -226,7 +241,7 @@ _STATE: dict[str, Callable[[Any], Any]] = {
     "keep_epochs": _v_int(1, 10_000),
 }
 _SECTIONS = {"tls": _TLS, "limits": _LIMITS, "state": _STATE}
-_PATH_KEYS = ("fabric", "tls.cert", "tls.key", "tls.client_ca")
+_PATH_KEYS = ("fabric", "tls.cert", "tls.key", "tls.client_ca", *GUID_FILE_KEYS)
 
 
 # --------------------------------------------------------------------------- YAML walk
@@ -423,12 +438,7 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
     """
     p = Path(path)
     source = str(path)
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(f"cannot read config file: {err.strerror or err}", source=source) \
-            from None
+    data = _read_regular(p, source)
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected a "
                           "small YAML file", source=source)
@@ -459,6 +469,34 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
             except ConfigError as err:
                 raise err.located(source=source, line=lines.get(err.key or "")) from None
     return cfg
+
+
+def _read_regular(p: Path, source: str) -> bytes:
+    """At most ``MAX_CONFIG_BYTES + 1`` bytes of ``p``, which must be a regular
+    file.  Opened without blocking (``O_NONBLOCK``: a FIFO put in the config's
+    place must not hang a reload, and with it SIGTERM) and checked on the open
+    descriptor (``fstat``), so nothing else is ever read."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as err:
+        raise ConfigError(f"cannot read config file: {err.strerror or err}", source=source) \
+            from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"expected a regular file, got {_file_kind(mode)}", source=source)
+        try:
+            return fh.read(MAX_CONFIG_BYTES + 1)
+        except OSError as err:
+            raise ConfigError(f"cannot read config file: {err.strerror or err}",
+                              source=source) from None
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages ("a FIFO")."""
+    return {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character "
+            "device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"
+            }.get(stat.S_IFMT(mode), "a special file")
 
 
 def _file_problem(p: Path) -> str | None:

@@ -99,7 +99,7 @@ class RoutingCore:
         *,
         workers: int = 2,
         algorithm: str = "dmodc",
-        lmc: int = 0,
+        lmc: int | None = None,
         epoch_history: int = 8,
         coalesce_s: float = 0.02,
         limits: LimitsConfig | None = None,
@@ -116,6 +116,8 @@ class RoutingCore:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
         self.algorithm = algorithm
+        #: LIDs per end-port = 2**lmc; ``None``: each end-port's LMC in the fabric
+        #: (as ``smroute route`` without ``--lmc``).
         self.lmc = lmc
         #: Operator overrides of the fabric's roles (OpenSM guid files); the
         #: daemon replaces them on SIGHUP; the next route uses them.
@@ -139,8 +141,7 @@ class RoutingCore:
         self.base_source = ""
         self.down = DownSet()
         self.shutting_down = threading.Event()
-        self._streams = 0
-        self._watchers = 0
+        self._open = {"tables": 0, "watch": 0}  # streams open, by kind
         self._count_lock = threading.Lock()
         self._analyze_lock = threading.Lock()
         self._analyzer: ProcessPoolExecutor | None = None
@@ -222,7 +223,7 @@ class RoutingCore:
         return self._wait(self.seq.call(do))
 
     # ------------------------------------------------------------ route
-    def _route(self, fabric: Fabric, algorithm: str, lmc: int) -> RoutingResult:
+    def _route(self, fabric: Fabric, algorithm: str, lmc: int | None) -> RoutingResult:
         res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
                     overrides=self.overrides)
         return own_tables(res)
@@ -232,9 +233,9 @@ class RoutingCore:
         alg = algorithm or self.algorithm
         if alg not in ALGORITHMS:
             raise ServiceError(Status.INVALID_ARGUMENT,
-                               f"unknown algorithm {alg!r}; expected one of {ALGORITHMS}")
+                               f"unknown algorithm {echo(alg)}; expected one of {ALGORITHMS}")
         use_lmc = self.lmc if lmc is None else lmc
-        if not 0 <= use_lmc <= 7:
+        if use_lmc is not None and not 0 <= use_lmc <= 7:
             raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
 
         def do() -> Epoch:
@@ -273,6 +274,10 @@ class RoutingCore:
                        pool=self.pool, clock=self.clock,
                        incremental=same and self.incremental)
 
+    def _lmc_of(self, res: RoutingResult) -> int:
+        """The LMC ``res`` routed: the setting, or the fabric's largest."""
+        return self.lmc if self.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
+
     def _need_base(self) -> Fabric:
         if self.base is None:
             raise ServiceError(Status.FAILED_PRECONDITION,
@@ -305,7 +310,7 @@ class RoutingCore:
         self._epoch_base = base
         ep = self.store.commit(
             cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
-            algorithm=res.algorithm, lmc=self.lmc, timings=timings, faults=faults,
+            algorithm=res.algorithm, lmc=self._lmc_of(res), timings=timings, faults=faults,
             down=self.down.counts, committed_at=self.wallclock(), diff=diff,
             down_items=self.down.items(), instance=self.durable.instance,
         )
@@ -504,28 +509,21 @@ class RoutingCore:
     # ------------------------------------------------------------ streams
     def acquire_stream(self, kind: str) -> None:
         """Count an open stream (``"tables"`` or ``"watch"``); RESOURCE_EXHAUSTED
-        beyond the configured limit."""
+        beyond ``limits.max_streams`` / ``limits.max_watchers`` (per-client
+        limits and reserved capacity: :mod:`smroute.service.capacity`)."""
+        what, key = ("Watch", "max_watchers") if kind == "watch" else ("GetTables", "max_streams")
+        limit = getattr(self.limits, key)
         with self._count_lock:
-            if kind == "watch":
-                if self._watchers >= self.limits.max_watchers:
-                    raise ServiceError(Status.RESOURCE_EXHAUSTED,
-                                       f"{self._watchers} Watch streams open; the limit "
-                                       f"(limits.max_watchers) is {self.limits.max_watchers}")
-                self._watchers += 1
-            else:
-                if self._streams >= self.limits.max_streams:
-                    raise ServiceError(Status.RESOURCE_EXHAUSTED,
-                                       f"{self._streams} GetTables streams open; the limit "
-                                       f"(limits.max_streams) is {self.limits.max_streams}")
-                self._streams += 1
+            if self._open[kind] >= limit:
+                raise ServiceError(Status.RESOURCE_EXHAUSTED,
+                                   f"{self._open[kind]} {what} streams open; the limit "
+                                   f"(limits.{key}) is {limit}")
+            self._open[kind] += 1
 
     def release_stream(self, kind: str) -> None:
         """Undo :meth:`acquire_stream` of the same ``kind``."""
         with self._count_lock:
-            if kind == "watch":
-                self._watchers -= 1
-            else:
-                self._streams -= 1
+            self._open[kind] -= 1
 
     def epoch(self, epoch_id: int) -> Epoch:
         """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""

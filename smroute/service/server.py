@@ -15,11 +15,15 @@
   finish within ``shutdown_grace_s`` (Watch streams end at once), then stop
   the sequencer and close the worker pool;
 * SIGHUP: reload the config file; settings that can change live (log level
-  and format, coalescing window, epoch history, default algorithm / LMC,
-  mutating identities, limits, ``fabric_dirs``, TLS certificate/key/client
-  CA files) are
+  and format, coalescing window, epoch history, mutating identities, limits,
+  ``fabric_dirs``, guid files, TLS certificate/key/client CA files) are
   applied, the others are reported as needing a restart; a bad file is
-  logged and the last good config kept.
+  logged and the last good config kept.  Precedence: the file's algorithm
+  and LMC are defaults that a ``Route`` RPC overrides until the file changes
+  that key; a reload of an unchanged file changes nothing about routing;
+* one daemon per listen address (:func:`~smroute.service.listen.claim_listen`,
+  before anything else starts); read-only calls cannot take the workers kept
+  for mutations and health (:mod:`smroute.service.capacity`).
 
 A ``ready_file`` (JSON: address, metrics URL, pid) is written atomically once
 the daemon serves, for supervisors and tests.
@@ -48,10 +52,12 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides, read_guid_file
 from smroute.fileio import atomic_write_text
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.capacity import CapacityGuard
 from smroute.service.config import GUID_FILE_KEYS, ConfigError, ServiceConfig, load_config
 from smroute.service.core import RoutingCore
 from smroute.service.durable import Durable, catch_up, new_instance_id
 from smroute.service.errors import ServiceError, Status
+from smroute.service.listen import ListenClaim, claim_listen
 from smroute.service.log import Logger
 from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
 
@@ -75,6 +81,11 @@ def guid_overrides(cfg: ServiceConfig) -> GuidOverrides | None:
             raise ConfigError(str(err), key=key) from None
     return GuidOverrides(roots=sets["root_guid_file"], compute=sets["cn_guid_file"],
                          io=sets["io_guid_file"])
+
+#: Limits that size the RPC thread pool at start (a reload reports them as
+#: needing a restart and keeps the running values).
+_POOL_LIMITS = ("max_streams", "max_watchers", "reserved_workers")
+
 
 class Daemon:
     """One daemon (see module doc).  ``start()`` then ``wait()``; or ``stop()``."""
@@ -101,12 +112,17 @@ class Daemon:
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._unix_path: str | None = None
+        self._claim: ListenClaim | None = None
+        self.capacity: CapacityGuard | None = None
 
     # ------------------------------------------------------------ start
     def start(self) -> None:
         """Start the metrics and gRPC listeners, load and route the configured
         fabric (health NOT_SERVING meanwhile), then write the ready file."""
         cfg = self.cfg
+        # one daemon per address: a second stops here, before it touches the
+        # first one's socket or starts anything (exit 2)
+        self._claim = claim_listen(cfg.listen_address)
         for w in cfg.warnings():
             self.log("warning", "config_warning", message=w)
         self._start_metrics()
@@ -162,7 +178,8 @@ class Daemon:
         cfg = self.cfg
         lim = cfg.limits
         addr = cfg.listen_address
-        interceptors: list[grpc.ServerInterceptor] = []
+        capacity = self.capacity = CapacityGuard(lim, on_deny=self._on_deny)
+        interceptors: list[grpc.ServerInterceptor] = [capacity]
         try:
             from smroute.service.auth import MutationGuard
         except ImportError:
@@ -174,7 +191,9 @@ class Daemon:
                 on_deny=self._on_deny,
             )
             interceptors.append(self.guard)
-        threads = lim.max_streams + lim.max_watchers + 16
+        # read-only calls get at most capacity.read_slots of these threads;
+        # the reserved rest serve mutating calls and health checks
+        threads = capacity.threads
         options = [
             ("grpc.max_send_message_length", lim.max_message_bytes),
             ("grpc.max_receive_message_length", lim.max_receive_bytes),
@@ -182,7 +201,7 @@ class Daemon:
         ]
         server = grpc.server(ThreadPoolExecutor(threads, thread_name_prefix="smroute-rpc"),
                              interceptors=interceptors, options=options,
-                             maximum_concurrent_rpcs=threads)
+                             maximum_concurrent_rpcs=threads + lim.reserved_workers)
         assert self.core is not None
         pb_grpc.add_SmrouteServicer_to_server(SmrouteServicer(self.core), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -198,7 +217,8 @@ class Daemon:
         try:
             port = self._bind(server, target, cfg)
             if addr.kind == "tcp" and port == 0:
-                raise SmrouteError(f"listen {cfg.listen}: cannot bind (address in use?)")
+                raise InputError(f"listen {cfg.listen}: cannot bind (address in use, or not "
+                                 "an address of this host)")
             server.start()
         finally:
             if old_umask is not None:
@@ -224,11 +244,12 @@ class Daemon:
                 self.tls_creds = ReloadableServerCredentials(cfg.tls)
                 return int(server.add_secure_port(target, self.tls_creds.credentials))
             return int(server.add_insecure_port(target))
-        except RuntimeError as err:
-            raise SmrouteError(f"listen {cfg.listen}: cannot bind: {err}") from None
+        except RuntimeError as err:  # a bad address for this host: exit 2
+            raise InputError(f"listen {cfg.listen}: cannot bind: {err}") from None
 
     def _prepare_unix(self, path: str) -> None:
-        """Remove a stale socket file at ``path`` (never a regular file)."""
+        """Remove a stale socket file at ``path`` (never a regular file): the
+        lock taken in :meth:`start` says no live daemon serves it."""
         with contextlib.suppress(FileNotFoundError):
             st = os.lstat(path)
             if not stat.S_ISSOCK(st.st_mode):
@@ -302,6 +323,8 @@ class Daemon:
         if self._unix_path:
             with contextlib.suppress(OSError):
                 os.unlink(self._unix_path)
+        if self._claim is not None:
+            self._claim.release()
         self.log("info", "stopped")
 
     # ------------------------------------------------------------ reload
@@ -337,14 +360,34 @@ class Daemon:
         if old.limits.max_message_bytes != new.limits.max_message_bytes or \
                 old.limits.max_receive_bytes != new.limits.max_receive_bytes:
             restart.append("limits.max_message_bytes/max_receive_bytes")
+        # the RPC thread pool and its read-only share are sized at start
+        pool_keys = [k for k in _POOL_LIMITS if getattr(old.limits, k) != getattr(new.limits, k)]
+        restart += [f"limits.{k}" for k in pool_keys]
+        new = dataclasses.replace(new, limits=dataclasses.replace(
+            new.limits, **{k: getattr(old.limits, k) for k in pool_keys}))
         core = self.core
         assert core is not None
         self.log.configure(new.log_format, new.log_level)
         core.seq.coalesce_s = new.coalesce_ms / 1000.0
         core.store.set_history(new.epoch_history)
-        core.algorithm, core.lmc = new.algorithm, new.lmc
-        core.overrides = overrides
+        # Precedence: the file's algorithm and lmc are defaults; a Route RPC's
+        # choice stands until the file changes that key (an unchanged file
+        # changes nothing about routing: no epoch, no setting)
+        routing = {k: getattr(new, k) for k in ("algorithm", "lmc")
+                   if getattr(new, k) != getattr(old, k)}
+        if "algorithm" in routing:
+            core.algorithm = new.algorithm
+        if "lmc" in routing:
+            core.lmc = new.lmc
+        if overrides != core.overrides:
+            core.overrides = overrides
+            routing["guid_files"] = "changed"
+        if routing:
+            self.log("info", "routing_settings_changed", applies="at the next routing",
+                     **routing)
         core.limits = new.limits
+        if self.capacity is not None:
+            self.capacity.limits = new.limits
         if tuple(map(str, new.fabric_dirs)) != core.fabric_dirs:
             core.fabric_dirs = tuple(str(d) for d in new.fabric_dirs)
             self.log("info", "fabric_dirs_changed", fabric_dirs=list(core.fabric_dirs))

@@ -20,7 +20,7 @@ from smroute.errors import InputError, SmrouteError
 from smroute.service._gen import smroute_pb2 as pb
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.core import RoutingCore
-from smroute.service.errors import ServiceError, Status
+from smroute.service.errors import ServiceError, Status, bounded, echo, shown
 from smroute.service.messages import (
     changes_msg,
     diff_summary_msg,
@@ -44,14 +44,16 @@ def status_code(err: BaseException) -> tuple[grpc.StatusCode, str]:
     """The gRPC status code and message of an exception: the one place where
     the core's errors become statuses.  :class:`ServiceError` carries its own;
     a user mistake (:class:`~smroute.errors.InputError`) is INVALID_ARGUMENT,
-    any other expected error FAILED_PRECONDITION, anything else INTERNAL."""
+    any other expected error FAILED_PRECONDITION, anything else INTERNAL.
+    Every message is :func:`~smroute.service.errors.bounded` (escaped, at most
+    2,000 bytes: a long echo must not turn the status into RESOURCE_EXHAUSTED)."""
     if isinstance(err, ServiceError):
-        return grpc.StatusCode[err.status.name], err.message
+        return grpc.StatusCode[err.status.name], bounded(err.message)
     if isinstance(err, InputError):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(err)
+        return grpc.StatusCode.INVALID_ARGUMENT, bounded(str(err))
     if isinstance(err, SmrouteError):
-        return grpc.StatusCode.FAILED_PRECONDITION, str(err)
-    return grpc.StatusCode.INTERNAL, f"internal error: {type(err).__name__}: {err}"
+        return grpc.StatusCode.FAILED_PRECONDITION, bounded(str(err))
+    return grpc.StatusCode.INTERNAL, bounded(f"internal error: {type(err).__name__}: {err}")
 
 
 def _status_name(code: grpc.StatusCode) -> str:
@@ -124,13 +126,13 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         core = self.core
         which = request.WhichOneof("source")
         if which == "topology_text":
-            source = request.source_name or "<topology_text>"
+            source = shown(request.source_name) or "<topology_text>"
             fabric = core.parse_fabric_text(request.topology_text, source)
         elif which == "path":
-            source = request.path
+            source = shown(request.path)
             fabric = core.read_request_path(request.path)
         elif which == "live":
-            source = "live" + (f":{request.live.ca}" if request.live.ca else "")
+            source = "live" + (f":{shown(request.live.ca)}" if request.live.ca else "")
             fabric = core.discover_fabric(request.live.ca, request.live.port,
                                           request.live.timeout_s)
         else:
@@ -216,10 +218,18 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         if cur is not None:
             yield epoch_msg(cur, core.store.validation(cur.id))
             last = cur.id
+        seen = time.monotonic()  # when the stream last had something to say
         while context.is_active() and not core.shutting_down.is_set():
             for ep in core.store.wait_newer(last, 0.5):
                 yield epoch_msg(ep, core.store.validation(ep.id))
-                last = ep.id
+                last, seen = ep.id, time.monotonic()
+            idle = core.limits.stream_idle_s
+            if idle and time.monotonic() - seen >= idle:
+                raise ServiceError(
+                    Status.UNAVAILABLE,
+                    f"Watch: no new epoch for {idle:g} s (limits.stream_idle_s); the stream "
+                    "is closed to free its slot; open a new Watch (it starts with the "
+                    "current epoch)")
 
     @_unary("Analyze")
     def Analyze(self, request: pb.AnalyzeRequest, context: grpc.ServicerContext
@@ -229,7 +239,8 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         order_name = request.order or "topological"
         if order_name not in ("topological", "random"):
             raise ServiceError(Status.INVALID_ARGUMENT,
-                               f"order {order_name!r}: expected 'topological' or 'random'")
+                               f"order {echo(order_name)}: expected 'topological' or "
+                               "'random'")
         samples = request.rp_samples or 100
         if samples > 1000:
             raise ServiceError(Status.INVALID_ARGUMENT,

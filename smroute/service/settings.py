@@ -1,22 +1,23 @@
 """The routing daemon's settings as frozen dataclasses (:class:`ServiceConfig`,
-:class:`TlsConfig`, :class:`LimitsConfig`), their value parsers (listen
-addresses, sizes) and the cross-field rules checked in ``__post_init__`` so
-that ``dataclasses.replace(cfg, ...)`` (CLI overrides) is validated too.
-:mod:`smroute.service.config` reads them from YAML.
+:class:`TlsConfig`, :class:`LimitsConfig`), their value parsers (sizes;
+listen addresses come from :mod:`smroute.service.listen`) and the cross-field
+rules checked in ``__post_init__`` so that ``dataclasses.replace(cfg, ...)``
+(CLI overrides) is validated too.  :mod:`smroute.service.config` reads them
+from YAML.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from smroute.errors import InputError
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.listen import ListenAddress, parse_listen
 
 __all__ = [
     "ConfigError",
@@ -44,8 +45,6 @@ GiB = 1024 * MiB
 MAX_CONFIG_BYTES = 1 * MiB
 #: gRPC message size limits are C ints.
 _GRPC_MAX = 2**31 - 1
-#: sun_path is 108 bytes including the terminating NUL.
-_UNIX_PATH_MAX = 107
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOG_FORMATS = ("json", "text")
@@ -89,103 +88,6 @@ class _Bad(Exception):
     def __init__(self, expected: str):
         super().__init__(expected)
         self.expected = expected
-
-
-# --------------------------------------------------------------------------- listen addresses
-
-
-@dataclass(frozen=True)
-class ListenAddress:
-    """A parsed listen address.
-
-    ``kind`` is ``"tcp"`` (``host``, ``port`` set; ``host`` without brackets)
-    or ``"unix"`` (``path`` set).  ``grpc_address`` is the form
-    ``grpc.Server.add_*_port`` takes.
-    """
-
-    kind: Literal["tcp", "unix"]
-    host: str = ""
-    port: int = 0
-    path: str = ""
-
-    @property
-    def is_loopback(self) -> bool:
-        """True for Unix sockets, ``localhost``, 127.0.0.0/8 and ``::1``."""
-        if self.kind == "unix":
-            return True
-        if self.host.lower() in ("localhost", "localhost."):
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False  # a host name other than localhost: cannot tell, assume not
-
-    @property
-    def grpc_address(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-    def __str__(self) -> str:
-        return self.grpc_address
-
-
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
-_LISTEN_EXPECTED = "'host:port', '[ipv6]:port' or 'unix:/absolute/path'"
-
-
-def parse_listen(value: str, *, allow_unix: bool = True) -> ListenAddress:
-    """Parse ``host:port``, ``[v6]:port`` or (if ``allow_unix``) ``unix:/abs/path``.
-
-    Raises ``ValueError`` whose message says what was expected.  Port 0 (pick a
-    free port) is allowed.
-    """
-    expected = _LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'"
-    if not isinstance(value, str) or not value or value != value.strip():
-        raise ValueError(f"expected {expected}, got {value!r}")
-    if value.startswith("unix:"):
-        if not allow_unix:
-            raise ValueError(f"expected {expected} (no Unix socket here), got {value!r}")
-        path = value[len("unix:"):]
-        if path.startswith("//"):  # unix:///abs/path (the URI form) means /abs/path
-            path = path[2:]
-        if not path.startswith("/"):
-            raise ValueError(f"expected an absolute socket path after 'unix:', got {value!r}")
-        if len(os.fsencode(path)) > _UNIX_PATH_MAX:
-            raise ValueError(
-                f"Unix socket path is {len(os.fsencode(path))} bytes, "
-                f"at most {_UNIX_PATH_MAX} fit in sun_path: {value!r}"
-            )
-        if "\0" in path:
-            raise ValueError(f"NUL byte in socket path {value!r}")
-        return ListenAddress("unix", path=os.path.normpath(path))
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0 or value[end + 1:end + 2] != ":":
-            raise ValueError(f"expected {expected}, got {value!r}")
-        host, port_s = value[1:end], value[end + 2:]
-        try:
-            if ipaddress.ip_address(host).version != 6:
-                raise ValueError
-        except ValueError:
-            raise ValueError(f"expected an IPv6 address inside [...], got {value!r}") from None
-    else:
-        host, sep, port_s = value.rpartition(":")
-        if not sep or not host:
-            raise ValueError(f"expected {expected}, got {value!r}")
-        if ":" in host:
-            raise ValueError(f"an IPv6 address needs brackets, e.g. '[::1]:50051', got {value!r}")
-        if not _HOSTNAME.match(host):
-            try:
-                ipaddress.ip_address(host)
-            except ValueError:
-                raise ValueError(f"expected a host name or IP address, got {host!r} "
-                                 f"in {value!r}") from None
-    if not port_s.isdigit() or not 0 <= int(port_s) <= 65535:
-        raise ValueError(f"expected a port 0..65535, got {port_s!r} in {value!r}")
-    return ListenAddress("tcp", host=host, port=int(port_s))
 
 
 # --------------------------------------------------------------------------- sizes
@@ -322,6 +224,12 @@ class LimitsConfig:
     ``max_fault_events``: events in one ApplyFaults call.  ``max_streams``:
     concurrent GetTables streams; ``max_watchers``: concurrent Watch streams
     (counted separately).  ``analyze_max_hosts``: Analyze refuses larger fabrics.
+    ``max_streams_per_client``: streams (GetTables, Watch, reflection) one
+    client may hold open (see :mod:`smroute.service.capacity`
+    for who counts as a client).  ``stream_idle_s``: a Watch stream that sees
+    no new epoch for this many seconds is closed with UNAVAILABLE (0: never).
+    ``reserved_workers``: RPC worker threads that read-only calls can never
+    take: they stay free for LoadFabric, Route, ApplyFaults and health checks.
     """
 
     max_topology_bytes: int = 64 * MiB
@@ -331,6 +239,15 @@ class LimitsConfig:
     max_streams: int = 64
     max_watchers: int = 64
     analyze_max_hosts: int = 20000
+    max_streams_per_client: int = 16
+    stream_idle_s: float = 3600.0
+    reserved_workers: int = 8
+
+    @property
+    def read_slots(self) -> int:
+        """Read-only calls in flight at most: every stream the limits allow and
+        16 unary calls (the RPC thread pool has :attr:`reserved_workers` more)."""
+        return self.max_streams + self.max_watchers + 16
 
     def __post_init__(self) -> None:
         for name in ("max_topology_bytes", "max_message_bytes", "max_receive_bytes"):
@@ -339,6 +256,9 @@ class LimitsConfig:
         _check_int("limits.max_streams", self.max_streams, 1, 100_000)
         _check_int("limits.max_watchers", self.max_watchers, 1, 100_000)
         _check_int("limits.analyze_max_hosts", self.analyze_max_hosts, 1, 10_000_000)
+        _check_int("limits.max_streams_per_client", self.max_streams_per_client, 1, 100_000)
+        _check_float("limits.stream_idle_s", self.stream_idle_s, 0.0, 604_800.0)
+        _check_int("limits.reserved_workers", self.reserved_workers, 1, 1000)
         if self.max_topology_bytes > self.max_receive_bytes:
             raise ConfigError(
                 f"{self.max_topology_bytes} bytes can never arrive: it exceeds "
@@ -392,7 +312,8 @@ class ServiceConfig:
 
     ``listen``: gRPC address (``host:port``, ``[v6]:port``, ``unix:/path``).
     ``workers``: routing worker processes.  ``algorithm``: ``dmodc`` or
-    ``dmodk``.  ``lmc``: LIDs per end-port = 2**lmc (0..7).
+    ``dmodk``.  ``lmc``: LIDs per end-port = 2**lmc (0..7); ``None``: each
+    end-port's LMC in the fabric (as ``smroute route`` without ``--lmc``).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
     ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
@@ -414,7 +335,7 @@ class ServiceConfig:
     listen: str = "127.0.0.1:50051"
     workers: int = 2
     algorithm: str = "dmodc"
-    lmc: int = 0
+    lmc: int | None = None
     epoch_history: int = 8
     fabric: Path | None = None
     root_guid_file: Path | None = None
@@ -441,7 +362,8 @@ class ServiceConfig:
         _check_int("workers", self.workers, 1, 256)
         if self.algorithm not in ALGORITHMS:
             raise _fail("algorithm", " or ".join(repr(a) for a in ALGORITHMS), self.algorithm)
-        _check_int("lmc", self.lmc, 0, 7)
+        if self.lmc is not None:
+            _check_int("lmc", self.lmc, 0, 7)
         _check_int("epoch_history", self.epoch_history, 2, 10_000)
         if isinstance(self.fabric, str) and self.fabric:
             object.__setattr__(self, "fabric", Path(self.fabric))
