@@ -96,10 +96,12 @@ class CapacityGuard(grpc.ServerInterceptor):
             return handler
         return _limited(handler, method, self)
 
-    def enter(self, method: str, context: grpc.ServicerContext, stream: bool) -> str | None:
+    def enter(self, method: str, context: grpc.ServicerContext, stream: bool) -> list[str]:
         """Count a read-only call starting (and its client's stream); aborts the
         call with RESOURCE_EXHAUSTED if there is no room.  Returns the client
-        key counted (``None``: no per-client count) for :meth:`leave`."""
+        key counted (an empty list: none) for :meth:`leave`; the client's count
+        drops as soon as the call ends (a cancelled stream's thread may still
+        wait up to its poll interval; its read slot is kept until then)."""
         key = client_key(context) if stream else None
         refused = ""
         with self._lock:
@@ -123,16 +125,25 @@ class CapacityGuard(grpc.ServerInterceptor):
             if self.on_deny is not None:
                 self.on_deny(method, code, refused)
             context.abort(code, refused)
-        return key
+        held = [key] if key is not None else []
+        if held and not context.add_callback(lambda: self._leave_client(held)):
+            self._leave_client(held)  # the call has ended already
+        return held
 
-    def leave(self, key: str | None) -> None:
-        """Undo :meth:`enter`."""
+    def _leave_client(self, held: list[str]) -> None:
+        """Drop the client's stream count of ``held`` (once: it is emptied)."""
         with self._lock:
-            self.reads -= 1
-            if key is not None:
+            if held:
+                key = held.pop()
                 n = self.streams.pop(key) - 1
                 if n:
                     self.streams[key] = n
+
+    def leave(self, held: list[str]) -> None:
+        """Undo :meth:`enter`."""
+        self._leave_client(held)
+        with self._lock:
+            self.reads -= 1
 
 
 def _limited(handler: grpc.RpcMethodHandler, method: str, guard: CapacityGuard
