@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +35,41 @@ def _new_file_mode(target: Path) -> int:
         return 0o666 & ~_umask()
 
 
+class NotRegularFileError(OSError):
+    """:func:`atomic_writer`'s target exists and is not a regular file."""
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_kind(mode: int) -> str:
+    """What an ``lstat`` ``st_mode`` is, for a message (``"a FIFO"``, ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _check_replaceable(target: Path) -> None:
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(errno.EEXIST, f"{file_kind(mode)}, not a regular file "
+                                  "(only regular files are replaced)", str(target))
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success fsync and rename it over
     ``path``; on error remove it, leaving any previous ``path`` untouched.
     The file gets the permissions of the file it replaces, or those of a new
-    file under the umask (not ``mkstemp``'s private 0600)."""
+    file under the umask (not ``mkstemp``'s private 0600).  Only a regular
+    file is ever replaced: a directory, device, FIFO, socket or symbolic link
+    at ``path`` raises :class:`NotRegularFileError` (before writing, and again
+    just before the rename); no directory is created."""
     target = Path(path)
+    _check_replaceable(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         os.fchmod(fd, _new_file_mode(target))
@@ -47,6 +77,7 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        _check_replaceable(target)  # again: it may have changed while we wrote
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

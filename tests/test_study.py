@@ -156,11 +156,13 @@ def test_csv_roundtrip_and_errors(tmp_path: Path) -> None:
     assert back[0]["error"] == 'x,"y" z'
     assert done_throws(back, ["dmodc", "minhop"]) == {("F", "link", 1, 2)}
     assert done_throws(back, ["dmodc", "sssp"]) == set()
-    # a throw that broke as a whole is retried on resume; engine failures are results
-    back[1]["status"] = "timeout"
-    assert done_throws(back, ["dmodc", "minhop"]) == {("F", "link", 1, 2)}
-    back[1]["status"] = "error"
-    assert done_throws(back, ["dmodc", "minhop"]) == set()
+    # on resume a throw with a row that is not ok runs again; --keep-failed
+    # (retry=("error",)) keeps engine failures, and retries only throws that broke
+    for status in ("timeout", "failed", "error"):
+        back[1]["status"] = status
+        assert done_throws(back, ["dmodc", "minhop"]) == set()
+        assert done_throws(back, ["dmodc", "minhop"], retry=("error",)) == (
+            set() if status == "error" else {("F", "link", 1, 2)})
     with pytest.raises(InputError, match=r"s.csv:1: .*missing column"):
         parse_rows(["a,b", "1,2"], "s.csv")
     bad = text.splitlines()
@@ -324,4 +326,4 @@ def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["study", "degrade", "--pgft", "2;8", "--out", str(tmp_path)]) == 2
     assert main(["study", "degrade", "--fabric", str(tmp_path / "no.topo"),
                  "--out", str(tmp_path)]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "No such file" in capsys.readouterr().err

@@ -18,6 +18,12 @@ the fabric), ``random`` (seeded; for ``cps`` averaged over ``--orders``
 orders) or a file listing hosts one per line in rank order (node description,
 node GUID or port GUID; ``#`` starts a comment) -- a job allocation.
 
+The tables are checked against the fabric first: a switch that is no switch
+of ``--fabric``, a LID above its highest or a port a switch lacks is an error
+(exit 2), not a result (:mod:`smroute.tables.match`); a table file cut short
+is an error naming its line.  The result goes to ``--out`` (default ``-``,
+standard output; :mod:`smroute.cli.outputs`).
+
 Exit status: 0 every flow delivered, 1 some flows hit a dead end or a loop
 (reported), 2 bad input.
 """
@@ -37,12 +43,15 @@ from smroute.errors import InputError
 __all__ = ["register", "cmd_analyze", "parse_pattern"]
 
 _SIMPLE = ("a2a", "rp", "sp")
+#: Bounds of --samples and --orders (each sample or order is a full evaluation).
+MAX_SAMPLES = 1_000_000
+MAX_ORDERS = 10_000
 
 
 def register(subparsers: Any) -> None:
     """Add the ``analyze`` command to ``subparsers``."""
     from smroute.analysis.patterns import CPS
-    from smroute.cli.inputs import add_strict_option
+    from smroute.cli.inputs import SEED, add_strict_option, int_range
 
     p = subparsers.add_parser(
         "analyze",
@@ -62,14 +71,18 @@ def register(subparsers: Any) -> None:
                    help="a2a | rp | sp | cps:NAME")
     p.add_argument("--order", default="topo", metavar="ORDER",
                    help="topo (default), random, or a host-list FILE in rank order")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--samples", type=int, default=1000, metavar="N",
-                   help="random permutations for rp (default 1000)")
-    p.add_argument("--orders", type=int, default=10, metavar="R",
-                   help="random orders averaged for cps with --order random (default 10)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed, 0..2^63-1 (default 0)")
+    p.add_argument("--samples", type=int_range(1, MAX_SAMPLES), default=1000, metavar="N",
+                   help=f"random permutations for rp, 1..{MAX_SAMPLES:,} (default 1000)")
+    p.add_argument("--orders", type=int_range(1, MAX_ORDERS), default=10, metavar="R",
+                   help=f"random orders averaged for cps with --order random, 1..{MAX_ORDERS:,} "
+                   "(default 10)")
     p.add_argument("--per-stage", action="store_true",
                    help="list every stage (sp, rp, cps)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--out", default="-", metavar="FILE|-",
+                   help="write the result here (a regular file, replaced atomically); - for "
+                   "stdout (default)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     from smroute.analysis.plot import plot_path
 
@@ -83,6 +96,7 @@ def parse_pattern(text: str) -> str:
     """``a2a``, ``rp``, ``sp`` or ``cps:NAME``; argparse type (raises
     ``argparse.ArgumentTypeError``)."""
     from smroute.analysis.patterns import CPS
+    from smroute.text import excerpt
 
     t = text.strip().lower()
     if t in _SIMPLE:
@@ -90,7 +104,7 @@ def parse_pattern(text: str) -> str:
     if t.startswith("cps:") and t[4:] in CPS:
         return t
     raise argparse.ArgumentTypeError(
-        f"unknown pattern {text!r}; expected a2a, rp, sp or cps:NAME with NAME one of "
+        f"unknown pattern {excerpt(text)}; expected a2a, rp, sp or cps:NAME with NAME one of "
         f"{', '.join(CPS)}")
 
 
@@ -110,14 +124,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from smroute.analysis.paths import pair_paths, routing_view
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.inputs import load_fabric, load_tables
+    from smroute.cli.outputs import check_output, is_stdout
     from smroute.cli.progress import Progress
 
-    if args.samples < 1 or args.orders < 1:
-        raise InputError("--samples and --orders must be at least 1")
+    for path, option in ((args.out, "--out"), (args.plot, "--plot")):
+        if path is not None and not is_stdout(path):
+            check_output(path, option)  # fail now, not after the analysis
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric} and {args.tables}")
     fabric = load_fabric(args.fabric, strict=args.strict)
-    tables = load_tables(args.tables)
+    tables = load_tables(args.tables, fabric, args.fabric)
     view = routing_view(fabric, tables)
     prog.done("read", t, f"{view.n_endports} end-ports, {view.n_switches} switches")
     if view.n_endports < 2:
@@ -194,11 +210,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
              "risk": int(stages.risk[k]), "unroutable": int(stages.unroutable[k])}
             for k in range(stages.n_stages)
         ]
-    if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _print_table(result)
+    from smroute.cli.outputs import write_output
+
+    write_output(args.out, json.dumps(result, indent=2) + "\n" if args.json
+                 else _format_table(result))
     return 1 if result.get("unroutable", 0) else 0
 
 
@@ -213,15 +228,15 @@ _LABELS = {
 }
 
 
-def _print_table(r: dict[str, Any]) -> None:
-    out = sys.stdout
-    out.write(f"pattern {r['pattern']}, order {r['order']}, {r['participants']} participants\n")
+def _format_table(r: dict[str, Any]) -> str:
+    out = [f"pattern {r['pattern']}, order {r['order']}, {r['participants']} participants\n"]
     for key, label in _LABELS.items():
         if key in r and r[key] is not None:
             v = r[key]
             text = f"{v:.3f}" if isinstance(v, float) and not v.is_integer() else (
                 str(int(v)) if isinstance(v, float) else str(v))
-            out.write(f"  {label:<26} {text}\n")
+            out.append(f"  {label:<26} {text}\n")
     for row in r.get("per_stage", ()):
-        out.write(f"  stage {row['stage']:>8}: flows {row['flows']:>8}  hsd {row['hsd']:>4}  "
-                  f"risk {row['risk']:>4}  undeliverable {row['unroutable']}\n")
+        out.append(f"  stage {row['stage']:>8}: flows {row['flows']:>8}  hsd {row['hsd']:>4}  "
+                   f"risk {row['risk']:>4}  undeliverable {row['unroutable']}\n")
+    return "".join(out)

@@ -2,14 +2,19 @@
 
 Prints the effective configuration (every key, defaults filled in, relative
 paths resolved) and any warnings; on a bad file prints the error naming the
-file, line, key path and what was expected.  Exit 0 valid, 2 invalid.
+file, line, key path and what was expected.  The fabric the config names is
+parsed as the daemon would at start (a fabric that does not parse is an error
+naming the fabric file's line and the config's ``fabric`` key).  Exit 0
+valid, 2 invalid.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["register", "cmd_check_config"]
@@ -21,7 +26,8 @@ def register(subparsers: Any) -> None:
         "check-config",
         help="validate a daemon config file and print the effective config (exit 0 ok, 2 bad)",
         description="Validate a smroute daemon YAML config: unknown keys, bad values, "
-        "missing files (fabric, TLS certificates and keys) and insecure combinations are "
+        "missing files (fabric, TLS certificates and keys), a fabric that does not parse and "
+        "insecure combinations are "
         "reported with the file, line and key path; TLS keys must match their certificates "
         "and certificates must be within their validity dates. Prints the effective config with "
         "defaults filled in, and warnings. Exit status: 0 valid, 2 invalid.",
@@ -36,6 +42,35 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_check_config)
 
 
+def _key_line(config: str, key: str) -> int | None:
+    """Line of the top-level ``key:`` in the YAML file ``config`` (if found)."""
+    pattern = re.compile(rf"^{re.escape(key)}\s*:")
+    try:
+        text = Path(config).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return next((no for no, line in enumerate(text.splitlines(), 1) if pattern.match(line)),
+                None)
+
+
+def check_fabric(fabric: Path, config: str) -> None:
+    """Parse the ``fabric`` the config names, as the daemon does at start
+    (:func:`smroute.cli.inputs.load_fabric`); a
+    :class:`~smroute.service.config.ConfigError` on key ``fabric`` (the
+    config's line) quoting the fabric file's own error (its line) if it
+    cannot be read or parsed, or is no regular file."""
+    from smroute.cli.inputs import load_fabric, require_regular_file
+    from smroute.errors import InputError
+    from smroute.service.config import ConfigError
+
+    try:
+        require_regular_file(fabric, "fabric")
+        load_fabric(str(fabric))
+    except InputError as err:
+        raise ConfigError(f"the fabric cannot be loaded: {err}", key="fabric", source=config,
+                          line=_key_line(config, "fabric")) from None
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate ``args.config``; print the effective config; 0 if valid."""
     import yaml
@@ -44,6 +79,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_config(args.config, check_files=not args.no_file_check)
+        if cfg.fabric is not None and not args.no_file_check:
+            check_fabric(cfg.fabric, args.config)
     except ConfigError as err:
         if not args.json:
             raise

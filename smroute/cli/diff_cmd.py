@@ -3,18 +3,20 @@
 Each file may be in any format :func:`smroute.tables.formats.read_tables`
 detects (OpenSM ``opensm-lfts.dump`` / file-engine input, ``ibroute`` /
 ``dump_fts`` output, ``opensm.fdbs``, smroute JSON).  Switches are matched by
-GUID.  Exit status like diff(1): 0 identical, 1 different, 2 bad input.
+GUID.  A table file cut short is an error naming its line.  The diff goes to
+``--out`` (default ``-``, standard output; :mod:`smroute.cli.outputs`).  Exit
+status like diff(1): 0 identical, 1 different, 2 bad input -- also when the
+reader of the diff stops early (``smroute diff A B | head -1``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from smroute.cli.inputs import load_tables
-from smroute.errors import InputError
+from smroute.cli.inputs import int_range, load_tables
+from smroute.cli.outputs import check_output, is_stdout, write_output
 
 __all__ = ["register", "cmd_diff"]
 
@@ -35,10 +37,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("new", metavar="NEW", help="tables after")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p.add_argument(
-        "--max-entries", type=int, default=1000, metavar="N",
+        "--max-entries", type=int_range(0), default=1000, metavar="N",
         help="list at most N changed entries (totals and blocks stay complete; default 1000)",
     )
     p.add_argument("--full", action="store_true", help="list every changed entry")
+    p.add_argument("--out", default="-", metavar="FILE|-",
+                   help="write the diff here (a regular file, replaced atomically); - for "
+                   "stdout (default)")
     p.set_defaults(func=cmd_diff)
 
 
@@ -46,8 +51,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """Print the diff of ``args.old`` and ``args.new``; 0 if identical, else 1."""
     from smroute.tables.diff import diff_tables, format_diff
 
-    if args.max_entries < 0:
-        raise InputError("--max-entries must be >= 0")
+    if not is_stdout(args.out):
+        check_output(args.out)
     old = load_tables(args.old)
     new = load_tables(args.new)
     d = diff_tables(old, new)
@@ -55,9 +60,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.json:
         doc = d.to_dict(max_entries=limit)
         doc["old"], doc["new"] = args.old, args.new
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        text = json.dumps(doc, indent=1) + "\n"
     else:
-        sys.stdout.write(f"--- {args.old}\n+++ {args.new}\n")
-        sys.stdout.write("\n".join(format_diff(d, max_entries=limit)) + "\n")
+        text = (f"--- {args.old}\n+++ {args.new}\n"
+                + "\n".join(format_diff(d, max_entries=limit)) + "\n")
+    write_output(args.out, text)
     return 0 if d.identical else 1

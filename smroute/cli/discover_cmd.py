@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from smroute.cli.inputs import float_range, int_range
+
 __all__ = ["register", "cmd_discover"]
 
 
@@ -29,11 +31,12 @@ def register(subparsers: Any) -> None:
         "through one of them with ibnetdiscover; write the topology text atomically.",
     )
     p.add_argument("--ca", metavar="NAME", help="HCA to use (ibnetdiscover -C), e.g. mlx5_0")
-    p.add_argument("--port", type=int, metavar="N", help="HCA port to use (ibnetdiscover -P)")
+    p.add_argument("--port", type=int_range(1, 254), metavar="N",
+                   help="HCA port to use (ibnetdiscover -P)")
     p.add_argument("--out", metavar="FILE",
                    help="write the discovered topology text here ('-': standard output, "
                    "with the port listing on standard error)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    p.add_argument("--timeout", type=float_range(0, above=True), default=120.0, metavar="S",
                    help="ibnetdiscover timeout in seconds (default 120)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--summary", action="store_true", help="also print the fabric summary")
@@ -43,18 +46,18 @@ def register(subparsers: Any) -> None:
 
 def cmd_discover(args: argparse.Namespace) -> int:
     """List the local HCA ports, discover the fabric, write/print it; 0 on success."""
+    from smroute.cli.outputs import STDOUT, check_output, write_output
     from smroute.discovery.discover import discover_topology_lines
     from smroute.discovery.hca import local_ports
     from smroute.errors import InputError
     from smroute.fabric.ibnetdiscover import parse_topology
     from smroute.fabric.summary import format_summary, summarize
-    from smroute.fileio import atomic_write_text
 
-    if args.timeout <= 0:
-        raise InputError("--timeout must be > 0")
-    to_stdout = args.out == "-"
+    to_stdout = args.out == STDOUT
     if to_stdout and (args.json or args.summary):
         raise InputError("--out - prints the topology; it cannot go with --json or --summary")
+    if args.out and not to_stdout:
+        check_output(args.out)  # fail now, not after the discovery
     info = sys.stderr if to_stdout else sys.stdout
     ports, notes = local_ports()
     if not args.json:
@@ -68,12 +71,12 @@ def cmd_discover(args: argparse.Namespace) -> int:
     source = f"ibnetdiscover via {args.ca or 'default HCA'}"
     fabric = parse_topology(lines, source)
     if to_stdout:
-        sys.stdout.write("\n".join(lines) + "\n")
+        write_output(STDOUT, "\n".join(lines) + "\n")
         print(f"discovered {len(fabric.switches)} switches, {len(fabric.cas)} CAs, "
               f"{fabric.n_links} links", file=info)
         return 0
     if args.out:
-        atomic_write_text(args.out, "\n".join(lines) + "\n")
+        write_output(args.out, "\n".join(lines) + "\n")
     summary = summarize(fabric, source=args.out or source)
     if args.json:
         json.dump({"ports": [p.to_dict() for p in ports], "notes": [n for n in notes if n],

@@ -25,9 +25,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError, SmrouteError
+from smroute.text import printable
 
-__all__ = ["FORMATS", "DrawError", "add_parser", "cmd_draw", "render", "to_dot"]
+__all__ = ["FORMATS", "DrawError", "add_parser", "cmd_draw", "picture", "render", "to_dot"]
 
 #: Output formats by file suffix.
 FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
@@ -48,7 +50,7 @@ class DrawError(SmrouteError):
 
 def add_parser(sub: Any) -> None:
     """Add ``draw`` to the ``fabric`` command's subparsers."""
-    from smroute.cli.inputs import add_role_options, add_strict_option
+    from smroute.cli.inputs import add_role_options, add_strict_option, int_range
     from smroute.fabric.draw import MAX_BOXES
 
     d = sub.add_parser(
@@ -64,12 +66,15 @@ def add_parser(sub: Any) -> None:
         "source).",
     )
     d.add_argument("file", metavar="FABRIC", help="ibnetdiscover topology file")
-    d.add_argument("--out", required=True, metavar="FILE",
-                   help="FILE.svg, FILE.png or FILE.dot")
+    d.add_argument("--out", required=True, metavar="FILE|-",
+                   help="FILE.svg, FILE.png or FILE.dot (a regular file, replaced atomically), "
+                   "or - for standard output (--format says which; default svg)")
+    d.add_argument("--format", choices=sorted(set(FORMATS.values())), default=None,
+                   help="picture format (default: from --out's suffix; svg for -)")
     d.add_argument("--removed", metavar="ORIGINAL",
                    help="the fabric before equipment was removed: its switches and links "
                    "that are gone are drawn dashed")
-    d.add_argument("--max-boxes", type=int, default=MAX_BOXES, metavar="N",
+    d.add_argument("--max-boxes", type=int_range(1), default=MAX_BOXES, metavar="N",
                    help=f"at most N switch boxes per level: identical switches are "
                    f"collapsed, then coarser groups until N is met (default {MAX_BOXES})")
     d.add_argument("--title", help="name of the fabric in the picture's title, before its "
@@ -85,21 +90,23 @@ def cmd_draw(args: argparse.Namespace) -> int:
     from smroute.fabric.draw import draw_fabric
     from smroute.fabric.roles import fabric_roles
 
-    fmt = FORMATS.get(Path(args.out).suffix.lower())
+    to_stdout = is_stdout(args.out)
+    fmt = args.format or ("svg" if to_stdout else FORMATS.get(Path(args.out).suffix.lower()))
     if fmt is None:
         raise InputError(f"--out {args.out}: unknown picture format; expected a name ending "
-                         f"in {', '.join(FORMATS)}")
-    if args.max_boxes < 1:
-        raise InputError("--max-boxes must be at least 1")
+                         f"in {', '.join(FORMATS)} (or --format)")
+    if not to_stdout:
+        check_output(args.out)
     fabric = load_fabric(args.file, strict=args.strict)
     original = load_fabric(args.removed, strict=args.strict) if args.removed else None
     roles = fabric_roles(fabric, load_overrides(args))
     drawing = draw_fabric(fabric, original=original, roles=roles, max_boxes=args.max_boxes)
     title = f"{args.title or Path(args.file).name}: {drawing.title}"
-    render(drawing, args.out, fmt, title=title)
+    write_output(args.out, picture(drawing, fmt, title=title))
     named = ", ".join(f"{k} {v}" for k, v in drawing.anomalies.items()) or "none"
-    print(f"{args.out}: {drawing.n_switches} switches in {len(drawing.switch_boxes)} boxes "
-          f"({drawing.grouping}), {drawing.n_nodes} nodes drawn; anomalies: {named}")
+    print(f"{'standard output' if to_stdout else args.out}: {drawing.n_switches} switches in "
+          f"{len(drawing.switch_boxes)} boxes ({drawing.grouping}), {drawing.n_nodes} nodes "
+          f"drawn; anomalies: {named}", file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
@@ -178,13 +185,18 @@ def _node(g: Any, b: Any, rank: int) -> None:
 def render(drawing: Any, path: str | Path, fmt: str | None = None, *,
            title: str | None = None) -> Path:
     """Write ``drawing`` to ``path`` as ``fmt`` (``svg``, ``png`` or ``dot``;
-    default from the suffix), atomically."""
-    from smroute.fileio import atomic_writer
-
+    default from the suffix) with the CLI's one writer
+    (:func:`smroute.cli.outputs.write_output`: a regular file, atomically)."""
     out = Path(path)
     fmt = fmt or FORMATS.get(out.suffix.lower())
     if fmt not in ("svg", "png", "dot"):
         raise InputError(f"unknown picture format for {out}", source=str(out))
+    write_output(str(out), picture(drawing, fmt, title=title))
+    return out
+
+
+def picture(drawing: Any, fmt: str, *, title: str | None = None) -> bytes:
+    """``drawing`` as ``fmt`` (``svg``, ``png`` or ``dot``) bytes (Graphviz)."""
     g = to_dot(drawing, title=title)
     if fmt == "dot":
         data = g.source.encode()
@@ -201,13 +213,8 @@ def render(drawing: Any, path: str | Path, fmt: str | None = None, *,
                             "picture's source without it") from None
         except graphviz.CalledProcessError as err:
             msg = (err.stderr or b"").decode(errors="replace").strip()
-            raise DrawError(f"dot failed: {msg[:300]}") from None
-    try:
-        with atomic_writer(out, "wb") as fh:
-            fh.write(data)
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", source=str(out)) from None
-    return out
+            raise DrawError(f"dot failed: {printable(msg, 300)}") from None
+    return bytes(data)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from smroute.cli.inputs import add_role_options, add_strict_option, load_fabric, load_overrides
-from smroute.errors import InputError
+from smroute.cli.inputs import (
+    add_role_options,
+    add_strict_option,
+    int_range,
+    load_fabric,
+    load_overrides,
+)
+from smroute.cli.outputs import write_output
 
 __all__ = ["register", "cmd_summary"]
 
@@ -40,7 +45,7 @@ def register(subparsers: Any) -> None:
     add_role_options(s)
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument(
-        "--max-items", type=int, default=100, metavar="N",
+        "--max-items", type=int_range(0), default=100, metavar="N",
         help="list at most N items per anomaly (totals stay exact; default 100)",
     )
     s.set_defaults(func=cmd_summary)
@@ -56,14 +61,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from smroute.fabric.roles import fabric_roles
     from smroute.fabric.summary import format_summary, summarize
 
-    if args.max_items < 0:
-        raise InputError("--max-items must be >= 0")
     fabric = load_fabric(args.file, strict=args.strict)
     roles = fabric_roles(fabric, load_overrides(args))
     summary = summarize(fabric, source=args.file, max_items=args.max_items, roles=roles)
-    if args.json:
-        json.dump(summary.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write("\n".join(format_summary(summary)) + "\n")
+    write_output(None, json.dumps(summary.to_dict(), indent=2) + "\n" if args.json
+                 else "\n".join(format_summary(summary)) + "\n")
     return 0

@@ -33,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from smroute.cli.outputs import write_output
+from smroute.cli.inputs import SEED, int_range
+from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError
+from smroute.text import excerpt
 
 __all__ = ["GENERATORS", "add_parser", "cmd_generate", "generate_fabric"]
 
@@ -73,26 +75,28 @@ def _ints(text: str, what: str) -> list[int]:
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
-        raise InputError(f"{what}: expected comma-separated integers, got {text!r}") from None
+        raise InputError(f"{what}: expected comma-separated integers, got "
+                         f"{excerpt(text)}") from None
     return vals
 
 
 def _common(gen: argparse.ArgumentParser) -> None:
     """Options every generator takes: link and LID attributes, transforms, output."""
     g = gen.add_argument_group("links and LIDs")
-    g.add_argument("--lmc", type=int, default=0, metavar="N",
-                   help="LMC of the CA ports (LIDs aligned to 2^N; default 0)")
+    g.add_argument("--lmc", type=int_range(0, 7), default=0, metavar="N",
+                   help="LMC of the CA ports, 0..7 (LIDs aligned to 2^N; default 0)")
     g.add_argument("--speed", default=None, metavar="SPEED",
                    help="link speed: SDR DDR QDR FDR10 FDR EDR HDR NDR XDR (default EDR)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="link width in lanes: 1 2 4 8 12 (default 4)")
     t = gen.add_argument_group("transforms (applied in this order)")
-    t.add_argument("--seed", type=int, default=0, help="seed of the degradation (default 0)")
-    t.add_argument("--remove-switches", type=int, default=0, metavar="N",
+    t.add_argument("--seed", type=SEED, default=0,
+                   help="seed of the degradation, 0..2^63-1 (default 0)")
+    t.add_argument("--remove-switches", type=int_range(0), default=0, metavar="N",
                    help="remove N random switches")
-    t.add_argument("--remove-links", type=int, default=0, metavar="N",
+    t.add_argument("--remove-links", type=int_range(0), default=0, metavar="N",
                    help="then remove N random switch-to-switch links")
-    t.add_argument("--spine-hosts", type=int, default=0, metavar="N",
+    t.add_argument("--spine-hosts", type=int_range(0), default=0, metavar="N",
                    help="attach N service hosts (\"service01 HCA-1\", ..) to the first top switch")
     t.add_argument("--split-ports", action="store_true",
                    help="every switch with hosts in split-ready mode, its host ports split (2x)")
@@ -103,8 +107,9 @@ def _common(gen: argparse.ArgumentParser) -> None:
                    help="ibnetdiscover text (default) or an ibsim net file")
     o.add_argument("--ext-ports", action="store_true",
                    help="topology: [ext N] on chassis line-card ports, as ibnetdiscover -g")
-    o.add_argument("--out", default="-", metavar="FILE",
-                   help="output file, - for stdout (default)")
+    o.add_argument("--out", default="-", metavar="FILE|-",
+                   help="output file (a regular file, replaced atomically), - for stdout "
+                   "(default)")
     o.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
     gen.set_defaults(func=cmd_generate)
 
@@ -221,7 +226,7 @@ def _pgft_args(args: argparse.Namespace) -> tuple[int, list[int], list[int], lis
         mo = re.fullmatch(r"\s*(?:XGFT\s*\()?\s*([0-9;, ]+?)\s*\)?\s*", text, re.I)
         parts = mo.group(1).split(";") if mo else []
         if len(parts) != 3:
-            raise InputError(f"bad XGFT tuple {text!r}: expected h;m1,..,mh;w1,..,wh, "
+            raise InputError(f"bad XGFT tuple {excerpt(text)}: expected h;m1,..,mh;w1,..,wh, "
                              "e.g. 2;18,36;1,18")
         h = parts[0].strip()
         ones = ",".join(["1"] * int(h)) if h.isdigit() and int(h) < 64 else "1"
@@ -326,9 +331,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         format_topology,
     )
 
-    for opt in ("remove_switches", "remove_links", "spine_hosts"):
-        if getattr(args, opt) < 0:
-            raise InputError(f"--{opt.replace('_', '-')} must be >= 0, got {getattr(args, opt)}")
+    if not is_stdout(args.out):
+        check_output(args.out)
     fabric, label = generate_fabric(args)
     notes = []
     if args.remove_switches or args.remove_links:

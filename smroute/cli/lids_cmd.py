@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from smroute.cli.outputs import write_output
+from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_lids", "format_selection"]
@@ -42,7 +42,7 @@ _FORMATS = ("table", "csv", "json")
 
 def register(subparsers: Any) -> None:
     """Add the ``lids`` command to ``subparsers``."""
-    from smroute.cli.inputs import add_strict_option
+    from smroute.cli.inputs import SEED, add_strict_option, add_workers_option, int_range
 
     p = subparsers.add_parser(
         "lids",
@@ -59,14 +59,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--pattern", default="shift", metavar="NAME",
                    help="shift (all-to-all's shift stages, default) or a collective: ring, "
                    "binomial, dissemination, tournament, recursive-doubling, recursive-halving")
-    p.add_argument("--lmc", type=int, default=None, metavar="N",
-                   help="use 2^N LIDs per port (default: the LMC of the job's ports in F)")
-    p.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    p.add_argument("--lmc", type=int_range(0, 7), default=None, metavar="N",
+                   help="use 2^N LIDs per port, 0..7 (default: the LMC of the job's ports in F)")
+    p.add_argument("--out", default="-", metavar="FILE|-",
+                   help="write here (a regular file, replaced atomically); - for stdout "
+                   "(default)")
     p.add_argument("--format", choices=_FORMATS, default="table", help="output format")
     p.add_argument("--per-stage", action="store_true", help="also give the HSD of every stage")
-    p.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default 0)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="routing worker processes (default: CPU count)")
+    p.add_argument("--seed", type=SEED, default=0,
+                   help="tie-breaking seed, 0..2^63-1 (default 0)")
+    add_workers_option(p, help="routing worker processes")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_lids)
 
@@ -129,8 +131,8 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.routing.engine import route
     from smroute.routing.lidselect import job_lmc, select_lids
 
-    if args.lmc is not None and not 0 <= args.lmc <= 7:
-        raise InputError(f"--lmc must be 0..7, got {args.lmc}")
+    if not is_stdout(args.out):
+        check_output(args.out)  # fail now, not after the routing
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric} and {args.job}")
     entries = read_job(args.job)

@@ -3,18 +3,38 @@
 Each command module exposes ``register(subparsers)`` which adds its parser and
 sets ``func`` (taking the parsed ``argparse.Namespace``, returning an exit code).
 Expected errors (:class:`smroute.errors.SmrouteError`) are printed without a
-traceback and turned into their exit code; usage errors exit 2.
+traceback and turned into their exit code; usage errors exit 2.  Every
+message is printed through :func:`smroute.text.printable` (control bytes
+escaped, length bounded), and values argparse echoes are cut short.
+
+A closed pipe (``smroute diff A B | head -1``) never changes the exit status
+into a success nor prints a traceback:
+
+* output a command writes through :mod:`smroute.cli.outputs` (its result)
+  whose reader went away is dropped, and the command exits with its own
+  status (diff: 1 if the tables differ, even when nobody read the diff);
+* the flush at exit of what is still buffered: the same, the status stays;
+* a write that breaks anywhere else (e.g. a progress line on a closed
+  stderr) stops the command before it knows its status: exit 141
+  (128 + SIGPIPE, what a shell reports for a command killed by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import re
+import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from smroute import __version__
+from smroute.cli.outputs import drop_stdout
 from smroute.errors import SmrouteError
+from smroute.text import printable
 
 #: Modules under smroute.cli that register subcommands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -34,8 +54,23 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: Exit status when the pipe broke before the command knew its status.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+#: Characters of one value argparse quotes in a usage error, at most.
+_QUOTED_CHARS = 80
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.){" + str(_QUOTED_CHARS + 1) + ",}'")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors that echo a value cut short and escaped."""
+
+    def error(self, message: str) -> NoReturn:
+        message = _QUOTED.sub(lambda m: m.group(0)[:_QUOTED_CHARS - 4] + "...'", message)
+        super().error(printable(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="smroute",
         description="Dmodc routing for InfiniBand fat-trees: ingest, route, analyze, serve.",
     )
@@ -46,20 +81,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _drop_output() -> None:
+    """A standard stream's reader went away: send both to /dev/null (the
+    failed write is still buffered; the flush at exit must not raise)."""
+    drop_stdout()
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stderr.fileno())
+        os.close(null)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` (default: the process's); returns its exit
+    status, usage errors (2) and ``--help`` / ``--version`` (0) included."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        rc = args.func(args)
-    except SmrouteError as err:
-        print(f"smroute: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print("smroute: interrupted", file=sys.stderr)
-        return 130
+        args = parser.parse_args(argv)
+    except SystemExit as ex:  # argparse has printed the usage error or the help
+        return ex.code if isinstance(ex.code, int) else 2
+    try:
+        try:
+            rc = int(args.func(args) or 0)
+        except SmrouteError as err:
+            print(f"smroute: error: {printable(str(err))}", file=sys.stderr)
+            rc = err.exit_code
+        except KeyboardInterrupt:
+            print("smroute: interrupted", file=sys.stderr)
+            rc = 130
     except BrokenPipeError:
-        return 0
-    return int(rc or 0)
+        _drop_output()
+        return EXIT_BROKEN_PIPE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop_stdout()
+    return rc
 
 
 if __name__ == "__main__":

@@ -39,17 +39,18 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from smroute.cli.outputs import write_output
-from smroute.errors import InputError
+from smroute.cli.outputs import check_output, is_stdout, write_output
 
 __all__ = ["register", "cmd_order", "format_order", "format_report"]
 
 _FORMATS = ("hostfile", "slurm")
+#: Tasks per host at most (lines a SLURM_HOSTFILE repeats per host).
+MAX_TASKS_PER_HOST = 100_000
 
 
 def register(subparsers: Any) -> None:
     """Add the ``order`` command to ``subparsers``."""
-    from smroute.cli.inputs import add_role_options, add_strict_option
+    from smroute.cli.inputs import add_role_options, add_strict_option, int_range
     from smroute.routing.engine import ALGORITHMS
 
     p = subparsers.add_parser(
@@ -68,10 +69,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report", action="store_true",
                    help="print the HSD of every collective sequence before and after")
     p.add_argument("--format", choices=_FORMATS, default="hostfile", help="output format")
-    p.add_argument("--tasks-per-host", type=int, default=1, metavar="N",
-                   help="slurm format: lines (tasks) per host (default 1)")
-    p.add_argument("--out", default="-", metavar="FILE",
-                   help="write here (atomically); - for stdout (default)")
+    p.add_argument("--tasks-per-host", type=int_range(1, MAX_TASKS_PER_HOST), default=1,
+                   metavar="N", help=f"slurm format: lines (tasks) per host, "
+                   f"1..{MAX_TASKS_PER_HOST:,} (default 1)")
+    p.add_argument("--out", default="-", metavar="FILE|-",
+                   help="write here (a regular file, replaced atomically); - for stdout "
+                   "(default)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
                    help="the routing whose order to use (default dmodc)")
     add_role_options(p)
@@ -123,8 +126,8 @@ def cmd_order(args: argparse.Namespace) -> int:
     from smroute.routing.engine import route
     from smroute.tables.lft import ForwardingTables
 
-    if args.tasks_per_host < 1:
-        raise InputError(f"--tasks-per-host must be at least 1, got {args.tasks_per_host}")
+    if not is_stdout(args.out):
+        check_output(args.out)  # fail now, not after the routing
     entries = read_job(args.job)
     overrides = load_overrides(args)
     fabric = load_fabric(args.fabric, strict=args.strict)

@@ -1,7 +1,9 @@
 """``smroute route FABRIC``: compute forwarding tables and write them out.
 
 ``FABRIC`` is an ibnetdiscover topology file.  The tables are written to
-``--out`` in one of the formats of :mod:`smroute.tables.formats`: ``opensm``
+``--out`` (a regular file, replaced atomically, or ``-`` for standard output,
+the summary then going to stderr: :mod:`smroute.cli.outputs`) in one of the
+formats of :mod:`smroute.tables.formats`: ``opensm``
 (OpenSM file-engine input, ``opensm -R file -U FILE``), ``fdbs``
 (``opensm.fdbs`` plus ``opensm-subnet.lst`` beside it, for
 ``ibdmchk -s opensm-subnet.lst -f opensm.fdbs``) or ``json``.  Unless
@@ -23,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from smroute.cli.inputs import add_role_options, add_strict_option, load_fabric, load_overrides
+from smroute.cli.inputs import (
+    add_role_options,
+    add_strict_option,
+    add_workers_option,
+    int_range,
+    load_fabric,
+    load_overrides,
+)
+from smroute.cli.outputs import STDOUT, check_output, is_stdout, write_output
 from smroute.cli.progress import Progress
 from smroute.errors import InputError
 
@@ -49,11 +59,12 @@ def register(subparsers: Any) -> None:
     add_role_options(p)
     p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
                    help="routing algorithm (default dmodc)")
-    p.add_argument("--lmc", type=int, default=None, metavar="N",
-                   help="route 2^N LIDs per end-port (default: each port's LMC in FABRIC)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="worker processes for route computation (default: CPU count)")
-    p.add_argument("--out", required=True, metavar="FILE", help="output file")
+    p.add_argument("--lmc", type=int_range(0, 7), default=None, metavar="N",
+                   help="route 2^N LIDs per end-port, 0..7 (default: each port's LMC in FABRIC)")
+    add_workers_option(p, help="worker processes for route computation")
+    p.add_argument("--out", required=True, metavar="FILE|-",
+                   help="output file (a regular file, replaced atomically; its directory must "
+                   "exist), or - for standard output (the summary then goes to stderr)")
     p.add_argument("--format", choices=_FORMATS, default="opensm",
                    help="output format (default opensm: OpenSM file-engine input; fdbs also "
                    "writes opensm-subnet.lst beside FILE)")
@@ -61,7 +72,7 @@ def register(subparsers: Any) -> None:
                    help="opensm format: leave the per-LID port GUID comments out (about 6x "
                    "smaller; OpenSM can then not remap LIDs that moved)")
     p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
-    p.add_argument("--max-failures", type=int, default=20, metavar="N",
+    p.add_argument("--max-failures", type=int_range(0), default=20, metavar="N",
                    help="list at most N unroutable pairs by name (default 20)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_route)
@@ -97,17 +108,16 @@ def cmd_route(args: argparse.Namespace) -> int:
     from smroute.fabric.model import NodeType
     from smroute.routing.engine import route, validate_result
     from smroute.routing.validate import walk
-    from smroute.tables.formats import write_tables
+    from smroute.tables.formats import table_files
 
-    if args.lmc is not None and not 0 <= args.lmc <= 7:
-        raise InputError(f"--lmc must be 0..7, got {args.lmc}")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}")
-    if args.max_failures < 0:
-        raise InputError("--max-failures must be >= 0")
-    out_path = Path(args.out)
-    if out_path.is_dir():
-        raise InputError("--out is a directory; give a file name", source=args.out)
+    to_stdout = is_stdout(args.out)
+    if to_stdout and args.format == "fdbs":
+        raise InputError("--format fdbs writes two files (opensm.fdbs and opensm-subnet.lst "
+                         "beside it); give --out a file name, not -")
+    if not to_stdout:  # fail now, not after the routing
+        check_output(args.out)
+        if args.format == "fdbs":
+            check_output(str(Path(args.out).with_name("opensm-subnet.lst")), "--out (beside)")
 
     prog = Progress(sys.stderr, enabled=not args.quiet)
     t = prog.start(f"reading {args.fabric}")
@@ -137,16 +147,15 @@ def cmd_route(args: argparse.Namespace) -> int:
         hops = hop_table(result, walked)
         prog.done("hops", t)
 
-    written: list[Path] = []
+    written: list[str] = []
     if validation is None or validation.ok:  # never publish an invalid table set
         t = prog.start(f"writing {args.out} ({args.format})")
-        try:
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-            if args.no_port_guids:  # the labels served the validation; not in the file
-                tables = replace(tables, lid_guid=None, lid_kind=None, lid_desc=None, _index={})
-            written = list(write_tables(tables, out_path, args.format, fabric=fabric, hops=hops))
-        except OSError as err:
-            raise InputError(f"cannot write: {err.strerror or err}", source=args.out) from None
+        if args.no_port_guids:  # the labels served the validation; not in the file
+            tables = replace(tables, lid_guid=None, lid_kind=None, lid_desc=None, _index={})
+        for path, chunks in table_files(tables, args.out, args.format, fabric=fabric,
+                                        hops=hops):
+            write_output(STDOUT if to_stdout else str(path), chunks)
+            written.append("standard output" if to_stdout else str(path))
         prog.done("write", t)
 
     routed_lids = int(len(result.dest.lid))
@@ -178,7 +187,10 @@ def cmd_route(args: argparse.Namespace) -> int:
             lines.append(f"unroutable (first {shown} of {failing}):" if shown < failing
                          else "unroutable:")
             lines.extend(f"  {f}" for f in validation.failures)
-    lines.append("output:     " + (", ".join(str(p) for p in written) if written else
+    lines.append("output:     " + (", ".join(written) if written else
                                  f"not written ({args.out}): the tables are invalid"))
-    sys.stdout.write("\n".join(lines) + "\n")
+    if to_stdout:
+        sys.stderr.write("\n".join(lines) + "\n")
+    else:
+        write_output(STDOUT, "\n".join(lines) + "\n")
     return 0 if validation is None or validation.ok else 1

@@ -4,17 +4,22 @@ The configuration comes from ``--config FILE`` (YAML, see deploy/smroute.yaml
 and ``smroute check-config``) or the defaults; the flags override single
 settings.  The process serves until SIGTERM/SIGINT (graceful: running calls
 get ``shutdown_grace_s``); SIGHUP reloads ``--config`` keeping the last good
-config on error.  Exit status: 0 after a clean shutdown, 1 if it cannot
-start (e.g. the address is in use), 2 bad config or flags, 3 the configured
-fabric cannot be routed.
+config on error.  Exit status: 0 after a clean shutdown on SIGTERM, 130 after
+one on SIGINT (Ctrl-C), 1 if it cannot start for a reason a restart may cure,
+2 bad config, flags or input -- a fabric that is missing, unreadable, not a
+regular file or not parseable, an address another daemon holds -- which a
+restart cannot cure (the systemd unit's ``RestartPreventExitStatus=2``), 3 the
+configured fabric cannot be routed.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 from typing import Any
 
+from smroute.cli.inputs import add_workers_option, int_range, require_regular_file
 from smroute.errors import InputError
 
 __all__ = ["register", "cmd_serve", "config_from_args"]
@@ -40,9 +45,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--fabric-dir", metavar="DIR", action="append", dest="fabric_dirs",
                    help="directory LoadFabric(path=...) may read from (repeatable; replaces "
                    "the config's fabric_dirs; default: none, server-side paths refused)")
-    p.add_argument("--workers", type=int, metavar="N", help="routing worker processes")
+    add_workers_option(p, help="routing worker processes (default: the config's)")
     p.add_argument("--algorithm", choices=("dmodc", "dmodk"), help="routing algorithm")
-    p.add_argument("--lmc", type=int, metavar="N", help="LMC (0..7)")
+    p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
     p.add_argument("--epoch-history", type=int, metavar="K", help="epochs kept")
     p.add_argument("--coalesce-ms", type=float, metavar="MS",
                    help="fault events within this window share one reroute")
@@ -104,19 +109,28 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the daemon until SIGTERM/SIGINT; 0 after a clean shutdown."""
+    """Run the daemon until SIGTERM (0) or SIGINT (130), after a clean shutdown."""
     from smroute.service.log import Logger
     from smroute.service.server import Daemon
 
     cfg, over = config_from_args(args)
+    if cfg.fabric is not None:
+        require_regular_file(cfg.fabric, "fabric")
     log = Logger(fmt=cfg.log_format, level=cfg.log_level)
     d = Daemon(cfg, config_path=args.config, overrides=over, ready_file=args.ready_file,
                log=log)
     d.install_signals()
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, _frame: object) -> None:
+        interrupted.append(signum)
+        d.request_stop()
+
+    signal.signal(signal.SIGINT, on_sigint)
     try:
         d.start()
     except BaseException:
         d.stop()
         raise
     d.wait()
-    return 0
+    return 128 + signal.SIGINT if interrupted else 0

@@ -21,8 +21,9 @@ import re
 import sys
 from typing import Any
 
-from smroute.cli.outputs import write_output
+from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError
+from smroute.text import excerpt
 
 __all__ = ["register", "cmd_topology"]
 
@@ -48,7 +49,8 @@ def register(subparsers: Any) -> None:
     t.add_argument("--format", choices=("conf", "yaml"), default="conf",
                    help="conf: topology.conf (default); yaml: topology.yaml (Slurm 24.11+)")
     t.add_argument("--out", default="-", metavar="FILE|-",
-                   help="write here (atomically); '-' or omitted: stdout")
+                   help="write here (a regular file, replaced atomically); '-' or omitted: "
+                   "stdout")
     t.add_argument("--host-map", metavar="FILE",
                    help="Slurm names by GUID or description: lines 'KEY NAME', KEY a 0x node or "
                    "port GUID (a switch GUID names the switch) or a node description (whole, "
@@ -77,7 +79,7 @@ def _parse_roles(text: str) -> list[Any]:
         if not tok:
             continue
         if tok not in allowed:
-            raise InputError(f"--roles: unknown host role {tok!r}; choose from "
+            raise InputError(f"--roles: unknown host role {excerpt(tok)}; choose from "
                              f"{', '.join(allowed)}")
         out.append(allowed[tok])
     if not out:
@@ -104,6 +106,8 @@ def cmd_topology(args: argparse.Namespace) -> int:
     from smroute.fabric.roles import fabric_roles
     from smroute.fabric.slurm import read_host_map, slurm_topology
 
+    if not is_stdout(args.out):
+        check_output(args.out)
     include = _parse_roles(args.roles)
     block_sizes = _parse_block_sizes(args.block_sizes)
     if args.format != "yaml" and block_sizes:

@@ -7,6 +7,15 @@ prints a progress line per finished throw and a bar on stderr (``-q``: none;
 the end, then writes the plots into ``DIR``.  ``smroute study plot CSV --out
 DIR`` redraws the plots from a CSV; ``smroute study report CSV..`` prints
 markdown tables (median / worst per degradation band and engine).
+
+Every input is checked before the first throw starts (exit 2 with the
+reason): the options' ranges, the PGFT tuple (and that it builds), the fabric
+file (parsed), the output directory (created if missing, inside an existing
+directory; an existing file there is an error) and a study CSV already in it.
+A resumed study runs again every throw with a row that is not ``ok``
+(``--keep-failed``: only those that broke, status ``error``).  Exit status:
+0 every planned throw has its rows, 1 some throws broke (status ``error``;
+run the command again to retry them), 2 bad input.
 """
 
 from __future__ import annotations
@@ -18,12 +27,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from smroute.cli.inputs import SEED, add_workers_option, float_range, int_range
 from smroute.cli.progress import Progress
-from smroute.errors import InputError
+from smroute.errors import InputError, SmrouteError
 from smroute.lab.sidebyside import DEFAULT_ENGINES, ENGINES
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
 from smroute.study.results import (
+    KEY,
+    RETRY_STATUSES,
     compact_table,
     csv_path,
     markdown_report,
@@ -32,8 +44,12 @@ from smroute.study.results import (
 )
 from smroute.study.runner import Progress as ThrowProgress
 from smroute.study.runner import plan_tasks, run_study
+from smroute.text import excerpt
 
 MAX_THROWS = 100_000
+#: Bounds of --rp-samples and --random-orders (each one a full evaluation per throw).
+MAX_SAMPLES = 1_000_000
+MAX_ORDERS = 10_000
 
 
 def register(subparsers: Any) -> None:
@@ -51,32 +67,40 @@ def register(subparsers: Any) -> None:
     d.add_argument("--label", help="fabric name in the CSV (default: from the source)")
     d.add_argument("--mode", default="switch",
                    help="switch, link or both comma-separated (default: switch)")
-    d.add_argument("--throws", type=int, default=30, help="throws per mode (default: 30)")
-    d.add_argument("--seed", type=int, default=1, help="study seed (default: 1)")
+    d.add_argument("--throws", type=int_range(1, MAX_THROWS), default=30,
+                   help=f"throws per mode, 1..{MAX_THROWS:,} (default: 30)")
+    d.add_argument("--seed", type=SEED, default=1, help="study seed, 0..2^63-1 (default: 1)")
     d.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
                    help=f"comma-separated, from {','.join(ENGINES)} (default: "
                         f"{','.join(DEFAULT_ENGINES)})")
-    d.add_argument("--workers", type=int, default=2, help="local processes (default: 2)")
+    add_workers_option(d, default=2, help="local processes")
     d.add_argument("--scheduler", metavar="ADDR",
                    help="Dask scheduler address (tcp://host:port) instead of local processes")
-    d.add_argument("--rp-samples", type=int, default=1000,
-                   help="random permutations for RP (default: 1000)")
-    d.add_argument("--random-orders", type=int, default=3,
-                   help="random node orders the CPS HSD is averaged over (default: 3)")
-    d.add_argument("--opensm-timeout", type=float, default=600.0,
+    d.add_argument("--rp-samples", type=int_range(1, MAX_SAMPLES), default=1000,
+                   help=f"random permutations for RP, 1..{MAX_SAMPLES:,} (default: 1000)")
+    d.add_argument("--random-orders", type=int_range(0, MAX_ORDERS), default=3,
+                   help="random node orders the CPS HSD is averaged over, "
+                   f"0..{MAX_ORDERS:,} (default: 3)")
+    d.add_argument("--opensm-timeout", type=float_range(0, above=True), default=600.0,
                    help="seconds per OpenSM run before it counts as timed out (default: 600)")
+    d.add_argument("--keep-failed", action="store_true",
+                   help="on resume, keep the rows of engines that failed or timed out instead "
+                   "of running their throws again (throws that broke are always retried)")
     d.add_argument("--workdir", help="scratch directory, created where each throw runs "
                    "(default: a temporary one)")
     d.add_argument("--keep-work", action="store_true", help="keep each throw's OpenSM files")
     d.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     d.add_argument("--quiet", "-q", action="store_true",
                    help="no progress (a line per throw and a bar) on stderr")
-    d.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    d.add_argument("--out", required=True, metavar="DIR",
+                   help="output directory (created if missing, in an existing directory; "
+                   "DIR/study.csv is resumed)")
     d.set_defaults(func=_degrade)
 
     pl = sub.add_parser("plot", help="draw the plots of a study CSV")
     pl.add_argument("csv", metavar="CSV")
-    pl.add_argument("--out", required=True, metavar="DIR")
+    pl.add_argument("--out", required=True, metavar="DIR",
+                    help="directory for the plots (created if missing, in an existing directory)")
     pl.set_defaults(func=_plot)
 
     rp = sub.add_parser("report", help="markdown tables (median / worst per degradation band)")
@@ -102,33 +126,67 @@ def _throw_line(p: ThrowProgress) -> str:
             f"removed {removed}; " + "; ".join(parts))
 
 
+def _out_dir(path: str) -> Path:
+    """The results directory ``path``: an existing directory, or created
+    inside an existing one; :class:`InputError` (exit 2) saying what is
+    expected otherwise."""
+    out = Path(path)
+    if out.is_dir():
+        return out
+    if out.exists() or out.is_symlink():
+        raise InputError("--out: exists and is not a directory; expected a results "
+                         "directory (give a new name, or an existing directory)", source=path)
+    if not out.parent.is_dir():
+        raise InputError(f"--out: directory {out.parent} does not exist (smroute creates "
+                         "only the results directory itself)", source=path)
+    try:
+        out.mkdir()
+    except OSError as err:
+        raise InputError(f"--out: cannot create the directory: {err.strerror or err}",
+                         source=path) from None
+    return out
+
+
+def _study_source(args: argparse.Namespace) -> tuple[str, str]:
+    """``(source, label)`` of the study's fabric, checked by building or
+    parsing it here, before any throw (:class:`InputError` with the reason)."""
+    from smroute.cli.generate_cmd import MAX_NODES
+
+    if args.pgft is not None:
+        spec = parse_pgft(args.pgft)
+        if spec.nodes > MAX_NODES:
+            raise InputError(f"{spec.label} has {spec.nodes:,} nodes, more than the "
+                             f"{MAX_NODES:,} a study builds", source="--pgft")
+        try:
+            spec.build()
+        except SmrouteError as err:
+            raise InputError(f"{spec.label} cannot be built: {err}", source="--pgft") from None
+        return f"pgft:{args.pgft}", args.label or spec.label
+    from smroute.cli.inputs import _guarded
+    from smroute.fabric.ibnetdiscover import read_topology, require_switches
+
+    require_switches(_guarded(read_topology, args.fabric), args.fabric)  # what a throw reads
+    path = Path(args.fabric)
+    return f"file:{path.resolve()}", args.label or path.stem
+
+
 def _degrade(args: argparse.Namespace) -> int:
     modes = [m.strip() for m in args.mode.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         raise InputError(f"--mode: expected {' or '.join(MODES)} (comma-separated), "
-                         f"got {args.mode!r}")
+                         f"got {excerpt(args.mode)}")
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     bad = [e for e in engines if e not in ENGINES]
     if bad or not engines or len(set(engines)) != len(engines):
         raise InputError(f"--engines: expected distinct names from {','.join(ENGINES)}, "
-                         f"got {args.engines!r}")
-    if not 1 <= args.throws <= MAX_THROWS:
-        raise InputError(f"--throws: expected 1..{MAX_THROWS}, got {args.throws}")
-    if args.workers < 1:
-        raise InputError(f"--workers: expected >= 1, got {args.workers}")
-    if args.rp_samples < 1 or args.random_orders < 0:
-        raise InputError("--rp-samples must be >= 1 and --random-orders >= 0")
-    if args.pgft is not None:
-        spec = parse_pgft(args.pgft)
-        source, label = f"pgft:{args.pgft}", args.label or spec.label
-    else:
-        path = Path(args.fabric)
-        if not path.is_file():
-            raise InputError("no such file", source=args.fabric)
-        source, label = f"file:{path.resolve()}", args.label or path.stem
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+                         f"got {excerpt(args.engines)}")
+    if args.workdir and Path(args.workdir).exists() and not Path(args.workdir).is_dir():
+        raise InputError("--workdir: exists and is not a directory", source=args.workdir)
+    source, label = _study_source(args)
+    out = _out_dir(args.out)
+    if csv_path(out).exists():
+        read_rows(csv_path(out))  # a study to resume: readable, or an error now
     scratch = None
     if args.workdir:
         workroot = str(Path(args.workdir).resolve())
@@ -147,7 +205,8 @@ def _degrade(args: argparse.Namespace) -> int:
                 prog.fraction("throws", p.done, p.todo)
 
             rows = run_study(tasks, csv_path(out), workers=args.workers,
-                             scheduler=args.scheduler, on_throw=on_throw)
+                             scheduler=args.scheduler, on_throw=on_throw,
+                             retry=("error",) if args.keep_failed else RETRY_STATUSES)
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -155,15 +214,29 @@ def _degrade(args: argparse.Namespace) -> int:
         print(line)
     print(f"CSV: {csv_path(out)}")
     if not args.no_plots:
+        _plots(rows, out)
+    planned = {t.key for t in tasks}
+    broke = {tuple(r[k] for k in KEY) for r in rows if r.get("status") == "error"} & planned
+    if broke:
+        print(f"smroute: {len(broke)} of {len(planned)} throws broke (status error, reason in "
+              "the CSV's error column); run the same command again to retry them",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _plots(rows: list[Any], out: Path) -> None:
+    try:
         for p in plot_all(rows, out):
             print(f"plot: {p}")
-    return 0
+    except OSError as err:
+        raise InputError(f"cannot write a plot: {err.strerror or err}",
+                         source=err.filename or str(out)) from None
 
 
 def _plot(args: argparse.Namespace) -> int:
     rows = read_rows(args.csv)
-    for p in plot_all(rows, args.out):
-        print(f"plot: {p}")
+    _plots(rows, _out_dir(args.out))
     return 0
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from smroute.errors import InputError
 from smroute.fabric.model import SPEEDS, NodeType
+from smroute.text import excerpt  # re-exported: the one quoting of input text
 
 __all__ = [
     "HEX",
@@ -79,14 +80,6 @@ class TopologyError(InputError):
         assert isinstance(err, TopologyError)
         err.expected = self.expected
         return err
-
-
-def excerpt(text: str, limit: int = 60) -> str:
-    """``text`` quoted for a message: cut to ``limit`` characters, every
-    non-printable character escaped (``repr``), so no raw control bytes reach
-    a terminal."""
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return repr(text)
 
 
 def check_range(value: int, lo: int, hi: int, what: str, no: int, source: str) -> int:

@@ -32,6 +32,7 @@ import numpy as np
 from smroute.errors import InputError
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
+from smroute.text import excerpt
 
 __all__ = [
     "MODES",
@@ -61,6 +62,12 @@ class PgftSpec:
         return pgft(self.h, self.m, self.w, self.p)
 
     @property
+    def nodes(self) -> int:
+        """Hosts and switches the fabric has (known before building it; exact
+        Python integers, as :func:`~smroute.fabric.generate.level_sizes` counts)."""
+        return sum(math.prod(self.w[:lv] + self.m[lv:]) for lv in range(self.h + 1))
+
+    @property
     def label(self) -> str:
         """``PGFT(h;m..;w..;p..)``, the fabric's name in the study CSV."""
         j = ",".join
@@ -79,14 +86,14 @@ def parse_pgft(text: str) -> PgftSpec:
     parts = mo.group(1).split(";") if mo else []
     want = "expected h;m1,..,mh;w1,..,wh;p1,..,ph, e.g. 2;18,36;1,18;1,1"
     if len(parts) != 4:
-        raise InputError(f"bad PGFT tuple {text!r}: {want}", source="--pgft")
+        raise InputError(f"bad PGFT tuple {excerpt(text)}: {want}", source="--pgft")
     try:
         h = int(parts[0])
         m, w, p = (tuple(int(x) for x in s.split(",")) for s in parts[1:])
     except ValueError:
-        raise InputError(f"bad PGFT tuple {text!r}: {want}", source="--pgft") from None
+        raise InputError(f"bad PGFT tuple {excerpt(text)}: {want}", source="--pgft") from None
     if h < 1 or not (len(m) == len(w) == len(p) == h) or min(m + w + p) < 1:
-        raise InputError(f"bad PGFT tuple {text!r}: h={h} needs h positive values in each "
+        raise InputError(f"bad PGFT tuple {excerpt(text)}: h={h} needs h positive values in each "
                          "of m, w, p", source="--pgft")
     return PgftSpec(h, m, w, p)
 

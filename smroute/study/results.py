@@ -12,7 +12,8 @@ patterns), ``routing_seconds``, ``wall_seconds``, ``order`` (which node order
 the patterns used), ``hot_link`` (a link at the A2A max) and ``error``.
 
 The CSV is rewritten atomically after each throw, so it is always complete
-and a study can resume from it (:func:`done_throws`).
+and a study can resume from it (:func:`done_throws`: throws with a row not
+``ok`` are run again).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from smroute.analysis.patterns import CPS
 from smroute.errors import InputError
 from smroute.fileio import atomic_write_text, read_lines
+from smroute.text import excerpt
 
 __all__ = [
     "COLUMNS",
@@ -43,6 +45,7 @@ __all__ = [
     "read_rows",
     "write_rows",
     "done_throws",
+    "RETRY_STATUSES",
     "summary_lines",
     "band_table",
     "paired_table",
@@ -149,7 +152,7 @@ def parse_rows(lines: Iterable[str], source: str = "<csv>") -> list[Row]:
                 else:
                     row[k] = v
             except ValueError:
-                raise InputError(f"column {k!r}: expected a number, found {v!r}",
+                raise InputError(f"column {excerpt(k)}: expected a number, found {excerpt(v)}",
                                  source=source, line=no) from None
         out.append(row)
     return out
@@ -169,19 +172,28 @@ def write_rows(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
     atomic_write_text(path, format_rows(rows))
 
 
-def done_throws(rows: Iterable[Row], engines: Sequence[str]) -> set[tuple[object, ...]]:
-    """Keys ``(fabric, mode, seed, throw)`` that have a row for every engine.
+#: Row statuses that make a resumed study run the throw again (every status
+#: but ``ok``): ``error`` (the throw itself broke: ibsim would not start, a
+#: worker died), ``timeout`` (OpenSM was too slow, e.g. on a loaded machine)
+#: and ``failed`` (an engine failed; a throw depends only on its key, so a
+#: deterministic failure gives the same row again).
+RETRY_STATUSES = ("error", "timeout", "failed")
 
-    Rows with ``status == "error"`` (the throw itself broke: ibsim would not
-    start, a worker died) do not count, so a resumed study retries them;
-    engine failures (``failed``, ``timeout``) are results and count."""
+
+def done_throws(rows: Iterable[Row], engines: Sequence[str],
+                retry: Collection[str] = RETRY_STATUSES) -> set[tuple[object, ...]]:
+    """Keys ``(fabric, mode, seed, throw)`` that have a row for every engine
+    and no row whose status is in ``retry`` (those throws are run again)."""
     have: dict[tuple[object, ...], set[str]] = {}
+    again: set[tuple[object, ...]] = set()
     for r in rows:
-        if r.get("status") == "error":
-            continue
-        have.setdefault(tuple(r[k] for k in KEY), set()).add(str(r["engine"]))
+        key = tuple(r[k] for k in KEY)
+        if r.get("status") in retry:
+            again.add(key)
+        else:
+            have.setdefault(key, set()).add(str(r["engine"]))
     need = set(engines)
-    return {k for k, e in have.items() if need <= e}
+    return {k for k, e in have.items() if need <= e and k not in again}
 
 
 def _num(v: object) -> float:

@@ -4,8 +4,9 @@
 (:func:`smroute.study.degrade.plan_throw`), runs every engine on it
 (:func:`smroute.lab.sidebyside.run_side_by_side`) and returns one CSV row
 per engine.  :func:`run_study` plans the throws, skips those already in the
-CSV, runs the rest through :func:`smroute.study.executors.run_unordered`
-and rewrites the CSV after each finished throw.
+CSV (and runs again those with a row that is not ``ok``), runs the rest
+through :func:`smroute.study.executors.run_unordered` and rewrites the CSV
+after each finished throw.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,14 @@ from smroute.fabric.model import Fabric
 from smroute.lab.sidebyside import run_side_by_side
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.study.executors import run_unordered
-from smroute.study.results import KEY, Row, done_throws, read_rows, write_rows
+from smroute.study.results import (
+    KEY,
+    RETRY_STATUSES,
+    Row,
+    done_throws,
+    read_rows,
+    write_rows,
+)
 
 __all__ = ["ThrowTask", "load_fabric", "run_throw", "plan_tasks", "run_study"]
 
@@ -140,13 +148,15 @@ def run_study(
     scheduler: Any = None,
     on_throw: Callable[[Progress], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    retry: Collection[str] = RETRY_STATUSES,
 ) -> list[Row]:
-    """Run ``tasks`` not yet complete in ``csv_file`` (resuming), rewriting the
-    CSV atomically after each throw; return all rows (old and new), sorted."""
+    """Run ``tasks`` not yet complete in ``csv_file`` (resuming: a throw with a
+    row whose status is in ``retry`` runs again), rewriting the CSV atomically
+    after each throw; return all rows (old and new), sorted."""
     path = Path(csv_file)
     rows: list[Row] = read_rows(path) if path.exists() else []
     engines = tasks[0].engines if tasks else ()
-    done = done_throws(rows, engines)
+    done = done_throws(rows, engines, retry)
     todo = [t for t in tasks if t.key not in done]
     # drop partial rows of throws about to be rerun
     rerun = {t.key for t in todo}

@@ -37,6 +37,7 @@ from smroute.fabric.model import SPEED_GBPS, Fabric, NodeType
 from smroute.fileio import atomic_writer
 from smroute.tables.json_io import format_json, iter_json, parse_json
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
+from smroute.text import excerpt
 
 __all__ = [
     "FORMATS",
@@ -51,6 +52,7 @@ __all__ = [
     "parse_json",
     "parse_tables",
     "read_tables",
+    "table_files",
     "write_tables",
 ]
 
@@ -162,37 +164,40 @@ def format_subnet_lst(f: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table_files(
+    t: ForwardingTables, path: str | Path, fmt: str = "opensm", *,
+    fabric: Fabric | None = None, hops: np.ndarray | None = None,
+) -> list[tuple[Path, Iterable[bytes]]]:
+    """The files a table set in format ``fmt`` is written as, each with its
+    content as byte chunks (built lazily): ``PATH`` alone, or for ``fdbs``
+    ``PATH`` (opensm.fdbs) and, given ``fabric``, ``opensm-subnet.lst`` beside it."""
+    path = Path(path)
+    if fmt == "opensm":
+        return [(path, iter_opensm(t))]
+    if fmt == "json":
+        return [(path, iter_json(t))]
+    if fmt == "fdbs":
+        out: list[tuple[Path, Iterable[bytes]]] = [
+            (path, (format_fdbs(t, hops).encode() for _ in (0,)))]
+        if fabric is not None:
+            out.append((path.with_name("opensm-subnet.lst"),
+                        (format_subnet_lst(fabric).encode() for _ in (0,))))
+        return out
+    raise InputError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
 def write_tables(
     t: ForwardingTables, path: str | Path, fmt: str = "opensm", *,
     fabric: Fabric | None = None, hops: np.ndarray | None = None,
 ) -> list[Path]:
-    """Write tables atomically; returns the files written.
-
-    ``fdbs`` writes ``PATH`` (opensm.fdbs) and, given ``fabric``, an
-    ``opensm-subnet.lst`` beside it.
-    """
-    path = Path(path)
-    if fmt == "opensm":
-        with atomic_writer(path, "wb") as fh:
-            for chunk in iter_opensm(t):
+    """Write tables atomically (:func:`table_files`); returns the files written."""
+    written = []
+    for target, chunks in table_files(t, path, fmt, fabric=fabric, hops=hops):
+        with atomic_writer(target, "wb") as fh:
+            for chunk in chunks:
                 fh.write(chunk)
-        return [path]
-    if fmt == "json":
-        with atomic_writer(path, "wb") as fh:
-            for chunk in iter_json(t):
-                fh.write(chunk)
-        return [path]
-    if fmt == "fdbs":
-        with atomic_writer(path) as fh:
-            fh.write(format_fdbs(t, hops))
-        out = [path]
-        if fabric is not None:
-            lst = path.with_name("opensm-subnet.lst")
-            with atomic_writer(lst) as fh:
-                fh.write(format_subnet_lst(fabric))
-            out.append(lst)
-        return out
-    raise InputError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        written.append(target)
+    return written
 
 
 # ----------------------------------------------------------------- readers
@@ -202,8 +207,14 @@ _HEAD = re.compile(
 )
 _LID_OF = re.compile(r"Lid (\d+)")
 _ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b")
+_TRAILER = re.compile(r"^(\d+)\s+(?:valid\s+)?lids dumped$")
 _FDB_HEAD = re.compile(r"^dump_ucast_routes: Switch (0x[0-9a-fA-F]+)\s*$")
-_FDB_ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s*:\s*(\d+)\s*:")
+# OpenSM's dump_ucast_routes lines: "0x0001 : 001  : 01   : yes", "... : No 2 hop path
+# possible via port 3!", "0x0002 : 004  : HOPS UNKNOWN", "0x0003 : UNREACHABLE" (no route)
+_FDB_ENTRY = re.compile(
+    r"^0x([0-9a-fA-F]+)\s*:\s*(?:UNREACHABLE|(\d+)\s*:\s*(?:HOPS UNKNOWN|\d+\s*:\s*"
+    r"(?:yes|no\b.*)))$", re.IGNORECASE)
+_TRAILER_FORM = "'N lids dumped' (OpenSM) or 'N valid lids dumped' (ibroute, dump_fts)"
 
 
 def _assemble(
@@ -222,24 +233,47 @@ def _assemble(
     )
 
 
+def _lid_number(text: str) -> int:
+    return int(text, 16) if text[:2].lower() == "0x" else int(text)
+
+
 def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
-    """Parse ``opensm-lfts.dump`` / file-engine input, or ``ibroute``/``dump_fts`` output."""
+    """Parse ``opensm-lfts.dump`` / file-engine input, or ``ibroute``/``dump_fts`` output.
+
+    Each switch block is checked whole, so a file cut short or spliced is an
+    error naming the line, never tables with routes silently missing: every
+    block ends with its ``N lids dumped`` line (``N valid lids dumped`` from
+    ibroute/dump_fts) whose count is the entries listed (ibroute, dump_fts,
+    smroute) or the top of the block's range (OpenSM); every entry lies in the
+    block's ``[low-high]`` LID range; the last line is a complete trailer.
+    """
     guids: list[int] = []
     lids: list[int] = []
     descs: list[str] = []
     entries: list[tuple[int, int, int]] = []
     seen: set[int] = set()
+    block: tuple[int, int, int] | None = None  # (head line, low LID, high LID) of the open block
+    n_block = 0  # entries of the open block
+    no = 0
     for no, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r\n")
-        s = line.strip()
-        if not s or s.startswith(("Lid", "Port")) or s.endswith("lids dumped"):
-            continue
+        s = raw.strip()
+        if not s or (block is not None and s.startswith(("Lid", "Port"))):
+            continue  # blank, or ibroute's column headers
         m = _HEAD.match(s)
         if m:
+            if block is not None:
+                raise InputError(
+                    f"the block of switch {guids[-1]:#018x} (line {block[0]}) ends without its "
+                    f"trailer; expected {_TRAILER_FORM} before the next switch (a file cut or "
+                    "spliced?)", source=source, line=no)
             guid = int(m.group(4), 16)
             if guid in seen:
                 raise InputError(f"switch {guid:#018x} listed twice", source=source, line=no)
             seen.add(guid)
+            lo, hi = _lid_number(m.group(1)), _lid_number(m.group(2))
+            if not 0 <= lo <= hi <= 0xBFFF:
+                raise InputError(f"LID range [{m.group(1)}-{m.group(2)}] is not within "
+                                 "0..0xbfff", source=source, line=no)
             lm = _LID_OF.search(m.group(3))
             desc = (m.group(5) or "").strip()
             if len(desc) >= 2 and desc[0] == desc[-1] == "'":
@@ -247,23 +281,45 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
             guids.append(guid)
             lids.append(int(lm.group(1)) if lm else 0)
             descs.append(desc)
+            block, n_block = (no, lo, hi), 0
+            continue
+        m = _TRAILER.match(s)
+        if m and block is not None:
+            count = int(m.group(1))
+            if count not in (n_block, block[2]):
+                raise InputError(
+                    f"the trailer counts {count} LIDs but the block of switch {guids[-1]:#018x} "
+                    f"(line {block[0]}) lists {n_block} (range top {block[2]}): lines lost?",
+                    source=source, line=no)
+            block = None
             continue
         m = _ENTRY.match(s)
-        if m and guids:
+        if m and block is not None:
             lid, port = int(m.group(1), 16), int(m.group(2))
-            if not 0 < lid <= 0xBFFF or port > 255:
+            if not block[1] <= lid <= block[2] or not 0 < lid <= 0xBFFF or port > 255:
                 raise InputError(
-                    f"LID {lid:#x} or port {port} out of range", source=source, line=no
-                )
+                    f"LID {lid:#x} or port {port} out of range (the block's LIDs are "
+                    f"{max(block[1], 1)}..{block[2]}, ports 0..255)", source=source, line=no)
             entries.append((len(guids) - 1, lid, port))
+            n_block += 1
             continue
-        expected = "'0xLID PORT ...'" if guids else "'Unicast lids [...] of switch ... guid 0x...'"
-        raise InputError(f"expected {expected}, got {s[:60]!r}", source=source, line=no)
+        if block is not None:
+            expected = f"'0xLID PORT ...' or {_TRAILER_FORM}"
+        else:
+            expected = "'Unicast lids [...] of switch ... guid 0x...'"
+        raise InputError(f"expected {expected}, got {excerpt(s)}", source=source, line=no)
+    if block is not None:
+        raise InputError(
+            f"the file ends inside the block of switch {guids[-1]:#018x} (line {block[0]}): "
+            f"no trailer ({_TRAILER_FORM}); the file is cut short?", source=source, line=no)
     return _assemble(guids, lids, descs, entries)
 
 
 def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
-    """Parse ``opensm.fdbs`` (``dump_ucast_routes`` blocks)."""
+    """Parse ``opensm.fdbs`` (``dump_ucast_routes`` blocks).  Every entry line
+    must be whole (``0xLID : PORT : HOPS : yes``, ``... : No N hop path ...``,
+    ``0xLID : PORT : HOPS UNKNOWN``, or ``0xLID : UNREACHABLE`` for a LID
+    without a route), so a file cut inside its last line is an error."""
     guids: list[int] = []
     entries: list[tuple[int, int, int]] = []
     for no, raw in enumerate(lines, 1):
@@ -276,10 +332,17 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
             continue
         m = _FDB_ENTRY.match(s)
         if m and guids:
-            entries.append((len(guids) - 1, int(m.group(1), 16), int(m.group(2))))
+            lid = int(m.group(1), 16)
+            if not 0 < lid <= 0xBFFF:
+                raise InputError(f"LID {lid:#x} out of range 1..0xbfff", source=source, line=no)
+            if m.group(2) is not None:
+                port = int(m.group(2))
+                if port > 255:
+                    raise InputError(f"port {port} out of range 0..255", source=source, line=no)
+                entries.append((len(guids) - 1, lid, port))
             continue
-        raise InputError(f"expected a dump_ucast_routes entry, got {s[:60]!r}",
-                         source=source, line=no)
+        raise InputError("expected a dump_ucast_routes entry ('0xLID : PORT : HOPS : yes' or "
+                         f"'0xLID : UNREACHABLE'), got {excerpt(s)}", source=source, line=no)
     lids = [0] * len(guids)
     for sw, lid, port in entries:
         if port == 0:
