@@ -154,6 +154,15 @@ def test_analyze_plot_refuses_a_fifo(files: dict[str, Path], tmp_path: Path) -> 
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def test_bridge_lfts_file_must_be_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "opensm.lfts"
+    os.mkfifo(fifo)
+    r = smroute("opensm-bridge", "--daemon", "127.0.0.1:1", "--lfts-file", str(fifo),
+                "--no-trigger")
+    assert r.returncode == 2 and "--lfts-file: a FIFO, not a regular file" in r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
 # --------------------------------------------------------------------------- 2. --workers
 @pytest.mark.parametrize("argv", [
     ["lids", "--fabric", "F", "--job", "J", "--workers", "0"],
@@ -264,6 +273,8 @@ def test_broken_pipe_before_the_status_is_141(files: dict[str, Path], tmp_path: 
     (["study", "degrade", "--pgft", SMALL, "--out", "O", "--throws", "0"], "--throws",
      "1..100000"),
     (["discover", "--timeout", "0"], "--timeout", "> 0"),
+    (["opensm-bridge", "--daemon", "127.0.0.1:1", "--lfts-file", "O", "--poll-interval", "-1"],
+     "--poll-interval", ">= 0"),
 ])
 def test_numeric_options_are_checked_up_front(
         argv: list[str], option: str, expected: str, files: dict[str, Path], tmp_path: Path,

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from smroute.cli.inputs import float_range, int_range
+
 __all__ = ["register", "cmd_bridge"]
 
 
@@ -38,21 +40,22 @@ def register(subparsers: Any) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--console", metavar="HOST:PORT",
                    help="OpenSM loopback console (default 127.0.0.1:10000); reroute through it")
-    g.add_argument("--opensm-pid", type=int, metavar="PID",
+    g.add_argument("--opensm-pid", type=int_range(1), metavar="PID",
                    help="signal OpenSM with SIGHUP (heavy sweep) instead of the console")
     g.add_argument("--no-trigger", action="store_true",
                    help="only write the file (OpenSM reads it at its next heavy sweep)")
     p.add_argument("--opensm-log", metavar="PATH",
                    help="OpenSM's log file: traps and SUBNET UP wake the change detector")
-    p.add_argument("--poll-interval", type=float, default=60.0, metavar="S",
+    p.add_argument("--poll-interval", type=float_range(0), default=60.0, metavar="S",
                    help="re-discover at least this often (0 = only on log triggers; default 60)")
-    p.add_argument("--debounce", type=float, default=0.5, metavar="S",
+    p.add_argument("--debounce", type=float_range(0), default=0.5, metavar="S",
                    help="wait this long after the last trigger line (default 0.5)")
     p.add_argument("--load", choices=("live", "discover", "none"), default="none",
                    help="at start: daemon discovers (live), bridge discovers and sends the "
                    "text (discover), or use the daemon's current epoch (none, default)")
     p.add_argument("--ca", metavar="NAME", help="HCA for discovery (ibnetdiscover -C)")
-    p.add_argument("--port", type=int, metavar="N", help="HCA port (ibnetdiscover -P)")
+    p.add_argument("--port", type=int_range(1, 254), metavar="N",
+                   help="HCA port (ibnetdiscover -P)")
     p.add_argument("--state-dir", metavar="DIR",
                    help="where the base topology and down set are kept (default: the "
                    "lfts file's directory)")
@@ -69,25 +72,21 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="show the diff a change would make (per switch, 64-LID blocks); "
                    "write nothing")
-    p.add_argument("--max-entries", type=int, default=200, metavar="N",
+    p.add_argument("--max-entries", type=int_range(0), default=200, metavar="N",
                    help="dry run: changed entries to list (default 200)")
     p.set_defaults(func=cmd_bridge)
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
     """Run the bridge until SIGTERM/SIGINT (0), or dry-run (0 nothing pending, 1 pending)."""
-    from smroute.errors import InputError
+    from smroute.cli.outputs import check_output
     from smroute.opensm.bridge import Bridge, BridgeOptions
     from smroute.opensm.console import parse_console_address
 
     trigger = ("none" if args.no_trigger
                else "sighup" if args.opensm_pid is not None else "console")
     console = parse_console_address(args.console or "127.0.0.1:10000")
-    if args.max_entries < 0:
-        raise InputError("--max-entries must be >= 0")
-    lfts = Path(args.lfts_file)
-    if not lfts.parent.is_dir():
-        raise InputError(f"--lfts-file: directory {lfts.parent} does not exist")
+    lfts = check_output(args.lfts_file, "--lfts-file")  # a regular file, in a directory
     opts = BridgeOptions(
         daemon=args.daemon, lfts_file=lfts, trigger=trigger, console=console,
         opensm_pid=args.opensm_pid, opensm_log=Path(args.opensm_log) if args.opensm_log else None,
