@@ -1,0 +1,319 @@
+"""Benchmark: OpenSM's reaction to a link cut, side by side in one run, with
+smroute as a native routing engine (the plugin), through the bridge (the
+``file`` engine), and with OpenSM's own ftree and updn.
+
+Per fabric size (PGFT, ``--sizes``) and engine: a fresh ibsim and a
+long-running OpenSM (log flags 0x07, ``sweep_interval 10``; the bridge:
+:class:`smroute.lab.harness.OpenSMChain` from ``deploy/opensm.conf.snippet``);
+the plugin: ``event_plugin_name smroute``, ``routing_engine smroute,updn``
+and a ``smroute serve`` (2 workers) on a Unix socket.  Then ``--cuts`` times
+(the same seeded leaf up-links for every engine): ``Unlink`` one, time it,
+``ReLink`` it.  Figures, medians over the cuts:
+
+* ``cut_to_tables_s``: from the ibsim console command to the new tables in
+  every switch: OpenSM's ``SWITCHES CONFIGURED FOR UNICAST`` (logged once no
+  LFT MAD is pending; the banner has no timestamp: the next timestamped line
+  counts) after the sweep that routed the cut; the bridge: its ``REROUTE
+  COMPLETE`` after it wrote the daemon's new epoch (what
+  :meth:`OpenSMChain.change` measures);
+* ``routing_s``: OpenSM's routing phase of that reaction, from its log
+  (``building routing with '<engine>'`` to ``<engine> tables configured on all
+  switches``; the bridge: the ``file`` engine's reroute).  ftree gets the
+  top switches as ``root_guid_file`` (without it, it refuses a tree with a
+  missing link and OpenSM falls back to minhop);
+* ``first_routing_s``: the routing phase of OpenSM's first sweep (the plugin:
+  the daemon's first route, including the full validation walk it waits for;
+  the bridge: the file engine loading epoch 1).
+
+The plugin's tables are read back with ``dump_fts`` and compared with the
+daemon's epoch after the last cut at sizes up to 4,096 hosts (``--verify``:
+always).  Prints the machine and a table; ``--json FILE`` writes the figures.
+
+    .venv/bin/python bench/plugin_bench.py [--sizes 1024 4096 11664] [--cuts 3]
+        [--engines plugin bridge ftree updn] [--seed 1] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from benchinfo import machine
+
+from smroute.fabric.generate import pgft
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import fabric_roles
+from smroute.fabric.writers import write_ibsim_net
+from smroute.fileio import atomic_write_text
+from smroute.lab.harness import OpenSMChain, log_unix
+from smroute.lab.processes import DaemonProcess, OpenSMProcess
+from smroute.lab.sim import IbSim, dump_switch_routes
+from smroute.lab.simnet import sim_name
+from smroute.service.client import SmrouteClient
+from smroute.tables.diff import diff_tables
+from smroute.tables.formats import parse_lft_dump
+from smroute.tables.lft import NO_ROUTE
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "build" / "opensm-plugin"
+SNIPPET = ROOT / "deploy" / "opensm.conf.snippet"
+SHAPES = {
+    "1024": ("PGFT(3;8,8,16;1,8,8;1,1,1)", (3, (8, 8, 16), (1, 8, 8), (1, 1, 1))),
+    "4096": ("PGFT(3;16,16,16;1,16,16;1,1,1)", (3, (16, 16, 16), (1, 16, 16), (1, 1, 1))),
+    "11664": ("PGFT(3;18,18,36;1,18,18;1,1,1)", (3, (18, 18, 36), (1, 18, 18), (1, 1, 1))),
+}
+ENGINES = ("plugin", "bridge", "ftree", "updn")
+START = "building routing with '"
+DONE = " tables configured on all switches"
+UNICAST = "SWITCHES CONFIGURED FOR UNICAST"
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(step)
+
+
+def routings(lines: list[str]) -> list[tuple[str, float, float]]:
+    """Routing phases in OpenSM log lines: (engine used, start, end) wall times."""
+    out: list[tuple[str, float, float]] = []
+    start: float | None = None
+    for line in lines:
+        if START in line:
+            if start is None:
+                start = log_unix(line)
+        elif DONE in line and start is not None:
+            end = log_unix(line)
+            if end is not None:
+                out.append((line.split("-> osm_ucast_mgr_process: ")[-1].split(DONE)[0],
+                            start, end))
+            start = None
+    return out
+
+
+def tables_configured(lines: list[str]) -> float | None:
+    """Wall time of the first ``SWITCHES CONFIGURED FOR UNICAST`` after a
+    routing phase (the next timestamped line), or ``None`` yet."""
+    routed = False
+    banner = False
+    for line in lines:
+        if DONE in line:
+            routed = True
+        elif routed and UNICAST in line:
+            banner = True
+        elif banner:
+            t = log_unix(line)
+            if t is not None:
+                return t
+    return None
+
+
+def leaf_uplinks(fabric: Fabric, n: int, seed: int) -> list[tuple[str, int]]:
+    """``n`` distinct leaf up-links (ibsim node name, port), seeded."""
+    rank = fabric_roles(fabric).rank
+    cands = []
+    for leaf in fabric.switches[rank[fabric.switches] == 0].tolist():
+        rows = fabric.port_start[leaf] + np.arange(1, int(fabric.num_ports[leaf]) + 1)
+        peer = fabric.port_peer[rows]
+        ups = np.flatnonzero((peer >= 0) & (rank[fabric.port_node[np.maximum(peer, 0)]] == 1))
+        cands += [(sim_name(fabric, leaf), int(p) + 1) for p in ups.tolist()]
+    pick = np.random.default_rng(seed).choice(len(cands), size=n, replace=False)
+    return [cands[int(i)] for i in pick]
+
+
+class SweepRun:
+    """OpenSM routing by itself (ftree, updn) or through the plugin."""
+
+    def __init__(self, fabric: Fabric, wd: Path, engine: str) -> None:
+        self.fabric, self.wd, self.engine = fabric, wd, engine
+        self.sim: IbSim | None = None
+        self.daemon: DaemonProcess | None = None
+        self.osm: OpenSMProcess | None = None
+        self.sock = Path(tempfile.mkdtemp(prefix="smr-bench-", dir="/tmp")) / "smroute.sock"
+
+    def start(self) -> None:
+        write_ibsim_net(self.fabric, self.wd / "fabric.net")
+        self.sim = IbSim(self.wd / "fabric.net", self.wd / "sim", start_timeout=600)
+        self.sim.start()
+        conf: dict[str, object] = {"routing_engine": self.engine}
+        env: dict[str, str] = {}
+        if self.engine == "ftree":  # its roots, so that it routes the degraded tree too
+            rank = fabric_roles(self.fabric).rank
+            top = self.fabric.switches[rank[self.fabric.switches] == rank.max()]
+            roots = self.wd / "roots.guids"
+            roots.write_text("".join(f"{int(g):#018x}\n" for g in self.fabric.node_guid[top]))
+            conf["root_guid_file"] = roots
+        if self.engine == "plugin":
+            self.daemon = DaemonProcess(None, self.wd / "daemon", workers=2,
+                                        listen=f"unix:{self.sock}", log_format="json")
+            self.daemon.start(120)
+            conf = {"routing_engine": "smroute,updn", "event_plugin_name": "smroute"}
+            env = {"LD_LIBRARY_PATH": str(PLUGIN), "SMROUTE_DAEMON": f"unix:{self.sock}",
+                   "SMROUTE_PLUGIN_CONFIG": str(self.wd / "plugin.conf")}
+            (self.wd / "plugin.conf").write_text("deadline_ms = 600000\n")
+        self.osm = OpenSMProcess(self.sim, self.wd / "opensm", lfts_file=self.wd / "none.lfts",
+                                 sweep_interval=10, log_flags=0x07, extra_conf=conf, env=env)
+        self.osm.start(3600)
+
+    def stop(self) -> None:
+        for p in (self.osm, self.daemon, self.sim):
+            if p is not None:
+                p.stop()
+        shutil.rmtree(self.sock.parent, ignore_errors=True)
+
+    def lines_since(self, pos: int) -> list[str]:
+        assert self.osm is not None
+        with open(self.osm.log, "rb") as fh:
+            fh.seek(pos)
+            return fh.read().decode("utf-8", "replace").splitlines()
+
+    def first_routing(self) -> tuple[str, float]:
+        eng, a, b = wait_for(lambda: routings(self.lines_since(0)), 60, "the first routing")[0]
+        return eng, b - a
+
+    def change(self, cmd: str, timeout: float = 1800) -> tuple[float, float, str]:
+        """(cut to tables, routing phase, engine used) of one console change."""
+        assert self.sim is not None and self.osm is not None
+        pos = self.osm.log.stat().st_size
+        t0 = time.time()
+        self.sim.console(cmd)
+        t_tables = wait_for(lambda: tables_configured(self.lines_since(pos)), timeout,
+                            f"new tables after {cmd}", 0.1)
+        eng, a, b = routings(self.lines_since(pos))[0]
+        wait_for(lambda: "SUBNET UP" in "".join(self.lines_since(pos)), timeout,
+                 f"the sweep after {cmd} to finish")
+        return t_tables - t0, b - a, eng
+
+    def verify(self) -> str:
+        """The plugin's tables in the switches equal the daemon's epoch."""
+        assert self.daemon is not None and self.sim is not None
+        with SmrouteClient(self.daemon.address) as c:
+            want = c.tables(0).tables
+        held = parse_lft_dump(dump_switch_routes(self.sim, timeout=3600).splitlines(),
+                              "dump_fts")
+        top = want.max_lid
+        if top % 64 == 0:  # dump_fts cannot read a top LID on a block boundary (harness.held)
+            want, held = (dataclasses.replace(t, ports=np.where(
+                np.arange(t.ports.shape[1]) == top, NO_ROUTE, t.ports).astype(np.uint8),
+                _index={}) for t in (want, held))
+        d = diff_tables(want, held)
+        if not d.identical:
+            raise AssertionError(f"the switches do not hold the daemon's epoch: {d.summary()}")
+        return f"verified {held.n_switches} switches"
+
+
+def bridge_routing(log: Path, pos: int) -> float | None:
+    """The file engine's routing phase of the bridge's reroute after ``pos``."""
+    with open(log, "rb") as fh:
+        fh.seek(pos)
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    done = [i for i, line in enumerate(lines) if "REROUTE COMPLETE" in line]
+    phases = routings(lines[:done[-1]] if done else lines)
+    return phases[-1][2] - phases[-1][1] if phases else None
+
+
+def run_engine(size: str, engine: str, cuts: list[tuple[str, int]], wd: Path,
+               verify: bool) -> dict[str, Any]:
+    label, (h, m, w, p) = SHAPES[size]
+    fabric = pgft(h, list(m), list(w), list(p))
+    out: dict[str, Any] = {"fabric": label, "hosts": len(fabric.cas), "engine": engine}
+    t0 = time.monotonic()
+    secs: list[float] = []
+    routing: list[float] = []
+    if engine == "bridge":
+        chain = OpenSMChain(fabric, wd, SNIPPET.read_text(), port_guids=False, workers=2)
+        try:
+            held = chain.start(timeout=3600)
+            assert chain.osm is not None
+            first = bridge_routing(chain.osm.log, 0)
+            out["first_routing_s"] = None if first is None else round(first, 3)
+            for node, port in cuts:
+                pos = chain.osm.log.stat().st_size
+                f, held, _ = chain.change(f'Unlink "{node}"[{port}]', held, "link_cut",
+                                          timeout=3600)
+                secs.append(f.seconds_to_tables_in_switches)
+                r = bridge_routing(chain.osm.log, pos)
+                if r is not None:
+                    routing.append(r)
+                _, held, _ = chain.change(f'ReLink "{node}"[{port}]', held, "link_back",
+                                          timeout=3600)
+            out["engine_used"] = "file"
+        finally:
+            chain.stop()
+    else:
+        run = SweepRun(fabric, wd, "plugin" if engine == "plugin" else engine)
+        try:
+            run.start()
+            used, first = run.first_routing()
+            out["first_routing_s"], out["first_engine_used"] = round(first, 3), used
+            for node, port in cuts:
+                s, r, used = run.change(f'Unlink "{node}"[{port}]')
+                secs.append(s)
+                routing.append(r)
+                out["engine_used"] = used
+                run.change(f'ReLink "{node}"[{port}]')
+            if engine == "plugin" and verify:
+                s, _, _ = run.change(f'Unlink "{cuts[0][0]}"[{cuts[0][1]}]')
+                out["verify"] = run.verify()
+        finally:
+            run.stop()
+    out["cut_to_tables_s"] = [round(x, 3) for x in secs]
+    out["routing_s"] = [round(x, 3) for x in routing]
+    out["median_cut_to_tables_s"] = round(statistics.median(secs), 3) if secs else None
+    out["median_routing_s"] = round(statistics.median(routing), 3) if routing else None
+    out["wall_s"] = round(time.monotonic() - t0, 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", choices=sorted(SHAPES, key=int), default=["1024"],
+                    metavar="HOSTS", help=f"fabrics by host count ({', '.join(SHAPES)})")
+    ap.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    ap.add_argument("--cuts", type=int, default=3, help="leaf up-link cuts per engine")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--verify", action="store_true",
+                    help="read the plugin's tables back at every size (default: up to 4,096)")
+    ap.add_argument("--json", metavar="FILE", help="write the figures here")
+    args = ap.parse_args()
+    if "plugin" in args.engines:
+        subprocess.run(["make", "-s", "-C", str(ROOT / "opensm-plugin"), f"BUILD={PLUGIN}"],
+                       check=True)
+    print(f"Machine: {machine()}", flush=True)
+    results = []
+    for size in args.sizes:
+        label, (h, m, w, p) = SHAPES[size]
+        cuts = leaf_uplinks(pgft(h, list(m), list(w), list(p)), args.cuts, args.seed)
+        for engine in args.engines:
+            with tempfile.TemporaryDirectory(prefix="smroute-plugin-bench-") as tmp:
+                r = run_engine(size, engine, cuts, Path(tmp),
+                               args.verify or int(size) <= 4096)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    print(f"\n{'fabric':32s} {'hosts':>6s} {'engine':8s} {'used':8s} {'cut->tables s':>14s} "
+          f"{'routing s':>10s} {'1st routing s':>14s}")
+    for r in results:
+        print(f"{r['fabric']:32s} {r['hosts']:6d} {r['engine']:8s} {r['engine_used']:8s} "
+              f"{r['median_cut_to_tables_s']!s:>14s} {r['median_routing_s']!s:>10s} "
+              f"{r['first_routing_s']!s:>14s}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
