@@ -6,7 +6,8 @@ when up to date); the tests are skipped, saying why, only if it cannot be
 built.  ibsim runs a 3-level tree with an aggregation node on every switch;
 OpenSM runs as in production with ``event_plugin_name smroute`` and
 ``routing_engine smroute,updn`` (``LD_LIBRARY_PATH`` to the build directory);
-the real ``smroute serve`` daemon answers on a Unix socket.  Every switch is
+the real ``smroute serve`` daemon answers on a Unix socket.  OpenSM's settings
+are ``deploy/opensm-plugin.conf``'s (log flags raised for the dumps).  Every switch is
 read back with ``dump_fts`` and compared with the daemon's epoch: after
 OpenSM's first sweep, after a link cut and after a switch cut (ibsim's
 ``Unlink``).  Then the daemon is killed: the next sweep falls back to updn
@@ -38,6 +39,7 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.fabric.writers import write_ibsim_net
+from smroute.lab.harness import read_conf_snippet
 from smroute.lab.processes import DaemonProcess, OpenSMProcess
 from smroute.lab.sim import IbSim, dump_switch_routes, run_opensm
 from smroute.lab.simnet import sim_name
@@ -51,6 +53,7 @@ from smroute.tables.lft import ForwardingTables
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "opensm-plugin"
+CONF = ROOT / "deploy" / "opensm-plugin.conf"
 TOOLS = ("ibsim", "ibsim-run", "opensm", "dump_fts")
 
 pytestmark = [
@@ -131,10 +134,12 @@ class Rig:
         rank = fabric_roles(self.fabric).rank
         top = self.fabric.switches[rank[self.fabric.switches] == rank.max()]
         roots.write_text("".join(f"{int(g):#018x}\n" for g in self.fabric.node_guid[top]))
+        conf: dict[str, object] = dict(read_conf_snippet(CONF.read_text()))
+        conf.update(lmc=self.lmc, root_guid_file=roots, log_flags="0x47",
+                    log_file=self.wd / name / "opensm.log")
         self.osm = OpenSMProcess(
             self.sim, self.wd / name, lfts_file=self.wd / "unused.lfts", log_flags=0x47,
-            extra_conf={"routing_engine": "smroute,updn", "event_plugin_name": "smroute",
-                        "lmc": self.lmc, "root_guid_file": roots},
+            extra_conf=conf,
             env={"LD_LIBRARY_PATH": str(self.plugin), **(env or self.plugin_env)})
         self.osm.start(120)
 
