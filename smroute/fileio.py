@@ -49,12 +49,20 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def _check_replaceable(target: Path) -> None:
+def non_regular_mode(path: str | os.PathLike[str]) -> int | None:
+    """The ``lstat`` mode of what is at ``path`` if that is not a regular file
+    (a directory, device, FIFO, socket, symbolic link); ``None`` if ``path``
+    is a regular file or does not exist."""
     try:
-        mode = os.lstat(target).st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
+        return None
+    return None if stat.S_ISREG(mode) else mode
+
+
+def _check_replaceable(target: Path) -> None:
+    mode = non_regular_mode(target)
+    if mode is not None:
         raise NotRegularFileError(errno.EEXIST, f"{file_kind(mode)}, not a regular file "
                                   "(only regular files are replaced)", str(target))
 

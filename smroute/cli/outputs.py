@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from smroute.errors import InputError
-from smroute.fileio import atomic_writer, file_kind
+from smroute.fileio import atomic_writer, file_kind, non_regular_mode
 
 __all__ = ["STDOUT", "check_output", "drop_stdout", "is_stdout", "write_output", "write_stdout"]
 
@@ -55,22 +55,19 @@ def check_output(path: str, option: str = "--out") -> Path:
     what is expected otherwise."""
     p = Path(path)
     try:
-        st: os.stat_result | None = os.lstat(p)
-    except FileNotFoundError:
-        st = None
+        mode = non_regular_mode(p)
     except OSError as err:
         raise InputError(f"{option}: cannot use this path: {err.strerror or err}",
                          source=path) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        what = file_kind(st.st_mode)
-        if stat.S_ISLNK(st.st_mode):
+    if mode is not None:
+        if stat.S_ISLNK(mode):
             hint = (f" (to {os.readlink(p)}); smroute follows no symbolic link when it "
                     "writes: give the file's own path, or remove the link")
-        elif stat.S_ISDIR(st.st_mode):
+        elif stat.S_ISDIR(mode):
             hint = "; give a file name"
         else:
             hint = "; smroute writes only regular files (use - for standard output)"
-        raise InputError(f"{option}: {what}, not a regular file{hint}", source=path)
+        raise InputError(f"{option}: {file_kind(mode)}, not a regular file{hint}", source=path)
     parent = p.parent
     if not parent.is_dir():
         problem = "is not a directory" if parent.exists() else "does not exist"

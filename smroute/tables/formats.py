@@ -169,7 +169,7 @@ def table_files(
     fabric: Fabric | None = None, hops: np.ndarray | None = None,
 ) -> list[tuple[Path, Iterable[bytes]]]:
     """The files a table set in format ``fmt`` is written as, each with its
-    content as byte chunks (built lazily): ``PATH`` alone, or for ``fdbs``
+    content as byte chunks (the large formats built lazily): ``PATH`` alone, or for ``fdbs``
     ``PATH`` (opensm.fdbs) and, given ``fabric``, ``opensm-subnet.lst`` beside it."""
     path = Path(path)
     if fmt == "opensm":
@@ -177,11 +177,10 @@ def table_files(
     if fmt == "json":
         return [(path, iter_json(t))]
     if fmt == "fdbs":
-        out: list[tuple[Path, Iterable[bytes]]] = [
-            (path, (format_fdbs(t, hops).encode() for _ in (0,)))]
+        out: list[tuple[Path, Iterable[bytes]]] = [(path, [format_fdbs(t, hops).encode()])]
         if fabric is not None:
             out.append((path.with_name("opensm-subnet.lst"),
-                        (format_subnet_lst(fabric).encode() for _ in (0,))))
+                        [format_subnet_lst(fabric).encode()]))
         return out
     raise InputError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
