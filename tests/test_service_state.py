@@ -451,8 +451,8 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
             time.sleep(0.5)  # the daemon's writer stores epoch 2
             d.kill()
             d.start()
-            _wait(lambda: b.daemon_instance not in ("", first), 30, "the bridge to resync")
-            assert "daemon_restarted" in logged.names()
+            _wait(lambda: "daemon_restarted" in logged.names(), 30, "the bridge to resync")
+            assert b.daemon_instance not in ("", first)
             _wait(lambda: len(b.syncs) > writes and b.syncs[-1].epoch == 2, 30,
                   "the resumed epoch 2 written again")
             assert len(b.state.down.links) == 1

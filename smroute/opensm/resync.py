@@ -47,6 +47,7 @@ def _adopt(b: Bridge, ep: Any) -> bool:
         return False
     b.state.down, b.daemon_instance = down, str(full.instance_id)
     b._save_state()
+    b._epochs.put(int(full.id))  # written again at the next turn of the run loop
     b.log("info", "daemon_restarted", instance=full.instance_id, epoch=full.id,
           resumed=full.resumed, down=down.summary())
     return True

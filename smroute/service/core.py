@@ -43,7 +43,7 @@ from smroute.routing.pool import RoutePool
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
 from smroute.service.dryrun import FaultOutcome, run_dry
-from smroute.service.durable import Durable, Resumed, resume
+from smroute.service.durable import Durable
 from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables
 from smroute.service.errors import ServiceError, Status, echo
 from smroute.service.faults import (
@@ -56,6 +56,7 @@ from smroute.service.faults import (
     degraded_fabric,
 )
 from smroute.service.reroute import Reroute, reroute
+from smroute.service.resume import Resumed, resume
 from smroute.tables.diff import TableDiff, diff_tables
 
 __all__ = ["FaultOutcome", "Metrics", "RoutingCore"]
@@ -324,7 +325,7 @@ class RoutingCore:
         return ep
 
     def resume(self) -> Resumed | None:
-        """Before serving: resume the state database's last epoch (durable.resume)."""
+        """Before serving: resume the state database's last epoch (resume.resume)."""
         return self._wait(self.seq.call(lambda: resume(self)))
 
     def validate_later(self, ep: Epoch) -> None:

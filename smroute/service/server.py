@@ -55,10 +55,11 @@ from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.capacity import CapacityGuard
 from smroute.service.config import GUID_FILE_KEYS, ConfigError, ServiceConfig, load_config
 from smroute.service.core import RoutingCore
-from smroute.service.durable import Durable, catch_up, new_instance_id
+from smroute.service.durable import Durable, new_instance_id
 from smroute.service.errors import ServiceError, Status
 from smroute.service.listen import ListenClaim, claim_listen
 from smroute.service.log import Logger
+from smroute.service.resume import catch_up
 from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
 
 __all__ = ["Daemon", "Logger"]

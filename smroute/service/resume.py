@@ -1,0 +1,242 @@
+"""How the routing daemon comes back after a restart (:func:`resume`, before it
+serves; :func:`catch_up`, once it serves), from what :mod:`smroute.service.durable`
+wrote.
+
+Resume: the newest stored epoch whose tables decode and match their SHA-256
+becomes the current epoch, with the same id, tables, down set and validation
+result; the down set in force is the last commit's plus the journaled events
+after it.  Its fabric is the stored base minus its down set; the routing
+structure (roles, switch graph, costs, NIDs, destinations: everything but
+the routes) is recomputed in the epoch's mode (milliseconds; other
+algorithms are routed again and must give the same checksum).  The next id
+follows the highest ever committed.  Catch-up: reroute from the resumed
+epoch to the state in force (``ApplyFaults`` with the step between their
+down sets), route again if a committed epoch was lost, and, for a fabric
+from live discovery, load and route what discovery finds when its hash
+differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smroute.discovery.changes import fault_events
+from smroute.errors import RoutingError
+from smroute.fabric.faults import (
+    DownSet,
+    FaultEvent,
+    FaultEventError,
+    apply_events,
+    degraded_fabric,
+)
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
+from smroute.routing import dmodc
+from smroute.routing.engine import RoutingResult, route, turn_roots
+from smroute.routing.pool import RoutePool
+from smroute.routing.topology import rooted_graph, switch_graph
+from smroute.routing.validate import Validation
+from smroute.service import state_codec as codec
+from smroute.service.durable import down_of, lmc_text, lmc_value
+from smroute.service.epochs import Epoch, FaultRecord, own_tables, table_checksum
+from smroute.service.errors import ServiceError
+from smroute.service.store import EpochRow, StateError, StateStore
+from smroute.tables.lft import ForwardingTables, lid_labels
+
+if TYPE_CHECKING:
+    from smroute.service.core import RoutingCore
+
+__all__ = ["Resumed", "catch_up", "rebuild_result", "resume"]
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What :func:`resume` found: the epoch now served (``None`` if none could
+    be read), whether the state in force goes beyond it (journaled events, or
+    a later commit that was not stored: :func:`catch_up` reroutes), journal
+    events folded in, seconds taken."""
+
+    epoch: Epoch | None
+    behind: bool
+    journal_events: int
+    seconds: float
+
+
+def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any],
+                   roles: FabricRoles, pool: RoutePool | None) -> RoutingResult:
+    """The routing of ``fabric`` that produced ``tables`` (stored with ``meta``):
+    the structure recomputed in the stored mode around the stored tables (Dmodc,
+    Dmodk); other algorithms are routed again.  :class:`CodecError` if the
+    result does not fit the tables."""
+    alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
+    if alg not in ("dmodc", "dmodk"):
+        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles))
+        if table_checksum(res.tables) != table_checksum(tables):
+            raise codec.CodecError(f"{alg} routes this fabric differently now")
+        return dataclasses.replace(res, tables=tables)
+    check = None
+    g = switch_graph(fabric, roles) if roles.tree else rooted_graph(fabric, roles, roles.roots)
+    if roles.tree and mode == "tree+turns":
+        check = rooted_graph(fabric, roles, turn_roots(g), like=g)
+    elif roles.tree and mode == "updown":  # the turn-root check failed
+        g = rooted_graph(fabric, roles, turn_roots(g), like=g)
+    c, pi = dmodc.costs_and_dividers(g)
+    nids = dmodc.topological_nids(g, c)
+    dest = dmodc.destinations(g, nids, lmc=lmc)
+    if not np.array_equal(g.sw_guid, tables.switch_guid) or \
+            dest.max_lid + 1 != tables.ports.shape[1]:
+        raise codec.CodecError("the stored tables do not fit the stored fabric's switches")
+    return RoutingResult(alg, tables, g, c, pi, nids, dest, dict(meta["timings"]), mode,
+                         str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles)
+
+
+def _epoch(row: EpochRow, base: Fabric, core: RoutingCore) -> Epoch:
+    """The stored epoch ``row`` rebuilt on ``base`` (:class:`CodecError`,
+    ``KeyError`` ... if it cannot be)."""
+    m = row.meta
+    down = codec.down_from_json(row.down)
+    fabric = degraded_fabric(base, down)
+    guid, lid, desc, ports = codec.decode_tables(row.tables)
+    ports.setflags(write=False)
+    lg, lk, ld = lid_labels(fabric, ports.shape[1])
+    tables = ForwardingTables(guid, lid, desc, ports, lg, lk, ld)
+    ov = GuidOverrides(*(frozenset(int(x) for x in m["overrides"][k])
+                         for k in ("roots", "compute", "io")))
+    res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), core.pool)
+    ep = Epoch(id=row.id, parent_id=row.parent_id, cause=str(m["cause"]), fabric=fabric,
+               base_hash=row.base_hash, result=res, algorithm=str(m["algorithm"]),
+               lmc=int(m["lmc"]), timings=dict(m["timings"]),
+               faults=tuple(FaultRecord(str(k), int(g), int(p)) for k, g, p in m["faults"]),
+               down=down.counts, committed_at=row.committed_at, diff=None,
+               down_items=down.items(), instance=core.durable.instance, resumed=True)
+    if ep.tables_sha256 != row.tables_sha256:
+        raise codec.CodecError("the stored tables do not match their SHA-256")
+    return ep
+
+
+class _Bases:
+    """Stored base fabrics by content hash, decoded once."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+        self.seen: dict[str, Fabric] = {}
+
+    def __call__(self, h: str) -> Fabric:
+        if h not in self.seen:
+            row = self.store.fabric(h)
+            if row is None:
+                raise codec.CodecError(f"no stored fabric {h[:12]}")
+            self.seen[h] = codec.decode_fabric(row.data, h)
+        return self.seen[h]
+
+
+def _newest(store: StateStore, bases: _Bases, core: RoutingCore
+            ) -> tuple[Epoch | None, Validation | str]:
+    """The newest stored epoch that can be rebuilt, and its validation result."""
+    for eid in store.epoch_ids():
+        row = store.epoch(eid)
+        if row is None:
+            continue
+        try:
+            return _epoch(row, bases(row.base_hash), core), codec.validation_from_json(
+                row.validation)
+        except (codec.CodecError, RoutingError, KeyError, TypeError, ValueError) as err:
+            core.log("warning", "state_epoch_unreadable", epoch=eid, error=str(err))
+    return None, "pending"
+
+
+def _in_force(store: StateStore, meta: dict[str, str], base: Fabric, core: RoutingCore
+              ) -> tuple[DownSet, int, int]:
+    """The down set in force on ``base``: the last commit's plus the journaled
+    events after it; with the last journal position and how many events."""
+    down, after = DownSet(), 0
+    if meta.get("down_base") == base.content_hash:
+        down, after = codec.down_from_json(meta["down"]), int(meta.get("down_seq", "0"))
+    rows = [j for j in store.journal(after) if j.base_hash == base.content_hash]
+    for j in rows:
+        try:
+            down = apply_events(base, down, [FaultEvent(j.kind, j.guid, j.port)], "journal")
+        except FaultEventError as err:
+            core.log("warning", "journal_event_skipped", seq=j.seq, error=str(err))
+    return down, max([after] + [j.seq for j in rows]), len(rows)
+
+
+def resume(core: RoutingCore) -> Resumed | None:
+    """Take the state database's last committed epoch, base fabric, down set and
+    settings into ``core`` (on its sequencer, before the daemon serves); see
+    the module doc.  ``None`` when there is nothing to resume."""
+    d = core.durable
+    store = d.store
+    if store is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        meta = store.meta()
+        if not meta.get("base_hash"):
+            return None
+        bases = _Bases(store)
+        base = bases(meta["base_hash"])
+        ep, validation = _newest(store, bases, core)
+        down, seq, n_journal = _in_force(store, meta, base, core)
+        store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
+    except (codec.CodecError, StateError) as err:
+        core.log("error", "state_unreadable", error=str(err), message="starting empty")
+        return None
+    # an RPC's settings survive a restart unless the config's changed meanwhile
+    cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
+    if cfg == (d.settings[0], lmc_text(d.settings[1])) and "algorithm" in meta:
+        core.algorithm, core.lmc = meta["algorithm"], lmc_value(meta["lmc"])
+    core.base, core.base_source, core.down = base, meta.get("base_source", ""), down
+    d._base, d.journal_seq = base.content_hash, seq
+    last = int(meta.get("last_epoch_id", "0"))
+    core.store.continue_after(last)
+    if ep is not None:
+        core.store.resume(ep, validation, last + 1)
+        if ep.base_hash == base.content_hash:
+            core._epoch_base = base  # the next reroute may be incremental
+        if validation == "pending":
+            core.validate_later(ep)
+    behind = n_journal > 0 or last > (ep.id if ep is not None else 0)
+    out = Resumed(ep, behind, n_journal, time.perf_counter() - t0)
+    core.log("info", "resumed", epoch=ep.id if ep else None, instance=d.instance,
+             down=down.summary(), journal_events=n_journal, last_committed=last,
+             algorithm=core.algorithm, lmc=lmc_text(core.lmc), seconds=round(out.seconds, 4),
+             moved_aside=str(store.moved_aside) if store.moved_aside else None)
+    return out
+
+
+def catch_up(core: RoutingCore, r: Resumed) -> None:
+    """Once serving: reroute from the resumed epoch to the state in force
+    (ApplyFaults with the step between their down sets, in chunks; a full
+    route if the base or the settings changed), then reconcile a fabric from
+    live discovery with what discovery finds now."""
+    cur, base = core.store.current, core.base
+    try:
+        if r.behind and base is not None:
+            events = (fault_events(down_of(cur), core.down)
+                      if cur is not None and cur.base_hash == base.content_hash else [])
+            n = core.limits.max_fault_events
+            for i in range(0, len(events), n):
+                ep = core.apply_faults(events[i:i + n]).epoch
+            if not events:
+                ep = core.route()
+            core.log("info", "caught_up", epoch=ep.id, events=len(events),
+                     journal_events=r.journal_events)
+    except ServiceError as err:
+        core.log("error", "catch_up_failed", error=err.message)
+    src = core.base_source
+    if core.base is not None and src.startswith("live") and not core.shutting_down.is_set():
+        try:
+            seen = core.discover_fabric(src.partition(":")[2], 0, 0.0)
+            if seen.content_hash != core.base.content_hash:
+                core.load_fabric(seen, src)
+                ep = core.route()
+                core.log("info", "live_fabric_reconciled", epoch=ep.id,
+                         hash=seen.content_hash)
+        except ServiceError as err:
+            core.log("error", "live_reconcile_failed", error=err.message)
