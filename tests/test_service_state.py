@@ -408,6 +408,38 @@ def test_journaled_events_beyond_the_stored_epoch_are_replayed(tmp_path: Path) -
     st.close()
 
 
+def test_apply_faults_is_refused_when_its_events_cannot_be_recorded(tmp_path: Path) -> None:
+    """The state database's disk is full: ApplyFaults fails with UNAVAILABLE
+    and changes nothing (an event is never answered unless it is on disk);
+    with space again it works, and what it answered survives kill -9."""
+    from test_bridge_errors import fill, small_tmpfs
+
+    f = read_topology(FIXTURE)
+    links = _switch_links(f)
+    with small_tmpfs(tmp_path / "disk", "2m") as disk:
+        d = start_daemon(tmp_path / "d", "--state", str(disk / "state.db"), fabric=FIXTURE)
+        try:
+            with SmrouteClient(d.address, timeout=60) as c:
+                e1 = c.get_epoch()
+                filler = fill(disk)
+                # a batch whose journal needs more room than the WAL already has
+                burst = [link_down(*links[0]), link_up(*links[0])] * 4999
+                with pytest.raises(grpc.RpcError) as err:
+                    c.apply_faults(burst + [link_down(*links[1])])
+                assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert "not recorded" in err.value.details()
+                assert _epoch(c).id == e1.id and not _epoch(c).down_items
+                filler.unlink()
+                out = c.apply_faults([link_down(*links[2])])
+                assert out.committed and out.epoch.down_links == 1
+            d.kill()
+            d.start()
+            with SmrouteClient(d.address, timeout=60) as c:
+                assert _down(_epoch(c)) == {(pb.FaultEvent.LINK_DOWN, *links[2])}
+        finally:
+            d.stop()
+
+
 # ----------------------------------------------------------------- the bridge
 HAVE_TOOLS = all(shutil.which(t) for t in ("ibsim", "opensm", "ibnetdiscover"))
 
@@ -463,4 +495,46 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
                 assert (ep.id, ep.down_links, ep.instance_id) == (3, 2, b.daemon_instance)
         finally:
             b.close()
+            d.stop()
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
+def test_a_live_fabric_is_reconciled_after_the_resume(tmp_path: Path) -> None:
+    """A daemon that loaded its fabric by live discovery is killed; a link goes
+    down meanwhile.  The restarted daemon serves the resumed epoch first, then
+    discovers the fabric again, and loads and routes it (its hash differs)."""
+    from smroute.fabric.generate import pgft
+    from smroute.fabric.writers import write_ibsim_net
+    from smroute.lab.processes import DaemonProcess
+    from smroute.lab.sim import IbSim, run_opensm
+
+    fabric = pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1])
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(fabric, net)
+    leaf = int(fabric.switches[0])
+    ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
+    with IbSim(net, tmp_path / "sim") as sim:
+        run_opensm(sim, tmp_path / "opensm")
+        d = DaemonProcess(sim, tmp_path / "daemon", log_format="json")
+        d.start()
+        try:
+            with SmrouteClient(d.address, timeout=120) as c:
+                first = c.load_fabric_live()
+                e1 = c.route()
+            time.sleep(0.5)  # the writer thread stores epoch 1
+            d.kill()
+            sim.console(f"Unlink {ref}")
+            d.start()
+            with SmrouteClient(d.address, timeout=120) as c:
+                again = c.get_epoch()
+                assert (again.id, again.tables_sha256, again.resumed) == (
+                    e1.id, e1.tables_sha256, True)
+                ep = _wait(lambda: (e := c.get_epoch()) and e.id > e1.id and e, 60,
+                           "the live fabric to be routed again")
+                assert ep.base_fabric_hash != first.content_hash and ep.cause == "route"
+                assert ep.parent_id == e1.id
+            names = [e.get("event") for e in d.log_events()]
+            assert names.index("resumed") < names.index("live_fabric_reconciled")
+        finally:
             d.stop()
