@@ -3,7 +3,9 @@
 Python's ``sqlite3`` in WAL mode with ``synchronous=FULL``: a transaction
 that returned is on disk (the WAL is fsynced at every commit) and survives
 ``kill -9`` and a power cut; readers (``sqlite3 state.db ".backup x"``) never
-block the daemon.  One daemon per database: a lock file beside it
+block the daemon.  The WAL is checkpointed after each stored epoch (by the
+writer thread: a journal write that an ApplyFaults call waits for never pays
+for it) and its file kept under 16 MiB.  One daemon per database: a lock file beside it
 (``state.db.lock``, ``flock``) keeps a second daemon out.
 
 Tables (schema version :data:`SCHEMA_VERSION` in ``PRAGMA user_version``,
@@ -249,6 +251,10 @@ class StateStore:
         if str(mode).lower() != "wal":
             raise StateError(f"state database {self.path}: cannot use WAL mode (got {mode})")
         db.execute("PRAGMA synchronous=FULL")
+        # checkpoints only by put_epoch (the writer thread), never inside a
+        # journal write that an ApplyFaults call waits for
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.execute(f"PRAGMA journal_size_limit={16 << 20}")
         if tables == 0 and ver == 0:
             self._create(db)
             ver = 1
@@ -402,6 +408,8 @@ class StateStore:
             db.execute("DELETE FROM journal WHERE seq <= ?", (row.journal_seq,))
             _collect_fabrics(db)
         self._write(fn)
+        with self._lock, contextlib.suppress(sqlite3.Error):  # WAL back into the file
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def set_validation(self, epoch_id: int, validation: str) -> None:
         """Record epoch ``epoch_id``'s validation result (JSON), if it is stored."""
