@@ -194,6 +194,39 @@ def test_one_daemon_per_state_database(tmp_path: Path) -> None:
     StateStore(tmp_path / "state.db", lock_timeout=0.3).close()
 
 
+@pytest.mark.parametrize("fixture,algorithm,mode", [
+    ("pgft-3-2.2.3-lmc2.topo", "dmodc", "tree"),
+    ("pgft-2level-648-degraded.topo", "dmodk", "tree"),
+    ("quantum-2level-agg-spine-hosts.topo", "dmodc", "tree+turns"),
+    ("two-switch-4-4-p2.topo", "dmodc", "updown"),
+    ("pgft-2level-648-degraded.topo", "nmodc", "tree"),
+])
+def test_the_resumed_structure_is_the_routing_s(fixture: str, algorithm: str, mode: str) -> None:
+    """What a resume recomputes around stored tables (graph, costs, dividers,
+    NIDs, destinations, the turn root's orientation) equals what the routing
+    had, in every mode; other algorithms than Dmodc/Dmodk are routed again."""
+    from smroute.fabric.roles import fabric_roles
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = read_topology(str(ROOT / "fixtures" / fixture))
+    r = own_tables(route(f, algorithm=algorithm, workers=1))
+    assert r.mode == mode
+    meta = {"algorithm": algorithm, "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
+    assert b.tables is r.tables and (b.mode, b.turn_lids) == (r.mode, r.turn_lids)
+    for k in ("costs", "dividers", "nids"):
+        assert np.array_equal(getattr(b, k), getattr(r, k)), k
+    for k in ("lid", "nid", "target", "local_port", "is_switch"):
+        assert np.array_equal(getattr(b.dest, k), getattr(r.dest, k)), k
+    for g, h in ((b.graph, r.graph), (b.walk_graph, r.walk_graph)):
+        assert np.array_equal(g.rank, h.rank) and np.array_equal(g.grp_remote, h.grp_remote)
+    other = f.with_removed(nodes=f.switches[:1])
+    with pytest.raises(codec.CodecError):  # tables of another fabric do not fit
+        rebuild_result(other, r.tables, meta, fabric_roles(other), None)
+
+
 # ----------------------------------------------------------------- real daemons, SIGKILL
 def _epoch(c: SmrouteClient, epoch: int = 0) -> pb.Epoch:
     return c.get_epoch(epoch, include_down_items=True)

@@ -75,7 +75,8 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
     if alg not in ("dmodc", "dmodk"):
-        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles))
+        res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
+                               workers=1 if pool is None else None))
         if table_checksum(res.tables) != table_checksum(tables):
             raise codec.CodecError(f"{alg} routes this fabric differently now")
         return dataclasses.replace(res, tables=tables)
