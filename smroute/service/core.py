@@ -362,6 +362,8 @@ class RoutingCore:
             for eid in self.store.ids():
                 if eid < ep.id and self.store.validation(eid) == "pending":
                     self.store.set_validation(eid, f"skipped: superseded by epoch {ep.id}")
+            if self.store.validation(ep.id) != "pending":
+                continue  # validated meanwhile (a RouteSubnet answer's delta walk)
             if not self._validate_epochs:
                 self.store.set_validation(ep.id, "skipped: validation disabled")
                 continue
