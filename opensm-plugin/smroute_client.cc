@@ -289,8 +289,7 @@ struct smr_client *smroute_client_new(char *err, size_t errlen) {
                  : "plaintext")
     << (c->config.empty() ? "" : ", config " + c->config) << ")";
   c->described = d.str();
-  if (!c->connect(err, errlen)) return nullptr;
-  return c.release();
+  return c.release();  // connects on the first pass (TLS files read then)
 }
 
 void smroute_client_free(struct smr_client *c) { delete c; }

@@ -6,16 +6,18 @@ when up to date); the tests are skipped, saying why, only if it cannot be
 built.  ibsim runs a 3-level tree with an aggregation node on every switch;
 OpenSM runs as in production with ``event_plugin_name smroute`` and
 ``routing_engine smroute,updn`` (``LD_LIBRARY_PATH`` to the build directory);
-the real ``smroute serve`` daemon answers on a Unix socket.  OpenSM's settings
-are ``deploy/opensm-plugin.conf``'s (log flags raised for the dumps).  Every switch is
-read back with ``dump_fts`` and compared with the daemon's epoch: after
-OpenSM's first sweep, after a link cut and after a switch cut (ibsim's
-``Unlink``).  Then the daemon is killed: the next sweep falls back to updn
-and OpenSM's log says why; the daemon comes back: the next sweep is smroute's
-again, and OpenSM's min-hop table as the plugin filled it equals the one
-OpenSM computed itself for updn, byte for byte.  LMC 2 is routed through the
+the real ``smroute serve`` daemon answers on a Unix socket.  OpenSM's
+settings are ``deploy/opensm-plugin.conf``'s (log flags raised for the
+dumps; updn gets its roots).  Every switch is read back with ``dump_fts`` and
+compared with the daemon's epoch: after OpenSM's first sweep, after a link
+cut and after a switch cut (ibsim's ``Unlink``).  Then the daemon is killed:
+the next sweep falls back to updn and OpenSM's log says why; the daemon comes
+back: the next sweep is smroute's again, and OpenSM's min-hop table as the
+plugin filled it equals, byte for byte, the one OpenSM's own minhop engine
+computes for the same fabric.  LMC 2 is routed through the
 plugin too; TLS with a client certificate, a client the daemon refuses, a
-passed deadline and a bad plugin configuration are each seen in OpenSM's log.
+passed deadline, a missing TLS file, a bad plugin configuration and malformed
+answers (a fault-injecting proxy) are each seen in OpenSM's log.
 """
 
 from __future__ import annotations
@@ -356,6 +358,9 @@ def test_plugin_tls_refusals_deadline_and_bad_config(rig_factory: Callable[..., 
                                    f"tls_key = {pki.client('opensm').key_path}",
                                    "deadline_ms = 1"), "updn")
     assert "ERR SMR03" in late and "deadline passed" in late
+    gone = run("gone", plugin_conf("gone", f"address = localhost:{port}",
+                                   f"tls_ca = {tmp_path / 'no-such-ca.pem'}"), "updn")
+    assert "ERR SMR03: smroute: cannot read TLS file" in gone and "no-such-ca.pem" in gone
     bad = run("bad", plugin_conf("bad", "adress = localhost:1"), "updn")
     assert "ERR SMR00: smroute: bad configuration" in bad and "bad.conf:2: unknown key" in bad
 
