@@ -69,12 +69,16 @@ def affected_pairs(prev: RoutingResult, new: RoutingResult) -> np.ndarray | None
         return None
     s, d = g1.n_switches, len(d1.lid)
     n0, n1 = next_switch(g0), next_switch(g1)
-    q0, q1 = p0[:, d1.lid], p1[:, d1.lid]  # (S, D) by destination
-    dirty = q0 != q1
+    col = np.full(p1.shape[1], -1, dtype=np.int64)  # LID -> destination index
+    col[d1.lid] = np.arange(d)
+    seen = np.zeros((s, d), dtype=bool)
+    xs, ls = np.nonzero(p0 != p1)  # changed entries (by LID)
+    keep = col[ls] >= 0
+    seen[xs[keep], col[ls[keep]]] = True
     for x in np.flatnonzero((n0 != n1).any(axis=1)).tolist():  # a cable moved at x
-        dirty[x] |= n0[x, q0[x]] != n1[x, q0[x]]
-    seen = dirty.copy()
-    fx, fj = np.nonzero(dirty)
+        q = p0[x, d1.lid]
+        seen[x] |= n0[x, q] != n1[x, q]
+    fx, fj = np.nonzero(seen)
     # in-neighbours of every switch: y -> x for each group of y leading to x
     order = np.argsort(g1.grp_remote, kind="stable")
     src, dst = g1.grp_switch[order], g1.grp_remote[order]
@@ -86,7 +90,7 @@ def affected_pairs(prev: RoutingResult, new: RoutingResult) -> np.ndarray | None
             break
         at = np.repeat(start[fx] - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
         ys, js, xs = src[at], np.repeat(fj, cnt), np.repeat(fx, cnt)
-        p = q1[ys, js]
+        p = p1[ys, d1.lid[js]]
         hit = (p != NO_ROUTE) & (n1[ys, np.minimum(p, n1.shape[1] - 1)] == xs) & ~seen[ys, js]
         flat = np.unique(ys[hit] * d + js[hit])
         fx, fj = flat // d, flat % d
