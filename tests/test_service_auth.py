@@ -158,7 +158,7 @@ UNAUTH = grpc.StatusCode.UNAUTHENTICATED
 def test_mutating_methods():
     assert {
         "/smroute.v1.Smroute/LoadFabric", "/smroute.v1.Smroute/Route",
-        "/smroute.v1.Smroute/ApplyFaults",
+        "/smroute.v1.Smroute/ApplyFaults", "/smroute.v1.Smroute/RouteSubnet",
     } == MUTATING_METHODS
 
 
