@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
         "serve",
         help="run the routing daemon (gRPC)",
         description="Run the smroute routing daemon: gRPC API (LoadFabric, Route, GetTables, "
-        "ApplyFaults, Diff, Watch, Analyze, SelectLids), health, reflection, Prometheus metrics. "
+        "ApplyFaults, Diff, Watch, Analyze, SelectLids, RouteSubnet), health, reflection, "
+        "Prometheus metrics. "
         "Flags override the config file.",
     )
     p.add_argument("--config", metavar="FILE", help="YAML config file (default: built-in "
