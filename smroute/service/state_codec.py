@@ -54,9 +54,10 @@ def pack(arrays: Mapping[str, np.ndarray], strings: Mapping[str, Sequence[str]])
     arrs = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     header = json.dumps({"arrays": [[k, a.dtype.str, list(a.shape)] for k, a in arrs.items()],
                          "strings": {k: list(v) for k, v in strings.items()}}).encode()
-    body = b"".join([MAGIC, len(header).to_bytes(8, "little"), header,
-                     *(a.tobytes() for a in arrs.values())])
-    return zlib.compress(body, 1)
+    z = zlib.compressobj(1)
+    parts = [z.compress(MAGIC + len(header).to_bytes(8, "little") + header)]
+    parts += [z.compress(memoryview(a).cast("B")) for a in arrs.values() if a.size]
+    return b"".join(parts) + z.flush()
 
 
 def unpack(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
