@@ -56,7 +56,7 @@ def pack(arrays: Mapping[str, np.ndarray], strings: Mapping[str, Sequence[str]])
                          "strings": {k: list(v) for k, v in strings.items()}}).encode()
     z = zlib.compressobj(1)
     parts = [z.compress(MAGIC + len(header).to_bytes(8, "little") + header)]
-    parts += [z.compress(memoryview(a).cast("B")) for a in arrs.values() if a.size]
+    parts += [z.compress(a.data.cast("B")) for a in arrs.values() if a.size]
     return b"".join(parts) + z.flush()
 
 
