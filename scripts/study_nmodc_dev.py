@@ -137,6 +137,20 @@ def main() -> int:
                 best.append("-")
         line.append("OpenSM: " + " / ".join(best))
         print("  ".join(line))
+        # paired: the last algorithm against the best engine of each metric, same throws
+        alg = algs[-1]
+        pairs = []
+        for k, cell in zip(METRICS, best, strict=True):
+            e = cell.split()[-1].rstrip("*") if cell != "-" else ""
+            w = eq = bt = 0
+            for i in ts:
+                mine, theirs = res_rows[i].get(alg), cached.get((i, e))
+                if mine is None or theirs is None or not complete(theirs):
+                    continue
+                d = mine[k] - float(str(theirs[k]))
+                w, eq, bt = w + (d > 1e-9), eq + (abs(d) <= 1e-9), bt + (d < -1e-9)
+            pairs.append(f"{k} {w}/{eq}/{bt}")
+        print(f"{'':13}{alg} worse/equal/better than that engine: " + ", ".join(pairs))
     return 0
 
 

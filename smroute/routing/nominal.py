@@ -21,23 +21,30 @@ up-going route takes:
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
 * **Routes.**  With ``x = floor(t / Pi[s])``: a down-going route (the target
-  lies below) takes ``C[x mod #C]`` as Dmodc does.  An up-going one takes
-  nominal slot ``j = x mod m`` if that slot's group leads closer, else the
-  ``r``-th closer group with ``r = floor(x / m) mod #C``: the destinations
-  of a lost slot go round robin over the surviving closer groups by the next
-  digit of the NID, the same way at every sibling, so siblings keep sending
-  the same destination sets through the same upper links.  Both cases are
-  one closed form: the pattern's slot table ``T`` of length ``L = m`` (every
-  slot leads closer) or ``L = m * #C`` (``T[j + m * r]``: slot ``j`` if it
-  leads closer, else ``C[r]``), and the group is ``T[x mod L]``; the port
-  inside the group is ``floor(x / L) mod #g`` (eq. 4 with ``L`` for ``#C``).
+  lies below) takes ``C[x mod #C]`` as Dmodc does, and so does an up-going
+  one with a single closer group.  Otherwise an up-going route takes nominal
+  slot ``j = x mod m`` if that slot's group leads closer; the destinations
+  of a lost slot go to the other slots in a fixed pseudo-random probe order
+  per next digit ``r = floor(x / m) mod (m - 1)`` (rendezvous hashing), the
+  first closer slot not yet taken by a lost slot before ``j`` for the same
+  ``r``: every switch probes a destination's slots in the same order, so
+  siblings that lost the same slot keep sending the same destination sets
+  through the same upper links, the lost load spreads evenly over the
+  surviving slots, and the lost slots of ``m`` consecutive NIDs (a shift
+  permutation's) go to distinct surviving slots.  Both cases are one closed
+  form: the pattern's slot table ``T`` of length ``L = m`` (every slot leads
+  closer) or ``L = m * (m - 1)`` (``T[j + m * r]``), the group is
+  ``T[x mod L]`` and the port inside it ``floor(x / L) mod #g`` (eq. 4 with
+  ``L`` for ``#C``).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an
 up*/down* path delivered.  On a complete PGFT every up-going pattern has all
-``m`` slots, ``L = #C`` and the dividers are Dmodc's: the tables are
-Dmodc's, entry for entry.  The block kernel is Dmodc's vectorized one with
-other slot tables: one modulo and one lookup per destination.
+``m`` slots (or one closer group), ``L = #C`` and the dividers are Dmodc's:
+the tables are Dmodc's, entry for entry.  The block kernel is Dmodc's
+vectorized one with other slot tables: one modulo and one lookup per
+destination (two when the tables outnumber the destinations, on heavily
+degraded trees).
 """
 
 from __future__ import annotations
@@ -188,6 +195,33 @@ def _probe_offsets(m: int) -> np.ndarray:
     return np.argsort(h, axis=1, kind="stable").astype(np.int64)
 
 
+def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
+    """Where the lost slots of ``P`` patterns go: ``avail`` ``(P, m)`` bool
+    (closer nominal slots) -> ``(P, m - 1, m)`` int64, the slot taken by a
+    destination of slot ``j`` with next digit ``r`` (``[p, r, j]``; ``j``
+    itself where it leads closer).  Lost slots are served in slot order,
+    each taking the first closer slot of its probe order
+    (:func:`_probe_offsets`) that no lost slot before it took for the same
+    ``r`` (any closer slot when all are taken): the lost slots of ``m``
+    consecutive NIDs go to distinct closer groups."""
+    n_p = len(avail)
+    off = _probe_offsets(m)  # (r, k)
+    taken = np.zeros((n_p, m - 1, m), dtype=bool)
+    out = np.zeros((n_p, m - 1, m), dtype=np.int64)
+    rows = np.arange(m - 1)[None, :]
+    for j in range(m):
+        cand = (j + 1 + off) % m  # (r, k) slots in probe order
+        ok = avail[:, cand]  # (P, r, k)
+        free = ok & ~np.take_along_axis(taken, np.broadcast_to(cand, ok.shape), axis=2)
+        k = np.where(free.any(axis=2), np.argmax(free, axis=2), np.argmax(ok, axis=2))
+        pick = np.where(avail[:, j:j + 1], j, cand[rows, k])  # (P, r)
+        out[:, :, j] = pick
+        lost = np.broadcast_to(~avail[:, j:j + 1], pick.shape)
+        pi_, ri_ = np.nonzero(lost)
+        taken[pi_, ri_, pick[pi_, ri_]] = True
+    return out
+
+
 def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarray, ...]:
     """Slot tables of ``P`` patterns: ``pbits`` ``(P, W)`` bool (closer
     nominal slots of an up-going pattern, closer group positions of a
@@ -199,8 +233,7 @@ def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarr
     position (down-going), ``gmax`` + a nominal slot (up-going), or
     ``gmax + W`` (no closer group).  An up-going table with lost slots has
     ``m * (m - 1)`` entries: entry ``j + m * r`` is slot ``j`` if it leads
-    closer, else the first closer slot in probe order ``r``
-    (:func:`_probe_offsets`)."""
+    closer, else its alternative for ``r`` (:func:`_alternatives`)."""
     with np.errstate(over="ignore"):
         n_c = pbits.sum(axis=1)
         is_up = pm > 0
@@ -218,11 +251,10 @@ def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarr
         lossy = np.flatnonzero(is_up & ~full & (n_c > 1))
         for m in np.unique(pm[lossy]).tolist():
             ps = lossy[pm[lossy] == m]
-            off = _probe_offsets(m)  # (m - 1, m - 1)
-            jj, rr = j[ps] if j.shape[0] > 1 else j, np.minimum(r[ps], m - 2)
-            cand = (jj[:, :, None] + 1 + off[rr]) % m  # (p, L, m - 1) slots in probe order
-            ok = np.take_along_axis(pbits[ps][:, None, :], cand, axis=2)
-            alt[ps] = np.take_along_axis(cand, np.argmax(ok, axis=2)[:, :, None], axis=2)[..., 0]
+            alt_t = _alternatives(pbits[ps, :m], m)  # (p, m - 1, m)
+            jj, rr = (j[ps], r[ps]) if j.shape[0] > 1 else (j, r)
+            alt[ps] = np.take_along_axis(alt_t.reshape(len(ps), -1),
+                                         np.minimum(rr, m - 2) * m + jj, axis=1)
         val_up = gmax + np.where(direct, j, alt)
         val = np.where(is_up[:, None], val_up, order[:, np.minimum(i[0], w - 1)])
         val = np.where(n_c[:, None] == 0, gmax + w, val)
