@@ -201,12 +201,38 @@ def _wait(cond: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def _run_until_settled(bridge: Bridge, down: DownSet, after: int, timeout: float,
+                       what: str) -> None:
+    """Run the bridge's loop until it reports exactly ``down`` and has written
+    an epoch after ``after`` that includes its last report, then stop it
+    there (no poll after that).  A poll that caught the fabric mid-sweep and
+    reported a spurious change is undone by the next ones before this returns."""
+    def settled() -> bool:
+        applied = [c.epoch for c in bridge.checks if c.epoch is not None]
+        return bridge.state.down == down and bridge.state.written_epoch >= max(
+            [after, *applied])
+
+    t = threading.Thread(target=bridge.run, kwargs={"until": settled, "tick": 0.05},
+                         daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        bridge.close()
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
 @pytest.mark.real
 @pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
 def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
     """OpenSM with the file engine, the real daemon under ibsim-run, the bridge
     with SIGHUP as trigger and polling (no log) as detector; then the dry-run
-    CLI on a pending cut: it shows the change and writes nothing."""
+    CLI on a pending cut: it shows the change and writes nothing.
+
+    The bridge's loop runs in steps that end once its state has settled
+    (:func:`_run_until_settled`): a poll during one of OpenSM's heavy sweeps
+    may report a spurious change (undone by the next poll), so the baseline is
+    the first epoch's tables (not whatever the bridge wrote last), and the
+    dry run waits for the sweep that follows the relink."""
     from smroute.lab.processes import DaemonProcess, OpenSMProcess
     from smroute.lab.sim import IbSim
 
@@ -228,27 +254,38 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
         try:
             bridge.connect()
             first = bridge.initialize()
+            base = bridge.base  # links keyed by the discovered base's first end
+            assert base is not None
+            cut = DownSet(links=frozenset({link_key(base, _link_index(
+                base, int(fabric.node_guid[leaf]), up_port))}))
             bridge.start()
-            bridge.run_in_thread()
-            _wait(lambda: bridge.state.written_epoch == first, 30, "the first epoch written")
-            want = bridge.last_tables
-            assert want is not None and want.lid_guid is None
+            _run_until_settled(bridge, DownSet(), first, 30, "the first epoch written")
+            with SmrouteClient(addr) as client:
+                want = client.tables(first).tables  # the baseline, whatever came since
+            written = bridge.last_tables
+            assert written is not None and written.lid_guid is None
+            assert diff_tables(want, written).identical  # nothing down: epoch 1's tables
             assert b"portguid" not in lfts.read_bytes()  # the bare file (the e2e test
             # covers the one with port GUIDs): OpenSM loads it just as well
             # SIGHUP -> heavy sweep -> the file engine reads the file: switches hold it
             _wait(lambda: diff_tables(want, _dump(sim)).identical, 30, "switches = epoch")
+            n_checks = len(bridge.checks)
             sim.console(f'Unlink "{leaf_name}"[{up_port}]')
-            _wait(lambda: bridge.state.written_epoch > first, 30, "the rerouted epoch")
-            check = next(c for c in bridge.checks if c.events)
-            assert [e.kind for e in check.events] == [FaultKind.LINK_DOWN]
+            _run_until_settled(bridge, cut, first + 1, 30, "the rerouted epoch")
+            found = [c for c in bridge.checks[n_checks:] if c.events]
+            assert FaultEvent(FaultKind.LINK_DOWN, *next(iter(cut.links))) in found[0].events
             want2 = bridge.last_tables
             assert want2 is not None and not diff_tables(want, want2).identical
             _wait(lambda: diff_tables(want2, _dump(sim)).identical, 30, "switches = new epoch")
             assert bridge.errors == []
         finally:
             bridge.close()
-        # dry run with the bridge stopped: relink, so the fabric has a pending change
+        # dry run with the bridge stopped: relink, so the fabric has a pending change;
+        # discover once OpenSM's heavy sweep for the relink is over
+        sweeps = osm.log.read_text(errors="replace").count("SUBNET UP")
         sim.console(f'ReLink "{leaf_name}"[{up_port}]')
+        _wait(lambda: osm.log.read_text(errors="replace").count("SUBNET UP") > sweeps, 30,
+              "OpenSM's sweep after the relink")
         before = lfts.read_bytes()
         state_before = (tmp_path / "bridge-state.json").read_text()
         cmd = [sys.executable, "-m", "smroute", "opensm-bridge", "--daemon", addr,
