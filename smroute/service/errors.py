@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from smroute.text import bounded_bytes, excerpt
+
 __all__ = ["ECHO_CHARS", "MAX_MESSAGE_BYTES", "ServiceError", "Status", "bounded", "echo",
            "shown"]
 
@@ -27,22 +29,10 @@ ECHO_CHARS = 200
 MAX_MESSAGE_BYTES = 2000
 
 
-def _size(value: str | bytes) -> int:
-    return len(value) if isinstance(value, bytes) else len(
-        value.encode("utf-8", errors="surrogatepass"))
-
-
 def echo(value: str | bytes, limit: int = ECHO_CHARS) -> str:
-    """``value`` as an error message shows it: ``repr``-quoted and escaped (no
-    raw control or undecodable bytes), cut to ``limit`` characters with
-    ``…(N bytes)`` naming the full size.  ``echo("a\\x00b")`` is ``'a\\x00b'``."""
-    cut = value[:limit]
-    shown = repr(cut)
-    if isinstance(cut, bytes):
-        shown = shown[1:]  # b'..' -> '..'
-    if len(cut) < len(value):
-        shown += f"…({_size(value)} bytes)"
-    return shown
+    """``value`` as an error message shows it (:func:`smroute.text.excerpt`
+    with :data:`ECHO_CHARS`)."""
+    return excerpt(value, limit)
 
 
 def shown(value: str) -> str:
@@ -52,17 +42,9 @@ def shown(value: str) -> str:
 
 
 def bounded(message: str, max_bytes: int = MAX_MESSAGE_BYTES) -> str:
-    """``message`` with non-printable characters escaped (``\\n`` -> ``\\\\n``)
-    and cut to at most ``max_bytes`` UTF-8 bytes, ``…(N bytes)`` naming the
-    full size when cut."""
-    if not message.isprintable():
-        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    size = _size(message)
-    if size <= max_bytes:
-        return message
-    tail = f"…({size} bytes)"
-    keep = message.encode("utf-8", errors="surrogatepass")[:max_bytes - len(tail) - 3]
-    return keep.decode("utf-8", errors="ignore") + tail
+    """``message`` escaped and cut to at most ``max_bytes`` UTF-8 bytes
+    (:func:`smroute.text.bounded_bytes`)."""
+    return bounded_bytes(message, max_bytes)
 
 
 class Status(Enum):
