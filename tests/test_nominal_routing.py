@@ -123,20 +123,33 @@ def test_a_damaged_switch_keeps_its_siblings_slots() -> None:
 
 
 def test_siblings_beyond_the_rank_arity_use_their_own_groups() -> None:
-    """Where siblings' up-neighbours add up to more than any switch of the
-    rank has (no PGFT), a switch's own up groups are its slots."""
-    f = pgft(2, (4, 8), (1, 4), (1, 1))
+    """Where siblings' up-neighbours add up to more than half again the
+    largest up arity of the rank (no PGFT: leaves on overlapping triples of 6
+    spines), a switch's own up groups are its slots; a PGFT whose every leaf
+    lost one spine keeps the nominal slots."""
+    f = pgft(2, (4, 8), (1, 6), (1, 1))
     g = route(f, algorithm="nmodc", workers=1, labels=False).graph
-    # every leaf loses a different spine: the union (4) exceeds every leaf's arity (3)
-    drop = []
-    for i, leaf in enumerate(g.leaves.tolist()):
-        gid = int(g.grp_first[leaf]) + i % 4
-        row = int(f.port_start[g.sw_node[leaf]]) + int(g.grp_ports[g.grp_port_first[gid]])
-        drop.append(int(np.flatnonzero((f.link_a == row) | (f.link_b == row))[0]))
-    g1 = route(f.with_removed(links=drop), algorithm="nmodc", workers=1, labels=False).graph
-    s1 = nominal.nominal_slots(g1)
-    assert (s1.arity[g1.leaves] == 3).all()
-    assert (s1.slot_grp[g1.leaves, :3] >= 0).all()
+
+    def without(keep: list[set[int]]) -> Fabric:
+        drop = []
+        for i, leaf in enumerate(g.leaves.tolist()):
+            for k in set(range(6)) - keep[i % len(keep)]:
+                gid = int(g.grp_first[leaf]) + k
+                row = int(f.port_start[g.sw_node[leaf]]) + int(g.grp_ports[g.grp_port_first[gid]])
+                drop.append(int(np.flatnonzero((f.link_a == row) | (f.link_b == row))[0]))
+        return f.with_removed(links=drop)
+
+    triples = [{0, 1, 2}, {0, 3, 4}, {1, 3, 5}, {2, 4, 5}]  # any two share a spine
+    r1 = route(without(triples), algorithm="nmodc", workers=1, labels=False)
+    g1, s1 = r1.graph, nominal.nominal_slots(r1.graph)
+    assert r1.mode == "tree" and (g1.n_up[g1.leaves] == 3).all()
+    assert (s1.arity[g1.leaves] == 3).all() and (s1.slot_grp[g1.leaves, :3] >= 0).all()
+    assert validate_result(r1).ok
+    r2 = route(without([set(range(6)) - {i} for i in range(6)]), algorithm="nmodc", workers=1,
+               labels=False)
+    s2 = nominal.nominal_slots(r2.graph)
+    assert r2.mode == "tree" and (s2.arity[r2.graph.leaves] == 6).all()
+    assert ((s2.slot_grp[r2.graph.leaves] < 0).sum(axis=1) == 1).all()
 
 
 def test_one_and_two_lookup_kernels_agree() -> None:

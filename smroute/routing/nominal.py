@@ -16,8 +16,8 @@ up-going route takes:
   up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order.
   A degraded switch keeps the slot each surviving up-neighbour has among its
   siblings.  Where ``#U(s)`` exceeds the largest up arity of any switch of
-  that rank, the siblings are no PGFT's (e.g. slender trees): the switch's
-  own up groups are its slots.
+  that rank by more than half, the siblings are no PGFT's (e.g. leaves on
+  overlapping pairs of spines): the switch's own up groups are its slots.
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
 * **Routes.**  With ``x = floor(t / Pi[s])``: a down-going route (the target
@@ -103,7 +103,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     size = np.bincount(uc, minlength=n)[comp]  # (S,) union size of each switch's siblings
     top = np.zeros(g.max_rank + 2, dtype=np.int64)  # largest up arity per rank (+1: rank -1)
     np.maximum.at(top, g.rank + 1, g.n_up)
-    nominal = size <= top[g.rank + 1]
+    nominal = 2 * size <= 3 * top[g.rank + 1]  # a rank's switches lost under a third
     arity = np.where(nominal, size, g.n_up).astype(np.int64)
     # slot of every up group: its place in the union, or among its own up groups
     keys = uc * n + uh
@@ -188,7 +188,7 @@ def _probe_offsets(m: int) -> np.ndarray:
     r = np.arange(n, dtype=np.uint64)[:, None]
     k = np.arange(n, dtype=np.uint64)[None, :]
     h = (r * np.uint64(0x9E3779B97F4A7C15) + k * np.uint64(0xBF58476D1CE4E5B9)
-         + np.uint64(m) * np.uint64(0x94D049BB133111EB))
+         + np.uint64(m * 0x94D049BB133111EB % (1 << 64)))
     h ^= h >> np.uint64(31)
     h *= np.uint64(0xD6E8FEB86659FD93)
     h ^= h >> np.uint64(29)
@@ -205,20 +205,34 @@ def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
     ``r`` (any closer slot when all are taken): the lost slots of ``m``
     consecutive NIDs go to distinct closer groups."""
     n_p = len(avail)
-    off = _probe_offsets(m)  # (r, k)
-    taken = np.zeros((n_p, m - 1, m), dtype=bool)
-    out = np.zeros((n_p, m - 1, m), dtype=np.int64)
-    rows = np.arange(m - 1)[None, :]
-    for j in range(m):
-        cand = (j + 1 + off) % m  # (r, k) slots in probe order
-        ok = avail[:, cand]  # (P, r, k)
-        free = ok & ~np.take_along_axis(taken, np.broadcast_to(cand, ok.shape), axis=2)
-        k = np.where(free.any(axis=2), np.argmax(free, axis=2), np.argmax(ok, axis=2))
-        pick = np.where(avail[:, j:j + 1], j, cand[rows, k])  # (P, r)
-        out[:, :, j] = pick
-        lost = np.broadcast_to(~avail[:, j:j + 1], pick.shape)
-        pi_, ri_ = np.nonzero(lost)
-        taken[pi_, ri_, pick[pi_, ri_]] = True
+    off = _probe_offsets(m).ravel()  # [r * (m - 1) + k]
+    out = np.broadcast_to(np.arange(m)[None, None, :], (n_p, m - 1, m)).copy()
+    flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
+    taken = np.zeros(n_p * (m - 1) * m, dtype=bool)  # [(p * (m - 1) + r) * m + slot]
+    lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
+    rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
+    for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
+        sel = rank == q
+        n = int(sel.sum())
+        j = np.repeat(lost_j[sel], m - 1)  # one entry per (lost slot, r)
+        r = np.tile(np.arange(m - 1), n)
+        pr = np.repeat(lost_p[sel], m - 1) * (m - 1) + r
+        base_a = (pr // (m - 1)) * m  # avail row
+        base_t = pr * m  # taken row
+        pick = np.full(len(pr), -1, dtype=np.int64)
+        for free_only in (True, False):  # a free closer slot, else any closer slot
+            act = np.flatnonzero(pick < 0)
+            for k in range(m - 1):
+                if not len(act):
+                    break
+                cand = (j[act] + 1 + off[r[act] * (m - 1) + k]) % m
+                ok = flat_avail[base_a[act] + cand]
+                if free_only:
+                    ok &= ~taken[base_t[act] + cand]
+                pick[act[ok]] = cand[ok]
+                act = act[~ok]
+        flat_out[base_t + j] = pick
+        taken[base_t + pick] = True
     return out
 
 
@@ -234,32 +248,32 @@ def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarr
     ``gmax + W`` (no closer group).  An up-going table with lost slots has
     ``m * (m - 1)`` entries: entry ``j + m * r`` is slot ``j`` if it leads
     closer, else its alternative for ``r`` (:func:`_alternatives`)."""
-    with np.errstate(over="ignore"):
-        n_c = pbits.sum(axis=1)
-        is_up = pm > 0
-        full = (n_c == pm) | (n_c == 1)  # one closer group: every slot takes it
-        probe = np.maximum(pm * (pm - 1), 1)
-        length = np.where(n_c <= 1, 1, np.where(is_up, np.where(full, pm, probe), n_c))
-        w = pbits.shape[1]
-        i = np.arange(int(length.max()))[None, :]
-        order = np.argsort(~pbits, axis=1, kind="stable")  # closer positions first
-        mm = np.maximum(pm, 1)[:, None]
-        j, r = i % mm, i // mm
-        jc = np.minimum(j, w - 1)
-        direct = np.take_along_axis(pbits, jc, axis=1)
-        alt = np.broadcast_to(order[:, :1], direct.shape).copy()  # one closer slot: it
-        lossy = np.flatnonzero(is_up & ~full & (n_c > 1))
-        for m in np.unique(pm[lossy]).tolist():
-            ps = lossy[pm[lossy] == m]
-            alt_t = _alternatives(pbits[ps, :m], m)  # (p, m - 1, m)
-            jj, rr = (j[ps], r[ps]) if j.shape[0] > 1 else (j, r)
-            alt[ps] = np.take_along_axis(alt_t.reshape(len(ps), -1),
-                                         np.minimum(rr, m - 2) * m + jj, axis=1)
-        val_up = gmax + np.where(direct, j, alt)
-        val = np.where(is_up[:, None], val_up, order[:, np.minimum(i[0], w - 1)])
-        val = np.where(n_c[:, None] == 0, gmax + w, val)
-        ok_i = i < length[:, None]
-        return length, np.cumsum(length) - length, val[ok_i]
+    n_c = pbits.sum(axis=1)
+    is_up = pm > 0
+    full = (n_c == pm) | (n_c == 1)  # one closer group: every slot takes it
+    lossy = is_up & ~full & (n_c > 1)
+    length = np.where(n_c <= 1, 1, np.where(is_up, np.where(full, pm, pm * (pm - 1)), n_c))
+    start = np.cumsum(length) - length
+    w = pbits.shape[1]
+    value = np.empty(int(length.sum()), dtype=np.int64)
+    # short tables (no lost slot): closer group positions, all nominal slots,
+    # the one closer slot, or none
+    short = np.flatnonzero(~lossy)
+    i = np.arange(max(int(length[short].max(initial=1)), 1))[None, :]
+    first = np.argsort(~pbits[short], axis=1, kind="stable")  # closer positions first
+    val = np.where(is_up[short, None], gmax + np.where(n_c[short, None] == 1, first[:, :1], i),
+                   first[:, np.minimum(i[0], w - 1)])
+    val = np.where(n_c[short, None] == 0, gmax + w, val)
+    ok = i < length[short, None]
+    value[(start[short, None] + i)[ok]] = val[ok]
+    # tables with lost slots: entry j + m * r from the alternatives
+    lossy_p = np.flatnonzero(lossy)
+    for m in np.unique(pm[lossy_p]).tolist():
+        ps = lossy_p[pm[lossy_p] == m]
+        alt = _alternatives(pbits[ps, :m], m).reshape(len(ps), -1)  # (p, (m - 1) * m)
+        value[start[ps, None] + np.arange(alt.shape[1])[None, :]] = gmax + alt
+    return length, start, value
+
 
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
