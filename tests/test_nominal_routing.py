@@ -303,3 +303,29 @@ def test_side_by_side_routes_nmodc_beside_dmodc(tmp_path: Path) -> None:
         assert r.runs[e].status == "ok", r.runs[e].error
         assert r.metrics[e].unroutable["pairs"] == 0
     assert r.metrics["nmodc"].values["a2a"] <= r.metrics["dmodc"].values["a2a"]
+
+
+def test_daemon_routes_and_reroutes_with_nmodc() -> None:
+    """The daemon's config accepts ``algorithm: nmodc``; its core routes with
+    it and a link fault gives the tables of a from-scratch Nmodc route."""
+    from smroute.fabric.faults import FaultEvent
+    from smroute.service.config import parse_config
+    from smroute.service.core import RoutingCore
+
+    assert parse_config("algorithm: nmodc\n", "smroute.yaml").algorithm == "nmodc"
+    f = pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1))
+    link = int(_inter_links(f)[5])
+    row = int(f.link_a[link])
+    node = int(f.port_node[row])
+    core = RoutingCore(workers=1, algorithm="nmodc", coalesce_s=0.0, validate_epochs=False)
+    try:
+        core.load_fabric(f, "test")
+        e1 = core.route()
+        assert e1.result.algorithm == "nmodc"
+        out = core.apply_faults([FaultEvent("link_down", int(f.node_guid[node]),
+                                             int(f.port_num[row]))])
+        assert out.committed and out.epoch.result.algorithm == "nmodc"
+        full = route(f.with_removed(links=[link]), algorithm="nmodc", workers=1)
+        assert np.array_equal(out.epoch.result.tables.ports, full.tables.ports)
+    finally:
+        core.close()
