@@ -254,9 +254,11 @@ def test_kill_9_restart_serves_the_same_epoch_and_ids_continue(tmp_path: Path) -
         with SmrouteClient(d.address, timeout=60) as c:
             c.apply_faults([link_down(*links[0]), link_down(*links[3])])
             c.apply_faults([switch_down(int(f.node_guid[f.switches[-1]]))])
-            v = c.route(wait_validation=True)  # same down set, one more epoch
+            # same down set, one more epoch; an RPC's algorithm outlives a restart
+            v = c.route("nmodc", wait_validation=True)
             before = _epoch(c)
             assert before.id == v.id == 4 and before.validation.state == pb.Validation.DONE
+            assert before.algorithm == "nmodc"
             old_snap = c.tables()
         time.sleep(0.3)  # the writer thread stores the epoch and its validation
         assert d.kill() == -9
@@ -279,6 +281,7 @@ def test_kill_9_restart_serves_the_same_epoch_and_ids_continue(tmp_path: Path) -
             # ids continue; the resumed epoch reroutes incrementally like any other
             out = c.apply_faults([link_up(*links[0])])
             assert out.epoch.id == 5 and out.epoch.parent_id == 4 and not out.epoch.resumed
+            assert out.epoch.algorithm == "nmodc"
             assert out.epoch.down_links == 1
             # another instance's since_epoch: the full tables, never a delta
             full = c.tables(since_epoch=4, since_instance=before.instance_id)
@@ -292,7 +295,8 @@ def test_kill_9_restart_serves_the_same_epoch_and_ids_continue(tmp_path: Path) -
         d.start()
         with SmrouteClient(d.address, timeout=60) as c:
             assert _epoch(c).id == 5
-            assert c.apply_faults([link_up(*links[3])]).epoch.id == 6
+            e6 = c.apply_faults([link_up(*links[3])]).epoch
+            assert (e6.id, e6.algorithm) == (6, "nmodc")
         events = d.log_events()
         resumed = [e for e in events if e.get("event") == "resumed"]
         assert resumed and resumed[-1]["epoch"] == 5 and "Traceback" not in d.out.read_text()

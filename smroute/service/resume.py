@@ -178,7 +178,8 @@ def resume(core: RoutingCore) -> Resumed | None:
     t0 = time.perf_counter()
     try:
         meta = store.meta()
-        if not meta.get("base_hash"):
+        if not meta.get("base_hash"):  # nothing to resume; the config's settings noted
+            store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
             return None
         bases = _Bases(store)
         base = bases(meta["base_hash"])
