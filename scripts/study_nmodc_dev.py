@@ -147,7 +147,7 @@ def main() -> int:
                 mine, theirs = res_rows[i].get(alg), cached.get((i, e))
                 if mine is None or theirs is None or not complete(theirs):
                     continue
-                d = mine[k] - float(str(theirs[k]))
+                d = float(f"{mine[k]:.6g}") - float(str(theirs[k]))  # the CSV's precision
                 w, eq, bt = w + (d > 1e-9), eq + (abs(d) <= 1e-9), bt + (d < -1e-9)
             pairs.append(f"{k} {w}/{eq}/{bt}")
         print(f"{'':13}{alg} worse/equal/better than that engine: " + ", ".join(pairs))

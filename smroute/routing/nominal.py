@@ -17,7 +17,8 @@ up-going route takes:
   A degraded switch keeps the slot each surviving up-neighbour has among its
   siblings.  Where ``#U(s)`` exceeds the largest up arity of any switch of
   that rank by more than half, the siblings are no PGFT's (e.g. leaves on
-  overlapping pairs of spines): the switch's own up groups are its slots.
+  overlapping pairs of spines), and in the general up*/down* orientation
+  (no tree levels), the switch's own up groups are its slots.
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
 * **Routes.**  With ``x = floor(t / Pi[s])``: a down-going route (the target
@@ -104,6 +105,8 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     top = np.zeros(g.max_rank + 2, dtype=np.int64)  # largest up arity per rank (+1: rank -1)
     np.maximum.at(top, g.rank + 1, g.n_up)
     nominal = 2 * size <= 3 * top[g.rank + 1]  # a rank's switches lost under a third
+    if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
+        nominal[:] = False
     arity = np.where(nominal, size, g.n_up).astype(np.int64)
     # slot of every up group: its place in the union, or among its own up groups
     keys = uc * n + uh
