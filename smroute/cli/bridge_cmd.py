@@ -80,6 +80,7 @@ def register(subparsers: Any) -> None:
 def cmd_bridge(args: argparse.Namespace) -> int:
     """Run the bridge until SIGTERM/SIGINT (0), or dry-run (0 nothing pending, 1 pending)."""
     from smroute.cli.outputs import check_output
+    from smroute.errors import InputError
     from smroute.opensm.bridge import Bridge, BridgeOptions
     from smroute.opensm.console import parse_console_address
 
@@ -87,6 +88,8 @@ def cmd_bridge(args: argparse.Namespace) -> int:
                else "sighup" if args.opensm_pid is not None else "console")
     console = parse_console_address(args.console or "127.0.0.1:10000")
     lfts = check_output(args.lfts_file, "--lfts-file")  # a regular file, in a directory
+    if args.state_dir is not None and not Path(args.state_dir).is_dir():
+        raise InputError(f"--state-dir: {args.state_dir}: not an existing directory")
     opts = BridgeOptions(
         daemon=args.daemon, lfts_file=lfts, trigger=trigger, console=console,
         opensm_pid=args.opensm_pid, opensm_log=Path(args.opensm_log) if args.opensm_log else None,

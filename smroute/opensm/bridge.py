@@ -124,6 +124,7 @@ class Bridge:
         #: Writing the LFT file (or the state beside it) failed: when to retry,
         #: and how many failures so far (``total``, also in the state file).
         self.write_retry = Backoff(initial_s=1.0, max_s=60.0)
+        self._base_text: str | None = None  # initialize()'s base, until it is on disk
 
     # ------------------------------------------------------------ plumbing
     def _default_discover(self) -> list[str]:
@@ -190,6 +191,9 @@ class Bridge:
     # ------------------------------------------------------------ state
     def _save_state(self) -> None:
         self.state.write_failures = self.write_retry.total
+        if self._base_text is not None:
+            atomic_write_text(self.opts.state_path / BASE_FILE, self._base_text)
+            self._base_text = None
         write_state(self.opts.state_path, self.base, self.state)
 
     def load_state(self) -> None:
@@ -240,8 +244,12 @@ class Bridge:
         self.daemon_instance = str(epoch.instance_id)  # the daemon this state is synced with
         self.base = base
         self.state = BridgeState(written_epoch=self.state.written_epoch)
-        atomic_write_text(self.opts.state_path / BASE_FILE, "\n".join(lines) + "\n")
-        self._save_state()
+        self._base_text = "\n".join(lines) + "\n"
+        try:
+            self._save_state()
+        except OSError as exc:  # e.g. a full disk: saved with the first epoch written
+            self.log("error", "state_write_failed", dir=self.opts.state_path,
+                     error=exc.strerror or str(exc), retry="with the next epoch written")
         self.log("info", "initialized", reason=reason, epoch=epoch.id, load=self.opts.load,
                  switches=len(base.switches), cas=len(base.cas), links=base.n_links,
                  seconds=f"{time.monotonic() - t0:.2f}")

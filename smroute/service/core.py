@@ -401,17 +401,19 @@ class RoutingCore:
         except FaultEventError as err:
             raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
 
-    def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False
-                     ) -> FaultOutcome:
+    def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False,
+                     journaled: bool = False) -> FaultOutcome:
         """Queue the events; returns once the epoch including them is committed
-        (or, ``dry_run``, once the would-be tables and diff are computed)."""
+        (or, ``dry_run``, once the would-be tables and diff are computed);
+        ``journaled``: already durable (the catch-up), not journaled again."""
         self.check_events(events)
         kinds: dict[str, int] = {}
         for e in events:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
         for k, n in kinds.items():
             self._metric("faults_received", n, k)
-        job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock())
+        job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock(),
+                       journaled=journaled)
         return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
 
     def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
@@ -442,7 +444,8 @@ class RoutingCore:
             return
         n_events = sum(len(j.events) for j in ok)
         try:  # durable before the reroute: an answered event survives kill -9
-            self.durable.journal(base.content_hash, [e for j in ok for e in j.events])
+            self.durable.journal(base.content_hash,
+                                 [e for j in ok if not j.journaled for e in j.events])
         except ServiceError as err:
             for j in ok:
                 j.future.set_exception(err)

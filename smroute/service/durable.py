@@ -127,6 +127,8 @@ class Durable:
         """Journal a checked batch (before it is rerouted and answered);
         UNAVAILABLE if it cannot be."""
         rows = [(e.kind, e.guid, e.port) for e in events]
+        if not rows:
+            return
         seq = self._sync("the fault events", lambda s: s.append_journal(base_hash, rows))
         if seq is not None:
             self.journal_seq = int(seq)

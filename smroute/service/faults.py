@@ -51,11 +51,13 @@ __all__ = [
 
 @dataclass(eq=False)
 class FaultJob:
-    """Events of one ApplyFaults call; ``future`` gets the handler's result."""
+    """Events of one ApplyFaults call; ``future`` gets the handler's result;
+    ``journaled``: the events are on disk already (a restart's catch-up)."""
 
     events: tuple[FaultEvent, ...]
     dry_run: bool = False
     received: float = 0.0
+    journaled: bool = False
     future: Future[Any] = field(default_factory=Future)
 
 

@@ -185,10 +185,14 @@ def resume(core: RoutingCore) -> Resumed | None:
         base = bases(meta["base_hash"])
         ep, validation = _newest(store, bases, core)
         down, seq, n_journal = _in_force(store, meta, base, core)
-        store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
     except (codec.CodecError, StateError) as err:
         core.log("error", "state_unreadable", error=str(err), message="starting empty")
         return None
+    try:  # a full disk must not throw away the state just read: logged, written next start
+        store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
+    except StateError as err:
+        core.log("error", "state_write_failed", what="the config's routing settings",
+                 error=str(err))
     # an RPC's settings survive a restart unless the config's changed meanwhile
     cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
     if cfg == (d.settings[0], lmc_text(d.settings[1])) and "algorithm" in meta:
@@ -224,7 +228,8 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
                       if cur is not None and cur.base_hash == base.content_hash else [])
             n = core.limits.max_fault_events
             for i in range(0, len(events), n):
-                ep = core.apply_faults(events[i:i + n]).epoch
+                # durable already (journal, last commit): routed even on a full disk
+                ep = core.apply_faults(events[i:i + n], journaled=True).epoch
             if not events:
                 ep = core.route()
             core.log("info", "caught_up", epoch=ep.id, events=len(events),
