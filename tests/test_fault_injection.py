@@ -412,6 +412,16 @@ def test_a_bridge_started_on_a_full_disk_retries_without_a_traceback(tmp_path: P
             d.stop()
 
 
+def test_a_bridge_state_dir_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
+    """Not a disk to wait for but a mistake: said at once (a traceback before)."""
+    r = subprocess.run([sys.executable, "-m", "smroute", "opensm-bridge", "--daemon",
+                        "127.0.0.1:1", "--lfts-file", str(tmp_path / "x.lfts"), "--state-dir",
+                        str(tmp_path / "missing"), "--no-trigger"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"--state-dir: {tmp_path / 'missing'}: not an existing directory" in r.stderr
+
+
 # ----------------------------------------------------------------- SIGHUP storm
 def test_50_sighups_under_load_lose_nothing_and_commit_nothing(tmp_path: Path) -> None:
     base, path = _fabric(tmp_path)
