@@ -5,6 +5,7 @@ daemon: the SIGHUP trigger, detection by polling, and the operator dry run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -244,8 +245,10 @@ def test_sighup_polling_and_dry_run(tmp_path: Path) -> None:
     leaf_name = f"S-{int(fabric.node_guid[leaf]):016x}"
     up_port = int(fabric.num_ports[leaf])
     with IbSim(net, tmp_path / "sim") as sim, \
-            OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, sweep_interval=2) as osm:
+            OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts, sweep_interval=2) as osm, \
+            contextlib.ExitStack() as cleanup:
         daemon = DaemonProcess(sim, tmp_path / "daemon")
+        cleanup.callback(daemon.stop)  # also when the test fails (it runs in its own session)
         addr = daemon.start()
         env = sim.client_env(preload=True)
         bridge = Bridge(BridgeOptions(

@@ -423,7 +423,8 @@ def test_a_bridge_state_dir_that_does_not_exist_is_exit_2(tmp_path: Path) -> Non
 
 
 # ----------------------------------------------------------------- SIGHUP storm
-def test_50_sighups_under_load_lose_nothing_and_commit_nothing(tmp_path: Path) -> None:
+def test_50_sighups_under_load_lose_nothing_and_commit_nothing(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
     base, path = _fabric(tmp_path)
     links = _links(base, 16, np.random.default_rng(SEED + 3))
     halves = [links[0::2], links[1::2]]
@@ -431,6 +432,7 @@ def test_50_sighups_under_load_lose_nothing_and_commit_nothing(tmp_path: Path) -
     variants = ["coalesce_ms: 10\nepoch_history: 8\n", "coalesce_ms: 30\nepoch_history: 16\n"]
     conf.write_text(variants[0])
     d = start_daemon(tmp_path / "d", "--config", str(conf), fabric=path)
+    request.addfinalizer(d.stop)  # also when an assertion fails
     stop = threading.Event()
     streams = {"full": 0, "delta": 0}
     errors: list[str] = []
