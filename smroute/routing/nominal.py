@@ -200,7 +200,7 @@ def _probe_offsets(m: int) -> np.ndarray:
 
 def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
     """Where the lost slots of ``P`` patterns go: ``avail`` ``(P, m)`` bool
-    (closer nominal slots) -> ``(P, m - 1, m)`` int64, the slot taken by a
+    (closer nominal slots) -> ``(P, m - 1, m)`` int16, the slot taken by a
     destination of slot ``j`` with next digit ``r`` (``[p, r, j]``; ``j``
     itself where it leads closer).  Lost slots are served in slot order,
     each taking the first closer slot of its probe order
@@ -208,23 +208,25 @@ def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
     ``r`` (any closer slot when all are taken): the lost slots of ``m``
     consecutive NIDs go to distinct closer groups."""
     n_p = len(avail)
-    off = _probe_offsets(m).ravel()  # [r * (m - 1) + k]
-    out = np.broadcast_to(np.arange(m)[None, None, :], (n_p, m - 1, m)).copy()
+    off = _probe_offsets(m).ravel().astype(np.int32)  # [r * (m - 1) + k]
+    out = np.broadcast_to(np.arange(m, dtype=np.int16)[None, None, :], (n_p, m - 1, m)).copy()
     flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
     taken = np.zeros(n_p * (m - 1) * m, dtype=bool)  # [(p * (m - 1) + r) * m + slot]
     lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
     rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
+    n_avail = avail.sum(axis=1)  # a lost slot of rank q finds a free slot iff q < n_avail
     for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
         sel = rank == q
         n = int(sel.sum())
-        j = np.repeat(lost_j[sel], m - 1)  # one entry per (lost slot, r)
-        r = np.tile(np.arange(m - 1), n)
-        pr = np.repeat(lost_p[sel], m - 1) * (m - 1) + r
+        j = np.repeat(lost_j[sel].astype(np.int32), m - 1)  # one entry per (lost slot, r)
+        r = np.tile(np.arange(m - 1, dtype=np.int32), n)
+        pr = np.repeat(lost_p[sel].astype(np.int32), m - 1) * np.int32(m - 1) + r
         base_a = (pr // (m - 1)) * m  # avail row
         base_t = pr * m  # taken row
-        pick = np.full(len(pr), -1, dtype=np.int64)
+        pick = np.full(len(pr), -1, dtype=np.int16)
+        has_free = np.repeat(n_avail[lost_p[sel]] > q, m - 1)
         for free_only in (True, False):  # a free closer slot, else any closer slot
-            act = np.flatnonzero(pick < 0)
+            act = np.flatnonzero((pick < 0) & (has_free == free_only))
             for k in range(m - 1):
                 if not len(act):
                     break
@@ -258,7 +260,7 @@ def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarr
     length = np.where(n_c <= 1, 1, np.where(is_up, np.where(full, pm, pm * (pm - 1)), n_c))
     start = np.cumsum(length) - length
     w = pbits.shape[1]
-    value = np.empty(int(length.sum()), dtype=np.int64)
+    value = np.empty(int(length.sum()), dtype=np.int32)
     # short tables (no lost slot): closer group positions, all nominal slots,
     # the one closer slot, or none
     short = np.flatnonzero(~lossy)
