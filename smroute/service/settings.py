@@ -313,7 +313,8 @@ class ServiceConfig:
     ``listen``: gRPC address (``host:port``, ``[v6]:port``, ``unix:/path``).
     ``workers``: routing worker processes.  ``algorithm``: one of
     :data:`smroute.routing.engine.ALGORITHMS`.  ``lmc``: LIDs per end-port =
-    2**lmc (0..7); ``None``: each end-port's LMC in the fabric (as ``smroute route`` without ``--lmc``).
+    2**lmc (0..7); ``None``: each end-port's LMC in the fabric (as ``smroute
+    route`` without ``--lmc``).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
     ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
