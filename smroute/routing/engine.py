@@ -22,12 +22,21 @@ same tables on a complete PGFT, the same modes and guarantees) and ``dmodk``.
   up*/down* in the orientation towards that root
   (:func:`~smroute.routing.topology.rooted_graph`): deadlock-free by
   construction.
-* ``updown``: the fabric is no tree (roles), or the check above failed:
+* ``tree+detours`` (only with ``max_vls >= 2``, never the default): the
+  check above failed; the destinations the turn root was for are routed with
+  detours instead (:mod:`smroute.routing.detour`): switches with an up*/down*
+  path keep their entries, the others turn up again after going down, on a
+  higher virtual lane at every such turn (SLs and SL-to-VL tables in
+  :attr:`RoutingResult.lanes`, :mod:`smroute.routing.vlassign`).  Only a
+  subnet manager that programs SLs and VLs can use it (the OpenSM plugin).
+* ``updown``: the fabric is no tree (roles), or the check above failed (and
+  detours were off or could not route every pair within ``max_vls``):
   every destination is routed up*/down* towards a root per component.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,10 +48,12 @@ from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
 from smroute.routing import dmodc, dmodk, nominal
+from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
 from smroute.routing.validate import Validation, validate
+from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["ALGORITHMS", "RoutingResult", "route", "unrouted_connected", "validate_result"]
@@ -61,8 +72,10 @@ class RoutingResult:
     topological NIDs of the end-ports (aligned with ``graph.ep_row``); dest:
     the routed LIDs; timings: seconds per phase.  mode / mode_reason: see the
     module doc; check_graph: the orientation every route is up*/down* in
-    (``graph`` unless ``tree+turns``); turn_lids: LIDs routed through the
-    turn root; roles: the roles the routing used.
+    (``graph`` unless ``tree+turns``; in ``tree+detours`` the tree's ranks
+    over every link, :attr:`lanes` saying which LIDs may turn); turn_lids: LIDs routed through the
+    turn root; roles: the roles the routing used; lanes: the SLs and
+    SL-to-VL tables of mode ``tree+detours`` (else ``None``: one VL, SL 0).
     """
 
     algorithm: str
@@ -78,6 +91,7 @@ class RoutingResult:
     check_graph: SwitchGraph | None = None
     turn_lids: int = 0
     roles: FabricRoles | None = None
+    lanes: VirtualLanes | None = None
 
     @property
     def walk_graph(self) -> SwitchGraph:
@@ -100,6 +114,7 @@ def route(
     labels: bool = True,
     roles: FabricRoles | None = None,
     overrides: GuidOverrides | None = None,
+    max_vls: int = 1,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
@@ -107,13 +122,17 @@ def route(
     has in the fabric).  ``pool``: a live :class:`RoutePool` (else one with
     ``workers`` processes is made for this call).  ``labels``: attach per-LID
     GUIDs/descriptions for the OpenSM-format writer.  ``roles``: the fabric's
-    roles if already known (else computed with ``overrides``).
+    roles if already known (else computed with ``overrides``).  ``max_vls``:
+    the data VLs the subnet manager can program (1..15); 2 or more allows
+    mode ``tree+detours`` where the tree would otherwise fall back to ``updown``.
     Raises :class:`~smroute.errors.RoutingError` if the fabric cannot be routed.
     """
     if algorithm not in ALGORITHMS:
         raise RoutingError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
     if lmc is not None and not 0 <= lmc <= 7:
         raise RoutingError(f"LMC must be 0..7, got {lmc}")
+    if not 1 <= max_vls <= 15:
+        raise RoutingError(f"max_vls must be 1..15, got {max_vls}")
     timings: dict[str, float] = {}
     t0 = clock()
     if len(fabric.switches) == 0:
@@ -146,6 +165,7 @@ def route(
     p = pool if pool is not None else RoutePool(workers) if own else None
     check: SwitchGraph | None = None
     turn_lids = 0
+    lanes: VirtualLanes | None = None
     try:
         ports = _tables(fabric, algorithm, p, g, c, pi, dest)
         t4 = clock()
@@ -159,10 +179,21 @@ def route(
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
                           "up*/down* path in the tree; routed through the turn root")
+            elif max_vls >= 2 and (det := _detours(fabric, g, c, pi, dest, need, ports,
+                                                   max_vls, g2))[0] is not None:
+                lanes = det[0]
+                mode, turn_lids = "tree+detours", int(need.sum())
+                # every link the routes may take (the escape's too), the tree's ranks
+                check = dataclasses.replace(g2, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf,
+                                            mode=g.mode)
+                reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
+                          "up*/down* path in the tree; routed with detours over "
+                          f"{lanes.n_vls} VLs ({lanes.n_sls} SLs)")
             else:
+                why = f" ({det[1]})" if max_vls >= 2 else ""
                 mode = "updown"
                 reason = ("the tree's routes through the turn root are not all up*/down* "
-                          "towards it: routed every destination up*/down* towards it")
+                          f"towards it: routed every destination up*/down* towards it{why}")
                 g = g2
                 c, pi = _costs(algorithm, g)
                 nids = dmodc.topological_nids(g, c)
@@ -185,7 +216,7 @@ def route(
         lid_desc=ld,
     )
     return RoutingResult(algorithm, tables, g, c, pi, nids, dest, timings, mode, reason,
-                         check, turn_lids, roles)
+                         check, turn_lids, roles, lanes)
 
 
 def validate_result(
@@ -195,9 +226,11 @@ def validate_result(
     """The validation walk of ``r``'s tables in the orientation its routes
     follow (:attr:`RoutingResult.walk_graph`); see
     :func:`~smroute.routing.validate.validate` for ``walked``."""
+    turns = np.isin(r.dest.lid, r.lanes.lids) if r.lanes is not None else None
     return validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
                     switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
-                    max_failures=max_failures, walked=walked)
+                    max_failures=max_failures, walked=walked, turns=turns,
+                    max_hops=r.lanes.max_hops if r.lanes is not None else None)
 
 
 def unrouted_connected(r: RoutingResult) -> int:
@@ -216,6 +249,25 @@ def unrouted_connected(r: RoutingResult) -> int:
     ports = r.tables.ports[np.ix_(src, dest.lid[ca[first]])]
     same = g.component[src][:, None] == g.component[tgt][None, :]
     return int(count @ ((ports == NO_ROUTE) & same) @ lids_per)
+
+
+def _detours(
+    fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+    need: np.ndarray, ports: np.ndarray, max_vls: int, escape: SwitchGraph,
+) -> tuple[VirtualLanes | None, str]:
+    """Route ``need`` ``(D,)`` bool with detours in place in ``ports``:
+    ``(lanes, "")`` if every pair it was for is then routed, else ``(None,
+    why)`` naming a few of the pairs left (``ports`` is then to be discarded)."""
+    lanes, short = route_detours(fabric, g, c, pi, dest, need, ports, max_vls=max_vls,
+                                 escape=escape)
+    if not len(short):
+        return lanes, ""
+    l2p = fabric.lid_to_port
+    names = [f"{fabric.describe_node(int(g.sw_node[s]))} -> LID {lid} "
+             f"{fabric.describe_port(int(l2p[lid]))}" for s, lid in short[:3].tolist()]
+    more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+    return None, (f"detours within {max_vls} VLs and {lanes.n_sls} SLs leave {len(short)} "
+                  f"switch-to-LID pairs without a route: {', '.join(names)}{more}")
 
 
 def _tables(

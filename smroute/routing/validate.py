@@ -16,6 +16,11 @@ up*/down* path to.  A switch LID without an up*/down* path from a switch is
 left unrouted there.  Other pairs are unused and may stay unrouted; pairs whose
 ends are in different physical components are counted apart as
 *disconnected* (a partitioned fabric), never as routing failures.
+
+Routes with detours (:mod:`smroute.routing.detour`) turn up after going
+down on purpose: for their destination LIDs (``turns``) the walk checks
+delivery only; their freedom from credit loops rests on the virtual lanes,
+checked by :mod:`smroute.analysis.deadlock`.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class Validation:
     switch_pairs_no_updown: int = 0
     ca_pairs_disconnected: int = 0
     failures: list[Failure] = field(default_factory=list)
+    #: delivered walks with detours (down->up turns on purpose, over VLs)
+    detoured: int = 0
 
     @property
     def ok(self) -> bool:
@@ -80,6 +87,11 @@ class Validation:
     def summary(self) -> str:
         apart = (f"; {self.ca_pairs_disconnected} CA pairs physically disconnected "
                  "(partitioned fabric)" if self.ca_pairs_disconnected else "")
+        if self.ok and self.detoured:
+            return (f"valid: {self.pairs} switch-to-LID walks delivered, up*/down* but for "
+                    f"{self.detoured} detours over virtual lanes "
+                    f"({self.switch_pairs_no_updown} unused pairs left unrouted), "
+                    f"{self.non_minimal} non-minimal{apart}")
         if self.ok:
             return (f"valid: {self.pairs} switch-to-LID walks delivered up*/down* only "
                     f"({self.switch_pairs_no_updown} of them unused pairs without an up*/down* "
@@ -92,7 +104,8 @@ class Validation:
 
 def walk(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, sources: np.ndarray | None = None,
-    *, nxt: np.ndarray | None = None,
+    *, nxt: np.ndarray | None = None, turns: np.ndarray | None = None,
+    max_hops: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Follow the tables from every switch to every destination.
 
@@ -101,7 +114,9 @@ def walk(
     hop count and "has an up move" flag of every (switch, destination) pair
     are resolved by repeatedly looking them up at the next hop (at most
     ``2 * max_rank + 2`` rounds; unresolved pairs are loops).  Done in chunks
-    of destination columns.
+    of destination columns.  ``turns`` ``(D,)`` bool: destinations whose
+    routes may turn up after going down (detours: a delivered walk is OK);
+    ``max_hops``: the longest walk (default ``2 * max_rank + 2``).
 
     Returns ``(status, hops)``, shape ``(S, D)`` (or ``(len(sources), D)``):
     status int8 (OK, DEAD_END, LOOP, UPDOWN), hops int16 (switch-to-switch
@@ -111,7 +126,8 @@ def walk(
         nxt = next_switch(g)
     n_sw, n_d = g.n_switches, len(dest.lid)
     rank = np.append(g.rank, -1)  # index -1 (no switch) maps to rank -1
-    max_hops = 2 * max(g.max_rank, 0) + 2
+    if max_hops is None:
+        max_hops = 2 * max(g.max_rank, 0) + 2
     status = np.empty((n_sw, n_d), dtype=np.int8)
     hops = np.zeros((n_sw, n_d), dtype=np.int16)
     sw = np.arange(n_sw)[:, None]
@@ -126,7 +142,8 @@ def walk(
         st[here] = OK
         st[~here & (nx < 0)] = DEAD_END
         dr = np.sign(rank[nx] - rank[sw])  # +1 up, -1 down, 0 sideways
-        st[(st == unknown) & (dr == 0)] = UPDOWN
+        free = turns[sl] if turns is not None else np.zeros(k, dtype=bool)
+        st[(st == unknown) & (dr == 0) & ~free[None, :]] = UPDOWN
         hp = np.zeros((n_sw, k), dtype=np.int16)
         has_up = np.zeros((n_sw, k), dtype=bool)
         flat_next = np.maximum(nx, 0) * k + np.arange(k)[None, :]
@@ -142,7 +159,7 @@ def walk(
             nup = has_up.ravel()[fnr]
             d = dr[idx]
             res = nst[ready].copy()
-            res[(res == OK) & (d < 0) & nup] = UPDOWN
+            res[(res == OK) & (d < 0) & nup & ~free[idx[1]]] = UPDOWN
             st[idx] = res
             hp[idx] = hp.ravel()[fnr] + 1
             has_up[idx] = nup | (d > 0)
@@ -159,14 +176,20 @@ def validate(
     *, switch_desc: tuple[str, ...] = (), lid_desc: tuple[str, ...] | None = None,
     max_failures: int = 50,
     walked: tuple[np.ndarray, np.ndarray] | None = None,
+    turns: np.ndarray | None = None, max_hops: int | None = None,
 ) -> Validation:
     """Walk all (routed switch, destination) pairs and report (see module doc).
+
+    ``turns`` ``(D,)`` bool: destinations routed with detours, whose walks
+    may turn up after going down (or move sideways); ``max_hops``: the
+    longest walk (default ``2 * max_rank + 2``).
 
     ``walked``: the ``(status, hops)`` that :func:`walk` returns for the routed
     switches (``g.rank >= 0``), when the caller needs them too (e.g. the hop
     counts of ``opensm.fdbs``); otherwise the walk is done here."""
     sources = np.flatnonzero(g.rank >= 0)
-    status, hops = walked if walked is not None else walk(g, ports, dest, sources)
+    status, hops = walked if walked is not None else walk(
+        g, ports, dest, sources, turns=turns, max_hops=max_hops)
     cost = costs[sources[:, None], dest.target[None, :]]
     minimal = hop_counts(cost).astype(np.int64)
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
@@ -205,4 +228,5 @@ def validate(
         switch_pairs_no_updown=int(exempt.sum()),
         ca_pairs_disconnected=apart,
         failures=failures,
+        detoured=int((ok & (cost == INF) & ~exempt).sum()) if turns is not None else 0,
     )

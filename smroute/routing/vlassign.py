@@ -1,0 +1,279 @@
+"""Service levels and SL-to-VL tables for routes with detours (beyond the paper).
+
+The routes of :mod:`smroute.routing.detour` are up*/down* within each layer
+and turn up again only where they enter a smaller layer.  A packet keeps its
+service level (SL) end to end; each switch maps (input port, output port,
+SL) to the virtual lane (VL) of the next link with its SL-to-VL tables.  So
+the lane of a hop is a function of (switch, input port, output port, SL):
+the SL selects a *lane profile*.
+
+* SL 0 maps to VL 0 everywhere: every pair with an up*/down* path uses it.
+* A path to a detour target ``t`` (a destination switch: its end-port LIDs)
+  from a switch of layer ``>= 1`` (no up*/down* path) uses the target's SL
+  ``s_t``.  Its hop out of switch ``x`` wants VL ``o + K_t - layer_t(x)``
+  (``K_t``: the largest routed layer; ``o``: the target's shift in its SL):
+  nondecreasing along the route and one higher at each down->up turn.  So
+  every VL carries only up*/down* segments of the tree's orientation
+  (acyclic) and no packet goes back to a lower VL: no credit loop
+  (:mod:`smroute.analysis.deadlock` checks it).
+* Targets are coloured greedily (largest ``K_t`` first): a target shares SL
+  ``s >= 1`` with the targets already on it when every (switch, input port,
+  output port) both use asks for the same VL up to one shift of its profile
+  and the SL's lanes still fit (the SL's profile starts at VL 0).  Input
+  ports tell apart a route that turned at a switch from one that starts
+  there, so a turn switch of one target can be a source of another.
+* An *escape* SL (optional): the targets that find no SL, or need more
+  layers than the VLs allow, are routed up*/down* in another acyclic
+  orientation (:func:`~smroute.routing.topology.rooted_graph`) from every
+  switch, on a VL of their own that nothing else uses.
+
+The first and last hops (from and to an end-port) depend on nothing and
+nothing depends on them: VL 0.  ``path_sl(slid, dlid)`` is
+:meth:`VirtualLanes.sl_of` of the source's switch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from smroute.routing.dmodc import NO_ROUTE
+from smroute.routing.topology import SwitchGraph, next_switch
+
+__all__ = ["N_SLS", "VirtualLanes", "Profiles", "target_profiles", "colour", "lanes"]
+
+#: Service levels of InfiniBand (SL 0..15).
+N_SLS = 16
+#: Input port standing for "the route starts here" (port 0 or an end-port's port).
+INJECT = 0
+
+
+@dataclass(frozen=True, eq=False)
+class VirtualLanes:
+    """SLs and SL-to-VL tables of a routing with detours.
+
+    targets ``(T,)`` int64 switch ids of the detour targets; target_sl
+    ``(T,)`` uint8 their SL; lid_target ``(W,)`` int32 the target column of
+    each detoured LID (-1 for the others); from_switch ``(S, T)`` bool: the
+    switches whose paths to the target use its SL (the others use SL 0).
+
+    SL-to-VL: port_vl ``(S, P, 16)`` uint8, the VL of SL ``sl`` leaving
+    switch ``s`` by port ``p`` from any input port (``P`` = highest port +
+    1); exceptions for some input ports: exc_key ``(N,)`` int64 ascending
+    ``(s * P + in) * P + out`` and exc_vl ``(N, 16)`` uint8.  End-ports map
+    every SL to VL 0.  n_vls: data VLs used (highest VL + 1); n_sls: SLs used
+    (highest + 1); escape_sl: the escape SL (0: none); detour_lids /
+    escape_lids: LIDs routed with layered detours / with the escape;
+    max_hops: switch-to-switch hops of the longest route.
+    """
+
+    targets: np.ndarray
+    target_sl: np.ndarray
+    lid_target: np.ndarray
+    from_switch: np.ndarray
+    port_vl: np.ndarray
+    exc_key: np.ndarray
+    exc_vl: np.ndarray
+    n_vls: int
+    n_sls: int
+    escape_sl: int
+    detour_lids: np.ndarray
+    escape_lids: np.ndarray
+    max_hops: int
+
+    @property
+    def n_ports(self) -> int:
+        return int(self.port_vl.shape[1])
+
+    @property
+    def lids(self) -> np.ndarray:
+        """Every LID routed with a detour or the escape, ascending."""
+        return np.union1d(self.detour_lids, self.escape_lids)
+
+    def sl_of(self, src_switch: np.ndarray, dlid: np.ndarray) -> np.ndarray:
+        """SL of the paths from switches ``src_switch`` to LIDs ``dlid``
+        (broadcast int arrays; a CA's path: its switch's), uint8."""
+        s, d = np.broadcast_arrays(np.asarray(src_switch, np.int64), np.asarray(dlid, np.int64))
+        w = len(self.lid_target)
+        col = np.where((d >= 0) & (d < w), self.lid_target[np.clip(d, 0, w - 1)], -1)
+        c0 = np.maximum(col, 0)
+        use = (col >= 0) & self.from_switch[s, c0]
+        return np.where(use, self.target_sl[c0], 0).astype(np.uint8)
+
+    def sl2vl(self, switch: np.ndarray, in_port: np.ndarray, out_port: np.ndarray) -> np.ndarray:
+        """VL per SL ``(..., 16)`` uint8 of (switch, input port, output port)
+        (broadcast int arrays; ports ``< P``)."""
+        s, i, o = np.broadcast_arrays(*(np.asarray(a, np.int64) for a in (
+            switch, in_port, out_port)))
+        out = self.port_vl[s, o].copy()
+        if len(self.exc_key):
+            key = (s * self.n_ports + i) * self.n_ports + o
+            at = np.minimum(np.searchsorted(self.exc_key, key), len(self.exc_key) - 1)
+            hit = self.exc_key[at] == key
+            out[hit] = self.exc_vl[at[hit]]
+        return out
+
+    def vl_of(self, switch: np.ndarray, in_port: np.ndarray, out_port: np.ndarray,
+              sl: np.ndarray) -> np.ndarray:
+        """The VL of SL ``sl`` at (switch, input port, output port): broadcast
+        int arrays, uint8 (:meth:`sl2vl`, one SL each)."""
+        s, i, o, q = np.broadcast_arrays(*(np.asarray(a, np.int64) for a in (
+            switch, in_port, out_port, sl)))
+        out = self.port_vl[s, o, q]
+        if len(self.exc_key):
+            key = (s * self.n_ports + i) * self.n_ports + o
+            at = np.minimum(np.searchsorted(self.exc_key, key), len(self.exc_key) - 1)
+            hit = self.exc_key[at] == key
+            out[hit] = self.exc_vl[at[hit], q[hit]]
+        return out
+
+@dataclass(frozen=True, eq=False)
+class Profiles:
+    """The lanes each detour target's SL paths ask for.
+
+    key ``(H,)`` int64 ``(switch * P + in) * P + out`` (``in`` =
+    :data:`INJECT` where the route starts) and want ``(H,)`` int64 its VL
+    before the target's shift, concatenated over targets: target ``j`` owns
+    ``[first[j], first[j + 1])``; n_ports: ``P``.
+    """
+
+    key: np.ndarray
+    want: np.ndarray
+    first: np.ndarray
+    n_ports: int
+
+
+def target_profiles(
+    g: SwitchGraph, ports: np.ndarray, peer: np.ndarray, lids_of: list[np.ndarray],
+    layer: np.ndarray, top: np.ndarray, from_switch: np.ndarray, n_ports: int,
+) -> Profiles:
+    """:class:`Profiles` of the targets (columns of ``layer`` ``(S, T)``):
+    the hops of the paths to ``lids_of[j]`` from the switches
+    ``from_switch[:, j]`` along ``ports`` ``(S, W)``, wanting VL
+    ``top[j] - layer``.  ``peer`` ``(S, 256)``: the remote port of each
+    switch port (:func:`~smroute.routing.detour.peer_ports`)."""
+    nxt = next_switch(g)
+    n_sw = ports.shape[0]
+    max_hops = (2 * max(g.max_rank, 0) + 2) * (int(top.max(initial=0)) + 1)
+    keys, wants, first = [], [], [0]
+    for j, lids in enumerate(lids_of):
+        blk = ports[:, lids].astype(np.int64)  # (S, L)
+        nx = np.where(blk == NO_ROUTE, -1, nxt[np.arange(n_sw)[:, None],
+                                               np.minimum(blk, nxt.shape[1] - 1)])
+        start = from_switch[:, j][:, None] & (nx >= 0)
+        on = start.copy()
+        for _ in range(max_hops):  # the switches on some path: follow the next hops
+            ri, ci = np.nonzero(on & (nx >= 0))
+            new = np.zeros_like(on)
+            new[nx[ri, ci], ci] = True
+            new &= ~on
+            if not new.any():
+                break
+            on |= new
+        ri, ci = np.nonzero(on & (nx >= 0))
+        xs = nx[ri, ci]  # the hop ri -> xs enters xs by the peer port
+        fw = nx[xs, ci] >= 0
+        k_in = ((xs[fw] * n_ports + peer[ri[fw], blk[ri[fw], ci[fw]]]) * n_ports
+                + blk[xs[fw], ci[fw]])
+        si, sc = np.nonzero(start)
+        k_st = (si * n_ports + INJECT) * n_ports + blk[si, sc]
+        key = np.unique(np.concatenate([k_in, k_st]))
+        keys.append(key)
+        wants.append(int(top[j]) - layer[key // (n_ports * n_ports), j].astype(np.int64))
+        first.append(first[-1] + len(key))
+    return Profiles(_cat(keys), _cat(wants), np.asarray(first, dtype=np.int64), n_ports)
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def colour(prof: Profiles, top: np.ndarray, *, max_vls: int, sls: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Greedy SLs ``1 .. sls`` for the targets of ``prof`` (module doc), each
+    SL's lanes within ``max_vls``.  Returns ``(target_sl (T,) uint8, 0 =
+    none found; keys (N,) int64; vl (N, sls + 1) int16)``: the distinct keys of
+    all profiles and the VL each SL gives them (-1: unused)."""
+    n_t = len(top)
+    keys, idx = np.unique(prof.key, return_inverse=True)
+    vl = np.full((len(keys), sls + 1), -1, dtype=np.int16)
+    sl_hi = np.full(sls + 1, -1, dtype=np.int64)
+    target_sl = np.zeros(n_t, dtype=np.uint8)
+    size = np.diff(prof.first)
+    big = 1 << 14
+    cand = np.arange(1, sls + 1)
+    for j in np.lexsort((np.arange(n_t), -size, -top)).tolist():
+        at = idx[prof.first[j]:prof.first[j + 1]]
+        want = prof.want[prof.first[j]:prof.first[j + 1]]
+        if not len(at):
+            continue
+        have = vl[at][:, cand].T.astype(np.int64)  # (sls, H)
+        used = have >= 0
+        d_lo = np.where(used, have - want, big).min(axis=1)
+        d_hi = np.where(used, have - want, -big).max(axis=1)
+        fresh = ~used.any(axis=1)
+        d = np.where(fresh, np.where(sl_hi[cand] >= 0, 0, -int(want.min())), d_lo)
+        lo = np.minimum(np.where(sl_hi[cand] >= 0, 0, big), d + int(want.min()))
+        hi = np.maximum(sl_hi[cand], d + int(want.max()))
+        ok = (fresh | (d_lo == d_hi)) & (hi - lo < max_vls)
+        if not ok.any():
+            continue
+        i = int(np.argmax(ok))
+        s = int(cand[i])
+        vl[at, s] = want + d[i]
+        if lo[i]:  # the SL's lanes start at VL 0
+            col = vl[:, s]
+            col[col >= 0] -= lo[i]
+        sl_hi[s] = hi[i] - lo[i]
+        target_sl[j] = s
+    return target_sl, keys, vl
+
+
+def lanes(
+    g: SwitchGraph, width: int, targets: np.ndarray, target_sl: np.ndarray,
+    lid_target: np.ndarray, from_switch: np.ndarray, keys: np.ndarray, vl: np.ndarray,
+    n_ports: int, *, escape: SwitchGraph | None = None, escape_sl: int = 0, escape_vl: int = 0,
+    detour_lids: np.ndarray, escape_lids: np.ndarray, max_hops: int,
+) -> VirtualLanes:
+    """Assemble :class:`VirtualLanes` from :func:`colour`'s ``keys`` / ``vl``
+    (SL columns ``0 .. vl.shape[1] - 1``) and the escape SL's VL on every
+    switch-to-switch port of ``escape`` (``escape_sl`` 0: none); ``max_hops``:
+    the longest route.  Keys with :data:`INJECT`
+    as input port stand for port 0 and every end-port's port of the switch."""
+    n_sw = g.n_switches
+    port_vl = np.zeros((n_sw, n_ports, N_SLS), dtype=np.uint8)
+    if escape_sl and escape is not None:
+        port_vl[np.repeat(escape.grp_switch, escape.grp_port_count), escape.grp_ports,
+                escape_sl] = escape_vl
+    ek = np.zeros(0, dtype=np.int64)
+    ev = np.zeros((0, N_SLS), dtype=np.uint8)
+    rows = np.flatnonzero((vl >= 0).any(axis=1))
+    if len(rows):
+        k, v = keys[rows], vl[rows]
+        sw, rest = k // (n_ports * n_ports), k % (n_ports * n_ports)
+        inp, out = rest // n_ports, rest % n_ports
+        # an injection key: one row per port a route can start from
+        ep_cnt = np.bincount(g.ep_switch, minlength=n_sw)
+        ep_first = np.searchsorted(g.ep_switch, np.arange(n_sw))
+        inj = inp == INJECT
+        n_rep = np.where(inj, 1 + ep_cnt[sw], 1)
+        rsw, rout, rinp = np.repeat(sw, n_rep), np.repeat(out, n_rep), np.repeat(inp, n_rep)
+        src_row = np.repeat(np.arange(len(k)), n_rep)
+        pos = np.arange(len(rsw)) - np.repeat(np.cumsum(n_rep) - n_rep, n_rep)
+        more = np.repeat(inj, n_rep) & (pos > 0)
+        rinp[more] = g.ep_switch_port[np.repeat(ep_first[sw], n_rep)[more] + pos[more] - 1]
+        ek = (rsw * n_ports + rinp) * n_ports + rout
+        ev = port_vl[rsw, rout].copy()
+        vv = v[src_row]
+        ncol = vl.shape[1]
+        ev[:, :ncol] = np.where(vv >= 0, vv, ev[:, :ncol])
+        o = np.argsort(ek, kind="stable")
+        ek, ev = ek[o], ev[o]
+    top_vl = max(int(vl.max(initial=-1)), escape_vl if escape_sl else 0)
+    return VirtualLanes(
+        targets=np.asarray(targets, np.int64), target_sl=target_sl.astype(np.uint8),
+        lid_target=lid_target, from_switch=from_switch, port_vl=port_vl, exc_key=ek,
+        exc_vl=ev, n_vls=top_vl + 1, n_sls=int(target_sl.max(initial=0)) + 1,
+        escape_sl=escape_sl, detour_lids=np.sort(detour_lids).astype(np.int64),
+        escape_lids=np.sort(escape_lids).astype(np.int64), max_hops=max_hops)
