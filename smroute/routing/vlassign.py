@@ -106,7 +106,7 @@ class VirtualLanes:
         (broadcast int arrays; ports ``< P``)."""
         s, i, o = np.broadcast_arrays(*(np.asarray(a, np.int64) for a in (
             switch, in_port, out_port)))
-        out = self.port_vl[s, o].copy()
+        out = np.array(self.port_vl[s, o])
         if len(self.exc_key):
             key = (s * self.n_ports + i) * self.n_ports + o
             at = np.minimum(np.searchsorted(self.exc_key, key), len(self.exc_key) - 1)
@@ -120,7 +120,7 @@ class VirtualLanes:
         int arrays, uint8 (:meth:`sl2vl`, one SL each)."""
         s, i, o, q = np.broadcast_arrays(*(np.asarray(a, np.int64) for a in (
             switch, in_port, out_port, sl)))
-        out = self.port_vl[s, o, q]
+        out = np.array(self.port_vl[s, o, q])
         if len(self.exc_key):
             key = (s * self.n_ports + i) * self.n_ports + o
             at = np.minimum(np.searchsorted(self.exc_key, key), len(self.exc_key) - 1)

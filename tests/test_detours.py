@@ -1,0 +1,240 @@
+"""Detours over virtual lanes (issue 14, part 2): every physically connected
+pair routed on heavily degraded trees, deadlock-free by the channel
+dependency check per VL, within the configured VLs, and balanced at least
+as well as the up*/down* fallback.
+
+The credit-loop check (:mod:`smroute.analysis.deadlock`) must find the
+loop of tables broken on purpose, agree with ibutils' ``ibdmchk`` on
+single-VL tables, and find the loops the same detours would close on a
+single VL (so the VLs are what makes them safe).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smroute.analysis.congestion import a2a_risk
+from smroute.analysis.deadlock import check_credit_loops, cyclic_core, find_cycle
+from smroute.analysis.paths import pair_paths
+from smroute.analysis.view import routing_view
+from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.model import Fabric
+from smroute.routing import dmodc
+from smroute.routing.detour import peer_ports, route_detours
+from smroute.routing.dmodc import INF, NO_ROUTE
+from smroute.routing.engine import (
+    RoutingResult,
+    route,
+    turn_destinations,
+    unrouted_connected,
+    validate_result,
+)
+from smroute.routing.topology import next_switch, switch_graph
+from smroute.routing.validate import validate
+from smroute.tables.lft import ForwardingTables
+
+_TREES = {
+    648: lambda: pgft(2, (18, 36), (1, 18), (1, 1)),
+    1728: lambda: pgft(3, (12, 12, 12), (1, 12, 12), (1, 1, 1)),
+}
+
+
+def _degraded(hosts: int, links: int, seed: int) -> Fabric:
+    d, removed = degrade(_TREES[hosts](), np.random.default_rng(seed), links=links)
+    assert len(removed.links) == links
+    return d
+
+
+def _a2a(fabric: Fabric, r: RoutingResult) -> tuple[int, int]:
+    v = routing_view(fabric, r.tables, max_hops=64)
+    a = a2a_risk(v, pair_paths(v))
+    return a.value, a.unroutable
+
+
+# (hosts, links removed, seed, max VLs): throws where the tree's routes through
+# the turn root are not up*/down* (today's fallback: updown everywhere); the
+# last two need the escape (more SLs than there are, or 2 VLs only)
+CASES = [(648, 300, 1, 2), (648, 400, 0, 4), (648, 450, 2, 8), (1728, 1400, 0, 4),
+         (1728, 2000, 0, 4), (1728, 2000, 0, 2)]
+
+
+@pytest.mark.parametrize(("hosts", "links", "seed", "vls"), CASES)
+@pytest.mark.parametrize("algorithm", ["dmodc", "nmodc"])
+def test_detours_route_every_connected_pair_without_credit_loops(
+        hosts: int, links: int, seed: int, vls: int, algorithm: str) -> None:
+    fabric = _degraded(hosts, links, seed)
+    base = route(fabric, algorithm=algorithm, workers=1)
+    assert base.mode == "updown"  # what the tree falls back to without VLs
+    r = route(fabric, algorithm=algorithm, workers=1, max_vls=vls)
+    assert r.mode == "tree+detours", r.mode_reason
+    lanes = r.lanes
+    assert lanes is not None and f"over {lanes.n_vls} VLs" in r.mode_reason
+    assert 2 <= lanes.n_vls <= vls and lanes.n_sls <= 16
+    # every physically connected pair delivered (the validation walk)
+    v = validate_result(r)
+    assert v.ok, v.summary()
+    assert v.ca_pairs_unroutable == 0 and unrouted_connected(r) == 0
+    assert v.detoured > 0 and "detours over virtual lanes" in v.summary()
+    # no credit loop on any VL; on one VL the same tables have some
+    ck = check_credit_loops(fabric, r.tables, lanes)
+    assert ck.ok and not ck.cycle and ck.unfinished == 0, ck.summary()
+    assert ck.vls == lanes.n_vls and len(ck.per_vl) == ck.vls
+    flat = check_credit_loops(fabric, r.tables)
+    assert not flat.ok and flat.cycle and flat.vls == 1
+    # balance: the tree's routes kept where they exist beat the fallback
+    mine, theirs = _a2a(fabric, r), _a2a(fabric, base)
+    assert mine[1] == theirs[1]  # the same pairs (cut off ones) undeliverable
+    assert mine[0] <= theirs[0], (mine, theirs)
+
+
+def test_layered_detours_change_vl_at_every_turn_only() -> None:
+    """Walk every detoured (switch, LID) route hop by hop: the VL never
+    decreases and rises at every down->up turn; SL 0 (VL 0) for every pair
+    that has an up*/down* path."""
+    fabric = _degraded(648, 400, 0)
+    r = route(fabric, workers=1, max_vls=4)
+    lanes = r.lanes
+    assert lanes is not None and lanes.escape_sl == 0 and len(lanes.detour_lids) > 0
+    g = r.walk_graph
+    nxt, peer = next_switch(g), peer_ports(fabric, g)
+    col = {int(lid): j for j, lid in enumerate(r.dest.lid.tolist())}
+    turns = 0
+    for lid in lanes.detour_lids.tolist():
+        tgt = int(r.dest.target[col[lid]])
+        srcs = np.unique(g.ep_switch)
+        sl = lanes.sl_of(srcs, lid)
+        assert ((sl == 0) == (r.costs[srcs, tgt] < INF)).all()
+        for s, q in zip(srcs.tolist(), sl.tolist(), strict=True):
+            x, inp, prev_vl, prev_down = s, 0, -1, False
+            while x != tgt:
+                p = int(r.tables.ports[x, lid])
+                y = int(nxt[x, p])
+                assert y >= 0
+                vl = int(lanes.vl_of(x, inp, p, q))
+                up = g.rank[y] > g.rank[x]
+                if prev_down and up:
+                    assert vl > prev_vl
+                    turns += 1
+                else:
+                    assert vl >= prev_vl
+                x, inp, prev_vl, prev_down = y, int(peer[x, p]), vl, not up
+    assert turns > 0
+
+
+def test_the_escape_takes_what_the_lanes_cannot() -> None:
+    """With 2 VLs on a tree whose detours need more SLs than exist, every
+    detour target is routed up*/down* in the rooted orientation on the escape
+    SL from every switch; without the escape, the pairs left are reported by
+    name by the validation walk."""
+    fabric = _degraded(1728, 2000, 0)
+    r = route(fabric, workers=1, max_vls=2)
+    lanes = r.lanes
+    assert lanes is not None and lanes.escape_sl == 1 and lanes.n_vls == 2
+    assert len(lanes.detour_lids) == 0 and len(lanes.escape_lids) > 0
+    assert (lanes.target_sl == 1).all() and lanes.from_switch.any(axis=0).all()
+    # the same switches and LIDs without the escape
+    g = switch_graph(fabric)
+    c, pi = dmodc.costs_and_dividers(g)
+    dest = dmodc.destinations(g, dmodc.topological_nids(g, c))
+    ports = np.full((g.n_switches, dest.max_lid + 1), NO_ROUTE, dtype=np.uint8)
+    dmodc.route_block(g, c, pi, dest, np.arange(g.n_switches), ports)
+    need = turn_destinations(g, c, dest)
+    lanes2, short = route_detours(fabric, g, c, pi, dest, need, ports, max_vls=4)
+    assert lanes2.escape_sl == 0 and len(short) > 0
+    assert (ports[short[:, 0], short[:, 1]] == NO_ROUTE).all()
+    v = validate(g, ports, dest, c, switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node),
+                 turns=np.isin(dest.lid, lanes2.lids), max_hops=lanes2.max_hops)
+    assert not v.ok and v.dead_ends > 0 and v.ca_pairs_unroutable > 0
+    assert v.failures and v.failures[0].reason == "no route (dead end)"
+    assert v.failures[0].source_desc.startswith("pgft L")
+    with pytest.raises(ValueError, match="2 VLs"):
+        route_detours(fabric, g, c, pi, dest, need, ports, max_vls=1)
+
+
+def test_detours_are_off_by_default_and_max_vls_is_checked() -> None:
+    from smroute.errors import RoutingError
+
+    fabric = _degraded(648, 300, 1)
+    assert route(fabric, workers=1).lanes is None
+    with pytest.raises(RoutingError, match="max_vls"):
+        route(fabric, workers=1, max_vls=16)
+    # a tree that needs no detour keeps mode tree and no lanes with VLs allowed
+    r = route(_degraded(648, 300, 0), workers=1, max_vls=4)
+    assert r.mode == "tree" and r.lanes is None
+
+
+# --------------------------------------------------------------------------- the check itself
+def test_find_cycle_on_small_graphs() -> None:
+    # 0 -> 1 -> 2 -> 0 and a tail 3 -> 0, a sink 2 -> 4
+    src, dst = np.array([0, 1, 2, 3, 2]), np.array([1, 2, 0, 0, 4])
+    assert cyclic_core(5, src, dst).tolist() == [True, True, True, False, False]
+    assert sorted(find_cycle(5, src, dst).tolist()) == [0, 1, 2]
+    dag = np.array([0, 1, 0]), np.array([1, 2, 2])
+    assert not cyclic_core(3, *dag).any() and len(find_cycle(3, *dag)) == 0
+    assert find_cycle(2, np.array([1]), np.array([1])).tolist() == [1]  # a self loop
+
+
+def _credit_loop_tables(fabric: Fabric) -> tuple[RoutingResult, ForwardingTables, set[str]]:
+    """Three destinations routed over down->up turns whose dependencies close
+    the cycle spine A -> leaf 2 -> spine B -> leaf 1 -> spine A (a 2-level
+    tree of 3 leaves and 2 spines)."""
+    r = route(fabric, workers=1)
+    t = r.tables
+    node = {d: i for i, d in enumerate(fabric.node_desc)}
+    leaf = [node[f"pgft L1 {i}.0"] for i in range(3)]
+    a, b = node["pgft L2 0.0"], node["pgft L2 1.0"]
+
+    def port_to(x: int, y: int) -> int:
+        rows = np.arange(fabric.port_start[x], fabric.port_start[x] + fabric.num_ports[x] + 1)
+        hit = rows[(fabric.port_peer[rows] >= 0)
+                   & (fabric.port_node[np.maximum(fabric.port_peer[rows], 0)] == y)]
+        return int(fabric.port_num[hit[0]])
+
+    def lid(i: int) -> int:
+        return int(fabric.port_lid[fabric.port_start[node[f"host {i}.0"]] + 1])
+
+    x, y, z = lid(1), lid(0), lid(2)
+    hops = [(leaf[0], x, a), (a, x, leaf[2]), (leaf[2], x, b), (b, x, leaf[1]),
+            (leaf[2], y, b), (b, y, leaf[1]), (leaf[1], y, a), (a, y, leaf[0]),
+            (leaf[1], z, a), (a, z, leaf[2])]
+    ports = t.ports.copy()
+    for s, d, to in hops:
+        ports[t.row_of(int(fabric.node_guid[s])), d] = port_to(s, to)
+    bad = ForwardingTables(t.switch_guid, t.switch_lid, t.switch_desc, ports)
+    return r, bad, {"pgft L2 0.0", "pgft L2 1.0", "pgft L1 1.0", "pgft L1 2.0"}
+
+
+def test_check_finds_a_hand_made_credit_loop() -> None:
+    fabric = pgft(2, [2, 3], [1, 2], [1, 1])
+    r, bad, on_loop = _credit_loop_tables(fabric)
+    assert check_credit_loops(fabric, r.tables).ok
+    ck = check_credit_loops(fabric, bad)
+    assert not ck.ok and ck.unfinished == 0
+    assert len(ck.cycle) == 4 and {c.switch_desc for c in ck.cycle} == on_loop
+    assert {c.vl for c in ck.cycle} == {0}
+    assert "CREDIT LOOP" in ck.summary() and "pgft L2 0.0" in ck.summary()
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibdmchk") is None,
+                    reason="ibdmchk (Debian package ibutils) is not installed")
+def test_check_agrees_with_ibdmchk_on_single_vl_tables(tmp_path: Path) -> None:
+    """ibdmchk knows one VL: on our tables and on the hand-made loop its
+    verdict is ours."""
+    from smroute.cli.route_cmd import hop_table
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import write_tables
+
+    fabric = pgft(2, [2, 3], [1, 2], [1, 1])
+    r, bad, _ = _credit_loop_tables(fabric)
+    for name, t, loop in (("ours", r.tables, False), ("bad", bad, True)):
+        fdbs = tmp_path / name / "opensm.fdbs"
+        fdbs.parent.mkdir()
+        write_tables(t, fdbs, "fdbs", fabric=fabric, hops=hop_table(r))
+        rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
+        assert rep.missing_paths == 0 and rep.credit_loops is loop, rep.stdout[-2000:]
+        assert check_credit_loops(fabric, t).ok is not loop
