@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smroute.fabric.model import Fabric, NodeType
-from smroute.routing.vlassign import VirtualLanes
+from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
 __all__ = ["Channel", "CreditLoopCheck", "check_credit_loops", "cyclic_core", "find_cycle"]
@@ -187,16 +187,16 @@ def check_credit_loops(
                   if lanes is not None else np.zeros(int(go.sum()), np.int64))
             ch = link[x[go], ps[go]] * n_vl + vl
             dep = prev[go] >= 0
-            edges.append(np.unique(prev[go][dep] * (n_link * n_vl) + ch[dep]))
-            used.append(np.unique(ch))
+            edges.append(distinct(prev[go][dep] * (n_link * n_vl) + ch[dep]))
+            used.append(distinct(ch))
             x, q, d, sl = y[go], peer[x[go], ps[go]], d[go], sl[go]
             prev = ch
             if not len(x):
                 break
         unfinished += len(x)
     n_ch = n_link * n_vl
-    e = np.unique(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
-    u = np.unique(np.concatenate(used)) if used else np.zeros(0, np.int64)
+    e = distinct(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
+    u = distinct(np.concatenate(used)) if used else np.zeros(0, np.int64)
     core = cyclic_core(n_ch, e // n_ch, e % n_ch)
     cyc = find_cycle(n_ch, e // n_ch, e % n_ch) if core.any() else np.zeros(0, np.int64)
     ls, lp = np.nonzero(link >= 0)

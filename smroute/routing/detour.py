@@ -215,7 +215,6 @@ def route_detours(
     n_p = int(fabric.num_ports[g.sw_node].max(initial=0)) + 1
     src = np.unique(g.ep_switch)
     same = g.component[src][:, None] == g.component[targets][None, :]
-    lids_of = [lids[tgt_of == j] for j in range(len(targets))]
     lid_target = np.full(ports.shape[1], -1, dtype=np.int32)
     lid_target[lids] = tgt_of
     tries = [(max_vls, max_sls - 1)] + ([(max_vls - 1, max_sls - 2)] if escape else [])
@@ -226,12 +225,15 @@ def route_detours(
         lay_src = np.where(same, lay.layer[src], 0)
         top = lay_src.max(axis=0, initial=0).astype(np.int64)
         whole = ~((lay_src == UNREACHED).any(axis=0))  # every source reached
+        if not whole.all() and not last:
+            continue
         detour_routes(g, pi, dest, cols, lay, tgt_of, ports, top)
         from_sw = (lay.layer >= 1) & (lay.layer <= top[None, :]) & whole[None, :]
-        prof = target_profiles(g, ports, peer, lids_of, lay.layer, top, from_sw, n_p)
-        t_sl, keys, vl = colour(prof, top, max_vls=vls, sls=sls) if sls >= 1 else (
-            np.zeros(len(targets), np.uint8), np.zeros(0, np.int64),
-            np.zeros((0, 1), np.int16))
+        # hardest first: most layers, most switches to route
+        order = np.lexsort((np.arange(len(targets)), -from_sw.sum(axis=0), -top))
+        t_sl, keys, vl = colour(
+            target_profiles(g, ports, peer, lids, tgt_of, lay.layer, top, from_sw, n_p, order),
+            len(targets), max_vls=vls, sls=sls, all_or_none=not last)
         t_sl[~whole] = 0
         left = np.flatnonzero(t_sl == 0)
         if len(left) and not last:
@@ -245,10 +247,9 @@ def route_detours(
             t_sl[left] = esc_sl
             from_sw[:, left] = (g.component[:, None] == g.component[targets[left]][None, :])
         elif len(left):  # no escape: the detours of these targets go
-            for j in left.tolist():
-                blk = ports[:, lids_of[j]]
-                blk[lay.layer[:, j] != 0] = NO_ROUTE
-                ports[:, lids_of[j]] = blk
+            blk = ports[:, lids[k_left]]
+            blk[lay.layer[:, tgt_of[k_left]] != 0] = NO_ROUTE
+            ports[:, lids[k_left]] = blk
         seg = 2 * max(g.max_rank, 0) + 2  # hops of an up*/down* segment
         longest = max(seg * (int(top.max(initial=0)) + 1),
                       2 * max(escape.max_rank, 0) + 2 if esc_sl and escape else 0)

@@ -34,6 +34,7 @@ nothing depends on them: VL 0.  ``path_sl(slid, dlid)`` is
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,12 +42,26 @@ import numpy as np
 from smroute.routing.dmodc import NO_ROUTE
 from smroute.routing.topology import SwitchGraph, next_switch
 
-__all__ = ["N_SLS", "VirtualLanes", "Profiles", "target_profiles", "colour", "lanes"]
+__all__ = ["N_SLS", "VirtualLanes", "Profiles", "colour", "distinct", "lanes", "target_profiles"]
 
 #: Service levels of InfiniBand (SL 0..15).
 N_SLS = 16
 #: Input port standing for "the route starts here" (port 0 or an end-port's port).
 INJECT = 0
+#: Destination columns whose paths are followed at once.
+_COLUMNS = 2048
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """The distinct values of the int array ``a``, ascending (a sort: numpy's
+    hash-based ``np.unique`` takes 15 times longer on millions of int64)."""
+    s = np.sort(np.asarray(a).ravel())
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,14 +145,15 @@ class VirtualLanes:
 
 @dataclass(frozen=True, eq=False)
 class Profiles:
-    """The lanes each detour target's SL paths ask for.
+    """The lanes some detour targets' SL paths ask for.
 
-    key ``(H,)`` int64 ``(switch * P + in) * P + out`` (``in`` =
-    :data:`INJECT` where the route starts) and want ``(H,)`` int64 its VL
-    before the target's shift, concatenated over targets: target ``j`` owns
-    ``[first[j], first[j + 1])``; n_ports: ``P``.
+    targets ``(B,)`` int64 their columns; key ``(H,)`` int64 ``(switch * P
+    + in) * P + out`` (``in`` = :data:`INJECT` where the route starts) and
+    want ``(H,)`` int64 its VL before the target's shift, concatenated over
+    the targets: ``targets[b]`` owns ``[first[b], first[b + 1])``; n_ports: ``P``.
     """
 
+    targets: np.ndarray
     key: np.ndarray
     want: np.ndarray
     first: np.ndarray
@@ -145,23 +161,36 @@ class Profiles:
 
 
 def target_profiles(
-    g: SwitchGraph, ports: np.ndarray, peer: np.ndarray, lids_of: list[np.ndarray],
+    g: SwitchGraph, ports: np.ndarray, peer: np.ndarray, lids: np.ndarray, tgt_of: np.ndarray,
     layer: np.ndarray, top: np.ndarray, from_switch: np.ndarray, n_ports: int,
-) -> Profiles:
-    """:class:`Profiles` of the targets (columns of ``layer`` ``(S, T)``):
-    the hops of the paths to ``lids_of[j]`` from the switches
-    ``from_switch[:, j]`` along ``ports`` ``(S, W)``, wanting VL
-    ``top[j] - layer``.  ``peer`` ``(S, 256)``: the remote port of each
-    switch port (:func:`~smroute.routing.detour.peer_ports`)."""
+    order: np.ndarray,
+) -> Iterator[Profiles]:
+    """:class:`Profiles` of the targets (columns of ``layer`` ``(S, T)``) in
+    ``order`` ``(T,)``, in batches: the hops of the paths to the LIDs
+    ``lids`` ``(K,)`` of target ``tgt_of`` ``(K,)`` from the switches
+    ``from_switch[:, target]`` along ``ports`` ``(S, W)``, wanting VL
+    ``top[target] - layer``.  ``peer`` ``(S, 256)``: the remote port of each
+    switch port (:func:`~smroute.routing.detour.peer_ports`).  Vectorized
+    over a batch of targets (about :data:`_COLUMNS` destination columns)."""
     nxt = next_switch(g)
-    n_sw = ports.shape[0]
+    n_sw, n_t = ports.shape[0], layer.shape[1]
+    per_t = n_sw * n_ports * n_ports  # keys of one target
     max_hops = (2 * max(g.max_rank, 0) + 2) * (int(top.max(initial=0)) + 1)
-    keys, wants, first = [], [], [0]
-    for j, lids in enumerate(lids_of):
-        blk = ports[:, lids].astype(np.int64)  # (S, L)
+    rank = np.empty(n_t, dtype=np.int64)
+    rank[order] = np.arange(n_t)
+    o = np.argsort(rank[tgt_of], kind="stable")  # columns in the targets' order
+    lids, tgt_of = lids[o], tgt_of[o]
+    bounds = np.searchsorted(rank[tgt_of], np.arange(n_t + 1))
+    t0 = 0
+    while t0 < n_t:
+        t1 = int(np.searchsorted(bounds, bounds[t0] + _COLUMNS, side="right")) - 1
+        t1 = min(max(t1, t0 + 1), n_t)
+        cols = slice(int(bounds[t0]), int(bounds[t1]))
+        tj = tgt_of[cols]
+        blk = ports[:, lids[cols]].astype(np.int64)  # (S, C)
         nx = np.where(blk == NO_ROUTE, -1, nxt[np.arange(n_sw)[:, None],
                                                np.minimum(blk, nxt.shape[1] - 1)])
-        start = from_switch[:, j][:, None] & (nx >= 0)
+        start = from_switch[:, tj] & (nx >= 0)
         on = start.copy()
         for _ in range(max_hops):  # the switches on some path: follow the next hops
             ri, ci = np.nonzero(on & (nx >= 0))
@@ -174,38 +203,58 @@ def target_profiles(
         ri, ci = np.nonzero(on & (nx >= 0))
         xs = nx[ri, ci]  # the hop ri -> xs enters xs by the peer port
         fw = nx[xs, ci] >= 0
-        k_in = ((xs[fw] * n_ports + peer[ri[fw], blk[ri[fw], ci[fw]]]) * n_ports
-                + blk[xs[fw], ci[fw]])
+        ri, ci, xs = ri[fw], ci[fw], xs[fw]
+        rk = rank[tj]
+        k_in = rk[ci] * per_t + (xs * n_ports + peer[ri, blk[ri, ci]]) * n_ports + blk[xs, ci]
         si, sc = np.nonzero(start)
-        k_st = (si * n_ports + INJECT) * n_ports + blk[si, sc]
-        key = np.unique(np.concatenate([k_in, k_st]))
-        keys.append(key)
-        wants.append(int(top[j]) - layer[key // (n_ports * n_ports), j].astype(np.int64))
-        first.append(first[-1] + len(key))
-    return Profiles(_cat(keys), _cat(wants), np.asarray(first, dtype=np.int64), n_ports)
+        k_st = rk[sc] * per_t + (si * n_ports + INJECT) * n_ports + blk[si, sc]
+        both = distinct(np.concatenate([k_in, k_st]))  # by target (rank), then key
+        r, key = both // per_t, both % per_t
+        tgt = order[r]
+        want = top[tgt] - layer[key // (n_ports * n_ports), tgt].astype(np.int64)
+        first = np.searchsorted(r, np.arange(t0, t1 + 1)).astype(np.int64)
+        yield Profiles(order[t0:t1], key, want, first, n_ports)
+        t0 = t1
 
 
-def _cat(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
-def colour(prof: Profiles, top: np.ndarray, *, max_vls: int, sls: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Greedy SLs ``1 .. sls`` for the targets of ``prof`` (module doc), each
-    SL's lanes within ``max_vls``.  Returns ``(target_sl (T,) uint8, 0 =
-    none found; keys (N,) int64; vl (N, sls + 1) int16)``: the distinct keys of
-    all profiles and the VL each SL gives them (-1: unused)."""
-    n_t = len(top)
-    keys, idx = np.unique(prof.key, return_inverse=True)
-    vl = np.full((len(keys), sls + 1), -1, dtype=np.int16)
+def colour(batches: Iterable[Profiles], n_t: int, *, max_vls: int, sls: int,
+           all_or_none: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Greedy SLs ``1 .. sls`` for ``n_t`` targets (module doc), in the
+    order of the ``batches`` of their profiles, each SL's lanes within
+    ``max_vls`` (``all_or_none``: stop at the first target without an SL,
+    reading no more batches).  Returns ``(target_sl (T,) uint8, 0 = none
+    found; keys (N,) int64; vl (N, sls + 1) int16)``: the distinct keys of
+    the profiles read and the VL each SL gives them (-1: unused)."""
+    keys = np.zeros(0, dtype=np.int64)
+    vl = np.full((0, sls + 1), -1, dtype=np.int16)
     sl_hi = np.full(sls + 1, -1, dtype=np.int64)
     target_sl = np.zeros(n_t, dtype=np.uint8)
-    size = np.diff(prof.first)
     big = 1 << 14
     cand = np.arange(1, sls + 1)
-    for j in np.lexsort((np.arange(n_t), -size, -top)).tolist():
-        at = idx[prof.first[j]:prof.first[j + 1]]
-        want = prof.want[prof.first[j]:prof.first[j + 1]]
+    for prof in batches:
+        if sls < 1:
+            break
+        at = np.minimum(np.searchsorted(keys, prof.key), max(len(keys) - 1, 0))
+        new = prof.key if not len(keys) else prof.key[keys[at] != prof.key]
+        if len(new):  # grow the key set, keep the VLs given so far
+            merged = distinct(np.concatenate([keys, new]))
+            grown = np.full((len(merged), sls + 1), -1, dtype=np.int16)
+            grown[np.searchsorted(merged, keys)] = vl
+            keys, vl = merged, grown
+        if _colour_batch(prof, np.searchsorted(keys, prof.key), vl, sl_hi, target_sl, cand,
+                         max_vls, big) and all_or_none:
+            break
+    return target_sl, keys, vl
+
+
+def _colour_batch(prof: Profiles, idx: np.ndarray, vl: np.ndarray, sl_hi: np.ndarray,
+                  target_sl: np.ndarray, cand: np.ndarray, max_vls: int, big: int) -> bool:
+    """:func:`colour`'s greedy step over one batch, in place; whether some
+    target found no SL."""
+    failed = False
+    for b, j in enumerate(prof.targets.tolist()):
+        at = idx[prof.first[b]:prof.first[b + 1]]
+        want = prof.want[prof.first[b]:prof.first[b + 1]]
         if not len(at):
             continue
         have = vl[at][:, cand].T.astype(np.int64)  # (sls, H)
@@ -218,6 +267,7 @@ def colour(prof: Profiles, top: np.ndarray, *, max_vls: int, sls: int
         hi = np.maximum(sl_hi[cand], d + int(want.max()))
         ok = (fresh | (d_lo == d_hi)) & (hi - lo < max_vls)
         if not ok.any():
+            failed = True
             continue
         i = int(np.argmax(ok))
         s = int(cand[i])
@@ -227,7 +277,7 @@ def colour(prof: Profiles, top: np.ndarray, *, max_vls: int, sls: int
             col[col >= 0] -= lo[i]
         sl_hi[s] = hi[i] - lo[i]
         target_sl[j] = s
-    return target_sl, keys, vl
+    return failed
 
 
 def lanes(
