@@ -238,3 +238,77 @@ def test_check_agrees_with_ibdmchk_on_single_vl_tables(tmp_path: Path) -> None:
         rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
         assert rep.missing_paths == 0 and rep.credit_loops is loop, rep.stdout[-2000:]
         assert check_credit_loops(fabric, t).ok is not loop
+
+
+# --------------------------------------------------------------------------- smroute route --vls
+def test_route_command_writes_the_lanes_file(tmp_path: Path) -> None:
+    """``smroute route --vls 4 --lanes-out FILE``: the tables and the lanes
+    file, whose SLs and VLs are the routing's; the summary says the mode,
+    the lanes and the credit-loop check.  Bad combinations exit 2."""
+    import subprocess
+    import sys
+
+    from smroute.fabric.writers import write_topology
+    from smroute.routing.lanesfile import parse_lanes
+    from smroute.tables.formats import read_tables
+
+    fabric = _degraded(648, 400, 0)
+    topo = tmp_path / "f.topo"
+    write_topology(fabric, topo)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
+                               "--workers", "1", *args], capture_output=True, text=True,
+                              timeout=300)
+
+    out, lanes_path = tmp_path / "t.lft", tmp_path / "t.lanes"
+    p = run("--vls", "4", "--lanes-out", str(lanes_path), "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "mode:       tree+detours" in p.stdout
+    assert "deadlock:   no credit loop" in p.stdout and "lanes:      2 VLs" in p.stdout
+    r = route(fabric, workers=1, max_vls=4)
+    assert r.lanes is not None
+    t = read_tables(out)
+    assert np.array_equal(t.ports[:, :r.tables.ports.shape[1]], r.tables.ports)
+    lf = parse_lanes(lanes_path.read_text().splitlines(), str(lanes_path))
+    assert (lf.vls, lf.sls, lf.escape_sl) == (r.lanes.n_vls, r.lanes.n_sls, 0)
+    g = r.graph
+    rng = np.random.default_rng(7)
+    for lid in rng.choice(r.lanes.detour_lids, 5, replace=False).tolist():
+        for s in rng.choice(np.unique(g.ep_switch), 8, replace=False).tolist():
+            sl = int(r.lanes.sl_of(s, lid))
+            assert lf.sl_of(int(g.sw_guid[s]), lid) == sl
+            p_out = int(r.tables.ports[s, lid])
+            for inp in (0, int(g.ep_switch_port[g.ep_switch == s][0]), p_out % 36 + 1):
+                assert lf.vl_of(int(g.sw_guid[s]), inp, p_out, sl) == int(
+                    r.lanes.vl_of(s, inp, p_out, sl))
+    # no detours needed: an empty lanes file (every path SL 0)
+    write_topology(_degraded(648, 300, 0), topo)
+    p = run("--vls", "2", "--lanes-out", str(tmp_path / "none.lanes"), "--out",
+            str(tmp_path / "none.lft"))
+    assert p.returncode == 0 and "mode:       tree\n" in p.stdout and "lanes:" not in p.stdout
+    none = parse_lanes((tmp_path / "none.lanes").read_text().splitlines())
+    assert (none.vls, none.sls, none.paths, none.tables) == (1, 1, [], [])
+    # bad combinations, before any routing
+    for args, msg in ((["--vls", "2"], "--lanes-out FILE"),
+                      (["--lanes-out", str(lanes_path)], "needs --vls 2"),
+                      (["--vls", "16", "--lanes-out", str(lanes_path)], "--vls")):
+        p = run(*args, "--out", str(tmp_path / "x.lft"))
+        assert p.returncode == 2 and msg in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+
+
+def test_lanes_file_errors_name_the_line() -> None:
+    from smroute.errors import InputError
+    from smroute.routing.lanesfile import parse_lanes
+
+    good = ["smroute-lanes 1", "vls 2", "sl 1 0x10 0x0001-0x0003,0x0007 from *",
+            "vl 0x20 3/5 0100000000000000"]
+    lf = parse_lanes(good)
+    assert lf.paths[0][2].tolist() == [1, 2, 3, 7] and lf.paths[0][3] is None
+    assert lf.sl_of(0x99, 7) == 1 and lf.sl_of(0x99, 4) == 0
+    assert lf.vl_of(0x20, 5, 3, 1) == 1 and lf.vl_of(0x20, 4, 3, 1) == 0
+    for lines, where in ((["vls 2"], "x:1"), ([*good, "sl 16 0x10 0x0001 from *"], "x:5"),
+                         ([*good, "vl 0x20 3 01"], "x:5"), ([], "empty")):
+        with pytest.raises(InputError, match=where):
+            parse_lanes(lines, "x")

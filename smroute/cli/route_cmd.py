@@ -11,6 +11,14 @@ formats of :mod:`smroute.tables.formats`: ``opensm``
 of the summary printed on stdout; each phase also prints a progress line on
 stderr.
 
+``--vls N`` (N >= 2, with ``--lanes-out FILE``) lets a tree whose routes
+cannot all be up*/down* take detours over virtual lanes (mode
+``tree+detours``) instead of routing everything up*/down* from a root: the
+SLs and SL-to-VL tables go to ``FILE`` (:mod:`smroute.routing.lanesfile`),
+the channel-dependency check per VL is part of the summary.  OpenSM's file
+engine cannot program them: only a subnet manager that does (smroute's
+OpenSM plugin) may load such tables.
+
 Exit status: 0 routed and valid (or not validated), 1 routed but invalid
 (the tables are written anyway), 2 bad input, 3 the fabric cannot be routed.
 """
@@ -71,6 +79,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-port-guids", action="store_true",
                    help="opensm format: leave the per-LID port GUID comments out (about 6x "
                    "smaller; OpenSM can then not remap LIDs that moved)")
+    p.add_argument("--vls", type=int_range(1, 15), default=1, metavar="N",
+                   help="data VLs the subnet manager programs, 1..15 (default 1); 2 or more "
+                   "lets pairs without an up*/down* path take detours over VLs (needs "
+                   "--lanes-out; only a subnet manager that sets SLs and SL-to-VL tables, "
+                   "such as smroute's OpenSM plugin, can use them, not OpenSM's file engine)")
+    p.add_argument("--lanes-out", metavar="FILE",
+                   help="with --vls N >= 2: write the SLs and SL-to-VL tables there "
+                   "(smroute-lanes text format, replaced atomically)")
     p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
     p.add_argument("--max-failures", type=int_range(0), default=20, metavar="N",
                    help="list at most N unroutable pairs by name (default 20)")
@@ -91,11 +107,21 @@ def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) 
     sources = np.flatnonzero(g.rank >= 0)
     if len(sources) == 0 or len(dest.lid) == 0:
         return out
-    status, hops = walked if walked is not None else walk(g, ports, dest, sources)
+    status, hops = walked if walked is not None else walk(g, ports, dest, sources,
+                                                          **_detour_walk(result))
     h = hops.astype(np.int64) + (~dest.is_switch).astype(np.int64)[None, :]
     h = np.where((status == OK) & (h < 255), h, 255).astype(np.uint8)
     out[sources[:, None], dest.lid[None, :]] = h
     return out
+
+
+def _detour_walk(result: Any) -> dict[str, Any]:
+    """The :func:`~smroute.routing.validate.walk` options of a routing with
+    detours (its detoured LIDs may turn; longer walks), else none."""
+    lanes = result.lanes
+    if lanes is None:
+        return {}
+    return {"turns": np.isin(result.dest.lid, lanes.lids), "max_hops": lanes.max_hops}
 
 
 def _fmt_s(x: float) -> str:
@@ -114,6 +140,15 @@ def cmd_route(args: argparse.Namespace) -> int:
     if to_stdout and args.format == "fdbs":
         raise InputError("--format fdbs writes two files (opensm.fdbs and opensm-subnet.lst "
                          "beside it); give --out a file name, not -")
+    if args.vls >= 2 and not args.lanes_out:
+        raise InputError("--vls 2 or more routes some pairs over virtual lanes: give "
+                         "--lanes-out FILE for their SLs and SL-to-VL tables")
+    if args.lanes_out and args.vls < 2:
+        raise InputError("--lanes-out needs --vls 2 or more (one VL takes no detour)")
+    if args.lanes_out:
+        if is_stdout(args.lanes_out):
+            raise InputError("--lanes-out: give a file name, not -")
+        check_output(args.lanes_out, "--lanes-out")
     if not to_stdout:  # fail now, not after the routing
         check_output(args.out)
         if args.format == "fdbs":
@@ -127,7 +162,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     t = prog.start(f"routing with {args.algorithm}")
     result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers,
-                   overrides=load_overrides(args))
+                   overrides=load_overrides(args), max_vls=args.vls)
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     tables = result.tables
 
@@ -137,7 +172,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         t = prog.start("validating (walking every switch-to-LID route)")
         g = result.walk_graph
         if args.format == "fdbs" and len(result.dest.lid):
-            walked = walk(g, tables.ports, result.dest, np.flatnonzero(g.rank >= 0))
+            walked = walk(g, tables.ports, result.dest, np.flatnonzero(g.rank >= 0),
+                          **_detour_walk(result))
         validation = validate_result(result, max_failures=args.max_failures, walked=walked)
         prog.done("validate", t, "valid" if validation.ok else "INVALID")
 
@@ -147,8 +183,17 @@ def cmd_route(args: argparse.Namespace) -> int:
         hops = hop_table(result, walked)
         prog.done("hops", t)
 
+    deadlock = None
+    if result.lanes is not None and validation is not None:
+        from smroute.analysis.deadlock import check_credit_loops
+
+        t = prog.start("checking channel dependencies per VL")
+        deadlock = check_credit_loops(fabric, tables, result.lanes)
+        prog.done("deadlock", t, "no credit loop" if deadlock.ok else "CREDIT LOOP")
+
     written: list[str] = []
-    if validation is None or validation.ok:  # never publish an invalid table set
+    # never publish an invalid table set
+    if (validation is None or validation.ok) and (deadlock is None or deadlock.ok):
         t = prog.start(f"writing {args.out} ({args.format})")
         if args.no_port_guids:  # the labels served the validation; not in the file
             tables = replace(tables, lid_guid=None, lid_kind=None, lid_desc=None, _index={})
@@ -157,6 +202,8 @@ def cmd_route(args: argparse.Namespace) -> int:
             write_output(STDOUT if to_stdout else str(path), chunks)
             written.append("standard output" if to_stdout else str(path))
         prog.done("write", t)
+        if args.lanes_out:
+            written.append(_write_lanes(args.lanes_out, result, prog))
 
     routed_lids = int(len(result.dest.lid))
     n_ca_ports = int((~result.dest.is_switch).sum())
@@ -172,7 +219,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         "time:       " + ", ".join(
             f"{k} {_fmt_s(v)}" for k, v in [
                 ("parse", prog.timings["parse"]), *result.timings.items(),
-                *((k, prog.timings[k]) for k in ("validate", "hops", "write")
+                *((k, prog.timings[k]) for k in ("validate", "hops", "write", "deadlock")
                   if k in prog.timings),
             ]
         ) + f"; total {_fmt_s(prog.elapsed())}",
@@ -187,10 +234,34 @@ def cmd_route(args: argparse.Namespace) -> int:
             lines.append(f"unroutable (first {shown} of {failing}):" if shown < failing
                          else "unroutable:")
             lines.extend(f"  {f}" for f in validation.failures)
+    if result.lanes is not None:
+        ln = result.lanes
+        lines.append(f"lanes:      {ln.n_vls} VLs, {ln.n_sls} SLs: {len(ln.detour_lids)} LIDs "
+                     f"with detours, {len(ln.escape_lids)} on the escape SL "
+                     f"{ln.escape_sl}; only a subnet manager that programs SLs and VLs "
+                     "(smroute's OpenSM plugin) can use these tables, not OpenSM's file engine")
+    if deadlock is not None:
+        lines.append(f"deadlock:   {deadlock.summary()}")
     lines.append("output:     " + (", ".join(written) if written else
-                                 f"not written ({args.out}): the tables are invalid"))
+                                 f"not written ({args.out}): the tables are invalid"
+                                 if deadlock is None or deadlock.ok else
+                                 f"not written ({args.out}): a credit loop"))
     if to_stdout:
         sys.stderr.write("\n".join(lines) + "\n")
     else:
         write_output(STDOUT, "\n".join(lines) + "\n")
-    return 0 if validation is None or validation.ok else 1
+    return 0 if (validation is None or validation.ok) and (deadlock is None or deadlock.ok) else 1
+
+
+def _write_lanes(path: str, result: Any, prog: Progress) -> str:
+    """Write ``result``'s lanes file (no detours: every path SL 0, VL 0)."""
+    from smroute.routing.lanesfile import MAGIC, format_lanes
+
+    t = prog.start(f"writing {path} (SLs and SL-to-VL tables)")
+    g = result.graph
+    text = ("".join(format_lanes(result.lanes, g.sw_guid, g.component))
+            if result.lanes is not None else f"{MAGIC}\n# no detours: every path SL 0, VL 0\n"
+            "vls 1\nsls 1\nescape_sl 0\n")
+    write_output(path, text, "--lanes-out")
+    prog.done("lanes", t)
+    return path
