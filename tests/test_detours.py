@@ -312,3 +312,69 @@ def test_lanes_file_errors_name_the_line() -> None:
                          ([*good, "vl 0x20 3 01"], "x:5"), ([], "empty")):
         with pytest.raises(InputError, match=where):
             parse_lanes(lines, "x")
+
+
+# --------------------------------------------------------------------------- the daemon
+def test_daemon_serves_detours_and_their_lanes(tmp_path: Path) -> None:
+    """``smroute serve --max-vls 4``: a RouteSubnet of a tree that needs
+    detours answers mode tree+detours with its lanes (path SLs, SL-to-VL
+    tables) equal to a routing's in this process; GetLanes and the epoch say
+    the same; a fault event reroutes with detours again."""
+    import grpc
+    from service_daemon import start_daemon
+
+    from smroute.service._gen import smroute_pb2 as pb
+    from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+    from smroute.service.lanes_rpc import ranges
+    from smroute.service.subnet_rpc import subnet_request
+
+    fabric = _degraded(648, 400, 0)
+    ref = route(fabric, workers=1, max_vls=4)
+    lanes = ref.lanes
+    assert lanes is not None
+    d = start_daemon(tmp_path / "d", "--max-vls", "4")
+    ch = grpc.insecure_channel(d.address)
+    try:
+        stub = pb_grpc.SmrouteStub(ch)
+        resp = stub.RouteSubnet(subnet_request(fabric, 0, sm="test"), timeout=120)
+        assert resp.epoch.routing_mode == "tree+detours" and resp.epoch.validation.ok
+        assert (resp.epoch.vls, resp.epoch.sls) == (lanes.n_vls, lanes.n_sls)
+        for sw in resp.switches:
+            assert sw.lft == bytes(ref.tables.ports[ref.tables.row_of(sw.guid)])
+        got = resp.lanes
+        assert (got.epoch, got.vls, got.sls, got.escape_sl) == (
+            resp.epoch.id, lanes.n_vls, lanes.n_sls, 0)
+        assert len(got.paths) == int((lanes.target_sl > 0).sum())
+        g = ref.graph
+        row = {int(x): i for i, x in enumerate(g.sw_guid.tolist())}
+        for p in got.paths:
+            j = int(np.flatnonzero(lanes.targets == row[p.target_guid])[0])
+            assert p.sl == lanes.target_sl[j]
+            assert list(p.dlid_ranges) == ranges(np.flatnonzero(lanes.lid_target == j))
+            src = sorted(row[x] for x in p.from_switches)
+            assert src == np.flatnonzero(lanes.from_switch[:, j]).tolist() and not p.from_all
+            lo, hi = np.asarray(p.from_lid_ranges[::2]), np.asarray(p.from_lid_ranges[1::2])
+            ca = g.ep_lid[g.ep_switch == src[0]]
+            assert ((ca[:, None] >= lo) & (ca[:, None] <= hi)).any(axis=1).all()
+        for t in got.tables:
+            inp = 0 if t.any_in_port else t.in_port
+            vl = np.frombuffer(t.vl, dtype=np.uint8)
+            if t.any_in_port:
+                assert np.array_equal(vl, lanes.port_vl[row[t.guid], t.out_port])
+            else:
+                assert np.array_equal(vl, lanes.sl2vl(row[t.guid], inp, t.out_port))
+        assert stub.GetLanes(pb.GetLanesRequest(), timeout=30) == got
+        # a link down: rerouted (in full), detours again
+        li = int(np.flatnonzero(fabric.node_type[fabric.port_node[fabric.link_a]] ==
+                                fabric.node_type[fabric.port_node[fabric.link_b]])[0])
+        f2 = fabric.with_removed(links=[li])
+        r2 = stub.RouteSubnet(subnet_request(f2, 0), timeout=120)
+        assert r2.epoch.id == resp.epoch.id + 1 and r2.epoch.routing_mode == "tree+detours"
+        assert r2.lanes.vls >= 2 and r2.epoch.validation.ok
+        ref2 = route(f2, workers=1, max_vls=4)
+        assert all(sw.lft == bytes(ref2.tables.ports[ref2.tables.row_of(sw.guid)])
+                   for sw in r2.switches)
+        assert check_credit_loops(f2, ref2.tables, ref2.lanes).ok
+    finally:
+        ch.close()
+        assert d.stop() == 0

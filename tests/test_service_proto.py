@@ -20,7 +20,7 @@ def test_generated_code_is_fresh_and_a_package() -> None:
     svc = smroute_pb2.DESCRIPTOR.services_by_name["Smroute"]
     assert {m.name for m in svc.methods} == {
         "LoadFabric", "Route", "GetTables", "ApplyFaults", "Diff", "Watch", "GetEpoch",
-        "Analyze", "SelectLids", "RouteSubnet"}
+        "Analyze", "SelectLids", "RouteSubnet", "GetLanes"}
     assert hasattr(smroute_pb2_grpc, "SmrouteStub")
     text = (ROOT / "smroute/service/_gen/smroute_pb2_grpc.py").read_text()
     assert "from smroute.v1 import" not in text

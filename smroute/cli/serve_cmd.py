@@ -50,6 +50,9 @@ def register(subparsers: Any) -> None:
     add_workers_option(p, help="routing worker processes (default: the config's)")
     p.add_argument("--algorithm", choices=ALGORITHMS, help="routing algorithm")
     p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
+    p.add_argument("--max-vls", type=int_range(1, 15), metavar="N",
+                   help="data VLs the subnet manager programs (1..15); 2 or more allows "
+                   "detours over VLs, served through the OpenSM plugin (GetLanes)")
     p.add_argument("--epoch-history", type=int, metavar="K", help="epochs kept")
     p.add_argument("--coalesce-ms", type=float, metavar="MS",
                    help="fault events within this window share one reroute")
@@ -68,7 +71,8 @@ def register(subparsers: Any) -> None:
 
 _FLAGS = {
     "listen": "listen", "fabric": "fabric", "workers": "workers", "algorithm": "algorithm",
-    "lmc": "lmc", "epoch_history": "epoch_history", "coalesce_ms": "coalesce_ms",
+    "lmc": "lmc", "max_vls": "max_vls", "epoch_history": "epoch_history",
+    "coalesce_ms": "coalesce_ms",
     "log_format": "log_format", "log_level": "log_level",
 }
 

@@ -113,6 +113,7 @@ class RoutingCore:
         incremental: bool = True,
         overrides: GuidOverrides | None = None,
         durable: Durable | None = None,
+        max_vls: int = 1,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
@@ -123,6 +124,9 @@ class RoutingCore:
         #: Operator overrides of the fabric's roles (OpenSM guid files); the
         #: daemon replaces them on SIGHUP; the next route uses them.
         self.overrides = overrides
+        #: Data VLs the subnet manager programs (config max_vls); 2 or more
+        #: lets a tree take detours over VLs (routing mode tree+detours).
+        self.max_vls = max_vls
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
         #: daemon replaces the tuple on SIGHUP.
@@ -226,7 +230,7 @@ class RoutingCore:
     # ------------------------------------------------------------ route
     def _route(self, fabric: Fabric, algorithm: str, lmc: int | None) -> RoutingResult:
         res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
-                    overrides=self.overrides)
+                    overrides=self.overrides, max_vls=self.max_vls)
         return own_tables(res)
 
     def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
@@ -273,7 +277,7 @@ class RoutingCore:
         same = base is self._epoch_base
         return reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
                        pool=self.pool, clock=self.clock,
-                       incremental=same and self.incremental)
+                       incremental=same and self.incremental, max_vls=self.max_vls)
 
     def _lmc_of(self, res: RoutingResult) -> int:
         """The LMC ``res`` routed: the setting, or the fabric's largest."""

@@ -95,6 +95,8 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
         diff_from_parent=diff_summary_msg(ep.diff),
         routing_mode=ep.result.mode, routing_mode_reason=ep.result.mode_reason,
         turn_lids=ep.result.turn_lids, instance_id=ep.instance, resumed=ep.resumed,
+        vls=ep.result.lanes.n_vls if ep.result.lanes is not None else 1,
+        sls=ep.result.lanes.n_sls if ep.result.lanes is not None else 1,
     )
 
 

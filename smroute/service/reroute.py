@@ -132,12 +132,15 @@ def reroute(
     pool: RoutePool | None = None,
     clock: Callable[[], float] = time.perf_counter,
     incremental: bool = True,
+    max_vls: int = 1,
 ) -> Reroute:
     """Route ``fabric`` (the previous fabric changed by some events) knowing
     ``prev``, its routing; see the module doc.  ``lmc`` as in
     :func:`~smroute.routing.engine.route`; ``algorithm``: default ``prev``'s;
     ``pool``: for the full path (``None``: route in this process).
-    ``incremental=False`` forces the full route (for comparisons)."""
+    ``incremental=False`` forces the full route (for comparisons); ``max_vls``:
+    as :func:`~smroute.routing.engine.route`'s (a routing with detours is
+    always routed in full)."""
     alg = algorithm or prev.algorithm
     t0 = clock()
     overrides = prev.roles.overrides if prev.roles is not None else None
@@ -170,7 +173,8 @@ def reroute(
     if why:
         # without a pool, route in this process (not a new pool per call)
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool,
-                               workers=1 if pool is None else None, clock=clock, roles=roles))
+                               workers=1 if pool is None else None, clock=clock, roles=roles,
+                               max_vls=max_vls))
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}

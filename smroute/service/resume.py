@@ -68,15 +68,16 @@ class Resumed:
 
 
 def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any],
-                   roles: FabricRoles, pool: RoutePool | None) -> RoutingResult:
+                   roles: FabricRoles, pool: RoutePool | None, max_vls: int = 1
+                   ) -> RoutingResult:
     """The routing of ``fabric`` that produced ``tables`` (stored with ``meta``):
     the structure recomputed in the stored mode around the stored tables (Dmodc,
-    Dmodk); other algorithms are routed again.  :class:`CodecError` if the
-    result does not fit the tables."""
+    Dmodk); other algorithms, and detours over VLs (with ``max_vls``), are
+    routed again.  :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if alg not in ("dmodc", "dmodk"):
+    if alg not in ("dmodc", "dmodk") or mode == "tree+detours":
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
-                               workers=1 if pool is None else None))
+                               workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
             raise codec.CodecError(f"{alg} routes this fabric differently now")
         return dataclasses.replace(res, tables=tables)
@@ -108,7 +109,7 @@ def _epoch(row: EpochRow, base: Fabric, core: RoutingCore) -> Epoch:
     tables = ForwardingTables(guid, lid, desc, ports, lg, lk, ld)
     ov = GuidOverrides(*(frozenset(int(x) for x in m["overrides"][k])
                          for k in ("roots", "compute", "io")))
-    res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), core.pool)
+    res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), core.pool, core.max_vls)
     ep = Epoch(id=row.id, parent_id=row.parent_id, cause=str(m["cause"]), fabric=fabric,
                base_hash=row.base_hash, result=res, algorithm=str(m["algorithm"]),
                lmc=int(m["lmc"]), timings=dict(m["timings"]),

@@ -128,7 +128,7 @@ class Daemon:
             self.log("warning", "config_warning", message=w)
         self._start_metrics()
         self.core = RoutingCore(
-            workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc,
+            workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc, max_vls=cfg.max_vls,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
             metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
@@ -374,8 +374,9 @@ class Daemon:
         # Precedence: the file's algorithm and lmc are defaults; a Route RPC's
         # choice stands until the file changes that key (an unchanged file
         # changes nothing about routing: no epoch, no setting)
-        routing = {k: getattr(new, k) for k in ("algorithm", "lmc")
+        routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
                    if getattr(new, k) != getattr(old, k)}
+        core.max_vls = new.max_vls
         if "algorithm" in routing:
             core.algorithm = new.algorithm
         if "lmc" in routing:

@@ -159,6 +159,12 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
             msg.down_items.extend(down_items_msgs(ep))
         return msg
 
+    @_unary("GetLanes")
+    def GetLanes(self, request: pb.GetLanesRequest, context: grpc.ServicerContext) -> pb.Lanes:
+        from smroute.service.lanes_rpc import lanes_msg
+
+        return lanes_msg(self.core.epoch(request.epoch))
+
     @_stream("GetTables", "tables")
     def GetTables(self, request: pb.GetTablesRequest, context: grpc.ServicerContext
                   ) -> Iterator[pb.GetTablesResponse]:

@@ -314,7 +314,9 @@ class ServiceConfig:
     ``workers``: routing worker processes.  ``algorithm``: one of
     :data:`smroute.routing.engine.ALGORITHMS`.  ``lmc``: LIDs per end-port =
     2**lmc (0..7); ``None``: each end-port's LMC in the fabric (as ``smroute
-    route`` without ``--lmc``).
+    route`` without ``--lmc``).  ``max_vls``: data VLs the subnet manager
+    programs (1..15; 2 or more lets a tree take detours over virtual lanes,
+    served to the OpenSM plugin with their SLs and SL-to-VL tables).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
     ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
@@ -337,6 +339,7 @@ class ServiceConfig:
     workers: int = 2
     algorithm: str = "dmodc"
     lmc: int | None = None
+    max_vls: int = 1
     epoch_history: int = 8
     fabric: Path | None = None
     root_guid_file: Path | None = None
@@ -365,6 +368,7 @@ class ServiceConfig:
             raise _fail("algorithm", " or ".join(repr(a) for a in ALGORITHMS), self.algorithm)
         if self.lmc is not None:
             _check_int("lmc", self.lmc, 0, 7)
+        _check_int("max_vls", self.max_vls, 1, 15)
         _check_int("epoch_history", self.epoch_history, 2, 10_000)
         if isinstance(self.fabric, str) and self.fabric:
             object.__setattr__(self, "fabric", Path(self.fabric))

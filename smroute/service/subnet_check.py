@@ -162,8 +162,8 @@ def delta_validation(prev: RoutingResult, pv: Validation, new: RoutingResult,
     """The validation of ``new`` from its parent ``prev``'s valid one ``pv``,
     walking only :func:`affected_pairs`; ``None`` if that does not apply
     (``pv`` invalid, the epochs not comparable, or too many pairs)."""
-    if not pv.ok:
-        return None
+    if not pv.ok or prev.lanes is not None or new.lanes is not None:
+        return None  # detours: the full walk knows which LIDs may turn
     pairs = affected_pairs(prev, new)
     if pairs is None or len(pairs) > MAX_SHARE * new.tables.n_switches * len(new.dest.lid):
         return None

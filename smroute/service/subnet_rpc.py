@@ -124,4 +124,8 @@ def route_subnet_response(core: RoutingCore, req: pb.RouteSubnetRequest,
     for i, r in enumerate(order.tolist()):
         resp.switches.add(guid=int(guids[i]), lid=int(t.switch_lid[r]), lft=ports[r].tobytes(),
                           hops=hops[i].tobytes() if hops is not None else b"")
+    if ep.result.lanes is not None:  # detours: the SM must set SLs and SL-to-VL tables
+        from smroute.service.lanes_rpc import lanes_msg
+
+        resp.lanes.CopyFrom(lanes_msg(ep))
     return resp

@@ -136,7 +136,7 @@ class FaultEvent(_message.Message):
     def __init__(self, kind: _Optional[_Union[FaultEvent.Kind, str]] = ..., node_guid: _Optional[int] = ..., port: _Optional[int] = ...) -> None: ...
 
 class Epoch(_message.Message):
-    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids", "instance_id", "down_items", "resumed")
+    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids", "instance_id", "down_items", "resumed", "vls", "sls")
     class TimingsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +168,8 @@ class Epoch(_message.Message):
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     DOWN_ITEMS_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FIELD_NUMBER: _ClassVar[int]
+    VLS_FIELD_NUMBER: _ClassVar[int]
+    SLS_FIELD_NUMBER: _ClassVar[int]
     id: int
     parent_id: int
     cause: str
@@ -192,7 +194,9 @@ class Epoch(_message.Message):
     instance_id: str
     down_items: _containers.RepeatedCompositeFieldContainer[FaultEvent]
     resumed: bool
-    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ..., instance_id: _Optional[str] = ..., down_items: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., resumed: _Optional[bool] = ...) -> None: ...
+    vls: int
+    sls: int
+    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ..., instance_id: _Optional[str] = ..., down_items: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., resumed: _Optional[bool] = ..., vls: _Optional[int] = ..., sls: _Optional[int] = ...) -> None: ...
 
 class GetEpochRequest(_message.Message):
     __slots__ = ("epoch", "include_down_items")
@@ -507,13 +511,67 @@ class SubnetRoutes(_message.Message):
     def __init__(self, guid: _Optional[int] = ..., lid: _Optional[int] = ..., lft: _Optional[bytes] = ..., hops: _Optional[bytes] = ...) -> None: ...
 
 class RouteSubnetResponse(_message.Message):
-    __slots__ = ("epoch", "committed", "max_lid", "switches")
+    __slots__ = ("epoch", "committed", "max_lid", "switches", "lanes")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_FIELD_NUMBER: _ClassVar[int]
     MAX_LID_FIELD_NUMBER: _ClassVar[int]
     SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    LANES_FIELD_NUMBER: _ClassVar[int]
     epoch: Epoch
     committed: bool
     max_lid: int
     switches: _containers.RepeatedCompositeFieldContainer[SubnetRoutes]
-    def __init__(self, epoch: _Optional[_Union[Epoch, _Mapping]] = ..., committed: _Optional[bool] = ..., max_lid: _Optional[int] = ..., switches: _Optional[_Iterable[_Union[SubnetRoutes, _Mapping]]] = ...) -> None: ...
+    lanes: Lanes
+    def __init__(self, epoch: _Optional[_Union[Epoch, _Mapping]] = ..., committed: _Optional[bool] = ..., max_lid: _Optional[int] = ..., switches: _Optional[_Iterable[_Union[SubnetRoutes, _Mapping]]] = ..., lanes: _Optional[_Union[Lanes, _Mapping]] = ...) -> None: ...
+
+class GetLanesRequest(_message.Message):
+    __slots__ = ("epoch",)
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    def __init__(self, epoch: _Optional[int] = ...) -> None: ...
+
+class PathSl(_message.Message):
+    __slots__ = ("sl", "target_guid", "dlid_ranges", "from_all", "from_lid_ranges", "from_switches")
+    SL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_GUID_FIELD_NUMBER: _ClassVar[int]
+    DLID_RANGES_FIELD_NUMBER: _ClassVar[int]
+    FROM_ALL_FIELD_NUMBER: _ClassVar[int]
+    FROM_LID_RANGES_FIELD_NUMBER: _ClassVar[int]
+    FROM_SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    sl: int
+    target_guid: int
+    dlid_ranges: _containers.RepeatedScalarFieldContainer[int]
+    from_all: bool
+    from_lid_ranges: _containers.RepeatedScalarFieldContainer[int]
+    from_switches: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, sl: _Optional[int] = ..., target_guid: _Optional[int] = ..., dlid_ranges: _Optional[_Iterable[int]] = ..., from_all: _Optional[bool] = ..., from_lid_ranges: _Optional[_Iterable[int]] = ..., from_switches: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Sl2VlTable(_message.Message):
+    __slots__ = ("guid", "out_port", "any_in_port", "in_port", "vl")
+    GUID_FIELD_NUMBER: _ClassVar[int]
+    OUT_PORT_FIELD_NUMBER: _ClassVar[int]
+    ANY_IN_PORT_FIELD_NUMBER: _ClassVar[int]
+    IN_PORT_FIELD_NUMBER: _ClassVar[int]
+    VL_FIELD_NUMBER: _ClassVar[int]
+    guid: int
+    out_port: int
+    any_in_port: bool
+    in_port: int
+    vl: bytes
+    def __init__(self, guid: _Optional[int] = ..., out_port: _Optional[int] = ..., any_in_port: _Optional[bool] = ..., in_port: _Optional[int] = ..., vl: _Optional[bytes] = ...) -> None: ...
+
+class Lanes(_message.Message):
+    __slots__ = ("epoch", "vls", "sls", "escape_sl", "paths", "tables")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VLS_FIELD_NUMBER: _ClassVar[int]
+    SLS_FIELD_NUMBER: _ClassVar[int]
+    ESCAPE_SL_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    vls: int
+    sls: int
+    escape_sl: int
+    paths: _containers.RepeatedCompositeFieldContainer[PathSl]
+    tables: _containers.RepeatedCompositeFieldContainer[Sl2VlTable]
+    def __init__(self, epoch: _Optional[int] = ..., vls: _Optional[int] = ..., sls: _Optional[int] = ..., escape_sl: _Optional[int] = ..., paths: _Optional[_Iterable[_Union[PathSl, _Mapping]]] = ..., tables: _Optional[_Iterable[_Union[Sl2VlTable, _Mapping]]] = ...) -> None: ...

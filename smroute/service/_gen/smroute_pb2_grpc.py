@@ -84,6 +84,11 @@ class SmrouteStub:
                 request_serializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.SerializeToString,
                 response_deserializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.FromString,
                 _registered_method=True)
+        self.GetLanes = channel.unary_unary(
+                '/smroute.v1.Smroute/GetLanes',
+                request_serializer=smroute_dot_v1_dot_smroute__pb2.GetLanesRequest.SerializeToString,
+                response_deserializer=smroute_dot_v1_dot_smroute__pb2.Lanes.FromString,
+                _registered_method=True)
 
 
 class SmrouteServicer:
@@ -168,6 +173,15 @@ class SmrouteServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLanes(self, request, context):
+        """The service levels and SL-to-VL tables of an epoch routed with detours
+        over virtual lanes (routing mode "tree+detours", config max_vls >= 2);
+        an epoch without detours answers vls 1 and nothing else.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SmrouteServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +234,11 @@ def add_SmrouteServicer_to_server(servicer, server):
                     servicer.RouteSubnet,
                     request_deserializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.FromString,
                     response_serializer=smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.SerializeToString,
+            ),
+            'GetLanes': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLanes,
+                    request_deserializer=smroute_dot_v1_dot_smroute__pb2.GetLanesRequest.FromString,
+                    response_serializer=smroute_dot_v1_dot_smroute__pb2.Lanes.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -492,6 +511,33 @@ class Smroute:
             '/smroute.v1.Smroute/RouteSubnet',
             smroute_dot_v1_dot_smroute__pb2.RouteSubnetRequest.SerializeToString,
             smroute_dot_v1_dot_smroute__pb2.RouteSubnetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLanes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/smroute.v1.Smroute/GetLanes',
+            smroute_dot_v1_dot_smroute__pb2.GetLanesRequest.SerializeToString,
+            smroute_dot_v1_dot_smroute__pb2.Lanes.FromString,
             options,
             channel_credentials,
             insecure,
