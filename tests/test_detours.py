@@ -378,3 +378,26 @@ def test_daemon_serves_detours_and_their_lanes(tmp_path: Path) -> None:
     finally:
         ch.close()
         assert d.stop() == 0
+
+
+def test_a_resumed_detour_epoch_is_routed_again_with_its_lanes() -> None:
+    """The daemon's resume routes a tree+detours epoch again with the
+    configured max_vls: the same tables (checksum) and lanes; with another
+    max_vls the stored tables do not fit."""
+    from smroute.fabric.roles import fabric_roles
+    from smroute.service import state_codec as codec
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = _degraded(648, 400, 0)
+    r = own_tables(route(f, workers=1, max_vls=4))
+    assert r.mode == "tree+detours" and r.lanes is not None
+    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None, 4)
+    assert b.tables is r.tables and b.mode == r.mode and b.lanes is not None
+    assert np.array_equal(b.lanes.exc_key, r.lanes.exc_key)
+    assert np.array_equal(b.lanes.lid_target, r.lanes.lid_target)
+    assert validate_result(b).ok
+    with pytest.raises(codec.CodecError):  # no VLs configured now: updown tables
+        rebuild_result(f, r.tables, meta, fabric_roles(f), None, 1)

@@ -59,7 +59,7 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
 #: The routing modes of :func:`smroute.routing.engine.route`.
-ROUTING_MODES = ("tree", "tree+turns", "updown")
+ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "updown")
 
 
 class _LabelGuard:
@@ -123,8 +123,9 @@ class ServiceMetrics:
             "serving), per reason.", ["reason"], registry=r)
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
-            "Dmodc; tree+turns: Dmodc with routes through the turn root; updown: the general "
-            "up*/down* fallback), 0 for the others.", ["mode"], registry=r)
+            "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
+            "with detours over virtual lanes; updown: the general up*/down* fallback), 0 for "
+            "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
             "turn root.", registry=r)
