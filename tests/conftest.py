@@ -8,13 +8,10 @@ own, so no test writes the machine's ``/var/lib/smroute`` or shares a database
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _own_state_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = tmp_path / "smroute-state"
-    state.mkdir()
-    monkeypatch.setenv("STATE_DIRECTORY", str(state))
+def _own_state_directory(tmp_path_factory: pytest.TempPathFactory,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path_factory.mktemp("smroute-state")))

@@ -50,8 +50,12 @@ def test_16_streaming_clients_during_100_fault_events(tmp_path: Path) -> None:
     assert sum(len(p) for p in plans) == 100
     still_down = links[40:]
 
-    d = start_daemon(tmp_path / "d", "--coalesce-ms", "20", "--epoch-history", "16",
-                     fabric=FIXTURE, workers=2)
+    # the 16 readers, 4 senders and the watcher share this process's one
+    # connection, so the daemon sees them as one client: allow them all
+    cfg = tmp_path / "smroute.yaml"
+    cfg.write_text("limits:\n  max_streams_per_client: 64\n")
+    d = start_daemon(tmp_path / "d", "--config", str(cfg), "--coalesce-ms", "20",
+                     "--epoch-history", "16", fabric=FIXTURE, workers=2)
     errors: list[str] = []
     senders_done = threading.Event()
     seen: list[list[tuple[int, str, str]]] = [[] for _ in range(N_CLIENTS)]
