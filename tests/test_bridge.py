@@ -12,7 +12,6 @@ import shutil
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.writers import format_topology, write_ibsim_net
+from smroute.lab.harness import wait_for as _wait
 from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeError, BridgeOptions
 from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
 from smroute.service.client import SmrouteClient
@@ -192,14 +192,6 @@ def _dump(sim: Any) -> ForwardingTables:
     from smroute.lab.sim import dump_switch_routes
 
     return parse_lft_dump(dump_switch_routes(sim).splitlines(), "dump_fts")
-
-
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _run_until_settled(bridge: Bridge, down: DownSet, after: int, timeout: float,

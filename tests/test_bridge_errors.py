@@ -19,6 +19,7 @@ import pytest
 
 from smroute.fabric.generate import pgft
 from smroute.fabric.writers import write_ibsim_net
+from smroute.lab.harness import wait_for as _wait
 from smroute.opensm.bridge import Bridge, BridgeOptions
 from smroute.opensm.bridge_state import STATE_FILE
 from smroute.service.client import SmrouteClient
@@ -65,15 +66,6 @@ def fill(disk: Path) -> Path:
             except OSError as err:
                 assert err.errno == errno.ENOSPC
     return filler
-
-
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.real

@@ -52,6 +52,7 @@ from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_ibsim_net
+from smroute.lab.harness import wait_for as _wait
 from smroute.service.client import SmrouteClient, TablesChecksumError, link_down, link_up, pb
 from smroute.service.store import StateStore
 from smroute.tables.diff import diff_tables
@@ -102,16 +103,6 @@ def _toggle(links: set[Link], pick: list[Link]) -> tuple[list[pb.FaultEvent], se
 def _down_links(ep: pb.Epoch) -> set[Link]:
     assert all(e.kind == pb.FaultEvent.LINK_DOWN for e in ep.down_items)
     return {(int(e.node_guid), int(e.port)) for e in ep.down_items}
-
-
-def _wait(cond: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = cond()
-        if out:
-            return out
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def _event(d: Any, name: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from service_daemon import ROOT, start_daemon
 from smroute.fabric.faults import DownSet, FaultEvent, apply_events, degraded_fabric
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
+from smroute.lab.harness import wait_for as _wait
 from smroute.routing.engine import route
 from smroute.routing.validate import Failure, Validation
 from smroute.service import state_codec as codec
@@ -234,16 +235,6 @@ def _epoch(c: SmrouteClient, epoch: int = 0) -> pb.Epoch:
 
 def _down(ep: pb.Epoch) -> set[tuple[int, int, int]]:
     return {(int(e.kind), int(e.node_guid), int(e.port)) for e in ep.down_items}
-
-
-def _wait(cond: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = cond()
-        if out:
-            return out
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill_9_restart_serves_the_same_epoch_and_ids_continue(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
 
-__all__ = ["ChangeFigures", "OpenSMChain", "log_unix", "read_conf_snippet"]
+__all__ = ["ChangeFigures", "OpenSMChain", "log_unix", "read_conf_snippet", "wait_for"]
 
 
 def log_unix(line: str, now: dt.datetime | None = None) -> float | None:
@@ -79,7 +79,9 @@ def read_conf_snippet(text: str) -> dict[str, str]:
     return conf
 
 
-def _wait(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:
+def wait_for(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:
+    """Poll ``cond()`` every ``step`` seconds until it returns something true
+    (returned) or ``timeout`` seconds passed (:class:`ToolError` naming ``what``)."""
     deadline = time.monotonic() + timeout
     while True:
         v = cond()
@@ -181,10 +183,10 @@ class OpenSMChain:
              *([] if self.port_guids else ["--no-port-guids"])],
             env=self.sim.client_env(), cwd=self.workdir, stdout=self._out_fh,
             stderr=subprocess.STDOUT, start_new_session=True)
-        _wait(lambda: self.written_epoch() >= 1, timeout, "the bridge to write epoch 1", 0.1)
+        wait_for(lambda: self.written_epoch() >= 1, timeout, "the bridge to write epoch 1", 0.1)
         want = self.epoch_tables(self.written_epoch())
-        _wait(lambda: self.reroutes_since(0), timeout, "OpenSM to load the file")
-        held = _wait(lambda: next((h for h in [self.held()]
+        wait_for(lambda: self.reroutes_since(0), timeout, "OpenSM to load the file")
+        held = wait_for(lambda: next((h for h in [self.held()]
                                    if self.same(want, h).identical), None),
                      timeout, "the switches to hold epoch 1", 0.5)
         blind = self.blind_lid(want)
@@ -358,7 +360,7 @@ class OpenSMChain:
         reply = self._sim.console(console_cmd)
         if "not found" in reply or "can't" in reply:
             raise ToolError(f"ibsim: {console_cmd}: {reply}")
-        _wait(lambda: int(self.client.get_epoch(0).id) > start_epoch, timeout,
+        wait_for(lambda: int(self.client.get_epoch(0).id) > start_epoch, timeout,
               f"a new epoch after {console_cmd}")
 
         def settled() -> bool:
@@ -366,7 +368,7 @@ class OpenSMChain:
             return (self.written_epoch() == latest
                     and len(self.reroutes_since(log_pos)) >= latest - start_epoch)
 
-        _wait(settled, timeout, f"bridge + OpenSM after {console_cmd}")
+        wait_for(settled, timeout, f"bridge + OpenSM after {console_cmd}")
         epoch = int(self.client.get_epoch(0).id)
         t_done = self.reroutes_since(log_pos)[-1]
         want = self.epoch_tables(epoch)
