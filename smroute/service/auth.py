@@ -31,6 +31,7 @@ __all__ = [
     "SERVICE_NAME",
     "MUTATING_METHODS",
     "MutationGuard",
+    "rewrapped",
     "server_credentials",
     "check_tls",
     "ReloadableServerCredentials",
@@ -260,6 +261,16 @@ def _guarded(handler: grpc.RpcMethodHandler, method: str, guard: MutationGuard
             yield from behaviour(request_or_iterator, context)
         return run
 
+    return rewrapped(handler, wrap, wrap_stream)
+
+
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def rewrapped(handler: grpc.RpcMethodHandler, wrap: Wrapper, wrap_stream: Wrapper
+              ) -> grpc.RpcMethodHandler:
+    """``handler`` with its behaviour wrapped: ``wrap`` for calls that answer
+    once, ``wrap_stream`` (a generator) for calls that answer with a stream."""
     h: Any = handler
     kw = {"request_deserializer": h.request_deserializer,
           "response_serializer": h.response_serializer}

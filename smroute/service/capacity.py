@@ -38,7 +38,7 @@ from typing import Any
 
 import grpc
 
-from smroute.service.auth import MUTATING_METHODS, DenyHook, identity_of
+from smroute.service.auth import MUTATING_METHODS, DenyHook, identity_of, rewrapped
 from smroute.service.settings import LimitsConfig
 
 __all__ = ["HEALTH", "CapacityGuard", "client_key"]
@@ -170,13 +170,4 @@ def _limited(handler: grpc.RpcMethodHandler, method: str, guard: CapacityGuard
                 guard.leave(key)
         return run
 
-    h: Any = handler
-    kw = {"request_deserializer": h.request_deserializer,
-          "response_serializer": h.response_serializer}
-    if h.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(wrap(h.unary_unary), **kw)
-    if h.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(wrap_stream(h.unary_stream), **kw)
-    if h.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(wrap(h.stream_unary), **kw)
-    return grpc.stream_stream_rpc_method_handler(wrap_stream(h.stream_stream), **kw)
+    return rewrapped(handler, wrap, wrap_stream)
