@@ -401,3 +401,32 @@ def test_a_resumed_detour_epoch_is_routed_again_with_its_lanes() -> None:
     assert validate_result(b).ok
     with pytest.raises(codec.CodecError):  # no VLs configured now: updown tables
         rebuild_result(f, r.tables, meta, fabric_roles(f), None, 1)
+
+
+def test_the_bridge_never_writes_an_epoch_that_needs_vls(tmp_path: Path) -> None:
+    """OpenSM's file engine cannot set SLs or SL-to-VL tables: the bridge
+    leaves an epoch routed over virtual lanes unwritten, saying why."""
+    from service_daemon import start_daemon
+
+    from smroute.fabric.writers import write_topology
+    from smroute.opensm.bridge import Bridge
+    from smroute.opensm.bridge_state import BridgeOptions
+    from smroute.service.client import SmrouteClient
+
+    topo = tmp_path / "f.topo"
+    write_topology(_degraded(648, 400, 0), topo)
+    d = start_daemon(tmp_path / "d", "--max-vls", "4", fabric=str(topo))
+    lines: list[tuple[str, str, dict[str, object]]] = []
+    lfts = tmp_path / "lfts"
+    try:
+        with SmrouteClient(d.address) as c:
+            ep = c.get_epoch(0)
+        assert ep.routing_mode == "tree+detours" and ep.vls == 2
+        bridge = Bridge(BridgeOptions(daemon=d.address, lfts_file=lfts, trigger="none"),
+                        log=lambda level, event, **kw: lines.append((level, event, kw)))
+        bridge.connect()
+        assert bridge.sync_epoch(ep.id) is None and not lfts.exists()
+        assert any(ev == "epoch_not_written" and "virtual lanes" in str(kw.get("reason"))
+                   for _, ev, kw in lines), lines
+    finally:
+        assert d.stop() == 0

@@ -309,10 +309,16 @@ class Bridge:
         with self._lock:
             if epoch <= self.state.written_epoch:
                 return None
-            v = self._call(f"GetEpoch({epoch})", self.client.get_epoch, epoch).validation
+            ep = self._call(f"GetEpoch({epoch})", self.client.get_epoch, epoch)
+            v = ep.validation
             if v.state == v.DONE and not v.ok:  # never hand OpenSM a table set that failed
                 self.log("error", "epoch_not_written", epoch=epoch, reason="failed validation",
                          validation=v.summary)
+                return None
+            if ep.vls > 1:  # detours over VLs: the file engine cannot program SLs and VLs
+                self.log("error", "epoch_not_written", epoch=epoch, vls=ep.vls,
+                         reason="routed with detours over virtual lanes, which OpenSM's file "
+                         "engine cannot program (use the plugin, or max_vls 1)")
                 return None
             t0 = time.monotonic()
             tables = self.fetch_tables(epoch)
