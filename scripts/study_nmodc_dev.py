@@ -62,6 +62,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--rp-samples", type=int, default=1000)
     ap.add_argument("--algorithms", default="dmodc,nmodc")
+    ap.add_argument("--max-vls", type=int, default=1,
+                    help="VLs for the last algorithm (2+: detours where the tree has no path)")
     args = ap.parse_args()
     algs = args.algorithms.split(",")
     csv_rows = read_rows(ROOT / "docs/study" / args.fabric / "study.csv")
@@ -80,7 +82,8 @@ def main() -> int:
         secs = {}
         for a in algs:
             t0 = time.perf_counter()
-            r = route(th.fabric, algorithm=a, workers=1, labels=False)
+            vls = args.max_vls if a == algs[-1] else 1
+            r = route(th.fabric, algorithm=a, workers=1, labels=False, max_vls=vls)
             secs[a] = time.perf_counter() - t0
             tables[a], results[a] = r.tables, r
         base = results[algs[0]]

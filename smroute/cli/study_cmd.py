@@ -13,7 +13,11 @@ reason): the options' ranges, the PGFT tuple (and that it builds), the fabric
 file (parsed), the output directory (created if missing, inside an existing
 directory; an existing file there is an error) and a study CSV already in it.
 A resumed study runs again every throw with a row that is not ``ok``
-(``--keep-failed``: only those that broke, status ``error``).  Exit status:
+(``--keep-failed``: only those that broke, status ``error``); a throw
+whose rows lack only smroute's engines (``--engines`` grew by ``nmodc``)
+runs those alone beside the cached rows, on the fabric the throw planned,
+once Dmodc's row of that run reproduces the cached one (else the throw
+runs again in full on the next resume).  Exit status:
 0 every planned throw has its rows, 1 some throws broke (status ``error``;
 run the command again to retry them), 2 bad input.
 """
@@ -73,6 +77,10 @@ def register(subparsers: Any) -> None:
     d.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
                    help=f"comma-separated, from {','.join(ENGINES)} (default: "
                         f"{','.join(DEFAULT_ENGINES)})")
+    d.add_argument("--vls", type=int_range(1, 15), default=1,
+                   help="data VLs nmodc may use, 1..15: 2 or more routes the pairs a damaged "
+                   "tree leaves without an up*/down* path with detours over virtual lanes, as "
+                   "the OpenSM plugin can program them (default: 1; Dmodc stays the paper's)")
     add_workers_option(d, default=2, help="local processes")
     d.add_argument("--scheduler", metavar="ADDR",
                    help="Dask scheduler address (tcp://host:port) instead of local processes")
@@ -197,7 +205,8 @@ def _degrade(args: argparse.Namespace) -> int:
     try:
         tasks = plan_tasks(source, label, modes, args.throws, args.seed, engines, workroot,
                            rp_samples=args.rp_samples, random_orders=args.random_orders,
-                           opensm_timeout=args.opensm_timeout, keep_work=args.keep_work)
+                           opensm_timeout=args.opensm_timeout, keep_work=args.keep_work,
+                           vls=args.vls)
         with Progress(sys.stderr, enabled=not args.quiet) as prog:
 
             def on_throw(p: ThrowProgress) -> None:  # a line per throw above the bar

@@ -68,6 +68,7 @@ from smroute.lab.simnet import (
     opensm_error,
     simulable,
     sm_node,
+    sm_part,
     strip_lids,
 )
 from smroute.routing.engine import route
@@ -129,7 +130,8 @@ class EngineRun:
 @dataclass
 class Simulation:
     """What :func:`simulate` did: the discovered fabric, the OpenSM runs, the
-    net file used (``net_source``: ``"capture"`` or ``"written"``), notes
+    net file used (``net_source``: ``"capture"``, ``"written"``, or ``"none"``
+    when only smroute's engines ran and nothing was simulated), notes
     (e.g. why the capture was not used) and the unreachable part
     (``partition``, ``''`` if none; see :func:`~smroute.lab.simnet.discovery_gap`)."""
 
@@ -315,11 +317,11 @@ def _hosts_order(disc: Fabric, view: RoutingView, topo: npt.NDArray[np.int64] | 
 
 
 def _route_in_process(disc: Fabric, algorithm: str, run: EngineRun,
-                      clock: Callable[[], float]) -> None:
+                      clock: Callable[[], float], max_vls: int) -> None:
     """Route ``disc`` with one of smroute's algorithms into ``run``."""
     try:
         t0 = clock()
-        res = route(disc, algorithm=algorithm, workers=1, labels=False)
+        res = route(disc, algorithm=algorithm, workers=1, labels=False, max_vls=max_vls)
     except SmrouteError as err:
         run.status, run.error = "failed", str(err).splitlines()[0]
         return
@@ -338,6 +340,7 @@ def run_side_by_side(
     opensm_timeout: float = 600.0,
     capture: str | Path | None = None,
     order: str = "topo",
+    max_vls: int = 1,
     clock: Callable[[], float] = time.monotonic,
 ) -> SideBySide:
     """Route ``fabric`` with every engine of ``engines`` and compare them.
@@ -347,8 +350,11 @@ def run_side_by_side(
     :func:`simulate`.  ``order``: ``"topo"`` (Dmodc's topological order of
     the hosts, port-GUID order if Dmodc fails) or ``"guid"``.  ``rng`` draws
     the random permutations and orders of the metrics (shared by all
-    engines).  Nothing is raised for a fabric or engine that fails: see the
-    module doc.
+    engines).  ``max_vls``: the data VLs ``nmodc`` may use (2+: detours
+    where the tree has no path; Dmodc stays the paper's).  Without an OpenSM
+    engine nothing is simulated: smroute's engines route the part of
+    ``fabric`` a subnet manager would reach (:func:`sm_part`), with its LIDs.
+    Nothing is raised for a fabric or engine that fails: see the module doc.
     """
     bad = [e for e in engines if e not in ENGINES]
     if bad:
@@ -356,9 +362,10 @@ def run_side_by_side(
                            f"expected some of {', '.join(ENGINES)}")
     if order not in ("topo", "guid"):
         raise SmrouteError(f"unknown order {order!r}; expected topo or guid")
+    opensm = [e for e in engines if e not in SMROUTE_ENGINES]
     try:
-        sim = simulate(fabric, workdir, [e for e in engines if e not in SMROUTE_ENGINES],
-                       timeout=opensm_timeout, capture=capture, clock=clock)
+        sim = (simulate(fabric, workdir, opensm, timeout=opensm_timeout, capture=capture,
+                        clock=clock) if opensm else Simulation(sm_part(fabric), {}, "none", []))
     except (SmrouteError, OSError) as err:
         msg = f"cannot simulate the fabric: {_first_line(str(err))}"
         return SideBySide(fabric=None, error=msg,
@@ -390,7 +397,7 @@ def run_side_by_side(
             runs["dmodc"].note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
     for e in SMROUTE_ENGINES[1:]:
         if e in runs:
-            _route_in_process(disc, e, runs[e], clock)
+            _route_in_process(disc, e, runs[e], clock, max_vls if e == "nmodc" else 1)
     tables = {e: r.tables for e, r in runs.items() if r.tables is not None}
     any_t = res.tables if res is not None else next(iter(tables.values()), None)
     if any_t is None:

@@ -106,6 +106,14 @@ def sm_node(f: Fabric) -> int:
     return int(sw[0]) if len(sw) else int(cas[0])
 
 
+def sm_part(f: Fabric) -> Fabric:
+    """The part of ``f`` a subnet manager attached at :func:`sm_node` reaches
+    (what ``ibnetdiscover`` finds there): ``f`` without the nodes of the
+    other components, LIDs kept."""
+    lab = _labels(f)
+    return f.with_removed(nodes=np.flatnonzero(lab != lab[sm_node(f)]))
+
+
 def sim_name(f: Fabric, node: int) -> str:
     """The record name ibnetdiscover gives ``node`` (``H-``/``S-``/``R-`` and
     the 16-digit node GUID), which ibsim's ``SIM_HOST`` selects."""

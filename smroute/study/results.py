@@ -9,7 +9,9 @@ not counted), ``engine``, ``status`` (ok|failed|timeout|error), the metrics
 per CPS), ``unroutable_pairs`` (ordered end-port pairs with no delivered
 route), ``unroutable_rp`` / ``unroutable_sp`` (undelivered flows of those
 patterns), ``routing_seconds``, ``wall_seconds``, ``order`` (which node order
-the patterns used), ``hot_link`` (a link at the A2A max) and ``error``.
+the patterns used), ``hot_link`` (a link at the A2A max), ``error`` and
+``routing_mode`` (smroute's engines: ``tree``, ``tree+turns``,
+``tree+detours`` or ``updown``).
 
 The CSV is rewritten atomically after each throw, so it is always complete
 and a study can resume from it (:func:`done_throws`: throws with a row not
@@ -61,7 +63,7 @@ METRICS = (
 COLUMNS = (
     "fabric", "mode", "throw", "seed", "total", "removed", "hosts", "engine", "status",
     *METRICS, "unroutable_pairs", "unroutable_rp", "unroutable_sp",
-    "routing_seconds", "wall_seconds", "order", "hot_link", "error",
+    "routing_seconds", "wall_seconds", "order", "hot_link", "error", "routing_mode",
 )
 KEY = ("fabric", "mode", "seed", "throw")
 _INT = {"throw", "seed", "total", "removed", "hosts", "unroutable_pairs", "unroutable_rp",

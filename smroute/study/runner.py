@@ -11,7 +11,9 @@ after each finished throw.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import shutil
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -23,11 +25,12 @@ from smroute.analysis.compare import CompareConfig
 from smroute.errors import SmrouteError
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
-from smroute.lab.sidebyside import run_side_by_side
+from smroute.lab.sidebyside import SMROUTE_ENGINES, run_side_by_side
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.study.executors import run_unordered
 from smroute.study.results import (
     KEY,
+    METRICS,
     RETRY_STATUSES,
     Row,
     done_throws,
@@ -44,7 +47,10 @@ class ThrowTask:
 
     source: ``"pgft:<tuple>"`` or ``"file:<ibnetdiscover path>"``; label: the
     fabric's name in the CSV; workroot: where the throw's scratch directory
-    goes (removed afterwards unless ``keep_work``).
+    goes (removed afterwards unless ``keep_work``); vls: the data VLs
+    ``nmodc`` may use (2+: detours); check: ``(metric, value)`` of a cached
+    Dmodc row that this run's Dmodc row must reproduce (a resumed throw that
+    only adds smroute's engines beside cached OpenSM rows).
     """
 
     source: str
@@ -58,6 +64,8 @@ class ThrowTask:
     random_orders: int = 3
     opensm_timeout: float = 600.0
     keep_work: bool = False
+    vls: int = 1
+    check: tuple[tuple[str, float], ...] = ()
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -97,7 +105,8 @@ def run_throw(task: ThrowTask) -> list[Row]:
     cfg = CompareConfig(rp_samples=task.rp_samples, random_orders=task.random_orders)
     try:
         sbs = run_side_by_side(throw.fabric, work, throw.metrics_rng, engines=task.engines,
-                               config=cfg, opensm_timeout=task.opensm_timeout)
+                               config=cfg, opensm_timeout=task.opensm_timeout,
+                               max_vls=task.vls)
     except SmrouteError as err:
         return error_rows(task, str(err).splitlines()[0], throw.total, throw.removed)
     finally:
@@ -109,7 +118,8 @@ def run_throw(task: ThrowTask) -> list[Row]:
         row: Row = {**_base(task, throw.total, throw.removed), "engine": e,
                     "hosts": len(sbs.order), "status": run.status, "error": run.error,
                     "routing_seconds": run.routing_seconds, "wall_seconds": run.wall_seconds,
-                    "order": sbs.order_kind}
+                    "order": sbs.order_kind,
+                    "routing_mode": run.note.split(":")[0] if e in SMROUTE_ENGINES else ""}
         m = sbs.metrics.get(e)
         if m is not None:
             row.update(m.values)
@@ -119,7 +129,39 @@ def run_throw(task: ThrowTask) -> list[Row]:
         elif run.status == "ok":
             row["status"], row["error"] = "failed", sbs.error or "no metrics"
         rows.append(row)
-    return rows
+    return _checked(task, rows)
+
+
+def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
+    """``rows``, or ``status=error`` rows if Dmodc's row does not reproduce
+    ``task.check`` (the cached rows of the throw came from other
+    permutations, order or fabric: the next resume runs it in full)."""
+    if not task.check:
+        return rows
+    dm = next((r for r in rows if r["engine"] == "dmodc"), {})
+    diff = [f"{k} {dm.get(k, 'none')} != {v:g}" for k, v in task.check
+            if not isinstance(dm.get(k), (int, float)) or float(f"{dm[k]:g}") != v]
+    if not diff:
+        return rows
+    why = ("the cached rows of this throw do not reproduce (Dmodc's "
+           f"{', '.join(diff[:3])}): it runs again in full on the next resume")
+    return [{**r, "status": "error", "error": why} for r in rows]
+
+
+def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTask | None:
+    """``task`` reduced to the engines missing from its cached rows ``old``
+    (plus Dmodc, checked against its cached row), if those are all smroute's
+    engines and the cached Dmodc row is ``ok``; else ``None`` (run in full)."""
+    have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
+    missing = [e for e in task.engines if e not in have]
+    dm = have.get("dmodc")
+    if not have or dm is None or dm.get("status") != "ok" or \
+            not set(missing) <= set(SMROUTE_ENGINES):
+        return None
+    check = tuple((k, float(v)) for k in METRICS
+                  if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v))
+    engines = tuple(e for e in task.engines if e in missing or e == "dmodc")
+    return dataclasses.replace(task, engines=engines, check=check)
 
 
 def plan_tasks(source: str, label: str, modes: Sequence[str], throws: int, seed: int,
@@ -157,10 +199,19 @@ def run_study(
     rows: list[Row] = read_rows(path) if path.exists() else []
     engines = tasks[0].engines if tasks else ()
     done = done_throws(rows, engines, retry)
-    todo = [t for t in tasks if t.key not in done]
-    # drop partial rows of throws about to be rerun
-    rerun = {t.key for t in todo}
-    rows = [r for r in rows if tuple(r[k] for k in KEY) not in rerun]
+    by_key: dict[tuple[object, ...], list[Row]] = {}
+    for r in rows:
+        by_key.setdefault(tuple(r[k] for k in KEY), []).append(r)
+    todo: list[ThrowTask] = []
+    for t in tasks:
+        if t.key not in done:
+            part = _resumed(t, by_key.get(t.key, []), retry)
+            todo.append(part or t)
+    # drop the rows each throw about to run will write again (all, if run in full)
+    again = {(t.key, e) for t in todo for e in t.engines}
+    full = {t.key for t in todo if not t.check}
+    rows = [r for r in rows if (k := tuple(r[c] for c in KEY)) not in full
+            and (k, r["engine"]) not in again]
     t0 = clock()
     it: Iterator[tuple[ThrowTask, list[Row] | None, str | None]] = run_unordered(
         run_throw, todo, workers=workers, scheduler=scheduler)
