@@ -208,6 +208,9 @@ void build_request(const smr_subnet *s, pb::RouteSubnetRequest *req) {
   }
 }
 
+bool take_lanes(const pb::RouteSubnetResponse &r, smr_answer *ans, char *err,
+                size_t errlen);
+
 // The response's shape; fills ans (arrays malloc'ed) or says what is wrong.
 bool take_response(const pb::RouteSubnetResponse &r, smr_answer *ans, char *err,
                    size_t errlen) {
@@ -256,6 +259,135 @@ bool take_response(const pb::RouteSubnetResponse &r, smr_answer *ans, char *err,
   std::snprintf(ans->mode, sizeof ans->mode, "%s", ep.routing_mode().c_str());
   ans->max_lid = max_lid;
   ans->n_switches = n;
+  return take_lanes(r, ans, err, errlen);
+}
+
+bool sl2vl_less(const smr_sl2vl &a, const smr_sl2vl &b) {
+  if (a.guid != b.guid) return a.guid < b.guid;
+  if (a.out_port != b.out_port) return a.out_port < b.out_port;
+  return a.in_port < b.in_port;
+}
+
+// Flat [first, last, ...] LID ranges: even count, 1 <= first <= last <= top
+// and, if ascending, each after the previous one.
+bool lid_ranges(const google::protobuf::RepeatedField<uint32_t> &v, uint32_t top,
+                bool ascending, const char *what, size_t path, char *err, size_t errlen) {
+  if (v.size() % 2) {
+    fail(err, errlen, "malformed lanes: path SL %zu: %d %s values, expected pairs", path,
+         v.size(), what);
+    return false;
+  }
+  for (int k = 0; k < v.size(); k += 2) {
+    const uint32_t a = v.Get(k), b = v.Get(k + 1);
+    if (a < 1 || a > b || b > top || (ascending && k && a <= v.Get(k - 1))) {
+      fail(err, errlen, "malformed lanes: path SL %zu: %s range %u-%u (expected LIDs "
+           "1..%u%s)", path, what, a, b, top, ascending ? ", ascending, disjoint" : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+// The answer's Lanes into ans->lanes (ans->guids already filled); vls 1 if
+// the epoch has none.
+bool take_lanes(const pb::RouteSubnetResponse &r, smr_answer *ans, char *err,
+                size_t errlen) {
+  smr_lanes &L = ans->lanes;
+  L.vls = L.sls = 1;
+  const pb::Lanes &m = r.lanes();
+  if (!r.has_lanes() || (m.vls() <= 1 && !m.paths_size() && !m.tables_size())) return true;
+  if (m.epoch() != r.epoch().id() || m.vls() < 2 || m.vls() > 15 || m.sls() < 2 ||
+      m.sls() > 16 || m.escape_sl() >= m.sls()) {
+    fail(err, errlen, "malformed lanes: epoch %llu (answer's %llu), %u VLs, %u SLs, escape "
+         "SL %u (expected 2..15 VLs, 2..16 SLs)", static_cast<unsigned long long>(m.epoch()),
+         static_cast<unsigned long long>(r.epoch().id()), m.vls(), m.sls(), m.escape_sl());
+    return false;
+  }
+  const uint32_t top = ans->max_lid;
+  size_t n_src = 0;
+  for (const pb::PathSl &ps : m.paths()) n_src += static_cast<size_t>(ps.from_lid_ranges_size()) / 2;
+  L.max_lid = top;
+  L.path_of_lid = static_cast<int32_t *>(std::malloc((top + 1) * sizeof(int32_t)));
+  L.paths = static_cast<smr_path_sl *>(std::calloc(m.paths_size() + 1, sizeof(smr_path_sl)));
+  L.src = static_cast<smr_lid_range *>(std::calloc(n_src + 1, sizeof(smr_lid_range)));
+  L.tables = static_cast<smr_sl2vl *>(std::calloc(m.tables_size() + 1, sizeof(smr_sl2vl)));
+  if (!L.path_of_lid || !L.paths || !L.src || !L.tables) {
+    fail(err, errlen, "out of memory for the lanes");
+    return false;
+  }
+  std::fill(L.path_of_lid, L.path_of_lid + top + 1, -1);
+  for (int i = 0; i < m.paths_size(); i++) {
+    const pb::PathSl &ps = m.paths(i);
+    const size_t at = static_cast<size_t>(i);
+    if (ps.sl() < 1 || ps.sl() >= m.sls()) {
+      fail(err, errlen, "malformed lanes: path SL %zu has SL %u (expected 1..%u)", at, ps.sl(),
+           m.sls() - 1);
+      return false;
+    }
+    if (!lid_ranges(ps.dlid_ranges(), top, false, "destination", at, err, errlen) ||
+        (!ps.from_all() &&
+         !lid_ranges(ps.from_lid_ranges(), top, true, "source", at, err, errlen)))
+      return false;
+    for (int k = 0; k < ps.dlid_ranges_size(); k += 2) {
+      for (uint32_t lid = ps.dlid_ranges(k); lid <= ps.dlid_ranges(k + 1); lid++) {
+        if (L.path_of_lid[lid] >= 0) {
+          fail(err, errlen, "malformed lanes: LID %u is the destination of path SLs %d and "
+               "%zu", lid, L.path_of_lid[lid], at);
+          return false;
+        }
+        L.path_of_lid[lid] = i;
+      }
+    }
+    smr_path_sl &p = L.paths[L.n_paths++];
+    p.sl = static_cast<uint8_t>(ps.sl());
+    p.from_all = ps.from_all() ? 1 : 0;
+    p.first = static_cast<uint32_t>(L.n_src);
+    if (!p.from_all) {
+      for (int k = 0; k < ps.from_lid_ranges_size(); k += 2, L.n_src++) {
+        L.src[L.n_src].first = static_cast<uint16_t>(ps.from_lid_ranges(k));
+        L.src[L.n_src].last = static_cast<uint16_t>(ps.from_lid_ranges(k + 1));
+      }
+    }
+    p.n = static_cast<uint32_t>(L.n_src) - p.first;
+  }
+  for (const pb::Sl2VlTable &t : m.tables()) {
+    smr_sl2vl &o = L.tables[L.n_tables];
+    const bool known = std::binary_search(ans->guids, ans->guids + ans->n_switches, t.guid());
+    if (!known || t.out_port() > 254 || (!t.any_in_port() && t.in_port() > 254) ||
+        t.vl().size() != 16) {
+      fail(err, errlen, "malformed lanes: SL-to-VL table of switch 0x%016llx%s, out port %u, "
+           "in port %u, %zu VL bytes (expected a switch of the answer, ports 0..254, 16 "
+           "bytes)", static_cast<unsigned long long>(t.guid()), known ? "" : " (unknown)",
+           t.out_port(), t.in_port(), t.vl().size());
+      return false;
+    }
+    o.guid = t.guid();
+    o.out_port = static_cast<uint8_t>(t.out_port());
+    o.in_port = t.any_in_port() ? SMR_ANY_IN : static_cast<uint16_t>(t.in_port());
+    for (int sl = 0; sl < 16; sl++) {
+      o.vl[sl] = static_cast<uint8_t>(t.vl()[sl]);
+      if (o.vl[sl] >= m.vls()) {
+        fail(err, errlen, "malformed lanes: switch 0x%016llx out port %u: SL %d to VL %u, "
+             "beyond the epoch's %u VLs", static_cast<unsigned long long>(o.guid), o.out_port,
+             sl, o.vl[sl], m.vls());
+        return false;
+      }
+      o.top_vl = std::max(o.top_vl, o.vl[sl]);
+    }
+    L.n_tables++;
+  }
+  std::sort(L.tables, L.tables + L.n_tables, sl2vl_less);
+  for (size_t k = 1; k < L.n_tables; k++) {
+    if (!sl2vl_less(L.tables[k - 1], L.tables[k])) {
+      fail(err, errlen, "malformed lanes: two SL-to-VL tables for switch 0x%016llx out port "
+           "%u, in port %u", static_cast<unsigned long long>(L.tables[k].guid),
+           L.tables[k].out_port, L.tables[k].in_port);
+      return false;
+    }
+  }
+  L.vls = m.vls();
+  L.sls = m.sls();
+  L.escape_sl = m.escape_sl();
   return true;
 }
 
@@ -336,7 +468,46 @@ void smroute_answer_free(struct smr_answer *ans) {
   std::free(ans->lids);
   std::free(ans->lft);
   std::free(ans->hops);
+  smroute_lanes_free(&ans->lanes);
   std::memset(ans, 0, sizeof *ans);
+}
+
+void smroute_lanes_free(struct smr_lanes *lanes) {
+  if (!lanes) return;
+  std::free(lanes->path_of_lid);
+  std::free(lanes->paths);
+  std::free(lanes->src);
+  std::free(lanes->tables);
+  std::memset(lanes, 0, sizeof *lanes);
+  lanes->vls = lanes->sls = 1;
+}
+
+uint8_t smroute_path_sl(const struct smr_lanes *lanes, uint16_t slid, uint16_t dlid,
+                        uint8_t hint) {
+  if (lanes->vls <= 1) return hint;
+  if (dlid > lanes->max_lid || lanes->path_of_lid[dlid] < 0) return 0;
+  const smr_path_sl &p = lanes->paths[lanes->path_of_lid[dlid]];
+  if (p.from_all) return p.sl;
+  const smr_lid_range *b = lanes->src + p.first, *e = b + p.n;
+  // the first range that starts after slid; slid is in the one before it
+  const smr_lid_range *r = std::upper_bound(
+      b, e, slid, [](uint16_t lid, const smr_lid_range &x) { return lid < x.first; });
+  return (r != b && slid <= r[-1].last) ? p.sl : 0;
+}
+
+const struct smr_sl2vl *smroute_sl2vl(const struct smr_lanes *lanes, uint64_t guid,
+                                      unsigned in_port, unsigned out_port) {
+  if (lanes->vls <= 1 || in_port > 254 || out_port > 254) return nullptr;
+  smr_sl2vl key{};
+  key.guid = guid;
+  key.out_port = static_cast<uint8_t>(out_port);
+  const smr_sl2vl *b = lanes->tables, *e = b + lanes->n_tables;
+  for (uint16_t in : {static_cast<uint16_t>(in_port), static_cast<uint16_t>(SMR_ANY_IN)}) {
+    key.in_port = in;
+    const smr_sl2vl *t = std::lower_bound(b, e, key, sl2vl_less);
+    if (t != e && !sl2vl_less(key, *t)) return t;
+  }
+  return nullptr;
 }
 
 }  // extern "C"

@@ -5,7 +5,8 @@
  *
  * The client reads its configuration (smroute_client_new), sends one
  * subnet snapshot per routing pass to the daemon's RouteSubnet RPC and
- * checks the answer's shape (smroute_route).  Every function reports a
+ * checks the answer's shape (smroute_route), and answers the lookups of
+ * the answer's virtual lanes (smroute_path_sl, smroute_sl2vl).  Every function reports a
  * failure as a sentence in err (NUL-terminated, at most errlen bytes).
  */
 #ifndef SMROUTE_CLIENT_H
@@ -60,6 +61,48 @@ struct smr_subnet {
 	const char *sm; /* who asks, e.g. "OpenSM 3.3.23" */
 };
 
+/* The virtual lanes of an epoch routed with detours (proto message Lanes),
+ * checked for shape.  vls <= 1: no detours, nothing else set.
+ *
+ * path_sl(slid, dlid): paths[path_of_lid[dlid]].sl if that entry is >= 0 and
+ * the path is from_all or slid lies in one of its source ranges
+ * src[first .. first + n - 1] (ascending, disjoint), else 0.
+ * SL-to-VL of (switch guid, in port, out port): the table with that in port,
+ * else the table with SMR_ANY_IN, else VL 0 for every SL; tables ascending
+ * by (guid, out_port, in_port), each (guid, out_port, in_port) once. */
+#define SMR_ANY_IN 0xffff
+
+struct smr_lid_range {
+	uint16_t first, last; /* inclusive */
+};
+
+struct smr_path_sl {
+	uint8_t sl;       /* 1..15 */
+	uint8_t from_all; /* from every source LID */
+	uint32_t first;   /* else its source ranges in smr_lanes.src */
+	uint32_t n;
+};
+
+struct smr_sl2vl {
+	uint64_t guid;    /* the switch */
+	uint16_t in_port; /* or SMR_ANY_IN */
+	uint8_t out_port;
+	uint8_t top_vl;   /* the highest VL of vl[] */
+	uint8_t vl[16];   /* VL of SL 0..15, each < vls */
+};
+
+struct smr_lanes {
+	uint32_t vls, sls, escape_sl;
+	uint32_t max_lid;     /* path_of_lid has max_lid + 1 entries */
+	int32_t *path_of_lid; /* per DLID: index into paths, -1 = SL 0 */
+	struct smr_path_sl *paths;
+	size_t n_paths;
+	struct smr_lid_range *src;
+	size_t n_src;
+	struct smr_sl2vl *tables;
+	size_t n_tables;
+};
+
 /* The daemon's answer, checked for shape: n_switches switches in strictly
  * ascending GUID order, each with max_lid + 1 LFT bytes and n_switches hop
  * bytes (least switch-to-switch hops to switch k of this order, 255 =
@@ -75,6 +118,7 @@ struct smr_answer {
 	uint8_t *lft;    /* n_switches * (max_lid + 1) */
 	uint8_t *hops;   /* n_switches * n_switches */
 	double seconds;  /* the call, as the plugin saw it */
+	struct smr_lanes lanes; /* vls 1 unless the epoch routes detours over VLs */
 };
 
 struct smr_client;
@@ -93,6 +137,15 @@ const char *smroute_client_describe(const struct smr_client *c);
 int smroute_route(struct smr_client *c, const struct smr_subnet *s,
 		  struct smr_answer *ans, char *err, size_t errlen);
 void smroute_answer_free(struct smr_answer *ans);
+
+/* The SL of the path slid -> dlid (rules above); hint when lanes->vls <= 1. */
+uint8_t smroute_path_sl(const struct smr_lanes *lanes, uint16_t slid, uint16_t dlid,
+			uint8_t hint);
+/* The SL-to-VL table of (switch guid, in port, out port): NULL = VL 0 for
+ * every SL. */
+const struct smr_sl2vl *smroute_sl2vl(const struct smr_lanes *lanes, uint64_t guid,
+				      unsigned in_port, unsigned out_port);
+void smroute_lanes_free(struct smr_lanes *lanes);
 
 #ifdef __cplusplus
 }

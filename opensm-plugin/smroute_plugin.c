@@ -15,11 +15,19 @@
  *                           the SA and multicast routing read correct counts;
  *   ucast_build_fwd_tables  each switch's new_lft from the answer (OpenSM
  *                           then writes only the 64-LID blocks that differ
- *                           from what the switch holds).
+ *                           from what the switch holds);
+ *   path_sl, update_sl2vl   when the epoch routes detours over virtual lanes
+ *                           (the answer's Lanes, kept from the last
+ *                           successful pass): the SA's PathRecord SL and the
+ *                           SL-to-VL tables OpenSM's QoS manager programs
+ *                           after routing (only with "qos TRUE").  Without
+ *                           lanes they leave OpenSM's own SL and tables.
  *
  * Failure is safe: daemon unreachable, deadline passed, an epoch that failed
  * validation, an answer that does not fit this subnet (switch count, a GUID,
- * a port out of range, a LID beyond OpenSM's top LID): nothing is filled,
+ * a port out of range, a LID beyond OpenSM's top LID, malformed lanes), or
+ * lanes OpenSM cannot program (check_vls: qos off, too few VLs on a port
+ * that needs them; ERR SMR06): nothing is filled,
  * the reason goes to OpenSM's log (ERR level) and build_lid_matrices returns
  * -1, so OpenSM routes with the next engine of routing_engine.  The next
  * pass asks the daemon again.
@@ -61,6 +69,9 @@ struct smr_plugin {
 	int have_answer;
 	/* per OpenSM switch of the pass (sw_guid_tbl order): its answer row */
 	size_t *row_of;
+	/* the lanes of the last successful pass (vls 1: none); read by the SA's
+	 * threads under OpenSM's lock, replaced while routing holds it */
+	struct smr_lanes lanes;
 	unsigned passes, failures;
 };
 
@@ -244,6 +255,100 @@ static int check_answer(struct smr_plugin *p, const struct smr_answer *a, char *
 	return 0;
 }
 
+/* Data VLs of a VLCap / OperationalVLs / max_op_vls code (1: VL0 .. 5: VL0-14). */
+static unsigned data_vls(unsigned code)
+{
+	static const unsigned n[] = { 1, 1, 2, 4, 8, 15 }; /* 0: OpenSM takes VL0 */
+
+	return code < sizeof(n) / sizeof(n[0]) ? n[code] : 1;
+}
+
+/* Do the answer's SL-to-VL tables fit OpenSM's switches?  0 or -1 with err. */
+static int check_lane_ports(struct smr_plugin *p, const struct smr_lanes *L, char *err,
+			    size_t errlen)
+{
+	size_t k;
+
+	for (k = 0; k < L->n_tables; k++) {
+		const struct smr_sl2vl *t = &L->tables[k];
+		osm_switch_t *sw = osm_get_switch_by_guid(&p->osm->subn, cl_hton64(t->guid));
+
+		if (!sw || t->out_port >= sw->num_ports ||
+		    (t->in_port != SMR_ANY_IN && t->in_port >= sw->num_ports)) {
+			snprintf(err, errlen, "SL-to-VL table of switch 0x%016" PRIx64 " (in port "
+				 "%u, out port %u) does not fit its %u ports", t->guid, t->in_port,
+				 t->out_port, sw ? sw->num_ports - 1 : 0);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Can OpenSM program the lanes?  It sets SL-to-VL tables only with qos TRUE
+ * (osm_qos_setup, after routing), masks each table's VLs with the port's
+ * OperationalVLs, and sets OperationalVLs to the least VLCap of the link's
+ * two ends and max_op_vls.  So every switch port a table sends on VL v > 0
+ * needs v + 1 data VLs by all four, and its switch the SL-to-VL capability.
+ * 0, or -1 with err. */
+static int check_vls(struct smr_plugin *p, const struct smr_lanes *L, char *err, size_t errlen)
+{
+	osm_subn_t *subn = &p->osm->subn;
+	unsigned cap = data_vls(subn->opt.max_op_vls);
+	size_t k;
+
+	if (!subn->opt.qos) {
+		snprintf(err, errlen, "the epoch routes detours over %u VLs but OpenSM's qos is "
+			 "FALSE, so OpenSM programs no SL-to-VL tables (set qos TRUE in "
+			 "opensm.conf, or max_vls 1 in the daemon)", L->vls);
+		return -1;
+	}
+	if (cap < L->vls) {
+		snprintf(err, errlen, "the epoch routes detours over %u VLs but OpenSM's "
+			 "max_op_vls %u allows %u data VLs", L->vls, subn->opt.max_op_vls, cap);
+		return -1;
+	}
+	for (k = 0; k < L->n_tables; k++) {
+		const struct smr_sl2vl *t = &L->tables[k];
+		osm_switch_t *sw = osm_get_switch_by_guid(subn, cl_hton64(t->guid));
+		osm_physp_t *p0, *ph, *r;
+		unsigned have;
+
+		if (!t->top_vl)
+			continue;
+		p0 = osm_node_get_physp_ptr(sw->p_node, 0);
+		ph = osm_node_get_physp_ptr(sw->p_node, t->out_port);
+		r = ph ? osm_physp_get_remote(ph) : NULL;
+		if (!p0 || !(p0->port_info.capability_mask & IB_PORT_CAP_HAS_SL_MAP)) {
+			snprintf(err, errlen, "the epoch needs VL %u out of switch 0x%016" PRIx64
+				 " port %u but the switch has no SL-to-VL tables (PortInfo "
+				 "CapabilityMask)", t->top_vl, t->guid, t->out_port);
+			return -1;
+		}
+		if (!r) {
+			snprintf(err, errlen, "the epoch needs VL %u out of switch 0x%016" PRIx64
+				 " port %u, which has no cable", t->top_vl, t->guid, t->out_port);
+			return -1;
+		}
+		have = data_vls(ib_port_info_get_vl_cap(&ph->port_info));
+		if (data_vls(ib_port_info_get_vl_cap(&r->port_info)) < have)
+			have = data_vls(ib_port_info_get_vl_cap(&r->port_info));
+		if (data_vls(ib_port_info_get_op_vls(&ph->port_info)) < have)
+			have = data_vls(ib_port_info_get_op_vls(&ph->port_info));
+		if (cap < have)
+			have = cap;
+		if (have <= t->top_vl) {
+			snprintf(err, errlen, "the epoch needs VL %u out of switch 0x%016" PRIx64
+				 " port %u but OpenSM can use %u data VLs there (VLCap %u, peer "
+				 "VLCap %u, OperationalVLs %u, max_op_vls %u)", t->top_vl, t->guid,
+				 t->out_port, have, ib_port_info_get_vl_cap(&ph->port_info),
+				 ib_port_info_get_vl_cap(&r->port_info),
+				 ib_port_info_get_op_vls(&ph->port_info), subn->opt.max_op_vls);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* OpenSM's min-hop tables (switch LIDs only, as OpenSM keeps them): per
  * switch and target switch, the least hops at port 0 and through each port
  * that leads to a switch (1 + that switch's least hops). */
@@ -313,6 +418,7 @@ static int smr_build_lid_matrices(void *context)
 		smroute_answer_free(&p->answer);
 		p->have_answer = 0;
 	}
+	smroute_lanes_free(&p->lanes); /* a failed pass keeps none */
 	if (!p->client) {
 		p->failures++;
 		OSM_LOG(&p->osm->log, OSM_LOG_ERROR, "ERR SMR01: smroute: not configured: %s; "
@@ -338,7 +444,8 @@ static int smr_build_lid_matrices(void *context)
 	t1 = now_s();
 	rc = smroute_route(p->client, &req, &p->answer, err, sizeof(err));
 	snapshot_free(&snap);
-	if (rc == 0 && check_answer(p, &p->answer, err, sizeof(err)) != 0) {
+	if (rc == 0 && (check_answer(p, &p->answer, err, sizeof(err)) != 0 ||
+			check_lane_ports(p, &p->answer.lanes, err, sizeof(err)) != 0)) {
 		smroute_answer_free(&p->answer);
 		rc = -1;
 	}
@@ -348,7 +455,22 @@ static int smr_build_lid_matrices(void *context)
 			"falling back to the next routing engine\n", err);
 		return -1;
 	}
+	if (p->answer.lanes.vls > 1 && check_vls(p, &p->answer.lanes, err, sizeof(err))) {
+		p->failures++;
+		OSM_LOG(&p->osm->log, OSM_LOG_ERROR, "ERR SMR06: smroute: epoch %" PRIu64 ": %s; "
+			"OpenSM cannot program these virtual lanes: nothing filled, falling back "
+			"to the next routing engine\n", p->answer.epoch, err);
+		smroute_answer_free(&p->answer);
+		return -1;
+	}
 	p->have_answer = 1;
+	p->lanes = p->answer.lanes; /* kept for path_sl and update_sl2vl */
+	memset(&p->answer.lanes, 0, sizeof(p->answer.lanes));
+	if (p->lanes.vls > 1)
+		OSM_LOG(&p->osm->log, OSM_LOG_INFO, "smroute: epoch %" PRIu64 " routes detours "
+			"over %u VLs: %u SLs (escape SL %u), %zu path SLs, %zu SL-to-VL tables\n",
+			p->answer.epoch, p->lanes.vls, p->lanes.sls, p->lanes.escape_sl,
+			p->lanes.n_paths, p->lanes.n_tables);
 	fill_hops(p, &p->answer);
 	OSM_LOG(&p->osm->log, OSM_LOG_INFO, "smroute: epoch %" PRIu64 " (%s, %s) for %zu "
 		"nodes, %zu cables: snapshot %.3f s, daemon %.3f s, hop tables %.3f s\n",
@@ -384,6 +506,34 @@ static int smr_ucast_build_fwd_tables(void *context)
 	return 0;
 }
 
+/* The SA's PathRecord SL (and the SM's SL, slid -> SM LID). */
+static uint8_t smr_path_sl(void *context, uint8_t hint, const ib_net16_t slid,
+			   const ib_net16_t dlid)
+{
+	struct smr_plugin *p = context;
+
+	return smroute_path_sl(&p->lanes, cl_ntoh16(slid), cl_ntoh16(dlid), hint);
+}
+
+/* The SL-to-VL table of port (a switch's out_port, or an end-port) for
+ * packets in by in_port: the epoch's, or VL 0 for every SL; without lanes
+ * OpenSM's own (its QoS configuration's). */
+static void smr_update_sl2vl(void *context, osm_physp_t *port, uint8_t in_port,
+			     uint8_t out_port, ib_slvl_table_t *t)
+{
+	struct smr_plugin *p = context;
+	const struct smr_sl2vl *tbl = NULL;
+	unsigned i;
+
+	if (p->lanes.vls <= 1)
+		return;
+	if (port->p_node && osm_node_get_type(port->p_node) == IB_NODE_TYPE_SWITCH)
+		tbl = smroute_sl2vl(&p->lanes, cl_ntoh64(osm_node_get_node_guid(port->p_node)),
+				    in_port, out_port);
+	for (i = 0; i < 8; i++)
+		t->raw_vl_by_sl[i] = tbl ? (uint8_t)(tbl->vl[2 * i] << 4 | tbl->vl[2 * i + 1]) : 0;
+}
+
 static void smr_engine_destroy(void *context)
 {
 	struct smr_plugin *p = context;
@@ -392,6 +542,8 @@ static void smr_engine_destroy(void *context)
 		smroute_answer_free(&p->answer);
 		p->have_answer = 0;
 	}
+	if (p)
+		smroute_lanes_free(&p->lanes);
 }
 
 static int smr_setup(osm_routing_engine_t *engine, osm_opensm_t *osm)
@@ -399,11 +551,11 @@ static int smr_setup(osm_routing_engine_t *engine, osm_opensm_t *osm)
 	engine->build_lid_matrices = smr_build_lid_matrices;
 	engine->ucast_build_fwd_tables = smr_ucast_build_fwd_tables;
 	engine->destroy = smr_engine_destroy;
-	/* OpenSM's own LFT dump, SL/VL and multicast code use what we filled */
+	engine->path_sl = smr_path_sl;
+	engine->update_sl2vl = smr_update_sl2vl;
+	/* OpenSM's own LFT dump, VL arbitration and multicast code use what we filled */
 	engine->ucast_dump_tables = NULL;
-	engine->update_sl2vl = NULL;
 	engine->update_vlarb = NULL;
-	engine->path_sl = NULL;
 	engine->mcast_build_stree = NULL;
 	return 0;
 }
@@ -419,6 +571,7 @@ static void *smr_construct(osm_opensm_t *osm)
 	if (!p)
 		return NULL;
 	p->osm = osm;
+	p->lanes.vls = p->lanes.sls = 1;
 	module.context = p;
 	p->client = smroute_client_new(err, sizeof(err));
 	if (!p->client) {
@@ -446,6 +599,7 @@ static void smr_delete(void *data)
 		return;
 	if (p->have_answer)
 		smroute_answer_free(&p->answer);
+	smroute_lanes_free(&p->lanes);
 	smroute_client_free(p->client);
 	free(p->row_of);
 	free(p);

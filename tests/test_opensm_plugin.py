@@ -15,9 +15,12 @@ the next sweep falls back to updn and OpenSM's log says why; the daemon comes
 back: the next sweep is smroute's again, and OpenSM's min-hop table as the
 plugin filled it equals, byte for byte, the one OpenSM's own minhop engine
 computes for the same fabric.  LMC 2 is routed through the
-plugin too; TLS with a client certificate, a client the daemon refuses, a
-passed deadline, a missing TLS file, a bad plugin configuration and malformed
-answers (a fault-injecting proxy) are each seen in OpenSM's log.
+plugin too; so is a degraded tree whose detours need virtual lanes (the
+SL-to-VL tables read back from every switch, PathRecord SLs from OpenSM's
+SA, and OpenSM falling back when it cannot program the VLs); TLS with a
+client certificate, a client the daemon refuses, a passed deadline, a missing
+TLS file, a bad plugin configuration and malformed answers (a
+fault-injecting proxy, malformed lanes too) are each seen in OpenSM's log.
 """
 
 from __future__ import annotations
@@ -36,14 +39,17 @@ import numpy as np
 import pytest
 from certs import make_pki
 
-from smroute.fabric.generate import pgft
+from smroute.analysis.paths import pair_paths
+from smroute.analysis.view import routing_view
+from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.fabric.writers import write_ibsim_net
 from smroute.lab.harness import read_conf_snippet
 from smroute.lab.processes import DaemonProcess, OpenSMProcess
-from smroute.lab.sim import IbSim, dump_switch_routes, run_opensm
+from smroute.lab.sim import IbSim, dump_switch_routes, ibnetdiscover, run_opensm
 from smroute.lab.simnet import sim_name
 from smroute.opensm.console import OpenSMConsole
 from smroute.service._gen import smroute_pb2 as pb
@@ -99,13 +105,14 @@ class Rig:
     def __init__(self, fabric: Fabric, workdir: Path, plugin: Path, *, lmc: int = 0,
                  plugin_env: Mapping[str, str] | None = None,
                  daemon_args: tuple[str, ...] = (), listen: str | None = None,
-                 opensm: bool = True) -> None:
+                 opensm: bool = True, conf: Mapping[str, object] | None = None) -> None:
         self.fabric, self.wd, self.plugin, self.lmc = fabric, workdir, plugin, lmc
         self.sock_dir = Path(tempfile.mkdtemp(prefix="smr-", dir="/tmp"))  # short socket path
         self.address = listen or f"unix:{self.sock_dir}/smroute.sock"
         self.with_opensm = opensm
         self.plugin_env = dict(plugin_env or {"SMROUTE_DAEMON": self.address})
         self.daemon_args = daemon_args
+        self.conf = dict(conf or {})  # opensm.conf settings over deploy/opensm-plugin.conf's
         self.sim: IbSim | None = None
         self.daemon: DaemonProcess | None = None
         self.osm: OpenSMProcess | None = None
@@ -127,21 +134,23 @@ class Rig:
         self.daemon.start()
         self.client = SmrouteClient(self.daemon.address)
 
-    def start_opensm(self, env: Mapping[str, str] | None = None, name: str = "opensm") -> None:
+    def start_opensm(self, env: Mapping[str, str] | None = None, name: str = "opensm",
+                     conf: Mapping[str, object] | None = None) -> None:
         """OpenSM with the plugin; updn (the fallback) gets the tree's top
         switches as roots (OpenSM's root_guid_file: aggregation nodes defeat its
-        own root detection)."""
+        own root detection); ``conf``: settings instead of the rig's own."""
         assert self.sim is not None
         roots = self.wd / "roots.guids"
         rank = fabric_roles(self.fabric).rank
         top = self.fabric.switches[rank[self.fabric.switches] == rank.max()]
         roots.write_text("".join(f"{int(g):#018x}\n" for g in self.fabric.node_guid[top]))
-        conf: dict[str, object] = dict(read_conf_snippet(CONF.read_text()))
-        conf.update(lmc=self.lmc, root_guid_file=roots, log_flags="0x47",
-                    log_file=self.wd / name / "opensm.log")
+        settings: dict[str, object] = dict(read_conf_snippet(CONF.read_text()))
+        settings.update(lmc=self.lmc, root_guid_file=roots, log_flags="0x47",
+                        log_file=self.wd / name / "opensm.log")
+        settings.update(self.conf if conf is None else conf)
         self.osm = OpenSMProcess(
             self.sim, self.wd / name, lfts_file=self.wd / "unused.lfts", log_flags=0x47,
-            extra_conf=conf,
+            extra_conf=settings,
             env={"LD_LIBRARY_PATH": str(self.plugin), **(env or self.plugin_env)})
         self.osm.start(120)
 
@@ -400,6 +409,12 @@ def _lid_beyond_range(r: pb.RouteSubnetResponse) -> None:
         sw.lft += b"\xff"
 
 
+def _vl_beyond_lanes(r: pb.RouteSubnetResponse) -> None:
+    r.lanes.epoch, r.lanes.vls, r.lanes.sls = r.epoch.id, 2, 2
+    r.lanes.tables.add(guid=r.switches[0].guid, out_port=1, any_in_port=True,
+                       vl=bytes([0, 2] + [0] * 14))
+
+
 def test_plugin_refuses_malformed_answers(rig_factory: Callable[..., Rig]) -> None:
     fabric = pgft(2, [4, 4], [1, 2], [1, 1])
     rig = rig_factory(fabric, opensm=False)
@@ -412,7 +427,8 @@ def test_plugin_refuses_malformed_answers(rig_factory: Callable[..., Rig]) -> No
         for name, corrupt, says in (
                 ("switch", _drop_switch, "the answer has 5 switches, OpenSM's subnet 6"),
                 ("port", _port_out_of_range, "to port 200, out of range"),
-                ("lid", _lid_beyond_range, "beyond OpenSM's top LID")):
+                ("lid", _lid_beyond_range, "beyond OpenSM's top LID"),
+                ("lanes", _vl_beyond_lanes, "malformed lanes: switch 0x")):
             proxy.corrupt = corrupt
             rig.start_opensm({"SMROUTE_DAEMON": f"127.0.0.1:{port}"}, name)
             wait_for(lambda: rig.sweep_done(0, "updn"), 60, f"{name}: updn's sweep")
@@ -428,3 +444,140 @@ def test_plugin_refuses_malformed_answers(rig_factory: Callable[..., Rig]) -> No
     finally:
         server.stop(None)
         proxy.channel.close()
+
+
+# ---------------------------------------------------------------- virtual lanes
+
+def detour_tree() -> Fabric:
+    """PGFT(2;4,6;1,4;1,1) (24 hosts, 6 leaves, 4 spines) without 10 of its 24
+    leaf-spine cables (seed 1): some leaves share no spine, so some pairs
+    have no up*/down* path; with 2 VLs the daemon routes them with detours
+    (mode tree+detours: 3 detour targets on SL 1, VL 1 after each turn)."""
+    return degrade(pgft(2, [4, 6], [1, 4], [1, 1]), np.random.default_rng(1), links=10)[0]
+
+
+def lanes_of(address: str, epoch: int) -> pb.Lanes:
+    with grpc.insecure_channel(address) as ch:
+        return pb_grpc.SmrouteStub(ch).GetLanes(pb.GetLanesRequest(epoch=epoch), timeout=30)
+
+
+def lanes_sl(lanes: pb.Lanes, slid: int, dlid: int) -> int:
+    """The proto's rule: the SL of the PathSl listing dlid whose sources hold slid, else 0."""
+    def within(lid: int, flat: Any) -> bool:
+        return any(a <= lid <= b for a, b in zip(flat[::2], flat[1::2], strict=True))
+
+    for p in lanes.paths:
+        if within(dlid, p.dlid_ranges) and (p.from_all or within(slid, p.from_lid_ranges)):
+            return int(p.sl)
+    return 0
+
+
+def lanes_vl(lanes: pb.Lanes, guid: int, in_port: int, out_port: int) -> list[int]:
+    """The proto's rule: the (in, out) table, else the any-input one, else VL 0."""
+    tables = {(t.guid, t.out_port, None if t.any_in_port else t.in_port): list(t.vl)
+              for t in lanes.tables}
+    return tables.get((guid, out_port, in_port),
+                      tables.get((guid, out_port, None), [0] * 16))
+
+
+def dr_paths(f: Fabric, start: int) -> dict[int, str]:
+    """Directed-route paths ("0,p1,p2,...") from node ``start`` to every node."""
+    paths, todo = {start: "0"}, [start]
+    while todo:
+        node = todo.pop(0)
+        for port in range(1, int(f.num_ports[node]) + 1):
+            peer = int(f.port_peer[f.port_start[node] + port])
+            if peer >= 0 and int(f.port_node[peer]) not in paths:
+                paths[int(f.port_node[peer])] = f"{paths[node]},{port}"
+                todo.append(int(f.port_node[peer]))
+    return paths
+
+
+def read_sl2vl(sim: IbSim, host: str, dr: str, out_port: int) -> dict[int, list[int]]:
+    """``smpquery sl2vl`` by directed route: the VL of SL 0..15 per input port."""
+    text = sim.run(["smpquery", "-D", "sl2vl", dr, str(out_port)], sim_host=host,
+                   timeout=30).stdout
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("ports: in"):
+            head, _, vls = line.partition(":")[2].partition(":")
+            rows[int(head.split(",")[0].split()[-1])] = [int(v) for v in vls.split("|")[1:-1]]
+    return rows
+
+
+def path_sl(sim: IbSim, host: str, slid: int, dlid: int) -> int:
+    """The SL of the PathRecord OpenSM's SA answers for slid -> dlid (``saquery -p``)."""
+    text = sim.run(["saquery", "-p", "--slid", str(slid), "--dlid", str(dlid)],
+                   sim_host=host, timeout=30).stdout
+    sls = [int(ln.split(".")[-1], 16) for ln in text.splitlines() if ln.strip().startswith("sl.")]
+    assert len(sls) == 1, text
+    return sls[0]
+
+
+def test_plugin_serves_detours_over_virtual_lanes(rig_factory: Callable[..., Rig]) -> None:
+    fabric = detour_tree()
+    rig = rig_factory(fabric, daemon_args=("--max-vls", "2"), conf={"qos": True})
+    assert rig.sim is not None and rig.osm is not None and rig.daemon is not None
+    # 1. smroute routed the pass, with its lanes; every pair is routed
+    wait_for(lambda: rig.sweep_done(0, "smroute"), 60, "smroute's first sweep")
+    log = rig.log_since(0)
+    assert "ERR SMR" not in log and "updn tables configured" not in log
+    assert "smroute: epoch 1 routes detours over 2 VLs" in log
+    ep, want = rig.epoch_tables()
+    assert (ep.routing_mode, ep.vls, ep.validation.ok) == ("tree+detours", 2, True)
+    assert ep.validation.ca_pairs_unroutable == 0
+    held = rig.settle(want)
+    seen = parse_topology(ibnetdiscover(rig.sim), "ibnetdiscover")
+    walked = pair_paths(routing_view(seen, held))
+    assert walked.all_ok and walked.n_endports == len(seen.cas)  # the switches' own tables
+    lanes = lanes_of(rig.daemon.address, ep.id)
+    assert lanes.vls == 2 and lanes.paths and any(any(t.vl) for t in lanes.tables)
+
+    # 2. every switch's SL-to-VL tables (each output port with a cable, each
+    #    input port) read back equal the daemon's, VL 0 where it has none;
+    #    the host's own table maps every SL to VL 0 (ibsim's default: SL i -> VL i)
+    host = int(fabric.cas[0])
+    host_name = sim_name(fabric, host)
+    dr = dr_paths(fabric, host)
+    assert read_sl2vl(rig.sim, host_name, "0", 0) == {0: [0] * 16}
+    compared = on_vl1 = 0
+    for sw in fabric.switches.tolist():
+        guid = int(fabric.node_guid[sw])
+        for out in range(1, int(fabric.num_ports[sw]) + 1):
+            if fabric.port_peer[fabric.port_start[sw] + out] < 0:
+                continue  # OpenSM programs ports that are up
+            got = read_sl2vl(rig.sim, host_name, dr[sw], out)
+            assert sorted(got) == list(range(int(fabric.num_ports[sw]) + 1))
+            for inp, vls in got.items():
+                assert vls == lanes_vl(lanes, guid, inp, out), (hex(guid), inp, out)
+                compared += 1
+                on_vl1 += 1 in vls
+    assert compared > 300 and on_vl1 > 10
+
+    # 3. the SA's PathRecords carry the daemon's SL: every host to the first
+    #    LID of each detour target, and to a LID with no detour
+    ca_lids = sorted(int(seen.port_lid[seen.port_start[c] + 1]) for c in seen.cas.tolist())
+    detoured = [int(p.dlid_ranges[0]) for p in lanes.paths]
+    plain = next(lid for lid in ca_lids if all(lanes_sl(lanes, s, lid) == 0 for s in ca_lids))
+    sls = {}
+    for dlid in (*detoured, plain):
+        for slid in ca_lids:
+            if slid != dlid:
+                sls[slid, dlid] = path_sl(rig.sim, host_name, slid, dlid)
+                assert sls[slid, dlid] == lanes_sl(lanes, slid, dlid), (slid, dlid)
+    assert set(sls.values()) == {0, 1}
+
+    # 4. OpenSM cannot program the VLs: qos off, or max_op_vls 1 (VL 0 only):
+    #    the pass falls back to updn (or its fallback, minhop), and the log says why
+    rig.osm.stop()
+    for name, conf, says in (
+            ("noqos", {}, "OpenSM's qos is FALSE, so OpenSM programs no SL-to-VL tables"),
+            ("onevl", {"qos": True, "max_op_vls": 1}, "OpenSM's max_op_vls 1 allows 1 data VLs")):
+        rig.start_opensm(name=name, conf=conf)
+        wait_for(lambda: rig.sweep_done(0, "updn") or rig.sweep_done(0, "minhop"), 60,
+                 f"{name}: the fallback's sweep")
+        text = rig.log_since(0)
+        assert "ERR SMR06: smroute: epoch" in text and says in text, name
+        assert "OpenSM cannot program these virtual lanes" in text
+        assert "smroute tables configured" not in text
+        rig.osm.stop()
