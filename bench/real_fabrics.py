@@ -15,7 +15,7 @@ columns: status, host pairs left out, SP, A2A, RP, HSD of the shift CPS,
 routing time) and the notes; ``--json FILE`` writes every figure (atomically).
 
     .venv/bin/python bench/real_fabrics.py [--real DIR] [--only NAME ...]
-        [--engines dmodc ftree updn minhop dfsssp] [--rp-samples 1000]
+        [--engines dmodc nmodc ftree updn minhop dfsssp sssp] [--vls 1] [--rp-samples 1000]
         [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
 """
 
@@ -43,7 +43,7 @@ from smroute.fileio import atomic_write_text
 from smroute.lab.sidebyside import SideBySide, run_side_by_side
 
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
-DEFAULT_ENGINES = ("dmodc", "ftree", "updn", "minhop", "dfsssp")
+DEFAULT_ENGINES = ("dmodc", "nmodc", "ftree", "updn", "minhop", "dfsssp", "sssp")
 Row = dict[str, Any]
 
 
@@ -142,7 +142,8 @@ def run_one(path: Path, args: argparse.Namespace, work: Path) -> Row:
     t0 = time.monotonic()
     sbs = run_side_by_side(fabric, work, np.random.default_rng(args.seed), engines=args.engines,
                            config=cfg, opensm_timeout=args.timeout,
-                           capture=path if plain else None, order=args.order)
+                           capture=path if plain else None, order=args.order,
+                           max_vls=args.vls)
     return {**result_row(path, info, sbs), "seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -151,7 +152,10 @@ def main() -> None:
     ap.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real fabrics folder")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these files (names)")
     ap.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
-                    help="dmodc and OpenSM engines (ftree updn minhop dfsssp sssp)")
+                    help="smroute's (dmodc nmodc) and OpenSM's engines (ftree updn minhop "
+                    "dfsssp sssp)")
+    ap.add_argument("--vls", type=int, default=1,
+                    help="data VLs nmodc may use (2+: detours where a tree has no path)")
     ap.add_argument("--rp-samples", type=int, default=1000, help="random permutations for RP")
     ap.add_argument("--order", choices=("topo", "guid"), default="topo",
                     help="host order of SP and HSD: Dmodc's topological order or port GUIDs")

@@ -35,6 +35,7 @@ from smroute.study.results import (
     paired_table,
     parse_rows,
     read_rows,
+    verdict_table,
 )
 from smroute.study.runner import plan_tasks, run_study
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
@@ -364,3 +365,23 @@ def test_resume_adds_smroute_engines_beside_cached_opensm_rows(tmp_path: Path) -
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
     assert {r["status"] for r in t1.values()} == {"ok"} and len(t1) == 3
     assert t1["minhop"]["wall_seconds"] != cached[(1, "minhop")]["wall_seconds"]
+
+
+def test_verdict_table_against_the_best_complete_rival() -> None:
+    def row(t: int, e: str, a2a: float, removed: int = 5, **kw: object) -> dict[str, object]:
+        return {"fabric": "f", "mode": "link", "throw": t, "seed": 1, "removed": removed,
+                "engine": e, "status": "ok", "a2a": a2a, "unroutable_pairs": 0, **kw}
+
+    rows = [row(0, "nmodc", 10), row(1, "nmodc", 12), row(2, "nmodc", 11),
+            row(0, "dfsssp", 11), row(1, "dfsssp", 12), row(2, "dfsssp", 10),
+            row(0, "minhop", 9), row(1, "minhop", 9), row(2, "minhop", 9, unroutable_pairs=4)]
+    t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",))
+    # minhop has the lower median but is incomplete on throw 2: dfsssp is the rival
+    assert t[1] == ["4-15 (3)", "a2a", "dfsssp 11", "11", "1/1/1", "miss"]  # 1 of 3 worse
+    t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
+                      tolerance=0.5)
+    assert t[1][-1] == "ok"
+    rows[2]["unroutable_pairs"] = 1  # nmodc itself incomplete on a throw: a miss
+    t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
+                      tolerance=0.5)
+    assert t[1][3:] == ["11 (1 incomplete or failed)", "0/1/1", "miss"]

@@ -200,21 +200,22 @@ def _probe_offsets(m: int) -> np.ndarray:
 
 def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
     """Where the lost slots of ``P`` patterns go: ``avail`` ``(P, m)`` bool
-    (closer nominal slots) -> ``(P, m - 1, m)`` int16, the slot taken by a
-    destination of slot ``j`` with next digit ``r`` (``[p, r, j]``; ``j``
-    itself where it leads closer).  Lost slots are served in slot order,
-    each taking the first closer slot of its probe order
-    (:func:`_probe_offsets`) that no lost slot before it took for the same
-    ``r`` (any closer slot when all are taken): the lost slots of ``m``
-    consecutive NIDs go to distinct closer groups."""
+    (closer nominal slots, at least two per pattern) -> ``(P, m - 1, m)``
+    int16, the slot taken by a destination of slot ``j`` with next digit
+    ``r`` (``[p, r, j]``; ``j`` itself where it leads closer).  Lost slots
+    are served in slot order, each taking the first closer slot of its
+    probe order (:func:`_probe_offsets`) that the fewest lost slots before
+    it took for the same ``r`` (level by level: every closer slot once, then
+    every one twice, ...): the lost slots of ``m`` consecutive NIDs spread
+    evenly over the closer groups."""
     n_p = len(avail)
     off = _probe_offsets(m).ravel().astype(np.int32)  # [r * (m - 1) + k]
     out = np.broadcast_to(np.arange(m, dtype=np.int16)[None, None, :], (n_p, m - 1, m)).copy()
     flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
-    taken = np.zeros(n_p * (m - 1) * m, dtype=bool)  # [(p * (m - 1) + r) * m + slot]
+    taken = np.zeros(n_p * (m - 1) * m, dtype=np.int16)  # [(p * (m - 1) + r) * m + slot]
     lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
     rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
-    n_avail = avail.sum(axis=1)  # a lost slot of rank q finds a free slot iff q < n_avail
+    n_avail = avail.sum(axis=1)
     for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
         sel = rank == q
         n = int(sel.sum())
@@ -223,21 +224,18 @@ def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
         pr = np.repeat(lost_p[sel].astype(np.int32), m - 1) * np.int32(m - 1) + r
         base_a = (pr // (m - 1)) * m  # avail row
         base_t = pr * m  # taken row
+        level = np.repeat(q // n_avail[lost_p[sel]], m - 1)  # a slot taken <= level times is free
         pick = np.full(len(pr), -1, dtype=np.int16)
-        has_free = np.repeat(n_avail[lost_p[sel]] > q, m - 1)
-        for free_only in (True, False):  # a free closer slot, else any closer slot
-            act = np.flatnonzero((pick < 0) & (has_free == free_only))
-            for k in range(m - 1):
-                if not len(act):
-                    break
-                cand = (j[act] + 1 + off[r[act] * (m - 1) + k]) % m
-                ok = flat_avail[base_a[act] + cand]
-                if free_only:
-                    ok &= ~taken[base_t[act] + cand]
-                pick[act[ok]] = cand[ok]
-                act = act[~ok]
+        act = np.arange(len(pr))
+        for k in range(m - 1):
+            if not len(act):
+                break
+            cand = (j[act] + 1 + off[r[act] * (m - 1) + k]) % m
+            ok = flat_avail[base_a[act] + cand] & (taken[base_t[act] + cand] <= level[act])
+            pick[act[ok]] = cand[ok]
+            act = act[~ok]
         flat_out[base_t + j] = pick
-        taken[base_t + pick] = True
+        taken[base_t + pick] += 1
     return out
 
 
@@ -278,6 +276,29 @@ def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarr
         alt = _alternatives(pbits[ps, :m], m).reshape(len(ps), -1)  # (p, (m - 1) * m)
         value[start[ps, None] + np.arange(alt.shape[1])[None, :]] = gmax + alt
     return length, start, value
+
+
+def _occurrences(length: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry of the slot tables (:func:`_slot_tables`), ``(occ (F,),
+    count (F,))`` int32: how many entries of its pattern's table before it
+    hold the same value, and how many hold it in all.  A destination at entry
+    ``e`` in round ``q = floor(x / length)`` is then the ``q * count[e] +
+    occ[e]``-th of its group, whose parallel cables it takes in turn (one
+    entry per value, as in every table without lost slots: ``q``, Dmodc's
+    digit)."""
+    pat = np.repeat(np.arange(len(length)), length)
+    key = pat * (int(value.max(initial=0)) + 1) + value
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.ones(len(ks), dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    run = np.cumsum(first) - 1
+    start = np.flatnonzero(first)
+    occ = np.empty(len(key), dtype=np.int32)
+    occ[order] = np.arange(len(ks)) - start[run]
+    count = np.empty(len(key), dtype=np.int32)
+    count[order] = np.diff(np.append(start, len(ks)))[run]
+    return occ, count
 
 
 def _route_remote(
@@ -344,23 +365,25 @@ def _route_remote(
         nid[None, :] // piv[:, None].astype(np.int32))
     tgt = col_of[ctx.tgt_i]  # (D,)
     len_d = length[pat_of].astype(np.int32)[:, tgt]  # (B, D)
-    at = start[pat_of].astype(np.int32)[:, tgt] + _mod(x, len_d)  # table entry
+    ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x, len_d)  # table entry
     n_flat, n_col = len(val), cols.shape[1]
     if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
         # per switch, every table entry's column: one lookup per destination
         sel = val[None, :] + (bi * n_col)[:, None]  # (B, F)
-        at += (bi * n_flat)[:, None].astype(np.int32)
+        at = ent + (bi * n_flat)[:, None].astype(np.int32)
     else:  # many patterns (heavy damage): the entry's column, then the switch's lookup
         sel = np.arange(b * n_col).reshape(b, n_col)
-        at = val[at] + (bi * n_col)[:, None]
+        at = val[ent] + (bi * n_col)[:, None]
     grp_sel, dead_sel = grp_lut.ravel()[sel], dead.ravel()[sel]
     cnt = g.grp_port_count[grp_sel]
     if (cnt[~dead_sel] == 1).all():
         port_lut = np.where(dead_sel, NO_ROUTE, g.grp_ports[g.grp_port_first[grp_sel]])
         port = port_lut.astype(np.uint8).ravel()[at]
-    else:  # parallel links: the port inside the group by the next digit
+    else:  # parallel links: the group's destinations take its cables in turn
         grp = grp_sel.ravel()[at]
-        port = g.grp_ports[g.grp_port_first[grp] + (x // len_d) % g.grp_port_count[grp]]
+        occ, count = _occurrences(length, val)
+        turn = (x // len_d) * count[ent] + occ[ent]
+        port = g.grp_ports[g.grp_port_first[grp] + turn % g.grp_port_count[grp]]
         port = np.where(dead_sel.ravel()[at], NO_ROUTE, port)
     out.reshape(b, -1)[:, dest.lid] = port
 

@@ -51,6 +51,7 @@ __all__ = [
     "summary_lines",
     "band_table",
     "paired_table",
+    "verdict_table",
     "markdown_report",
     "compact_table",
     "csv_path",
@@ -291,6 +292,56 @@ def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
     return out
 
 
+def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
+                  rivals: Sequence[str], metrics: Sequence[str] = ("sp", "a2a", "rp",
+                                                                   "hsd_topo", "hsd_random"),
+                  tolerance: float = 0.05) -> list[list[str]]:
+    """``ref`` against the best of ``rivals`` per band and metric: the rival
+    with the lowest median among those complete on every throw of the band
+    (``*``: none is; then the lowest median over each one's complete
+    throws), ``ref``'s median over its complete throws (and how many are
+    not), the paired ``W/E/B`` against that rival on the throws both
+    complete, and ``ok`` when ``ref`` is complete on every throw, its median
+    is at or below the rival's and it is worse on at most ``tolerance`` of
+    the paired throws, else ``miss``."""
+    sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode]
+    out = [["removed (throws)", "metric", "best rival", f"{ref}", "paired W/E/B", "verdict"]]
+    for label, lo, hi in BANDS:
+        band = [r for r in sel if lo <= int(str(r["removed"])) <= hi]
+        throws = sorted({int(str(r["throw"])) for r in band})
+        if not throws:
+            continue
+        by = {(int(str(r["throw"])), str(r["engine"])): r for r in band}
+        for j, m in enumerate(metrics):
+            cand = [(float(np.median(list(v.values()))), len(v) == len(throws), e)
+                    for e in rivals if (v := _complete_values(by, throws, e, m))]
+            full = [c for c in cand if c[1]]
+            mine = _complete_values(by, throws, ref, m)
+            cells = [f"{label} ({len(throws)})" if j == 0 else "", m]
+            if not cand or not mine:
+                out.append(cells + ["-", "-", "-", "miss" if not mine else "-"])
+                continue
+            med, _, best = min(full or cand)
+            theirs = _complete_values(by, throws, best, m)
+            d = [mine[t] - theirs[t] for t in mine if t in theirs]
+            w, b = sum(x > 1e-9 for x in d), sum(x < -1e-9 for x in d)
+            my_med = float(np.median(list(mine.values())))
+            inc = len(throws) - len(mine)
+            ok = inc == 0 and my_med <= med + 1e-9 and w <= tolerance * len(d)
+            cells += [f"{best}{'' if full else '*'} {med:.3g}",
+                      f"{my_med:.3g}" + (f" ({inc} incomplete or failed)" if inc else ""),
+                      f"{w}/{len(d) - w - b}/{b}", "ok" if ok else "miss"]
+            out.append(cells)
+    return out
+
+
+def _complete_values(by: dict[tuple[int, str], Row], throws: Sequence[int], engine: str,
+                     metric: str) -> dict[int, float]:
+    """``metric`` of ``engine`` per throw of ``throws`` where its row is complete."""
+    return {t: _num(by[(t, engine)].get(metric)) for t in throws
+            if (t, engine) in by and complete(by[(t, engine)])}
+
+
 def _md(table: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
     out += ["| " + " | ".join(r) + " |" for r in table[1:]]
@@ -315,10 +366,19 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
         for m in (*metrics, "routing_seconds"):
             out += [f"{names.get(m, m)}, median / worst:", ""]
             out += _md(band_table(rows, fab, mode, m, engs)) + [""]
-            if m != "routing_seconds" and "dmodc" in engs and len(engs) > 1:
-                out += ["Dmodc against each engine on the same throws: throws where Dmodc is "
-                        "worse / equal / better (largest excess):", ""]
-                out += _md(paired_table(rows, fab, mode, m, engs)) + [""]
+            for ref in ("dmodc", "nmodc"):
+                if m != "routing_seconds" and ref in engs and len(engs) > 1:
+                    name = ref.capitalize()
+                    out += [f"{name} against each engine on the same throws: throws where "
+                            f"{name} is worse / equal / better (largest excess):", ""]
+                    out += _md(paired_table(rows, fab, mode, m, engs, ref)) + [""]
+        rivals = [e for e in engs if e not in ("dmodc", "nmodc")]
+        if "nmodc" in engs and rivals:
+            out += ["Nmodc against the best OpenSM engine of each band and metric (the "
+                    "lowest median among the engines complete on every throw of the band; "
+                    "`*` none is), paired on the same throws; `ok`: Nmodc complete on every "
+                    "throw, median at or below, worse in at most 5% of the paired throws:", ""]
+            out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
     return out
 
 
