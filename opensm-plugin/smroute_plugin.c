@@ -273,11 +273,16 @@ static int check_lane_ports(struct smr_plugin *p, const struct smr_lanes *L, cha
 		const struct smr_sl2vl *t = &L->tables[k];
 		osm_switch_t *sw = osm_get_switch_by_guid(&p->osm->subn, cl_hton64(t->guid));
 
-		if (!sw || t->out_port >= sw->num_ports ||
+		if (!sw) {
+			snprintf(err, errlen, "SL-to-VL table of switch 0x%016" PRIx64 ", which "
+				 "is not in OpenSM's subnet", t->guid);
+			return -1;
+		}
+		if (t->out_port >= sw->num_ports ||
 		    (t->in_port != SMR_ANY_IN && t->in_port >= sw->num_ports)) {
 			snprintf(err, errlen, "SL-to-VL table of switch 0x%016" PRIx64 " (in port "
 				 "%u, out port %u) does not fit its %u ports", t->guid, t->in_port,
-				 t->out_port, sw ? sw->num_ports - 1 : 0);
+				 t->out_port, sw->num_ports - 1);
 			return -1;
 		}
 	}

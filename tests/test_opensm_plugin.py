@@ -571,7 +571,7 @@ def test_plugin_serves_detours_over_virtual_lanes(rig_factory: Callable[..., Rig
     #    the pass falls back to updn (or its fallback, minhop), and the log says why
     rig.osm.stop()
     for name, conf, says in (
-            ("noqos", {}, "OpenSM's qos is FALSE, so OpenSM programs no SL-to-VL tables"),
+            ("noqos", {"qos": False}, "qos is FALSE, so OpenSM programs no SL-to-VL tables"),
             ("onevl", {"qos": True, "max_op_vls": 1}, "OpenSM's max_op_vls 1 allows 1 data VLs")):
         rig.start_opensm(name=name, conf=conf)
         wait_for(lambda: rig.sweep_done(0, "updn") or rig.sweep_done(0, "minhop"), 60,
