@@ -16,12 +16,13 @@
  *   ucast_build_fwd_tables  each switch's new_lft from the answer (OpenSM
  *                           then writes only the 64-LID blocks that differ
  *                           from what the switch holds);
- *   path_sl, update_sl2vl   when the epoch routes detours over virtual lanes
- *                           (the answer's Lanes, kept from the last
- *                           successful pass): the SA's PathRecord SL and the
- *                           SL-to-VL tables OpenSM's QoS manager programs
+ *   path_sl, update_sl2vl   set only while the epoch routes detours over
+ *                           virtual lanes (the answer's Lanes, kept from the
+ *                           last successful pass): the SA's PathRecord SL and
+ *                           the SL-to-VL tables OpenSM's QoS manager programs
  *                           after routing (only with "qos TRUE").  Without
- *                           lanes they leave OpenSM's own SL and tables.
+ *                           lanes they are unset: OpenSM's own SLs and
+ *                           (optimized) SL-to-VL programming, as before.
  *
  * Failure is safe: daemon unreachable, deadline passed, an epoch that failed
  * validation, an answer that does not fit this subnet (switch count, a GUID,
@@ -72,6 +73,7 @@ struct smr_plugin {
 	/* the lanes of the last successful pass (vls 1: none); read by the SA's
 	 * threads under OpenSM's lock, replaced while routing holds it */
 	struct smr_lanes lanes;
+	osm_routing_engine_t *engine; /* ours, to set or unset path_sl, update_sl2vl */
 	unsigned passes, failures;
 };
 
@@ -408,6 +410,23 @@ out:
 
 /* ------------------------------------------------------------ the engine */
 
+static uint8_t smr_path_sl(void *context, uint8_t hint, const ib_net16_t slid,
+			   const ib_net16_t dlid);
+static void smr_update_sl2vl(void *context, osm_physp_t *port, uint8_t in_port,
+			     uint8_t out_port, ib_slvl_table_t *t);
+
+/* The lanes hooks are set while the kept lanes need VLs (OpenSM reads them
+ * at each use; we change them while routing holds OpenSM's lock). */
+static void set_lane_hooks(struct smr_plugin *p)
+{
+	int on = p->lanes.vls > 1;
+
+	if (!p->engine)
+		return;
+	p->engine->path_sl = on ? smr_path_sl : NULL;
+	p->engine->update_sl2vl = on ? smr_update_sl2vl : NULL;
+}
+
 static int smr_build_lid_matrices(void *context)
 {
 	struct smr_plugin *p = context;
@@ -424,6 +443,7 @@ static int smr_build_lid_matrices(void *context)
 		p->have_answer = 0;
 	}
 	smroute_lanes_free(&p->lanes); /* a failed pass keeps none */
+	set_lane_hooks(p);
 	if (!p->client) {
 		p->failures++;
 		OSM_LOG(&p->osm->log, OSM_LOG_ERROR, "ERR SMR01: smroute: not configured: %s; "
@@ -471,6 +491,7 @@ static int smr_build_lid_matrices(void *context)
 	p->have_answer = 1;
 	p->lanes = p->answer.lanes; /* kept for path_sl and update_sl2vl */
 	memset(&p->answer.lanes, 0, sizeof(p->answer.lanes));
+	set_lane_hooks(p);
 	if (p->lanes.vls > 1)
 		OSM_LOG(&p->osm->log, OSM_LOG_INFO, "smroute: epoch %" PRIu64 " routes detours "
 			"over %u VLs: %u SLs (escape SL %u), %zu path SLs, %zu SL-to-VL tables\n",
@@ -553,12 +574,17 @@ static void smr_engine_destroy(void *context)
 
 static int smr_setup(osm_routing_engine_t *engine, osm_opensm_t *osm)
 {
+	struct smr_plugin *p = engine->context; /* OpenSM sets it before setup */
+
+	if (p)
+		p->engine = engine;
 	engine->build_lid_matrices = smr_build_lid_matrices;
 	engine->ucast_build_fwd_tables = smr_ucast_build_fwd_tables;
 	engine->destroy = smr_engine_destroy;
-	engine->path_sl = smr_path_sl;
-	engine->update_sl2vl = smr_update_sl2vl;
-	/* OpenSM's own LFT dump, VL arbitration and multicast code use what we filled */
+	/* OpenSM's own LFT dump, VL arbitration and multicast code use what we
+	 * filled; path_sl and update_sl2vl while an epoch has lanes */
+	engine->path_sl = NULL;
+	engine->update_sl2vl = NULL;
 	engine->ucast_dump_tables = NULL;
 	engine->update_vlarb = NULL;
 	engine->mcast_build_stree = NULL;
