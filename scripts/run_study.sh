@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Reproduce the degradation study shown in the README (docs/study/).
 #
-# Two fabrics, switch and link degradation, every engine (Dmodc + OpenSM's
-# ftree, updn, minhop, dfsssp, sssp under ibsim), seed 2026:
+# Two fabrics, switch and link degradation, every engine (Dmodc, Nmodc with
+# detours over VLS virtual lanes, OpenSM's ftree, updn, minhop, dfsssp, sssp
+# under ibsim), seed 2026:
 #   * PGFT(2;18,36;1,18;1,1): 648 hosts, 54 switches   (THROWS_648 per mode)
 #   * PGFT(3;12,12,12;1,12,12;1,1,1): 1,728 hosts, 432 switches (THROWS_1728 per mode)
 # Resumable: throws already complete in docs/study/<fabric>/study.csv are skipped,
-# so rerunning after a crash or with more throws only computes what is missing.
+# so rerunning after a crash or with more throws only computes what is missing;
+# a throw that lacks only smroute's engines (an engine added) runs those alone
+# beside its cached OpenSM rows once Dmodc reproduces its cached row (else it
+# runs again in full on the next run).  Failed OpenSM rows are kept
+# (--keep-failed): OpenSM's fallbacks are deterministic.
 # Runs niced with a 2-process pool (WORKERS); a Dask cluster can be used with
 # SCHEDULER=tcp://host:port.
 #
@@ -19,6 +24,8 @@ SEED=${SEED:-2026}
 WORKERS=${WORKERS:-2}
 THROWS_648=${THROWS_648:-100}
 THROWS_1728=${THROWS_1728:-60}
+VLS=${VLS:-4}
+ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,minhop,dfsssp,sssp}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
 extra=()
 if [[ -n "${SCHEDULER:-}" ]]; then extra+=(--scheduler "$SCHEDULER"); fi
@@ -27,7 +34,7 @@ which=${1:-all}
 run() {  # name tuple throws
   nice -n 10 "$PY" -m smroute study degrade --pgft "$2" --mode switch,link \
     --throws "$3" --seed "$SEED" --workers "$WORKERS" --workdir "$SCRATCH/$1" \
-    --out "docs/study/$1" "${extra[@]}"
+    --engines "$ENGINES" --vls "$VLS" --keep-failed --out "docs/study/$1" "${extra[@]}"
 }
 if [[ $which == all || $which == 648 ]]; then
   run pgft648 "2;18,36;1,18;1,1" "$THROWS_648"

@@ -329,3 +329,32 @@ def test_daemon_routes_and_reroutes_with_nmodc() -> None:
         assert np.array_equal(out.epoch.result.tables.ports, full.tables.ports)
     finally:
         core.close()
+
+
+def test_a_groups_destinations_take_its_parallel_cables_in_turn() -> None:
+    """A leaf that lost every cable to one spine (PGFT with 2 cables per
+    leaf-spine pair): each surviving spine group carries its share of the
+    destinations, and its two cables carry them evenly (within one), as
+    Dmodc's do where no slot is lost (the table's round, not its length)."""
+    f = pgft(2, (4, 8), (1, 4), (1, 2))  # 8 leaves x 4 hosts, 4 spines, 2 cables each
+    g0 = route(f, algorithm="nmodc", workers=1, labels=False).graph
+    leaf = int(g0.leaves[0])
+    spine = int(g0.grp_remote[g0.grp_first[leaf] + g0.grp_count[leaf] - 1])
+    node, other = g0.sw_node[leaf], g0.sw_node[spine]
+    a, b = f.port_node[f.link_a], f.port_node[f.link_b]
+    cut = np.flatnonzero(((a == node) & (b == other)) | ((a == other) & (b == node)))
+    assert len(cut) == 2
+    res = route(f.with_removed(links=cut), algorithm="nmodc", workers=1, labels=False)
+    g = res.graph
+    leaf_t = np.flatnonzero(g.sw_guid == g0.sw_guid[leaf])[0]
+    remote = ~res.dest.is_switch & (res.dest.target != leaf_t)
+    ports = res.tables.ports[leaf_t, res.dest.lid[remote]]
+    for k in range(g.grp_count[leaf_t]):
+        grp = g.grp_first[leaf_t] + k
+        cables = g.grp_ports[g.grp_port_first[grp]:g.grp_port_first[grp]
+                             + g.grp_port_count[grp]]
+        if g.rank[g.grp_remote[grp]] <= g.rank[leaf_t]:
+            continue
+        per = np.array([(ports == p).sum() for p in cables])
+        assert len(per) == 2 and per.sum() >= 9, per  # 28 destinations over 3 spines
+        assert per.max() - per.min() <= 1, per
