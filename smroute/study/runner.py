@@ -155,11 +155,13 @@ def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTa
     have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
     missing = [e for e in task.engines if e not in have]
     dm = have.get("dmodc")
-    if not have or dm is None or dm.get("status") != "ok" or \
-            not set(missing) <= set(SMROUTE_ENGINES):
+    if not have or dm is None or dm.get("status") != "ok" or "dmodc" not in task.engines \
+            or not set(missing) <= set(SMROUTE_ENGINES):
         return None
     check = tuple((k, float(v)) for k in METRICS
                   if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v))
+    if not check:  # nothing to check the cached rows by
+        return None
     engines = tuple(e for e in task.engines if e in missing or e == "dmodc")
     return dataclasses.replace(task, engines=engines, check=check)
 
