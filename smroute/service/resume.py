@@ -1,6 +1,6 @@
-"""How the routing daemon comes back after a restart (:func:`resume`, before it
-serves; :func:`catch_up`, once it serves), from what :mod:`smroute.service.durable`
-wrote.
+"""How the routing daemon comes back after a restart (:func:`resume` and
+:func:`catch_up`, before it serves; :func:`reconcile_live`, once it serves),
+from what :mod:`smroute.service.durable` wrote.
 
 Resume: the newest stored epoch whose tables decode and match their SHA-256
 becomes the current epoch, with the same id, tables, down set and validation
@@ -51,7 +51,7 @@ from smroute.tables.lft import ForwardingTables, lid_labels
 if TYPE_CHECKING:
     from smroute.service.core import RoutingCore
 
-__all__ = ["Resumed", "catch_up", "rebuild_result", "resume"]
+__all__ = ["Resumed", "catch_up", "rebuild_result", "reconcile_live", "resume"]
 
 
 @dataclass(frozen=True)
@@ -218,10 +218,10 @@ def resume(core: RoutingCore) -> Resumed | None:
 
 
 def catch_up(core: RoutingCore, r: Resumed) -> None:
-    """Once serving: reroute from the resumed epoch to the state in force
-    (ApplyFaults with the step between their down sets, in chunks; a full
-    route if the base or the settings changed), then reconcile a fabric from
-    live discovery with what discovery finds now."""
+    """Before serving: reroute from the resumed epoch to the state in force
+    (``ApplyFaults`` with the step between their down sets, in chunks; a full
+    route if the base or the settings changed), so that no client sees an
+    epoch older than what the previous instance acknowledged."""
     cur, base = core.store.current, core.base
     try:
         if r.behind and base is not None:
@@ -237,6 +237,11 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
                      journal_events=r.journal_events)
     except ServiceError as err:
         core.log("error", "catch_up_failed", error=err.message)
+
+
+def reconcile_live(core: RoutingCore) -> None:
+    """Once serving: for a fabric from live discovery, load and route what
+    discovery finds now when its hash differs from the resumed base."""
     src = core.base_source
     if core.base is not None and src.startswith("live") and not core.shutting_down.is_set():
         try:

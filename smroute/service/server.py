@@ -59,7 +59,7 @@ from smroute.service.durable import Durable, new_instance_id
 from smroute.service.errors import ServiceError, Status
 from smroute.service.listen import ListenClaim, claim_listen
 from smroute.service.log import Logger
-from smroute.service.resume import catch_up
+from smroute.service.resume import catch_up, reconcile_live
 from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
 
 __all__ = ["Daemon", "Logger"]
@@ -133,11 +133,16 @@ class Daemon:
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
             metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
         )
-        # the last committed epoch, its down set and settings, before serving
+        # the last committed epoch, its down set and settings, and the events
+        # acknowledged after it, before serving
         resumed = self.core.resume()
+        replaced = (cfg.fabric is not None
+                    and not self.core.durable.configured_unchanged(self.core))
+        if resumed is not None and not replaced:
+            catch_up(self.core, resumed)
         self._start_grpc()
         self._set_health(False)
-        if cfg.fabric is not None and not self.core.durable.configured_unchanged(self.core):
+        if replaced and cfg.fabric is not None:
             self._initial_route(cfg.fabric)
             resumed = None  # the configured fabric replaced the resumed state
         self._set_health(True)
@@ -150,9 +155,9 @@ class Daemon:
                 "address": self.address, "pid": os.getpid(),
                 "metrics": self.metrics_server.url if self.metrics_server else None,
             }) + "\n")
-        if resumed is not None:  # journaled events, a lost commit, live discovery
-            threading.Thread(target=catch_up, args=(self.core, resumed), daemon=True,
-                             name="smroute-catch-up").start()
+        if resumed is not None:  # a fabric from live discovery: what it finds now
+            threading.Thread(target=reconcile_live, args=(self.core,), daemon=True,
+                             name="smroute-reconcile").start()
 
     def _durable(self) -> Durable:
         """The state database of ``cfg.state`` (none if off); a second daemon on
