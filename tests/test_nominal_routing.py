@@ -19,6 +19,7 @@ from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate, sp_risk
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.generate import degrade, pgft, slender_tree
+from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import write_topology
 from smroute.routing import dmodc, nominal
@@ -43,6 +44,7 @@ COMPLETE = [
     (3, (12, 12, 12), (1, 12, 12), (1, 1, 1)),
 ]
 STUDY_1728 = "3;12,12,12;1,12,12;1,1,1"
+REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 
 
 def _ids(spec: tuple) -> str:
@@ -358,3 +360,24 @@ def test_a_groups_destinations_take_its_parallel_cables_in_turn() -> None:
         per = np.array([(ports == p).sum() for p in cables])
         assert len(per) == 2 and per.sum() >= 9, per  # 28 destinations over 3 spines
         assert per.max() - per.min() <= 1, per
+
+
+def test_switches_without_pgft_siblings_route_as_dmodc() -> None:
+    """On selene's storage fabric (real capture) the spines' siblings reach
+    32 cores and 4 host-less leaves that rank as roots: no PGFT, so their
+    slots are their own groups and they must route exactly as Dmodc does (a
+    slot table with alternatives there sent SP from 18 to 26 and A2A from 35
+    to 48); the leaves keep their nominal slots."""
+    path = REAL / "Mellanox-ufm_sdk_3.0-selene.storage.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the shared real captures)")
+    f = read_fabric(path)
+    f = f[0] if isinstance(f, tuple) else f
+    dm = route(f, algorithm="dmodc", workers=1, labels=False)
+    nm = route(f, algorithm="nmodc", workers=1, labels=False)
+    g = nm.graph
+    spines = np.flatnonzero(g.rank == 1)
+    assert np.array_equal(nm.tables.ports[spines], dm.tables.ports[spines])
+    assert not np.array_equal(nm.tables.ports, dm.tables.ports)  # the leaves differ
+    own = nominal.nominal_slots(g).own
+    assert own[spines].all() and not own[g.rank == 0].any()

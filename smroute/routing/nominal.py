@@ -18,7 +18,10 @@ up-going route takes:
   siblings.  Where ``#U(s)`` exceeds the largest up arity of any switch of
   that rank by more than half, the siblings are no PGFT's (e.g. leaves on
   overlapping pairs of spines), and in the general up*/down* orientation
-  (no tree levels), the switch's own up groups are its slots.
+  (no tree levels), the switch's own up groups are its slots and it routes
+  exactly as Dmodc does (``C[x mod #C]`` over its closer groups): it has no
+  siblings to agree with, and a slot table with alternatives there spreads
+  worse (Mellanox selene's spines: SP 26 against Dmodc's 18).
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
 * **Routes.**  With ``x = floor(t / Pi[s])``: a down-going route (the target
@@ -79,11 +82,13 @@ class NominalSlots:
     slot_grp ``(S, M)`` int64: the group id (index into the ``grp_*`` arrays)
     of slot ``j`` of switch ``s``, -1 where ``s`` has no link to that slot's
     switch (or ``j >= arity[s]``); arity ``(S,)`` int64: ``m(s)``, 0 for a
-    switch without up-neighbours.
+    switch without up-neighbours; own ``(S,)`` bool: the switch's slots are
+    its own up groups (no PGFT siblings): it routes as Dmodc does.
     """
 
     slot_grp: np.ndarray
     arity: np.ndarray
+    own: np.ndarray
 
 
 def nominal_slots(g: SwitchGraph) -> NominalSlots:
@@ -116,7 +121,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     slot = np.where(nominal[lo], u_slot[ko[np.minimum(at, len(ko) - 1)]], own)
     slot_grp = np.full((n, max(int(arity.max(initial=0)), 1)), -1, dtype=np.int64)
     slot_grp[lo, slot] = gid
-    return NominalSlots(slot_grp, arity)
+    return NominalSlots(slot_grp, arity, ~nominal)
 
 
 def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
@@ -173,11 +178,12 @@ def route_block(
 
 def packed_slots(slots: NominalSlots) -> np.ndarray:
     """``slot_grp`` with the arity folded in: ``(S, M)`` int64, -1 for a slot
-    without a link, -2 past the switch's nominal arity (one array for the
-    worker pool and :func:`route_block`)."""
+    without a link, -2 past the switch's nominal arity, every entry -3 for a
+    switch with its own groups as slots (one array for the worker pool and
+    :func:`route_block`)."""
     m = slots.slot_grp.shape[1]
     past = np.arange(m)[None, :] >= slots.arity[:, None]
-    return np.where(past, -2, slots.slot_grp)
+    return np.where(slots.own[:, None], -3, np.where(past, -2, slots.slot_grp))
 
 
 def _probe_offsets(m: int) -> np.ndarray:
@@ -337,14 +343,17 @@ def _route_remote(
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
     arity = np.where(sg[:, -1] == -2, np.argmax(sg == -2, axis=1), n_slot)  # (B,)
+    own = sg[:, 0] == -3  # routes as Dmodc: its closer groups, C[x mod #C]
+    arity[own] = 0
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
     padded = np.concatenate([closer, np.zeros(closer.shape[:2] + (1,), bool)], axis=2)
     up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
     w = max(gmax, n_slot)
     bits = np.zeros((n_u, b, w), dtype=bool)
-    bits[:, :, :n_slot] = padded[:, bi[:, None], spos] & up_bu[:, :, None]
-    bits[:, :, :gmax] |= closer & ~up_bu[:, :, None]
-    mkey = np.where(up_bu, arity[None, :], 0).astype(np.uint8)
+    nominal_up = up_bu & ~own[None, :]
+    bits[:, :, :n_slot] = padded[:, bi[:, None], spos] & nominal_up[:, :, None]
+    bits[:, :, :gmax] |= closer & ~nominal_up[:, :, None]
+    mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
     packed = np.packbits(bits, axis=2, bitorder="little")  # (U', B, nb)
     nb = packed.shape[2]
     keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
