@@ -25,6 +25,7 @@ WORKERS=${WORKERS:-2}
 THROWS_648=${THROWS_648:-100}
 THROWS_1728=${THROWS_1728:-60}
 VLS=${VLS:-4}
+RERUN=${RERUN:-}   # e.g. RERUN=nmodc: drop nmodc's rows first (after changing it)
 ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,minhop,dfsssp,sssp}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
 extra=()
@@ -34,7 +35,8 @@ which=${1:-all}
 run() {  # name tuple throws
   nice -n 10 "$PY" -m smroute study degrade --pgft "$2" --mode switch,link \
     --throws "$3" --seed "$SEED" --workers "$WORKERS" --workdir "$SCRATCH/$1" \
-    --engines "$ENGINES" --vls "$VLS" --keep-failed --out "docs/study/$1" "${extra[@]}"
+    --engines "$ENGINES" --vls "$VLS" --keep-failed --rerun "$RERUN" --out "docs/study/$1" \
+    "${extra[@]}"
 }
 if [[ $which == all || $which == 648 ]]; then
   run pgft648 "2;18,36;1,18;1,1" "$THROWS_648"

@@ -385,3 +385,24 @@ def test_verdict_table_against_the_best_complete_rival() -> None:
     t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
                       tolerance=0.5)
     assert t[1][3:] == ["11 (1 incomplete or failed)", "0/1/1", "miss"]
+
+
+def test_rerun_drops_an_engines_rows_first(tmp_path: Path) -> None:
+    """``--rerun nmodc`` recomputes Nmodc's rows (here of a study of smroute's
+    engines alone: nothing simulated) and keeps the others; an engine not in
+    ``--engines`` is bad input."""
+    base = ["study", "degrade", "--pgft", SMALL, "--mode", "link", "--throws", "2",
+            "--seed", "5", "--engines", "dmodc,nmodc", "--rp-samples", "20",
+            "--random-orders", "1", "--no-plots", "-q", "--out", str(tmp_path)]
+    assert main(base) == 0
+    csv_file = tmp_path / "study.csv"
+    good = read_rows(csv_file)
+    assert len(good) == 4 and {r["status"] for r in good} == {"ok"}
+    csv_file.write_text(format_rows([dict(r, a2a=999.0) if r["engine"] == "nmodc" else r
+                                     for r in good]))
+    assert main(base) == 0  # complete: nothing runs, the wrong values stay
+    assert {r["a2a"] for r in read_rows(csv_file) if r["engine"] == "nmodc"} == {999.0}
+    assert main([*base, "--rerun", "nmodc"]) == 0
+    again = {(r["throw"], r["engine"]): r["a2a"] for r in read_rows(csv_file)}
+    assert again == {(r["throw"], r["engine"]): r["a2a"] for r in good}
+    assert main([*base, "--rerun", "sssp"]) == 2

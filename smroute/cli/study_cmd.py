@@ -45,6 +45,7 @@ from smroute.study.results import (
     markdown_report,
     read_rows,
     summary_lines,
+    write_rows,
 )
 from smroute.study.runner import Progress as ThrowProgress
 from smroute.study.runner import plan_tasks, run_study
@@ -94,6 +95,10 @@ def register(subparsers: Any) -> None:
     d.add_argument("--keep-failed", action="store_true",
                    help="on resume, keep the rows of engines that failed or timed out instead "
                    "of running their throws again (throws that broke are always retried)")
+    d.add_argument("--rerun", metavar="ENGINES", default="",
+                   help="comma-separated engines whose rows in the CSV are dropped first, so "
+                   "they run again (smroute's alone beside the cached OpenSM rows, e.g. after "
+                   "changing nmodc; an OpenSM engine reruns its throws in full)")
     d.add_argument("--workdir", help="scratch directory, created where each throw runs "
                    "(default: a temporary one)")
     d.add_argument("--keep-work", action="store_true", help="keep each throw's OpenSM files")
@@ -193,8 +198,13 @@ def _degrade(args: argparse.Namespace) -> int:
         raise InputError("--workdir: exists and is not a directory", source=args.workdir)
     source, label = _study_source(args)
     out = _out_dir(args.out)
+    rerun = [e.strip() for e in args.rerun.split(",") if e.strip()]
+    if any(e not in engines for e in rerun):
+        raise InputError(f"--rerun: expected engines of --engines, got {excerpt(args.rerun)}")
     if csv_path(out).exists():
-        read_rows(csv_path(out))  # a study to resume: readable, or an error now
+        old = read_rows(csv_path(out))  # a study to resume: readable, or an error now
+        if rerun:
+            write_rows(csv_path(out), [r for r in old if r["engine"] not in rerun])
     scratch = None
     if args.workdir:
         workroot = str(Path(args.workdir).resolve())
