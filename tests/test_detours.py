@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from credit_loop import ON_LOOP, credit_loop_tables, loop_fabric
 
 from smroute.analysis.congestion import a2a_risk
 from smroute.analysis.deadlock import check_credit_loops, cyclic_core, find_cycle
@@ -35,7 +36,6 @@ from smroute.routing.engine import (
 )
 from smroute.routing.topology import next_switch, switch_graph
 from smroute.routing.validate import validate
-from smroute.tables.lft import ForwardingTables
 
 _TREES = {
     648: lambda: pgft(2, (18, 36), (1, 18), (1, 1)),
@@ -178,43 +178,14 @@ def test_find_cycle_on_small_graphs() -> None:
     assert find_cycle(2, np.array([1]), np.array([1])).tolist() == [1]  # a self loop
 
 
-def _credit_loop_tables(fabric: Fabric) -> tuple[RoutingResult, ForwardingTables, set[str]]:
-    """Three destinations routed over down->up turns whose dependencies close
-    the cycle spine A -> leaf 2 -> spine B -> leaf 1 -> spine A (a 2-level
-    tree of 3 leaves and 2 spines)."""
-    r = route(fabric, workers=1)
-    t = r.tables
-    node = {d: i for i, d in enumerate(fabric.node_desc)}
-    leaf = [node[f"pgft L1 {i}.0"] for i in range(3)]
-    a, b = node["pgft L2 0.0"], node["pgft L2 1.0"]
-
-    def port_to(x: int, y: int) -> int:
-        rows = np.arange(fabric.port_start[x], fabric.port_start[x] + fabric.num_ports[x] + 1)
-        hit = rows[(fabric.port_peer[rows] >= 0)
-                   & (fabric.port_node[np.maximum(fabric.port_peer[rows], 0)] == y)]
-        return int(fabric.port_num[hit[0]])
-
-    def lid(i: int) -> int:
-        return int(fabric.port_lid[fabric.port_start[node[f"host {i}.0"]] + 1])
-
-    x, y, z = lid(1), lid(0), lid(2)
-    hops = [(leaf[0], x, a), (a, x, leaf[2]), (leaf[2], x, b), (b, x, leaf[1]),
-            (leaf[2], y, b), (b, y, leaf[1]), (leaf[1], y, a), (a, y, leaf[0]),
-            (leaf[1], z, a), (a, z, leaf[2])]
-    ports = t.ports.copy()
-    for s, d, to in hops:
-        ports[t.row_of(int(fabric.node_guid[s])), d] = port_to(s, to)
-    bad = ForwardingTables(t.switch_guid, t.switch_lid, t.switch_desc, ports)
-    return r, bad, {"pgft L2 0.0", "pgft L2 1.0", "pgft L1 1.0", "pgft L1 2.0"}
-
-
 def test_check_finds_a_hand_made_credit_loop() -> None:
-    fabric = pgft(2, [2, 3], [1, 2], [1, 1])
-    r, bad, on_loop = _credit_loop_tables(fabric)
+    fabric = loop_fabric()
+    r = route(fabric, workers=1)
+    bad = credit_loop_tables(fabric, r)
     assert check_credit_loops(fabric, r.tables).ok
     ck = check_credit_loops(fabric, bad)
     assert not ck.ok and ck.unfinished == 0
-    assert len(ck.cycle) == 4 and {c.switch_desc for c in ck.cycle} == on_loop
+    assert len(ck.cycle) == 4 and {c.switch_desc for c in ck.cycle} == ON_LOOP
     assert {c.vl for c in ck.cycle} == {0}
     assert "CREDIT LOOP" in ck.summary() and "pgft L2 0.0" in ck.summary()
 
@@ -229,8 +200,9 @@ def test_check_agrees_with_ibdmchk_on_single_vl_tables(tmp_path: Path) -> None:
     from smroute.lab.ibdmchk import run_ibdmchk
     from smroute.tables.formats import write_tables
 
-    fabric = pgft(2, [2, 3], [1, 2], [1, 1])
-    r, bad, _ = _credit_loop_tables(fabric)
+    fabric = loop_fabric()
+    r = route(fabric, workers=1)
+    bad = credit_loop_tables(fabric, r)
     for name, t, loop in (("ours", r.tables, False), ("bad", bad, True)):
         fdbs = tmp_path / name / "opensm.fdbs"
         fdbs.parent.mkdir()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from credit_loop import credit_loop_tables, loop_fabric
 
 from smroute.cli.route_cmd import hop_table
 from smroute.fabric.generate import degrade, pgft
@@ -206,32 +207,9 @@ def test_ibdmchk_reports_a_missing_entry(tmp_path: Path) -> None:
 def test_ibdmchk_reports_a_credit_loop(tmp_path: Path) -> None:
     """Three destinations routed over down-up turns whose channel dependencies
     close a cycle: spine A -> leaf 2 -> spine B -> leaf 1 -> spine A."""
-    fabric = pgft(2, [2, 3], [1, 2], [1, 1])  # 3 leaves, 2 spines, 6 hosts
+    fabric = loop_fabric()
     r = _route(fabric)
-    t = r.tables
-    node = {d: i for i, d in enumerate(fabric.node_desc)}
-    leaf = [node[f"pgft L1 {i}.0"] for i in range(3)]
-    a, b = node["pgft L2 0.0"], node["pgft L2 1.0"]
-
-    def port_to(x: int, y: int) -> int:
-        rows = np.arange(fabric.port_start[x], fabric.port_start[x] + fabric.num_ports[x] + 1)
-        hit = rows[(fabric.port_peer[rows] >= 0)
-                   & (fabric.port_node[np.maximum(fabric.port_peer[rows], 0)] == y)]
-        return int(fabric.port_num[hit[0]])
-
-    def lid_of_host(i: int) -> int:
-        return int(fabric.port_lid[fabric.port_start[node[f"host {i}.0"]] + 1])
-
-    def row(n: int) -> int:
-        return t.row_of(int(fabric.node_guid[n]))
-
-    x, y, z = lid_of_host(1), lid_of_host(0), lid_of_host(2)
-    hops = [  # (from, lid, to)
-        (leaf[0], x, a), (a, x, leaf[2]), (leaf[2], x, b), (b, x, leaf[1]),
-        (leaf[2], y, b), (b, y, leaf[1]), (leaf[1], y, a), (a, y, leaf[0]),
-        (leaf[1], z, a), (a, z, leaf[2]),
-    ]
-    bad = _with(t, [(row(s), lid, port_to(s, d)) for s, lid, d in hops])
+    bad = credit_loop_tables(fabric, r)
     rep = _check(_write(fabric, r, tmp_path, bad))
     # every path is still delivered, but the dependencies loop
     assert rep.missing_paths == 0 and rep.ca_paths == 30
