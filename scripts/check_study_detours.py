@@ -36,9 +36,9 @@ def main() -> int:
     rows = [r for r in read_rows(args.csv)
             if r["engine"] == "nmodc" and r.get("routing_mode") == "tree+detours"]
     bad = 0
+    complete = {label: parse_pgft(label).build() for label in {str(r["fabric"]) for r in rows}}
     for r in rows:
-        tup = str(r["fabric"]).removeprefix("PGFT(").removesuffix(")")
-        th = plan_throw(parse_pgft(tup).build(), str(r["mode"]), int(str(r["seed"])),
+        th = plan_throw(complete[str(r["fabric"])], str(r["mode"]), int(str(r["seed"])),
                         int(str(r["throw"])))
         fabric = sm_part(th.fabric)
         res = route(fabric, algorithm="nmodc", workers=1, labels=False, max_vls=args.vls)
