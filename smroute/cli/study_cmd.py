@@ -183,13 +183,18 @@ def _study_source(args: argparse.Namespace) -> tuple[str, str]:
     return f"file:{path.resolve()}", args.label or path.stem
 
 
+def _names(text: str) -> list[str]:
+    """The names of a comma-separated option, blanks dropped."""
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
 def _degrade(args: argparse.Namespace) -> int:
-    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
+    modes = _names(args.mode)
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         raise InputError(f"--mode: expected {' or '.join(MODES)} (comma-separated), "
                          f"got {excerpt(args.mode)}")
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    engines = _names(args.engines)
     bad = [e for e in engines if e not in ENGINES]
     if bad or not engines or len(set(engines)) != len(engines):
         raise InputError(f"--engines: expected distinct names from {','.join(ENGINES)}, "
@@ -198,7 +203,7 @@ def _degrade(args: argparse.Namespace) -> int:
         raise InputError("--workdir: exists and is not a directory", source=args.workdir)
     source, label = _study_source(args)
     out = _out_dir(args.out)
-    rerun = [e.strip() for e in args.rerun.split(",") if e.strip()]
+    rerun = _names(args.rerun)
     if any(e not in engines for e in rerun):
         raise InputError(f"--rerun: expected engines of --engines, got {excerpt(args.rerun)}")
     if csv_path(out).exists():
