@@ -55,6 +55,7 @@ __all__ = [
     "markdown_report",
     "compact_table",
     "csv_path",
+    "as_stored",
 ]
 
 METRICS = (
@@ -105,11 +106,20 @@ def band_of(removed: int) -> str:
     raise ValueError(f"removed must be >= 0, got {removed}")
 
 
+#: Significant digits of a float in the CSV.
+FLOAT_DIGITS = 6
+
+
+def as_stored(v: float) -> float:
+    """``v`` as the CSV stores it (:data:`FLOAT_DIGITS` significant digits)."""
+    return float(f"{v:.{FLOAT_DIGITS}g}")
+
+
 def _cell(v: object) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
+        return "" if math.isnan(v) else f"{v:.{FLOAT_DIGITS}g}"
     return str(v).replace("\n", " ")
 
 

@@ -33,6 +33,7 @@ from smroute.study.results import (
     METRICS,
     RETRY_STATUSES,
     Row,
+    as_stored,
     done_throws,
     read_rows,
     write_rows,
@@ -140,7 +141,7 @@ def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
         return rows
     dm = next((r for r in rows if r["engine"] == "dmodc"), {})
     diff = [f"{k} {dm.get(k, 'none')} != {v:g}" for k, v in task.check
-            if not isinstance(dm.get(k), (int, float)) or float(f"{dm[k]:g}") != v]
+            if not isinstance(got := dm.get(k), (int, float)) or as_stored(got) != v]
     if not diff:
         return rows
     why = ("the cached rows of this throw do not reproduce (Dmodc's "
