@@ -18,6 +18,7 @@ import pytest
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate, sp_risk
 from smroute.analysis.paths import pair_paths, routing_view
+from smroute.fabric.assemble import DEFAULT_GUID_BASE, Level, assemble
 from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric, NodeType
@@ -381,3 +382,53 @@ def test_switches_without_pgft_siblings_route_as_dmodc() -> None:
     assert not np.array_equal(nm.tables.ports, dm.tables.ports)  # the leaves differ
     own = nominal.nominal_slots(g).own
     assert own[spines].all() and not own[g.rank == 0].any()
+    # the cores reach a pod through 8 spines: Nmodc spreads it over them
+    # (down-going C[t mod #C]); OpenSM's best on this capture, dfsssp and
+    # sssp, have A2A 24 and SP 7 (bench/real_fabrics.py)
+    a2a, sp = _a2a_sp(f, "nmodc")
+    assert (a2a, sp) == (24, 4) and _a2a_sp(f, "dmodc") == (35, 18)
+
+
+def two_plane_tree(pods: int, k: int, hosts: int, cores: int) -> Fabric:
+    """A 3-level tree of ``pods`` pods of ``k`` leaves (``hosts`` hosts each)
+    and ``k`` spines, every leaf on every spine of its pod; even spines go up
+    to the ``cores`` cores of plane 0, odd ones to those of plane 1, so a core
+    reaches each pod through ``k / 2`` spines (selene's storage fabric has
+    this shape)."""
+    n = pods * k
+    ar = np.arange
+    one = np.ones
+    levels = [Level(0, n * hosts, one(n * hosts, np.int64),
+                    [f"host {i}" for i in range(n * hosts)]),
+              Level(1, n, np.full(n, hosts + k), [f"leaf {i}" for i in range(n)]),
+              Level(2, n, np.full(n, k + cores), [f"spine {i}" for i in range(n)]),
+              Level(3, 2 * cores, np.full(2 * cores, pods * k // 2),
+                    [f"core {i}" for i in range(2 * cores)])]
+    h = ar(n * hosts)
+    leaf, j = np.divmod(ar(n * k), k)  # leaf, its j-th spine
+    sp, c = np.divmod(ar(n * cores), cores)  # spine, its c-th core
+    links = [(0, h, one(len(h), np.int64), 1, h // hosts, h % hosts + 1),
+             (1, leaf, hosts + 1 + j, 2, leaf // k * k + j, leaf % k + 1),
+             (2, sp, k + 1 + c, 3, sp % 2 * cores + c, sp // k * (k // 2) + sp % k // 2 + 1)]
+    return assemble(levels, links, lmc=0, speed="EDR", width=4, guid_base=DEFAULT_GUID_BASE)
+
+
+def test_a_down_going_route_spreads_a_pods_destinations_over_the_closer_groups() -> None:
+    """A core reaches each pod through 4 spines and its divider (64) is the
+    pod's NID count: Dmodc's ``floor(t / 64) mod 4`` is the same for every
+    destination of a pod, so it sends a whole pod through one of the 4
+    down-links; Nmodc's ``t mod 4`` uses all 4, and the shift-permutation
+    risk halves."""
+    f = two_plane_tree(pods=3, k=8, hosts=8, cores=8)
+    sp = {}
+    for algorithm, links_per_pod in (("dmodc", 1), ("nmodc", 4)):
+        r = route(f, algorithm=algorithm, workers=1, labels=False)
+        g = r.graph
+        assert r.mode == "tree" and validate_result(r).ok
+        pod = np.searchsorted(g.leaves, g.ep_switch) // 8  # leaves in GUID (= index) order
+        for core in np.flatnonzero(g.rank == 2):
+            ports = r.tables.ports[core, g.ep_lid]
+            used = [len(np.unique(ports[pod == p])) for p in range(3)]
+            assert used == [links_per_pod] * 3, (algorithm, int(core), used)
+        sp[algorithm] = _a2a_sp(f, algorithm)[1]
+    assert sp == {"dmodc": 4, "nmodc": 2}

@@ -19,14 +19,23 @@ up-going route takes:
   that rank by more than half, the siblings are no PGFT's (e.g. leaves on
   overlapping pairs of spines), and in the general up*/down* orientation
   (no tree levels), the switch's own up groups are its slots and it routes
-  exactly as Dmodc does (``C[x mod #C]`` over its closer groups): it has no
+  up exactly as Dmodc does (``C[x mod #C]`` over its closer groups): it has no
   siblings to agree with, and a slot table with alternatives there spreads
   worse (Mellanox selene's spines: SP 26 against Dmodc's 18).
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
-* **Routes.**  With ``x = floor(t / Pi[s])``: a down-going route (the target
-  lies below) takes ``C[x mod #C]`` as Dmodc does, and so does an up-going
-  one with a single closer group.  Otherwise an up-going route takes nominal
+* **Down-going routes.**  A route whose target lies below takes ``C[t mod
+  #C]`` (Dmodc: ``C[floor(t / Pi[s]) mod #C]``).  In a PGFT a switch has one
+  closer group below it, so nothing changes there.  Where it has several
+  (cores joined to several spines of a pod, as on Mellanox selene's storage
+  fabric), the destinations that reach it from above differ in the digits
+  the up-going choices below consumed, not in ``floor(t / Pi)``: with
+  ``Pi`` above a pod's NID count that digit is the same for the whole pod,
+  and Dmodc sends all of a pod's destinations through one down-link.  The
+  lowest digit spreads one leaf's end-ports over the closer down-links
+  (selene: SP 18 to 4, A2A 35 to 24, RP 16 to 6).
+* **Up-going routes.**  With ``x = floor(t / Pi[s])``: a route with a single
+  closer group takes it.  Otherwise it takes nominal
   slot ``j = x mod m`` if that slot's group leads closer; the destinations
   of a lost slot go to the other slots in a fixed pseudo-random probe order
   per next digit ``r = floor(x / m) mod (m - 1)`` (rendezvous hashing), the
@@ -373,6 +382,10 @@ def _route_remote(
     x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
         nid[None, :] // piv[:, None].astype(np.int32))
     tgt = col_of[ctx.tgt_i]  # (D,)
+    # a down-going route with several closer groups takes C[t mod #C]
+    spread = ((cs_t < UP_PHASE).T & (length[pat_of] > 1))  # (B, U')
+    if spread.any():
+        x = np.where(spread[:, tgt], nid[None, :], x)
     len_d = length[pat_of].astype(np.int32)[:, tgt]  # (B, D)
     ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x, len_d)  # table entry
     n_flat, n_col = len(val), cols.shape[1]
