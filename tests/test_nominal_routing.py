@@ -128,9 +128,10 @@ def test_a_damaged_switch_keeps_its_siblings_slots() -> None:
 def test_siblings_beyond_the_rank_arity_use_their_own_groups() -> None:
     """Where siblings' up-neighbours add up to more than half again the
     largest up arity of the rank (no PGFT: leaves on overlapping triples of 6
-    spines), a switch's own up groups are its slots; a PGFT whose every leaf
-    lost one spine keeps the nominal slots."""
-    f = pgft(2, (4, 8), (1, 6), (1, 1))
+    L2 switches), a switch's own up groups are its slots; a PGFT whose every leaf
+    lost one spine keeps the nominal slots (leaves of 3-level trees: their
+    spines route on)."""
+    f = pgft(3, (4, 8, 2), (1, 6, 2), (1, 1, 1))
     g = route(f, algorithm="nmodc", workers=1, labels=False).graph
 
     def without(keep: list[set[int]]) -> Fabric:
@@ -153,6 +154,21 @@ def test_siblings_beyond_the_rank_arity_use_their_own_groups() -> None:
     s2 = nominal.nominal_slots(r2.graph)
     assert r2.mode == "tree" and (s2.arity[r2.graph.leaves] == 6).all()
     assert ((s2.slot_grp[r2.graph.leaves] < 0).sum(axis=1) == 1).all()
+
+
+@pytest.mark.parametrize("throw", [1, 5, 9])
+def test_leaves_of_a_two_level_tree_route_as_dmodc(throw: int) -> None:
+    """The study's 648-host 2-level tree with links removed: a spine routes
+    no further up and its down-link reaches one leaf, so nominal slots buy
+    no balance there (A2A is the leaf's 18 hosts either way); the leaves
+    route as Dmodc does, whose modulo over the surviving spines spreads a
+    shift's flows more evenly (the study's HSD of the topological shifts)."""
+    full = parse_pgft("2;18,36;1,18;1,1").build()
+    th = plan_throw(full, "link", 2026, throw)
+    dm = route(th.fabric, algorithm="dmodc", workers=1, labels=False)
+    nm = route(th.fabric, algorithm="nmodc", workers=1, labels=False)
+    assert nominal.nominal_slots(nm.graph).own[nm.graph.leaves].all()
+    assert np.array_equal(nm.tables.ports, dm.tables.ports)
 
 
 def test_one_and_two_lookup_kernels_agree() -> None:
