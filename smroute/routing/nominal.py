@@ -56,6 +56,14 @@ up-going route takes:
   ``T[x mod L]`` and the port inside it ``floor(x / L) mod #g`` (eq. 4 with
   ``L`` for ``#C``).
 
+* **Shares by capacity.**  Where a switch's up-going cables are bound by
+  their destinations rather than their sources (fewer destinations per
+  cable than end-ports below it) and its other up-going destinations, or
+  unequal cable counts, load them unevenly, the destinations free to take
+  any up group are shared out by water-filling instead of evenly
+  (:func:`~smroute.routing.slot_tables.capacity_tables`; X5's capture: A2A
+  9 to 8).  Complete trees never qualify.
+
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an
 up*/down* path delivered.  On a complete PGFT every up-going pattern has all
@@ -84,6 +92,7 @@ from smroute.routing.dmodc import (
     route_context,
 )
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
+from smroute.routing.slot_tables import capacity_tables, occurrences, slot_tables
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "packed_slots",
@@ -207,127 +216,6 @@ def packed_slots(slots: NominalSlots) -> np.ndarray:
     return np.where(slots.own[:, None], -3, np.where(past, -2, slots.slot_grp))
 
 
-def _probe_offsets(m: int) -> np.ndarray:
-    """``(m - 1, m - 1)`` int64: row ``r`` is the order in which a destination
-    whose nominal slot ``j`` is lost probes the other slots: ``j + 1 +
-    offsets[r, k]`` (mod ``m``), a fixed pseudo-random permutation of
-    ``0 .. m - 2`` per ``r`` (rendezvous hashing: every switch probes in the
-    same order, so switches agree wherever they have the slot; the first
-    surviving slot is close to uniform over the survivors)."""
-    n = max(m - 1, 1)
-    r = np.arange(n, dtype=np.uint64)[:, None]
-    k = np.arange(n, dtype=np.uint64)[None, :]
-    h = (r * np.uint64(0x9E3779B97F4A7C15) + k * np.uint64(0xBF58476D1CE4E5B9)
-         + np.uint64(m * 0x94D049BB133111EB % (1 << 64)))
-    h ^= h >> np.uint64(31)
-    h *= np.uint64(0xD6E8FEB86659FD93)
-    h ^= h >> np.uint64(29)
-    return np.argsort(h, axis=1, kind="stable").astype(np.int64)
-
-
-def _alternatives(avail: np.ndarray, m: int) -> np.ndarray:
-    """Where the lost slots of ``P`` patterns go: ``avail`` ``(P, m)`` bool
-    (closer nominal slots, at least two per pattern) -> ``(P, m - 1, m)``
-    int16, the slot taken by a destination of slot ``j`` with next digit
-    ``r`` (``[p, r, j]``; ``j`` itself where it leads closer).  Lost slots
-    are served in slot order, each taking the first closer slot of its
-    probe order (:func:`_probe_offsets`) that the fewest lost slots before
-    it took for the same ``r`` (level by level: every closer slot once, then
-    every one twice, ...): the lost slots of ``m`` consecutive NIDs spread
-    evenly over the closer groups."""
-    n_p = len(avail)
-    off = _probe_offsets(m).ravel().astype(np.int32)  # [r * (m - 1) + k]
-    out = np.broadcast_to(np.arange(m, dtype=np.int16)[None, None, :], (n_p, m - 1, m)).copy()
-    flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
-    taken = np.zeros(n_p * (m - 1) * m, dtype=np.int16)  # [(p * (m - 1) + r) * m + slot]
-    lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
-    rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
-    n_avail = avail.sum(axis=1)
-    for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
-        sel = rank == q
-        n = int(sel.sum())
-        j = np.repeat(lost_j[sel].astype(np.int32), m - 1)  # one entry per (lost slot, r)
-        r = np.tile(np.arange(m - 1, dtype=np.int32), n)
-        pr = np.repeat(lost_p[sel].astype(np.int32), m - 1) * np.int32(m - 1) + r
-        base_a = (pr // (m - 1)) * m  # avail row
-        base_t = pr * m  # taken row
-        level = np.repeat(q // n_avail[lost_p[sel]], m - 1)  # a slot taken <= level times is free
-        pick = np.full(len(pr), -1, dtype=np.int16)
-        act = np.arange(len(pr))
-        for k in range(m - 1):
-            if not len(act):
-                break
-            cand = (j[act] + 1 + off[r[act] * (m - 1) + k]) % m
-            ok = flat_avail[base_a[act] + cand] & (taken[base_t[act] + cand] <= level[act])
-            pick[act[ok]] = cand[ok]
-            act = act[~ok]
-        flat_out[base_t + j] = pick
-        taken[base_t + pick] += 1
-    return out
-
-
-def _slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int) -> tuple[np.ndarray, ...]:
-    """Slot tables of ``P`` patterns: ``pbits`` ``(P, W)`` bool (closer
-    nominal slots of an up-going pattern, closer group positions of a
-    down-going one), ``pm`` ``(P,)`` nominal arity (0: down-going).
-
-    Returns ``(length (P,), start (P,), value (F,))``: pattern ``p``'s table
-    is ``value[start[p] : start[p] + length[p]]``, entries encoded as a
-    column of the per-switch lookup of :func:`_route_remote`: a group
-    position (down-going), ``gmax`` + a nominal slot (up-going), or
-    ``gmax + W`` (no closer group).  An up-going table with lost slots has
-    ``m * (m - 1)`` entries: entry ``j + m * r`` is slot ``j`` if it leads
-    closer, else its alternative for ``r`` (:func:`_alternatives`)."""
-    n_c = pbits.sum(axis=1)
-    is_up = pm > 0
-    full = (n_c == pm) | (n_c == 1)  # one closer group: every slot takes it
-    lossy = is_up & ~full & (n_c > 1)
-    length = np.where(n_c <= 1, 1, np.where(is_up, np.where(full, pm, pm * (pm - 1)), n_c))
-    start = np.cumsum(length) - length
-    w = pbits.shape[1]
-    value = np.empty(int(length.sum()), dtype=np.int32)
-    # short tables (no lost slot): closer group positions, all nominal slots,
-    # the one closer slot, or none
-    short = np.flatnonzero(~lossy)
-    i = np.arange(max(int(length[short].max(initial=1)), 1))[None, :]
-    first = np.argsort(~pbits[short], axis=1, kind="stable")  # closer positions first
-    val = np.where(is_up[short, None], gmax + np.where(n_c[short, None] == 1, first[:, :1], i),
-                   first[:, np.minimum(i[0], w - 1)])
-    val = np.where(n_c[short, None] == 0, gmax + w, val)
-    ok = i < length[short, None]
-    value[(start[short, None] + i)[ok]] = val[ok]
-    # tables with lost slots: entry j + m * r from the alternatives
-    lossy_p = np.flatnonzero(lossy)
-    for m in np.unique(pm[lossy_p]).tolist():
-        ps = lossy_p[pm[lossy_p] == m]
-        alt = _alternatives(pbits[ps, :m], m).reshape(len(ps), -1)  # (p, (m - 1) * m)
-        value[start[ps, None] + np.arange(alt.shape[1])[None, :]] = gmax + alt
-    return length, start, value
-
-
-def _occurrences(length: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry of the slot tables (:func:`_slot_tables`), ``(occ (F,),
-    count (F,))`` int32: how many entries of its pattern's table before it
-    hold the same value, and how many hold it in all.  A destination at entry
-    ``e`` in round ``q = floor(x / length)`` is then the ``q * count[e] +
-    occ[e]``-th of its group, whose parallel cables it takes in turn (one
-    entry per value, as in every table without lost slots: ``q``, Dmodc's
-    digit)."""
-    pat = np.repeat(np.arange(len(length)), length)
-    key = pat * (int(value.max(initial=0)) + 1) + value
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    first = np.ones(len(ks), dtype=bool)
-    first[1:] = ks[1:] != ks[:-1]
-    run = np.cumsum(first) - 1
-    start = np.flatnonzero(first)
-    occ = np.empty(len(key), dtype=np.int32)
-    occ[order] = np.arange(len(ks)) - start[run]
-    count = np.empty(len(key), dtype=np.int32)
-    count[order] = np.diff(np.append(start, len(ks)))[run]
-    return occ, count
-
-
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
@@ -337,7 +225,9 @@ def _route_remote(
     Closer groups per (switch, distinct target) exactly as Dmodc's kernel;
     patterns are keyed by the closer nominal slots (up-going) or group
     positions (down-going) and the nominal arity, and each pattern's slot
-    table (:func:`_slot_tables`) is laid out once per switch as ports."""
+    table (:func:`~smroute.routing.slot_tables.slot_tables`, by capacity where
+    :func:`~smroute.routing.slot_tables.capacity_tables` finds a gain) is laid
+    out once per switch as ports."""
     b = len(switches)
     bi = np.arange(b)
     ng = g.grp_count[switches]
@@ -382,7 +272,7 @@ def _route_remote(
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
     pbits = np.unpackbits(pat_rows[:, :nb], axis=1, bitorder="little")[:, :w].astype(bool)
-    length, start, val = _slot_tables(pbits, pat_rows[:, nb].astype(np.int64), gmax)
+    tables = slot_tables(pbits, pat_rows[:, nb].astype(np.int64), gmax)
     # per switch, per lookup column (group position, gmax + slot, dead): the group
     cols = np.concatenate([np.arange(gmax)[None, :].repeat(b, axis=0), spos,
                            np.full((b, w - n_slot + 1), gmax)], axis=1)  # (B, gmax + w + 1)
@@ -390,6 +280,10 @@ def _route_remote(
     gidx_pad = np.concatenate([gidx, np.zeros((b, 1), dtype=gidx.dtype)], axis=1)
     grp_lut = gidx_pad[bi[:, None], np.minimum(cols, gmax)]
     tgt = col_of[ctx.tgt_i]  # (D,)
+    per_target = np.bincount(tgt, minlength=n_u)  # (U',) destination LIDs
+    (length, start, val), pat_of = capacity_tables(
+        tables, pat_of, pbits.sum(axis=1), up_bu.T, ((~down_k) & valid).sum(axis=1), per_target,
+        (per_target[:, None] * (cs_t < UP_PHASE)).sum(axis=0), cols, g.grp_port_count[gidx_pad])
     piv = pi[switches]
     nid = dest.nid.astype(np.int32)
     x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
@@ -415,7 +309,7 @@ def _route_remote(
         port = port_lut.astype(np.uint8).ravel()[at]
     else:  # parallel links: the group's destinations take its cables in turn
         grp = grp_sel.ravel()[at]
-        occ, count = _occurrences(length, val)
+        occ, count = occurrences(length, val)
         turn = (x // len_d) * count[ent] + occ[ent]
         port = g.grp_ports[g.grp_port_first[grp] + turn % g.grp_port_count[grp]]
         port = np.where(dead_sel.ravel()[at], NO_ROUTE, port)

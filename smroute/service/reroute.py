@@ -22,7 +22,10 @@ with :func:`smroute.routing.dmodc.route_block`, and builds the
 Either way the tables equal a from-scratch route of the new fabric (tested).
 Nmodc (:mod:`smroute.routing.nominal`) takes the same path with its nominal
 dividers and kernel; a switch whose nominal slots changed (its siblings lost
-or regained their last link to an up-neighbour) is recomputed in full too.
+or regained their last link to an up-neighbour) is recomputed in full too,
+and so is every switch with a changed entry: where its cables are bound by
+their destinations Nmodc shares them out by capacity over its whole row
+(:func:`smroute.routing.slot_tables.capacity_tables`).
 """
 
 from __future__ import annotations
@@ -195,6 +198,8 @@ def reroute(
     near = moved.copy()
     near[g.grp_switch[moved[g.grp_remote]]] = True
     col_sw = np.flatnonzero(near)
+    if slots is not None:  # Nmodc's shares by capacity read a switch's whole row
+        rows, col_sw = np.union1d(rows, col_sw), col_sw[:0]
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
     if len(rows):

@@ -1,0 +1,231 @@
+"""Nmodc's slot tables (:mod:`smroute.routing.nominal`): per pattern of
+closer groups, the table a destination indexes with its digit.
+
+A table is a run of ``length`` entries in one flat ``value`` array from
+``start``; an entry is a column of the per-switch lookup of Nmodc's kernel
+(a group position, or ``gmax`` + a nominal slot).  Pure functions on arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["probe_offsets", "alternatives", "slot_tables", "capacity_tables", "occurrences"]
+
+
+def probe_offsets(m: int) -> np.ndarray:
+    """``(m - 1, m - 1)`` int64: row ``r`` is the order in which a destination
+    whose nominal slot ``j`` is lost probes the other slots: ``j + 1 +
+    offsets[r, k]`` (mod ``m``), a fixed pseudo-random permutation of
+    ``0 .. m - 2`` per ``r`` (rendezvous hashing: every switch probes in the
+    same order, so switches agree wherever they have the slot; the first
+    surviving slot is close to uniform over the survivors)."""
+    n = max(m - 1, 1)
+    r = np.arange(n, dtype=np.uint64)[:, None]
+    k = np.arange(n, dtype=np.uint64)[None, :]
+    h = (r * np.uint64(0x9E3779B97F4A7C15) + k * np.uint64(0xBF58476D1CE4E5B9)
+         + np.uint64(m * 0x94D049BB133111EB % (1 << 64)))
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xD6E8FEB86659FD93)
+    h ^= h >> np.uint64(29)
+    return np.argsort(h, axis=1, kind="stable").astype(np.int64)
+
+
+def alternatives(avail: np.ndarray, m: int) -> np.ndarray:
+    """Where the lost slots of ``P`` patterns go: ``avail`` ``(P, m)`` bool
+    (closer nominal slots, at least two per pattern) -> ``(P, m - 1, m)``
+    int16, the slot taken by a destination of slot ``j`` with next digit
+    ``r`` (``[p, r, j]``; ``j`` itself where it leads closer).  Lost slots
+    are served in slot order, each taking the first closer slot of its
+    probe order (:func:`probe_offsets`) that the fewest lost slots before
+    it took for the same ``r`` (level by level: every closer slot once, then
+    every one twice, ...): the lost slots of ``m`` consecutive NIDs spread
+    evenly over the closer groups."""
+    n_p = len(avail)
+    off = probe_offsets(m).ravel().astype(np.int32)  # [r * (m - 1) + k]
+    out = np.broadcast_to(np.arange(m, dtype=np.int16)[None, None, :], (n_p, m - 1, m)).copy()
+    flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
+    taken = np.zeros(n_p * (m - 1) * m, dtype=np.int16)  # [(p * (m - 1) + r) * m + slot]
+    lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
+    rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
+    n_avail = avail.sum(axis=1)
+    for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
+        sel = rank == q
+        n = int(sel.sum())
+        j = np.repeat(lost_j[sel].astype(np.int32), m - 1)  # one entry per (lost slot, r)
+        r = np.tile(np.arange(m - 1, dtype=np.int32), n)
+        pr = np.repeat(lost_p[sel].astype(np.int32), m - 1) * np.int32(m - 1) + r
+        base_a = (pr // (m - 1)) * m  # avail row
+        base_t = pr * m  # taken row
+        level = np.repeat(q // n_avail[lost_p[sel]], m - 1)  # a slot taken <= level times is free
+        pick = np.full(len(pr), -1, dtype=np.int16)
+        act = np.arange(len(pr))
+        for k in range(m - 1):
+            if not len(act):
+                break
+            cand = (j[act] + 1 + off[r[act] * (m - 1) + k]) % m
+            ok = flat_avail[base_a[act] + cand] & (taken[base_t[act] + cand] <= level[act])
+            pick[act[ok]] = cand[ok]
+            act = act[~ok]
+        flat_out[base_t + j] = pick
+        taken[base_t + pick] += 1
+    return out
+
+
+def slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slot tables of ``P`` patterns: ``pbits`` ``(P, W)`` bool (closer
+    nominal slots of an up-going pattern, closer group positions of a
+    down-going one), ``pm`` ``(P,)`` nominal arity (0: down-going).
+
+    Returns ``(length (P,), start (P,), value (F,))``: pattern ``p``'s table
+    is ``value[start[p] : start[p] + length[p]]``, entries encoded as a
+    column of the per-switch lookup of Nmodc's kernel (module doc): a group
+    position (down-going), ``gmax`` + a nominal slot (up-going), or
+    ``gmax + W`` (no closer group).  An up-going table with lost slots has
+    ``m * (m - 1)`` entries: entry ``j + m * r`` is slot ``j`` if it leads
+    closer, else its alternative for ``r`` (:func:`alternatives`)."""
+    n_c = pbits.sum(axis=1)
+    is_up = pm > 0
+    full = (n_c == pm) | (n_c == 1)  # one closer group: every slot takes it
+    lossy = is_up & ~full & (n_c > 1)
+    length = np.where(n_c <= 1, 1, np.where(is_up, np.where(full, pm, pm * (pm - 1)), n_c))
+    start = np.cumsum(length) - length
+    w = pbits.shape[1]
+    value = np.empty(int(length.sum()), dtype=np.int32)
+    # short tables (no lost slot): closer group positions, all nominal slots,
+    # the one closer slot, or none
+    short = np.flatnonzero(~lossy)
+    i = np.arange(max(int(length[short].max(initial=1)), 1))[None, :]
+    first = np.argsort(~pbits[short], axis=1, kind="stable")  # closer positions first
+    val = np.where(is_up[short, None], gmax + np.where(n_c[short, None] == 1, first[:, :1], i),
+                   first[:, np.minimum(i[0], w - 1)])
+    val = np.where(n_c[short, None] == 0, gmax + w, val)
+    ok = i < length[short, None]
+    value[(start[short, None] + i)[ok]] = val[ok]
+    # tables with lost slots: entry j + m * r from the alternatives
+    lossy_p = np.flatnonzero(lossy)
+    for m in np.unique(pm[lossy_p]).tolist():
+        ps = lossy_p[pm[lossy_p] == m]
+        alt = alternatives(pbits[ps, :m], m).reshape(len(ps), -1)  # (p, (m - 1) * m)
+        value[start[ps, None] + np.arange(alt.shape[1])[None, :]] = gmax + alt
+    return length, start, value
+
+
+def capacity_tables(
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray], pat_of: np.ndarray, n_closer: np.ndarray,
+    up: np.ndarray, n_up: np.ndarray, count: np.ndarray, below: np.ndarray, cols: np.ndarray,
+    cables: np.ndarray, resolution: int = 4,
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """Shares by capacity for the destinations free to take any up group.
+
+    ``tables`` ``(length, start, value)`` and ``pat_of`` ``(B, U)``: the
+    patterns of ``B`` switches towards ``U`` targets (:func:`slot_tables`);
+    ``n_closer`` ``(P,)`` closer groups per pattern; ``up`` ``(B, U)``
+    up-going; ``n_up`` ``(B,)`` up groups per switch; ``count`` ``(U,)``
+    destination LIDs per target; ``below`` ``(B,)`` destination LIDs below
+    each switch (the sources that can send up through it); ``cols`` ``(B, C)``
+    the group position of each table value per switch; ``cables`` ``(B,
+    gmax + 1)`` cables per group position.
+
+    A switch's other up-going destinations (fewer closer groups: targets
+    some up groups do not reach) load its groups unevenly, and its groups
+    may have unequal cable counts.  Its free destinations (every up group
+    closer, a table without lost slots) then go by water-filling: group
+    ``g`` takes ``max(0, lam * cables[g] - load[g])`` of them, ``lam`` the
+    level that places all, in a table of ``resolution * #groups`` entries
+    with each group's entries evenly spread.  A switch changes only where
+    this lowers the all-to-all risk a cable can reach, ``min(destinations
+    per cable, below)``, by half a destination or more: its cables are bound
+    by their destinations, not by their sources (X5: a leaf of 9 hosts whose
+    peers on 2 of the 4 spines crowd those spines' cables).  Complete trees
+    have no such switch: tables unchanged.  Returns the extended tables and
+    ``pat_of``."""
+    length, start, value = tables
+    b, n_u = pat_of.shape
+    free = (up & (length[pat_of] == n_closer[pat_of]) & (n_closer[pat_of] == n_up[:, None])
+            & (n_up[:, None] > 1))
+    if not free.any():
+        return tables, pat_of
+    gcols = cables.shape[1]
+    # the other up-going destinations, spread over their tables' entries
+    ob, ou = np.nonzero(up & ~free)
+    load = np.zeros((b, gcols))
+    if len(ob):
+        op = pat_of[ob, ou]
+        ln = length[op]
+        row = np.repeat(np.arange(len(ob)), ln)
+        ent = start[op][row] + np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
+        np.add.at(load, (ob[row], cols[ob[row], value[ent]]), (count[ou] / ln)[row])
+    sw = np.flatnonzero(free.any(axis=1))
+    fp = pat_of[sw, np.argmax(free[sw], axis=1)]  # a switch's free targets share one pattern
+    n_free = np.where(free[sw], count[None, :], 0).sum(axis=1).astype(np.float64)
+    k = n_closer[fp]
+    kmax = int(k.max())
+    inside = np.arange(kmax)[None, :] < k[:, None]
+    pos = cols[sw[:, None], value[start[fp][:, None] + np.minimum(np.arange(kmax), k[:, None] - 1)]]
+    cab = np.where(inside, cables[sw[:, None], pos], 0).astype(np.float64)
+    ld = np.where(inside, load[sw[:, None], pos], 0.0)
+    lo = np.zeros(len(sw))  # water level by bisection
+    hi = (n_free + ld.sum(axis=1)) / cab.sum(axis=1) + (ld / np.maximum(cab, 1)).max(axis=1)
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        short = np.maximum(0.0, mid[:, None] * cab - ld).sum(axis=1, where=inside) < n_free
+        lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
+    even = ((ld + (n_free / k)[:, None]) / np.maximum(cab, 1)).max(axis=1, where=inside,
+                                                                     initial=0.0)
+    filled = np.maximum(hi[:, None], ld / np.maximum(cab, 1)).max(axis=1, where=inside,
+                                                                   initial=0.0)
+    src = below[sw].astype(np.float64)
+    gain = np.minimum(even, src) - np.minimum(filled, src) >= 0.5
+    if not gain.any():
+        return tables, pat_of
+    sw, fp, k, inside = sw[gain], fp[gain], k[gain], inside[gain]
+    share = np.where(inside, np.maximum(0.0, hi[gain][:, None] * cab[gain] - ld[gain]), 0.0)
+    share /= share.sum(axis=1, keepdims=True)
+    n = len(sw)
+    new_len = resolution * k
+    # entries per group: largest remainder
+    want = share * new_len[:, None]
+    got = np.floor(want).astype(np.int64)
+    rest = new_len - got.sum(axis=1)
+    order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
+    bump = np.arange(kmax)[None, :] < rest[:, None]
+    got[np.nonzero(bump)[0], order[bump]] += 1
+    # the j-th of a group's c entries at (j + 1/2) / c through the table
+    c = got.ravel()
+    e_row = np.repeat(np.repeat(np.arange(n), kmax), c)
+    e_grp = np.repeat(np.tile(np.arange(kmax), n), c)
+    e_c = np.repeat(c, c)
+    j = np.arange(len(e_row)) - np.repeat(np.cumsum(c) - c, c)
+    o = np.lexsort((e_grp, (j + 0.5) / e_c, e_row))
+    new_value = value[start[fp][e_row[o]] + e_grp[o]]
+    new_start = len(value) + np.cumsum(new_len) - new_len
+    pat_of = pat_of.copy()
+    fb, fu = np.nonzero(free[sw])
+    pat_of[sw[fb], fu] = len(length) + fb
+    return ((np.concatenate([length, new_len]), np.concatenate([start, new_start]),
+             np.concatenate([value, new_value])), pat_of)
+
+
+def occurrences(length: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry of the slot tables (:func:`slot_tables`), ``(occ (F,),
+    count (F,))`` int32: how many entries of its pattern's table before it
+    hold the same value, and how many hold it in all.  A destination at entry
+    ``e`` in round ``q = floor(x / length)`` is then the ``q * count[e] +
+    occ[e]``-th of its group, whose parallel cables it takes in turn (one
+    entry per value, as in every table without lost slots: ``q``, Dmodc's
+    digit)."""
+    pat = np.repeat(np.arange(len(length)), length)
+    key = pat * (int(value.max(initial=0)) + 1) + value
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.ones(len(ks), dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    run = np.cumsum(first) - 1
+    start = np.flatnonzero(first)
+    occ = np.empty(len(key), dtype=np.int32)
+    occ[order] = np.arange(len(ks)) - start[run]
+    count = np.empty(len(key), dtype=np.int32)
+    count[order] = np.diff(np.append(start, len(ks)))[run]
+    return occ, count
