@@ -148,16 +148,25 @@ def capacity_tables(
     if not free.any():
         return tables, pat_of
     gcols = cables.shape[1]
-    # the other up-going destinations, spread over their tables' entries
-    ob, ou = np.nonzero(up & ~free)
-    load = np.zeros((b, gcols))
-    if len(ob):
-        op = pat_of[ob, ou]
-        ln = length[op]
-        row = np.repeat(np.arange(len(ob)), ln)
-        ent = start[op][row] + np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
-        np.add.at(load, (ob[row], cols[ob[row], value[ent]]), (count[ou] / ln)[row])
     sw = np.flatnonzero(free.any(axis=1))
+    # the other up-going destinations of those switches, spread over their
+    # tables' entries: per pattern the share of each value, per switch the
+    # destinations per pattern, then per group position
+    ob, ou = np.nonzero(up[sw] & ~free[sw])
+    load = np.zeros((len(sw), gcols))
+    if len(ob):
+        pats, op = np.unique(pat_of[sw[ob], ou], return_inverse=True)
+        ln = length[pats]
+        row = np.repeat(np.arange(len(pats)), ln)
+        ent = start[pats][row] + np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
+        n_val = cols.shape[1]
+        share = np.bincount(row * n_val + value[ent], weights=1.0 / ln[row],
+                            minlength=len(pats) * n_val).reshape(len(pats), n_val)
+        per_pat = np.bincount(ob * len(pats) + op, weights=count[ou].astype(np.float64),
+                              minlength=len(sw) * len(pats)).reshape(len(sw), len(pats))
+        at = np.arange(len(sw))[:, None] * gcols + cols[sw]
+        load = np.bincount(at.ravel(), weights=(per_pat @ share).ravel(),
+                           minlength=len(sw) * gcols).reshape(len(sw), gcols)
     fp = pat_of[sw, np.argmax(free[sw], axis=1)]  # a switch's free targets share one pattern
     n_free = np.where(free[sw], count[None, :], 0).sum(axis=1).astype(np.float64)
     k = n_closer[fp]
@@ -165,7 +174,7 @@ def capacity_tables(
     inside = np.arange(kmax)[None, :] < k[:, None]
     pos = cols[sw[:, None], value[start[fp][:, None] + np.minimum(np.arange(kmax), k[:, None] - 1)]]
     cab = np.where(inside, cables[sw[:, None], pos], 0).astype(np.float64)
-    ld = np.where(inside, load[sw[:, None], pos], 0.0)
+    ld = np.where(inside, np.take_along_axis(load, pos, axis=1), 0.0)
     lo = np.zeros(len(sw))  # water level by bisection
     hi = (n_free + ld.sum(axis=1)) / cab.sum(axis=1) + (ld / np.maximum(cab, 1)).max(axis=1)
     for _ in range(50):
