@@ -153,19 +153,19 @@ def capacity_tables(
     # tables' entries: per pattern the share of each value, per switch the
     # destinations per pattern, then per group position
     ob, ou = np.nonzero(up[sw] & ~free[sw])
-    load = np.zeros((len(sw), gcols))
+    load: np.ndarray = np.zeros((len(sw), gcols))
     if len(ob):
         pats, op = np.unique(pat_of[sw[ob], ou], return_inverse=True)
         ln = length[pats]
         row = np.repeat(np.arange(len(pats)), ln)
         ent = start[pats][row] + np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
         n_val = cols.shape[1]
-        share = np.bincount(row * n_val + value[ent], weights=1.0 / ln[row],
-                            minlength=len(pats) * n_val).reshape(len(pats), n_val)
+        of_value = np.bincount(row * n_val + value[ent], weights=1.0 / ln[row],
+                               minlength=len(pats) * n_val).reshape(len(pats), n_val)
         per_pat = np.bincount(ob * len(pats) + op, weights=count[ou].astype(np.float64),
                               minlength=len(sw) * len(pats)).reshape(len(sw), len(pats))
         at = np.arange(len(sw))[:, None] * gcols + cols[sw]
-        load = np.bincount(at.ravel(), weights=(per_pat @ share).ravel(),
+        load = np.bincount(at.ravel(), weights=(per_pat @ of_value).ravel(),
                            minlength=len(sw) * gcols).reshape(len(sw), gcols)
     fp = pat_of[sw, np.argmax(free[sw], axis=1)]  # a switch's free targets share one pattern
     n_free = np.where(free[sw], count[None, :], 0).sum(axis=1).astype(np.float64)
