@@ -23,9 +23,9 @@ Either way the tables equal a from-scratch route of the new fabric (tested).
 Nmodc (:mod:`smroute.routing.nominal`) takes the same path with its nominal
 dividers and kernel; a switch whose nominal slots changed (its siblings lost
 or regained their last link to an up-neighbour) is recomputed in full too,
-and so is every switch with a changed entry: where its cables are bound by
-their destinations Nmodc shares them out by capacity over its whole row
-(:func:`smroute.routing.slot_tables.capacity_tables`).
+and so is every switch with a changed entry and two up groups or more:
+where its cables are bound by their destinations Nmodc shares them out by
+capacity over its whole row (:func:`smroute.routing.slot_tables.capacity_tables`).
 """
 
 from __future__ import annotations
@@ -199,7 +199,8 @@ def reroute(
     near[g.grp_switch[moved[g.grp_remote]]] = True
     col_sw = np.flatnonzero(near)
     if slots is not None:  # Nmodc's shares by capacity read a switch's whole row
-        rows, col_sw = np.union1d(rows, col_sw), col_sw[:0]
+        shared = col_sw[g.n_up[col_sw] > 1]  # (switches with one up group never share)
+        rows, col_sw = np.union1d(rows, shared), col_sw[g.n_up[col_sw] <= 1]
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
     if len(rows):
