@@ -508,3 +508,20 @@ def test_x5_capture_is_shared_by_capacity() -> None:
     f = read_fabric(path)
     f = f[0] if isinstance(f, tuple) else f
     assert _a2a_sp(f, "dmodc") == (9, 4) and _a2a_sp(f, "nmodc") == (8, 5)
+
+
+def test_incremental_reroute_with_shares_by_capacity() -> None:
+    """On the X5-shaped tree (shares by capacity on the 9- and 24-host
+    leaves) every single-cable loss, rerouted from the intact routing,
+    equals a from-scratch Nmodc route: a switch's shares read its whole
+    row, so the reroute recomputes whole rows where an entry changed."""
+    f = leaf_spine_tree([24, 9, 6, 21, 5, 24], [[3, 3, 3, 3], [3, 3, 3, 3], [1, 1, 1, 1],
+                                                [6, 6, 0, 0], [3, 3, 3, 3], [3, 3, 3, 3]])
+    prev = route(f, algorithm="nmodc", workers=1, lmc=0)
+    inter = _inter_links(f)
+    for link in inter:
+        f2 = f.with_removed(links=[link])
+        r = reroute(prev, f2, lmc=0)
+        full = route(f2, algorithm="nmodc", workers=1, lmc=0)
+        assert r.incremental
+        assert np.array_equal(r.result.tables.ports, full.tables.ports)
