@@ -6,8 +6,8 @@ that lost an up-link then uses a different modulus than its intact siblings
 (``t mod 11`` next to ``t mod 12``), so damaged switches send different
 destination sets through the same upper links and the all-to-all congestion
 risk adds up.  Nmodc keeps Dmodc's costs, closer groups (eq. 1), NIDs and
-port choice inside a group, and changes only which closer group an
-up-going route takes:
+port choice inside a group, and changes only which closer group a route
+takes:
 
 * **Nominal slots.**  Siblings are switches joined through shared
   up-neighbours (transitively); the up-neighbours of a switch's siblings,
@@ -55,7 +55,6 @@ up-going route takes:
   closer) or ``L = m * (m - 1)`` (``T[j + m * r]``), the group is
   ``T[x mod L]`` and the port inside it ``floor(x / L) mod #g`` (eq. 4 with
   ``L`` for ``#C``).
-
 * **Shares by capacity.**  Where a switch's up-going cables are bound by
   their destinations rather than their sources (fewer destinations per
   cable than end-ports below it) and its other up-going destinations, or
