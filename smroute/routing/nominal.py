@@ -280,18 +280,20 @@ def _route_remote(
     grp_lut = gidx_pad[bi[:, None], np.minimum(cols, gmax)]
     tgt = col_of[ctx.tgt_i]  # (D,)
     per_target = np.bincount(tgt, minlength=n_u)  # (U',) destination LIDs
+    down_bu = cs_t < UP_PHASE  # (U', B) the target is the switch or below it
     (length, start, val), pat_of = capacity_tables(
         tables, pat_of, pbits.sum(axis=1), up_bu.T, ((~down_k) & valid).sum(axis=1), per_target,
-        (per_target[:, None] * (cs_t < UP_PHASE)).sum(axis=0), cols, g.grp_port_count[gidx_pad])
+        per_target @ down_bu, cols, g.grp_port_count[gidx_pad])
+    pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     nid = dest.nid.astype(np.int32)
     x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
         nid[None, :] // piv[:, None].astype(np.int32))
     # a down-going route with several closer groups takes C[t mod #C]
-    spread = ((cs_t < UP_PHASE).T & (length[pat_of] > 1))  # (B, U')
+    spread = down_bu.T & (pat_len > 1)  # (B, U')
     if spread.any():
         x = np.where(spread[:, tgt], nid[None, :], x)
-    len_d = length[pat_of].astype(np.int32)[:, tgt]  # (B, D)
+    len_d = pat_len.astype(np.int32)[:, tgt]  # (B, D)
     ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x, len_d)  # table entry
     n_flat, n_col = len(val), cols.shape[1]
     if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
