@@ -62,6 +62,12 @@ takes:
   any up group are shared out by water-filling instead of evenly
   (:func:`~smroute.routing.slot_tables.capacity_tables`; X5's capture: A2A
   9 to 8).  Complete trees never qualify.
+* **Redirects by load.**  Once every table is computed, the leaves'
+  entries whose nominal slot does not lead closer are rechosen by the load
+  of the upper switches' up-links (:mod:`smroute.routing.balance`): the
+  probe order alone lets a leaf missing two slots put a destination on a
+  third upper switch by itself, and on heavy damage these pile up (the
+  1,728-host study tree with 655 links removed: A2A 87, 45 by load).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an

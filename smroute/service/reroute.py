@@ -26,6 +26,9 @@ or regained their last link to an up-neighbour) is recomputed in full too,
 and so is every switch with a changed entry and two up groups or more:
 where its cables are bound by their destinations Nmodc shares them out by
 capacity over its whole row (:func:`smroute.routing.slot_tables.capacity_tables`).
+Its redirects by load (:mod:`smroute.routing.balance`) read every table:
+the leaves with a redirected entry, before or after the change, are
+recomputed in full and the pass is rerun over the whole tables.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import dmodc, nominal
+from smroute.routing import balance, dmodc, nominal
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import RoutingResult, route, turn_destinations
 from smroute.routing.pool import RoutePool
@@ -185,9 +188,15 @@ def reroute(
 
     # rows whose port groups changed; targets whose cost column changed
     rows = changed_switches(prev.graph, g)
-    slots = nominal.packed_slots(nominal.nominal_slots(g)) if alg == "nmodc" else None
-    if slots is not None:
+    nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
+    slots = nominal.packed_slots(nominal_slots) if nominal_slots is not None else None
+    if nominal_slots is not None:
+        # the leaves whose redirects are rechosen by load, before and after
+        before = balance.redirect_switches(prev.graph, prev.costs, prev.dividers, prev.dest,
+                                           nominal.nominal_slots(prev.graph))
+        after = balance.redirect_switches(g, c, pi, dest, nominal_slots)
         rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
+        rows = np.union1d(rows, np.union1d(before, after))
     dc = c != prev.costs
     changed_t = np.flatnonzero(dc.any(axis=0))
     sel = np.flatnonzero(np.isin(dest.target, changed_t))
@@ -210,6 +219,8 @@ def reroute(
     if len(sel) and len(col_sw):
         ports[col_sw[:, None], lids[None, :]] = _route_subset(g, c, pi, dest, col_sw, sel,
                                                               slots)
+    if nominal_slots is not None:
+        ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3

@@ -1,0 +1,375 @@
+"""Nmodc's redirects by load (beyond the paper): where a leaf's nominal slot
+does not lead closer to a destination, the up group it takes instead.
+
+Nmodc's kernel (:mod:`smroute.routing.nominal`) sends a destination whose
+nominal slot is lost to the other slots in a fixed probe order.  Every leaf
+probes in the same order, so leaves that lost the same slot agree; but a
+leaf that also lacks the first alternative takes a third upper switch, where
+no other leaf sends that destination, and on a heavily damaged tree these
+single-leaf detours pile up on the upper switches that lost up-links
+themselves (the 1,728-host study tree with 655 links removed: 55 of the 87
+destinations on its hottest up-link came from one to four leaves each).
+
+This pass rechooses those redirected entries, as a leaf's upper switch's
+egress for the destination is known once every table is computed.  The
+candidates are the first ``CHOICES`` closer slots in the probe order and
+the kernel's choice:
+
+* an upper switch to which another leaf of the sibling group already sends
+  the destination costs nothing (the destination crosses its up-link
+  anyway);
+* otherwise the one whose egress link carries the fewest destinations;
+* the kernel's choice stays unless another is lighter by more than
+  ``KEEP`` destinations (its probe order spreads a shift permutation's
+  lost slots over distinct groups), and ties go to the probe order.
+
+Only entries whose upper switches route on up are weighed: a down-link
+from an upper switch reaches the target leaf alone, whose end-ports bound
+its risk (X5's leaves keep their shares by capacity).  The destinations are
+dealt in NID order round-robin into ``BLOCKS`` blocks, placed block after
+block: NIDs next to each other see each other's load.  Inside a block, an
+entry with a free upper switch is placed at once and, of the others, the
+first of each destination and sibling group per round, so the leaves
+missing a destination's nominal slot agree on where it goes.  Siblings with
+the same closer slots towards a target choose alike and are weighed once.
+Every choice is a group that leads closer, so routes stay minimal and
+up*/down* (no credit loop) and the tables validate as the kernel's do.  A
+tree with no redirected entry (every complete PGFT) keeps the kernel's
+tables.
+
+Pure functions on arrays; the loops run per block and round (and per
+probe position), never per destination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from smroute.fabric.graph import components
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations
+from smroute.routing.nominal import NominalSlots
+from smroute.routing.slot_tables import probe_offsets
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["redirect_switches", "balance_redirects"]
+
+#: Blocks of destinations placed at once (load is seen between blocks and rounds).
+BLOCKS = 32
+#: The kernel's choice stays unless another is lighter by more than this
+#: many destinations.
+KEEP = 2
+#: Candidates weighed per entry besides the kernel's: the first closer slots
+#: in probe order (all 11 on the 1,728-host tree's 64+ band: A2A 31.5 against 33).
+CHOICES = 4
+
+
+@dataclass(frozen=True, eq=False)
+class _Redirected:
+    """The leaves' redirected entries.
+
+    leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode);
+    slot_up ``(B, M)`` int64 the upper switch of each nominal slot (-1: none,
+    or past the leaf's arity); ups ``(U,)`` int64 those upper switches and
+    slot_ui ``(B, M)`` int64 the index into ``ups`` (-1: none); siblings
+    ``(B,)`` int64 a label per group of leaves joined through shared upper
+    switches; targets ``(T,)`` int64 the switches end-port destinations hang
+    off; up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
+    them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
+    leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
+    leaf_cost[b, t]``.
+
+    Partial pairs ``(P,)`` int64: pair_leaf (index into ``leaves``) and
+    pair_target (index into ``targets``) where some slots lead closer and
+    some do not; pair_class: siblings with the same closer slots towards a
+    target choose alike, a class per (sibling group, target, closer slots).
+    Per redirected entry of a class's first pair, ``(R,)`` int64: rows
+    (index into ``leaves``), dests (index into the routed destinations), x
+    (digit ``floor(nid / Pi)``; the nominal slot ``x mod m`` is not closer)
+    and entry_class.
+    """
+
+    leaves: np.ndarray
+    slot_up: np.ndarray
+    ups: np.ndarray
+    slot_ui: np.ndarray
+    siblings: np.ndarray
+    targets: np.ndarray
+    up_cost: np.ndarray
+    leaf_cost: np.ndarray
+    pair_leaf: np.ndarray
+    pair_target: np.ndarray
+    pair_class: np.ndarray
+    rows: np.ndarray
+    dests: np.ndarray
+    x: np.ndarray
+    entry_class: np.ndarray
+
+    def closer(self, rows: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """``(n, M)`` bool: the slots of leaves ``rows`` leading closer to
+        targets ``t`` (``(n,)`` each)."""
+        return _closer(self.slot_ui, self.up_cost, self.leaf_cost, rows, t)
+
+
+def _closer(slot_ui: np.ndarray, up_cost: np.ndarray, leaf_cost: np.ndarray, rows: np.ndarray,
+            t: np.ndarray) -> np.ndarray:
+    """:meth:`_Redirected.closer` on its arrays."""
+    ui = slot_ui[rows]
+    return (ui >= 0) & (up_cost[np.maximum(ui, 0), t[:, None]] < leaf_cost[rows, t][:, None])
+
+
+def _up_cost(c_up: np.ndarray) -> np.ndarray:
+    """A neighbour's encoded cost as seen from below (Dmodc's up phase)."""
+    return np.where(c_up < INF, (c_up & np.uint8(UP_PHASE - 1)) | np.uint8(UP_PHASE),
+                    np.uint8(INF))
+
+
+def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(which, e)``: for every index ``i`` of ``pick`` ``(K,)`` (target
+    indices), each destination ``e`` (index into ``t_of``) on that target."""
+    by_t = np.argsort(t_of, kind="stable")
+    n_on = np.bincount(t_of, minlength=n_t)
+    k = n_on[pick]
+    which = np.repeat(np.arange(len(pick)), k)
+    at = np.repeat((np.cumsum(n_on) - n_on)[pick], k) + np.arange(int(k.sum())) - np.repeat(
+        np.cumsum(k) - k, k)
+    return which, by_t[at]
+
+
+def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                slots: NominalSlots) -> _Redirected:
+    """The redirected entries (:class:`_Redirected`).  A leaf missing one of
+    its slots has a partial pair with every target it reaches; a leaf with
+    all of them with the targets some of its sibling group's upper switches
+    do not lead closer to (``(groups, M, T)`` costs, so a complete tree
+    costs next to nothing)."""
+    arity = slots.arity
+    leaves = np.flatnonzero((g.rank == 0) & ~slots.own & (arity >= 2) & (g.mode == "tree"))
+    m = arity[leaves]
+    width = max(int(m.max(initial=1)), 1)
+    sg = slots.slot_grp[leaves, :width]
+    slot_up = np.where(sg >= 0, g.grp_remote[np.maximum(sg, 0)], -1) if len(sg) else sg
+    ups = np.unique(slot_up[slot_up >= 0])
+    slot_ui = np.where(slot_up >= 0, np.searchsorted(ups, slot_up), -1)
+    eps = np.flatnonzero(~dest.is_switch)
+    targets, t_of = np.unique(dest.target[eps], return_inverse=True)
+    up_cost = _up_cost(c[ups[:, None], targets[None, :]])
+    leaf_cost = c[leaves[:, None], targets[None, :]]
+    b, j = np.nonzero(slot_ui >= 0)
+    sib = components(len(leaves) + len(ups), b, len(leaves) + slot_ui[b, j])[:len(leaves)]
+    # every sibling group's slots (the union) and its worst upper cost per target
+    labels, grp_of = np.unique(sib, return_inverse=True)
+    union = np.full((len(labels), width), -1, dtype=np.int64)
+    union[grp_of[b], j] = slot_ui[b, j]
+    worst = np.where((union >= 0)[:, :, None], up_cost[np.maximum(union, 0)], 0).max(axis=1)
+    damaged = np.asarray(((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1))
+    reach = (leaf_cost < INF) & (targets[None, :] != leaves[:, None])
+    pb, pt = np.nonzero(reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost)))
+    bits = _closer(slot_ui, up_cost, leaf_cost, pb, pt)
+    where = sib[pb] * len(targets) + pt
+    if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
+        key = (where << width) | (bits.astype(np.int64) << np.arange(width)).sum(axis=1)
+        _, rep, pair_class = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, rep, pair_class = np.unique(
+            np.concatenate([where[:, None], np.packbits(bits, axis=1).astype(np.int64)], axis=1),
+            axis=0, return_index=True, return_inverse=True)
+    # per class, the destinations on its target whose nominal slot x mod m
+    # is one of its slots that do not lead closer
+    lc, ls = np.nonzero(~bits[rep] & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
+    parts = []
+    for mv, p in set(zip(m[pb[rep[lc]]].tolist(), pi[leaves[pb[rep[lc]]]].tolist(),
+                         strict=True)):
+        sel = np.flatnonzero((m[pb[rep[lc]]] == mv) & (pi[leaves[pb[rep[lc]]]] == p))
+        res = (dest.nid[eps] // p) % mv
+        which, e = _on_targets(t_of * mv + res, len(targets) * mv,
+                               pt[rep[lc[sel]]] * mv + ls[sel])
+        parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
+    cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
+        np.zeros(0, dtype=np.int64),) * 3
+    return _Redirected(leaves, slot_up, ups, slot_ui, sib, targets, up_cost, leaf_cost, pb, pt,
+                       pair_class.ravel(), pb[rep[cls]], eps[e], x, cls)
+
+
+def redirect_switches(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                      slots: NominalSlots) -> np.ndarray:
+    """``(K,)`` int64 switch ids whose tables :func:`balance_redirects` may
+    change (leaves with some slots closer to a target and some not)."""
+    red = _redirected(g, c, pi, dest, slots)
+    return np.unique(red.leaves[red.pair_leaf])
+
+
+def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
+                  red: _Redirected) -> np.ndarray:
+    """``(U * 256,)`` int64: per egress link ``(upper switch index, port)``
+    of the upper switches, the end-port destinations the leaves' nominal
+    slots send through it.  Siblings share their nominal slots, so an upper
+    switch takes the destinations of its slot ``j`` (``x mod m == j``) on
+    the targets it leads some leaf below it closer to."""
+    ups, leaves = red.ups, red.leaves
+    b, j = np.nonzero(red.slot_ui >= 0)
+    u = red.slot_ui[b, j]
+    # carried[u, t]: a leaf below u reaches target t through u (the highest
+    # cost of u's children against u's; a leaf's cost to itself is 0)
+    o = np.argsort(u, kind="stable")
+    b_by_u, u_sorted = b[o], u[o]
+    nth = np.arange(len(u)) - np.searchsorted(u_sorted, u_sorted)
+    highest = np.zeros(red.up_cost.shape, dtype=np.uint8)
+    for k in range(int(nth.max(initial=-1)) + 1):
+        sel = nth == k
+        highest[u_sorted[sel]] = np.maximum(highest[u_sorted[sel]], red.leaf_cost[b_by_u[sel]])
+    carried = red.up_cost < highest
+    # u's slot, arity and divider (one per upper switch: its siblings')
+    slot_of = np.zeros(len(ups), dtype=np.int64)
+    slot_of[u] = j
+    m_of = np.ones(len(ups), dtype=np.int64)
+    m_of[u] = slots.arity[leaves[b]]
+    pi_of = np.ones(len(ups), dtype=np.int64)
+    pi_of[u] = pi[leaves[b]]
+    eps = np.flatnonzero(~dest.is_switch)
+    t_of = np.searchsorted(red.targets, dest.target[eps])
+    load = np.zeros(len(ups) * 256, dtype=np.int64)
+    for m, p in set(zip(m_of.tolist(), pi_of.tolist(), strict=True)):
+        us = np.flatnonzero((m_of == m) & (pi_of == p))
+        which, e = _on_targets((dest.nid[eps] // p) % m, m, slot_of[us])
+        uu = us[which]
+        keep = carried[uu, t_of[e]]
+        uu, e = uu[keep], eps[e[keep]]
+        load += np.bincount(uu * 256 + ports[ups[uu], dest.lid[e]], minlength=len(load))
+    return load
+
+
+def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                      ports: np.ndarray, slots: NominalSlots) -> np.ndarray:
+    """``ports`` ``(S, W)`` uint8, Nmodc's kernel tables of ``dest`` (with its
+    encoded costs ``c`` ``(S, S)``, nominal dividers ``pi`` ``(S,)`` and
+    ``slots``), with the leaves' redirected entries rechosen by load (module
+    doc), in place; returns ``ports``."""
+    red = _redirected(g, c, pi, dest, slots)
+    if not len(red.rows):
+        return ports
+    load = _nominal_load(pi, dest, ports, slots, red)
+    # every redirected entry of a class: its candidate slots, the kernel's
+    rows, d, xr = red.rows, red.dests, red.x
+    sw = red.leaves[rows]
+    m = slots.arity[sw]
+    width = red.slot_ui.shape[1]
+    ok = red.closer(rows, np.searchsorted(red.targets, dest.target[d]))
+    ok &= np.arange(width)[None, :] < m[:, None]
+    kern = _port_slots(g, slots.slot_grp[red.leaves, :width])[rows, ports[sw, dest.lid[d]]]
+    # only where an upper switch routes on up: a down-link from it reaches
+    # the target leaf alone, whose end-ports bound its risk
+    on = (ok & (c[np.maximum(red.slot_up[rows], 0), dest.target[d][:, None]] >= UP_PHASE)).any(
+        axis=1) & (kern >= 0)
+    choice = kern.copy()
+    sel = np.flatnonzero(on)
+    # candidates: the first CHOICES closer slots in probe order, the kernel's
+    cand = np.concatenate([_first_candidates(ok[sel], xr[sel], m[sel]), kern[sel, None]], axis=1)
+    valid = cand >= 0
+    up_c = np.where(valid, np.take_along_axis(red.slot_ui[rows[sel]], np.maximum(cand, 0),
+                                              axis=1), 0)
+    lk = up_c * 256 + ports[red.ups[up_c], dest.lid[d[sel]][:, None]]
+    # the kernel's choice is settled where its destination has no other
+    # entry in the sibling group and no candidate is lighter by more than KEEP
+    sib = red.siblings[rows[sel]]
+    key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
+    _, inv, n_key = np.unique(key, return_inverse=True, return_counts=True)
+    cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
+    settled = (n_key[inv] == 1) & (cost[:, -1] <= cost.min(axis=1) + KEEP)
+    np.add.at(load, lk[settled, -1], 1)
+    rest = ~settled
+    if rest.any():
+        choice[sel[rest]] = _place(cand[rest], up_c[rest], lk[rest], d[sel[rest]], sib[rest],
+                                   len(red.ups), load, dest)
+    # every pair of the class takes the same slot, through its own group
+    by_cls = np.argsort(red.entry_class, kind="stable")
+    which, ent = _on_targets(red.entry_class[by_cls], int(red.pair_class.max()) + 1,
+                             red.pair_class)
+    ent = by_cls[ent]
+    moved = choice[ent] != kern[ent]  # (the others keep the kernel's port in the group)
+    ent, which = ent[moved], which[moved]
+    leaf = red.leaves[red.pair_leaf[which]]
+    gid = slots.slot_grp[leaf, choice[ent]]
+    port = g.grp_ports[g.grp_port_first[gid] + (xr[ent] // m[ent]) % g.grp_port_count[gid]]
+    ports[leaf, dest.lid[d[ent]]] = port
+    return ports
+
+
+def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, sib: np.ndarray,
+           n_up: int, load: np.ndarray, dest: Destinations) -> np.ndarray:
+    """The slot each of ``R`` redirected entries takes (module doc): ``cand``
+    ``(R, K)`` candidate slots in probe order (-1 none), the kernel's last;
+    ``up_c`` / ``lk`` ``(R, K)`` their upper switches (of ``n_up``) and
+    egress links; ``d`` destination, ``sib`` sibling group; ``load`` ``(n_up
+    * 256,)`` the destinations per egress link (updated in place).  Returns
+    ``(R,)`` int64 slots."""
+    n, k = cand.shape
+    valid = cand >= 0
+    dcol, d_of = np.unique(d, return_inverse=True)
+    carry = np.zeros((n_up, len(dcol)), dtype=bool)  # sent by a redirect already
+    # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
+    # next to each other (a shift permutation's) are placed one after another
+    order = np.lexsort((sib, dest.nid[d]))
+    first_d = np.r_[True, d[order][1:] != d[order][:-1]]
+    block_of = (np.cumsum(first_d) - 1) % BLOCKS
+    order = order[np.argsort(block_of, kind="stable")]
+    starts = np.searchsorted(np.sort(block_of), np.arange(BLOCKS + 1))
+    choice = np.full(n, -1, dtype=np.int64)
+    big = np.int64(1) << 40
+    n_sib = int(sib.max(initial=0)) + 1
+    for bi in range(BLOCKS):
+        pend = order[starts[bi]:starts[bi + 1]]
+        while len(pend):
+            e, at = d_of[pend], np.arange(len(pend))
+            cost = np.where(valid[pend], np.where(carry[up_c[pend], e[:, None]], 0,
+                                                  load[lk[pend]] + 1), big)
+            best = np.argmin(cost * k + np.arange(k)[None, :], axis=1)
+            free = cost[at, best] == 0
+            # an entry without a free upper switch keeps the kernel's unless
+            # it is heavier by more than KEEP; the first such entry of each
+            # destination and sibling group is placed this round
+            best = np.where(~free & (cost[:, -1] <= cost[at, best] + KEEP), k - 1, best)
+            other = np.flatnonzero(~free)
+            key = e[other] * n_sib + sib[pend[other]]
+            lead = other[np.r_[True, key[1:] != key[:-1]]] if len(other) else other
+            choice[pend[free]] = cand[pend[free], best[free]]
+            choice[pend[lead]] = cand[pend[lead], best[lead]]
+            carry[up_c[pend[lead], best[lead]], e[lead]] = True
+            np.add.at(load, lk[pend[lead], best[lead]], 1)
+            done = free.copy()
+            done[lead] = True
+            pend = pend[~done]
+    return choice
+
+
+def _first_candidates(ok: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``(R, CHOICES)`` int64: the first closer slots (``ok`` ``(R, M)``) in
+    the probe order of each entry (digit ``x``, nominal arity ``m``), -1
+    past the last."""
+    out = np.full((len(x), CHOICES), -1, dtype=np.int64)
+    for mv in np.unique(m).tolist():
+        sel = np.flatnonzero(m == mv)
+        off = probe_offsets(mv)  # (mv - 1, mv - 1)
+        j0 = x[sel] % mv
+        r = (x[sel] // mv) % max(mv - 1, 1)
+        got = np.zeros(len(sel), dtype=np.int64)
+        for q in range(mv - 1):
+            slot = (j0 + 1 + off[r, q]) % mv  # the q-th probed slot
+            take = ok[sel, slot] & (got < CHOICES)
+            out[sel[take], got[take]] = slot[take]
+            got += take
+    return out
+
+
+def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
+    """``(B, 256)`` int64: the slot whose group (``grp`` ``(B, M)`` group
+    ids, -1 none) holds each port of each leaf, -1 for none."""
+    out = np.full((len(grp), 256), -1, dtype=np.int64)
+    b, j = np.nonzero(grp >= 0)
+    gid = grp[b, j]
+    k = g.grp_port_count[gid]
+    at = np.repeat(g.grp_port_first[gid], k) + np.arange(int(k.sum())) - np.repeat(
+        np.cumsum(k) - k, k)
+    out[np.repeat(b, k), g.grp_ports[at]] = np.repeat(j, k)
+    return out
