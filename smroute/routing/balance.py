@@ -264,13 +264,14 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     sw = red.leaves[rows]
     m = slots.arity[sw]
     width = red.slot_ui.shape[1]
-    ok = red.closer(rows, np.searchsorted(red.targets, dest.target[d]))
+    t = np.searchsorted(red.targets, dest.target[d])
+    ok = red.closer(rows, t)
     ok &= np.arange(width)[None, :] < m[:, None]
     kern = _port_slots(g, slots.slot_grp[red.leaves, :width])[rows, ports[sw, dest.lid[d]]]
     # only where an upper switch routes on up: a down-link from it reaches
     # the target leaf alone, whose end-ports bound its risk
-    on = (ok & (c[np.maximum(red.slot_up[rows], 0), dest.target[d][:, None]] >= UP_PHASE)).any(
-        axis=1) & (kern >= 0)
+    goes_up = c[red.ups[:, None], red.targets[None, :]] >= UP_PHASE  # (U, T)
+    on = (ok & goes_up[np.maximum(red.slot_ui[rows], 0), t[:, None]]).any(axis=1) & (kern >= 0)
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first CHOICES closer slots in probe order, the kernel's
