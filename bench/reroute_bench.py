@@ -14,6 +14,7 @@ After the timed runs, the served tables of a degraded state are compared with a
 from-scratch route of that fabric (must be identical).
 
     .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full] [--grpc]
+        [--algorithm dmodc|nmodc]
 
 ``--full`` also times the non-incremental path (full route + full diff).
 ``--grpc`` instead starts a real ``smroute serve`` (loopback, ``--coalesce-ms
@@ -141,6 +142,8 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="also time the full (non-incremental)"
                     " reroute")
     ap.add_argument("--grpc", action="store_true", help="through a real smroute serve process")
+    ap.add_argument("--algorithm", choices=("dmodc", "nmodc"), default="dmodc",
+                    help="the daemon's routing algorithm (not with --grpc)")
     args = ap.parse_args()
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start")
     f = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
@@ -153,14 +156,15 @@ def main() -> None:
     modes = [True, False] if args.full else [True]
     for inc in modes:
         core = RoutingCore(workers=args.workers, coalesce_s=0.0, validate_epochs=False,
-                           incremental=inc)
+                           incremental=inc, algorithm=args.algorithm)
         try:
             core.load_fabric(f, "pgft-11664")
             t = time.perf_counter()
             core.route()
             t_route = time.perf_counter() - t
             r = _run(core, links)
-            name = "incremental" if inc else "full route + full diff"
+            name = (f"{args.algorithm}, "
+                    + ("incremental" if inc else "full route + full diff"))
             print(f"\n[{name}] initial route {t_route:.3f} s")
             med = statistics.median(r["down"])
             print(f"link down -> committed epoch with diff: median {med:.3f}"
@@ -180,7 +184,8 @@ def main() -> None:
             # correctness: a degraded state equals a from-scratch route
             li, g, p = links[0]
             out = core.apply_faults([FaultEvent("link_down", g, p)])
-            ref = route(f.with_removed(links=[li]), pool=core.pool, lmc=0)
+            ref = route(f.with_removed(links=[li]), pool=core.pool, lmc=0,
+                        algorithm=args.algorithm)
             same = diff_tables(out.epoch.tables, ref.tables).identical
             print(f"tables after link down identical to a from-scratch route: {same}")
             assert same

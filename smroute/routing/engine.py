@@ -56,11 +56,14 @@ from smroute.routing.validate import Validation, validate
 from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-__all__ = ["ALGORITHMS", "RoutingResult", "route", "unrouted_connected", "validate_result"]
+__all__ = ["ALGORITHMS", "DMODC_LIKE", "RoutingResult", "route", "unrouted_connected",
+           "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk", "nmodc")
-#: Algorithms built on Dmodc's costs, closer groups and modes (pool, turns).
-_DMODC_LIKE = ("dmodc", "nmodc")
+#: Algorithms built on Dmodc's costs, closer groups and modes (pool, turns):
+#: every route takes a closer group, so every pair with a path is routed by
+#: construction (:func:`unrouted_connected` guards what a bug would break).
+DMODC_LIKE = ("dmodc", "nmodc")
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +164,7 @@ def route(
     t3 = clock()
     timings["nids"] = t3 - t2
 
-    own = pool is None and algorithm in _DMODC_LIKE
+    own = pool is None and algorithm in DMODC_LIKE
     p = pool if pool is not None else RoutePool(workers) if own else None
     check: SwitchGraph | None = None
     turn_lids = 0
@@ -170,7 +173,7 @@ def route(
         ports = _tables(fabric, algorithm, p, g, c, pi, dest)
         t4 = clock()
         timings["routes"] = t4 - t3
-        need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm in _DMODC_LIKE
+        need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm in DMODC_LIKE
                 else np.zeros(0, bool))
         if need.any():
             roots = turn_roots(g)

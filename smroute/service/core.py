@@ -34,6 +34,7 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing.engine import (
     ALGORITHMS,
+    DMODC_LIKE,
     RoutingResult,
     route,
     unrouted_connected,
@@ -295,10 +296,11 @@ class RoutingCore:
                 diff: TableDiff | None, t_event: float | None = None) -> Epoch:
         """Commit; ``t_event``: clock time of the first event (timings then get
         ``event_to_commit``: everything up to the reference swap, which is O(1))."""
-        # Dmodc routes every pair that cables join by construction (the cheap
-        # first-hop check guards it); other algorithms are walked in full now
+        # Dmodc and Nmodc route every pair that cables join by construction
+        # (the cheap first-hop check guards it; the background walk follows);
+        # other algorithms are walked in full now
         gaps = unrouted_connected(res)
-        if not gaps and res.algorithm != "dmodc":
+        if not gaps and res.algorithm not in DMODC_LIKE:
             gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
         if gaps:
             self._metric("reroute_failed", "unrouted_pairs")
