@@ -78,10 +78,10 @@ CHOICES = 4
 class _Redirected:
     """The leaves' redirected entries.
 
-    leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode);
-    slot_up ``(B, M)`` int64 the upper switch of each nominal slot (-1: none,
-    or past the leaf's arity); ups ``(U,)`` int64 those upper switches and
-    slot_ui ``(B, M)`` int64 the index into ``ups`` (-1: none); siblings
+    leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode); ups
+    ``(U,)`` int64 the upper switches of their nominal slots and slot_ui
+    ``(B, M)`` int64 each slot's index into ``ups`` (-1: no link, or past
+    the leaf's arity); siblings
     ``(B,)`` int64 a label per group of leaves joined through shared upper
     switches; targets ``(T,)`` int64 the switches end-port destinations hang
     off; up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
@@ -89,10 +89,10 @@ class _Redirected:
     leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
     leaf_cost[b, t]``.
 
-    Partial pairs ``(P,)`` int64: pair_leaf (index into ``leaves``) and
-    pair_target (index into ``targets``) where some slots lead closer and
-    some do not; pair_class: siblings with the same closer slots towards a
-    target choose alike, a class per (sibling group, target, closer slots).
+    Partial pairs ``(P,)`` int64: pair_leaf (index into ``leaves``), where
+    some slots lead closer to a target and some do not; pair_class:
+    siblings with the same closer slots towards a target choose alike, a
+    class per (sibling group, target, closer slots).
     Per redirected entry of a class's first pair, ``(R,)`` int64: rows
     (index into ``leaves``), dests (index into the routed destinations), x
     (digit ``floor(nid / Pi)``; the nominal slot ``x mod m`` is not closer)
@@ -100,7 +100,6 @@ class _Redirected:
     """
 
     leaves: np.ndarray
-    slot_up: np.ndarray
     ups: np.ndarray
     slot_ui: np.ndarray
     siblings: np.ndarray
@@ -108,7 +107,6 @@ class _Redirected:
     up_cost: np.ndarray
     leaf_cost: np.ndarray
     pair_leaf: np.ndarray
-    pair_target: np.ndarray
     pair_class: np.ndarray
     rows: np.ndarray
     dests: np.ndarray
@@ -188,8 +186,8 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     # is one of its slots that do not lead closer
     lc, ls = np.nonzero(~bits[rep] & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
     parts = []
-    for mv, p in set(zip(m[pb[rep[lc]]].tolist(), pi[leaves[pb[rep[lc]]]].tolist(),
-                         strict=True)):
+    for mv, p in sorted(set(zip(m[pb[rep[lc]]].tolist(), pi[leaves[pb[rep[lc]]]].tolist(),
+                                strict=True))):
         sel = np.flatnonzero((m[pb[rep[lc]]] == mv) & (pi[leaves[pb[rep[lc]]]] == p))
         res = (dest.nid[eps] // p) % mv
         which, e = _on_targets(t_of * mv + res, len(targets) * mv,
@@ -197,7 +195,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(leaves, slot_up, ups, slot_ui, sib, targets, up_cost, leaf_cost, pb, pt,
+    return _Redirected(leaves, ups, slot_ui, sib, targets, up_cost, leaf_cost, pb,
                        pair_class.ravel(), pb[rep[cls]], eps[e], x, cls)
 
 
@@ -239,7 +237,7 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     eps = np.flatnonzero(~dest.is_switch)
     t_of = np.searchsorted(red.targets, dest.target[eps])
     load = np.zeros(len(ups) * 256, dtype=np.int64)
-    for m, p in set(zip(m_of.tolist(), pi_of.tolist(), strict=True)):
+    for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
         us = np.flatnonzero((m_of == m) & (pi_of == p))
         which, e = _on_targets((dest.nid[eps] // p) % m, m, slot_of[us])
         uu = us[which]
