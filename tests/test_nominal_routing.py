@@ -275,7 +275,7 @@ def test_damaged_siblings_send_the_same_destinations(throw: int, bound: int) -> 
 def _kernel_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Route Nmodc without its redirects by load (the kernel's tables)."""
     monkeypatch.setattr(balance, "balance_redirects",
-                        lambda g, c, pi, dest, ports, slots: ports)
+                        lambda g, c, pi, dest, ports, slots, leaves=None: ports)
 
 
 def test_redirects_by_load_on_heavy_damage(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,6 +300,17 @@ def test_redirects_by_load_on_heavy_damage(monkeypatch: pytest.MonkeyPatch) -> N
     red = balance.redirect_switches(nm.graph, nm.costs, nm.dividers, nm.dest,
                                     nominal.nominal_slots(nm.graph))
     assert np.isin(rows, red).all()
+
+
+def test_redirects_by_load_in_the_pool_equal_in_process() -> None:
+    """The pool runs the redirects by load per part of whole sibling groups
+    in its workers: the same tables as one process."""
+    full = parse_pgft(STUDY_1728).build()
+    f = plan_throw(full, "link", 2026, 33).fabric
+    one = route(f, algorithm="nmodc", workers=1, labels=False)
+    with RoutePool(2) as pool:
+        two = route(f, algorithm="nmodc", pool=pool, labels=False)
+    assert np.array_equal(one.tables.ports, two.tables.ports)
 
 
 def test_no_redirect_on_a_complete_tree() -> None:

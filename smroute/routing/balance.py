@@ -28,9 +28,12 @@ the kernel's choice:
 
 Only entries whose upper switches route on up are weighed: a down-link
 from an upper switch reaches the target leaf alone, whose end-ports bound
-its risk (X5's leaves keep their shares by capacity).  The destinations are
-dealt in NID order round-robin into ``BLOCKS`` blocks, placed block after
-block: NIDs next to each other see each other's load.  Inside a block, an
+its risk (X5's leaves keep their shares by capacity).  Groups of sibling
+leaves share no upper switch, so each is balanced on its own (the worker
+pool runs parts of them in parallel, :mod:`smroute.routing.pool`).  A
+group's destinations are dealt in NID order round-robin into ``BLOCKS``
+blocks, placed block after block: NIDs next to each other see each other's
+load.  Inside a block, an
 entry with a free upper switch is placed at once and, of the others, the
 first of each destination and sibling group per round, so the leaves
 missing a destination's nominal slot agree on where it goes.  Siblings with
@@ -56,7 +59,7 @@ from smroute.routing.nominal import NominalSlots
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["redirect_switches", "balance_redirects"]
+__all__ = ["nominal_leaves", "sibling_groups", "redirect_switches", "balance_redirects"]
 
 #: Blocks of destinations placed at once (load is seen between blocks and rounds).
 BLOCKS = 32
@@ -144,15 +147,34 @@ def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarra
     return which, by_t[at]
 
 
+def nominal_leaves(g: SwitchGraph, slots: NominalSlots) -> np.ndarray:
+    """``(B,)`` int64 the leaves this pass concerns: rank 0, nominal slots
+    (not their own), nominal arity 2+, tree mode."""
+    return np.flatnonzero((g.rank == 0) & ~slots.own & (slots.arity >= 2) & (g.mode == "tree"))
+
+
+def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
+    """``(B,)`` int64 a label per group of ``leaves`` joined through shared
+    upper switches: groups share no upper switch, so the pass runs on each
+    alone (:func:`balance_redirects`'s ``leaves``)."""
+    width = max(int(slots.arity[leaves].max(initial=1)), 1)
+    sg = slots.slot_grp[leaves, :width]
+    b, j = np.nonzero(sg >= 0)
+    up = g.grp_remote[sg[b, j]]
+    ups, ui = np.unique(up, return_inverse=True)
+    return components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
+
+
 def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                slots: NominalSlots) -> _Redirected:
+                slots: NominalSlots, leaves: np.ndarray | None = None) -> _Redirected:
     """The redirected entries (:class:`_Redirected`).  A leaf missing one of
     its slots has a partial pair with every target it reaches; a leaf with
     all of them with the targets some of its sibling group's upper switches
     do not lead closer to (``(groups, M, T)`` costs, so a complete tree
     costs next to nothing)."""
     arity = slots.arity
-    leaves = np.flatnonzero((g.rank == 0) & ~slots.own & (arity >= 2) & (g.mode == "tree"))
+    if leaves is None:
+        leaves = nominal_leaves(g, slots)
     m = arity[leaves]
     width = max(int(m.max(initial=1)), 1)
     sg = slots.slot_grp[leaves, :width]
@@ -164,7 +186,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     up_cost = _up_cost(c[ups[:, None], targets[None, :]])
     leaf_cost = c[leaves[:, None], targets[None, :]]
     b, j = np.nonzero(slot_ui >= 0)
-    sib = components(len(leaves) + len(ups), b, len(leaves) + slot_ui[b, j])[:len(leaves)]
+    sib = sibling_groups(g, slots, leaves)
     # every sibling group's slots (the union) and its worst upper cost per target
     labels, grp_of = np.unique(sib, return_inverse=True)
     union = np.full((len(labels), width), -1, dtype=np.int64)
@@ -248,12 +270,15 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
 
 
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                      ports: np.ndarray, slots: NominalSlots) -> np.ndarray:
+                      ports: np.ndarray, slots: NominalSlots,
+                      leaves: np.ndarray | None = None) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's kernel tables of ``dest`` (with its
     encoded costs ``c`` ``(S, S)``, nominal dividers ``pi`` ``(S,)`` and
     ``slots``), with the leaves' redirected entries rechosen by load (module
-    doc), in place; returns ``ports``."""
-    red = _redirected(g, c, pi, dest, slots)
+    doc), in place; returns ``ports``.  ``leaves``: only these (whole sibling
+    groups, :func:`sibling_groups`; default every nominal leaf): the groups
+    are independent, so the pool runs them in parallel."""
+    red = _redirected(g, c, pi, dest, slots, leaves)
     if not len(red.rows):
         return ports
     load = _nominal_load(pi, dest, ports, slots, red)
@@ -324,11 +349,16 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     carry = np.zeros((n_up, len(dcol)), dtype=bool)  # sent by a redirect already
     # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
     # next to each other (a shift permutation's) are placed one after another
-    order = np.lexsort((sib, dest.nid[d]))
-    first_d = np.r_[True, d[order][1:] != d[order][:-1]]
-    block_of = (np.cumsum(first_d) - 1) % BLOCKS
-    order = order[np.argsort(block_of, kind="stable")]
-    starts = np.searchsorted(np.sort(block_of), np.arange(BLOCKS + 1))
+    # (ranked per sibling group: groups are independent)
+    by_sib = np.lexsort((dest.nid[d], sib))
+    new = np.r_[True, (d[by_sib][1:] != d[by_sib][:-1]) | (sib[by_sib][1:] != sib[by_sib][:-1])]
+    rank = np.cumsum(new) - 1
+    start_sib = np.r_[True, sib[by_sib][1:] != sib[by_sib][:-1]]
+    rank -= rank[np.flatnonzero(start_sib)][np.cumsum(start_sib) - 1]
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[by_sib] = rank % BLOCKS
+    order = np.lexsort((sib, dest.nid[d], block_of))
+    starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))
     choice = np.full(n, -1, dtype=np.int64)
     big = np.int64(1) << 40
     n_sib = int(sib.max(initial=0)) + 1

@@ -47,7 +47,7 @@ from smroute.errors import RoutingError
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
-from smroute.routing import balance, dmodc, dmodk, nominal
+from smroute.routing import dmodc, dmodk, nominal
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
@@ -282,9 +282,7 @@ def _tables(
         return dmodk.route_tables(fabric, g, c, pi, dest)
     assert pool is not None
     if algorithm == "nmodc":
-        slots = nominal.nominal_slots(g)
-        ports = pool.route(g, c, pi, dest, slots=nominal.packed_slots(slots))
-        return balance.balance_redirects(g, c, pi, dest, ports, slots)
+        return pool.route(g, c, pi, dest, slots=nominal.nominal_slots(g))
     return pool.route(g, c, pi, dest)
 
 

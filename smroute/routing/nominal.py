@@ -100,7 +100,7 @@ from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.slot_tables import capacity_tables, occurrences, slot_tables
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "packed_slots",
+__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "packed_slots", "unpacked_slots",
            "costs_and_dividers", "route_block"]
 
 
@@ -219,6 +219,14 @@ def packed_slots(slots: NominalSlots) -> np.ndarray:
     m = slots.slot_grp.shape[1]
     past = np.arange(m)[None, :] >= slots.arity[:, None]
     return np.where(slots.own[:, None], -3, np.where(past, -2, slots.slot_grp))
+
+
+def unpacked_slots(packed: np.ndarray) -> NominalSlots:
+    """:func:`packed_slots` back to :class:`NominalSlots` (the arity of a
+    switch with its own groups as slots is not kept: 0)."""
+    own = packed[:, 0] == -3 if packed.shape[1] else np.zeros(len(packed), dtype=bool)
+    arity = np.where(own, 0, (packed != -2).sum(axis=1)).astype(np.int64)
+    return NominalSlots(np.where(packed >= 0, packed, -1), arity, own)
 
 
 def _route_remote(

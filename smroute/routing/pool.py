@@ -4,8 +4,11 @@ The parent lays every input array and the output table out in one shared
 memory segment (a file under ``/dev/shm``, mapped by every process); tasks
 carry only the segment's path, a small manifest of ``name -> (offset, shape,
 dtype)`` and a range of switch ids.  Workers map the segment once per job,
-compute their switch rows with :func:`smroute.routing.dmodc.route_block` and
-write them into the output table in place: no big array is pickled.
+compute their switch rows with :func:`smroute.routing.dmodc.route_block` (or
+Nmodc's kernel) and write them into the output table in place: no big array
+is pickled.  For Nmodc a second round of tasks then rechooses the leaves'
+redirects by load, each on whole groups of sibling leaves, which share no
+upper switch (:mod:`smroute.routing.balance`).
 
 The pool (``spawn`` processes, so it is safe to create from a threaded
 daemon) lives as long as its owner; ``workers=1`` computes in the calling
@@ -26,7 +29,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from smroute.routing import nominal
+from smroute.routing import balance, nominal
 from smroute.routing.dmodc import Destinations, route_block, route_context
 from smroute.routing.topology import SwitchGraph
 
@@ -110,6 +113,20 @@ GRAPH_FIELDS = ("rank", "grp_first", "grp_count", "grp_remote", "grp_port_first"
 DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch", "owner")
 
 
+def _balance_task(path: str, manifest: Manifest, leaves: np.ndarray) -> int:
+    """Worker entry: Nmodc's redirects by load of whole sibling groups of
+    ``leaves`` in the shared table (:mod:`smroute.routing.balance`)."""
+    a = _attach(path, manifest)
+    _balance_leaves(a, leaves)
+    return len(leaves)
+
+
+def _balance_leaves(a: dict[str, np.ndarray], leaves: np.ndarray | None) -> None:
+    dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
+    balance.balance_redirects(_graph_from(a), a["c"], a["pi"], dest, a["table"],
+                              nominal.unpacked_slots(a["n_slots"]), leaves)
+
+
 def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
     """Worker entry: compute table rows ``lo .. hi-1`` in the shared segment."""
     a = _attach(path, manifest)
@@ -130,6 +147,22 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> 
         else:
             nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
                                 ctx)
+
+
+def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
+    """The nominal leaves in at most ``k`` parts of whole sibling groups
+    (:func:`smroute.routing.balance.sibling_groups`), about even in leaves."""
+    leaves = balance.nominal_leaves(g, slots)
+    if not len(leaves):
+        return []
+    label = balance.sibling_groups(g, slots, leaves)
+    order = np.argsort(label, kind="stable")
+    start = np.r_[True, label[order][1:] != label[order][:-1]]
+    # cut between groups, at the group boundary nearest each k-th of the leaves
+    bounds = np.flatnonzero(start)
+    at = np.searchsorted(bounds, np.linspace(0, len(leaves), k + 1)[1:-1])
+    cuts = np.unique(bounds[np.minimum(at, len(bounds) - 1)])
+    return [p for p in np.split(leaves[order], cuts) if len(p)]
 
 
 def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
@@ -178,22 +211,32 @@ class RoutePool:
 
     def route(
         self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-        slots: np.ndarray | None = None,
+        slots: nominal.NominalSlots | None = None,
     ) -> np.ndarray:
         """Route table of every switch, shape ``(S, max_lid + 1)`` uint8: Dmodc's,
-        or Nmodc's with ``slots`` (:func:`smroute.routing.nominal.packed_slots`)."""
+        or Nmodc's with its nominal ``slots`` (the kernel, then its redirects by
+        load, :func:`smroute.routing.balance.balance_redirects`, per group of
+        sibling leaves)."""
         n = g.n_switches
         width = dest.max_lid + 1
-        with self._shared(g, c, pi, dest, (n, width), slots) as shared:
+        packed = nominal.packed_slots(slots) if slots is not None else None
+        with self._shared(g, c, pi, dest, (n, width), packed) as shared:
             if self._ex is None or n < 2 * self.workers:
                 _route_rows(shared.arrays, 0, n)
-            else:
-                # balanced contiguous ranges, a few per worker
-                parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
-                futs = [
-                    self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
-                    for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
-                ]
+                if slots is not None and g.mode == "tree":
+                    _balance_leaves(shared.arrays, None)
+                return shared.arrays["table"]
+            # balanced contiguous ranges, a few per worker
+            parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
+            futs = [
+                self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
+                for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
+            ]
+            for f in futs:
+                f.result()
+            if slots is not None and g.mode == "tree":
+                futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
+                        for part in _group_parts(g, slots, self.workers)]
                 for f in futs:
                     f.result()
             return shared.arrays["table"]
