@@ -84,10 +84,11 @@ class _Redirected:
     leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode); ups
     ``(U,)`` int64 the upper switches of their nominal slots and slot_ui
     ``(B, M)`` int64 each slot's index into ``ups`` (-1: no link, or past
-    the leaf's arity); siblings
-    ``(B,)`` int64 a label per group of leaves joined through shared upper
-    switches; targets ``(T,)`` int64 the switches end-port destinations hang
-    off; up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
+    the leaf's arity); siblings ``(B,)`` int64 a label per group of leaves
+    joined through shared upper switches; eps ``(E,)`` int64 the end-port
+    destinations (indices into the routed ones) and t_of ``(E,)`` int64
+    their target (index into targets ``(T,)`` int64, the switches they hang
+    off); up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
     them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
     leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
     leaf_cost[b, t]``.
@@ -106,6 +107,8 @@ class _Redirected:
     ups: np.ndarray
     slot_ui: np.ndarray
     siblings: np.ndarray
+    eps: np.ndarray
+    t_of: np.ndarray
     targets: np.ndarray
     up_cost: np.ndarray
     leaf_cost: np.ndarray
@@ -135,15 +138,20 @@ def _up_cost(c_up: np.ndarray) -> np.ndarray:
                     np.uint8(INF))
 
 
+def _runs(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(which, at)``: for every run ``i`` (``first`` / ``count`` ``(K,)``),
+    its positions ``first[i] .. first[i] + count[i] - 1``."""
+    which = np.repeat(np.arange(len(first)), count)
+    return which, first[which] + np.arange(len(which)) - np.repeat(np.cumsum(count) - count,
+                                                                     count)
+
+
 def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(which, e)``: for every index ``i`` of ``pick`` ``(K,)`` (target
     indices), each destination ``e`` (index into ``t_of``) on that target."""
     by_t = np.argsort(t_of, kind="stable")
     n_on = np.bincount(t_of, minlength=n_t)
-    k = n_on[pick]
-    which = np.repeat(np.arange(len(pick)), k)
-    at = np.repeat((np.cumsum(n_on) - n_on)[pick], k) + np.arange(int(k.sum())) - np.repeat(
-        np.cumsum(k) - k, k)
+    which, at = _runs((np.cumsum(n_on) - n_on)[pick], n_on[pick])
     return which, by_t[at]
 
 
@@ -153,16 +161,27 @@ def nominal_leaves(g: SwitchGraph, slots: NominalSlots) -> np.ndarray:
     return np.flatnonzero((g.rank == 0) & ~slots.own & (slots.arity >= 2) & (g.mode == "tree"))
 
 
+def _uppers(g: SwitchGraph, slots: NominalSlots,
+            leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ups (U,), slot_ui (B, M), siblings (B,))`` int64 of ``leaves``: the
+    upper switches of their nominal slots, each slot's index into ``ups``
+    (-1: no link, or past the leaf's arity), and a label per group of leaves
+    joined through shared upper switches."""
+    width = max(int(slots.arity[leaves].max(initial=1)), 1)
+    sg = slots.slot_grp[leaves, :width]
+    b, j = np.nonzero(sg >= 0)
+    ups, ui = np.unique(g.grp_remote[sg[b, j]], return_inverse=True)
+    slot_ui = np.full(sg.shape, -1, dtype=np.int64)
+    slot_ui[b, j] = ui
+    sib = components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
+    return ups, slot_ui, sib
+
+
 def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
     """``(B,)`` int64 a label per group of ``leaves`` joined through shared
     upper switches: groups share no upper switch, so the pass runs on each
     alone (:func:`balance_redirects`'s ``leaves``)."""
-    width = max(int(slots.arity[leaves].max(initial=1)), 1)
-    sg = slots.slot_grp[leaves, :width]
-    b, j = np.nonzero(sg >= 0)
-    up = g.grp_remote[sg[b, j]]
-    ups, ui = np.unique(up, return_inverse=True)
-    return components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
+    return _uppers(g, slots, leaves)[2]
 
 
 def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
@@ -176,17 +195,13 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     if leaves is None:
         leaves = nominal_leaves(g, slots)
     m = arity[leaves]
-    width = max(int(m.max(initial=1)), 1)
-    sg = slots.slot_grp[leaves, :width]
-    slot_up = np.where(sg >= 0, g.grp_remote[np.maximum(sg, 0)], -1) if len(sg) else sg
-    ups = np.unique(slot_up[slot_up >= 0])
-    slot_ui = np.where(slot_up >= 0, np.searchsorted(ups, slot_up), -1)
+    ups, slot_ui, sib = _uppers(g, slots, leaves)
+    width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
     targets, t_of = np.unique(dest.target[eps], return_inverse=True)
     up_cost = _up_cost(c[ups[:, None], targets[None, :]])
     leaf_cost = c[leaves[:, None], targets[None, :]]
     b, j = np.nonzero(slot_ui >= 0)
-    sib = sibling_groups(g, slots, leaves)
     # every sibling group's slots (the union) and its worst upper cost per target
     labels, grp_of = np.unique(sib, return_inverse=True)
     union = np.full((len(labels), width), -1, dtype=np.int64)
@@ -217,7 +232,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(leaves, ups, slot_ui, sib, targets, up_cost, leaf_cost, pb,
+    return _Redirected(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb,
                        pair_class.ravel(), pb[rep[cls]], eps[e], x, cls)
 
 
@@ -256,8 +271,7 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     m_of[u] = slots.arity[leaves[b]]
     pi_of = np.ones(len(ups), dtype=np.int64)
     pi_of[u] = pi[leaves[b]]
-    eps = np.flatnonzero(~dest.is_switch)
-    t_of = np.searchsorted(red.targets, dest.target[eps])
+    eps, t_of = red.eps, red.t_of
     load = np.zeros(len(ups) * 256, dtype=np.int64)
     for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
         us = np.flatnonzero((m_of == m) & (pi_of == p))
@@ -415,8 +429,6 @@ def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
     out = np.full((len(grp), 256), -1, dtype=np.int64)
     b, j = np.nonzero(grp >= 0)
     gid = grp[b, j]
-    k = g.grp_port_count[gid]
-    at = np.repeat(g.grp_port_first[gid], k) + np.arange(int(k.sum())) - np.repeat(
-        np.cumsum(k) - k, k)
-    out[np.repeat(b, k), g.grp_ports[at]] = np.repeat(j, k)
+    which, at = _runs(g.grp_port_first[gid], g.grp_port_count[gid])
+    out[b[which], g.grp_ports[at]] = j[which]
     return out

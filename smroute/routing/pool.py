@@ -220,10 +220,11 @@ class RoutePool:
         n = g.n_switches
         width = dest.max_lid + 1
         packed = nominal.packed_slots(slots) if slots is not None else None
+        rebalance = slots is not None and g.mode == "tree"
         with self._shared(g, c, pi, dest, (n, width), packed) as shared:
             if self._ex is None or n < 2 * self.workers:
                 _route_rows(shared.arrays, 0, n)
-                if slots is not None and g.mode == "tree":
+                if rebalance:
                     _balance_leaves(shared.arrays, None)
                 return shared.arrays["table"]
             # balanced contiguous ranges, a few per worker
@@ -234,7 +235,8 @@ class RoutePool:
             ]
             for f in futs:
                 f.result()
-            if slots is not None and g.mode == "tree":
+            if rebalance:
+                assert slots is not None
                 futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
                         for part in _group_parts(g, slots, self.workers)]
                 for f in futs:
