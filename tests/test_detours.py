@@ -24,8 +24,9 @@ from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric
-from smroute.routing import dmodc
+from smroute.routing import detour, dmodc
 from smroute.routing.detour import peer_ports, route_detours
+from smroute.routing.detour_load import link_destinations
 from smroute.routing.dmodc import INF, NO_ROUTE
 from smroute.routing.engine import (
     RoutingResult,
@@ -153,6 +154,55 @@ def test_the_escape_takes_what_the_lanes_cannot() -> None:
     assert v.failures[0].source_desc.startswith("pgft L")
     with pytest.raises(ValueError, match="2 VLs"):
         route_detours(fabric, g, c, pi, dest, need, ports, max_vls=1)
+
+
+def test_nmodc_rechooses_its_detours_by_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nmodc's detours by load: on a tree where the closed form sends every
+    LID of a target through one intermediate switch (A2A 131), the rechosen
+    detours bring A2A under 100 (95), still validated and free of credit
+    loops; Dmodc's detours stay the closed form's."""
+    fabric = _degraded(648, 400, 0)
+    by_load = route(fabric, algorithm="nmodc", workers=1, max_vls=4)
+    dm = route(fabric, algorithm="dmodc", workers=1, max_vls=4)
+    monkeypatch.setattr(detour, "detours_by_load", lambda *a, **k: None)
+    closed = route(fabric, algorithm="nmodc", workers=1, max_vls=4)
+    assert np.array_equal(route(fabric, algorithm="dmodc", workers=1, max_vls=4).tables.ports,
+                          dm.tables.ports)
+    assert by_load.lanes is not None and len(by_load.lanes.detour_lids) > 0
+    mine, theirs = _a2a(fabric, by_load), _a2a(fabric, closed)
+    assert mine[1] == theirs[1] == 0
+    assert mine[0] < 100 < 120 < theirs[0], (mine, theirs)
+    assert validate_result(by_load).ok
+    ck = check_credit_loops(fabric, by_load.tables, by_load.lanes)
+    assert ck.ok and not ck.cycle, ck.summary()
+    # only detoured LIDs change
+    diff = np.flatnonzero((by_load.tables.ports != closed.tables.ports).any(axis=0))
+    assert len(diff) and np.isin(diff, by_load.lanes.lids).all()
+
+
+def test_link_destinations_counts_distinct_lids_per_link() -> None:
+    """The load of the detours by load against a walk of every (source
+    switch, LID) pair in Python, on a small degraded tree."""
+    fabric, _ = degrade(pgft(2, (4, 8), (1, 4), (1, 1)), np.random.default_rng(3), links=6)
+    r = route(fabric, workers=1)
+    g, ports = r.graph, r.tables.ports
+    nxt = next_switch(g)
+    lids = r.dest.lid[~r.dest.is_switch]
+    sources = np.unique(g.ep_switch)
+    got = link_destinations(nxt, ports, lids, sources, 8)
+    want: dict[tuple[int, int], set[int]] = {}
+    for s in sources.tolist():
+        for lid in lids.tolist():
+            x = s
+            for _ in range(8):
+                p = int(ports[x, lid])
+                if p == NO_ROUTE or nxt[x, p] < 0:
+                    break
+                want.setdefault((x, p), set()).add(lid)
+                x = int(nxt[x, p])
+    assert got.sum() == sum(len(v) for v in want.values()) > 0
+    for (x, p), v in want.items():
+        assert got[x, p] == len(v)
 
 
 def test_detours_are_off_by_default_and_max_vls_is_checked() -> None:

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.graph import components
-from smroute.routing.dmodc import INF, UP_PHASE, Destinations
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nominal import NominalSlots
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
@@ -134,8 +134,7 @@ def _closer(slot_ui: np.ndarray, up_cost: np.ndarray, leaf_cost: np.ndarray, row
 
 def _up_cost(c_up: np.ndarray) -> np.ndarray:
     """A neighbour's encoded cost as seen from below (Dmodc's up phase)."""
-    return np.where(c_up < INF, (c_up & np.uint8(UP_PHASE - 1)) | np.uint8(UP_PHASE),
-                    np.uint8(INF))
+    return seen_cost(c_up, False)
 
 
 def _runs(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,8 @@ switches get **layers**, by up*/down* closures in the tree's orientation:
   *set*: the encoded costs of :mod:`smroute.routing.dmodc` with the set at
   cost 0, so a switch below the set only goes down, any other only up, and
   the switches of layer ``k`` on the way route with the same column.
+  Nmodc then rechooses these entries among the same closer ports by the
+  load on the links (:mod:`smroute.routing.detour_load`).
 
 The forwarding graph towards each destination LID is then a tree (each
 switch one next hop; the cost of layer-``k`` switches strictly decreases
@@ -46,6 +48,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric, NodeType
 from smroute.routing import dmodc
+from smroute.routing.detour_load import detours_by_load
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
 from smroute.routing.topology import SwitchGraph
 from smroute.routing.vlassign import (
@@ -188,7 +191,7 @@ def peer_ports(fabric: Fabric, g: SwitchGraph) -> np.ndarray:
 def route_detours(
     fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
     need: np.ndarray, ports: np.ndarray, *, max_vls: int, max_sls: int = N_SLS,
-    escape: SwitchGraph | None = None,
+    escape: SwitchGraph | None = None, by_load: bool = False,
 ) -> tuple[VirtualLanes, np.ndarray]:
     """Route the destinations ``need`` ``(D,)`` bool with detours, in place in
     ``ports`` ``(S, W)`` (the routing's tables: the entries of switches with
@@ -201,9 +204,11 @@ def route_detours(
     every link, :func:`~smroute.routing.topology.rooted_graph`) is given,
     again with one VL and one SL fewer, and the targets left are routed
     up*/down* in ``escape``'s orientation from every switch, on the escape
-    SL and a VL of their own.  Returns the lanes and the pairs still without
-    a route ``(Q, 2)`` int64 (switch carrying end-ports, destination LID):
-    none when ``escape`` is given."""
+    SL and a VL of their own.  ``by_load`` (Nmodc): the detours' and the
+    escape's entries are then rechosen among the same closer ports by the
+    load on the links (:mod:`smroute.routing.detour_load`).  Returns the
+    lanes and the pairs still without a route ``(Q, 2)`` int64 (switch
+    carrying end-ports, destination LID): none when ``escape`` is given."""
     if max_vls < 2 or max_sls < 2:
         raise ValueError(f"detours need 2 VLs and 2 SLs, got {max_vls} and {max_sls}")
     cols = np.flatnonzero(need)
@@ -217,6 +222,8 @@ def route_detours(
     same = g.component[src][:, None] == g.component[targets][None, :]
     lid_target = np.full(ports.shape[1], -1, dtype=np.int32)
     lid_target[lids] = tgt_of
+    seg = 2 * max(g.max_rank, 0) + 2  # hops of an up*/down* segment
+    esc_hops = 2 * max(escape.max_rank, 0) + 2 if escape is not None else 0
     tries = [(max_vls, max_sls - 1)] + ([(max_vls - 1, max_sls - 2)] if escape else [])
     for n, (vls, sls) in enumerate(tries):
         last = n == len(tries) - 1
@@ -228,6 +235,10 @@ def route_detours(
         if not whole.all() and not last:
             continue
         detour_routes(g, pi, dest, cols, lay, tgt_of, ports, top)
+        if by_load:
+            detours_by_load(g, ports, dest, cols, lay.layer[:, tgt_of],
+                            tuple(e[:, tgt_of] for e in lay.costs), top[tgt_of],
+                            seg * (int(top.max(initial=0)) + 1))
         from_sw = (lay.layer >= 1) & (lay.layer <= top[None, :]) & whole[None, :]
         # hardest first: most layers, most switches to route
         order = np.lexsort((np.arange(len(targets)), -from_sw.sum(axis=0), -top))
@@ -243,16 +254,19 @@ def route_detours(
         k_left = np.isin(tgt_of, left)
         if len(left) and escape is not None:
             esc_sl, esc_vl = int(t_sl.max(initial=0)) + 1, int(vl.max(initial=0)) + 1
-            _escape(escape, dest, cols[k_left], ports)
+            c2 = _escape(escape, dest, cols[k_left], ports)
+            if by_load:  # one layer: every switch but the target's
+                tgt = dest.target[cols[k_left]]
+                one = (np.arange(g.n_switches)[:, None] != tgt[None, :]).astype(np.int8)
+                detours_by_load(escape, ports, dest, cols[k_left], one, (c2[:, tgt],),
+                                np.ones(len(tgt), dtype=np.int64), esc_hops)
             t_sl[left] = esc_sl
             from_sw[:, left] = (g.component[:, None] == g.component[targets[left]][None, :])
         elif len(left):  # no escape: the detours of these targets go
             blk = ports[:, lids[k_left]]
             blk[lay.layer[:, tgt_of[k_left]] != 0] = NO_ROUTE
             ports[:, lids[k_left]] = blk
-        seg = 2 * max(g.max_rank, 0) + 2  # hops of an up*/down* segment
-        longest = max(seg * (int(top.max(initial=0)) + 1),
-                      2 * max(escape.max_rank, 0) + 2 if esc_sl and escape else 0)
+        longest = max(seg * (int(top.max(initial=0)) + 1), esc_hops if esc_sl else 0)
         res = lanes(g, ports.shape[1], targets, t_sl, lid_target, from_sw, keys, vl, n_p,
                     escape=escape, escape_sl=esc_sl, escape_vl=esc_vl,
                     detour_lids=lids[~k_left],
@@ -264,7 +278,8 @@ def route_detours(
     raise AssertionError("unreachable")
 
 
-def _escape(g2: SwitchGraph, dest: Destinations, cols: np.ndarray, ports: np.ndarray) -> None:
+def _escape(g2: SwitchGraph, dest: Destinations, cols: np.ndarray, ports: np.ndarray
+            ) -> np.ndarray:
     """Route the destinations ``cols`` up*/down* in ``g2``'s orientation with
     Dmodc's closed form from every switch, in place in ``ports``."""
     c2, pi2 = dmodc.costs_and_dividers(g2)
@@ -278,3 +293,4 @@ def _escape(g2: SwitchGraph, dest: Destinations, cols: np.ndarray, ports: np.nda
         rows = np.arange(lo, min(lo + _BLOCK, g2.n_switches))
         dmodc.route_block(g2, c2, pi2, sub, rows, via[lo:lo + len(rows)], ctx)
     ports[:, dest.lid[cols]] = via
+    return c2

@@ -38,6 +38,7 @@ __all__ = [
     "topological_nids",
     "destinations",
     "route_block",
+    "seen_cost",
 ]
 
 #: Cost of an unreachable switch (uint8).
@@ -274,6 +275,15 @@ def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
     d *= nf
     np.subtract(qf, d, out=d)
     return d.astype(np.int32)
+
+
+def seen_cost(c: np.ndarray, down: np.ndarray | bool) -> np.ndarray:
+    """A neighbour's encoded cost ``c`` (uint8) as a switch compares it with
+    its own (eq. 1): read as its down-only cost (INF without one) where the
+    link goes ``down`` to it, else as ``UP_PHASE`` plus its hop count; the
+    neighbour leads closer where the result is below the switch's cost."""
+    as_up = np.where(c < INF, (c & np.uint8(UP_PHASE - 1)) | np.uint8(UP_PHASE), np.uint8(INF))
+    return np.where(down, np.where(c < UP_PHASE, c, np.uint8(INF)), as_up).astype(np.uint8)
 
 
 def _dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -182,8 +182,8 @@ def route(
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
                           "up*/down* path in the tree; routed through the turn root")
-            elif max_vls >= 2 and (det := _detours(fabric, g, c, pi, dest, need, ports,
-                                                   max_vls, g2))[0] is not None:
+            elif max_vls >= 2 and (det := _detours(fabric, g, c, pi, dest, need, ports, max_vls,
+                                                   g2, algorithm == "nmodc"))[0] is not None:
                 lanes = det[0]
                 mode, turn_lids = "tree+detours", int(need.sum())
                 # every link the routes may take (the escape's too), the tree's ranks
@@ -256,13 +256,13 @@ def unrouted_connected(r: RoutingResult) -> int:
 
 def _detours(
     fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-    need: np.ndarray, ports: np.ndarray, max_vls: int, escape: SwitchGraph,
+    need: np.ndarray, ports: np.ndarray, max_vls: int, escape: SwitchGraph, by_load: bool,
 ) -> tuple[VirtualLanes | None, str]:
     """Route ``need`` ``(D,)`` bool with detours in place in ``ports``:
     ``(lanes, "")`` if every pair it was for is then routed, else ``(None,
     why)`` naming a few of the pairs left (``ports`` is then to be discarded)."""
     lanes, short = route_detours(fabric, g, c, pi, dest, need, ports, max_vls=max_vls,
-                                 escape=escape)
+                                 escape=escape, by_load=by_load)
     if not len(short):
         return lanes, ""
     l2p = fabric.lid_to_port
