@@ -23,6 +23,9 @@ alike:
   fixed, so their path costs are known first, then layer by layer the
   switches in increasing encoded cost (their next hops are decided before
   them) take the closer port of least cost;
+* a port costs ``SPREAD`` more per LID of the same target the switch
+  already sends through it (the closed form spreads a target's LIDs, which
+  a shift permutation's neighbours are, over the groups);
 * ties keep the closed form's port;
 * destinations are placed in ``BLOCKS`` blocks dealt round-robin in NID
   order (the LIDs of one target in different blocks), each block's load
@@ -40,6 +43,9 @@ destinations; the loops run per block, layer, cost level and hop.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import numpy as np
 
 from smroute.routing.dmodc import Destinations, seen_cost
@@ -49,6 +55,11 @@ __all__ = ["BLOCKS", "link_destinations", "detours_by_load"]
 
 #: Blocks of detour destinations placed at once.
 BLOCKS = 16
+#: Added to a port's cost per LID of the same target the switch already
+#: sends through it (a shift permutation's neighbours; 1,728-host tree, 9
+#: switch throws: SP 29 and 31 against 34 and 35 on two, A2A alike; 3 and
+#: more raise A2A).
+SPREAD = 1
 _CHUNK_ELEMS = 1 << 22  # (source, destination) walks per chunk
 
 
@@ -100,15 +111,43 @@ def detours_by_load(
     nxt = np.ascontiguousarray(nxt[:, :n_p])
     sources = np.unique(g.ep_switch)
     lids = dest.lid[cols]
-    others = np.setdiff1d(dest.lid[~dest.is_switch], lids)
-    load = link_destinations(nxt, ports, others, sources, max_hops)
+    load = link_destinations(nxt, ports, np.setdiff1d(dest.lid[~dest.is_switch], lids),
+                             sources, max_hops)
     is_down = (nxt >= 0) & (g.rank[np.maximum(nxt, 0)] < g.rank[:, None])  # (S, P)
+    tgt = np.unique(dest.target[cols], return_inverse=True)[1].astype(np.int64)
+    taken = _Taken(n_p, int(tgt.max(initial=0)) + 1)
     order = np.argsort(dest.nid[cols], kind="stable")
     for b in range(min(blocks, len(cols))):
         j = order[b::blocks]
-        _place(nxt, is_down, load, ports, lids[j], layer[:, j], tuple(e[:, j] for e in enc),
-               top[j], max_hops)
+        _place(nxt, is_down, load, taken, ports, lids[j], tgt[j], layer[:, j],
+               tuple(e[:, j] for e in enc), top[j], max_hops)
         load += link_destinations(nxt, ports, lids[j], sources, max_hops)
+
+
+@dataclass
+class _Taken:
+    """How many LIDs of each target each switch sends through each port:
+    ``counts`` per sorted key ``(switch * n_t + target) * n_p + port``."""
+
+    n_p: int
+    n_t: int
+    keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def key(self, x: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return (x * self.n_t + t) * self.n_p + p
+
+    def count(self, key: np.ndarray) -> np.ndarray:
+        if not len(self.keys):
+            return np.zeros(key.shape, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        return np.where(self.keys[at] == key, self.counts[at], 0)
+
+    def add(self, key: np.ndarray) -> None:
+        self.keys, inv = np.unique(np.concatenate([self.keys, key]), return_inverse=True)
+        self.counts = np.bincount(inv, weights=np.concatenate(
+            [self.counts, np.ones(len(key), dtype=np.int64)]), minlength=len(self.keys)
+        ).astype(np.int64)
 
 
 def _path_cost(nxt: np.ndarray, load: np.ndarray, ports: np.ndarray, lids: np.ndarray,
@@ -122,8 +161,7 @@ def _path_cost(nxt: np.ndarray, load: np.ndarray, ports: np.ndarray, lids: np.nd
     live = np.ones(at.shape, dtype=bool)
     for _ in range(max_hops):
         p = ports[at, col].astype(np.int64)
-        ok = live & (p < n_p)
-        y = np.where(ok, nxt[at, np.minimum(p, n_p - 1)], -1)
+        y = np.where(live & (p < n_p), nxt[at, np.minimum(p, n_p - 1)], -1)
         live = y >= 0
         if not live.any():
             break
@@ -132,34 +170,36 @@ def _path_cost(nxt: np.ndarray, load: np.ndarray, ports: np.ndarray, lids: np.nd
     return cost
 
 
-def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray,
-           ports: np.ndarray, lids: np.ndarray, layer: np.ndarray, enc: tuple[np.ndarray, ...],
-           top: np.ndarray, max_hops: int) -> None:
-    """Place one block: destinations ``lids`` ``(K,)``, their ``layer``
-    ``(S, K)``, ``enc`` and ``top`` ``(K,)``."""
+def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray, taken: _Taken,
+           ports: np.ndarray, lids: np.ndarray, tgt: np.ndarray, layer: np.ndarray,
+           enc: tuple[np.ndarray, ...], top: np.ndarray, max_hops: int) -> None:
+    """Place one block: destinations ``lids`` ``(K,)`` on targets ``tgt``
+    ``(K,)`` (indices), their ``layer`` ``(S, K)``, ``enc`` and ``top``
+    ``(K,)``; the entries placed are added to ``taken``."""
     n_s, n_p = nxt.shape
-    k = len(lids)
-    cost = np.full((n_s, k), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    cost = np.full((n_s, len(lids)), np.iinfo(np.int64).max // 4, dtype=np.int64)
     zero = layer == 0
     r0 = np.flatnonzero(zero.any(axis=1))
     if len(r0):
-        pc = _path_cost(nxt, load, ports, lids, r0, max_hops)
-        cost[r0] = np.where(zero[r0], pc, cost[r0])
+        cost[r0] = np.where(zero[r0], _path_cost(nxt, load, ports, lids, r0, max_hops), cost[r0])
     sw_nxt = np.maximum(nxt, 0)
+    every = np.arange(n_p)[None, :]
     for lay_k, e in enumerate(enc, start=1):
         mine = (layer == lay_k) & (lay_k <= top)[None, :]
-        if not mine.any():
-            continue
         for v in np.unique(e[mine]):
             xs, js = np.nonzero(mine & (e == v))
             seen = seen_cost(e[sw_nxt[xs], js[:, None]], is_down[xs])  # (E, P)
             closer = (nxt[xs] >= 0) & (seen < v)
             cand = load[xs] + cost[sw_nxt[xs], js[:, None]]
-            cur = ports[xs, lids[js]].astype(np.int64)
+            spread = SPREAD * taken.count(taken.key(xs[:, None], tgt[js][:, None], every))
             # ties keep the closed form's port: cost * 2 + (not it)
-            key = np.where(closer, cand * 2 + (np.arange(n_p)[None, :] != cur[:, None]),
+            cur = ports[xs, lids[js]].astype(np.int64)
+            key = np.where(closer, (cand + spread) * 2 + (every != cur[:, None]),
                            np.iinfo(np.int64).max)
             best = np.argmin(key, axis=1)
-            has = closer[np.arange(len(xs)), best]
-            ports[xs[has], lids[js[has]]] = best[has].astype(ports.dtype)
-            cost[xs[has], js[has]] = cand[np.arange(len(xs)), best][has]
+            row = np.arange(len(xs))
+            has = closer[row, best]
+            xs, js, best = xs[has], js[has], best[has]
+            ports[xs, lids[js]] = best.astype(ports.dtype)
+            cost[xs, js] = cand[row[has], best]
+            taken.add(taken.key(xs, tgt[js], best))
