@@ -43,9 +43,6 @@ destinations; the loops run per block, layer, cost level and hop.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 import numpy as np
 
 from smroute.routing.dmodc import Destinations, seen_cost
@@ -115,39 +112,24 @@ def detours_by_load(
                              sources, max_hops)
     is_down = (nxt >= 0) & (g.rank[np.maximum(nxt, 0)] < g.rank[:, None])  # (S, P)
     tgt = np.unique(dest.target[cols], return_inverse=True)[1].astype(np.int64)
-    taken = _Taken(n_p, int(tgt.max(initial=0)) + 1)
     order = np.argsort(dest.nid[cols], kind="stable")
-    for b in range(min(blocks, len(cols))):
+    n_b = min(blocks, len(cols))
+    blk = np.empty(len(cols), dtype=np.int64)
+    blk[order] = np.arange(len(cols)) % max(n_b, 1)
+    # each target's LIDs by block: those of earlier blocks are placed
+    by_t = np.lexsort((blk, tgt))
+    t_key = tgt[by_t] * n_b + blk[by_t]
+    first = np.searchsorted(tgt[by_t], np.arange(int(tgt.max(initial=0)) + 1))
+    for b in range(n_b):
         j = order[b::blocks]
-        _place(nxt, is_down, load, taken, ports, lids[j], tgt[j], layer[:, j],
+        start = first[tgt[j]]
+        n_prev = np.searchsorted(t_key, tgt[j] * n_b + b) - start
+        r = np.arange(int(n_prev.max(initial=0)))[None, :]
+        prev = np.where(r < n_prev[:, None],
+                        lids[by_t[np.minimum(start[:, None] + r, len(cols) - 1)]], -1)
+        _place(nxt, is_down, load, ports, lids[j], prev, layer[:, j],
                tuple(e[:, j] for e in enc), top[j], max_hops)
         load += link_destinations(nxt, ports, lids[j], sources, max_hops)
-
-
-@dataclass
-class _Taken:
-    """How many LIDs of each target each switch sends through each port:
-    ``counts`` per sorted key ``(switch * n_t + target) * n_p + port``."""
-
-    n_p: int
-    n_t: int
-    keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-    counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-
-    def key(self, x: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return (x * self.n_t + t) * self.n_p + p
-
-    def count(self, key: np.ndarray) -> np.ndarray:
-        if not len(self.keys):
-            return np.zeros(key.shape, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        return np.where(self.keys[at] == key, self.counts[at], 0)
-
-    def add(self, key: np.ndarray) -> None:
-        self.keys, inv = np.unique(np.concatenate([self.keys, key]), return_inverse=True)
-        self.counts = np.bincount(inv, weights=np.concatenate(
-            [self.counts, np.ones(len(key), dtype=np.int64)]), minlength=len(self.keys)
-        ).astype(np.int64)
 
 
 def _path_cost(nxt: np.ndarray, load: np.ndarray, ports: np.ndarray, lids: np.ndarray,
@@ -170,12 +152,12 @@ def _path_cost(nxt: np.ndarray, load: np.ndarray, ports: np.ndarray, lids: np.nd
     return cost
 
 
-def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray, taken: _Taken,
-           ports: np.ndarray, lids: np.ndarray, tgt: np.ndarray, layer: np.ndarray,
-           enc: tuple[np.ndarray, ...], top: np.ndarray, max_hops: int) -> None:
-    """Place one block: destinations ``lids`` ``(K,)`` on targets ``tgt``
-    ``(K,)`` (indices), their ``layer`` ``(S, K)``, ``enc`` and ``top``
-    ``(K,)``; the entries placed are added to ``taken``."""
+def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray, ports: np.ndarray,
+           lids: np.ndarray, prev: np.ndarray, layer: np.ndarray, enc: tuple[np.ndarray, ...],
+           top: np.ndarray, max_hops: int) -> None:
+    """Place one block: destinations ``lids`` ``(K,)``, the LIDs of the same
+    targets placed before ``prev`` ``(K, R)`` (-1 padding), their ``layer``
+    ``(S, K)``, ``enc`` and ``top`` ``(K,)``."""
     n_s, n_p = nxt.shape
     cost = np.full((n_s, len(lids)), np.iinfo(np.int64).max // 4, dtype=np.int64)
     zero = layer == 0
@@ -191,15 +173,18 @@ def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray, taken: _Taken
             seen = seen_cost(e[sw_nxt[xs], js[:, None]], is_down[xs])  # (E, P)
             closer = (nxt[xs] >= 0) & (seen < v)
             cand = load[xs] + cost[sw_nxt[xs], js[:, None]]
-            spread = SPREAD * taken.count(taken.key(xs[:, None], tgt[js][:, None], every))
+            row = np.arange(len(xs))
+            spread = np.zeros(cand.shape, dtype=np.int64)
+            for q in prev[js].T:  # one earlier LID of the target per row
+                p = ports[xs, q].astype(np.int64)
+                on = (q >= 0) & (p < n_p)
+                spread[row[on], p[on]] += SPREAD
             # ties keep the closed form's port: cost * 2 + (not it)
             cur = ports[xs, lids[js]].astype(np.int64)
             key = np.where(closer, (cand + spread) * 2 + (every != cur[:, None]),
                            np.iinfo(np.int64).max)
             best = np.argmin(key, axis=1)
-            row = np.arange(len(xs))
             has = closer[row, best]
             xs, js, best = xs[has], js[has], best[has]
             ports[xs, lids[js]] = best.astype(ports.dtype)
             cost[xs, js] = cand[row[has], best]
-            taken.add(taken.key(xs, tgt[js], best))
