@@ -56,6 +56,7 @@ import numpy as np
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nominal import NominalSlots
+from smroute.routing.runs import runs
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
@@ -137,20 +138,12 @@ def _up_cost(c_up: np.ndarray) -> np.ndarray:
     return seen_cost(c_up, False)
 
 
-def _runs(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(which, at)``: for every run ``i`` (``first`` / ``count`` ``(K,)``),
-    its positions ``first[i] .. first[i] + count[i] - 1``."""
-    which = np.repeat(np.arange(len(first)), count)
-    return which, first[which] + np.arange(len(which)) - np.repeat(np.cumsum(count) - count,
-                                                                     count)
-
-
 def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(which, e)``: for every index ``i`` of ``pick`` ``(K,)`` (target
     indices), each destination ``e`` (index into ``t_of``) on that target."""
     by_t = np.argsort(t_of, kind="stable")
     n_on = np.bincount(t_of, minlength=n_t)
-    which, at = _runs((np.cumsum(n_on) - n_on)[pick], n_on[pick])
+    which, at = runs((np.cumsum(n_on) - n_on)[pick], n_on[pick])
     return which, by_t[at]
 
 
@@ -428,6 +421,6 @@ def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
     out = np.full((len(grp), 256), -1, dtype=np.int64)
     b, j = np.nonzero(grp >= 0)
     gid = grp[b, j]
-    which, at = _runs(g.grp_port_first[gid], g.grp_port_count[gid])
+    which, at = runs(g.grp_port_first[gid], g.grp_port_count[gid])
     out[b[which], g.grp_ports[at]] = j[which]
     return out

@@ -58,6 +58,8 @@ BLOCKS = 16
 #: more raise A2A).
 SPREAD = 1
 _CHUNK_ELEMS = 1 << 22  # (source, destination) walks per chunk
+_MARK_ELEMS = 1 << 25  # (link, destination) marks per chunk
+_ENTRIES = 1 << 14  # entries chosen at once
 
 
 def link_destinations(nxt: np.ndarray, ports: np.ndarray, lids: np.ndarray,
@@ -72,22 +74,22 @@ def link_destinations(nxt: np.ndarray, ports: np.ndarray, lids: np.ndarray,
     count = np.zeros(n_s * n_p, dtype=np.int64)
     if not len(sources) or not len(lids):
         return count.reshape(n_s, n_p)
-    step = max(1, _CHUNK_ELEMS // len(sources))
+    step = max(1, min(_CHUNK_ELEMS // len(sources), _MARK_ELEMS // (n_s * n_p)))
     for lo in range(0, len(lids), step):
-        at = np.repeat(sources[:, None], len(lids[lo:lo + step]), axis=1).ravel()
-        col = np.broadcast_to(lids[None, lo:lo + step], (len(sources), len(at) // len(sources))
-                              ).ravel()
-        keys: list[np.ndarray] = []
+        cl = lids[lo:lo + step]
+        mark = np.zeros((n_s * n_p, len(cl)), dtype=bool)  # (link, LID) crossed
+        at = np.repeat(sources, len(cl))
+        ci = np.tile(np.arange(len(cl)), len(sources))
         for _ in range(max_hops):
-            p = ports[at, col].astype(np.int64)
+            p = ports[at, cl[ci]].astype(np.int64)
             y = np.where(p < n_p, nxt[at, np.minimum(p, n_p - 1)], -1)
             live = y >= 0
             if not live.any():
                 break
-            keys.append((at[live] * n_p + p[live]) << 16 | col[live])  # LIDs < 2**16
-            at, col = y[live].astype(np.int64), col[live]
-        if keys:
-            count += np.bincount(np.unique(np.concatenate(keys)) >> 16, minlength=n_s * n_p)
+            at, p, ci = at[live], p[live], ci[live]
+            mark[at * n_p + p, ci] = True
+            at = y[live].astype(np.int64)
+        count += mark.sum(axis=1)
     return count.reshape(n_s, n_p)
 
 
@@ -158,33 +160,49 @@ def _place(nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray, ports: np.nda
     """Place one block: destinations ``lids`` ``(K,)``, the LIDs of the same
     targets placed before ``prev`` ``(K, R)`` (-1 padding), their ``layer``
     ``(S, K)``, ``enc`` and ``top`` ``(K,)``."""
-    n_s, n_p = nxt.shape
-    cost = np.full((n_s, len(lids)), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    cost = np.zeros((nxt.shape[0], len(lids)), dtype=np.int64)
     zero = layer == 0
     r0 = np.flatnonzero(zero.any(axis=1))
     if len(r0):
-        cost[r0] = np.where(zero[r0], _path_cost(nxt, load, ports, lids, r0, max_hops), cost[r0])
+        cost[r0] = np.where(zero[r0], _path_cost(nxt, load, ports, lids, r0, max_hops), 0)
     sw_nxt = np.maximum(nxt, 0)
-    every = np.arange(n_p)[None, :]
     for lay_k, e in enumerate(enc, start=1):
         mine = (layer == lay_k) & (lay_k <= top)[None, :]
         for v in np.unique(e[mine]):
-            xs, js = np.nonzero(mine & (e == v))
-            seen = seen_cost(e[sw_nxt[xs], js[:, None]], is_down[xs])  # (E, P)
-            closer = (nxt[xs] >= 0) & (seen < v)
-            cand = load[xs] + cost[sw_nxt[xs], js[:, None]]
-            row = np.arange(len(xs))
-            spread = np.zeros(cand.shape, dtype=np.int64)
-            for q in prev[js].T:  # one earlier LID of the target per row
-                p = ports[xs, q].astype(np.int64)
-                on = (q >= 0) & (p < n_p)
-                spread[row[on], p[on]] += SPREAD
-            # ties keep the closed form's port: cost * 2 + (not it)
-            cur = ports[xs, lids[js]].astype(np.int64)
-            key = np.where(closer, (cand + spread) * 2 + (every != cur[:, None]),
-                           np.iinfo(np.int64).max)
-            best = np.argmin(key, axis=1)
-            has = closer[row, best]
-            xs, js, best = xs[has], js[has], best[has]
-            ports[xs, lids[js]] = best.astype(ports.dtype)
-            cost[xs, js] = cand[row[has], best]
+            xv, jv = np.nonzero(mine & (e == v))
+            for lo in range(0, len(xv), _ENTRIES):  # cache-sized (entries, ports) blocks
+                _choose(nxt, sw_nxt, is_down, load, cost, ports, lids, prev, e, int(v),
+                        xv[lo:lo + _ENTRIES], jv[lo:lo + _ENTRIES])
+
+
+def _choose(nxt: np.ndarray, sw_nxt: np.ndarray, is_down: np.ndarray, load: np.ndarray,
+            cost: np.ndarray, ports: np.ndarray, lids: np.ndarray, prev: np.ndarray,
+            e: np.ndarray, v: int, xs: np.ndarray, js: np.ndarray) -> None:
+    """Choose the ports of the entries ``(xs, js)`` ``(E,)`` (switch, block
+    column) of encoded cost ``v`` in ``e`` ``(S, K)`` among their closer
+    ports (:func:`~smroute.routing.dmodc.seen_cost`); their path costs go to
+    ``cost`` ``(S, K)``."""
+    n_p = nxt.shape[1]
+    seen = seen_cost(e[sw_nxt[xs], js[:, None]], is_down[xs])  # (E, P)
+    # the (entry, closer port) pairs, entry after entry
+    i, p = np.nonzero((nxt[xs] >= 0) & (seen < v))
+    if not len(i):
+        return
+    # earlier LIDs of the target through each port, per entry
+    taken = np.zeros((len(xs), n_p), dtype=np.int64)
+    row = np.arange(len(xs))
+    for q in prev[js].T:
+        tp = ports[xs, q]
+        on = (q >= 0) & (tp < n_p)
+        taken[row[on], tp[on]] += SPREAD
+    x, j = xs[i], js[i]
+    cand = load[x, p] + cost[nxt[x, p], j]
+    # least cost first, ties to the closed form's port
+    key = (cand + taken[i, p]) * 2 + (p != ports[x, lids[j]])
+    first = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    low = np.repeat(np.minimum.reduceat(key, first), np.diff(np.r_[first, len(i)]))
+    at = np.flatnonzero(key == low)
+    at = at[np.r_[True, i[at][1:] != i[at][:-1]]]  # the first least pair per entry
+    x, j, p = x[at], j[at], p[at]
+    ports[x, lids[j]] = p.astype(ports.dtype)
+    cost[x, j] = cand[at]
