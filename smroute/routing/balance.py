@@ -98,6 +98,7 @@ class _Redirected:
     some slots lead closer to a target and some do not; pair_class:
     siblings with the same closer slots towards a target choose alike, a
     class per (sibling group, target, closer slots).
+    class_closer ``(C, M)`` bool: the slots leading closer of each class.
     Per redirected entry of a class's first pair, ``(R,)`` int64: rows
     (index into ``leaves``), dests (index into the routed destinations), x
     (digit ``floor(nid / Pi)``; the nominal slot ``x mod m`` is not closer)
@@ -115,20 +116,17 @@ class _Redirected:
     leaf_cost: np.ndarray
     pair_leaf: np.ndarray
     pair_class: np.ndarray
+    class_closer: np.ndarray
     rows: np.ndarray
     dests: np.ndarray
     x: np.ndarray
     entry_class: np.ndarray
 
-    def closer(self, rows: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """``(n, M)`` bool: the slots of leaves ``rows`` leading closer to
-        targets ``t`` (``(n,)`` each)."""
-        return _closer(self.slot_ui, self.up_cost, self.leaf_cost, rows, t)
-
 
 def _closer(slot_ui: np.ndarray, up_cost: np.ndarray, leaf_cost: np.ndarray, rows: np.ndarray,
             t: np.ndarray) -> np.ndarray:
-    """:meth:`_Redirected.closer` on its arrays."""
+    """``(n, M)`` bool: the slots of leaves ``rows`` leading closer to
+    targets ``t`` (``(n,)`` each; :class:`_Redirected`'s arrays)."""
     ui = slot_ui[rows]
     return (ui >= 0) & (up_cost[np.maximum(ui, 0), t[:, None]] < leaf_cost[rows, t][:, None])
 
@@ -225,7 +223,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
     return _Redirected(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb,
-                       pair_class.ravel(), pb[rep[cls]], eps[e], x, cls)
+                       pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x, cls)
 
 
 def redirect_switches(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
@@ -294,7 +292,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     m = slots.arity[sw]
     width = red.slot_ui.shape[1]
     t = np.searchsorted(red.targets, dest.target[d])
-    ok = red.closer(rows, t)
+    ok = red.class_closer[red.entry_class]
     ok &= np.arange(width)[None, :] < m[:, None]
     kern = _port_slots(g, slots.slot_grp[red.leaves, :width])[rows, ports[sw, dest.lid[d]]]
     # only where an upper switch routes on up: a down-link from it reaches
