@@ -180,6 +180,22 @@ def test_nmodc_rechooses_its_detours_by_load(monkeypatch: pytest.MonkeyPatch) ->
     assert len(diff) and np.isin(diff, by_load.lanes.lids).all()
 
 
+def test_nmodc_rechooses_the_escape_by_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 2 VLs every detour target takes the escape; Nmodc rechooses the
+    escape's entries among the closer ports of the rooted orientation (A2A
+    804 against the closed form's 828), still valid."""
+    fabric = _degraded(1728, 2000, 0)
+    by_load = route(fabric, algorithm="nmodc", workers=1, max_vls=2)
+    monkeypatch.setattr(detour, "detours_by_load", lambda *a, **k: None)
+    closed = route(fabric, algorithm="nmodc", workers=1, max_vls=2)
+    lanes = by_load.lanes
+    assert lanes is not None and lanes.escape_sl and len(lanes.escape_lids)
+    diff = np.flatnonzero((by_load.tables.ports != closed.tables.ports).any(axis=0))
+    assert len(diff) and np.isin(diff, lanes.escape_lids).all()
+    assert validate_result(by_load).ok
+    assert _a2a(fabric, by_load)[0] < _a2a(fabric, closed)[0]
+
+
 def test_link_destinations_counts_distinct_lids_per_link() -> None:
     """The load of the detours by load against a walk of every (source
     switch, LID) pair in Python, on a small degraded tree."""
