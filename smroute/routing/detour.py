@@ -281,7 +281,8 @@ def route_detours(
 def _escape(g2: SwitchGraph, dest: Destinations, cols: np.ndarray, ports: np.ndarray
             ) -> np.ndarray:
     """Route the destinations ``cols`` up*/down* in ``g2``'s orientation with
-    Dmodc's closed form from every switch, in place in ``ports``."""
+    Dmodc's closed form from every switch, in place in ``ports``; returns
+    ``g2``'s encoded costs ``(S, S)``."""
     c2, pi2 = dmodc.costs_and_dividers(g2)
     k = len(cols)
     sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[cols],
