@@ -42,6 +42,7 @@ matrices); the routes reuse :func:`~smroute.routing.dmodc.route_block`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,7 +207,9 @@ def route_detours(
     up*/down* in ``escape``'s orientation from every switch, on the escape
     SL and a VL of their own.  ``by_load`` (Nmodc): the detours' and the
     escape's entries are then rechosen among the same closer ports by the
-    load on the links (:mod:`smroute.routing.detour_load`).  Returns the
+    load on the links (:mod:`smroute.routing.detour_load`), except where the
+    rechosen detours would leave more targets to the escape than the closed
+    form's (their lane profiles agree less often).  Returns the
     lanes and the pairs still without a route ``(Q, 2)`` int64 (switch
     carrying end-ports, destination LID): none when ``escape`` is given."""
     if max_vls < 2 or max_sls < 2:
@@ -235,16 +238,27 @@ def route_detours(
         if not whole.all() and not last:
             continue
         detour_routes(g, pi, dest, cols, lay, tgt_of, ports, top)
+        from_sw = (lay.layer >= 1) & (lay.layer <= top[None, :]) & whole[None, :]
+        # hardest first: most layers, most switches to route
+        order = np.lexsort((np.arange(len(targets)), -from_sw.sum(axis=0), -top))
+        prof = (peer, lids, tgt_of, lay.layer, top, from_sw, n_p, order)
+        paint = functools.partial(colour, max_vls=vls, sls=sls, all_or_none=not last)
+        closed = ports[:, lids].copy() if by_load else None
         if by_load:
             detours_by_load(g, ports, dest, cols, lay.layer[:, tgt_of],
                             tuple(e[:, tgt_of] for e in lay.costs), top[tgt_of],
                             seg * (int(top.max(initial=0)) + 1))
-        from_sw = (lay.layer >= 1) & (lay.layer <= top[None, :]) & whole[None, :]
-        # hardest first: most layers, most switches to route
-        order = np.lexsort((np.arange(len(targets)), -from_sw.sum(axis=0), -top))
-        t_sl, keys, vl = colour(
-            target_profiles(g, ports, peer, lids, tgt_of, lay.layer, top, from_sw, n_p, order),
-            len(targets), max_vls=vls, sls=sls, all_or_none=not last)
+        t_sl, keys, vl = paint(target_profiles(g, ports, *prof), len(targets))
+        if closed is not None and (t_sl[whole] == 0).any():
+            # the rechosen routes share SLs less often: keep the closed form's
+            # if it leaves fewer targets to the escape
+            loaded = ports[:, lids].copy()
+            ports[:, lids] = closed
+            alt = paint(target_profiles(g, ports, *prof), len(targets))
+            if (alt[0][whole] == 0).sum() < (t_sl[whole] == 0).sum():
+                t_sl, keys, vl = alt
+            else:
+                ports[:, lids] = loaded
         t_sl[~whole] = 0
         left = np.flatnonzero(t_sl == 0)
         if len(left) and not last:
