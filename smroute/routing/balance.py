@@ -174,17 +174,34 @@ def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> n
     return _uppers(g, slots, leaves)[2]
 
 
-def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                slots: NominalSlots, leaves: np.ndarray | None = None) -> _Redirected:
-    """The redirected entries (:class:`_Redirected`).  A leaf missing one of
-    its slots has a partial pair with every target it reaches; a leaf with
-    all of them with the targets some of its sibling group's upper switches
-    do not lead closer to (``(groups, M, T)`` costs, so a complete tree
-    costs next to nothing)."""
-    arity = slots.arity
+@dataclass(frozen=True, eq=False)
+class _Pairs:
+    """The partial (leaf, target) pairs of the nominal ``leaves`` (the fields
+    of the same names in :class:`_Redirected`), as leaf index ``pb`` and
+    target index ``pt`` ``(P,)`` int64."""
+
+    leaves: np.ndarray
+    ups: np.ndarray
+    slot_ui: np.ndarray
+    siblings: np.ndarray
+    eps: np.ndarray
+    t_of: np.ndarray
+    targets: np.ndarray
+    up_cost: np.ndarray
+    leaf_cost: np.ndarray
+    pb: np.ndarray
+    pt: np.ndarray
+
+
+def _partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
+                   leaves: np.ndarray | None = None) -> _Pairs:
+    """A leaf missing one of its slots has a partial pair with every target
+    it reaches; a leaf with all of them with the targets some of its sibling
+    group's upper switches do not lead closer to (``(groups, M, T)`` costs,
+    so a complete tree costs next to nothing)."""
     if leaves is None:
         leaves = nominal_leaves(g, slots)
-    m = arity[leaves]
+    m = slots.arity[leaves]
     ups, slot_ui, sib = _uppers(g, slots, leaves)
     width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
@@ -200,8 +217,20 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     damaged = np.asarray(((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1))
     reach = (leaf_cost < INF) & (targets[None, :] != leaves[:, None])
     pb, pt = np.nonzero(reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost)))
-    bits = _closer(slot_ui, up_cost, leaf_cost, pb, pt)
-    where = sib[pb] * len(targets) + pt
+    return _Pairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt)
+
+
+def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                slots: NominalSlots, leaves: np.ndarray | None = None) -> _Redirected:
+    """The redirected entries (:class:`_Redirected`) of the partial pairs
+    (:func:`_partial_pairs`)."""
+    pr = _partial_pairs(g, c, dest, slots, leaves)
+    leaves, slot_ui, targets, t_of, eps = pr.leaves, pr.slot_ui, pr.targets, pr.t_of, pr.eps
+    pb, pt = pr.pb, pr.pt
+    m = slots.arity[leaves]
+    width = slot_ui.shape[1]
+    bits = _closer(slot_ui, pr.up_cost, pr.leaf_cost, pb, pt)
+    where = pr.siblings[pb] * len(targets) + pt
     if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
         key = (where << width) | (bits.astype(np.int64) << np.arange(width)).sum(axis=1)
         _, rep, pair_class = np.unique(key, return_index=True, return_inverse=True)
@@ -222,16 +251,17 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb,
-                       pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x, cls)
+    return _Redirected(leaves, pr.ups, slot_ui, pr.siblings, eps, t_of, targets, pr.up_cost,
+                       pr.leaf_cost, pb, pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x,
+                       cls)
 
 
-def redirect_switches(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+def redirect_switches(g: SwitchGraph, c: np.ndarray, dest: Destinations,
                       slots: NominalSlots) -> np.ndarray:
     """``(K,)`` int64 switch ids whose tables :func:`balance_redirects` may
     change (leaves with some slots closer to a target and some not)."""
-    red = _redirected(g, c, pi, dest, slots)
-    return np.unique(red.leaves[red.pair_leaf])
+    pr = _partial_pairs(g, c, dest, slots)
+    return np.unique(pr.leaves[pr.pb])
 
 
 def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,

@@ -192,9 +192,9 @@ def reroute(
     slots = nominal.packed_slots(nominal_slots) if nominal_slots is not None else None
     if nominal_slots is not None:
         # the leaves whose redirects are rechosen by load, before and after
-        before = balance.redirect_switches(prev.graph, prev.costs, prev.dividers, prev.dest,
+        before = balance.redirect_switches(prev.graph, prev.costs, prev.dest,
                                            nominal.nominal_slots(prev.graph))
-        after = balance.redirect_switches(g, c, pi, dest, nominal_slots)
+        after = balance.redirect_switches(g, c, dest, nominal_slots)
         rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
         rows = np.union1d(rows, np.union1d(before, after))
     dc = c != prev.costs
