@@ -142,7 +142,7 @@ def detours_by_load(
     t_key = tgt[by_t] * n_b + blk[by_t]
     first = np.searchsorted(tgt[by_t], np.arange(int(tgt.max(initial=0)) + 1))
     for b in range(n_b):
-        j = order[b::blocks]
+        j = order[b::n_b]  # the LIDs with blk == b
         start = first[tgt[j]]
         n_prev = np.searchsorted(t_key, tgt[j] * n_b + b) - start
         r = np.arange(int(n_prev.max(initial=0)))[None, :]
