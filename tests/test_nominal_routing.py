@@ -171,6 +171,34 @@ def test_leaves_of_a_two_level_tree_route_as_dmodc(throw: int) -> None:
     assert np.array_equal(nm.tables.ports, dm.tables.ports)
 
 
+def test_wrap_gaps_let_a_shift_wrap_cleanly() -> None:
+    """The study's 648-host 2-level tree, switch throw 10 (spines 0, 8, 11,
+    17 and 4 leaves removed): 576 hosts on 14 spines, so a shift window
+    across the wrap from the last NID to 0 takes one spine 3 times with
+    Dmodc's NIDs.  Nmodc's NIDs get a gap of 2 at one leaf boundary and the
+    shift-permutation risk falls to the 2 every window of 18 NIDs over 14
+    spines needs (ftree's 2, OpenSM's others 3)."""
+    full = parse_pgft("2;18,36;1,18;1,1").build()
+    th = plan_throw(full, "switch", 2026, 10)
+    assert th.removed == 8
+    nm = route(th.fabric, algorithm="nmodc", workers=1, labels=False)
+    assert validate_result(nm).ok
+    e = len(nm.nids)
+    assert e == 576 and np.array_equal(np.sort(nm.nids), np.arange(e))  # the order is kept
+    t = nm.dest.nid[~nm.dest.is_switch]
+    assert np.array_equal(np.unique(np.diff(np.sort(t))), [1, 3])  # one gap of 2
+    assert nm.dest.nid[nm.dest.is_switch].min() == t.max() + 1
+    assert _a2a_sp(th.fabric, "dmodc")[1] == 3
+    assert _a2a_sp(th.fabric, "nmodc")[1] == 2
+    # no gap where the wrap is clean: spine 11 removed (648 hosts on 17 spines:
+    # the wrap jumps by -648 mod 17 = 15 <= 17 - 1)
+    one = plan_throw(full, "switch", 2026, 30)
+    assert one.removed == 1
+    r1 = route(one.fabric, algorithm="nmodc", workers=1, labels=False)
+    assert np.array_equal(r1.dest.nid, route(one.fabric, algorithm="dmodc", workers=1,
+                                             labels=False).dest.nid)
+
+
 def test_one_and_two_lookup_kernels_agree() -> None:
     full = parse_pgft(STUDY_1728).build()
     th = plan_throw(full, "link", 2026, 20)  # 475 links removed: many patterns

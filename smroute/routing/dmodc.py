@@ -157,7 +157,8 @@ class Destinations:
     """Every destination LID to route, shape ``(D,)`` each.
 
     lid (int64), nid (int64, the NID used in the modulo: the end-port's
-    topological NID plus the LMC offset, or ``E + switch order`` for switch
+    topological NID plus the LMC offset, or one past the largest end-port
+    NID (``E`` for topological NIDs) plus the switch order for switch
     LIDs), target (int64, switch id the destination hangs off or is),
     local_port (int64, port of ``target`` that delivers: the port linked to the
     end-port, or 0 for the switch itself), is_switch (bool), owner (int64:
@@ -207,7 +208,7 @@ def destinations(
     routed = np.flatnonzero((g.rank >= 0) & (g.sw_lid > 0))
     sw_order = routed[np.lexsort((g.sw_guid[routed], g.rank[routed]))]
     sw_nid = np.zeros(g.n_switches, dtype=np.int64)
-    sw_nid[sw_order] = e + np.arange(len(sw_order))
+    sw_nid[sw_order] = (int(t.max()) + 1 if len(t) else 0) + np.arange(len(sw_order))
     lid = np.concatenate([g.ep_lid[eo] + eoff, g.sw_lid[sw_order]])
     if len(lid) and int(lid.max()) > MAX_UNICAST_LID:
         raise RoutingError(

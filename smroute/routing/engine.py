@@ -56,8 +56,8 @@ from smroute.routing.validate import Validation, validate
 from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-__all__ = ["ALGORITHMS", "DMODC_LIKE", "RoutingResult", "route", "unrouted_connected",
-           "validate_result"]
+__all__ = ["ALGORITHMS", "DMODC_LIKE", "RoutingResult", "route", "route_destinations",
+           "unrouted_connected", "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk", "nmodc")
 #: Algorithms built on Dmodc's costs, closer groups and modes (pool, turns):
@@ -159,8 +159,7 @@ def route(
     c, pi = _costs(algorithm, g)
     t2 = clock()
     timings["costs"] = t2 - t1
-    nids = dmodc.topological_nids(g, c)
-    dest = dmodc.destinations(g, nids, lmc=lmc)
+    nids, dest = route_destinations(algorithm, g, c, lmc)
     t3 = clock()
     timings["nids"] = t3 - t2
 
@@ -199,8 +198,7 @@ def route(
                           f"towards it: routed every destination up*/down* towards it{why}")
                 g = g2
                 c, pi = _costs(algorithm, g)
-                nids = dmodc.topological_nids(g, c)
-                dest = dmodc.destinations(g, nids, lmc=lmc)
+                nids, dest = route_destinations(algorithm, g, c, lmc)
                 ports = _tables(fabric, algorithm, p, g, c, pi, dest)
             timings["turns"] = clock() - t4
     finally:
@@ -220,6 +218,16 @@ def route(
     )
     return RoutingResult(algorithm, tables, g, c, pi, nids, dest, timings, mode, reason,
                          check, turn_lids, roles, lanes)
+
+
+def route_destinations(algorithm: str, g: SwitchGraph, c: np.ndarray,
+                       lmc: int | None) -> tuple[np.ndarray, Destinations]:
+    """The topological NIDs ``(E,)`` int64 of ``g``'s end-ports (costs ``c``)
+    and the destinations ``algorithm`` routes with: Dmodc's, or for Nmodc
+    with its wrap gaps (:func:`~smroute.routing.nominal.wrap_gaps`)."""
+    nids = dmodc.topological_nids(g, c)
+    t = nominal.wrap_gaps(g, nids) if algorithm == "nmodc" else nids
+    return nids, dmodc.destinations(g, t, lmc=lmc)
 
 
 def validate_result(

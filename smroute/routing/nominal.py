@@ -62,6 +62,11 @@ takes:
   any up group are shared out by water-filling instead of evenly
   (:func:`~smroute.routing.slot_tables.capacity_tables`; X5's capture: A2A
   9 to 8).  Complete trees never qualify.
+* **Wrap gaps.**  Where a shift permutation's window would not wrap
+  cleanly from the last NID to the first (the leaves' modulus does not
+  divide the end-port count), the NIDs get a gap at a leaf boundary
+  (:func:`wrap_gaps`; 2-level trees with equal leaves: the 648-host study
+  tree with spines and leaves removed).
 * **Redirects by load.**  Once every table is computed, the leaves'
   entries whose nominal slot does not lead closer are rechosen by the load
   of the upper switches' up-links (:mod:`smroute.routing.balance`): the
@@ -100,8 +105,8 @@ from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.slot_tables import capacity_tables, occurrences, slot_tables
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "packed_slots", "unpacked_slots",
-           "costs_and_dividers", "route_block"]
+__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "wrap_gaps", "packed_slots",
+           "unpacked_slots", "costs_and_dividers", "route_block"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,6 +162,53 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     slot_grp = np.full((n, max(int(arity.max(initial=0)), 1)), -1, dtype=np.int64)
     slot_grp[lo, slot] = gid
     return NominalSlots(slot_grp, arity, ~nominal)
+
+
+def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
+    """Nmodc's NIDs: the topological NIDs ``t`` ``(E,)`` int64 (a permutation
+    of ``0 .. E-1``), with a gap at a leaf boundary where a shift
+    permutation's window would not wrap cleanly; ``(E,)`` int64, ``t`` itself
+    where none is needed.
+
+    A leaf of ``w`` end-ports sends a shift's ``w`` flows to ``w``
+    consecutive NIDs, and with ``m`` up groups takes ``x mod m``: ``w = q m +
+    r`` consecutive NIDs load a group at most ``q + 1`` times.  Across a
+    boundary where the NIDs jump by ``r + e`` (mod ``m``) instead of the
+    leaf's ``w``, a window still does so if and only if ``0 <= e <= m - r``
+    (``e = 0`` where ``r = 0``).  The cyclic shift wraps from the last NID
+    to 0, a jump of ``e0 = -E mod m``: beyond ``m - r`` a window there loads
+    a group ``q + 2`` times (the 648-host 2-level tree with 4 spines and 4
+    leaves removed: 576 hosts, ``e0 = 12 > 14 - 4``, shift-permutation risk
+    3 where ftree has 2).  Gaps of ``e0 - (m - r)`` in all, at most ``m -
+    r`` each, spread over the leaf boundaries, bring the wrap back into
+    range.  Only where every leaf has ``w`` end-ports and ``m`` up groups and
+    no upper switch routes on (a 2-level tree: one modulus for every pair;
+    a subnet manager that lost spines or leaves); elsewhere ``t``.
+    """
+    leaves = g.leaves
+    lo, hi = g.up_pairs()
+    if (g.mode != "tree" or not len(leaves) or not len(t) or (g.n_up[hi] > 0).any()
+            or not g.is_leaf[g.ep_switch].all()):
+        return t
+    m = int(g.n_up[leaves[0]])
+    o = np.argsort(t)
+    sw = g.ep_switch[o]
+    first = np.r_[True, sw[1:] != sw[:-1]]
+    size = np.diff(np.r_[np.flatnonzero(first), len(sw)])
+    w = int(size[0])
+    if m < 2 or (g.n_up[leaves] != m).any() or (size != w).any() or w % m == 0:
+        return t
+    need = (-len(t)) % m - (m - w % m)
+    if need <= 0:
+        return t
+    k = -(-need // (m - w % m))  # gaps of at most m - r
+    if k >= len(size):
+        return t
+    gap = np.zeros(len(size), dtype=np.int64)
+    gap[(np.arange(1, k + 1) * len(size)) // (k + 1)] = need // k + (np.arange(k) < need % k)
+    out = np.empty_like(t)
+    out[o] = np.arange(len(t)) + np.cumsum(gap)[np.cumsum(first) - 1]
+    return out
 
 
 def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:

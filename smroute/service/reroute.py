@@ -43,7 +43,7 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import balance, dmodc, nominal
 from smroute.routing.dmodc import Destinations
-from smroute.routing.engine import RoutingResult, route, turn_destinations
+from smroute.routing.engine import RoutingResult, route, route_destinations, turn_destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import own_tables
@@ -167,8 +167,7 @@ def reroute(
         if not _same(pi, prev.dividers):
             why = "dividers changed"
         else:
-            nids = dmodc.topological_nids(g, c)
-            dest = dmodc.destinations(g, nids, lmc=lmc)
+            nids, dest = route_destinations(alg, g, c, lmc)
             d0 = prev.dest
             if not all(_same(getattr(dest, f), getattr(d0, f)) for f in _DEST_FIELDS):
                 why = "destination NIDs changed"
