@@ -396,29 +396,39 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     choice = np.full(n, -1, dtype=np.int64)
     big = np.int64(1) << 40
     n_sib = int(sib.max(initial=0)) + 1
+    # per entry, in placing order: flat indices into carry, taken and load
+    cand_o, e_o = cand[order], d_of[order]
+    ck = up_c[order] * len(dcol) + e_o[:, None]
+    tk = win[order][:, None] * taken.shape[1] + np.maximum(cand_o, 0)
+    lk_o, bad = lk[order], ~valid[order]
+    key_o = e_o * n_sib + sib[order]
+    carry_f, taken_f = carry.reshape(-1), taken.reshape(-1)
+    cols = np.arange(k)[None, :]
     for bi in range(BLOCKS):
-        pend = order[starts[bi]:starts[bi + 1]]
+        pend = np.arange(starts[bi], starts[bi + 1])
         while len(pend):
-            e, at = d_of[pend], np.arange(len(pend))
-            cost = np.where(valid[pend], np.where(carry[up_c[pend], e[:, None]], 0,
-                                                  load[lk[pend]] + 1)
-                            + SPREAD * taken[win[pend][:, None], np.maximum(cand[pend], 0)], big)
-            best = np.argmin(cost * k + np.arange(k)[None, :], axis=1)
-            free = cost[at, best] == 0
+            at = np.arange(len(pend))
+            c_k = ck[pend]
+            cost = np.where(carry_f[c_k], 0, load[lk_o[pend]] + 1)
+            cost += SPREAD * taken_f[tk[pend]]
+            cost[bad[pend]] = big
+            best = np.argmin(cost * k + cols, axis=1)
+            cb = cost[at, best]
+            free = cb == 0
             # an entry without a free upper switch keeps the kernel's unless
             # it is heavier by more than KEEP; the first such entry of each
             # destination and sibling group is placed this round
-            best = np.where(~free & (cost[:, -1] <= cost[at, best] + KEEP), k - 1, best)
+            best = np.where(~free & (cost[:, -1] <= cb + KEEP), k - 1, best)
             other = np.flatnonzero(~free)
-            key = e[other] * n_sib + sib[pend[other]]
+            key = key_o[pend[other]]
             lead = other[np.r_[True, key[1:] != key[:-1]]] if len(other) else other
-            choice[pend[free]] = cand[pend[free], best[free]]
-            choice[pend[lead]] = cand[pend[lead], best[lead]]
-            carry[up_c[pend[lead], best[lead]], e[lead]] = True
-            np.add.at(load, lk[pend[lead], best[lead]], 1)
             placed = np.concatenate([np.flatnonzero(free), lead])
-            np.add.at(taken, (win[pend[placed]], cand[pend[placed], best[placed]]), 1)
-            done = free.copy()
+            pp, bp = pend[placed], best[placed]
+            choice[order[pp]] = cand_o[pp, bp]
+            carry_f[c_k[lead, best[lead]]] = True
+            np.add.at(load, lk_o[pend[lead], best[lead]], 1)
+            np.add.at(taken_f, tk[pp, bp], 1)
+            done = free
             done[lead] = True
             pend = pend[~done]
     return choice
