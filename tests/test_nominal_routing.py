@@ -199,6 +199,33 @@ def test_wrap_gaps_let_a_shift_wrap_cleanly() -> None:
                                              labels=False).dest.nid)
 
 
+def test_wrap_gaps_in_the_reroute_and_the_pool() -> None:
+    """PGFT(2;5,8;1,5;1,1) without 2 spines and 3 leaves: 25 hosts on 3
+    spines, leaves of 5, so the wrap jumps by 2 > 3 - 2 and the NIDs get a
+    gap of 1.  A link event then gives the leaves unequal arities (no gap):
+    the reroute follows the NIDs both ways and equals a full route, and the
+    pool routes with the gaps as the process does."""
+    f = pgft(2, (5, 8), (1, 5), (1, 1))
+    sw = f.switches
+    spines = [n for n in sw.tolist() if f.node_desc[n].startswith("pgft L2")][:2]
+    leaves = [n for n in sw.tolist() if f.node_desc[n].startswith("pgft L1")][:3]
+    base = f.with_removed(nodes=spines + leaves)
+    r0 = route(base, algorithm="nmodc", workers=1, lmc=0)
+    t = np.sort(r0.dest.nid[~r0.dest.is_switch])
+    assert len(t) == 25 and t[-1] == 25  # one gap of 1
+    with RoutePool(2) as pool:
+        assert np.array_equal(route(base, algorithm="nmodc", pool=pool, lmc=0).tables.ports,
+                              r0.tables.ports)
+    f1 = base.with_removed(links=_inter_links(base)[:1])
+    r1 = reroute(r0, f1, lmc=0)
+    full1 = route(f1, algorithm="nmodc", workers=1, lmc=0)
+    assert np.array_equal(full1.dest.nid[~full1.dest.is_switch], full1.nids)  # no gap
+    assert np.array_equal(r1.result.tables.ports, full1.tables.ports)
+    back = reroute(r1.result, base, lmc=0)
+    assert np.array_equal(back.result.tables.ports, r0.tables.ports)
+    assert np.array_equal(back.result.dest.nid, r0.dest.nid)
+
+
 def test_one_and_two_lookup_kernels_agree() -> None:
     full = parse_pgft(STUDY_1728).build()
     th = plan_throw(full, "link", 2026, 20)  # 475 links removed: many patterns
