@@ -25,6 +25,8 @@ WORKERS=${WORKERS:-2}
 THROWS_648=${THROWS_648:-100}
 THROWS_1728=${THROWS_1728:-60}
 VLS=${VLS:-4}
+ORDERS=${ORDERS:-20}  # random node orders the random-order HSD is averaged over
+OUT=${OUT:-docs/study}
 RERUN=${RERUN:-}   # e.g. RERUN=nmodc: drop nmodc's rows first (after changing it)
 ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,minhop,dfsssp,sssp}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
@@ -35,7 +37,8 @@ which=${1:-all}
 run() {  # name tuple throws
   nice -n 10 "$PY" -m smroute study degrade --pgft "$2" --mode switch,link \
     --throws "$3" --seed "$SEED" --workers "$WORKERS" --workdir "$SCRATCH/$1" \
-    --engines "$ENGINES" --vls "$VLS" --keep-failed --rerun "$RERUN" --out "docs/study/$1" \
+    --engines "$ENGINES" --vls "$VLS" --random-orders "$ORDERS" --keep-failed --rerun "$RERUN" \
+    --out "$OUT/$1" \
     "${extra[@]}"
 }
 if [[ $which == all || $which == 648 ]]; then
