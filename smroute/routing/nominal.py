@@ -186,7 +186,7 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     a subnet manager that lost spines or leaves); elsewhere ``t``.
     """
     leaves = g.leaves
-    lo, hi = g.up_pairs()
+    _, hi = g.up_pairs()
     if (g.mode != "tree" or not len(leaves) or not len(t) or (g.n_up[hi] > 0).any()
             or not g.is_leaf[g.ep_switch].all()):
         return t
