@@ -78,51 +78,6 @@ SPREAD = 2
 CHOICES = 4
 
 
-@dataclass(frozen=True, eq=False)
-class _Redirected:
-    """The leaves' redirected entries.
-
-    leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode); ups
-    ``(U,)`` int64 the upper switches of their nominal slots and slot_ui
-    ``(B, M)`` int64 each slot's index into ``ups`` (-1: no link, or past
-    the leaf's arity); siblings ``(B,)`` int64 a label per group of leaves
-    joined through shared upper switches; eps ``(E,)`` int64 the end-port
-    destinations (indices into the routed ones) and t_of ``(E,)`` int64
-    their target (index into targets ``(T,)`` int64, the switches they hang
-    off); up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
-    them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
-    leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
-    leaf_cost[b, t]``.
-
-    Partial pairs ``(P,)`` int64: pair_leaf (index into ``leaves``), where
-    some slots lead closer to a target and some do not; pair_class:
-    siblings with the same closer slots towards a target choose alike, a
-    class per (sibling group, target, closer slots).
-    class_closer ``(C, M)`` bool: the slots leading closer of each class.
-    Per redirected entry of a class's first pair, ``(R,)`` int64: rows
-    (index into ``leaves``), dests (index into the routed destinations), x
-    (digit ``floor(nid / Pi)``; the nominal slot ``x mod m`` is not closer)
-    and entry_class.
-    """
-
-    leaves: np.ndarray
-    ups: np.ndarray
-    slot_ui: np.ndarray
-    siblings: np.ndarray
-    eps: np.ndarray
-    t_of: np.ndarray
-    targets: np.ndarray
-    up_cost: np.ndarray
-    leaf_cost: np.ndarray
-    pair_leaf: np.ndarray
-    pair_class: np.ndarray
-    class_closer: np.ndarray
-    rows: np.ndarray
-    dests: np.ndarray
-    x: np.ndarray
-    entry_class: np.ndarray
-
-
 def _closer(slot_ui: np.ndarray, up_cost: np.ndarray, leaf_cost: np.ndarray, rows: np.ndarray,
             t: np.ndarray) -> np.ndarray:
     """``(n, M)`` bool: the slots of leaves ``rows`` leading closer to
@@ -176,9 +131,21 @@ def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> n
 
 @dataclass(frozen=True, eq=False)
 class _Pairs:
-    """The partial (leaf, target) pairs of the nominal ``leaves`` (the fields
-    of the same names in :class:`_Redirected`), as leaf index ``pb`` and
-    target index ``pt`` ``(P,)`` int64."""
+    """The partial (leaf, target) pairs of the nominal leaves.
+
+    leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode); ups
+    ``(U,)`` int64 the upper switches of their nominal slots and slot_ui
+    ``(B, M)`` int64 each slot's index into ``ups`` (-1: no link, or past
+    the leaf's arity); siblings ``(B,)`` int64 a label per group of leaves
+    joined through shared upper switches; eps ``(E,)`` int64 the end-port
+    destinations (indices into the routed ones) and t_of ``(E,)`` int64
+    their target (index into targets ``(T,)`` int64, the switches they hang
+    off); up_cost ``(U, T)`` and leaf_cost ``(B, T)`` uint8 encoded costs to
+    them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
+    leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
+    leaf_cost[b, t]``.  The pairs ``(P,)`` int64: leaf index ``pb`` and
+    target index ``pt``.
+    """
 
     leaves: np.ndarray
     ups: np.ndarray
@@ -191,6 +158,30 @@ class _Pairs:
     leaf_cost: np.ndarray
     pb: np.ndarray
     pt: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _Redirected:
+    """The leaves' redirected entries.
+
+    pairs: the partial (leaf, target) pairs (:class:`_Pairs`), where some
+    slots lead closer to a target and some do not; pair_class ``(P,)``
+    int64: siblings with the same closer slots towards a target choose
+    alike, a class per (sibling group, target, closer slots).
+    class_closer ``(C, M)`` bool: the slots leading closer of each class.
+    Per redirected entry of a class's first pair, ``(R,)`` int64: rows
+    (index into ``pairs.leaves``), dests (index into the routed
+    destinations), x (digit ``floor(nid / Pi)``; the nominal slot ``x mod
+    m`` is not closer) and entry_class.
+    """
+
+    pairs: _Pairs
+    pair_class: np.ndarray
+    class_closer: np.ndarray
+    rows: np.ndarray
+    dests: np.ndarray
+    x: np.ndarray
+    entry_class: np.ndarray
 
 
 def _partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
@@ -251,9 +242,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(leaves, pr.ups, slot_ui, pr.siblings, eps, t_of, targets, pr.up_cost,
-                       pr.leaf_cost, pb, pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x,
-                       cls)
+    return _Redirected(pr, pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x, cls)
 
 
 def redirect_switches(g: SwitchGraph, c: np.ndarray, dest: Destinations,
@@ -271,19 +260,20 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     slots send through it.  Siblings share their nominal slots, so an upper
     switch takes the destinations of its slot ``j`` (``x mod m == j``) on
     the targets it leads some leaf below it closer to."""
-    ups, leaves = red.ups, red.leaves
-    b, j = np.nonzero(red.slot_ui >= 0)
-    u = red.slot_ui[b, j]
+    pr = red.pairs
+    ups, leaves = pr.ups, pr.leaves
+    b, j = np.nonzero(pr.slot_ui >= 0)
+    u = pr.slot_ui[b, j]
     # carried[u, t]: a leaf below u reaches target t through u (the highest
     # cost of u's children against u's; a leaf's cost to itself is 0)
     o = np.argsort(u, kind="stable")
     b_by_u, u_sorted = b[o], u[o]
     nth = np.arange(len(u)) - np.searchsorted(u_sorted, u_sorted)
-    highest = np.zeros(red.up_cost.shape, dtype=np.uint8)
+    highest = np.zeros(pr.up_cost.shape, dtype=np.uint8)
     for k in range(int(nth.max(initial=-1)) + 1):
         sel = nth == k
-        highest[u_sorted[sel]] = np.maximum(highest[u_sorted[sel]], red.leaf_cost[b_by_u[sel]])
-    carried = red.up_cost < highest
+        highest[u_sorted[sel]] = np.maximum(highest[u_sorted[sel]], pr.leaf_cost[b_by_u[sel]])
+    carried = pr.up_cost < highest
     # u's slot, arity and divider (one per upper switch: its siblings')
     slot_of = np.zeros(len(ups), dtype=np.int64)
     slot_of[u] = j
@@ -291,7 +281,7 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     m_of[u] = slots.arity[leaves[b]]
     pi_of = np.ones(len(ups), dtype=np.int64)
     pi_of[u] = pi[leaves[b]]
-    eps, t_of = red.eps, red.t_of
+    eps, t_of = pr.eps, pr.t_of
     load = np.zeros(len(ups) * 256, dtype=np.int64)
     for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
         us = np.flatnonzero((m_of == m) & (pi_of == p))
@@ -317,29 +307,29 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
         return ports
     load = _nominal_load(pi, dest, ports, slots, red)
     # every redirected entry of a class: its candidate slots, the kernel's
-    rows, d, xr = red.rows, red.dests, red.x
-    sw = red.leaves[rows]
+    pr, rows, d, xr = red.pairs, red.rows, red.dests, red.x
+    sw = pr.leaves[rows]
     m = slots.arity[sw]
-    width = red.slot_ui.shape[1]
-    t = np.searchsorted(red.targets, dest.target[d])
+    width = pr.slot_ui.shape[1]
+    t = np.searchsorted(pr.targets, dest.target[d])
     ok = red.class_closer[red.entry_class]
     ok &= np.arange(width)[None, :] < m[:, None]
-    kern = _port_slots(g, slots.slot_grp[red.leaves, :width])[rows, ports[sw, dest.lid[d]]]
+    kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]]
     # only where an upper switch routes on up: a down-link from it reaches
     # the target leaf alone, whose end-ports bound its risk
-    goes_up = c[red.ups[:, None], red.targets[None, :]] >= UP_PHASE  # (U, T)
-    on = (ok & goes_up[np.maximum(red.slot_ui[rows], 0), t[:, None]]).any(axis=1) & (kern >= 0)
+    goes_up = c[pr.ups[:, None], pr.targets[None, :]] >= UP_PHASE  # (U, T)
+    on = (ok & goes_up[np.maximum(pr.slot_ui[rows], 0), t[:, None]]).any(axis=1) & (kern >= 0)
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first CHOICES closer slots in probe order, the kernel's
     cand = np.concatenate([_first_candidates(ok[sel], xr[sel], m[sel]), kern[sel, None]], axis=1)
     valid = cand >= 0
-    up_c = np.where(valid, np.take_along_axis(red.slot_ui[rows[sel]], np.maximum(cand, 0),
+    up_c = np.where(valid, np.take_along_axis(pr.slot_ui[rows[sel]], np.maximum(cand, 0),
                                               axis=1), 0)
-    lk = up_c * 256 + ports[red.ups[up_c], dest.lid[d[sel]][:, None]]
+    lk = up_c * 256 + ports[pr.ups[up_c], dest.lid[d[sel]][:, None]]
     # the kernel's choice is settled where its destination has no other
     # entry in the sibling group and no candidate is lighter by more than KEEP
-    sib = red.siblings[rows[sel]]
+    sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
     _, inv, n_key = np.unique(key, return_inverse=True, return_counts=True)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
@@ -350,7 +340,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
         r = sel[rest]
         window = rows[r] * (int(xr.max()) + 1) + xr[r] // m[r]
         choice[r] = _place(cand[rest], up_c[rest], lk[rest], d[r], sib[rest], window,
-                           len(red.ups), load, dest)
+                           len(pr.ups), load, dest)
     # every pair of the class takes the same slot, through its own group
     by_cls = np.argsort(red.entry_class, kind="stable")
     which, ent = _on_targets(red.entry_class[by_cls], int(red.pair_class.max()) + 1,
@@ -358,7 +348,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     ent = by_cls[ent]
     moved = choice[ent] != kern[ent]  # (the others keep the kernel's port in the group)
     ent, which = ent[moved], which[moved]
-    leaf = red.leaves[red.pair_leaf[which]]
+    leaf = pr.leaves[pr.pb[which]]
     gid = slots.slot_grp[leaf, choice[ent]]
     port = g.grp_ports[g.grp_port_first[gid] + (xr[ent] // m[ent]) % g.grp_port_count[gid]]
     ports[leaf, dest.lid[d[ent]]] = port
