@@ -369,41 +369,50 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     _, win = np.unique(window, return_inverse=True)
     taken = np.zeros((len(win) and int(win.max()) + 1, int(cand.max(initial=0)) + 1),
                      dtype=np.int64)  # redirects per window and slot
-    dcol, d_of = np.unique(d, return_inverse=True)
-    carry = np.zeros((n_up, len(dcol)), dtype=bool)  # sent by a redirect already
+    present = np.zeros(int(d.max(initial=0)) + 1, dtype=bool)
+    present[d] = True
+    d_of = (np.cumsum(present) - 1)[d]  # the destinations numbered densely
+    n_d = int(present.sum())
+    carry = np.zeros((n_up, n_d), dtype=bool)  # sent by a redirect already
     # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
     # next to each other (a shift permutation's) are placed one after another
     # (ranked per sibling group: groups are independent)
-    by_sib = np.lexsort((dest.nid[d], sib))
+    nid = dest.nid[d]
+    n_nid = int(nid.max(initial=0)) + 1
+    by_sib = np.argsort(sib * n_nid + nid, kind="stable")
     new = np.r_[True, (d[by_sib][1:] != d[by_sib][:-1]) | (sib[by_sib][1:] != sib[by_sib][:-1])]
     rank = np.cumsum(new) - 1
     start_sib = np.r_[True, sib[by_sib][1:] != sib[by_sib][:-1]]
     rank -= rank[np.flatnonzero(start_sib)][np.cumsum(start_sib) - 1]
     block_of = np.empty(n, dtype=np.int64)
     block_of[by_sib] = rank % BLOCKS
-    order = np.lexsort((sib, dest.nid[d], block_of))
+    n_sib = int(sib.max(initial=0)) + 1
+    order = np.argsort((block_of * n_nid + nid) * n_sib + sib, kind="stable")
     starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))
     choice = np.full(n, -1, dtype=np.int64)
-    big = np.int64(1) << 40
-    n_sib = int(sib.max(initial=0)) + 1
-    # per entry, in placing order: flat indices into carry, taken and load
-    cand_o, e_o = cand[order], d_of[order]
-    ck = up_c[order] * len(dcol) + e_o[:, None]
-    tk = win[order][:, None] * taken.shape[1] + np.maximum(cand_o, 0)
-    lk_o, bad = lk[order], ~valid[order]
+    # per entry, in placing order: flat indices into carry, taken and load;
+    # a missing candidate points past their ends, at a carry that is never
+    # set, no redirects and a load no candidate reaches
+    bad = ~np.take(valid, order, axis=0)  # (take: faster than [order] for rows)
+    cand_o, e_o = np.take(cand, order, axis=0), d_of[order]
+    ck = np.take(up_c, order, axis=0) * n_d + e_o[:, None]
+    ck[bad] = carry.size
+    tk = np.maximum(cand_o, 0) + (win[order] * taken.shape[1])[:, None]
+    tk[bad] = taken.size
+    lk_o = np.take(lk, order, axis=0)
+    lk_o[bad] = len(load)
     key_o = e_o * n_sib + sib[order]
-    carry_f, taken_f = carry.reshape(-1), taken.reshape(-1)
-    cols = np.arange(k)[None, :]
+    carry_f = np.append(carry.reshape(-1), False)
+    taken_f = np.append(taken.reshape(-1), 0)
+    load_f = np.append(load, np.int64(1) << 40)
     for bi in range(BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
         while len(pend):
-            at = np.arange(len(pend))
             c_k = ck[pend]
-            cost = np.where(carry_f[c_k], 0, load[lk_o[pend]] + 1)
+            cost = np.where(carry_f[c_k], 0, load_f[lk_o[pend]] + 1)
             cost += SPREAD * taken_f[tk[pend]]
-            cost[bad[pend]] = big
-            best = np.argmin(cost * k + cols, axis=1)
-            cb = cost[at, best]
+            best = np.argmin(cost, axis=1)  # the first of equal costs
+            cb = np.take_along_axis(cost, best[:, None], axis=1)[:, 0]
             free = cb == 0
             # an entry without a free upper switch keeps the kernel's unless
             # it is heavier by more than KEEP; the first such entry of each
@@ -416,11 +425,12 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
             pp, bp = pend[placed], best[placed]
             choice[order[pp]] = cand_o[pp, bp]
             carry_f[c_k[lead, best[lead]]] = True
-            np.add.at(load, lk_o[pend[lead], best[lead]], 1)
+            np.add.at(load_f, lk_o[pend[lead], best[lead]], 1)
             np.add.at(taken_f, tk[pp, bp], 1)
             done = free
             done[lead] = True
             pend = pend[~done]
+    load[:] = load_f[:-1]
     return choice
 
 
