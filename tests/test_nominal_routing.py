@@ -20,9 +20,9 @@ from smroute.analysis.congestion import a2a_risk, evaluate, sp_risk
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.assemble import DEFAULT_GUID_BASE, Level, assemble
 from smroute.fabric.generate import degrade, pgft, slender_tree
-from smroute.fabric.ibnetdiscover import read_fabric
+from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.writers import write_topology
+from smroute.fabric.writers import format_topology, write_topology
 from smroute.routing import balance, dmodc, nominal
 from smroute.routing.engine import ALGORITHMS, route, validate_result
 from smroute.routing.pool import RoutePool
@@ -661,3 +661,31 @@ def test_incremental_reroute_with_shares_by_capacity() -> None:
         full = route(f2, algorithm="nmodc", workers=1, lmc=0)
         assert r.incremental
         assert np.array_equal(r.result.tables.ports, full.tables.ports)
+
+
+def _nodes_shuffled(fabric: Fabric, seed: int) -> Fabric:
+    """The same fabric with its nodes listed in another order (an
+    ibnetdiscover text round trip with the node records shuffled)."""
+    chunks = "\n".join(format_topology(fabric)).strip("\n").split("\n\n")
+    order = np.random.default_rng(seed).permutation(len(chunks) - 1) + 1
+    return parse_topology("\n\n".join([chunks[0]] + [chunks[i] for i in order]).splitlines(),
+                          "shuffled")
+
+
+@pytest.mark.parametrize("shape, seed", [((3, (6, 6, 6), (1, 6, 6), (1, 1, 1)), 1),
+                                         ((3, (4, 4, 8), (1, 4, 4), (1, 1, 1)), 2)])
+def test_nmodc_tables_do_not_depend_on_the_node_order(shape: tuple, seed: int) -> None:
+    """A fabric discovered from another port lists its nodes in another
+    order; the tables must not change (the detours' hardest-first order and
+    the redirects' representatives and ties go by GUID).  Both trees are
+    detoured; on the first the redirects by load, on the second the
+    detours' order differed before."""
+    fabric, _ = degrade(pgft(*shape), np.random.default_rng(seed), links=150)
+    other = _nodes_shuffled(fabric, 5)
+    assert not np.array_equal(fabric.node_guid, other.node_guid)
+    for alg in ALGORITHMS:
+        a = route(fabric, algorithm=alg, workers=1, labels=False, max_vls=4)
+        b = route(other, algorithm=alg, workers=1, labels=False, max_vls=4)
+        assert a.mode == b.mode
+        assert diff_tables(a.tables, b.tables).identical, alg
+        assert alg != "nmodc" or a.mode == "tree+detours"

@@ -224,11 +224,15 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     where = pr.siblings[pb] * len(targets) + pt
     if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
         key = (where << width) | (bits.astype(np.int64) << np.arange(width)).sum(axis=1)
-        _, rep, pair_class = np.unique(key, return_index=True, return_inverse=True)
+        pair_class = np.unique(key, return_inverse=True)[1].ravel()
     else:
-        _, rep, pair_class = np.unique(
+        pair_class = np.unique(
             np.concatenate([where[:, None], np.packbits(bits, axis=1).astype(np.int64)], axis=1),
-            axis=0, return_index=True, return_inverse=True)
+            axis=0, return_inverse=True)[1].ravel()
+    # a class's representative: its leaf with the smallest GUID (the same
+    # whatever the node order of the fabric)
+    o = np.lexsort((g.sw_guid[leaves[pb]], pair_class))
+    rep = o[np.flatnonzero(np.diff(pair_class[o], prepend=-1))]
     # per class, the destinations on its target whose nominal slot x mod m
     # is one of its slots that do not lead closer
     lc, ls = np.nonzero(~bits[rep] & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
@@ -242,7 +246,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(pr, pair_class.ravel(), bits[rep], pb[rep[cls]], eps[e], x, cls)
+    return _Redirected(pr, pair_class, bits[rep], pb[rep[cls]], eps[e], x, cls)
 
 
 def redirect_switches(g: SwitchGraph, c: np.ndarray, dest: Destinations,
@@ -340,7 +344,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
         r = sel[rest]
         window = rows[r] * (int(xr.max()) + 1) + xr[r] // m[r]
         choice[r] = _place(cand[rest], up_c[rest], lk[rest], d[r], sib[rest], window,
-                           len(pr.ups), load, dest)
+                           g.sw_guid[sw[r]], len(pr.ups), load, dest)
     # every pair of the class takes the same slot, through its own group
     by_cls = np.argsort(red.entry_class, kind="stable")
     which, ent = _on_targets(red.entry_class[by_cls], int(red.pair_class.max()) + 1,
@@ -356,12 +360,14 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
 
 
 def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, sib: np.ndarray,
-           window: np.ndarray, n_up: int, load: np.ndarray, dest: Destinations) -> np.ndarray:
+           window: np.ndarray, guid: np.ndarray, n_up: int, load: np.ndarray,
+           dest: Destinations) -> np.ndarray:
     """The slot each of ``R`` redirected entries takes (module doc): ``cand``
     ``(R, K)`` candidate slots in probe order (-1 none), the kernel's last;
     ``up_c`` / ``lk`` ``(R, K)`` their upper switches (of ``n_up``) and
     egress links; ``d`` destination, ``sib`` sibling group, ``window`` the
-    leaf and NID window ``floor(x / m)``; ``load`` ``(n_up * 256,)`` the
+    leaf and NID window ``floor(x / m)``, ``guid`` the leaf's GUID (uint64);
+    ``load`` ``(n_up * 256,)`` the
     destinations per egress link (updated in place).  Returns ``(R,)``
     int64 slots."""
     n, k = cand.shape
@@ -387,7 +393,9 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     block_of = np.empty(n, dtype=np.int64)
     block_of[by_sib] = rank % BLOCKS
     n_sib = int(sib.max(initial=0)) + 1
-    order = np.argsort((block_of * n_nid + nid) * n_sib + sib, kind="stable")
+    # (the leaves of one destination and sibling group by GUID: the first
+    # of them leads, whatever the node order of the fabric)
+    order = np.lexsort((guid, sib, nid, block_of))
     starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))
     choice = np.full(n, -1, dtype=np.int64)
     # per entry, in placing order: flat indices into carry, taken and load;

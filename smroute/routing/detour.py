@@ -240,7 +240,7 @@ def route_detours(
         detour_routes(g, pi, dest, cols, lay, tgt_of, ports, top)
         from_sw = (lay.layer >= 1) & (lay.layer <= top[None, :]) & whole[None, :]
         # hardest first: most layers, most switches to route
-        order = np.lexsort((np.arange(len(targets)), -from_sw.sum(axis=0), -top))
+        order = np.lexsort((g.sw_guid[targets], -from_sw.sum(axis=0), -top))
         prof = (peer, lids, tgt_of, lay.layer, top, from_sw, n_p, order)
         paint = functools.partial(colour, max_vls=vls, sls=sls, all_or_none=not last)
         closed = ports[:, lids].copy() if by_load else None
