@@ -33,11 +33,13 @@ leaves share no upper switch, so each is balanced on its own (the worker
 pool runs parts of them in parallel, :mod:`smroute.routing.pool`).  A
 group's destinations are dealt in NID order round-robin into ``BLOCKS``
 blocks, placed block after block: NIDs next to each other see each other's
-load.  Inside a block, an
-entry with a free upper switch is placed at once and, of the others, the
-first of each destination and sibling group per round, so the leaves
-missing a destination's nominal slot agree on where it goes.  Siblings with
-the same closer slots towards a target choose alike and are weighed once.
+load.  Inside a block, an entry with a free upper switch is placed at once
+and, of the others, the first of each destination and sibling group per
+round (the leaf with the smallest GUID: nothing depends on the node order
+of the fabric), so the leaves missing a destination's nominal slot agree
+on where it goes.  Siblings with the same closer slots towards a target
+choose alike and are weighed once (through the one with the smallest
+GUID).
 Every choice is a group that leads closer, so routes stay minimal and
 up*/down* (no credit loop) and the tables validate as the kernel's do.  A
 tree with no redirected entry (every complete PGFT) keeps the kernel's
