@@ -57,7 +57,7 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nominal import NominalSlots
+from smroute.routing.nominal import NominalSlots, redirect_dividers
 from smroute.routing.runs import runs
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
@@ -328,7 +328,8 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first CHOICES closer slots in probe order, the kernel's
-    cand = np.concatenate([_first_candidates(ok[sel], xr[sel], m[sel]), kern[sel, None]], axis=1)
+    y = dest.nid[d[sel]] // redirect_dividers(g, pi)[sw[sel]]
+    cand = np.concatenate([_first_candidates(ok[sel], xr[sel], y, m[sel]), kern[sel, None]], axis=1)
     valid = cand >= 0
     up_c = np.where(valid, np.take_along_axis(pr.slot_ui[rows[sel]], np.maximum(cand, 0),
                                               axis=1), 0)
@@ -444,16 +445,17 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     return choice
 
 
-def _first_candidates(ok: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+def _first_candidates(ok: np.ndarray, x: np.ndarray, y: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``(R, CHOICES)`` int64: the first closer slots (``ok`` ``(R, M)``) in
-    the probe order of each entry (digit ``x``, nominal arity ``m``), -1
-    past the last."""
+    the probe order of each entry (digit ``x``, redirect digit ``y``,
+    nominal arity ``m``; :func:`~smroute.routing.nominal.redirect_dividers`),
+    -1 past the last."""
     out = np.full((len(x), CHOICES), -1, dtype=np.int64)
     for mv in np.unique(m).tolist():
         sel = np.flatnonzero(m == mv)
         off = probe_offsets(mv)  # (mv - 1, mv - 1)
         j0 = x[sel] % mv
-        r = (x[sel] // mv) % max(mv - 1, 1)
+        r = y[sel] % max(mv - 1, 1)
         got = np.zeros(len(sel), dtype=np.int64)
         for q in range(mv - 1):
             slot = (j0 + 1 + off[r, q]) % mv  # the q-th probed slot

@@ -15,9 +15,14 @@ takes:
   nominal arity.  In a complete PGFT siblings share exactly the same
   up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order.
   A degraded switch keeps the slot each surviving up-neighbour has among its
-  siblings.  Where ``#U(s)`` exceeds the largest up arity of any switch of
-  that rank by more than half, the siblings are no PGFT's (e.g. leaves on
-  overlapping pairs of spines), and in the general up*/down* orientation
+  siblings.  A group of siblings that lost one up-neighbour whole (an upper
+  switch removed, not only its links) keeps that slot as a lost slot, found
+  through the upper switches' own columns (:func:`_column_slots`): its
+  switches keep their intact siblings' modulus (the 1,728-host tree's pod
+  that lost an L2 switch: ``x mod 12``, not ``x mod 11``).  Where ``#U(s)``
+  exceeds the largest up arity of any switch of that rank by more than half,
+  the siblings are no PGFT's (e.g. leaves on overlapping pairs of spines),
+  and in the general up*/down* orientation
   (no tree levels), the switch's own up groups are its slots and it routes
   up exactly as Dmodc does (``C[x mod #C]`` over its closer groups): it has no
   siblings to agree with, and a slot table with alternatives there spreads
@@ -43,18 +48,22 @@ takes:
 * **Up-going routes.**  With ``x = floor(t / Pi[s])``: a route with a single
   closer group takes it.  Otherwise it takes nominal
   slot ``j = x mod m`` if that slot's group leads closer; the destinations
-  of a lost slot go to the other slots in a fixed pseudo-random probe order
-  per next digit ``r = floor(x / m) mod (m - 1)`` (rendezvous hashing), the
-  first closer slot not yet taken by a lost slot before ``j`` for the same
-  ``r``: every switch probes a destination's slots in the same order, so
+  of a lost slot go to the other slots in a fixed probe order per redirect
+  digit ``r = floor(t / Rd[s]) mod (m - 1)``, the first closer slot not yet
+  taken by a lost slot before ``j`` for the same ``r``.  ``Rd[s]`` is the
+  divider of the top switches above (:func:`redirect_dividers`): a digit no
+  upper switch consumes, so the destinations a switch redirects to an upper
+  switch spread over that switch's up-links.  Digit ``r`` probes slot ``j +
+  1 + r`` first (a single lost slot's destinations go to every other slot
+  alike), then the others in a pseudo-random order per ``r`` (rendezvous
+  hashing): every switch probes a destination's slots in the same order, so
   siblings that lost the same slot keep sending the same destination sets
-  through the same upper links, the lost load spreads evenly over the
-  surviving slots, and the lost slots of ``m`` consecutive NIDs (a shift
-  permutation's) go to distinct surviving slots.  Both cases are one closed
-  form: the pattern's slot table ``T`` of length ``L = m`` (every slot leads
-  closer) or ``L = m * (m - 1)`` (``T[j + m * r]``), the group is
-  ``T[x mod L]`` and the port inside it ``floor(x / L) mod #g`` (eq. 4 with
-  ``L`` for ``#C``).
+  through the same upper links, and the lost slots of ``m`` consecutive
+  NIDs (a shift permutation's) go to distinct surviving slots.  Both cases
+  are one closed form: the pattern's slot table ``T`` of length ``L = m``
+  (every slot leads closer) or ``L = m * (m - 1)``, the group is ``T[x mod
+  L]`` (every slot leads closer) or ``T[(x mod m) + m * r]``, and the port
+  inside it ``floor(x / L) mod #g`` (eq. 4 with ``L`` for ``#C``).
 * **Shares by capacity.**  Where a switch's up-going cables are bound by
   their destinations rather than their sources (fewer destinations per
   cable than end-ports below it) and its other up-going destinations, or
@@ -105,8 +114,8 @@ from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.slot_tables import capacity_tables, occurrences, slot_tables
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "wrap_gaps", "packed_slots",
-           "unpacked_slots", "costs_and_dividers", "route_block"]
+__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
+           "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,7 +149,8 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     first[1:] = (kc[1:] != kc[:-1]) | (kh[1:] != kh[:-1])
     uc, uh = kc[first], kh[first]  # union members, by component then GUID
     u_slot = np.arange(len(uc)) - np.searchsorted(uc, uc)
-    size = np.bincount(uc, minlength=n)[comp]  # (S,) union size of each switch's siblings
+    u_slot, g_size = _column_slots(g, uc, uh, u_slot)
+    size = g_size[comp]  # (S,) nominal arity of each switch's siblings
     top = np.zeros(g.max_rank + 2, dtype=np.int64)  # largest up arity per rank (+1: rank -1)
     np.maximum.at(top, g.rank + 1, g.n_up)
     nominal = 2 * size <= 3 * top[g.rank + 1]  # a rank's switches lost under a third
@@ -162,6 +172,74 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     slot_grp = np.full((n, max(int(arity.max(initial=0)), 1)), -1, dtype=np.int64)
     slot_grp[lo, slot] = gid
     return NominalSlots(slot_grp, arity, ~nominal)
+
+
+def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray,
+                  u_slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Slots for the up-neighbours a sibling group lost whole (a switch
+    removed, not only its links).  ``uc`` / ``uh`` ``(U,)`` int64: the
+    union members (sibling group label, up-neighbour), ``u_slot`` their
+    place by GUID in the group.  Returns the members' slots and ``(S,)``
+    int64 the nominal arity per group label.
+
+    Up-neighbours joined through shared up-neighbours of their own are one
+    *column* (the 1,728-host tree's L2 switches of one index in every pod,
+    joined through their spines).  Groups joined through shared columns are
+    one family.  A column's slot is the one the family's complete groups
+    (a member in every column) give it, or, in a family without complete
+    groups, its place by smallest GUID.  A group that lost one column keeps
+    the others' slots and the lost one stays a lost slot: its arity is the
+    family's, so its switches take ``x mod 12`` beside their intact
+    neighbours instead of ``x mod 11``, and a destination enters its leaf
+    through the same upper switch from every pod (with ``x mod 11`` it
+    entered through up to 5).  A group that lost two columns or more keeps its own union:
+    the redirects of several lost slots pile up on the survivors (the
+    1,728-host tree with 64+ switches removed: median SP 21 against 24 with
+    every group on columns).  A family with a group that has two members in
+    one column, or whose complete groups disagree, keeps its groups' own
+    unions."""
+    n = g.n_switches
+    size = np.bincount(uc, minlength=n)
+    if not len(uc):
+        return u_slot, size
+    plo, phi = g.up_pairs()
+    col = components(2 * n, plo, phi + n)[:n][uh]  # (U,) column of each member
+    fam_of = components(2 * n, uc, col + n)[:n]  # per group label: its family
+    fam = fam_of[uc]
+    # columns per family; groups with two members in one column are no PGFT's
+    fc = np.unique(fam * n + col)
+    n_cols = np.bincount(fc // n, minlength=n)
+    gc = uc * n + col
+    dup = np.zeros(n, dtype=bool)
+    srt = np.sort(gc)
+    dup[srt[1:][srt[1:] == srt[:-1]] // n] = True
+    bad_fam = np.zeros(n, dtype=bool)
+    bad_fam[fam[dup[uc]]] = True
+    complete = size[uc] == n_cols[fam]
+    # the complete groups' slot of each (family, column): all must agree
+    key = fam * n + col
+    lo_pos = np.full(len(fc), np.iinfo(np.int64).max)
+    hi_pos = np.full(len(fc), -1)
+    at = np.searchsorted(fc, key)
+    np.minimum.at(lo_pos, at[complete], u_slot[complete])
+    np.maximum.at(hi_pos, at[complete], u_slot[complete])
+    seen = hi_pos >= 0
+    bad_fam[fc[seen & (lo_pos != hi_pos)] // n] = True
+    # a family without complete groups: its columns by their smallest GUID
+    none = np.ones(n, dtype=bool)
+    none[fam[complete]] = False
+    first_guid = np.full(len(fc), np.iinfo(np.uint64).max, dtype=np.uint64)
+    np.minimum.at(first_guid, at, g.sw_guid[uh])
+    o = np.lexsort((first_guid, fc // n))
+    rank = np.empty(len(fc), dtype=np.int64)
+    rank[o] = np.arange(len(fc)) - np.searchsorted(fc[o] // n, fc[o] // n)
+    lo_pos = np.where(none[fc // n], rank, lo_pos)
+    use = ~bad_fam[fam] & ~complete & (n_cols[fam] - size[uc] <= 1)  # one column lost
+    out = u_slot.copy()
+    out[use] = lo_pos[at[use]]
+    g_size = size.copy()
+    g_size[uc[use]] = n_cols[fam[use]]
+    return out, g_size
 
 
 def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
@@ -222,6 +300,34 @@ def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
         sel = lo_rank == r
         np.maximum.at(pi, hi[sel], pi[lo[sel]] * arity[lo[sel]])
     return pi
+
+
+def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
+    """The divider of a lost slot's next digit, ``(S,)`` int64: the
+    dividers ``pi`` ``(S,)`` of the top switches above each switch (the
+    largest, where it reaches several), ``pi`` itself at a top.
+
+    A destination whose nominal slot ``x mod m`` is lost takes the slot its
+    next digit ``r`` picks (module doc).  The switches above consume the
+    digits ``floor(t / pi[u]) mod m(u)`` up to their tops, and a digit they
+    consume must not pick the redirect: where an upper switch's arity is
+    ``m - 1`` (a pod's upper switches that lost a top switch), ``floor(x /
+    m) mod (m - 1)`` is that switch's own digit, and every destination a
+    leaf redirects to it goes up one of its links (the 1,728-host tree
+    with an L2 switch and a spine of another column removed, on columns
+    (:func:`_column_slots`): 24 destinations on one link, 15 with ``rd``).
+    ``floor(t / rd) mod (m - 1)`` with ``rd`` the tops' divider is a digit
+    no switch above consumes."""
+    rd = pi.astype(np.int64).copy()
+    lo = np.repeat(np.arange(len(g.grp_count)), g.grp_count)  # the pool's graphs lack grp_switch
+    hi = g.grp_remote
+    up = (g.rank[hi] > g.rank[lo]) & (g.rank[lo] >= 0)
+    lo, hi = lo[up], hi[up]
+    lo_rank = g.rank[lo]
+    for r in range(int(lo_rank.max(initial=-1)), -1, -1):
+        sel = lo_rank == r
+        np.maximum.at(rd, lo[sel], rd[hi[sel]])
+    return rd
 
 
 def route_block(
@@ -337,7 +443,9 @@ def _route_remote(
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
     pbits = np.unpackbits(pat_rows[:, :nb], axis=1, bitorder="little")[:, :w].astype(bool)
-    tables = slot_tables(pbits, pat_rows[:, nb].astype(np.int64), gmax)
+    pm = pat_rows[:, nb].astype(np.int64)
+    tables = slot_tables(pbits, pm, gmax)
+    is_lossy = (pm > 2) & (tables[0] == pm * (pm - 1))
     # per switch, per lookup column (group position, gmax + slot, dead): the group
     cols = np.concatenate([np.arange(gmax)[None, :].repeat(b, axis=0), spos,
                            np.full((b, w - n_slot + 1), gmax)], axis=1)  # (B, gmax + w + 1)
@@ -360,7 +468,17 @@ def _route_remote(
     if spread.any():
         x = np.where(spread[:, tgt], nid[None, :], x)
     len_d = pat_len.astype(np.int32)[:, tgt]  # (B, D)
-    ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x, len_d)  # table entry
+    # a table with lost slots: entry j + m * r, r the redirect digit
+    lossy_m = np.zeros(len(length), dtype=np.int32)
+    lossy_m[:len(pat_rows)] = np.where(is_lossy, pat_rows[:, nb], 0)
+    lm = lossy_m[pat_of]  # (B, U')
+    x_ent = x
+    if lm.any():
+        lm_d = lm[:, tgt]
+        rd = redirect_dividers(g, pi)[switches].astype(np.int32)
+        y = nid[None, :] // rd[:, None]
+        x_ent = np.where(lm_d > 0, _mod(x, np.maximum(lm_d, 1)) + lm_d * y, x)
+    ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x_ent, len_d)  # table entry
     n_flat, n_col = len(val), cols.shape[1]
     if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
         # per switch, every table entry's column: one lookup per destination
