@@ -472,13 +472,22 @@ def _route_remote(
     lossy_m = np.zeros(len(length), dtype=np.int32)
     lossy_m[:len(pat_rows)] = np.where(is_lossy, pat_rows[:, nb], 0)
     lm = lossy_m[pat_of]  # (B, U')
-    x_ent = x
-    if lm.any():
-        lm_d = lm[:, tgt]
-        rd = redirect_dividers(g, pi)[switches].astype(np.int32)
-        y = nid[None, :] // rd[:, None]
-        x_ent = np.where(lm_d > 0, _mod(x, np.maximum(lm_d, 1)) + lm_d * y, x)
-    ent = start[pat_of].astype(np.int32)[:, tgt] + _mod(x_ent, len_d)  # table entry
+    off = _mod(x, len_d)  # (B, D) place in the table
+    rows = np.flatnonzero(lm.any(axis=1))
+    if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
+        rd = redirect_dividers(g, pi)[switches[rows]]
+        kinds, kind_of = np.unique(np.stack([lm[rows].max(axis=1), piv[rows], rd], axis=1),
+                                   axis=0, return_inverse=True)
+        for k, (m, p, q) in enumerate(kinds.tolist()):
+            sel = rows[kind_of.ravel() == k]
+            j, r = nid // np.int32(p) % np.int32(m), nid // np.int32(q) % np.int32(m - 1)
+            v = j + np.int32(m) * r  # entry j + m * r
+            run = sel[-1] - sel[0] + 1 == len(sel)  # a run of rows: write in place
+            part = off[sel[0]:sel[-1] + 1] if run else off[sel]
+            np.copyto(part, v[None, :], where=(lm[sel] > 0)[:, tgt])
+            if not run:
+                off[sel] = part
+    ent = start[pat_of].astype(np.int32)[:, tgt] + off  # table entry
     n_flat, n_col = len(val), cols.shape[1]
     if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
         # per switch, every table entry's column: one lookup per destination
