@@ -457,11 +457,16 @@ def _first_candidates(ok: np.ndarray, x: np.ndarray, y: np.ndarray, m: np.ndarra
         j0 = x[sel] % mv
         r = y[sel] % max(mv - 1, 1)
         got = np.zeros(len(sel), dtype=np.int64)
-        for q in range(mv - 1):
+        for q in range(mv - 1):  # the entries still short of CHOICES
             slot = (j0 + 1 + off[r, q]) % mv  # the q-th probed slot
-            take = ok[sel, slot] & (got < CHOICES)
+            take = ok[sel, slot]
             out[sel[take], got[take]] = slot[take]
             got += take
+            more = got < CHOICES
+            if not more.all():
+                sel, j0, r, got = sel[more], j0[more], r[more], got[more]
+                if not len(sel):
+                    break
     return out
 
 
