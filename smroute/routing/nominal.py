@@ -192,10 +192,10 @@ def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray,
     family's, so its switches take ``x mod 12`` beside their intact
     neighbours instead of ``x mod 11``, and a destination enters its leaf
     through the same upper switch from every pod (with ``x mod 11`` it
-    entered through up to 5).  A group that lost two columns or more keeps its own union:
-    the redirects of several lost slots pile up on the survivors (the
-    1,728-host tree with 64+ switches removed: median SP 21 against 24 with
-    every group on columns).  A family with a group that has two members in
+    entered through up to 5).  A group that lost two columns or more keeps
+    its own union: the redirects of several lost slots pile up on the
+    survivors (the 1,728-host tree with 64+ switches removed: median SP 21
+    against 24 with every group on columns).  A family with a group that has two members in
     one column, or whose complete groups disagree, keeps its groups' own
     unions."""
     n = g.n_switches
