@@ -319,10 +319,7 @@ def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
     ``floor(t / rd) mod (m - 1)`` with ``rd`` the tops' divider is a digit
     no switch above consumes."""
     rd = pi.astype(np.int64).copy()
-    lo = np.repeat(np.arange(len(g.grp_count)), g.grp_count)  # the pool's graphs lack grp_switch
-    hi = g.grp_remote
-    up = (g.rank[hi] > g.rank[lo]) & (g.rank[lo] >= 0)
-    lo, hi = lo[up], hi[up]
+    lo, hi = g.up_pairs()
     lo_rank = g.rank[lo]
     for r in range(int(lo_rank.max(initial=-1)), -1, -1):
         sel = lo_rank == r
@@ -469,14 +466,14 @@ def _route_remote(
         x = np.where(spread[:, tgt], nid[None, :], x)
     len_d = pat_len.astype(np.int32)[:, tgt]  # (B, D)
     # a table with lost slots: entry j + m * r, r the redirect digit
-    lossy_m = np.zeros(len(length), dtype=np.int32)
-    lossy_m[:len(pat_rows)] = np.where(is_lossy, pat_rows[:, nb], 0)
-    lm = lossy_m[pat_of]  # (B, U')
+    lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
+    lossy[:len(pat_rows)] = is_lossy
+    lm = lossy[pat_of]  # (B, U')
     off = _mod(x, len_d)  # (B, D) place in the table
     rows = np.flatnonzero(lm.any(axis=1))
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
         rd = redirect_dividers(g, pi)[switches[rows]]
-        kinds, kind_of = np.unique(np.stack([lm[rows].max(axis=1), piv[rows], rd], axis=1),
+        kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], rd], axis=1),
                                    axis=0, return_inverse=True)
         for k, (m, p, q) in enumerate(kinds.tolist()):
             sel = rows[kind_of.ravel() == k]
@@ -484,7 +481,7 @@ def _route_remote(
             v = j + np.int32(m) * r  # entry j + m * r
             run = sel[-1] - sel[0] + 1 == len(sel)  # a run of rows: write in place
             part = off[sel[0]:sel[-1] + 1] if run else off[sel]
-            np.copyto(part, v[None, :], where=(lm[sel] > 0)[:, tgt])
+            np.copyto(part, v[None, :], where=lm[sel][:, tgt])
             if not run:
                 off[sel] = part
     ent = start[pat_of].astype(np.int32)[:, tgt] + off  # table entry

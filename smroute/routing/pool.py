@@ -108,8 +108,8 @@ def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
     return arrays
 
 
-GRAPH_FIELDS = ("sw_guid", "rank", "grp_first", "grp_count", "grp_remote", "grp_port_first",
-                "grp_port_count", "grp_ports")
+GRAPH_FIELDS = ("sw_guid", "rank", "grp_first", "grp_count", "grp_switch", "grp_remote",
+                "grp_port_first", "grp_port_count", "grp_ports")
 DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch", "owner")
 
 
@@ -168,7 +168,8 @@ def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np
 def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
     empty = np.zeros(0, dtype=np.int64)
     return SwitchGraph(
-        sw_node=empty, sw_guid=a["g_sw_guid"], sw_lid=empty, n_up=empty, grp_switch=empty,
+        sw_node=empty, sw_guid=a["g_sw_guid"], sw_lid=empty, n_up=empty,
+        grp_switch=a["g_grp_switch"],
         ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
         is_leaf=empty.astype(bool), component=empty,
         rank=a["g_rank"], grp_first=a["g_grp_first"], grp_count=a["g_grp_count"],
