@@ -239,9 +239,10 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     # is one of its slots that do not lead closer
     lc, ls = np.nonzero(~bits[rep] & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
     parts = []
-    for mv, p in sorted(set(zip(m[pb[rep[lc]]].tolist(), pi[leaves[pb[rep[lc]]]].tolist(),
-                                strict=True))):
-        sel = np.flatnonzero((m[pb[rep[lc]]] == mv) & (pi[leaves[pb[rep[lc]]]] == p))
+    lm, lp = m[pb[rep[lc]]], pi[leaves[pb[rep[lc]]]]
+    base = int(lp.max(initial=0)) + 1
+    for mv, p in (divmod(k, base) for k in np.unique(lm * base + lp).tolist()):
+        sel = np.flatnonzero((lm == mv) & (lp == p))
         res = (dest.nid[eps] // p) % mv
         which, e = _on_targets(t_of * mv + res, len(targets) * mv,
                                pt[rep[lc[sel]]] * mv + ls[sel])

@@ -291,11 +291,18 @@ def _dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Group equal rows of ``m`` (``(U, R)`` uint8, C-contiguous), exactly.
 
     Returns ``(row_of (U,), reps (U',))``: row ``u`` equals row
-    ``reps[row_of[u]]``.  Rows are compared as raw bytes.
+    ``reps[row_of[u]]``.  Rows are compared as raw bytes, in their order
+    (rows of up to 8 bytes as big-endian integers: the same order, sorted
+    several times faster than byte strings).
     """
     if m.shape[1] == 0:
         return np.zeros(m.shape[0], dtype=np.int64), np.zeros(min(m.shape[0], 1), dtype=np.int64)
-    v = np.ascontiguousarray(m).view(np.dtype((np.void, m.shape[1]))).ravel()
+    if m.shape[1] <= 8:
+        padded = np.zeros((m.shape[0], 8), dtype=np.uint8)
+        padded[:, :m.shape[1]] = m
+        v = padded.view(">u8").ravel()
+    else:
+        v = np.ascontiguousarray(m).view(np.dtype((np.void, m.shape[1]))).ravel()
     _, first, row_of = np.unique(v, return_index=True, return_inverse=True)
     return row_of.ravel(), first
 

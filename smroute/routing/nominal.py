@@ -111,7 +111,7 @@ from smroute.routing.dmodc import (
     route_context,
 )
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
-from smroute.routing.slot_tables import capacity_tables, occurrences, slot_tables
+from smroute.routing.slot_tables import AlternativesMemo, capacity_tables, occurrences, slot_tables
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
@@ -338,6 +338,7 @@ def route_block(
     ctx: RouteContext | None = None,
     *,
     one_lookup: bool | None = None,
+    memo: AlternativesMemo | None = None,
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
@@ -347,6 +348,8 @@ def route_block(
     table out per switch as ports (one lookup per destination) or look the
     entry up, then the switch's port (two); ``None``: one lookup unless the
     tables outnumber the destinations (heavy damage).  Same tables either way.
+    ``memo``: the lost slots' alternatives known from earlier blocks (the
+    same tables, sooner).
     """
     out[:] = NO_ROUTE
     b = len(switches)
@@ -355,7 +358,7 @@ def route_block(
     if ctx is None:
         ctx = route_context(c, dest)
     if len(g.grp_remote):
-        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup)
+        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo)
     lo = np.searchsorted(ctx.local_target, switches, side="left")
     hi = np.searchsorted(ctx.local_target, switches, side="right")
     cnt_h = hi - lo
@@ -387,6 +390,7 @@ def unpacked_slots(packed: np.ndarray) -> NominalSlots:
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
+    memo: AlternativesMemo | None,
 ) -> None:
     """Routes through the switches' port groups (module doc); fills ``out`` rows.
 
@@ -441,7 +445,7 @@ def _route_remote(
     pat_of = pat_of.reshape(b, n_u)
     pbits = np.unpackbits(pat_rows[:, :nb], axis=1, bitorder="little")[:, :w].astype(bool)
     pm = pat_rows[:, nb].astype(np.int64)
-    tables = slot_tables(pbits, pm, gmax)
+    tables = slot_tables(pbits, pm, gmax, memo)
     is_lossy = (pm > 2) & (tables[0] == pm * (pm - 1))
     # per switch, per lookup column (group position, gmax + slot, dead): the group
     cols = np.concatenate([np.arange(gmax)[None, :].repeat(b, axis=0), spos,

@@ -31,6 +31,7 @@ import numpy as np
 
 from smroute.routing import balance, nominal
 from smroute.routing.dmodc import Destinations, route_block, route_context
+from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["RoutePool", "SharedArrays"]
@@ -140,13 +141,14 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> 
     table = a["table"]
     ctx = route_context(a["c"], dest)
     slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
+    memo = AlternativesMemo()
     for s in range(lo, hi, block):
         e = min(s + block, hi)
         if slots is None:
             route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
         else:
             nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
-                                ctx)
+                                ctx, memo=memo)
 
 
 def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
