@@ -6,8 +6,9 @@ peak memory, and the ratio against OpenSM's measured routing time.
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
         [--algorithm dmodc,nmodc] [--remove-links N [--seed S]]
 
-``--algorithm``: one or several routing algorithms (comma-separated), each
-timed on the same fabric and pool; the ratio to the first is printed.
+``--algorithm``: one or several routing algorithms (comma-separated), timed
+on the same fabric and pool in alternating runs; the ratio to the first
+(the median of the runs' ratios) is printed.
 ``--remove-links``: time a degraded tree (N random switch-to-switch links
 removed, seeded).
 
@@ -18,6 +19,7 @@ fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -48,23 +50,34 @@ def _status_kib(pid: int, key: str) -> int:
     return 0
 
 
-def job_memory_mib(pool: RoutePool, fabric, pids: list[int], algorithm: str = "dmodc") -> float:
-    """Peak memory a routing job adds, summed over the parent and the workers:
-    each process's peak RSS is reset (``/proc/PID/clear_refs`` 5) before the
-    job, and (peak - resident before) is summed.  Shared table pages touched
-    by several processes are counted once per process (an upper bound)."""
+def job_memory_mib(pool: RoutePool, fabric, pids: list[int],
+                   algorithm: str = "dmodc") -> tuple[float, float]:
+    """``(added, held)`` MiB: the peak memory a routing job adds, summed over
+    the parent and the workers (each process's peak RSS is reset,
+    ``/proc/PID/clear_refs`` 5, before the job, and peak - resident before
+    is summed; shared table pages touched by several processes are counted
+    once per process, an upper bound), and what the workers hold resident
+    between jobs (they keep a job's freed memory for the next,
+    :func:`smroute.routing.pool._keep_heap`)."""
     base = {}
     for pid in pids:
         with open(f"/proc/{pid}/clear_refs", "w") as fh:
             fh.write("5")
         base[pid] = _status_kib(pid, "VmRSS")
     route(fabric, algorithm=algorithm, pool=pool, labels=False)
-    return sum(max(0, _status_kib(pid, "VmHWM") - base[pid]) for pid in pids) / 1024
+    added = sum(max(0, _status_kib(pid, "VmHWM") - base[pid]) for pid in pids) / 1024
+    return added, sum(base[pid] for pid in pids[1:]) / 1024
 
 
 def bench(name: str, runs: int, workers: int, agg: bool = False,
           algorithms: tuple[str, ...] = ("dmodc",), remove_links: int = 0,
           seed: int = 1) -> None:
+    """Time every algorithm of ``algorithms`` on one fabric, each in a pool
+    of its own (a daemon routes with one algorithm: its workers are warmed
+    by that algorithm alone).  The runs alternate between the algorithms
+    (in turn, the order reversed every other run), so a busy spell of the
+    machine slows all alike, and the ratio to the first algorithm is the
+    median of the runs' ratios."""
     h, m, w, p = SHAPES[name]
     fabric = pgft(h, m, w, p)
     n_hosts = len(fabric.cas)
@@ -73,31 +86,40 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
     if remove_links:
         fabric, _ = degrade(fabric, np.random.default_rng(seed), links=remove_links)
         print(f"degraded: {remove_links} random switch-to-switch links removed (seed {seed})")
-    first = None
+    timings: dict[str, list[dict[str, float]]] = {alg: [] for alg in algorithms}
+    sizes: dict[str, tuple[int, float]] = {}
+    job_mib: dict[str, tuple[float, float] | None] = {}
+    with contextlib.ExitStack() as stack:
+        pools = {alg: stack.enter_context(RoutePool(workers)) for alg in algorithms}
+        for alg in algorithms:
+            route(fabric, algorithm=alg, pool=pools[alg], labels=False)  # warm-up
+        for i in range(runs):
+            for alg in algorithms if i % 2 == 0 else algorithms[::-1]:
+                res = route(fabric, algorithm=alg, pool=pools[alg], labels=False)
+                timings[alg].append(res.timings)
+                sizes[alg] = (len(res.dest.lid), res.tables.nbytes() / 2**20)
+                del res  # release this table's shared mapping before the next run
+        for alg in algorithms:
+            pids = [os.getpid()] + list(pools[alg].worker_pids())
+            try:
+                job_mib[alg] = job_memory_mib(pools[alg], fabric, pids, alg)
+            except OSError:
+                job_mib[alg] = None
+    totals = {alg: [sum(t.values()) for t in ts] for alg, ts in timings.items()}
     for alg in algorithms:
-        med = _bench_one(name, fabric, n_hosts, runs, workers, agg, alg, (h, m, w, p),
-                         bool(remove_links))
-        first = first if first is not None else med
+        _report(name, fabric, n_hosts, runs, workers, agg, alg, (h, m, w, p),
+                bool(remove_links), timings[alg], sizes[alg], job_mib[alg])
         if len(algorithms) > 1:
-            print(f"  {alg} / {algorithms[0]}: {med / first:.2f}x")
+            ratio = statistics.median(a / b for a, b in zip(totals[alg], totals[algorithms[0]],
+                                                            strict=True))
+            print(f"  {alg} / {algorithms[0]}: {ratio:.2f}x (median of the {runs} runs' ratios)")
 
 
-def _bench_one(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool,
-               alg: str, shape: tuple, degraded: bool) -> float:
+def _report(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool, alg: str,
+            shape: tuple, degraded: bool, timings: list[dict[str, float]],
+            size: tuple[int, float], job_mib: tuple[float, float] | None) -> None:
     h, m, w, p = shape
-    with RoutePool(workers) as pool:
-        route(fabric, algorithm=alg, pool=pool, labels=False)  # warm-up
-        timings: list[dict[str, float]] = []
-        for _ in range(runs):
-            res = route(fabric, algorithm=alg, pool=pool, labels=False)
-            timings.append(res.timings)
-            n_lids, table_mib = len(res.dest.lid), res.tables.nbytes() / 2**20
-            del res  # release this table's shared mapping before the next run
-        pids = [os.getpid()] + list(pool.worker_pids())
-        try:
-            job_mib: float | None = job_memory_mib(pool, fabric, pids, alg)
-        except OSError:
-            job_mib = None
+    n_lids, table_mib = size
     totals = [sum(t.values()) for t in timings]
     med = statistics.median(totals)
     phases = {k: statistics.median(t[k] for t in timings) for k in timings[0]}
@@ -110,12 +132,13 @@ def _bench_one(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bo
           f"(min {min(totals):.3f}, max {max(totals):.3f})")
     print("  phases (median): " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
     if job_mib is not None:
-        print(f"  memory added by one routing job (parent + workers, peak): {job_mib:.0f} MiB "
-              f"= {job_mib / table_mib:.2f} x the table")
+        added, held = job_mib
+        print(f"  memory added by one routing job (parent + workers, peak): {added:.0f} MiB "
+              f"= {added / table_mib:.2f} x the table; the {workers} workers hold "
+              f"{held:.0f} MiB between jobs")
     if name == "11664" and not agg and not degraded:
         print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
               f"-> {alg} is {OPENSM_FTREE_11664_S / med:.0f}x faster")
-    return med
 
 
 def main() -> None:
