@@ -377,13 +377,13 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     n, k = cand.shape
     valid = cand >= 0
     _, win = np.unique(window, return_inverse=True)
-    taken = np.zeros((len(win) and int(win.max()) + 1, int(cand.max(initial=0)) + 1),
-                     dtype=np.int64)  # redirects per window and slot
+    n_slot = int(cand.max(initial=0)) + 1
+    n_taken = (len(win) and int(win.max()) + 1) * n_slot
     present = np.zeros(int(d.max(initial=0)) + 1, dtype=bool)
     present[d] = True
     d_of = (np.cumsum(present) - 1)[d]  # the destinations numbered densely
     n_d = int(present.sum())
-    carry = np.zeros((n_up, n_d), dtype=bool)  # sent by a redirect already
+    n_carry = n_up * n_d
     # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
     # next to each other (a shift permutation's) are placed one after another
     # (ranked per sibling group: groups are independent)
@@ -408,14 +408,16 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     bad = ~np.take(valid, order, axis=0)  # (take: faster than [order] for rows)
     cand_o, e_o = np.take(cand, order, axis=0), d_of[order]
     ck = np.take(up_c, order, axis=0) * n_d + e_o[:, None]
-    ck[bad] = carry.size
-    tk = np.maximum(cand_o, 0) + (win[order] * taken.shape[1])[:, None]
-    tk[bad] = taken.size
+    ck[bad] = n_carry
+    tk = np.maximum(cand_o, 0) + (win[order] * n_slot)[:, None]
+    tk[bad] = n_taken
     lk_o = np.take(lk, order, axis=0)
     lk_o[bad] = len(load)
     key_o = e_o * n_sib + sib[order]
-    carry_f = np.append(carry.reshape(-1), False)
-    taken_f = np.append(taken.reshape(-1), 0)
+    # per (upper switch, destination): sent by a redirect already; per
+    # (window, slot): redirects taken
+    carry_f = np.zeros(n_carry + 1, dtype=bool)
+    taken_f = np.zeros(n_taken + 1, dtype=np.int64)
     load_f = np.append(load, np.int64(1) << 40)
     for bi in range(BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
