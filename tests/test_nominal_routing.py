@@ -313,6 +313,36 @@ def test_one_and_two_lookup_kernels_agree() -> None:
     assert not np.array_equal(full_tables, r.tables.ports)
 
 
+def test_alternatives_memo_gives_the_same_tables() -> None:
+    """The lost slots' alternatives a worker keeps across its blocks are the
+    ones :func:`alternatives` computes, for patterns met again and new ones
+    alike, and the kernel's tables do not change with the memo."""
+    from smroute.routing.slot_tables import AlternativesMemo, alternatives
+    rng = np.random.default_rng(7)
+    memo = AlternativesMemo()
+    for m in (3, 12, 18, 12):
+        seen = rng.random((40, m)) < 0.7
+        seen[:, :2] = True  # at least two closer slots
+        seen[:, 2] = False  # and a lost one
+        for rows in (seen[:25], seen[10:]):  # overlapping calls: hits and misses
+            rows = np.unique(rows, axis=0)
+            assert np.array_equal(memo.get(rows, m), alternatives(rows, m))
+    full = parse_pgft(STUDY_1728).build()
+    r = route(plan_throw(full, "link", 2026, 20).fabric, algorithm="nmodc", workers=1,
+              labels=False)
+    slots = nominal.packed_slots(nominal.nominal_slots(r.graph))
+    ctx = dmodc.route_context(r.costs, r.dest)
+    out = []
+    for memo_ in (None, AlternativesMemo()):
+        o = np.empty((r.graph.n_switches, r.dest.max_lid + 1), dtype=np.uint8)
+        for lo in range(0, r.graph.n_switches, 64):
+            hi = min(lo + 64, r.graph.n_switches)
+            nominal.route_block(r.graph, r.costs, r.dividers, r.dest, np.arange(lo, hi),
+                                o[lo:hi], slots, ctx, memo=memo_)
+        out.append(o)
+    assert np.array_equal(out[0], out[1])
+
+
 # ------------------------------------------------------------------ degraded trees
 @pytest.mark.parametrize("seed", range(4))
 def test_degraded_tree_routes_every_pair_updown(seed: int) -> None:
