@@ -303,8 +303,8 @@ def test_one_and_two_lookup_kernels_agree() -> None:
         out.append(o)
     assert np.array_equal(out[0], out[1])
     # the route's tables are the kernel's but for the leaves' redirects by load
-    red = balance.redirect_switches(r.graph, r.costs, r.dest,
-                                    nominal.nominal_slots(r.graph))
+    red = np.unique(balance.redirect_pairs(r.graph, r.costs, r.dest,
+                                           nominal.nominal_slots(r.graph))[0])
     assert np.isin(rows, red).any() and not np.isin(rows, red).all()
     same = ~np.isin(rows, red)
     assert np.array_equal(out[0][same], r.tables.ports[rows[same]])
@@ -444,8 +444,8 @@ def test_redirects_by_load_on_heavy_damage(monkeypatch: pytest.MonkeyPatch) -> N
     assert a2a_kernel > 80 and a2a <= 45
     rows = np.flatnonzero((kernel.tables.ports != nm.tables.ports).any(axis=1))
     assert len(rows) and (nm.graph.rank[rows] == 0).all()
-    red = balance.redirect_switches(nm.graph, nm.costs, nm.dest,
-                                    nominal.nominal_slots(nm.graph))
+    red = np.unique(balance.redirect_pairs(nm.graph, nm.costs, nm.dest,
+                                           nominal.nominal_slots(nm.graph))[0])
     assert np.isin(rows, red).all()
 
 
@@ -463,7 +463,7 @@ def test_redirects_by_load_in_the_pool_equal_in_process() -> None:
 def test_no_redirect_on_a_complete_tree() -> None:
     r = route(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), algorithm="nmodc", workers=1)
     slots = nominal.nominal_slots(r.graph)
-    assert len(balance.redirect_switches(r.graph, r.costs, r.dest, slots)) == 0
+    assert len(balance.redirect_pairs(r.graph, r.costs, r.dest, slots)[0]) == 0
     ports = np.array(r.tables.ports)
     assert balance.balance_redirects(r.graph, r.costs, r.dividers, r.dest, ports,
                                      slots) is ports

@@ -62,7 +62,7 @@ from smroute.routing.runs import runs
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["nominal_leaves", "sibling_groups", "redirect_switches", "balance_redirects"]
+__all__ = ["nominal_leaves", "sibling_groups", "redirect_pairs", "balance_redirects"]
 
 #: Blocks of destinations placed at once (load is seen between blocks and rounds).
 BLOCKS = 32
@@ -252,12 +252,13 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     return _Redirected(pr, pair_class, bits[rep], pb[rep[cls]], eps[e], x, cls)
 
 
-def redirect_switches(g: SwitchGraph, c: np.ndarray, dest: Destinations,
-                      slots: NominalSlots) -> np.ndarray:
-    """``(K,)`` int64 switch ids whose tables :func:`balance_redirects` may
-    change (leaves with some slots closer to a target and some not)."""
+def redirect_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations,
+                   slots: NominalSlots) -> tuple[np.ndarray, np.ndarray]:
+    """Where :func:`balance_redirects` may change a table: ``(leaf, target)``
+    ``(K,)`` int64 switch ids, the leaves with some slots closer to a target
+    and some not (only the entries of the target's LIDs change)."""
     pr = _partial_pairs(g, c, dest, slots)
-    return np.unique(pr.leaves[pr.pb])
+    return pr.leaves[pr.pb], pr.targets[pr.pt]
 
 
 def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,

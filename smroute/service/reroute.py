@@ -23,12 +23,14 @@ Either way the tables equal a from-scratch route of the new fabric (tested).
 Nmodc (:mod:`smroute.routing.nominal`) takes the same path with its nominal
 dividers and kernel; a switch whose nominal slots changed (its siblings lost
 or regained their last link to an up-neighbour) is recomputed in full too,
-and so is every switch with a changed entry and two up groups or more:
-where its cables are bound by their destinations Nmodc shares them out by
-capacity over its whole row (:func:`smroute.routing.slot_tables.capacity_tables`).
-Its redirects by load (:mod:`smroute.routing.balance`) read every table:
-the leaves with a redirected entry, before or after the change, are
-recomputed in full and the pass is rerun over the whole tables.
+and so is every switch with a changed entry whose cables may be shared out
+by capacity, before or after (:func:`smroute.routing.nominal.may_share`:
+those shares read the switch's whole row).  Its redirects by load
+(:mod:`smroute.routing.balance`) read every table and change only the
+leaves' entries of their partial targets: those entries, before or after
+the change, get the kernel's back (a leaf partial to more than a quarter
+of the switches, its whole row), and the pass is rerun over the whole
+tables.
 """
 
 from __future__ import annotations
@@ -189,16 +191,8 @@ def reroute(
     rows = changed_switches(prev.graph, g)
     nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
     slots = nominal.packed_slots(nominal_slots) if nominal_slots is not None else None
-    if nominal_slots is not None:
-        # the leaves whose redirects are rechosen by load, before and after
-        before = balance.redirect_switches(prev.graph, prev.costs, prev.dest,
-                                           nominal.nominal_slots(prev.graph))
-        after = balance.redirect_switches(g, c, dest, nominal_slots)
-        rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
-        rows = np.union1d(rows, np.union1d(before, after))
     dc = c != prev.costs
     changed_t = np.flatnonzero(dc.any(axis=0))
-    sel = np.flatnonzero(np.isin(dest.target, changed_t))
     # a switch's entries for those targets read its own cost and its
     # neighbours' costs to them: only switches where one of these changed
     # (or, in rows, whose groups changed) can get a new entry
@@ -206,18 +200,40 @@ def reroute(
     near = moved.copy()
     near[g.grp_switch[moved[g.grp_remote]]] = True
     col_sw = np.flatnonzero(near)
-    if slots is not None:  # Nmodc's shares by capacity read a switch's whole row
-        shared = col_sw[g.n_up[col_sw] > 1]  # (switches with one up group never share)
-        rows, col_sw = np.union1d(rows, shared), col_sw[g.n_up[col_sw] <= 1]
+    red_sw = red_t = np.zeros(0, dtype=np.int64)
+    if nominal_slots is not None:
+        rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
+        # Nmodc's shares by capacity read a switch's whole row
+        share = nominal.may_share(prev.graph, prev.costs, prev.dest) | nominal.may_share(
+            g, c, dest)
+        # the redirects by load, before and after, change the leaves'
+        # entries of their partial targets only: those leaves get the
+        # kernel's entries back there (a leaf partial to most targets, its
+        # whole row)
+        pl, pt = (np.concatenate(a) for a in zip(
+            balance.redirect_pairs(prev.graph, prev.costs, prev.dest,
+                                   nominal.nominal_slots(prev.graph)),
+            balance.redirect_pairs(g, c, dest, nominal_slots), strict=True))
+        whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
+        whole[pl] |= share[pl]
+        whole |= share & near
+        rows = np.union1d(rows, np.flatnonzero(whole))
+        keep = ~whole[pl]
+        red_sw, red_t = np.unique(pl[keep]), np.unique(pt[keep])
+        col_sw = col_sw[~whole[col_sw]]
+    sel = np.flatnonzero(np.isin(dest.target, changed_t))
+    red_sel = np.flatnonzero(np.isin(dest.target, red_t))
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
+    for sw, cols in ((red_sw, red_sel), (col_sw, sel)):
+        sw = np.setdiff1d(sw, rows)
+        if len(sw) and len(cols):
+            ports[sw[:, None], dest.lid[cols][None, :]] = _route_subset(g, c, pi, dest, sw,
+                                                                        cols, slots)
     if len(rows):
         ports[rows[:, None], dest.lid[None, :]] = _route_subset(
             g, c, pi, dest, rows, np.arange(len(dest.lid)), slots)
-    lids = dest.lid[sel]
-    if len(sel) and len(col_sw):
-        ports[col_sw[:, None], lids[None, :]] = _route_subset(g, c, pi, dest, col_sw, sel,
-                                                              slots)
+    lids = dest.lid[np.union1d(sel, red_sel)]
     if nominal_slots is not None:
         ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
     ports.setflags(write=False)
