@@ -739,6 +739,63 @@ def test_incremental_reroute_with_redirects_by_load() -> None:
         prev = r.result
 
 
+@pytest.mark.parametrize("which", ["x5", "pgft666", "throw4"])
+def test_switches_that_cannot_share_by_capacity_never_do(which: str) -> None:
+    """``nominal.may_share`` is a sound bound: where it says a switch
+    cannot share its cables by capacity, its row is the same with the
+    shares turned off (what lets the reroute route it to a subset of the
+    destinations), and it does flag the X5-shaped tree's sharing leaves."""
+    if which == "x5":
+        f = leaf_spine_tree([24, 9, 6, 21, 5, 24],
+                            [[3, 3, 3, 3], [3, 3, 3, 3], [1, 1, 1, 1], [6, 6, 0, 0], [3, 3, 3, 3],
+                             [3, 3, 3, 3]])
+    elif which == "pgft666":
+        f = pgft(3, (6, 6, 6), (1, 6, 6), (1, 1, 1))
+        inter = _inter_links(f)
+        f = f.with_removed(links=np.random.default_rng(5).choice(inter, 9, replace=False))
+    else:
+        f = plan_throw(parse_pgft(STUDY_1728).build(), "link", 2026, 4).fabric
+    r = route(f, algorithm="nmodc", workers=1, labels=False)
+    g = r.graph
+    can = nominal.may_share(g, r.costs, r.dest)
+    slots = nominal.packed_slots(nominal.nominal_slots(g))
+    rows = np.arange(g.n_switches)
+    out = []
+    for capacity in (True, False):
+        o = np.empty((g.n_switches, r.dest.max_lid + 1), dtype=np.uint8)
+        nominal.route_block(g, r.costs, r.dividers, r.dest, rows, o, slots, capacity=capacity)
+        out.append(o)
+    assert np.array_equal(out[0][~can], out[1][~can])
+    shared = (out[0] != out[1]).any(axis=1)
+    assert not shared[~can].any()
+    if which == "x5":
+        assert shared.any() and can[shared].all()
+
+
+def test_incremental_reroute_restores_the_kernels_redirected_entries() -> None:
+    """Links lost one set after another on a complete 216-host tree: a leaf
+    whose redirects by load changed entries keeps them in its table, and
+    the reroute gives those entries (its partial targets' LIDs) the
+    kernel's values back before the pass reruns, without recomputing the
+    leaf's whole row; always equal to a from-scratch route."""
+    f = pgft(3, (6, 6, 6), (1, 6, 6), (1, 1, 1))
+    prev = route(f, algorithm="nmodc", workers=1, lmc=0)
+    rng = np.random.default_rng(5)
+    partial = 0
+    for k in range(8):
+        f = f.with_removed(links=rng.choice(_inter_links(f), size=1 + k % 3, replace=False))
+        r = reroute(prev, f, lmc=0)
+        full = route(f, algorithm="nmodc", workers=1, lmc=0)
+        assert r.incremental, r.reason
+        assert np.array_equal(r.result.tables.ports, full.tables.ports)
+        assert diff_tables(prev.tables, full.tables).entries_changed == r.diff.entries_changed
+        leaves = np.unique(balance.redirect_pairs(r.result.graph, r.result.costs, r.result.dest,
+                                                  nominal.nominal_slots(r.result.graph))[0])
+        partial += r.rows < len(leaves)
+        prev = r.result
+    assert partial  # leaves with redirects whose rows were not recomputed in full
+
+
 def test_incremental_reroute_with_shares_by_capacity() -> None:
     """On the X5-shaped tree (shares by capacity on the 9- and 24-host
     leaves) every single-cable loss, rerouted from the intact routing,

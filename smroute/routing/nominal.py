@@ -340,6 +340,7 @@ def route_block(
     *,
     one_lookup: bool | None = None,
     memo: AlternativesMemo | None = None,
+    capacity: bool = True,
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
@@ -350,7 +351,10 @@ def route_block(
     entry up, then the switch's port (two); ``None``: one lookup unless the
     tables outnumber the destinations (heavy damage).  Same tables either way.
     ``memo``: the lost slots' alternatives known from earlier blocks (the
-    same tables, sooner).
+    same tables, sooner).  ``capacity=False``: no shares by capacity, for
+    switches that cannot share (:func:`may_share`) routed to a subset of
+    the destinations, where the shares, which weigh the whole row, would
+    see only part of it.
     """
     out[:] = NO_ROUTE
     b = len(switches)
@@ -359,7 +363,7 @@ def route_block(
     if ctx is None:
         ctx = route_context(c, dest)
     if len(g.grp_remote):
-        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo)
+        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity)
     lo = np.searchsorted(ctx.local_target, switches, side="left")
     hi = np.searchsorted(ctx.local_target, switches, side="right")
     cnt_h = hi - lo
@@ -391,7 +395,7 @@ def unpacked_slots(packed: np.ndarray) -> NominalSlots:
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
-    memo: AlternativesMemo | None,
+    memo: AlternativesMemo | None, capacity: bool,
 ) -> None:
     """Routes through the switches' port groups (module doc); fills ``out`` rows.
 
@@ -458,8 +462,8 @@ def _route_remote(
     per_target = np.bincount(tgt, minlength=n_u)  # (U',) destination LIDs
     down_bu = cs_t < UP_PHASE  # (U', B) the target is the switch or below it
     (length, start, val), pat_of = capacity_tables(
-        tables, pat_of, pbits.sum(axis=1), up_bu.T, ((~down_k) & valid).sum(axis=1), per_target,
-        per_target @ down_bu, cols, g.grp_port_count[gidx_pad])
+        tables, pat_of, pbits.sum(axis=1), up_bu.T & capacity, ((~down_k) & valid).sum(axis=1),
+        per_target, per_target @ down_bu, cols, g.grp_port_count[gidx_pad])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     nid = dest.nid.astype(np.int32)

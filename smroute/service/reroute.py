@@ -115,7 +115,10 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
                   slots: np.ndarray | None = None) -> np.ndarray:
     """Routes of ``switches`` to the destinations ``sel`` (indices into
     ``dest``), shape ``(len(switches), len(sel))`` uint8 (Nmodc's with its
-    packed nominal ``slots``, else Dmodc's)."""
+    packed nominal ``slots``, else Dmodc's).  With Nmodc, a subset of the
+    destinations is routed only for switches that cannot share their
+    cables by capacity (:func:`~smroute.routing.nominal.may_share`)."""
+    whole = len(sel) == len(dest.lid)
     sub = Destinations(
         lid=np.arange(len(sel), dtype=np.int64), nid=dest.nid[sel], target=dest.target[sel],
         local_port=dest.local_port[sel], is_switch=dest.is_switch[sel], owner=dest.owner[sel],
@@ -127,7 +130,8 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
         if slots is None:
             dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
         else:
-            nominal.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], slots, ctx)
+            nominal.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], slots, ctx,
+                                capacity=whole)
     return out[:, :len(sel)]
 
 
