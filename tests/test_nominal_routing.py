@@ -23,7 +23,7 @@ from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_topology
-from smroute.routing import balance, dmodc, nominal
+from smroute.routing import balance, dmodc, nominal, slot_tables
 from smroute.routing.engine import ALGORITHMS, route, validate_result
 from smroute.routing.pool import RoutePool
 from smroute.service.reroute import reroute
@@ -741,7 +741,7 @@ def test_incremental_reroute_with_redirects_by_load() -> None:
 
 @pytest.mark.parametrize("which", ["x5", "pgft666", "throw4"])
 def test_switches_that_cannot_share_by_capacity_never_do(which: str) -> None:
-    """``nominal.may_share`` is a sound bound: where it says a switch
+    """``slot_tables.may_share`` is a sound bound: where it says a switch
     cannot share its cables by capacity, its row is the same with the
     shares turned off (what lets the reroute route it to a subset of the
     destinations), and it does flag the X5-shaped tree's sharing leaves."""
@@ -757,7 +757,7 @@ def test_switches_that_cannot_share_by_capacity_never_do(which: str) -> None:
         f = plan_throw(parse_pgft(STUDY_1728).build(), "link", 2026, 4).fabric
     r = route(f, algorithm="nmodc", workers=1, labels=False)
     g = r.graph
-    can = nominal.may_share(g, r.costs, r.dest)
+    can = slot_tables.may_share(g, r.costs, r.dest)
     slots = nominal.packed_slots(nominal.nominal_slots(g))
     rows = np.arange(g.n_switches)
     out = []

@@ -115,8 +115,7 @@ from smroute.routing.slot_tables import AlternativesMemo, capacity_tables, occur
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
-           "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block", "may_share",
-           "changed_slots"]
+           "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block", "changed_slots"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -352,7 +351,8 @@ def route_block(
     tables outnumber the destinations (heavy damage).  Same tables either way.
     ``memo``: the lost slots' alternatives known from earlier blocks (the
     same tables, sooner).  ``capacity=False``: no shares by capacity, for
-    switches that cannot share (:func:`may_share`) routed to a subset of
+    switches that cannot share
+    (:func:`~smroute.routing.slot_tables.may_share`) routed to a subset of
     the destinations, where the shares, which weigh the whole row, would
     see only part of it.
     """
@@ -520,27 +520,6 @@ def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     """Dmodc's encoded costs ``(S, S)`` uint8 and Nmodc's nominal dividers ``(S,)``."""
     c, _ = dmodc_costs(g)
     return c, nominal_dividers(g, nominal_slots(g).arity)
-
-
-def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
-    """``(S,)`` bool: the switches whose up-going destinations the shares by
-    capacity (:func:`~smroute.routing.slot_tables.capacity_tables`) can
-    redistribute, from the costs ``c`` ``(S, S)``.  Sharing needs the water
-    level (destinations per cable after sharing, at least the up-going
-    destination LIDs per up cable) half a destination below the LIDs below
-    the switch; elsewhere a switch's entries depend on their own columns
-    only (what an incremental reroute needs to know).  On the 11,664-host
-    tree a leaf has 647 destinations per up cable against 18 below it."""
-    # destination LIDs per target; float products (exact: counts below 2**53)
-    count = np.bincount(dest.target, minlength=g.n_switches).astype(np.float64)
-    going_up = ((c >= UP_PHASE) & (c < INF)).astype(np.float64) @ count
-    below = (c < UP_PHASE).astype(np.float64) @ count
-    # the groups the kernel counts as up: every one not going down
-    not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
-    groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
-    cables = np.bincount(g.grp_switch[not_down], weights=g.grp_port_count[not_down],
-                         minlength=g.n_switches).astype(np.int64)
-    return (groups > 1) & (2 * going_up <= (2 * below - 1) * cables)
 
 
 def changed_slots(g0: SwitchGraph, g1: SwitchGraph) -> np.ndarray:

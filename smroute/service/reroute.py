@@ -24,7 +24,7 @@ Nmodc (:mod:`smroute.routing.nominal`) takes the same path with its nominal
 dividers and kernel; a switch whose nominal slots changed (its siblings lost
 or regained their last link to an up-neighbour) is recomputed in full too,
 and so is every switch with a changed entry whose cables may be shared out
-by capacity, before or after (:func:`smroute.routing.nominal.may_share`:
+by capacity, before or after (:func:`smroute.routing.slot_tables.may_share`:
 those shares read the switch's whole row).  Its redirects by load
 (:mod:`smroute.routing.balance`) read every table and change only the
 leaves' entries of their partial targets: those entries, before or after
@@ -43,7 +43,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import balance, dmodc, nominal
+from smroute.routing import balance, dmodc, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import RoutingResult, route, route_destinations, turn_destinations
 from smroute.routing.pool import RoutePool
@@ -117,7 +117,7 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
     ``dest``), shape ``(len(switches), len(sel))`` uint8 (Nmodc's with its
     packed nominal ``slots``, else Dmodc's).  With Nmodc, a subset of the
     destinations is routed only for switches that cannot share their
-    cables by capacity (:func:`~smroute.routing.nominal.may_share`)."""
+    cables by capacity (:func:`~smroute.routing.slot_tables.may_share`)."""
     whole = len(sel) == len(dest.lid)
     sub = Destinations(
         lid=np.arange(len(sel), dtype=np.int64), nid=dest.nid[sel], target=dest.target[sel],
@@ -208,7 +208,7 @@ def reroute(
     if nominal_slots is not None:
         rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
         # Nmodc's shares by capacity read a switch's whole row
-        share = nominal.may_share(prev.graph, prev.costs, prev.dest) | nominal.may_share(
+        share = slot_tables.may_share(prev.graph, prev.costs, prev.dest) | slot_tables.may_share(
             g, c, dest)
         # the redirects by load, before and after, change the leaves'
         # entries of their partial targets only: those leaves get the
