@@ -261,13 +261,13 @@ def capacity_tables(
 
 def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     """``(S,)`` bool: the switches whose up-going destinations the shares by
-    capacity (:func:`capacity_tables`) can
-    redistribute, from the costs ``c`` ``(S, S)``.  Sharing needs the water
-    level (destinations per cable after sharing, at least the up-going
-    destination LIDs per up cable) half a destination below the LIDs below
-    the switch; elsewhere a switch's entries depend on their own columns
-    only (what an incremental reroute needs to know).  On the 11,664-host
-    tree a leaf has 647 destinations per up cable against 18 below it."""
+    capacity (:func:`capacity_tables`) can redistribute, from the costs
+    ``c`` ``(S, S)``.  Sharing needs the water level (destinations per cable
+    after sharing, at least the up-going destination LIDs per up cable)
+    half a destination below the LIDs below the switch; elsewhere a
+    switch's entries depend on their own columns only (what an incremental
+    reroute needs to know).  On the 11,664-host tree a leaf has 647
+    destinations per up cable against 18 below it."""
     # destination LIDs per target; float products (exact: counts below 2**53)
     count = np.bincount(dest.target, minlength=g.n_switches).astype(np.float64)
     going_up = ((c >= UP_PHASE) & (c < INF)).astype(np.float64) @ count
