@@ -301,8 +301,12 @@ def _dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         padded = np.zeros((m.shape[0], 8), dtype=np.uint8)
         padded[:, :m.shape[1]] = m
         v = padded.view(">u8").ravel()
-    else:
-        v = np.ascontiguousarray(m).view(np.dtype((np.void, m.shape[1]))).ravel()
+        # distinct values hashed, then found: faster than unique's inverse
+        row_of = np.searchsorted(np.unique(v), v)
+        first = np.full(int(row_of.max(initial=-1)) + 1, len(v), dtype=np.int64)
+        np.minimum.at(first, row_of, np.arange(len(v)))
+        return row_of, first
+    v = np.ascontiguousarray(m).view(np.dtype((np.void, m.shape[1]))).ravel()
     _, first, row_of = np.unique(v, return_index=True, return_inverse=True)
     return row_of.ravel(), first
 
@@ -389,7 +393,8 @@ def _route_remote(
         padded = np.zeros(packed.shape[:2] + (8,), dtype=np.uint8)
         padded[:, :, :nbytes] = packed
         key = padded.view("<u8")[:, :, 0].T  # (B, U')
-        pat_keys, pat_of = np.unique(key, return_inverse=True)
+        pat_keys = np.unique(key)  # hashed, then found: faster than unique's inverse
+        pat_of = np.searchsorted(pat_keys, key)
         bits = np.unpackbits(
             pat_keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
         )[:, :gmax].astype(bool)
