@@ -212,7 +212,8 @@ def reroute(
             g, c, dest)
         # the redirects by load, before and after, change the leaves'
         # entries of their partial targets only: those leaves get the
-        # kernel's entries back there (a leaf partial to most targets, its
+        # kernel's entries back there (a leaf with more than a quarter of
+        # the switches as partial targets, before and after together, its
         # whole row)
         pl, pt = (np.concatenate(a) for a in zip(
             balance.redirect_pairs(prev.graph, prev.costs, prev.dest,
