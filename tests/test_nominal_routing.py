@@ -121,7 +121,8 @@ def test_a_damaged_switch_keeps_its_siblings_slots() -> None:
     remote0 = g0.grp_remote[s0.slot_grp[leaf]]
     remote1 = g1.grp_remote[np.maximum(s1.slot_grp[leaf], 0)]
     assert np.array_equal(remote0[[0, 2, 3]], remote1[[0, 2, 3]])
-    assert nominal.changed_slots(g0, g1).tolist() == [leaf]
+    assert nominal.changed_slots(g0, nominal.nominal_slots(g0), g1,
+                                 nominal.nominal_slots(g1)).tolist() == [leaf]
     assert np.array_equal(nominal.costs_and_dividers(g1)[1], dmodc.costs_and_dividers(g0)[1])
 
 

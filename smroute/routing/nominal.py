@@ -522,20 +522,22 @@ def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     return c, nominal_dividers(g, nominal_slots(g).arity)
 
 
-def changed_slots(g0: SwitchGraph, g1: SwitchGraph) -> np.ndarray:
+def changed_slots(g0: SwitchGraph, s0: NominalSlots, g1: SwitchGraph,
+                  s1: NominalSlots) -> np.ndarray:
     """Switch ids (same switch set) whose nominal slots differ between two
-    graphs of a fabric, ``(R,)`` int64: a slot leads to another switch, or to
-    none, or the nominal arity changed (what an incremental reroute must
-    recompute in full, beside the switches whose port groups changed)."""
-    a, b = _slot_remotes(g0), _slot_remotes(g1)
+    graphs of a fabric and their :func:`nominal_slots`, ``(R,)`` int64: a
+    slot leads to another switch, or to none, or the nominal arity changed
+    (what an incremental reroute must recompute in full, beside the
+    switches whose port groups changed)."""
+    a, b = _slot_remotes(g0, s0), _slot_remotes(g1, s1)
     w = max(a.shape[1], b.shape[1])
     a = np.pad(a, ((0, 0), (0, w - a.shape[1])), constant_values=-2)
     b = np.pad(b, ((0, 0), (0, w - b.shape[1])), constant_values=-2)
     return np.flatnonzero((a != b).any(axis=1))
 
 
-def _slot_remotes(g: SwitchGraph) -> np.ndarray:
+def _slot_remotes(g: SwitchGraph, slots: NominalSlots) -> np.ndarray:
     """``(S, M)`` int64: the switch behind each nominal slot, -1 without a
     link, -2 past the nominal arity."""
-    p = packed_slots(nominal_slots(g))
+    p = packed_slots(slots)
     return np.where(p >= 0, g.grp_remote[np.maximum(p, 0)] if len(g.grp_remote) else -1, p)

@@ -206,7 +206,8 @@ def reroute(
     col_sw = np.flatnonzero(near)
     red_sw = red_t = np.zeros(0, dtype=np.int64)
     if nominal_slots is not None:
-        rows = np.union1d(rows, nominal.changed_slots(prev.graph, g))
+        prev_slots = nominal.nominal_slots(prev.graph)
+        rows = np.union1d(rows, nominal.changed_slots(prev.graph, prev_slots, g, nominal_slots))
         # Nmodc's shares by capacity read a switch's whole row
         share = slot_tables.may_share(prev.graph, prev.costs, prev.dest) | slot_tables.may_share(
             g, c, dest)
@@ -216,8 +217,7 @@ def reroute(
         # the switches as partial targets, before and after together, its
         # whole row)
         pl, pt = (np.concatenate(a) for a in zip(
-            balance.redirect_pairs(prev.graph, prev.costs, prev.dest,
-                                   nominal.nominal_slots(prev.graph)),
+            balance.redirect_pairs(prev.graph, prev.costs, prev.dest, prev_slots),
             balance.redirect_pairs(g, c, dest, nominal_slots), strict=True))
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
