@@ -388,20 +388,9 @@ def _route_remote(
     closer &= (cs_t < INF)[:, :, None]
     # pattern key per (b, u): the closer bits packed over group positions
     packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))
-    nbytes = packed.shape[2]
-    if nbytes <= 8:
-        padded = np.zeros(packed.shape[:2] + (8,), dtype=np.uint8)
-        padded[:, :, :nbytes] = packed
-        key = padded.view("<u8")[:, :, 0].T  # (B, U')
-        pat_keys = np.unique(key)  # hashed, then found: faster than unique's inverse
-        pat_of = np.searchsorted(pat_keys, key)
-        bits = np.unpackbits(
-            pat_keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
-        )[:, :gmax].astype(bool)
-    else:  # more than 64 groups: unique over the packed bytes
-        rows = packed.transpose(1, 0, 2).reshape(-1, nbytes)
-        pat_bytes, pat_of = np.unique(rows, axis=0, return_inverse=True)
-        bits = np.unpackbits(pat_bytes, axis=1, bitorder="little")[:, :gmax].astype(bool)
+    rows = np.ascontiguousarray(packed.transpose(1, 0, 2)).reshape(b * n_u, -1)
+    pat_of, first = _dedupe_rows(rows)
+    bits = np.unpackbits(rows[first], axis=1, bitorder="little")[:, :gmax].astype(bool)
     pat_of = pat_of.reshape(b, n_u)
     # empty patterns get one NO_ROUTE slot, so every lookup is valid
     pat_len = bits.sum(axis=1)
