@@ -80,14 +80,6 @@ SPREAD = 2
 CHOICES = 4
 
 
-def _closer(slot_ui: np.ndarray, up_cost: np.ndarray, leaf_cost: np.ndarray, rows: np.ndarray,
-            t: np.ndarray) -> np.ndarray:
-    """``(n, M)`` bool: the slots of leaves ``rows`` leading closer to
-    targets ``t`` (``(n,)`` each; :class:`_Redirected`'s arrays)."""
-    ui = slot_ui[rows]
-    return (ui >= 0) & (up_cost[np.maximum(ui, 0), t[:, None]] < leaf_cost[rows, t][:, None])
-
-
 def _up_cost(c_up: np.ndarray) -> np.ndarray:
     """A neighbour's encoded cost as seen from below (Dmodc's up phase)."""
     return seen_cost(c_up, False)
@@ -174,7 +166,8 @@ class _Redirected:
     Per redirected entry of a class's first pair, ``(R,)`` int64: rows
     (index into ``pairs.leaves``), dests (index into the routed
     destinations), x (digit ``floor(nid / Pi)``; the nominal slot ``x mod
-    m`` is not closer) and entry_class.
+    m`` is not closer) and entry_class; routes_on ``(R,)`` bool: the
+    upper switch of one of the class's closer slots routes on up.
     """
 
     pairs: _Pairs
@@ -184,6 +177,32 @@ class _Redirected:
     dests: np.ndarray
     x: np.ndarray
     entry_class: np.ndarray
+    routes_on: np.ndarray
+
+
+def _dense(i: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, inverse)``: the distinct values of ``i`` ``(P,)`` (all in
+    ``0 .. n-1``), sorted, and each element's index among them (O(P + n))."""
+    present = np.zeros(n, dtype=bool)
+    present[i] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[i]
+
+
+def _closer(pr: _Pairs, goes_up: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                       np.ndarray]:
+    """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``,
+    dense over the partial pairs' ``B'`` leaves and ``T'`` targets (one
+    comparison per leaf, slot and target, no gather per pair and slot):
+    the slots leading closer to each target, and whether the upper switch of
+    one of them routes on up (``goes_up`` ``(U, T)`` bool).  ``li`` / ``ti``
+    ``(P,)`` int64 each pair's leaf and target among them."""
+    lv, li = _dense(pr.pb, len(pr.leaves))
+    tv, ti = _dense(pr.pt, len(pr.targets))
+    ui = pr.slot_ui[lv]  # (B', M)
+    at = np.maximum(ui, 0)
+    closer = pr.up_cost[:, tv][at] < pr.leaf_cost[lv][:, tv][:, None, :]
+    closer &= (ui >= 0)[:, :, None]
+    return closer, (closer & goes_up[:, tv][at]).any(axis=1), li, ti
 
 
 def _partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
@@ -222,22 +241,25 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     pb, pt = pr.pb, pr.pt
     m = slots.arity[leaves]
     width = slot_ui.shape[1]
-    bits = _closer(slot_ui, pr.up_cost, pr.leaf_cost, pb, pt)
+    closer, routes_on, li, ti = _closer(pr, c[pr.ups[:, None], targets[None, :]] >= UP_PHASE)
     where = pr.siblings[pb] * len(targets) + pt
     if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
-        key = (where << width) | (bits.astype(np.int64) << np.arange(width)).sum(axis=1)
-        pair_class = np.unique(key, return_inverse=True)[1].ravel()
+        code = np.zeros((closer.shape[0], closer.shape[2]), dtype=np.int64)  # (B', T')
+        for j in range(width):
+            code |= closer[:, j].astype(np.int64) << j
+        pair_class = np.unique((where << width) | code[li, ti], return_inverse=True)[1].ravel()
     else:
-        pair_class = np.unique(
-            np.concatenate([where[:, None], np.packbits(bits, axis=1).astype(np.int64)], axis=1),
-            axis=0, return_inverse=True)[1].ravel()
+        bits = np.packbits(closer, axis=1).transpose(0, 2, 1)[li, ti]  # (P, bytes)
+        pair_class = np.unique(np.concatenate([where[:, None], bits.astype(np.int64)], axis=1),
+                               axis=0, return_inverse=True)[1].ravel()
     # a class's representative: its leaf with the smallest GUID (the same
     # whatever the node order of the fabric)
     o = np.lexsort((g.sw_guid[leaves[pb]], pair_class))
     rep = o[np.flatnonzero(np.diff(pair_class[o], prepend=-1))]
+    class_closer = closer[li[rep], :, ti[rep]]  # (C, M)
     # per class, the destinations on its target whose nominal slot x mod m
     # is one of its slots that do not lead closer
-    lc, ls = np.nonzero(~bits[rep] & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
+    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
     parts = []
     lm, lp = m[pb[rep[lc]]], pi[leaves[pb[rep[lc]]]]
     base = int(lp.max(initial=0)) + 1
@@ -249,7 +271,9 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
-    return _Redirected(pr, pair_class, bits[rep], pb[rep[cls]], eps[e], x, cls)
+    # the class's closer slots whose upper switch routes on up
+    on = routes_on[li[rep], ti[rep]][cls]
+    return _Redirected(pr, pair_class, class_closer, pb[rep[cls]], eps[e], x, cls, on)
 
 
 def redirect_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations,
@@ -319,14 +343,11 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     sw = pr.leaves[rows]
     m = slots.arity[sw]
     width = pr.slot_ui.shape[1]
-    t = np.searchsorted(pr.targets, dest.target[d])
     ok = red.class_closer[red.entry_class]
-    ok &= np.arange(width)[None, :] < m[:, None]
     kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]]
     # only where an upper switch routes on up: a down-link from it reaches
     # the target leaf alone, whose end-ports bound its risk
-    goes_up = c[pr.ups[:, None], pr.targets[None, :]] >= UP_PHASE  # (U, T)
-    on = (ok & goes_up[np.maximum(pr.slot_ui[rows], 0), t[:, None]]).any(axis=1) & (kern >= 0)
+    on = red.routes_on & (kern >= 0)
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first CHOICES closer slots in probe order, the kernel's

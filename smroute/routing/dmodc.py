@@ -361,8 +361,9 @@ def _route_remote(
     b = len(switches)
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
-    valid = np.arange(gmax)[None, :] < ng[:, None]
-    gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(gmax)[None, :], 0)
+    width = -(-gmax // 8) * 8  # whole bytes of closer bits: a flat packbits
+    valid = np.arange(width)[None, :] < ng[:, None]
+    gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(width)[None, :], 0)
     remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
@@ -387,7 +388,7 @@ def _route_remote(
     closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
     closer &= (cs_t < INF)[:, :, None]
     # pattern key per (b, u): the closer bits packed over group positions
-    packed = np.packbits(closer, axis=2, bitorder="little")  # (U', B, ceil(G/8))
+    packed = np.packbits(closer, bitorder="little").reshape(n_u, b, -1)  # (U', B, ceil(G/8))
     rows = np.ascontiguousarray(packed.transpose(1, 0, 2)).reshape(b * n_u, -1)
     pat_of, first = _dedupe_rows(rows)
     bits = np.unpackbits(rows[first], axis=1, bitorder="little")[:, :gmax].astype(bool)

@@ -409,9 +409,10 @@ def _route_remote(
     bi = np.arange(b)
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
-    valid = np.arange(gmax)[None, :] < ng[:, None]
+    # one column more than any switch has groups: never closer (a lost slot)
+    valid = np.arange(gmax + 1)[None, :] < ng[:, None]
     g0 = g.grp_first[switches]
-    gidx = np.where(valid, g0[:, None] + np.arange(gmax)[None, :], 0)
+    gidx = np.where(valid, g0[:, None] + np.arange(gmax + 1)[None, :], 0)
     remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
     rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
     sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
@@ -434,15 +435,14 @@ def _route_remote(
     own = sg[:, 0] == -3  # routes as Dmodc: its closer groups, C[x mod #C]
     arity[own] = 0
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
-    padded = np.concatenate([closer, np.zeros(closer.shape[:2] + (1,), bool)], axis=2)
     up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
     w = max(gmax, n_slot)
-    bits = np.zeros((n_u, b, w), dtype=bool)
+    bits = np.zeros((n_u, b, -(-w // 8) * 8), dtype=bool)  # whole bytes: a flat packbits
     nominal_up = up_bu & ~own[None, :]
-    bits[:, :, :n_slot] = padded[:, bi[:, None], spos] & nominal_up[:, :, None]
-    bits[:, :, :gmax] |= closer & ~nominal_up[:, :, None]
+    bits[:, :, :n_slot] = closer[:, bi[:, None], spos] & nominal_up[:, :, None]
+    np.copyto(bits[:, :, :gmax], closer[:, :, :gmax], where=~nominal_up[:, :, None])
     mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
-    packed = np.packbits(bits, axis=2, bitorder="little")  # (U', B, nb)
+    packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
     nb = packed.shape[2]
     keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
     pat_of, first = _dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
@@ -456,14 +456,13 @@ def _route_remote(
     cols = np.concatenate([np.arange(gmax)[None, :].repeat(b, axis=0), spos,
                            np.full((b, w - n_slot + 1), gmax)], axis=1)  # (B, gmax + w + 1)
     dead = cols >= ng[:, None]
-    gidx_pad = np.concatenate([gidx, np.zeros((b, 1), dtype=gidx.dtype)], axis=1)
-    grp_lut = gidx_pad[bi[:, None], np.minimum(cols, gmax)]
+    grp_lut = gidx[bi[:, None], np.minimum(cols, gmax)]
     tgt = col_of[ctx.tgt_i]  # (D,)
     per_target = np.bincount(tgt, minlength=n_u)  # (U',) destination LIDs
     down_bu = cs_t < UP_PHASE  # (U', B) the target is the switch or below it
     (length, start, val), pat_of = capacity_tables(
         tables, pat_of, pbits.sum(axis=1), up_bu.T & capacity, ((~down_k) & valid).sum(axis=1),
-        per_target, per_target @ down_bu, cols, g.grp_port_count[gidx_pad])
+        per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     nid = dest.nid.astype(np.int32)
