@@ -243,20 +243,37 @@ def capacity_tables(
     order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
     bump = np.arange(kmax)[None, :] < rest[:, None]
     got[np.nonzero(bump)[0], order[bump]] += 1
-    # the j-th of a group's c entries at (j + 1/2) / c through the table
-    c = got.ravel()
-    e_row = np.repeat(np.repeat(np.arange(n), kmax), c)
-    e_grp = np.repeat(np.tile(np.arange(kmax), n), c)
-    e_c = np.repeat(c, c)
-    j = np.arange(len(e_row)) - np.repeat(np.cumsum(c) - c, c)
-    o = np.lexsort((e_grp, (j + 0.5) / e_c, e_row))
-    new_value = value[start[fp][e_row[o]] + e_grp[o]]
+    # Dmodc's table ``resolution`` times over (entry e: group e mod k), then
+    # the fewest entries moved from the groups above their share to those
+    # below it: a giver's q-th of d moved entries is its occurrence
+    # floor((q + 1/2) res / d); the moved entries go in table order to the
+    # takers, the j-th of a taker's c at (j + 1/2) / c
+    first = np.cumsum(new_len) - new_len
+    e_row = np.repeat(np.arange(n), new_len)
+    e_grp = (np.arange(len(e_row)) - first[e_row]) % k[e_row]
+    give, take = (np.where(inside, np.maximum(a, 0), 0).ravel()
+                  for a in (resolution - got, got - resolution))
+    g_row, g_grp, q = _ragged(n, kmax, give)
+    g_pos = ((2 * q + 1) * resolution) // (2 * give[g_row * kmax + g_grp]) * k[g_row] + g_grp
+    og = np.lexsort((g_pos, g_row))
+    t_row, t_grp, tq = _ragged(n, kmax, take)
+    ot = np.lexsort((t_grp, (tq + 0.5) / take[t_row * kmax + t_grp], t_row))
+    e_grp[first[g_row[og]] + g_pos[og]] = t_grp[ot]
+    new_value = value[start[fp][e_row] + e_grp]
     new_start = len(value) + np.cumsum(new_len) - new_len
     pat_of = pat_of.copy()
     fb, fu = np.nonzero(free[sw])
     pat_of[sw[fb], fu] = len(length) + fb
     return ((np.concatenate([length, new_len]), np.concatenate([start, new_start]),
              np.concatenate([value, new_value])), pat_of)
+
+
+def _ragged(n: int, kmax: int, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, group, q)`` int64: ``c`` ``(n * kmax,)`` counts per (row,
+    group), expanded to the ``q``-th of each (row, group), row after row."""
+    row = np.repeat(np.repeat(np.arange(n), kmax), c)
+    grp = np.repeat(np.tile(np.arange(kmax), n), c)
+    return row, grp, np.arange(len(row)) - np.repeat(np.cumsum(c) - c, c)
 
 
 def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
