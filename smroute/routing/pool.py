@@ -31,7 +31,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from smroute.routing import balance, nominal
+from smroute.routing import balance, down_offsets, nominal
 from smroute.routing.dmodc import Destinations, route_block, route_context
 from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
@@ -153,6 +153,14 @@ def _balance_leaves(a: dict[str, np.ndarray], leaves: np.ndarray | None) -> None
                               nominal.unpacked_slots(a["n_slots"]), leaves)
 
 
+def _offsets(g: SwitchGraph, pi: np.ndarray, dest: Destinations, table: np.ndarray,
+             slots: nominal.NominalSlots | None) -> None:
+    """Nmodc's down-cable offsets of foreign residues, on the whole table
+    once the redirects by load are in (:mod:`smroute.routing.down_offsets`)."""
+    assert slots is not None
+    down_offsets.offset_foreign(g, pi, dest, table, slots)
+
+
 def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
     """Worker entry: compute table rows ``lo .. hi-1`` in the shared segment."""
     a = _attach(path, manifest)
@@ -255,6 +263,7 @@ class RoutePool:
                 _route_rows(shared.arrays, 0, n)
                 if rebalance:
                     _balance_leaves(shared.arrays, None)
+                    _offsets(g, pi, dest, shared.arrays["table"], slots)
                 return shared.arrays["table"]
             # balanced contiguous ranges, a few per worker
             parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
@@ -270,6 +279,7 @@ class RoutePool:
                         for part in _group_parts(g, slots, self.workers)]
                 for f in futs:
                     f.result()
+                _offsets(g, pi, dest, shared.arrays["table"], slots)
             return shared.arrays["table"]
 
     @staticmethod

@@ -43,7 +43,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import balance, dmodc, nominal, slot_tables
+from smroute.routing import balance, dmodc, down_offsets, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import RoutingResult, route, route_destinations, turn_destinations
 from smroute.routing.pool import RoutePool
@@ -230,6 +230,12 @@ def reroute(
     red_sel = np.flatnonzero(np.isin(dest.target, red_t))
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
+    moved = np.zeros(0, dtype=np.int64)  # destinations of down-cable offsets
+    if nominal_slots is not None:  # the tables before the offsets, then routed anew
+        moved = down_offsets.foreign_entries(prev.graph, prev.dividers, prev.dest, ports,
+                                             prev_slots)[1]
+        down_offsets.offset_foreign(prev.graph, prev.dividers, prev.dest, ports, prev_slots,
+                                    undo=True)
     for sw, cols in ((red_sw, red_sel), (col_sw, sel)):
         sw = np.setdiff1d(sw, rows)
         if len(sw) and len(cols):
@@ -241,6 +247,10 @@ def reroute(
     lids = dest.lid[np.union1d(sel, red_sel)]
     if nominal_slots is not None:
         ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
+        moved = np.union1d(moved, down_offsets.foreign_entries(g, pi, dest, ports,
+                                                               nominal_slots)[1])
+        ports = down_offsets.offset_foreign(g, pi, dest, ports, nominal_slots)
+        lids = np.union1d(lids, dest.lid[moved])
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3

@@ -1,0 +1,153 @@
+"""Nmodc's down-cable offsets of foreign residues (beyond the paper).
+
+An upper switch ``u`` takes a down cable by the digit ``x = floor(t /
+Pi[u])`` (Dmodc's eq. 4 inside the group): ``x mod #cables`` for a group
+of parallel cables.  In a complete PGFT each child sends ``u`` only the
+NIDs of its slot ``j`` of ``u``, ``floor(t / Pi[s]) mod m(s) = j``: one
+residue per value of ``x``, and consecutive values of ``x`` spread a
+shift permutation's destinations over the cables.  Where a child sends
+``u`` a destination of another slot, by capacity (a leaf with more cables
+to ``u`` than to its other up-neighbours,
+:func:`~smroute.routing.slot_tables.capacity_tables`) or as a redirect, that
+foreign destination has the ``x`` of a native neighbour and takes its
+cable: the two share it while the other cables of the group idle
+(Loginoff's capture: leaf ib1's extra destinations through ib7 take the
+cables of their NID neighbours, HSD of the topological shifts 3.81).
+
+This pass, run on the final tables (after the redirects by load), moves
+such a destination ``k = (floor(t / Pi[s]) - j) mod m(s)`` (its slot's
+distance from ``u``'s at the child ``s``; the largest over the children
+that send it) places of ``ceil(#cables / m(s))`` cables along ``u``'s down
+group: the foreign residues take the cables their native neighbours leave
+free.  Only ``u``'s down entries of destinations that some child sends up
+to ``u`` from a foreign slot change, and only in down groups of two or
+more cables; the children's up entries, which decide it, never do, so the
+same pass finds the same entries in its own output (:func:`offset_foreign`
+with ``undo``: the reroute's way back to the tables before the pass).  A
+complete PGFT, and any tree without parallel down cables, keeps its tables.
+Every change keeps a route on a cable of the same group: routes stay
+minimal up*/down*.  Pure functions on arrays, no loop per destination.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smroute.routing.dmodc import Destinations
+from smroute.routing.nominal import NominalSlots
+from smroute.routing.runs import runs
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["foreign_entries", "offset_foreign"]
+
+
+def _port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(group (B, 256), place (B, 256))`` int64: the group id holding each
+    port of ``switches`` ``(B,)`` (-1: none) and the port's place in it."""
+    grp = np.full((len(switches), 256), -1, dtype=np.int64)
+    place = np.zeros((len(switches), 256), dtype=np.int64)
+    row = np.full(g.n_switches, -1, dtype=np.int64)
+    row[switches] = np.arange(len(switches))
+    gid = np.flatnonzero(row[g.grp_switch] >= 0)
+    which, at = runs(g.grp_port_first[gid], g.grp_port_count[gid])
+    r = row[g.grp_switch[gid]][which]
+    grp[r, g.grp_ports[at]] = gid[which]
+    place[r, g.grp_ports[at]] = at - g.grp_port_first[gid][which]
+    return grp, place
+
+
+def foreign_entries(
+    g: SwitchGraph, pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The upper switches' down entries this pass moves (module doc):
+    ``(u (K,), d (K,), shift (K,))`` int64, switch id, destination index
+    (into ``dest``) and places along the down group; ``ports`` ``(S, W)``
+    uint8 the tables (before or after the pass: the same entries), ``pi``
+    ``(S,)`` the nominal dividers, ``slots`` the nominal slots (a switch with
+    its own groups as slots: those, by its arity)."""
+    empty = np.zeros(0, dtype=np.int64)
+    par = (g.rank[g.grp_remote] < g.rank[g.grp_switch]) & (g.grp_port_count > 1)
+    if g.mode != "tree" or not par.any() or not len(dest.lid):
+        return empty, empty, empty
+    has = np.zeros(g.n_switches, dtype=bool)
+    has[g.grp_switch[par]] = True  # switches with parallel down cables
+    m = slots.arity
+    width = slots.slot_grp.shape[1]
+    inside = (slots.slot_grp >= 0) & (np.arange(width)[None, :] < m[:, None])
+    s_j, j_j = np.nonzero(inside)
+    gid = slots.slot_grp[s_j, j_j]
+    up = has[g.grp_remote[gid]] & (m[s_j] >= 2)
+    s_j, j_j, gid = s_j[up], j_j[up], gid[up]
+    if not len(s_j):
+        return empty, empty, empty
+    slot_of = np.full(len(g.grp_remote), -1, dtype=np.int64)
+    slot_of[gid] = j_j
+    # children that send a destination up from a foreign slot
+    senders = np.unique(s_j)
+    sgrp, _ = _port_groups(g, senders)
+    eg = sgrp[np.arange(len(senders))[:, None], ports[senders][:, dest.lid]]  # (B, D)
+    j = np.where(eg >= 0, slot_of[np.maximum(eg, 0)], -1)
+    ms = m[senders][:, None]
+    digit = (dest.nid[None, :] // pi[senders][:, None]) % ms
+    b, d = np.nonzero((j >= 0) & (digit != j))
+    u = g.grp_remote[eg[b, d]]
+    k, mk = (digit[b, d] - j[b, d]) % ms[b, 0], ms[b, 0]
+    # end-ports on an upper switch send it every destination: foreign at
+    # the child its down entry leads to
+    hosts = np.flatnonzero(has & (np.bincount(g.ep_switch, minlength=g.n_switches) > 0))
+    if len(hosts):
+        hgrp, _ = _port_groups(g, hosts)
+        he = hgrp[np.arange(len(hosts))[:, None], ports[hosts][:, dest.lid]]  # (H, D)
+        hb, hd = np.nonzero((he >= 0) & par[np.maximum(he, 0)])
+        v = g.grp_remote[he[hb, hd]]
+        pair = s_j * g.n_switches + g.grp_remote[gid]
+        o = np.argsort(pair, kind="stable")
+        at = np.minimum(np.searchsorted(pair[o], v * g.n_switches + hosts[hb]), len(o) - 1)
+        hit = pair[o][at] == v * g.n_switches + hosts[hb]
+        hj, mv = j_j[o][at], m[v]
+        hdig = (dest.nid[hd] // pi[v]) % mv
+        hit &= hdig != hj
+        u = np.concatenate([u, hosts[hb][hit]])
+        d = np.concatenate([d, hd[hit]])
+        k = np.concatenate([k, ((hdig - hj) % mv)[hit]])
+        mk = np.concatenate([mk, mv[hit]])
+    if not len(u):
+        return empty, empty, empty
+    # u's entry: a down group of parallel cables
+    ups = np.unique(u)
+    ugrp, _ = _port_groups(g, ups)
+    ue = ugrp[np.searchsorted(ups, u), ports[u, dest.lid[d]]]
+    ok = (ue >= 0) & par[np.maximum(ue, 0)]
+    u, d, k, mk, ue = u[ok], d[ok], k[ok], mk[ok], ue[ok]
+    if not len(u):
+        return empty, empty, empty
+    cnt = g.grp_port_count[ue]
+    shift = k * (-(-cnt // mk))
+    # the largest over the sources that send it
+    key = u * len(dest.lid) + d
+    o = np.lexsort((shift, key))
+    last = np.r_[key[o][1:] != key[o][:-1], True]
+    o = o[last]
+    return u[o].astype(np.int64), d[o].astype(np.int64), shift[o].astype(np.int64)
+
+
+def offset_foreign(
+    g: SwitchGraph, pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
+    undo: bool = False,
+) -> np.ndarray:
+    """``ports`` ``(S, W)`` uint8, Nmodc's tables, with the upper switches'
+    down entries of foreign residues moved along their groups (module doc),
+    in place; returns ``ports``.  ``undo``: move them back (the tables
+    before the pass, from its output)."""
+    u, d, shift = foreign_entries(g, pi, dest, ports, slots)
+    if not len(u):
+        return ports
+    ups, row = np.unique(u, return_inverse=True)
+    ugrp, place = _port_groups(g, ups)
+    lid = dest.lid[d]
+    cur = ports[u, lid]
+    grp = ugrp[row, cur]
+    cnt = g.grp_port_count[grp]
+    at = (place[row, cur] + (-shift if undo else shift)) % cnt
+    ports[u, lid] = g.grp_ports[g.grp_port_first[grp] + at]
+    return ports
