@@ -339,7 +339,7 @@ def route_block(
     *,
     one_lookup: bool | None = None,
     memo: AlternativesMemo | None = None,
-    capacity: bool = True,
+    capacity: bool | np.ndarray = True,
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
@@ -350,11 +350,12 @@ def route_block(
     entry up, then the switch's port (two); ``None``: one lookup unless the
     tables outnumber the destinations (heavy damage).  Same tables either way.
     ``memo``: the lost slots' alternatives known from earlier blocks (the
-    same tables, sooner).  ``capacity=False``: no shares by capacity, for
-    switches that cannot share
-    (:func:`~smroute.routing.slot_tables.may_share`) routed to a subset of
-    the destinations, where the shares, which weigh the whole row, would
-    see only part of it.
+    same tables, sooner).  ``capacity``: the switches with shares by
+    capacity, ``(S,)`` bool or one for all: ``False`` for switches that
+    cannot share (:func:`~smroute.routing.slot_tables.may_share`) routed to
+    a subset of the destinations, where the shares, which weigh the whole
+    row, would see only part of it; the pool passes ``may_share`` itself
+    (the same tables: the shares skipped where they cannot apply).
     """
     out[:] = NO_ROUTE
     b = len(switches)
@@ -395,7 +396,7 @@ def unpacked_slots(packed: np.ndarray) -> NominalSlots:
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
-    memo: AlternativesMemo | None, capacity: bool,
+    memo: AlternativesMemo | None, capacity: bool | np.ndarray,
 ) -> None:
     """Routes through the switches' port groups (module doc); fills ``out`` rows.
 
@@ -460,9 +461,12 @@ def _route_remote(
     tgt = col_of[ctx.tgt_i]  # (D,)
     per_target = np.bincount(tgt, minlength=n_u)  # (U',) destination LIDs
     down_bu = cs_t < UP_PHASE  # (U', B) the target is the switch or below it
-    (length, start, val), pat_of = capacity_tables(
-        tables, pat_of, pbits.sum(axis=1), up_bu.T & capacity, ((~down_k) & valid).sum(axis=1),
-        per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
+    share = capacity if isinstance(capacity, bool) else capacity[switches][:, None]
+    length, start, val = tables
+    if np.any(share):
+        (length, start, val), pat_of = capacity_tables(
+            tables, pat_of, pbits.sum(axis=1), up_bu.T & share, ((~down_k) & valid).sum(axis=1),
+            per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     nid = dest.nid.astype(np.int32)

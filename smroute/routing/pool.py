@@ -31,7 +31,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from smroute.routing import balance, down_offsets, nominal
+from smroute.routing import balance, down_offsets, nominal, slot_tables
 from smroute.routing.dmodc import Destinations, route_block, route_context
 from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
@@ -181,7 +181,7 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> 
             route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
         else:
             nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
-                                ctx, memo=memo)
+                                ctx, memo=memo, capacity=a["n_share"])
 
 
 def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
@@ -257,8 +257,9 @@ class RoutePool:
         n = g.n_switches
         width = dest.max_lid + 1
         packed = nominal.packed_slots(slots) if slots is not None else None
+        share = slot_tables.may_share(g, c, dest) if slots is not None else None
         rebalance = slots is not None and g.mode == "tree"
-        with self._shared(g, c, pi, dest, (n, width), packed) as shared:
+        with self._shared(g, c, pi, dest, (n, width), packed, share) as shared:
             if self._ex is None or n < 2 * self.workers:
                 _route_rows(shared.arrays, 0, n)
                 if rebalance:
@@ -287,10 +288,11 @@ class RoutePool:
     def _shared(
         g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
         table_shape: tuple[int, int], slots: np.ndarray | None = None,
+        share: np.ndarray | None = None,
     ) -> Iterator[SharedArrays]:
         inputs = {"c": c, "pi": pi}
-        if slots is not None:
-            inputs["n_slots"] = slots
+        if slots is not None and share is not None:
+            inputs["n_slots"], inputs["n_share"] = slots, share
         inputs.update({"g_" + f: getattr(g, f) for f in GRAPH_FIELDS})
         inputs.update({"d_" + f: getattr(dest, f) for f in DEST_FIELDS})
         shared = SharedArrays.create(inputs, {"table": (table_shape, "u1")})

@@ -303,10 +303,12 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     switch's entries depend on their own columns only (what an incremental
     reroute needs to know).  On the 11,664-host tree a leaf has 647
     destinations per up cable against 18 below it."""
-    # destination LIDs per target; float products (exact: counts below 2**53)
-    count = np.bincount(dest.target, minlength=g.n_switches).astype(np.float64)
-    going_up = ((c >= UP_PHASE) & (c < INF)).astype(np.float64) @ count
-    below = (c < UP_PHASE).astype(np.float64) @ count
+    # destination LIDs per target; einsum, not a BLAS product (whose idle
+    # threads spin on the CPU the pool's workers need); exact below 2**53
+    targets, count = np.unique(dest.target, return_counts=True)
+    ct, w = c[:, targets], count.astype(np.float64)
+    going_up = np.einsum("st,t->s", (ct >= UP_PHASE) & (ct < INF), w)
+    below = np.einsum("st,t->s", ct < UP_PHASE, w)
     # the groups the kernel counts as up: every one not going down
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
