@@ -105,7 +105,7 @@ def _uppers(g: SwitchGraph, slots: NominalSlots,
     """``(ups (U,), slot_ui (B, M), siblings (B,))`` int64 of ``leaves``: the
     upper switches of their nominal slots, each slot's index into ``ups``
     (-1: no link, or past the leaf's arity), and a label per group of leaves
-    joined through shared upper switches."""
+    joined through shared upper switches (0 to the number of groups - 1)."""
     width = max(int(slots.arity[leaves].max(initial=1)), 1)
     sg = slots.slot_grp[leaves, :width]
     b, j = np.nonzero(sg >= 0)
@@ -113,7 +113,7 @@ def _uppers(g: SwitchGraph, slots: NominalSlots,
     slot_ui = np.full(sg.shape, -1, dtype=np.int64)
     slot_ui[b, j] = ui
     sib = components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
-    return ups, slot_ui, sib
+    return ups, slot_ui, np.unique(sib, return_inverse=True)[1].ravel()  # labels 0, 1, ...
 
 
 def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
@@ -186,6 +186,20 @@ def _dense(i: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     present = np.zeros(n, dtype=bool)
     present[i] = True
     return np.flatnonzero(present), (np.cumsum(present) - 1)[i]
+
+
+def _ids(key: np.ndarray, counts: bool = False) -> np.ndarray:
+    """``(R,)`` int64 for ``key`` ``(R,)`` int64 ``>= 0``: each element's
+    index among the distinct values, sorted (``np.unique``'s inverse), or
+    with ``counts`` how many elements equal it; by a table over the values'
+    range where it is small, no sort."""
+    top = int(key.max(initial=-1)) + 1
+    if top > 4 * len(key) + (1 << 20):
+        _, inv, n = np.unique(key, return_inverse=True, return_counts=True)
+        return n[inv.ravel()] if counts else inv.ravel()
+    if counts:
+        return np.bincount(key, minlength=top)[key]
+    return _dense(key, top)[1]
 
 
 def _closer(pr: _Pairs, goes_up: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -361,16 +375,17 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     # entry in the sibling group and no candidate is lighter by more than KEEP
     sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
-    _, inv, n_key = np.unique(key, return_inverse=True, return_counts=True)
+    n_key = _ids(key, counts=True)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
-    settled = (n_key[inv] == 1) & (cost[:, -1] <= cost.min(axis=1) + KEEP)
+    settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + KEEP)
     np.add.at(load, lk[settled, -1], 1)
     rest = ~settled
     if rest.any():
         r = sel[rest]
-        window = rows[r] * (int(xr.max()) + 1) + xr[r] // m[r]
+        w = xr[r] // m[r]
+        window = rows[r] * (int(w.max()) + 1) + w
         choice[r] = _place(cand[rest], up_c[rest], lk[rest], d[r], sib[rest], window,
-                           g.sw_guid[sw[r]], len(pr.ups), load, dest)
+                           _guid_rank(g, pr.leaves)[rows[r]], len(pr.ups), load, dest)
     # every pair of the class takes the same slot, through its own group
     by_cls = np.argsort(red.entry_class, kind="stable")
     which, ent = _on_targets(red.entry_class[by_cls], int(red.pair_class.max()) + 1,
@@ -392,13 +407,13 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     ``(R, K)`` candidate slots in probe order (-1 none), the kernel's last;
     ``up_c`` / ``lk`` ``(R, K)`` their upper switches (of ``n_up``) and
     egress links; ``d`` destination, ``sib`` sibling group, ``window`` the
-    leaf and NID window ``floor(x / m)``, ``guid`` the leaf's GUID (uint64);
+    leaf and NID window ``floor(x / m)``, ``guid`` the leaf's rank by GUID;
     ``load`` ``(n_up * 256,)`` the
     destinations per egress link (updated in place).  Returns ``(R,)``
     int64 slots."""
     n, k = cand.shape
     valid = cand >= 0
-    _, win = np.unique(window, return_inverse=True)
+    win = _ids(window)
     n_slot = int(cand.max(initial=0)) + 1
     n_taken = (len(win) and int(win.max()) + 1) * n_slot
     present = np.zeros(int(d.max(initial=0)) + 1, dtype=bool)
@@ -421,7 +436,8 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     n_sib = int(sib.max(initial=0)) + 1
     # (the leaves of one destination and sibling group by GUID: the first
     # of them leads, whatever the node order of the fabric)
-    order = np.lexsort((guid, sib, nid, block_of))
+    order = np.argsort(((block_of * n_nid + nid) * n_sib + sib) * (int(guid.max()) + 1) + guid,
+                       kind="stable")
     starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))
     choice = np.full(n, -1, dtype=np.int64)
     # per entry, in placing order: flat indices into carry, taken and load;
@@ -470,12 +486,19 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     return choice
 
 
+def _guid_rank(g: SwitchGraph, leaves: np.ndarray) -> np.ndarray:
+    """``(B,)`` int64: each of ``leaves``' rank by GUID."""
+    rank = np.empty(len(leaves), dtype=np.int64)
+    rank[np.argsort(g.sw_guid[leaves])] = np.arange(len(leaves))
+    return rank
+
+
 def _first_candidates(ok: np.ndarray, x: np.ndarray, y: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``(R, CHOICES)`` int64: the first closer slots (``ok`` ``(R, M)``) in
     the probe order of each entry (digit ``x``, redirect digit ``y``,
     nominal arity ``m``; :func:`~smroute.routing.nominal.redirect_dividers`),
     -1 past the last."""
-    out = np.full((len(x), CHOICES), -1, dtype=np.int64)
+    out = np.full((len(x), CHOICES + 1), -1, dtype=np.int64)  # the last: a slot not taken
     for mv in np.unique(m).tolist():
         sel = np.flatnonzero(m == mv)
         off = probe_offsets(mv)  # (mv - 1, mv - 1)
@@ -485,14 +508,14 @@ def _first_candidates(ok: np.ndarray, x: np.ndarray, y: np.ndarray, m: np.ndarra
         for q in range(mv - 1):  # the entries still short of CHOICES
             slot = (j0 + 1 + off[r, q]) % mv  # the q-th probed slot
             take = ok[sel, slot]
-            out[sel[take], got[take]] = slot[take]
+            out[sel, np.where(take, got, CHOICES)] = slot
             got += take
             more = got < CHOICES
             if not more.all():
                 sel, j0, r, got = sel[more], j0[more], r[more], got[more]
                 if not len(sel):
                     break
-    return out
+    return out[:, :CHOICES]
 
 
 def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
