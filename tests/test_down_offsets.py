@@ -87,8 +87,9 @@ def test_offsets_move_only_upper_switches_entries(
     monkeypatch.undo()
     diff = r.tables.ports != without
     assert diff.any() and (g.rank[np.flatnonzero(diff.any(axis=1))] > 0).all()
-    back = down_offsets.offset_foreign(g, r.dividers, r.dest, r.tables.ports.copy(),
-                                       nominal.nominal_slots(g), undo=True)
+    entries = down_offsets.foreign_entries(g, r.dividers, r.dest, r.tables.ports,
+                                           nominal.nominal_slots(g))
+    back = down_offsets.move_entries(g, r.dest, r.tables.ports.copy(), entries, undo=True)
     assert np.array_equal(back, without)
     with RoutePool(2) as p:
         par = route(f, algorithm="nmodc", pool=p, labels=False)

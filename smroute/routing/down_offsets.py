@@ -22,7 +22,7 @@ group: the foreign residues take the cables their native neighbours leave
 free.  Only ``u``'s down entries of destinations that some child sends up
 to ``u`` from a foreign slot change, and only in down groups of two or
 more cables; the children's up entries, which decide it, never do, so the
-same pass finds the same entries in its own output (:func:`offset_foreign`
+same pass finds the same entries in its own output (:func:`move_entries`
 with ``undo``: the reroute's way back to the tables before the pass).  A
 complete PGFT, and any tree without parallel down cables, keeps its tables.
 Every change keeps a route on a cable of the same group: routes stay
@@ -38,7 +38,7 @@ from smroute.routing.nominal import NominalSlots
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["foreign_entries", "offset_foreign"]
+__all__ = ["foreign_entries", "offset_foreign", "move_entries"]
 
 
 def _port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,6 +54,30 @@ def _port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.n
     grp[r, g.grp_ports[at]] = gid[which]
     place[r, g.grp_ports[at]] = at - g.grp_port_first[gid][which]
     return grp, place
+
+
+def _foreign_sends(slot: np.ndarray, ports: np.ndarray, senders: np.ndarray,
+                   dest: Destinations, pi: np.ndarray, m: np.ndarray,
+                   block: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """``(b, d)`` int64: the senders (index into ``senders`` ``(B,)``) and
+    destinations (index into ``dest``) whose table entry (``ports`` ``(S,
+    W)`` uint8) is an up slot (``slot`` ``(B, 256)`` per port, -1 none)
+    other than the digit ``floor(nid / pi) mod m``.  In blocks of senders,
+    int16, the digits once per (divider, arity): the ``(B, D)`` arrays of a
+    big fabric stay in cache."""
+    kinds, kind_of = np.unique(np.stack([pi[senders], m[senders]], axis=1), axis=0,
+                               return_inverse=True)
+    digits = ((dest.nid[None, :] // kinds[:, :1]) % kinds[:, 1:]).astype(np.int16)  # (K, D)
+    kind_of = kind_of.ravel()
+    slot16 = slot.astype(np.int16)
+    bs, ds = [], []
+    for lo in range(0, len(senders), block):
+        sw = senders[lo:lo + block]
+        j = np.take_along_axis(slot16[lo:lo + block], ports[sw][:, dest.lid], axis=1)  # (b, D)
+        b, d = np.nonzero((j >= 0) & (j != digits[kind_of[lo:lo + block]]))
+        bs.append(b + lo)
+        ds.append(d)
+    return np.concatenate(bs), np.concatenate(ds)
 
 
 def foreign_entries(
@@ -85,13 +109,12 @@ def foreign_entries(
     # children that send a destination up from a foreign slot
     senders = np.unique(s_j)
     sgrp, _ = _port_groups(g, senders)
-    eg = sgrp[np.arange(len(senders))[:, None], ports[senders][:, dest.lid]]  # (B, D)
-    j = np.where(eg >= 0, slot_of[np.maximum(eg, 0)], -1)
-    ms = m[senders][:, None]
-    digit = (dest.nid[None, :] // pi[senders][:, None]) % ms
-    b, d = np.nonzero((j >= 0) & (digit != j))
-    u = g.grp_remote[eg[b, d]]
-    k, mk = (digit[b, d] - j[b, d]) % ms[b, 0], ms[b, 0]
+    b, d = _foreign_sends(np.where(sgrp >= 0, slot_of[np.maximum(sgrp, 0)], -1), ports,
+                          senders, dest, pi, m)
+    eg = sgrp[b, ports[senders[b], dest.lid[d]]]
+    u = g.grp_remote[eg]
+    mk = m[senders[b]]
+    k = ((dest.nid[d] // pi[senders[b]]) - slot_of[eg]) % mk
     # end-ports on an upper switch send it every destination: foreign at
     # the child its down entry leads to
     hosts = np.flatnonzero(has & (np.bincount(g.ep_switch, minlength=g.n_switches) > 0))
@@ -133,13 +156,20 @@ def foreign_entries(
 
 def offset_foreign(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
-    undo: bool = False,
 ) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's tables, with the upper switches'
     down entries of foreign residues moved along their groups (module doc),
-    in place; returns ``ports``.  ``undo``: move them back (the tables
-    before the pass, from its output)."""
-    u, d, shift = foreign_entries(g, pi, dest, ports, slots)
+    in place; returns ``ports``."""
+    return move_entries(g, dest, ports, foreign_entries(g, pi, dest, ports, slots))
+
+
+def move_entries(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+                 entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 undo: bool = False) -> np.ndarray:
+    """``ports`` with ``entries`` (:func:`foreign_entries`) moved along
+    their groups, in place; ``undo``: moved back (the tables before
+    :func:`offset_foreign`, from its output).  Returns ``ports``."""
+    u, d, shift = entries
     if not len(u):
         return ports
     ups, row = np.unique(u, return_inverse=True)
