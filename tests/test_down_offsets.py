@@ -19,7 +19,7 @@ from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric
 from smroute.routing import down_offsets, nominal, pool
-from smroute.routing.engine import route, validate_result
+from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.pool import RoutePool
 from smroute.service.reroute import reroute
 from smroute.tables.diff import diff_tables
@@ -34,10 +34,10 @@ def _loginoff_shaped() -> Fabric:
     return leaf_spine_tree([24, 22, 24, 24, 24, 24], [[4, 4]] * 5 + [[3, 4]])
 
 
-def _foreign(r: object) -> int:
-    g = r.graph  # type: ignore[attr-defined]
-    return len(down_offsets.foreign_entries(g, r.dividers, r.dest,  # type: ignore[attr-defined]
-                                            r.tables.ports, nominal.nominal_slots(g))[0])
+def _foreign(r: RoutingResult) -> int:
+    g = r.graph
+    return len(down_offsets.foreign_entries(g, r.costs, r.dividers, r.dest, r.tables.ports,
+                                            nominal.nominal_slots(g))[0])
 
 
 def test_loginoff_capture_is_at_or_below_opensms_best() -> None:
@@ -87,7 +87,7 @@ def test_offsets_move_only_upper_switches_entries(
     monkeypatch.undo()
     diff = r.tables.ports != without
     assert diff.any() and (g.rank[np.flatnonzero(diff.any(axis=1))] > 0).all()
-    entries = down_offsets.foreign_entries(g, r.dividers, r.dest, r.tables.ports,
+    entries = down_offsets.foreign_entries(g, r.costs, r.dividers, r.dest, r.tables.ports,
                                            nominal.nominal_slots(g))
     back = down_offsets.move_entries(g, r.dest, r.tables.ports.copy(), entries, undo=True)
     assert np.array_equal(back, without)
@@ -119,3 +119,35 @@ def test_chained_reroutes_with_down_offsets(which: str) -> None:
         assert np.array_equal(r.result.tables.ports, full.tables.ports), k
         assert diff_tables(prev.tables, full.tables).entries_changed == r.diff.entries_changed
         prev = r.result
+
+
+@pytest.mark.parametrize("case", ["pgft-links", "pgft-switches", "shaped", "x5"])
+def test_the_sender_filter_drops_no_foreign_entry(case: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass reads only the senders that may leave their nominal slot
+    (``_may_stray``, from the costs); with every sender read it finds the
+    same entries, on damaged trees with parallel cables."""
+    rng = np.random.default_rng(11)
+    if case == "x5":
+        x5 = REAL / "ltaulell-HPC_toolset-X5.topofile"
+        if not x5.exists():
+            pytest.skip(f"{x5} is not here (the shared real captures)")
+        f = read_fabric(x5)
+    elif case == "shaped":
+        f = _loginoff_shaped()
+        f = f.with_removed(links=rng.choice(_inter_links(f), size=3, replace=False))
+    else:
+        f = pgft(3, (4, 4, 8), (1, 2, 4), (1, 2, 1))
+        if case == "pgft-links":
+            f = f.with_removed(links=rng.choice(_inter_links(f), size=24, replace=False))
+        else:  # an L2 switch
+            f = f.with_removed(nodes=[f.switches[40]])
+    r = route(f, algorithm="nmodc", workers=1, labels=False)
+    got = down_offsets.foreign_entries(r.graph, r.costs, r.dividers, r.dest, r.tables.ports,
+                                       nominal.nominal_slots(r.graph))
+    monkeypatch.setattr(down_offsets, "_may_stray", lambda *a: np.ones(len(a[-1]), bool))
+    every = down_offsets.foreign_entries(r.graph, r.costs, r.dividers, r.dest, r.tables.ports,
+                                         nominal.nominal_slots(r.graph))
+    assert len(every[0]) > 0
+    for a, b in zip(got, every, strict=True):
+        assert np.array_equal(a, b)

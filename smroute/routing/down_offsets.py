@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from smroute.routing.dmodc import Destinations
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nominal import NominalSlots
 from smroute.routing.runs import runs
+from smroute.routing.slot_tables import may_share
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["foreign_entries", "offset_foreign", "move_entries"]
@@ -54,6 +55,37 @@ def _port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.n
     grp[r, g.grp_ports[at]] = gid[which]
     place[r, g.grp_ports[at]] = at - g.grp_port_first[gid][which]
     return grp, place
+
+
+def _may_stray(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
+               senders: np.ndarray) -> np.ndarray:
+    """``(B,)`` bool: the ``senders`` ``(B,)`` that may send an upper switch
+    a foreign destination it routes down: a target they route up to, that
+    one of their slots' switches reaches going down (not the switch
+    itself), through a slot that is lost or does not lead closer (a lost
+    slot's alternatives, the redirects by load); or shares by capacity
+    (:func:`~smroute.routing.slot_tables.may_share`).  Elsewhere every slot
+    leads closer and the kernel takes the nominal one (a complete PGFT: no
+    sender, no work)."""
+    targets = np.unique(dest.target)
+    ct = c[:, targets]  # (S, T)
+    cs = ct[senders]  # (B, T)
+    m = slots.arity[senders]
+    sg = slots.slot_grp[senders, :max(int(m.max(initial=0)), 1)]  # (B, M)
+    inside = np.arange(sg.shape[1])[None, :] < m[:, None]
+    # per distinct set of slot switches (-1 lost, -2 past the arity): the
+    # worst slot's cost as seen from below, and whether one goes down
+    key = np.where(inside, np.where(sg >= 0, g.grp_remote[np.maximum(sg, 0)], -1), -2)
+    sets, set_of = np.unique(key, axis=0, return_inverse=True)  # (K, M)
+    at = ct[np.maximum(sets, 0)]  # (K, M, T)
+    has = (sets >= 0)[:, :, None]
+    worst = np.where(has, seen_cost(at, False), 0).max(axis=1)  # (K, T)
+    below = ((at > 0) & (at < UP_PHASE) & has).any(axis=1)  # (K, T)
+    lost = (sets == -1).any(axis=1)[:, None]  # (K, 1)
+    set_of = set_of.ravel()
+    stray = (lost[set_of] | (worst[set_of] >= cs)) & below[set_of]
+    up = (cs >= UP_PHASE) & (cs < INF)
+    return (stray & up).any(axis=1) | may_share(g, c, dest)[senders]
 
 
 def _foreign_sends(slot: np.ndarray, ports: np.ndarray, senders: np.ndarray,
@@ -81,14 +113,16 @@ def _foreign_sends(slot: np.ndarray, ports: np.ndarray, senders: np.ndarray,
 
 
 def foreign_entries(
-    g: SwitchGraph, pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
+    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations, ports: np.ndarray,
+    slots: NominalSlots,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The upper switches' down entries this pass moves (module doc):
     ``(u (K,), d (K,), shift (K,))`` int64, switch id, destination index
     (into ``dest``) and places along the down group; ``ports`` ``(S, W)``
-    uint8 the tables (before or after the pass: the same entries), ``pi``
-    ``(S,)`` the nominal dividers, ``slots`` the nominal slots (a switch with
-    its own groups as slots: those, by its arity)."""
+    uint8 the tables (before or after the pass: the same entries), ``c``
+    ``(S, S)`` the encoded costs, ``pi`` ``(S,)`` the nominal dividers,
+    ``slots`` the nominal slots (a switch with its own groups as slots:
+    those, by its arity)."""
     empty = np.zeros(0, dtype=np.int64)
     par = (g.rank[g.grp_remote] < g.rank[g.grp_switch]) & (g.grp_port_count > 1)
     if g.mode != "tree" or not par.any() or not len(dest.lid):
@@ -108,6 +142,9 @@ def foreign_entries(
     slot_of[gid] = j_j
     # children that send a destination up from a foreign slot
     senders = np.unique(s_j)
+    senders = senders[_may_stray(g, c, dest, slots, senders)]
+    if not len(senders):
+        return empty, empty, empty
     sgrp, _ = _port_groups(g, senders)
     b, d = _foreign_sends(np.where(sgrp >= 0, slot_of[np.maximum(sgrp, 0)], -1), ports,
                           senders, dest, pi, m)
@@ -155,12 +192,13 @@ def foreign_entries(
 
 
 def offset_foreign(
-    g: SwitchGraph, pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
+    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations, ports: np.ndarray,
+    slots: NominalSlots,
 ) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's tables, with the upper switches'
     down entries of foreign residues moved along their groups (module doc),
     in place; returns ``ports``."""
-    return move_entries(g, dest, ports, foreign_entries(g, pi, dest, ports, slots))
+    return move_entries(g, dest, ports, foreign_entries(g, c, pi, dest, ports, slots))
 
 
 def move_entries(g: SwitchGraph, dest: Destinations, ports: np.ndarray,

@@ -153,12 +153,12 @@ def _balance_leaves(a: dict[str, np.ndarray], leaves: np.ndarray | None) -> None
                               nominal.unpacked_slots(a["n_slots"]), leaves)
 
 
-def _offsets(g: SwitchGraph, pi: np.ndarray, dest: Destinations, table: np.ndarray,
-             slots: nominal.NominalSlots | None) -> None:
+def _offsets(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+             table: np.ndarray, slots: nominal.NominalSlots | None) -> None:
     """Nmodc's down-cable offsets of foreign residues, on the whole table
     once the redirects by load are in (:mod:`smroute.routing.down_offsets`)."""
     assert slots is not None
-    down_offsets.offset_foreign(g, pi, dest, table, slots)
+    down_offsets.offset_foreign(g, c, pi, dest, table, slots)
 
 
 def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
@@ -264,7 +264,7 @@ class RoutePool:
                 _route_rows(shared.arrays, 0, n)
                 if rebalance:
                     _balance_leaves(shared.arrays, None)
-                    _offsets(g, pi, dest, shared.arrays["table"], slots)
+                    _offsets(g, c, pi, dest, shared.arrays["table"], slots)
                 return shared.arrays["table"]
             # balanced contiguous ranges, a few per worker
             parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
@@ -280,7 +280,7 @@ class RoutePool:
                         for part in _group_parts(g, slots, self.workers)]
                 for f in futs:
                     f.result()
-                _offsets(g, pi, dest, shared.arrays["table"], slots)
+                _offsets(g, c, pi, dest, shared.arrays["table"], slots)
             return shared.arrays["table"]
 
     @staticmethod

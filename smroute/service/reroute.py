@@ -232,8 +232,8 @@ def reroute(
     ports = np.array(old, dtype=np.uint8, copy=True)
     moved = np.zeros(0, dtype=np.int64)  # destinations of down-cable offsets
     if nominal_slots is not None:  # the tables before the offsets, then routed anew
-        before = down_offsets.foreign_entries(prev.graph, prev.dividers, prev.dest, ports,
-                                              prev_slots)
+        before = down_offsets.foreign_entries(prev.graph, prev.costs, prev.dividers, prev.dest,
+                                              ports, prev_slots)
         down_offsets.move_entries(prev.graph, prev.dest, ports, before, undo=True)
         moved = before[1]
     for sw, cols in ((red_sw, red_sel), (col_sw, sel)):
@@ -247,7 +247,7 @@ def reroute(
     lids = dest.lid[np.union1d(sel, red_sel)]
     if nominal_slots is not None:
         ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
-        after = down_offsets.foreign_entries(g, pi, dest, ports, nominal_slots)
+        after = down_offsets.foreign_entries(g, c, pi, dest, ports, nominal_slots)
         ports = down_offsets.move_entries(g, dest, ports, after)
         moved = np.union1d(moved, after[1])
         lids = np.union1d(lids, dest.lid[moved])
