@@ -4,7 +4,7 @@ Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
-        [--algorithm dmodc,nmodc] [--remove-links N [--seed S]]
+        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N [--seed S]]
 
 ``--algorithm``: one or several routing algorithms (comma-separated), timed
 on the same fabric and pool in alternating runs; the ratio to the first
@@ -14,6 +14,9 @@ removed, seeded).
 
 ``--agg`` puts a SHARP aggregation node on every switch (what real Quantum
 fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
+``--parallel`` times the 11,664 hosts with parallel cables instead:
+PGFT(3;18,18,36;1,9,18;1,2,1), two cables from each leaf to each of its 9
+L2 switches (Nmodc's down-cable offsets work only where cables are parallel).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ OPENSM_FTREE_11664_S = 14.0
 SHAPES = {
     "11664": (3, (18, 18, 36), (1, 18, 18), (1, 1, 1)),
     "40960": (3, (32, 32, 40), (1, 32, 32), (1, 1, 1)),
+    # the 11,664 hosts with two cables from each leaf to each of 9 L2 switches
+    "11664-parallel": (3, (18, 18, 36), (1, 9, 18), (1, 2, 1)),
 }
 
 
@@ -148,6 +153,8 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="also the 40,960-host tree")
     ap.add_argument("--agg", action="store_true",
                     help="an aggregation node on every switch (SHARP, as on Quantum switches)")
+    ap.add_argument("--parallel", action="store_true",
+                    help="the 11,664 hosts with two cables per leaf-L2 link, 9 L2 per pod")
     ap.add_argument("--algorithm", default="dmodc",
                     help=f"comma-separated, of {', '.join(ALGORITHMS)} (default dmodc)")
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
@@ -161,7 +168,8 @@ def main() -> None:
                  f"got {args.algorithm!r}")
     print(f"machine: {machine()}")
     t = time.perf_counter()
-    bench("11664", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed)
+    bench("11664-parallel" if args.parallel else "11664", args.runs, args.workers, args.agg,
+          algs, args.remove_links, args.seed)
     if args.big:
         bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed)
     print(f"(benchmark wall time {time.perf_counter() - t:.1f} s)")
