@@ -32,7 +32,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from smroute.routing import balance, down_offsets, nominal, slot_tables
-from smroute.routing.dmodc import Destinations, route_block, route_context
+from smroute.routing.dmodc import Destinations, RouteContext, route_block, route_context
 from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
 
@@ -98,12 +98,16 @@ def _views(mm: mmap.mmap, manifest: Manifest) -> dict[str, np.ndarray]:
 
 
 _worker_cache: dict[str, dict[str, np.ndarray]] = {}
+#: per job (segment path), what a worker's tasks of that job share: the
+#: routing context and the lost slots' alternatives
+_job_cache: dict[str, tuple[RouteContext, AlternativesMemo]] = {}
 
 
 def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
     arrays = _worker_cache.get(path)
     if arrays is None:
         _worker_cache.clear()  # one job at a time: drop the previous mapping
+        _job_cache.clear()
         with open(path, "r+b") as fh:
             mm = mmap.mmap(fh.fileno(), 0)
         arrays = _views(mm, manifest)
@@ -164,17 +168,22 @@ def _offsets(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
 def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
     """Worker entry: compute table rows ``lo .. hi-1`` in the shared segment."""
     a = _attach(path, manifest)
-    _route_rows(a, lo, hi)
+    _route_rows(a, lo, hi, path)
     return hi - lo
 
 
-def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, block: int = 64) -> None:
+def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, job: str = "",
+                block: int = 64) -> None:
     g = _graph_from(a)
     dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
     table = a["table"]
-    ctx = route_context(a["c"], dest)
+    state = _job_cache.get(job) if job else None  # job: the segment's path, in a worker
+    if state is None:
+        state = route_context(a["c"], dest), AlternativesMemo()
+        if job:
+            _job_cache[job] = state
+    ctx, memo = state
     slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
-    memo = AlternativesMemo()
     for s in range(lo, hi, block):
         e = min(s + block, hi)
         if slots is None:
