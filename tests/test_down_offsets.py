@@ -18,6 +18,7 @@ from smroute.analysis.paths import routing_view
 from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric
+from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.routing import down_offsets, nominal, pool
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.pool import RoutePool
@@ -121,18 +122,21 @@ def test_chained_reroutes_with_down_offsets(which: str) -> None:
         prev = r.result
 
 
-@pytest.mark.parametrize("case", ["pgft-links", "pgft-switches", "shaped", "x5"])
+@pytest.mark.parametrize("case", ["pgft-links", "pgft-switches", "shaped", "x5", "agg"])
 def test_the_sender_filter_drops_no_foreign_entry(case: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The pass reads only the senders that may leave their nominal slot
     (``_may_stray``, from the costs); with every sender read it finds the
-    same entries, on damaged trees with parallel cables."""
+    same entries, on damaged trees with parallel cables and on a complete
+    one whose upper switches carry end-ports (aggregation nodes)."""
     rng = np.random.default_rng(11)
     if case == "x5":
         x5 = REAL / "ltaulell-HPC_toolset-X5.topofile"
         if not x5.exists():
             pytest.skip(f"{x5} is not here (the shared real captures)")
         f = read_fabric(x5)
+    elif case == "agg":  # complete: only the upper switches' aggregation nodes send foreign
+        f = with_aggregation_nodes(pgft(3, (4, 4, 8), (1, 2, 4), (1, 2, 1)))
     elif case == "shaped":
         f = _loginoff_shaped()
         f = f.with_removed(links=rng.choice(_inter_links(f), size=3, replace=False))

@@ -435,7 +435,8 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     block_of[by_sib] = rank % BLOCKS
     n_sib = int(sib.max(initial=0)) + 1
     # (the leaves of one destination and sibling group by GUID: the first
-    # of them leads, whatever the node order of the fabric)
+    # of them leads, whatever the node order of the fabric; one int64 key:
+    # 32 blocks, NIDs below 2**16, groups and leaves below 2**20 each)
     order = np.argsort(((block_of * n_nid + nid) * n_sib + sib) * (int(guid.max()) + 1) + guid,
                        kind="stable")
     starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))

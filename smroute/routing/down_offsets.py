@@ -143,11 +143,9 @@ def foreign_entries(
     # children that send a destination up from a foreign slot
     senders = np.unique(s_j)
     senders = senders[_may_stray(g, c, dest, slots, senders)]
-    if not len(senders):
-        return empty, empty, empty
     sgrp, _ = _port_groups(g, senders)
     b, d = _foreign_sends(np.where(sgrp >= 0, slot_of[np.maximum(sgrp, 0)], -1), ports,
-                          senders, dest, pi, m)
+                          senders, dest, pi, m) if len(senders) else (empty, empty)
     eg = sgrp[b, ports[senders[b], dest.lid[d]]]
     u = g.grp_remote[eg]
     mk = m[senders[b]]
