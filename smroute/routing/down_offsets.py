@@ -88,28 +88,41 @@ def _may_stray(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nominal
     return (stray & up).any(axis=1) | may_share(g, c, dest)[senders]
 
 
-def _foreign_sends(slot: np.ndarray, ports: np.ndarray, senders: np.ndarray,
-                   dest: Destinations, pi: np.ndarray, m: np.ndarray,
+def _foreign_sends(j_lut: np.ndarray, judge_lut: np.ndarray, ports: np.ndarray,
+                   rows: np.ndarray, dest: Destinations, pi: np.ndarray, m: np.ndarray,
                    block: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, d)`` int64: the senders (index into ``senders`` ``(B,)``) and
-    destinations (index into ``dest``) whose table entry (``ports`` ``(S,
-    W)`` uint8) is an up slot (``slot`` ``(B, 256)`` per port, -1 none)
-    other than the digit ``floor(nid / pi) mod m``.  In blocks of senders,
-    int16, the digits once per (divider, arity): the ``(B, D)`` arrays of a
-    big fabric stay in cache."""
-    kinds, kind_of = np.unique(np.stack([pi[senders], m[senders]], axis=1), axis=0,
+    """``(r, d)`` int64: the rows (index into ``rows`` ``(R,)``, switch ids)
+    and destinations (index into ``dest``) whose table entry (``ports``
+    ``(S, W)`` uint8) is a port of slot ``j`` (``j_lut`` ``(R, 256)`` per
+    port, -1 none) other than the digit ``floor(nid / pi) mod m`` of the
+    switch ``judge_lut`` ``(R, 256)`` names for that port.  In blocks of
+    rows, int16, the digits once per (divider, arity): the ``(R, D)``
+    arrays of a big fabric stay in cache."""
+    judges = np.unique(judge_lut[j_lut >= 0])
+    kinds, kind_of = np.unique(np.stack([pi[judges], m[judges]], axis=1), axis=0,
                                return_inverse=True)
     digits = ((dest.nid[None, :] // kinds[:, :1]) % kinds[:, 1:]).astype(np.int16)  # (K, D)
-    kind_of = kind_of.ravel()
-    slot16 = slot.astype(np.int16)
-    bs, ds = [], []
-    for lo in range(0, len(senders), block):
-        sw = senders[lo:lo + block]
-        j = np.take_along_axis(slot16[lo:lo + block], ports[sw][:, dest.lid], axis=1)  # (b, D)
-        b, d = np.nonzero((j >= 0) & (j != digits[kind_of[lo:lo + block]]))
-        bs.append(b + lo)
+    kind_sw = np.zeros(len(pi), dtype=np.int16)
+    kind_sw[judges] = kind_of.ravel()
+    kind_lut = kind_sw[judge_lut]
+    j16 = np.where(j_lut >= 0, j_lut, -1).astype(np.int16)
+    rs, ds = [], []
+    for lo in range(0, len(rows), block):
+        p = ports[rows[lo:lo + block]][:, dest.lid]  # (b, D)
+        j = np.take_along_axis(j16[lo:lo + block], p, axis=1)
+        present = np.unique(kind_lut[lo:lo + block][j16[lo:lo + block] >= 0])
+        if len(present) == 1:
+            hit = (j >= 0) & (j != digits[present[0]])
+        else:
+            kk = np.take_along_axis(kind_lut[lo:lo + block], p, axis=1)
+            hit = np.zeros(j.shape, dtype=bool)
+            for k in present.tolist():
+                hit |= (kk == k) & (j != digits[k])
+            hit &= j >= 0
+        r, d = np.nonzero(hit)
+        rs.append(r + lo)
         ds.append(d)
-    return np.concatenate(bs), np.concatenate(ds)
+    return np.concatenate(rs), np.concatenate(ds)
 
 
 def foreign_entries(
@@ -127,7 +140,8 @@ def foreign_entries(
     par = (g.rank[g.grp_remote] < g.rank[g.grp_switch]) & (g.grp_port_count > 1)
     if g.mode != "tree" or not par.any() or not len(dest.lid):
         return empty, empty, empty
-    has = np.zeros(g.n_switches, dtype=bool)
+    n = g.n_switches
+    has = np.zeros(n, dtype=bool)
     has[g.grp_switch[par]] = True  # switches with parallel down cables
     m = slots.arity
     width = slots.slot_grp.shape[1]
@@ -138,39 +152,42 @@ def foreign_entries(
     s_j, j_j, gid = s_j[up], j_j[up], gid[up]
     if not len(s_j):
         return empty, empty, empty
-    slot_of = np.full(len(g.grp_remote), -1, dtype=np.int64)
-    slot_of[gid] = j_j
-    # children that send a destination up from a foreign slot
+    # per group: the slot of the upper switch at the child, on the child's up
+    # group and on the upper switch's parallel down group to the child; the
+    # switch whose digit judges it (the child) and whose entry moves (the
+    # upper switch)
+    key = g.grp_switch * n + g.grp_remote
+    o = np.argsort(key, kind="stable")
+    at = np.minimum(np.searchsorted(key[o], g.grp_remote[gid] * n + s_j), len(o) - 1)
+    back = o[at][key[o][at] == g.grp_remote[gid] * n + s_j]  # (one per up group)
+    back_j = j_j[key[o][at] == g.grp_remote[gid] * n + s_j]
+    slot = np.full(len(g.grp_remote), -1, dtype=np.int64)
+    slot[gid] = j_j
+    down_slot = np.full(len(g.grp_remote), -1, dtype=np.int64)
+    down_slot[back[par[back]]] = back_j[par[back]]
+    is_down = g.rank[g.grp_remote] < g.rank[g.grp_switch]
+    judge = np.where(is_down, g.grp_remote, g.grp_switch)
+    moves = np.where(is_down, g.grp_switch, g.grp_remote)
+    # children that may send a destination up from a foreign slot; upper
+    # switches with end-ports, which send it every destination (judged at the
+    # child its down entry leads to)
     senders = np.unique(s_j)
     senders = senders[_may_stray(g, c, dest, slots, senders)]
-    sgrp, _ = _port_groups(g, senders)
-    b, d = _foreign_sends(np.where(sgrp >= 0, slot_of[np.maximum(sgrp, 0)], -1), ports,
-                          senders, dest, pi, m) if len(senders) else (empty, empty)
-    eg = sgrp[b, ports[senders[b], dest.lid[d]]]
-    u = g.grp_remote[eg]
-    mk = m[senders[b]]
-    k = ((dest.nid[d] // pi[senders[b]]) - slot_of[eg]) % mk
-    # end-ports on an upper switch send it every destination: foreign at
-    # the child its down entry leads to
-    hosts = np.flatnonzero(has & (np.bincount(g.ep_switch, minlength=g.n_switches) > 0))
-    if len(hosts):
-        hgrp, _ = _port_groups(g, hosts)
-        he = hgrp[np.arange(len(hosts))[:, None], ports[hosts][:, dest.lid]]  # (H, D)
-        hb, hd = np.nonzero((he >= 0) & par[np.maximum(he, 0)])
-        v = g.grp_remote[he[hb, hd]]
-        pair = s_j * g.n_switches + g.grp_remote[gid]
-        o = np.argsort(pair, kind="stable")
-        at = np.minimum(np.searchsorted(pair[o], v * g.n_switches + hosts[hb]), len(o) - 1)
-        hit = pair[o][at] == v * g.n_switches + hosts[hb]
-        hj, mv = j_j[o][at], m[v]
-        hdig = (dest.nid[hd] // pi[v]) % mv
-        hit &= hdig != hj
-        u = np.concatenate([u, hosts[hb][hit]])
-        d = np.concatenate([d, hd[hit]])
-        k = np.concatenate([k, ((hdig - hj) % mv)[hit]])
-        mk = np.concatenate([mk, mv[hit]])
-    if not len(u):
+    hosts = np.flatnonzero(has & (np.bincount(g.ep_switch, minlength=n) > 0))
+    rows = np.union1d(senders, hosts)
+    if not len(rows):
         return empty, empty, empty
+    grp, _ = _port_groups(g, rows)
+    e = np.maximum(grp, 0)
+    as_sender = np.isin(rows, senders)[:, None] & ~is_down[e]
+    as_host = np.isin(rows, hosts)[:, None] & is_down[e]
+    j_lut = np.where((grp >= 0) & as_sender, slot[e], np.where((grp >= 0) & as_host,
+                                                               down_slot[e], -1))
+    r, d = _foreign_sends(j_lut, judge[e], ports, rows, dest, pi, m)
+    eg = grp[r, ports[rows[r], dest.lid[d]]]
+    v, u = judge[eg], moves[eg]
+    mk = m[v]
+    k = ((dest.nid[d] // pi[v]) - j_lut[r, ports[rows[r], dest.lid[d]]]) % mk
     # u's entry: a down group of parallel cables
     ups = np.unique(u)
     ugrp, _ = _port_groups(g, ups)
