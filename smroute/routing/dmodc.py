@@ -32,6 +32,7 @@ __all__ = [
     "UP_PHASE",
     "hop_counts",
     "NO_ROUTE",
+    "cable_ports",
     "MAX_UNICAST_LID",
     "Destinations",
     "costs_and_dividers",
@@ -267,15 +268,40 @@ def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
     across an integer (the gap ``1/n`` exceeds half an ulp of ``q/n``) and
     ``floor(q/n) * n`` is exact, so the result equals integer ``%``.
     """
+    return _divmod(q, n)[1]
+
+
+def _divmod(q: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(q // n, q % n)`` int32, as :func:`_mod` (float32 SIMD when exact)."""
     if q.size and (int(q.max()) >= 1 << 16 or int(n.max()) >= 1 << 8):
-        return q % n
+        return q // n, q % n
     qf = q.astype(np.float32)
     nf = n.astype(np.float32)
     d = qf / nf
     np.floor(d, out=d)
+    quot = d.astype(np.int32)
     d *= nf
     np.subtract(qf, d, out=d)
-    return d.astype(np.int32)
+    return quot, d.astype(np.int32)
+
+
+def cable_ports(g: SwitchGraph, grp: np.ndarray, dead: np.ndarray, at: np.ndarray,
+                 turn: np.ndarray) -> np.ndarray:
+    """``(B, D)`` uint8 ports of parallel links (eq. 4 inside a group):
+    cable ``turn mod #cables`` (``turn`` ``(B, D)`` int32) of the group that
+    each destination's lookup ``at`` ``(B, D)`` (flat index into the lookup
+    columns ``grp`` ``(B, C)`` int64 group ids, ``dead`` ``(B, C)`` bool:
+    NO_ROUTE) finds; one lookup in a per-column table of the group's
+    cables."""
+    cnt = g.grp_port_count[grp]
+    k = int(cnt.max())
+    c = np.arange(k)
+    lut = np.where(dead[..., None] | (c >= cnt[..., None]), NO_ROUTE, g.grp_ports[
+        np.minimum(g.grp_port_first[grp][..., None] + c, len(g.grp_ports) - 1)]).astype(np.uint8)
+    alive = np.unique(cnt[~dead])  # one cable count (a dead column: NO_ROUTE on every cable)
+    n = (np.full(1, alive[0], dtype=np.int32) if len(alive) == 1
+         else np.where(dead, 1, cnt).ravel()[at])
+    return lut.ravel()[at * k + _mod(turn, n)]
 
 
 def seen_cost(c: np.ndarray, down: np.ndarray | bool) -> np.ndarray:
@@ -413,13 +439,12 @@ def _route_remote(
     start_bu = (pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]).astype(np.int32)
     tgt = col_of[ctx.tgt_i]  # (D,) collapsed target of each destination
     n_d = n_bu[:, tgt]
-    pick = start_bu[:, tgt] + _mod(q, n_d)  # (B, D) flat slot index
+    quot, rem = _divmod(q, n_d)
+    pick = start_bu[:, tgt] + rem  # (B, D) flat slot index
     cnt = g.grp_port_count[grp_lut]
     if (cnt == 1).all():
         port_lut = np.where(dead[None, :], NO_ROUTE, g.grp_ports[g.grp_port_first[grp_lut]])
         port = port_lut.astype(np.uint8).ravel()[pick]
     else:  # parallel links: eq. 4 picks the port inside the group
-        grp = grp_lut.ravel()[pick]
-        port = g.grp_ports[g.grp_port_first[grp] + (q // n_d) % g.grp_port_count[grp]]
-        port = np.where(dead[pick - (np.arange(b) * n_slots)[:, None]], NO_ROUTE, port)
+        port = cable_ports(g, grp_lut, np.broadcast_to(dead, grp_lut.shape), pick, quot)
     out.reshape(b, -1)[:, dest.lid] = port

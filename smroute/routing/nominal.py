@@ -110,7 +110,8 @@ from smroute.routing.dmodc import (
     Destinations,
     RouteContext,
     _dedupe_rows,
-    _mod,
+    _divmod,
+    cable_ports,
     route_context,
 )
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
@@ -484,7 +485,7 @@ def _route_remote(
     lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
     lossy[:len(pat_rows)] = is_lossy
     lm = lossy[pat_of]  # (B, U')
-    off = _mod(x, len_d)  # (B, D) place in the table
+    quot, off = _divmod(x, len_d)  # (B, D) place in the table
     rows = np.flatnonzero(lm.any(axis=1))
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
         rd = redirect_dividers(g, pi)[switches[rows]]
@@ -514,11 +515,9 @@ def _route_remote(
         port_lut = np.where(dead_sel, NO_ROUTE, g.grp_ports[g.grp_port_first[grp_sel]])
         port = port_lut.astype(np.uint8).ravel()[at]
     else:  # parallel links: the group's destinations take its cables in turn
-        grp = grp_sel.ravel()[at]
         occ, count = occurrences(length, val)
-        turn = (x // len_d) * count[ent] + occ[ent]
-        port = g.grp_ports[g.grp_port_first[grp] + turn % g.grp_port_count[grp]]
-        port = np.where(dead_sel.ravel()[at], NO_ROUTE, port)
+        turn = quot if (count == 1).all() else quot * count[ent] + occ[ent]
+        port = cable_ports(g, grp_sel, dead_sel, at, turn)
     out.reshape(b, -1)[:, dest.lid] = port
 
 
