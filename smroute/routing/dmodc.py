@@ -268,18 +268,20 @@ def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
     across an integer (the gap ``1/n`` exceeds half an ulp of ``q/n``) and
     ``floor(q/n) * n`` is exact, so the result equals integer ``%``.
     """
-    return _divmod(q, n)[1]
+    return _divmod(q, n, quotient=False)[1]
 
 
-def _divmod(q: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(q // n, q % n)`` int32, as :func:`_mod` (float32 SIMD when exact)."""
+def _divmod(q: np.ndarray, n: np.ndarray,
+            quotient: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(q // n, q % n)`` int32, as :func:`_mod` (float32 SIMD when exact);
+    without ``quotient`` an empty one (one conversion less)."""
     if q.size and (int(q.max()) >= 1 << 16 or int(n.max()) >= 1 << 8):
-        return q // n, q % n
+        return (q // n if quotient else np.zeros(0, np.int32)), q % n
     qf = q.astype(np.float32)
     nf = n.astype(np.float32)
     d = qf / nf
     np.floor(d, out=d)
-    quot = d.astype(np.int32)
+    quot = d.astype(np.int32) if quotient else np.zeros(0, np.int32)
     d *= nf
     np.subtract(qf, d, out=d)
     return quot, d.astype(np.int32)
@@ -439,12 +441,12 @@ def _route_remote(
     start_bu = (pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]).astype(np.int32)
     tgt = col_of[ctx.tgt_i]  # (D,) collapsed target of each destination
     n_d = n_bu[:, tgt]
-    quot, rem = _divmod(q, n_d)
-    pick = start_bu[:, tgt] + rem  # (B, D) flat slot index
-    cnt = g.grp_port_count[grp_lut]
-    if (cnt == 1).all():
+    if (g.grp_port_count[grp_lut] == 1).all():
+        pick = start_bu[:, tgt] + _mod(q, n_d)  # (B, D) flat slot index
         port_lut = np.where(dead[None, :], NO_ROUTE, g.grp_ports[g.grp_port_first[grp_lut]])
         port = port_lut.astype(np.uint8).ravel()[pick]
     else:  # parallel links: eq. 4 picks the port inside the group
-        port = cable_ports(g, grp_lut, np.broadcast_to(dead, grp_lut.shape), pick, quot)
+        quot, rem = _divmod(q, n_d)
+        port = cable_ports(g, grp_lut, np.broadcast_to(dead, grp_lut.shape),
+                           start_bu[:, tgt] + rem, quot)
     out.reshape(b, -1)[:, dest.lid] = port
