@@ -485,7 +485,8 @@ def _route_remote(
     lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
     lossy[:len(pat_rows)] = is_lossy
     lm = lossy[pat_of]  # (B, U')
-    quot, off = _divmod(x, len_d)  # (B, D) place in the table
+    parallel = bool((g.grp_port_count[grp_lut][~dead] > 1).any())
+    quot, off = _divmod(x, len_d, quotient=parallel)  # (B, D) place in the table
     rows = np.flatnonzero(lm.any(axis=1))
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
         rd = redirect_dividers(g, pi)[switches[rows]]
@@ -510,8 +511,7 @@ def _route_remote(
         sel = np.arange(b * n_col).reshape(b, n_col)
         at = val[ent] + (bi * n_col)[:, None]
     grp_sel, dead_sel = grp_lut.ravel()[sel], dead.ravel()[sel]
-    cnt = g.grp_port_count[grp_sel]
-    if (cnt[~dead_sel] == 1).all():
+    if not parallel:
         port_lut = np.where(dead_sel, NO_ROUTE, g.grp_ports[g.grp_port_first[grp_sel]])
         port = port_lut.astype(np.uint8).ravel()[at]
     else:  # parallel links: the group's destinations take its cables in turn
