@@ -314,6 +314,27 @@ def test_one_and_two_lookup_kernels_agree() -> None:
     assert not np.array_equal(full_tables, r.tables.ports)
 
 
+@pytest.mark.parametrize("links", [1, 40])
+def test_closer_slots_dense_and_per_pair_agree(links: int) -> None:
+    """The redirects by load read the closer slots of the partial pairs on
+    a dense grid of their leaves and targets, or one cell per pair where
+    they are few (one link down: 1,294 pairs on a 648 x 648 grid); both give
+    every pair the same slots and the same routing-on bit."""
+    f = pgft(3, (6, 6, 12), (1, 6, 6), (1, 1, 1))
+    f, _ = degrade(f, np.random.default_rng(links), links=links)
+    r = route(f, algorithm="nmodc", workers=1, labels=False)
+    g, c, dest = r.graph, r.costs, r.dest
+    pr = balance._partial_pairs(g, c, dest, nominal.nominal_slots(g))
+    goes_up = c[pr.ups[:, None], pr.targets[None, :]] >= dmodc.UP_PHASE
+    assert len(pr.pb)
+    got = []
+    for dense in (True, False):
+        closer, on, li, ti = balance._closer(pr, goes_up, dense)
+        got.append((closer[li, :, ti], on[li, ti]))
+    assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1])
+    assert got[0][0].any() and not got[0][0].all()
+
+
 def test_alternatives_memo_gives_the_same_tables() -> None:
     """The lost slots' alternatives a worker keeps across its blocks are the
     ones :func:`alternatives` computes, for patterns met again and new ones

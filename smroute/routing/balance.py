@@ -202,16 +202,25 @@ def _ids(key: np.ndarray, counts: bool = False) -> np.ndarray:
     return _dense(key, top)[1]
 
 
-def _closer(pr: _Pairs, goes_up: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                       np.ndarray]:
-    """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``,
-    dense over the partial pairs' ``B'`` leaves and ``T'`` targets (one
-    comparison per leaf, slot and target, no gather per pair and slot):
-    the slots leading closer to each target, and whether the upper switch of
-    one of them routes on up (``goes_up`` ``(U, T)`` bool).  ``li`` / ``ti``
-    ``(P,)`` int64 each pair's leaf and target among them."""
+def _closer(pr: _Pairs, goes_up: np.ndarray,
+            dense: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``: the
+    slots leading closer to each target, and whether the upper switch of one
+    of them routes on up (``goes_up`` ``(U, T)`` bool), over cells that
+    hold the partial pairs; ``li`` / ``ti`` ``(P,)`` int64 each pair's
+    cell.  Dense over the pairs' ``B'`` leaves and ``T'`` targets (one
+    comparison per leaf, slot and target, no gather per pair and slot)
+    where the pairs fill an eighth of that grid or more, else one cell per
+    pair (``T' = 1``: a few damaged leaves, an incremental reroute);
+    ``dense`` forces either (the same pairs' bits)."""
     lv, li = _dense(pr.pb, len(pr.leaves))
     tv, ti = _dense(pr.pt, len(pr.targets))
+    if not (dense if dense is not None else 8 * len(pr.pb) >= len(lv) * len(tv)):
+        ui = pr.slot_ui[pr.pb]  # (P, M)
+        at, t = np.maximum(ui, 0), pr.pt[:, None]
+        closer = (ui >= 0) & (pr.up_cost[at, t] < pr.leaf_cost[pr.pb, pr.pt][:, None])
+        on = (closer & goes_up[at, t]).any(axis=1)
+        return closer[:, :, None], on[:, None], np.arange(len(ui)), np.zeros(len(ui), np.int64)
     ui = pr.slot_ui[lv]  # (B', M)
     at = np.maximum(ui, 0)
     closer = pr.up_cost[:, tv][at] < pr.leaf_cost[lv][:, tv][:, None, :]
