@@ -344,6 +344,7 @@ def route_block(
     one_lookup: bool | None = None,
     memo: AlternativesMemo | None = None,
     capacity: bool | np.ndarray = True,
+    redirect: np.ndarray | None = None,
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
@@ -353,14 +354,14 @@ def route_block(
     table out per switch as ports (one lookup per destination) or look the
     entry up, then the switch's port (two); ``None``: one lookup unless the
     tables outnumber the destinations (heavy damage).  Same tables either way.
-    ``memo``: the lost slots' alternatives known from earlier blocks (the
-    same tables, sooner).  ``capacity``: the switches with shares by
-    capacity, ``(S,)`` bool or one for all: ``False`` for switches that
-    cannot share (:func:`~smroute.routing.slot_tables.may_share`) routed to
-    a subset of the destinations, where the shares, which weigh the whole
-    row, would see only part of it; the pool passes ``may_share`` itself
-    (the same tables: the shares skipped where they cannot apply).
-    """
+    ``memo`` / ``redirect``: the lost slots' alternatives known from earlier
+    blocks, :func:`redirect_dividers` (the same tables, sooner).
+    ``capacity``: the switches with shares by capacity, ``(S,)`` bool or
+    one for all: ``False`` for switches that cannot share
+    (:func:`~smroute.routing.slot_tables.may_share`) routed to a subset of
+    the destinations, where the shares, which weigh the whole row, would see
+    only part of it; the pool passes ``may_share`` (shares skipped where
+    they cannot apply: the same tables)."""
     out[:] = NO_ROUTE
     b = len(switches)
     if b == 0 or len(dest.lid) == 0:
@@ -368,7 +369,8 @@ def route_block(
     if ctx is None:
         ctx = route_context(c, dest)
     if len(g.grp_remote):
-        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity)
+        rd = redirect if redirect is not None else redirect_dividers(g, pi)
+        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd)
     lo = np.searchsorted(ctx.local_target, switches, side="left")
     hi = np.searchsorted(ctx.local_target, switches, side="right")
     cnt_h = hi - lo
@@ -400,7 +402,7 @@ def unpacked_slots(packed: np.ndarray) -> NominalSlots:
 def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
-    memo: AlternativesMemo | None, capacity: bool | np.ndarray,
+    memo: AlternativesMemo | None, capacity: bool | np.ndarray, redirect: np.ndarray,
 ) -> None:
     """Routes through the switches' port groups (module doc); fills ``out`` rows.
 
@@ -489,7 +491,7 @@ def _route_remote(
     quot, off = _divmod(x, len_d, quotient=parallel)  # (B, D) place in the table
     rows = np.flatnonzero(lm.any(axis=1))
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
-        rd = redirect_dividers(g, pi)[switches[rows]]
+        rd = redirect[switches[rows]]
         kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], rd], axis=1),
                                    axis=0, return_inverse=True)
         for k, (m, p, q) in enumerate(kinds.tolist()):

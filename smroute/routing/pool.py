@@ -99,8 +99,8 @@ def _views(mm: mmap.mmap, manifest: Manifest) -> dict[str, np.ndarray]:
 
 _worker_cache: dict[str, dict[str, np.ndarray]] = {}
 #: per job (segment path), what a worker's tasks of that job share: the
-#: routing context and the lost slots' alternatives
-_job_cache: dict[str, tuple[RouteContext, AlternativesMemo]] = {}
+#: routing context, the lost slots' alternatives and Nmodc's redirect dividers
+_job_cache: dict[str, tuple[RouteContext, AlternativesMemo, np.ndarray | None]] = {}
 
 
 def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
@@ -177,20 +177,21 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, job: str = "",
     g = _graph_from(a)
     dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
     table = a["table"]
+    slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
     state = _job_cache.get(job) if job else None  # job: the segment's path, in a worker
     if state is None:
-        state = route_context(a["c"], dest), AlternativesMemo()
+        rd = nominal.redirect_dividers(g, a["pi"]) if slots is not None else None
+        state = route_context(a["c"], dest), AlternativesMemo(), rd
         if job:
             _job_cache[job] = state
-    ctx, memo = state
-    slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
+    ctx, memo, rd = state
     for s in range(lo, hi, block):
         e = min(s + block, hi)
         if slots is None:
             route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
         else:
             nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
-                                ctx, memo=memo, capacity=a["n_share"])
+                                ctx, memo=memo, capacity=a["n_share"], redirect=rd)
 
 
 def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:

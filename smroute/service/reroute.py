@@ -125,13 +125,14 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
     )
     out = np.empty((len(switches), max(len(sel), 1)), dtype=np.uint8)
     ctx = dmodc.route_context(c, sub)
+    rd = nominal.redirect_dividers(g, pi) if slots is not None else None
     for i in range(0, len(switches), _ROW_BLOCK):
         blk = switches[i:i + _ROW_BLOCK]
         if slots is None:
             dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
         else:
             nominal.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], slots, ctx,
-                                capacity=whole)
+                                capacity=whole, redirect=rd)
     return out[:, :len(sel)]
 
 
