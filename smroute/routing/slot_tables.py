@@ -217,7 +217,9 @@ def capacity_tables(
         per_pat = np.bincount(ob * len(pats) + op, weights=count[ou].astype(np.float64),
                               minlength=len(sw) * len(pats)).reshape(len(sw), len(pats))
         at = np.arange(len(sw))[:, None] * gcols + cols[sw]
-        load = np.bincount(at.ravel(), weights=(per_pat @ of_value).ravel(),
+        # einsum, not a BLAS product: idle BLAS threads spin on the workers' CPU
+        by_value = np.einsum("sp,pv->sv", per_pat, of_value)
+        load = np.bincount(at.ravel(), weights=by_value.ravel(),
                            minlength=len(sw) * gcols).reshape(len(sw), gcols)
     fp = pat_of[sw, np.argmax(free[sw], axis=1)]  # a switch's free targets share one pattern
     n_free = np.where(free[sw], count[None, :], 0).sum(axis=1).astype(np.float64)
