@@ -19,9 +19,11 @@ such a destination ``k = (floor(t / Pi[s]) - j) mod m(s)`` (its slot's
 distance from ``u``'s at the child ``s``; the largest over the children
 that send it) places of ``ceil(#cables / m(s))`` cables along ``u``'s down
 group: the foreign residues take the cables their native neighbours leave
-free.  Only ``u``'s down entries of destinations that some child sends up
-to ``u`` from a foreign slot change, and only in down groups of two or
-more cables; the children's up entries, which decide it, never do, so the
+free.  End-ports on ``u`` itself send it every destination, each judged at
+the child its down entry leads to (Loginoff's spine ib7 has hosts).  Only
+``u``'s down entries of destinations that some child (or end-port of
+``u``) sends from a foreign slot change, and only in down groups of two or
+more cables; the entries that decide it never do, so the
 same pass finds the same entries in its own output (:func:`move_entries`
 with ``undo``: the reroute's way back to the tables before the pass).  A
 complete PGFT, and any tree without parallel down cables, keeps its tables.
