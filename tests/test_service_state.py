@@ -562,7 +562,9 @@ def test_a_live_fabric_is_reconciled_after_the_resume(tmp_path: Path) -> None:
                            "the live fabric to be routed again")
                 assert ep.base_fabric_hash != first.content_hash and ep.cause == "route"
                 assert ep.parent_id == e1.id
-            names = [e.get("event") for e in d.log_events()]
+            # (logged just after the epoch it commits: wait for the line)
+            names = _wait(lambda: (n := [e.get("event") for e in d.log_events()])
+                          and "live_fabric_reconciled" in n and n, 30, "the reconcile's log line")
             assert names.index("resumed") < names.index("live_fabric_reconciled")
         finally:
             d.stop()
