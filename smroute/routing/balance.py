@@ -425,10 +425,8 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     win = _ids(window)
     n_slot = int(cand.max(initial=0)) + 1
     n_taken = (len(win) and int(win.max()) + 1) * n_slot
-    present = np.zeros(int(d.max(initial=0)) + 1, dtype=bool)
-    present[d] = True
-    d_of = (np.cumsum(present) - 1)[d]  # the destinations numbered densely
-    n_d = int(present.sum())
+    d_vals, d_of = _dense(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
+    n_d = len(d_vals)
     n_carry = n_up * n_d
     # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
     # next to each other (a shift permutation's) are placed one after another

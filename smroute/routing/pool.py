@@ -263,7 +263,8 @@ class RoutePool:
         """Route table of every switch, shape ``(S, max_lid + 1)`` uint8: Dmodc's,
         or Nmodc's with its nominal ``slots`` (the kernel, then its redirects by
         load, :func:`smroute.routing.balance.balance_redirects`, per group of
-        sibling leaves)."""
+        sibling leaves, then its down-cable offsets,
+        :mod:`smroute.routing.down_offsets`)."""
         n = g.n_switches
         width = dest.max_lid + 1
         packed = nominal.packed_slots(slots) if slots is not None else None
@@ -274,22 +275,22 @@ class RoutePool:
                 _route_rows(shared.arrays, 0, n)
                 if rebalance:
                     _balance_leaves(shared.arrays, None)
-                    _offsets(g, c, pi, dest, shared.arrays["table"], slots)
-                return shared.arrays["table"]
-            # balanced contiguous ranges, a few per worker
-            parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
-            futs = [
-                self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
-                for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
-            ]
-            for f in futs:
-                f.result()
-            if rebalance:
-                assert slots is not None
-                futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
-                        for part in _group_parts(g, slots, self.workers)]
+            else:
+                # balanced contiguous ranges, a few per worker
+                parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
+                futs = [
+                    self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
+                    for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
+                ]
                 for f in futs:
                     f.result()
+                if rebalance:
+                    assert slots is not None
+                    futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
+                            for part in _group_parts(g, slots, self.workers)]
+                    for f in futs:
+                        f.result()
+            if rebalance:
                 _offsets(g, c, pi, dest, shared.arrays["table"], slots)
             return shared.arrays["table"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
+from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
@@ -291,9 +292,9 @@ def capacity_tables(
 def _ragged(n: int, kmax: int, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(row, group, q)`` int64: ``c`` ``(n * kmax,)`` counts per (row,
     group), expanded to the ``q``-th of each (row, group), row after row."""
-    row = np.repeat(np.repeat(np.arange(n), kmax), c)
-    grp = np.repeat(np.tile(np.arange(kmax), n), c)
-    return row, grp, np.arange(len(row)) - np.repeat(np.cumsum(c) - c, c)
+    first = np.cumsum(c) - c
+    which, at = runs(first, c)  # which: the flat (row, group) index
+    return which // kmax, which % kmax, at - first[which]
 
 
 def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:

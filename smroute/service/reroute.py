@@ -231,12 +231,12 @@ def reroute(
     red_sel = np.flatnonzero(np.isin(dest.target, red_t))
     old = prev.tables.ports
     ports = np.array(old, dtype=np.uint8, copy=True)
-    moved = np.zeros(0, dtype=np.int64)  # destinations of down-cable offsets
+    offset_d = np.zeros(0, dtype=np.int64)  # destinations of down-cable offsets
     if nominal_slots is not None:  # the tables before the offsets, then routed anew
         before = down_offsets.foreign_entries(prev.graph, prev.costs, prev.dividers, prev.dest,
                                               ports, prev_slots)
         down_offsets.move_entries(prev.graph, prev.dest, ports, before, undo=True)
-        moved = before[1]
+        offset_d = before[1]
     for sw, cols in ((red_sw, red_sel), (col_sw, sel)):
         sw = np.setdiff1d(sw, rows)
         if len(sw) and len(cols):
@@ -250,8 +250,7 @@ def reroute(
         ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, nominal_slots)
         ports = down_offsets.move_entries(g, dest, ports, after)
-        moved = np.union1d(moved, after[1])
-        lids = np.union1d(lids, dest.lid[moved])
+        lids = np.union1d(lids, dest.lid[np.union1d(offset_d, after[1])])
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3
