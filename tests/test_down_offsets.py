@@ -22,7 +22,7 @@ from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.routing import down_offsets, nominal, pool
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.pool import RoutePool
-from smroute.service.reroute import reroute
+from smroute.service.reroute import nominal_state, reroute
 from smroute.tables.diff import diff_tables
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
@@ -119,6 +119,14 @@ def test_chained_reroutes_with_down_offsets(which: str) -> None:
         assert r.incremental, r.reason
         assert np.array_equal(r.result.tables.ports, full.tables.ports), k
         assert diff_tables(prev.tables, full.tables).entries_changed == r.diff.entries_changed
+        # what the next reroute reads of this one is what it would compute
+        carried, fresh = r.result.nominal, nominal_state(r.result)
+        assert carried is not None
+        assert np.array_equal(carried.slots.slot_grp, fresh.slots.slot_grp)
+        assert np.array_equal(carried.share, fresh.share)
+        for a, b in zip(carried.pairs + carried.offsets, fresh.pairs + fresh.offsets,
+                        strict=True):
+            assert np.array_equal(a, b)
         prev = r.result
 
 

@@ -123,7 +123,7 @@ def test_a_damaged_switch_keeps_its_siblings_slots() -> None:
     assert np.array_equal(remote0[[0, 2, 3]], remote1[[0, 2, 3]])
     assert nominal.changed_slots(g0, nominal.nominal_slots(g0), g1,
                                  nominal.nominal_slots(g1)).tolist() == [leaf]
-    assert np.array_equal(nominal.costs_and_dividers(g1)[1], dmodc.costs_and_dividers(g0)[1])
+    assert np.array_equal(nominal.costs_and_dividers(g1, s1)[1], dmodc.costs_and_dividers(g0)[1])
 
 
 def _without(f: Fabric, *names: str) -> Fabric:
@@ -324,7 +324,7 @@ def test_closer_slots_dense_and_per_pair_agree(links: int) -> None:
     f, _ = degrade(f, np.random.default_rng(links), links=links)
     r = route(f, algorithm="nmodc", workers=1, labels=False)
     g, c, dest = r.graph, r.costs, r.dest
-    pr = balance._partial_pairs(g, c, dest, nominal.nominal_slots(g))
+    pr = balance.partial_pairs(g, c, dest, nominal.nominal_slots(g))
     goes_up = c[pr.ups[:, None], pr.targets[None, :]] >= dmodc.UP_PHASE
     assert len(pr.pb)
     got = []

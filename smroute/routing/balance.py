@@ -62,7 +62,8 @@ from smroute.routing.runs import runs
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["nominal_leaves", "sibling_groups", "redirect_pairs", "balance_redirects"]
+__all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs", "redirect_pairs",
+           "balance_redirects"]
 
 #: Blocks of destinations placed at once (load is seen between blocks and rounds).
 BLOCKS = 32
@@ -124,7 +125,7 @@ def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> n
 
 
 @dataclass(frozen=True, eq=False)
-class _Pairs:
+class PartialPairs:
     """The partial (leaf, target) pairs of the nominal leaves.
 
     leaves ``(B,)`` int64 nominal leaves (rank 0, arity 2+, tree mode); ups
@@ -153,12 +154,17 @@ class _Pairs:
     pb: np.ndarray
     pt: np.ndarray
 
+    @property
+    def leaf_target(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(leaf, target)`` ``(P,)`` int64 switch ids of the pairs."""
+        return self.leaves[self.pb], self.targets[self.pt]
+
 
 @dataclass(frozen=True, eq=False)
 class _Redirected:
     """The leaves' redirected entries.
 
-    pairs: the partial (leaf, target) pairs (:class:`_Pairs`), where some
+    pairs: the partial (leaf, target) pairs (:class:`PartialPairs`), where some
     slots lead closer to a target and some do not; pair_class ``(P,)``
     int64: siblings with the same closer slots towards a target choose
     alike, a class per (sibling group, target, closer slots).
@@ -170,7 +176,7 @@ class _Redirected:
     upper switch of one of the class's closer slots routes on up.
     """
 
-    pairs: _Pairs
+    pairs: PartialPairs
     pair_class: np.ndarray
     class_closer: np.ndarray
     rows: np.ndarray
@@ -202,7 +208,7 @@ def _ids(key: np.ndarray, counts: bool = False) -> np.ndarray:
     return _dense(key, top)[1]
 
 
-def _closer(pr: _Pairs, goes_up: np.ndarray,
+def _closer(pr: PartialPairs, goes_up: np.ndarray,
             dense: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``: the
     slots leading closer to each target, and whether the upper switch of one
@@ -228,8 +234,8 @@ def _closer(pr: _Pairs, goes_up: np.ndarray,
     return closer, (closer & goes_up[:, tv][at]).any(axis=1), li, ti
 
 
-def _partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
-                   leaves: np.ndarray | None = None) -> _Pairs:
+def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
+                  leaves: np.ndarray | None = None) -> PartialPairs:
     """A leaf missing one of its slots has a partial pair with every target
     it reaches; a leaf with all of them with the targets some of its sibling
     group's upper switches do not lead closer to (``(groups, M, T)`` costs,
@@ -252,14 +258,13 @@ def _partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nom
     damaged = np.asarray(((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1))
     reach = (leaf_cost < INF) & (targets[None, :] != leaves[:, None])
     pb, pt = np.nonzero(reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost)))
-    return _Pairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt)
+    return PartialPairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt)
 
 
 def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                slots: NominalSlots, leaves: np.ndarray | None = None) -> _Redirected:
-    """The redirected entries (:class:`_Redirected`) of the partial pairs
-    (:func:`_partial_pairs`)."""
-    pr = _partial_pairs(g, c, dest, slots, leaves)
+                slots: NominalSlots, pr: PartialPairs) -> _Redirected:
+    """The redirected entries (:class:`_Redirected`) of the partial pairs ``pr``
+    (:func:`partial_pairs`)."""
     leaves, slot_ui, targets, t_of, eps = pr.leaves, pr.slot_ui, pr.targets, pr.t_of, pr.eps
     pb, pt = pr.pb, pr.pt
     m = slots.arity[leaves]
@@ -304,8 +309,7 @@ def redirect_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     """Where :func:`balance_redirects` may change a table: ``(leaf, target)``
     ``(K,)`` int64 switch ids, the leaves with some slots closer to a target
     and some not (only the entries of the target's LIDs change)."""
-    pr = _partial_pairs(g, c, dest, slots)
-    return pr.leaves[pr.pb], pr.targets[pr.pt]
+    return partial_pairs(g, c, dest, slots).leaf_target
 
 
 def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
@@ -350,14 +354,21 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
 
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
                       ports: np.ndarray, slots: NominalSlots,
-                      leaves: np.ndarray | None = None) -> np.ndarray:
+                      leaves: np.ndarray | None = None,
+                      pairs: PartialPairs | None = None) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's kernel tables of ``dest`` (with its
     encoded costs ``c`` ``(S, S)``, nominal dividers ``pi`` ``(S,)`` and
     ``slots``), with the leaves' redirected entries rechosen by load (module
     doc), in place; returns ``ports``.  ``leaves``: only these (whole sibling
     groups, :func:`sibling_groups`; default every nominal leaf): the groups
-    are independent, so the pool runs them in parallel."""
-    red = _redirected(g, c, pi, dest, slots, leaves)
+    are independent, so the pool runs them in parallel.  ``pairs``: the
+    partial pairs of ``leaves`` if already known (:func:`partial_pairs`)."""
+    pr = pairs if pairs is not None else partial_pairs(g, c, dest, slots, leaves)
+    busy = np.zeros(int(pr.siblings.max(initial=-1)) + 1, dtype=bool)
+    busy[pr.siblings[pr.pb]] = True
+    if not busy.all():  # the groups without a partial pair keep the kernel's tables
+        pr = partial_pairs(g, c, dest, slots, pr.leaves[busy[pr.siblings]])
+    red = _redirected(g, c, pi, dest, slots, pr)
     if not len(red.rows):
         return ports
     load = _nominal_load(pi, dest, ports, slots, red)

@@ -56,7 +56,8 @@ from smroute.routing.validate import Validation, validate
 from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-__all__ = ["ALGORITHMS", "DMODC_LIKE", "RoutingResult", "route", "route_destinations",
+__all__ = ["ALGORITHMS", "DMODC_LIKE", "NominalState", "RoutingResult", "route",
+           "route_destinations",
            "unrouted_connected", "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk", "nmodc")
@@ -64,6 +65,22 @@ ALGORITHMS = ("dmodc", "dmodk", "nmodc")
 #: every route takes a closer group, so every pair with a path is routed by
 #: construction (:func:`unrouted_connected` guards what a bug would break).
 DMODC_LIKE = ("dmodc", "nmodc")
+
+
+@dataclass(frozen=True, eq=False)
+class NominalState:
+    """What an incremental reroute of an Nmodc routing reads besides its
+    tables (:mod:`smroute.service.reroute`): the nominal slots, the switches
+    whose cables may be shared by capacity ``(S,)`` bool
+    (:func:`~smroute.routing.slot_tables.may_share`), the ``(leaf, target)``
+    pairs of the redirects by load, ``(K,)`` int64 switch ids each
+    (:func:`~smroute.routing.balance.redirect_pairs`), and the down-cable
+    offsets ``(u, d, shift)`` (:func:`~smroute.routing.down_offsets.foreign_entries`)."""
+
+    slots: nominal.NominalSlots
+    share: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray]
+    offsets: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +96,8 @@ class RoutingResult:
     over every link, :attr:`lanes` saying which LIDs may turn); turn_lids: LIDs routed through the
     turn root; roles: the roles the routing used; lanes: the SLs and
     SL-to-VL tables of mode ``tree+detours`` (else ``None``: one VL, SL 0).
+    nominal: Nmodc's :class:`NominalState` where a reroute computed it (else
+    ``None``: the next reroute computes it from this result).
     """
 
     algorithm: str
@@ -95,6 +114,7 @@ class RoutingResult:
     turn_lids: int = 0
     roles: FabricRoles | None = None
     lanes: VirtualLanes | None = None
+    nominal: NominalState | None = None
 
     @property
     def walk_graph(self) -> SwitchGraph:
@@ -156,7 +176,8 @@ def route(
         raise RoutingError("no switch has an end-port attached: nothing to route")
     t1 = clock()
     timings["rank"] = t1 - t0
-    c, pi = _costs(algorithm, g)
+    slots = nominal.nominal_slots(g) if algorithm == "nmodc" else None
+    c, pi = _costs(g, slots)
     t2 = clock()
     timings["costs"] = t2 - t1
     nids, dest = route_destinations(algorithm, g, c, lmc)
@@ -169,7 +190,7 @@ def route(
     turn_lids = 0
     lanes: VirtualLanes | None = None
     try:
-        ports = _tables(fabric, algorithm, p, g, c, pi, dest)
+        ports = _tables(fabric, algorithm, p, g, c, pi, dest, slots)
         t4 = clock()
         timings["routes"] = t4 - t3
         need = (turn_destinations(g, c, dest) if mode == "tree" and algorithm in DMODC_LIKE
@@ -197,9 +218,10 @@ def route(
                 reason = ("the tree's routes through the turn root are not all up*/down* "
                           f"towards it: routed every destination up*/down* towards it{why}")
                 g = g2
-                c, pi = _costs(algorithm, g)
+                slots = nominal.nominal_slots(g) if algorithm == "nmodc" else None
+                c, pi = _costs(g, slots)
                 nids, dest = route_destinations(algorithm, g, c, lmc)
-                ports = _tables(fabric, algorithm, p, g, c, pi, dest)
+                ports = _tables(fabric, algorithm, p, g, c, pi, dest, slots)
             timings["turns"] = clock() - t4
     finally:
         if own and p is not None:
@@ -283,21 +305,20 @@ def _detours(
 
 def _tables(
     fabric: Fabric, algorithm: str, pool: RoutePool | None, g: SwitchGraph, c: np.ndarray,
-    pi: np.ndarray, dest: Destinations,
+    pi: np.ndarray, dest: Destinations, slots: nominal.NominalSlots | None,
 ) -> np.ndarray:
-    """The ``(S, max_lid + 1)`` uint8 tables of ``dest`` with ``algorithm``."""
+    """The ``(S, max_lid + 1)`` uint8 tables of ``dest`` with ``algorithm``
+    (Nmodc: with its nominal ``slots``)."""
     if algorithm == "dmodk":
         return dmodk.route_tables(fabric, g, c, pi, dest)
     assert pool is not None
-    if algorithm == "nmodc":
-        return pool.route(g, c, pi, dest, slots=nominal.nominal_slots(g))
-    return pool.route(g, c, pi, dest)
+    return pool.route(g, c, pi, dest, slots=slots)
 
 
-def _costs(algorithm: str, g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
-    """Encoded costs ``(S, S)`` and the dividers ``(S,)`` of ``algorithm``
-    (Nmodc's are the nominal ones)."""
-    return nominal.costs_and_dividers(g) if algorithm == "nmodc" else (
+def _costs(g: SwitchGraph, slots: nominal.NominalSlots | None) -> tuple[np.ndarray, np.ndarray]:
+    """Encoded costs ``(S, S)`` and the dividers ``(S,)``: Dmodc's, or with
+    Nmodc's nominal ``slots`` the nominal ones."""
+    return nominal.costs_and_dividers(g, slots) if slots is not None else (
         dmodc.costs_and_dividers(g))
 
 

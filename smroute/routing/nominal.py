@@ -523,10 +523,9 @@ def _route_remote(
     out.reshape(b, -1)[:, dest.lid] = port
 
 
-def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
+def costs_and_dividers(g: SwitchGraph, slots: NominalSlots) -> tuple[np.ndarray, np.ndarray]:
     """Dmodc's encoded costs ``(S, S)`` uint8 and Nmodc's nominal dividers ``(S,)``."""
-    c, _ = dmodc_costs(g)
-    return c, nominal_dividers(g, nominal_slots(g).arity)
+    return dmodc_costs(g)[0], nominal_dividers(g, slots.arity)
 
 
 def changed_slots(g0: SwitchGraph, s0: NominalSlots, g1: SwitchGraph,

@@ -30,7 +30,11 @@ those shares read the switch's whole row).  Its redirects by load
 leaves' entries of their partial targets: those entries, before or after
 the change, get the kernel's back (a leaf partial to more than a quarter
 of the switches, its whole row), and the pass is rerun over the whole
-tables.
+tables.  What the next reroute reads of the previous routing (nominal
+slots, switches that may share by capacity, partial pairs, down-cable
+offsets) travels in the result (:class:`~smroute.routing.engine.NominalState`),
+so a chain of reroutes computes each once; a full route's is computed by
+the first reroute after it (:func:`nominal_state`).
 """
 
 from __future__ import annotations
@@ -45,14 +49,20 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import balance, dmodc, down_offsets, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
-from smroute.routing.engine import RoutingResult, route, route_destinations, turn_destinations
+from smroute.routing.engine import (
+    NominalState,
+    RoutingResult,
+    route,
+    route_destinations,
+    turn_destinations,
+)
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import own_tables
 from smroute.tables.diff import TableDiff, diff_tables
 from smroute.tables.lft import BLOCK
 
-__all__ = ["Reroute", "reroute", "diff_region"]
+__all__ = ["Reroute", "reroute", "diff_region", "nominal_state"]
 
 _DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch")
 #: Algorithms rerouted incrementally (Nmodc: also the rows whose nominal slots changed).
@@ -108,6 +118,17 @@ def _why_not(prev: RoutingResult, g: SwitchGraph) -> str:
             and _same(g0.ep_switch_port, g.ep_switch_port) and _same(g0.ep_lid, g.ep_lid)):
         return "end-ports changed"
     return ""
+
+
+def nominal_state(res: RoutingResult) -> NominalState:
+    """The :class:`~smroute.routing.engine.NominalState` of an Nmodc routing
+    in mode ``tree``, computed from its graph, costs and tables."""
+    g, c, dest = res.graph, res.costs, res.dest
+    slots = nominal.nominal_slots(g)
+    return NominalState(slots, slot_tables.may_share(g, c, dest),
+                        balance.redirect_pairs(g, c, dest, slots),
+                        down_offsets.foreign_entries(g, c, res.dividers, dest, res.tables.ports,
+                                                     slots))
 
 
 def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
@@ -166,8 +187,9 @@ def reroute(
            else _why_not(prev, g))
     t1 = clock()
     timings = {"rank": t1 - t0}
+    nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
     if not why:
-        c, pi = (nominal.costs_and_dividers(g) if alg == "nmodc"
+        c, pi = (nominal.costs_and_dividers(g, nominal_slots) if nominal_slots is not None
                  else dmodc.costs_and_dividers(g))
         t2 = clock()
         timings["costs"] = t2 - t1
@@ -194,7 +216,6 @@ def reroute(
 
     # rows whose port groups changed; targets whose cost column changed
     rows = changed_switches(prev.graph, g)
-    nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
     slots = nominal.packed_slots(nominal_slots) if nominal_slots is not None else None
     dc = c != prev.costs
     changed_t = np.flatnonzero(dc.any(axis=0))
@@ -207,19 +228,18 @@ def reroute(
     col_sw = np.flatnonzero(near)
     red_sw = red_t = np.zeros(0, dtype=np.int64)
     if nominal_slots is not None:
-        prev_slots = nominal.nominal_slots(prev.graph)
-        rows = np.union1d(rows, nominal.changed_slots(prev.graph, prev_slots, g, nominal_slots))
+        was = prev.nominal or nominal_state(prev)
+        rows = np.union1d(rows, nominal.changed_slots(prev.graph, was.slots, g, nominal_slots))
         # Nmodc's shares by capacity read a switch's whole row
-        share = slot_tables.may_share(prev.graph, prev.costs, prev.dest) | slot_tables.may_share(
-            g, c, dest)
+        new_share = slot_tables.may_share(g, c, dest)
+        share = was.share | new_share
         # the redirects by load, before and after, change the leaves'
         # entries of their partial targets only: those leaves get the
         # kernel's entries back there (a leaf with more than a quarter of
         # the switches as partial targets, before and after together, its
         # whole row)
-        pl, pt = (np.concatenate(a) for a in zip(
-            balance.redirect_pairs(prev.graph, prev.costs, prev.dest, prev_slots),
-            balance.redirect_pairs(g, c, dest, nominal_slots), strict=True))
+        pairs = balance.partial_pairs(g, c, dest, nominal_slots)
+        pl, pt = (np.concatenate(a) for a in zip(was.pairs, pairs.leaf_target, strict=True))
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
         whole |= share & near
@@ -233,10 +253,8 @@ def reroute(
     ports = np.array(old, dtype=np.uint8, copy=True)
     offset_d = np.zeros(0, dtype=np.int64)  # destinations of down-cable offsets
     if nominal_slots is not None:  # the tables before the offsets, then routed anew
-        before = down_offsets.foreign_entries(prev.graph, prev.costs, prev.dividers, prev.dest,
-                                              ports, prev_slots)
-        down_offsets.move_entries(prev.graph, prev.dest, ports, before, undo=True)
-        offset_d = before[1]
+        down_offsets.move_entries(prev.graph, prev.dest, ports, was.offsets, undo=True)
+        offset_d = was.offsets[1]
     for sw, cols in ((red_sw, red_sel), (col_sw, sel)):
         sw = np.setdiff1d(sw, rows)
         if len(sw) and len(cols):
@@ -246,17 +264,19 @@ def reroute(
         ports[rows[:, None], dest.lid[None, :]] = _route_subset(
             g, c, pi, dest, rows, np.arange(len(dest.lid)), slots)
     lids = dest.lid[np.union1d(sel, red_sel)]
+    state = None
     if nominal_slots is not None:
-        ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots)
+        ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots, pairs=pairs)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, nominal_slots)
         ports = down_offsets.move_entries(g, dest, ports, after)
         lids = np.union1d(lids, dest.lid[np.union1d(offset_d, after[1])])
+        state = NominalState(nominal_slots, new_share, pairs.leaf_target, after)
     ports.setflags(write=False)
     t4 = clock()
     timings["routes"] = t4 - t3
     tables = dataclasses.replace(prev.tables, ports=ports, _index={})
     res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings),
-                        roles=roles)
+                        roles=roles, nominal=state)
     d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
                     tables.switch_desc)
     timings["diff"] = clock() - t4
