@@ -10,9 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.roles import fabric_roles
+from smroute.routing import dmodc
 from smroute.routing.engine import route
+from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import EpochStore, table_checksum
 from smroute.service.faults import (
     CallJob,
@@ -24,7 +27,7 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
-from smroute.service.reroute import reroute
+from smroute.service.reroute import new_costs, reroute
 from smroute.tables.diff import diff_tables
 
 DIFF_FIELDS = ("common_guid", "old_lid", "new_lid", "entry_switch", "entry_lid", "entry_old",
@@ -273,3 +276,37 @@ def test_core_validation_in_helper_process_after_quiet_period() -> None:
         assert core._analyzer is not None  # the helper process did it
     finally:
         core.close()
+
+
+@pytest.mark.parametrize("name", ["3-level", "3-level parallel links", "2-level", "degraded"])
+def test_costs_after_one_link_equal_a_full_computation(name: str) -> None:
+    """The reroute's costs (``new_costs``: unchanged, one link's columns
+    relaxed again, or in full) equal a full computation, for every
+    switch-to-switch cable taken out of a tree and put back, alone and with
+    its parallel twins; the cases where only one link's columns were relaxed
+    are counted (the test would pass vacuously without them)."""
+    if name == "degraded":
+        f = degrade(pgft(3, [4, 4, 6], [1, 4, 4], [1, 1, 2]), np.random.default_rng(4),
+                    links=12)[0]
+    else:
+        f = pgft(*FABRICS[name])
+
+    def graph(fab: Fabric) -> SwitchGraph:
+        return switch_graph(fab, fabric_roles(fab))
+
+    g0 = graph(f)
+    c0, _ = dmodc.costs_and_dividers(g0)
+    inter = inter_links(f)
+    a, b = f.port_node[f.link_a[inter]], f.port_node[f.link_b[inter]]
+    pair = np.minimum(a, b) * f.n_nodes + np.maximum(a, b)
+    one = 0
+    for k, li in enumerate(inter):
+        for gone in ([li], inter[pair == pair[k]]):
+            g1 = graph(f.with_removed(links=gone))
+            if not np.array_equal(g1.rank, g0.rank):
+                continue  # the reroute falls back to a full route
+            c1, _ = dmodc.costs_and_dividers(g1)
+            assert np.array_equal(new_costs(g0, c0, g1), c1)  # taken out
+            assert np.array_equal(new_costs(g1, c1, g0), c0)  # put back
+            one += not np.array_equal(c0, c1)
+    assert one > 10

@@ -36,6 +36,8 @@ __all__ = [
     "MAX_UNICAST_LID",
     "Destinations",
     "costs_and_dividers",
+    "costs_after_link",
+    "dividers",
     "topological_nids",
     "destinations",
     "route_block",
@@ -89,28 +91,71 @@ def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     Up links are relaxed by the rank of their lower end (ascending), then by
     the rank of their upper end (descending), so links that skip ranks work too.
     """
+    return _column_costs(g, np.arange(g.n_switches)), dividers(g)
+
+
+def dividers(g: SwitchGraph) -> np.ndarray:
+    """Algorithm 1's dividers ``(S,)`` int64 (:func:`costs_and_dividers`)."""
+    pi = np.ones(g.n_switches, dtype=np.int64)
+    lo, hi = g.up_pairs()
+    lo_rank = g.rank[lo]
+    for r in range(g.max_rank):
+        sel = lo_rank == r
+        np.maximum.at(pi, hi[sel], pi[lo[sel]] * g.n_up[lo[sel]])
+    return pi
+
+
+def _column_costs(g: SwitchGraph, cols: np.ndarray) -> np.ndarray:
+    """The encoded costs ``(S, len(cols))`` uint8 from every switch to the
+    switches ``cols`` ``(X,)`` int64 (:func:`costs_and_dividers`'s columns:
+    each column is relaxed on its own)."""
     n = g.n_switches
-    c = np.full((n, n), INF, dtype=np.uint8)
-    ok = np.flatnonzero(g.rank >= 0)
-    c[ok, ok] = 0
-    pi = np.ones(n, dtype=np.int64)
+    c = np.full((n, len(cols)), INF, dtype=np.uint8)
+    ok = np.flatnonzero(g.rank[cols] >= 0)
+    c[cols[ok], ok] = 0
     lo, hi = g.up_pairs()
     lo_rank, hi_rank = g.rank[lo], g.rank[hi]
     for r in range(g.max_rank):
         sel = lo_rank == r
-        s, sp = lo[sel], hi[sel]
-        _relax(c, s, sp)
-        np.maximum.at(pi, sp, pi[s] * g.n_up[s])
+        _relax(c, lo[sel], hi[sel])
     up = c.copy()
     for r in range(g.max_rank, 0, -1):
         sel = hi_rank == r
         _relax(up, hi[sel], lo[sel])
-    if n and int(np.where(up < INF, up, 0).max()) >= UP_PHASE - 1:
+    if n and int(np.where(up < INF, up, 0).max(initial=0)) >= UP_PHASE - 1:
         raise RoutingError(f"up*/down* paths of {UP_PHASE - 1} hops or more: not a fabric "
                            "smroute can route")
     np.add(up, UP_PHASE, out=up, where=(c == INF) & (up < INF))
     np.copyto(up, c, where=c < INF)
-    return up, pi
+    return up
+
+
+def costs_after_link(g: SwitchGraph, c_old: np.ndarray, lower: int, upper: int) -> np.ndarray:
+    """:func:`costs_and_dividers`' costs of ``g``, knowing ``c_old``, the
+    costs of the same graph but for the link between switches ``lower`` and
+    ``upper`` (rank ``r`` and above), which one of them has and the other
+    has not (a cable added or removed; same switches and ranks).
+
+    Only the columns that can change are relaxed again: the targets below
+    ``lower`` (``upper`` gained or lost down paths to them through it), and
+    the others where ``lower``'s own cost changes.  A path from any switch to
+    a target not below ``lower`` crosses the link only going up from
+    ``lower`` (a switch that goes down never turns up), so where ``lower``'s
+    cost stays, so does every other switch's.  ``lower``'s new cost there is
+    one hop above its cheapest up-neighbour's in ``g``, whose costs to such
+    targets do not cross the link.  Same result as a full computation
+    (tested)."""
+    hop = np.where(c_old < INF, c_old & np.uint8(UP_PHASE - 1), np.uint8(INF))
+    lo, hi = g.up_pairs()
+    ups = hi[lo == lower]
+    best = hop[ups].min(axis=0) if len(ups) else np.full(c_old.shape[1], INF, np.uint8)
+    mine = np.where(best < INF, (best + np.uint8(1)) | np.uint8(UP_PHASE), np.uint8(INF))
+    below = c_old[lower] < UP_PHASE
+    cols = np.flatnonzero(below | (mine != c_old[lower]))
+    c = c_old.copy()
+    if len(cols):
+        c[:, cols] = _column_costs(g, cols)
+    return c
 
 
 def hop_counts(c: np.ndarray) -> np.ndarray:

@@ -62,7 +62,7 @@ from smroute.service.epochs import own_tables
 from smroute.tables.diff import TableDiff, diff_tables
 from smroute.tables.lft import BLOCK
 
-__all__ = ["Reroute", "reroute", "diff_region", "nominal_state"]
+__all__ = ["Reroute", "reroute", "diff_region", "new_costs", "nominal_state"]
 
 _DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch")
 #: Algorithms rerouted incrementally (Nmodc: also the rows whose nominal slots changed).
@@ -98,6 +98,22 @@ def changed_switches(g0: SwitchGraph, g1: SwitchGraph) -> np.ndarray:
     leads elsewhere (or nowhere) now.  Groups are a function of the ports'
     remotes, so equal maps mean equal groups."""
     return np.flatnonzero((_port_map(g0) != _port_map(g1)).any(axis=1))
+
+
+def new_costs(g0: SwitchGraph, c0: np.ndarray, g1: SwitchGraph) -> np.ndarray:
+    """The encoded costs of ``g1`` (:func:`~smroute.routing.dmodc.costs_and_dividers`),
+    knowing ``c0``, those of ``g0`` (same switches and ranks): the same where
+    the same switch pairs are linked (cables added or lost beside others),
+    :func:`~smroute.routing.dmodc.costs_after_link` where one pair gained
+    or lost its last cable, else computed in full."""
+    n = g1.n_switches
+    (lo0, hi0), (lo1, hi1) = g0.up_pairs(), g1.up_pairs()
+    diff = np.setxor1d(lo0 * n + hi0, lo1 * n + hi1)
+    if len(diff) == 0:
+        return c0.copy()
+    if len(diff) == 1:
+        return dmodc.costs_after_link(g1, c0, *divmod(int(diff[0]), n))
+    return dmodc.costs_and_dividers(g1)[0]
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -189,8 +205,9 @@ def reroute(
     timings = {"rank": t1 - t0}
     nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
     if not why:
-        c, pi = (nominal.costs_and_dividers(g, nominal_slots) if nominal_slots is not None
-                 else dmodc.costs_and_dividers(g))
+        c = new_costs(prev.graph, prev.costs, g)
+        pi = (nominal.nominal_dividers(g, nominal_slots.arity) if nominal_slots is not None
+              else dmodc.dividers(g))
         t2 = clock()
         timings["costs"] = t2 - t1
         if not _same(pi, prev.dividers):
