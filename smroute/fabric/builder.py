@@ -13,6 +13,15 @@ __all__ = ["FabricBuilder"]
 IntArray = npt.NDArray[np.int64]
 
 
+def _repeated(a: np.ndarray) -> int | None:
+    """A value that occurs more than once in ``a`` (1-D integers), else
+    ``None``; by a sort (``np.unique`` hashes, 20x slower on a fabric's
+    70,000 link ends)."""
+    s = np.sort(a)
+    same = np.flatnonzero(s[1:] == s[:-1])
+    return int(s[same[0]]) if len(same) else None
+
+
 def _frozen(a: npt.ArrayLike, dtype: npt.DTypeLike) -> np.ndarray:
     arr = np.array(a, dtype=dtype)
     arr.setflags(write=False)
@@ -203,9 +212,8 @@ class FabricBuilder:
         node_type = np.array(self._type, dtype=np.int8)
         node_guid = np.array(self._guid, dtype=np.uint64)
         num_ports = np.array(self._nports, dtype=np.int16)
-        if len(np.unique(node_guid)) != n:
-            vals, counts = np.unique(node_guid, return_counts=True)
-            dup = int(vals[counts > 1][0])
+        dup = _repeated(node_guid)
+        if dup is not None:
             raise FabricError(f"duplicate node GUID {dup:#018x}")
         port_start = np.zeros(n, dtype=np.int64)
         if n:
@@ -265,9 +273,8 @@ class FabricBuilder:
         link_b = port_start[lb_node] + lb_port
         port_peer = np.full(p_total, -1, dtype=np.int64)
         ends = np.concatenate([link_a, link_b])
-        if len(ends) != len(np.unique(ends)):
-            vals, counts = np.unique(ends, return_counts=True)
-            r = int(vals[counts > 1][0])
+        r = _repeated(ends)
+        if r is not None:
             raise FabricError(
                 f"port {int(port_num[r])} of node {int(node_guid[port_node[r]]):#018x} "
                 "is used by more than one link"

@@ -261,10 +261,10 @@ def destinations(
             f"LIDs up to {int(lid.max()):#06x} do not fit the unicast range 0x0001-0xBFFF"
             f" ({len(lid)} LIDs with LMC {lmc if lmc is not None else 'as discovered'})"
         )
-    if len(np.unique(lid)) != len(lid):
-        vals, counts = np.unique(lid, return_counts=True)
+    twice = np.flatnonzero(np.bincount(lid) > 1) if len(lid) else lid  # LIDs < 0xC000
+    if len(twice):
         raise RoutingError(
-            f"LID {int(vals[counts > 1][0]):#06x} belongs to two ports: with LMC "
+            f"LID {int(twice[0]):#06x} belongs to two ports: with LMC "
             f"{lmc if lmc is not None else 'as discovered'} each port needs "
             "2**LMC LIDs from an aligned base LID; reassign LIDs (run the SM with this LMC)"
         )
