@@ -341,15 +341,17 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     pi_of = np.ones(len(ups), dtype=np.int64)
     pi_of[u] = pi[leaves[b]]
     eps, t_of = pr.eps, pr.t_of
-    load = np.zeros(len(ups) * 256, dtype=np.int64)
+    keys = []
     for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
         us = np.flatnonzero((m_of == m) & (pi_of == p))
-        which, e = _on_targets((dest.nid[eps] // p) % m, m, slot_of[us])
-        uu = us[which]
-        keep = carried[uu, t_of[e]]
-        uu, e = uu[keep], eps[e[keep]]
-        load += np.bincount(uu * 256 + ports[ups[uu], dest.lid[e]], minlength=len(load))
-    return load
+        res = (dest.nid[eps] // p) % m
+        for j in np.unique(slot_of[us]).tolist():  # a slot's switches share its destinations
+            uj, ej = us[slot_of[us] == j], np.flatnonzero(res == j)
+            keep = carried[uj[:, None], t_of[ej][None, :]]
+            egress = ports[ups[uj][:, None], dest.lid[eps[ej]][None, :]]
+            keys.append((uj[:, None] * 256 + egress)[keep])
+    return np.bincount(np.concatenate(keys) if keys else np.zeros(0, np.int64),
+                       minlength=len(ups) * 256).astype(np.int64, copy=False)
 
 
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,

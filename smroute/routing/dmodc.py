@@ -145,10 +145,8 @@ def costs_after_link(g: SwitchGraph, c_old: np.ndarray, lower: int, upper: int) 
     one hop above its cheapest up-neighbour's in ``g``, whose costs to such
     targets do not cross the link.  Same result as a full computation
     (tested)."""
-    hop = np.where(c_old < INF, c_old & np.uint8(UP_PHASE - 1), np.uint8(INF))
     lo, hi = g.up_pairs()
-    ups = hi[lo == lower]
-    best = hop[ups].min(axis=0) if len(ups) else np.full(c_old.shape[1], INF, np.uint8)
+    best = hop_counts(c_old[hi[lo == lower]]).min(axis=0, initial=INF)
     mine = np.where(best < INF, (best + np.uint8(1)) | np.uint8(UP_PHASE), np.uint8(INF))
     below = c_old[lower] < UP_PHASE
     cols = np.flatnonzero(below | (mine != c_old[lower]))

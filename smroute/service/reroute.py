@@ -68,6 +68,9 @@ _DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch")
 #: Algorithms rerouted incrementally (Nmodc: also the rows whose nominal slots changed).
 _INCREMENTAL = ("dmodc", "nmodc")
 _ROW_BLOCK = 64
+#: Table entries a routed block may hold: a block of a subset of the
+#: destinations takes more switches (the kernels' cost is mostly per block).
+_BLOCK_CELLS = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -108,7 +111,7 @@ def new_costs(g0: SwitchGraph, c0: np.ndarray, g1: SwitchGraph) -> np.ndarray:
     or lost its last cable, else computed in full."""
     n = g1.n_switches
     (lo0, hi0), (lo1, hi1) = g0.up_pairs(), g1.up_pairs()
-    diff = np.setxor1d(lo0 * n + hi0, lo1 * n + hi1)
+    diff = np.setxor1d(lo0 * n + hi0, lo1 * n + hi1, assume_unique=True)  # distinct pairs
     if len(diff) == 0:
         return c0.copy()
     if len(diff) == 1:
@@ -163,8 +166,9 @@ def _route_subset(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinati
     out = np.empty((len(switches), max(len(sel), 1)), dtype=np.uint8)
     ctx = dmodc.route_context(c, sub)
     rd = nominal.redirect_dividers(g, pi) if slots is not None else None
-    for i in range(0, len(switches), _ROW_BLOCK):
-        blk = switches[i:i + _ROW_BLOCK]
+    step = max(_ROW_BLOCK, _BLOCK_CELLS // max(len(sel), 1))  # few columns: more rows a block
+    for i in range(0, len(switches), step):
+        blk = switches[i:i + step]
         if slots is None:
             dmodc.route_block(g, c, pi, sub, blk, out[i:i + len(blk)], ctx)
         else:
