@@ -133,8 +133,8 @@ def _column_costs(g: SwitchGraph, cols: np.ndarray) -> np.ndarray:
 def costs_after_link(g: SwitchGraph, c_old: np.ndarray, lower: int, upper: int) -> np.ndarray:
     """:func:`costs_and_dividers`' costs of ``g``, knowing ``c_old``, the
     costs of the same graph but for the link between switches ``lower`` and
-    ``upper`` (rank ``r`` and above), which one of them has and the other
-    has not (a cable added or removed; same switches and ranks).
+    ``upper`` (ranked above it), which one of them has and the other has
+    not (its last cable added or removed; same switches and ranks).
 
     Only the columns that can change are relaxed again: the targets below
     ``lower`` (``upper`` gained or lost down paths to them through it), and

@@ -57,8 +57,7 @@ from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import ForwardingTables, lid_labels
 
 __all__ = ["ALGORITHMS", "DMODC_LIKE", "NominalState", "RoutingResult", "route",
-           "route_destinations",
-           "unrouted_connected", "validate_result"]
+           "route_destinations", "unrouted_connected", "validate_result"]
 
 ALGORITHMS = ("dmodc", "dmodk", "nmodc")
 #: Algorithms built on Dmodc's costs, closer groups and modes (pool, turns):

@@ -207,8 +207,9 @@ def reroute(
            else _why_not(prev, g))
     t1 = clock()
     timings = {"rank": t1 - t0}
-    nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
+    nominal_slots = None
     if not why:
+        nominal_slots = nominal.nominal_slots(g) if alg == "nmodc" else None
         c = new_costs(prev.graph, prev.costs, g)
         pi = (nominal.nominal_dividers(g, nominal_slots.arity) if nominal_slots is not None
               else dmodc.dividers(g))
