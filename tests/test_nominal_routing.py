@@ -304,8 +304,8 @@ def test_one_and_two_lookup_kernels_agree() -> None:
         out.append(o)
     assert np.array_equal(out[0], out[1])
     # the route's tables are the kernel's but for the leaves' redirects by load
-    red = np.unique(balance.redirect_pairs(r.graph, r.costs, r.dest,
-                                           nominal.nominal_slots(r.graph))[0])
+    red = np.unique(balance.partial_pairs(r.graph, r.costs, r.dest,
+                                          nominal.nominal_slots(r.graph)).leaf_target[0])
     assert np.isin(rows, red).any() and not np.isin(rows, red).all()
     same = ~np.isin(rows, red)
     assert np.array_equal(out[0][same], r.tables.ports[rows[same]])
@@ -466,8 +466,8 @@ def test_redirects_by_load_on_heavy_damage(monkeypatch: pytest.MonkeyPatch) -> N
     assert a2a_kernel > 80 and a2a <= 45
     rows = np.flatnonzero((kernel.tables.ports != nm.tables.ports).any(axis=1))
     assert len(rows) and (nm.graph.rank[rows] == 0).all()
-    red = np.unique(balance.redirect_pairs(nm.graph, nm.costs, nm.dest,
-                                           nominal.nominal_slots(nm.graph))[0])
+    red = np.unique(balance.partial_pairs(nm.graph, nm.costs, nm.dest,
+                                          nominal.nominal_slots(nm.graph)).leaf_target[0])
     assert np.isin(rows, red).all()
 
 
@@ -485,7 +485,7 @@ def test_redirects_by_load_in_the_pool_equal_in_process() -> None:
 def test_no_redirect_on_a_complete_tree() -> None:
     r = route(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), algorithm="nmodc", workers=1)
     slots = nominal.nominal_slots(r.graph)
-    assert len(balance.redirect_pairs(r.graph, r.costs, r.dest, slots)[0]) == 0
+    assert len(balance.partial_pairs(r.graph, r.costs, r.dest, slots).pb) == 0
     ports = np.array(r.tables.ports)
     assert balance.balance_redirects(r.graph, r.costs, r.dividers, r.dest, ports,
                                      slots) is ports
@@ -811,8 +811,9 @@ def test_incremental_reroute_restores_the_kernels_redirected_entries() -> None:
         assert r.incremental, r.reason
         assert np.array_equal(r.result.tables.ports, full.tables.ports)
         assert diff_tables(prev.tables, full.tables).entries_changed == r.diff.entries_changed
-        leaves = np.unique(balance.redirect_pairs(r.result.graph, r.result.costs, r.result.dest,
-                                                  nominal.nominal_slots(r.result.graph))[0])
+        leaves = np.unique(balance.partial_pairs(
+            r.result.graph, r.result.costs, r.result.dest,
+            nominal.nominal_slots(r.result.graph)).leaf_target[0])
         partial += r.rows < len(leaves)
         prev = r.result
     assert partial  # leaves with redirects whose rows were not recomputed in full

@@ -62,7 +62,7 @@ from smroute.routing.runs import runs
 from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs", "redirect_pairs",
+__all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
            "balance_redirects"]
 
 #: Blocks of destinations placed at once (load is seen between blocks and rounds).
@@ -156,7 +156,9 @@ class PartialPairs:
 
     @property
     def leaf_target(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(leaf, target)`` ``(P,)`` int64 switch ids of the pairs."""
+        """``(leaf, target)`` ``(P,)`` int64 switch ids of the pairs: where
+        :func:`balance_redirects` may change a table (the entries of the
+        target's LIDs only)."""
         return self.leaves[self.pb], self.targets[self.pt]
 
 
@@ -304,14 +306,6 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     # the class's closer slots whose upper switch routes on up
     on = routes_on[li[rep], ti[rep]][cls]
     return _Redirected(pr, pair_class, class_closer, pb[rep[cls]], eps[e], x, cls, on)
-
-
-def redirect_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations,
-                   slots: NominalSlots) -> tuple[np.ndarray, np.ndarray]:
-    """Where :func:`balance_redirects` may change a table: ``(leaf, target)``
-    ``(K,)`` int64 switch ids, the leaves with some slots closer to a target
-    and some not (only the entries of the target's LIDs change)."""
-    return partial_pairs(g, c, dest, slots).leaf_target
 
 
 def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,

@@ -73,7 +73,7 @@ class NominalState:
     whose cables may be shared by capacity ``(S,)`` bool
     (:func:`~smroute.routing.slot_tables.may_share`), the ``(leaf, target)``
     pairs of the redirects by load, ``(K,)`` int64 switch ids each
-    (:func:`~smroute.routing.balance.redirect_pairs`), and the down-cable
+    (:attr:`~smroute.routing.balance.PartialPairs.leaf_target`), and the down-cable
     offsets ``(u, d, shift)`` (:func:`~smroute.routing.down_offsets.foreign_entries`)."""
 
     slots: nominal.NominalSlots

@@ -145,7 +145,7 @@ def nominal_state(res: RoutingResult) -> NominalState:
     g, c, dest = res.graph, res.costs, res.dest
     slots = nominal.nominal_slots(g)
     return NominalState(slots, slot_tables.may_share(g, c, dest),
-                        balance.redirect_pairs(g, c, dest, slots),
+                        balance.partial_pairs(g, c, dest, slots).leaf_target,
                         down_offsets.foreign_entries(g, c, res.dividers, dest, res.tables.ports,
                                                      slots))
 
