@@ -30,7 +30,7 @@ from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 __all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "diff_tables", "format_diff"]
 
 #: Largest ``(rows x LIDs)`` slab compared at once, in bytes of one table.
-CHUNK_BYTES = 1 << 25
+CHUNK_BYTES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -247,20 +247,23 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
         ne = a != b
         if width:
             ne[:, 0] = False
-        rr, ll = np.nonzero(ne)
-        if len(rr):
-            sw_parts.append(rr.astype(np.int64) + r0)
-            lid_parts.append(ll.astype(np.int64))
-            old_parts.append(a[rr, ll])
-            new_parts.append(b[rr, ll])
+        at = np.flatnonzero(ne)  # row-major: by switch, then LID
+        if len(at):
+            rr, ll = np.divmod(at, width)
+            sw_parts.append(rr + r0)
+            lid_parts.append(ll)
+            old_parts.append(a.ravel()[at])
+            new_parts.append(b.ravel()[at])
 
     def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+        return (np.concatenate(parts).astype(dtype, copy=False) if parts
+                else np.zeros(0, dtype=dtype))
 
     e_sw = cat(sw_parts, np.int64)
     e_lid = cat(lid_parts, np.int64)
     n_blocks = width // BLOCK + 1
-    keys = np.unique(e_sw * n_blocks + e_lid // BLOCK)
+    keys = e_sw * n_blocks + e_lid // BLOCK  # ascending: the blocks are its runs
+    keys = keys[np.flatnonzero(np.diff(keys, prepend=-1))]
 
     def descs(t: ForwardingTables, rows: np.ndarray) -> tuple[str, ...]:
         d = t.switch_desc
