@@ -17,9 +17,12 @@ After the timed runs, the served tables of a degraded state are compared with a
 from-scratch route of that fabric (must be identical).
 
     .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full] [--grpc]
-        [--algorithm dmodc|nmodc]
+        [--algorithm dmodc|nmodc] [--switches]
 
-``--full`` also times the non-incremental path (full route + full diff).
+``--full`` also times the non-incremental path (full route + full diff);
+``--switches`` also takes ``--runs`` leaves and as many upper switches down and
+up again (a switch set change: the full route and the full diff; a leaf's
+loss renumbers the end-ports after it, so most of the tables change).
 ``--grpc`` instead starts a real ``smroute serve`` (loopback, ``--coalesce-ms
 0``, background validation on) on the same tree written as an ibnetdiscover
 file, and reports per link down the daemon-side ``event_to_commit``, the whole
@@ -64,6 +67,35 @@ def _links(f: Fabric, n: int) -> list[tuple[int, int, int]]:
         row = int(f.link_a[li])
         out.append((li, int(f.node_guid[f.port_node[row]]), int(f.port_num[row])))
     return out
+
+
+def _switches(f: Fabric, n: int) -> list[tuple[int, bool]]:
+    """``n`` switches, alternating leaves and upper switches: (GUID, is a leaf)."""
+    sw = f.node_type == NodeType.SWITCH
+    leaf = np.zeros(f.n_nodes, bool)
+    for a, b in ((f.link_a, f.link_b), (f.link_b, f.link_a)):
+        leaf[f.port_node[a][~sw[f.port_node[b]]]] = True
+    rng = np.random.default_rng(7)
+    kinds = [rng.permutation(np.flatnonzero(sw & m)) for m in (leaf, ~leaf)]
+    return [(int(f.node_guid[kinds[i % 2][i // 2]]), i % 2 == 0) for i in range(n)]
+
+
+def _run_switches(core: RoutingCore, switches: list[tuple[int, bool]]) -> None:
+    """Each switch down, then up again, as one ApplyFaults batch each (a
+    switch set change: always the full route and the full diff)."""
+    for is_leaf in (True, False):
+        down, up, entries = [], [], []
+        for g, _ in [s for s in switches if s[1] == is_leaf]:
+            out = core.apply_faults([FaultEvent("switch_down", g, 0)])
+            assert out.committed and out.diff is not None
+            down.append(out.epoch.timings["event_to_commit"])
+            entries.append(out.diff.entries_changed)
+            up.append(core.apply_faults([FaultEvent("switch_up", g, 0)]).epoch.timings[
+                "event_to_commit"])
+        print(f"{'leaf' if is_leaf else 'upper'} switch down -> committed epoch: median "
+              f"{statistics.median(down):.3f} s (min {min(down):.3f}, max {max(down):.3f}), "
+              f"up {statistics.median(up):.3f} s, over {len(down)} switches; "
+              f"{int(statistics.median(entries))} entries changed (median)")
 
 
 def _run(core: RoutingCore, links: list[tuple[int, int, int]]) -> dict[str, list[float]]:
@@ -147,6 +179,8 @@ def main() -> None:
     ap.add_argument("--grpc", action="store_true", help="through a real smroute serve process")
     ap.add_argument("--algorithm", choices=("dmodc", "nmodc"), default="dmodc",
                     help="the daemon's routing algorithm (not with --grpc)")
+    ap.add_argument("--switches", action="store_true",
+                    help="also time switches taken down and up (leaves and upper switches)")
     args = ap.parse_args()
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start")
     f = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
@@ -191,6 +225,8 @@ def main() -> None:
             assert ep is not None
             print("phases of the last link-up epoch: " + ", ".join(
                 f"{k} {v * 1000:.1f} ms" for k, v in ep.timings.items()))
+            if args.switches and inc:
+                _run_switches(core, _switches(f, 2 * args.runs))
             # correctness: a degraded state equals a from-scratch route
             li, g, p = links[0]
             out = core.apply_faults([FaultEvent("link_down", g, p)])
