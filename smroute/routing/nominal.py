@@ -520,7 +520,7 @@ def _route_remote(
         occ, count = occurrences(length, val)
         turn = quot if (count == 1).all() else quot * count[ent] + occ[ent]
         port = cable_ports(g, grp_sel, dead_sel, at, turn)
-    out.reshape(b, -1)[:, dest.lid] = port
+    out.reshape(b, -1)[:, ctx.lid_cols] = port
 
 
 def costs_and_dividers(g: SwitchGraph, slots: NominalSlots) -> tuple[np.ndarray, np.ndarray]:
