@@ -26,6 +26,7 @@ from smroute.fabric.writers import format_topology, write_topology
 from smroute.routing import balance, dmodc, nominal, slot_tables
 from smroute.routing.engine import ALGORITHMS, route, validate_result
 from smroute.routing.pool import RoutePool
+from smroute.service import reroute as reroute_mod
 from smroute.service.reroute import reroute
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.tables.diff import diff_tables
@@ -738,27 +739,38 @@ def test_x5_capture_is_shared_by_capacity() -> None:
     assert _a2a_sp(f, "dmodc") == (9, 4) and _a2a_sp(f, "nmodc") == (8, 5)
 
 
-def test_incremental_reroute_with_redirects_by_load() -> None:
+@pytest.mark.parametrize("in_pool", [False, True])
+def test_incremental_reroute_with_redirects_by_load(in_pool: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """From the 1,728-host study tree's link throw 20 (475 links removed),
     more links lost one after another, each rerouted from the previous
     state: the redirects by load read every table, so the leaves with a
     redirected entry before or after are recomputed and the pass rerun;
-    always equal to a from-scratch Nmodc route."""
+    always equal to a from-scratch Nmodc route.  ``in_pool``: the whole
+    rows and the pass in a pool's workers (a heavily damaged tree's path,
+    taken here from the first partial pair)."""
     full = parse_pgft(STUDY_1728).build()
     f = plan_throw(full, "link", 2026, 20).fabric
     prev = route(f, algorithm="nmodc", workers=1, lmc=0)
     inter = _inter_links(f)
     rng = np.random.default_rng(11)
-    for _ in range(3):
-        f = f.with_removed(links=rng.choice(inter, size=2, replace=False))
-        inter = _inter_links(f)
-        r = reroute(prev, f, lmc=0)
-        full_route = route(f, algorithm="nmodc", workers=1, lmc=0)
-        assert r.incremental, r.reason
-        assert np.array_equal(r.result.tables.ports, full_route.tables.ports)
-        assert diff_tables(prev.tables, full_route.tables).entries_changed == \
-            r.diff.entries_changed
-        prev = r.result
+    with RoutePool(2 if in_pool else 1) as pool:
+        worked = []
+        if in_pool:
+            monkeypatch.setattr(reroute_mod, "_POOL_PAIRS", 1)
+            rework = pool.rework
+            monkeypatch.setattr(pool, "rework", lambda *a: worked.append(rework(*a)))
+        for _ in range(3):
+            f = f.with_removed(links=rng.choice(inter, size=2, replace=False))
+            inter = _inter_links(f)
+            r = reroute(prev, f, lmc=0, pool=pool if in_pool else None)
+            full_route = route(f, algorithm="nmodc", workers=1, lmc=0)
+            assert r.incremental, r.reason
+            assert np.array_equal(r.result.tables.ports, full_route.tables.ports)
+            assert diff_tables(prev.tables, full_route.tables).entries_changed == \
+                r.diff.entries_changed
+            prev = r.result
+        assert len(worked) == (3 if in_pool else 0)
 
 
 @pytest.mark.parametrize("which", ["x5", "pgft666", "throw4"])

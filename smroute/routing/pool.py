@@ -165,14 +165,15 @@ def _offsets(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
     down_offsets.offset_foreign(g, c, pi, dest, table, slots)
 
 
-def _route_task(path: str, manifest: Manifest, lo: int, hi: int) -> int:
-    """Worker entry: compute table rows ``lo .. hi-1`` in the shared segment."""
+def _route_task(path: str, manifest: Manifest, switches: np.ndarray) -> int:
+    """Worker entry: compute the table rows of ``switches`` (ascending switch
+    ids) in the shared segment."""
     a = _attach(path, manifest)
-    _route_rows(a, lo, hi, path)
-    return hi - lo
+    _route_rows(a, switches, path)
+    return len(switches)
 
 
-def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, job: str = "",
+def _route_rows(a: dict[str, np.ndarray], switches: np.ndarray, job: str = "",
                 block: int = 64) -> None:
     g = _graph_from(a)
     dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
@@ -185,13 +186,18 @@ def _route_rows(a: dict[str, np.ndarray], lo: int, hi: int, job: str = "",
         if job:
             _job_cache[job] = state
     ctx, memo, rd = state
-    for s in range(lo, hi, block):
-        e = min(s + block, hi)
+    for i in range(0, len(switches), block):
+        sw = switches[i:i + block]
+        run = int(sw[-1]) - int(sw[0]) + 1 == len(sw)  # a range: routed in place
+        out = table[int(sw[0]):int(sw[-1]) + 1] if run else np.empty((len(sw), table.shape[1]),
+                                                                       dtype=table.dtype)
         if slots is None:
-            route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], ctx)
+            route_block(g, a["c"], a["pi"], dest, sw, out, ctx)
         else:
-            nominal.route_block(g, a["c"], a["pi"], dest, np.arange(s, e), table[s:e], slots,
-                                ctx, memo=memo, capacity=a["n_share"], redirect=rd)
+            nominal.route_block(g, a["c"], a["pi"], dest, sw, out, slots, ctx, memo=memo,
+                                capacity=a["n_share"], redirect=rd)
+        if not run:
+            table[sw] = out
 
 
 def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
@@ -272,27 +278,56 @@ class RoutePool:
         rebalance = slots is not None and g.mode == "tree"
         with self._shared(g, c, pi, dest, (n, width), packed, share) as shared:
             if self._ex is None or n < 2 * self.workers:
-                _route_rows(shared.arrays, 0, n)
+                _route_rows(shared.arrays, np.arange(n))
                 if rebalance:
                     _balance_leaves(shared.arrays, None)
             else:
-                # balanced contiguous ranges, a few per worker
-                parts = np.linspace(0, n, 4 * self.workers + 1).astype(int)
-                futs = [
-                    self._ex.submit(_route_task, shared.path, shared.manifest, int(lo), int(hi))
-                    for lo, hi in zip(parts[:-1], parts[1:], strict=True) if hi > lo
-                ]
-                for f in futs:
-                    f.result()
+                self._rows_parts(shared, np.arange(n))
                 if rebalance:
                     assert slots is not None
-                    futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
-                            for part in _group_parts(g, slots, self.workers)]
-                    for f in futs:
-                        f.result()
+                    self._balance_parts(shared, g, slots)
             if rebalance:
                 _offsets(g, c, pi, dest, shared.arrays["table"], slots)
             return shared.arrays["table"]
+
+    def rework(self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+               ports: np.ndarray, slots: nominal.NominalSlots, share: np.ndarray,
+               rows: np.ndarray) -> None:
+        """For an incremental reroute of a heavily damaged tree
+        (:mod:`smroute.service.reroute`), in the workers: Nmodc's rows of the
+        switches ``rows`` (ascending) of ``ports`` ``(S, W)`` uint8 computed in
+        full, then its redirects by load over the whole table
+        (:func:`smroute.routing.balance.balance_redirects`), in place;
+        ``share`` ``(S,)`` bool the switches that may share by capacity.  In
+        this process without workers."""
+        with self._shared(g, c, pi, dest, ports.shape, nominal.packed_slots(slots),
+                          share) as shared:
+            shared.arrays["table"][:] = ports
+            if self._ex is None:
+                _route_rows(shared.arrays, rows)
+                _balance_leaves(shared.arrays, None)
+            else:
+                self._rows_parts(shared, rows)
+                self._balance_parts(shared, g, slots)
+            ports[:] = shared.arrays["table"]
+
+    def _rows_parts(self, shared: SharedArrays, rows: np.ndarray) -> None:
+        """The table rows of ``rows`` in the workers, a few parts each."""
+        assert self._ex is not None
+        futs = [self._ex.submit(_route_task, shared.path, shared.manifest, part)
+                for part in np.array_split(rows, 4 * self.workers) if len(part)]
+        for f in futs:
+            f.result()
+
+    def _balance_parts(self, shared: SharedArrays, g: SwitchGraph,
+                       slots: nominal.NominalSlots) -> None:
+        """The redirects by load of the shared table, a part of whole sibling
+        groups per worker."""
+        assert self._ex is not None
+        futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
+                for part in _group_parts(g, slots, self.workers)]
+        for f in futs:
+            f.result()
 
     @staticmethod
     @contextmanager

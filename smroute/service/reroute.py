@@ -71,6 +71,10 @@ _ROW_BLOCK = 64
 #: Table entries a routed block may hold: a block of a subset of the
 #: destinations takes more switches (the kernels' cost is mostly per block).
 _BLOCK_CELLS = 1 << 20
+#: Partial pairs from which Nmodc's whole rows and redirects by load run in
+#: the pool's workers (a heavily damaged tree: 0.84 s in one process with
+#: 1,000 links removed); below, they cost less than the table's trip there.
+_POOL_PAIRS = 1 << 16
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -282,13 +286,20 @@ def reroute(
         if len(sw) and len(cols):
             ports[sw[:, None], dest.lid[cols][None, :]] = _route_subset(g, c, pi, dest, sw,
                                                                         cols, slots)
-    if len(rows):
+    # a heavily damaged tree (Nmodc): its whole rows and the redirects by load
+    # in the pool's workers
+    heavy = pool is not None and nominal_slots is not None and len(pairs.pb) >= _POOL_PAIRS
+    if len(rows) and not heavy:
         ports[rows[:, None], dest.lid[None, :]] = _route_subset(
             g, c, pi, dest, rows, np.arange(len(dest.lid)), slots)
     lids = dest.lid[np.union1d(sel, red_sel)]
     state = None
     if nominal_slots is not None:
-        ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots, pairs=pairs)
+        if heavy:
+            assert pool is not None
+            pool.rework(g, c, pi, dest, ports, nominal_slots, new_share, rows)
+        else:
+            ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots, pairs=pairs)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, nominal_slots)
         ports = down_offsets.move_entries(g, dest, ports, after)
         lids = np.union1d(lids, dest.lid[np.union1d(offset_d, after[1])])
