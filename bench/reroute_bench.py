@@ -17,12 +17,14 @@ After the timed runs, the served tables of a degraded state are compared with a
 from-scratch route of that fabric (must be identical).
 
     .venv/bin/python bench/reroute_bench.py [--runs 7] [--workers 2] [--full] [--grpc]
-        [--algorithm dmodc|nmodc] [--switches]
+        [--algorithm dmodc|nmodc] [--switches] [--remove-links N]
 
 ``--full`` also times the non-incremental path (full route + full diff);
-``--switches`` also takes ``--runs`` leaves and as many upper switches down and
-up again (a switch set change: the full route and the full diff; a leaf's
-loss renumbers the end-ports after it, so most of the tables change).
+``--remove-links N`` starts from the tree with N random switch-to-switch links
+removed (seed 1), as ``route_bench.py`` does.  ``--switches`` also takes
+``--runs`` leaves and as many upper switches down and up again (a switch set
+change: the full route and the full diff; a leaf's loss renumbers the
+end-ports after it, so most of the tables change).
 ``--grpc`` instead starts a real ``smroute serve`` (loopback, ``--coalesce-ms
 0``, background validation on) on the same tree written as an ibnetdiscover
 file, and reports per link down the daemon-side ``event_to_commit``, the whole
@@ -40,7 +42,7 @@ import time
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
@@ -181,11 +183,17 @@ def main() -> None:
                     help="the daemon's routing algorithm (not with --grpc)")
     ap.add_argument("--switches", action="store_true",
                     help="also time switches taken down and up (leaves and upper switches)")
+    ap.add_argument("--remove-links", type=int, default=0, metavar="N",
+                    help="start from the tree with N random switch-to-switch links removed")
     args = ap.parse_args()
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start")
     f = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
+    if args.remove_links:
+        f, _ = degrade(f, np.random.default_rng(1), links=args.remove_links)
     print(f"fabric: PGFT(3;18,18,36;1,18,18;1,1,1): {len(f.cas)} hosts, {len(f.switches)} "
-          f"switches, {f.n_links} links; {args.workers} workers")
+          f"switches, {f.n_links} links"
+          + (f" ({args.remove_links} random switch-to-switch links removed, seed 1)"
+             if args.remove_links else "") + f"; {args.workers} workers")
     links = _links(f, args.runs)
     if args.grpc:
         _grpc(args, f, links)
