@@ -59,8 +59,7 @@ from smroute.routing.engine import (
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import own_tables
-from smroute.tables.diff import TableDiff, diff_tables
-from smroute.tables.lft import BLOCK
+from smroute.tables.diff import TableDiff, changed_blocks, diff_tables
 
 __all__ = ["Reroute", "reroute", "diff_region", "new_costs", "nominal_state"]
 
@@ -350,14 +349,13 @@ def diff_region(old: np.ndarray, new: np.ndarray, rows: np.ndarray, lids: np.nda
     e_sw = pos[sw]
     o = np.lexsort((el, e_sw))
     e_sw, el, eo, en = e_sw[o], el[o], eo[o], en[o]
-    n_blocks = w // BLOCK + 1
-    keys = np.unique(e_sw * n_blocks + el // BLOCK)
+    block_switch, block = changed_blocks(e_sw, el, w)
     swl = np.asarray(lid, dtype=np.int64)[order]
     empty_g = np.zeros(0, dtype=np.uint64)
     return TableDiff(
         common_guid=g[order], common_desc=tuple(desc[i] for i in order.tolist()),
         old_lid=swl, new_lid=swl, entry_switch=e_sw, entry_lid=el, entry_old=eo,
-        entry_new=en, block_switch=keys // n_blocks, block=keys % n_blocks,
+        entry_new=en, block_switch=block_switch, block=block,
         only_old_guid=empty_g, only_old_desc=(), only_new_guid=empty_g, only_new_desc=(),
         width=w,
     )

@@ -27,7 +27,8 @@ import numpy as np
 
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
-__all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "diff_tables", "format_diff"]
+__all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "changed_blocks", "diff_tables",
+           "format_diff"]
 
 #: Largest ``(rows x LIDs)`` slab compared at once, in bytes of one table.
 CHUNK_BYTES = 1 << 22
@@ -225,6 +226,18 @@ def _padded(ports: np.ndarray, rows: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+def changed_blocks(e_sw: np.ndarray, e_lid: np.ndarray,
+                   width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(block_switch, block)`` ``(K,)`` int64: the (switch, 64-LID block)
+    pairs holding the changed entries ``e_sw`` / ``e_lid`` ``(N,)`` int64,
+    sorted by switch then LID (so the blocks are runs, no sort needed), of
+    tables ``width`` LIDs wide."""
+    n_blocks = width // BLOCK + 1
+    keys = e_sw * n_blocks + e_lid // BLOCK
+    keys = keys[np.flatnonzero(np.diff(keys, prepend=-1))]
+    return keys // n_blocks, keys % n_blocks
+
+
 def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
     """Compare ``old`` and ``new`` switch by switch (matched by node GUID)."""
     og = np.asarray(old.switch_guid, dtype=np.uint64)
@@ -261,9 +274,7 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
 
     e_sw = cat(sw_parts, np.int64)
     e_lid = cat(lid_parts, np.int64)
-    n_blocks = width // BLOCK + 1
-    keys = e_sw * n_blocks + e_lid // BLOCK  # ascending: the blocks are its runs
-    keys = keys[np.flatnonzero(np.diff(keys, prepend=-1))]
+    block_switch, block = changed_blocks(e_sw, e_lid, width)
 
     def descs(t: ForwardingTables, rows: np.ndarray) -> tuple[str, ...]:
         d = t.switch_desc
@@ -285,8 +296,8 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
         entry_lid=e_lid,
         entry_old=cat(old_parts, np.uint8),
         entry_new=cat(new_parts, np.uint8),
-        block_switch=keys // n_blocks,
-        block=keys % n_blocks,
+        block_switch=block_switch,
+        block=block,
         only_old_guid=only_old,
         only_old_desc=descs(old, rows_of(only_old, og)),
         only_new_guid=only_new,
