@@ -315,12 +315,19 @@ def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
                         dest.target[order], cols)
 
 
+#: Integers below this are exact in float32, and so is their division (:func:`_mod`).
+_EXACT = 1 << 24
+
+
 def _mod(q: np.ndarray, n: np.ndarray) -> np.ndarray:
     """``q % n`` for int32 ``q >= 0``, ``1 <= n``, broadcast; float32 SIMD when exact.
 
-    With ``q < 2**16`` and ``n < 2**8`` the float32 quotient is never rounded
-    across an integer (the gap ``1/n`` exceeds half an ulp of ``q/n``) and
-    ``floor(q/n) * n`` is exact, so the result equals integer ``%``.
+    With ``q, n < 2**24`` the correctly rounded float32 quotient ``q / n`` is
+    never rounded up to the next integer: if ``2**(E-1) <= q / n < 2**E``,
+    half an ulp there is ``2**(E-25) <= q * 2**-24 / n < 1 / n``, the gap below
+    that integer.  So ``floor(q / n)`` is exact, and so are ``floor(q/n) * n``
+    and the remainder (integers below ``2**24``): the result equals integer
+    ``%`` (checked for every ``q < 2**16``, ``n <= 4096``).
     """
     return _divmod(q, n, quotient=False)[1]
 
@@ -329,7 +336,7 @@ def _divmod(q: np.ndarray, n: np.ndarray,
             quotient: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(q // n, q % n)`` int32, as :func:`_mod` (float32 SIMD when exact);
     without ``quotient`` an empty one (one conversion less)."""
-    if q.size and (int(q.max()) >= 1 << 16 or int(n.max()) >= 1 << 8):
+    if q.size and (int(q.max()) >= _EXACT or int(n.max()) >= _EXACT):
         return (q // n if quotient else np.zeros(0, np.int32)), q % n
     qf = q.astype(np.float32)
     nf = n.astype(np.float32)
@@ -339,6 +346,33 @@ def _divmod(q: np.ndarray, n: np.ndarray,
     d *= nf
     np.subtract(qf, d, out=d)
     return quot, d.astype(np.int32)
+
+
+def slot_offsets(q: np.ndarray, n: np.ndarray, tgt: np.ndarray, start: np.ndarray,
+                 quotient: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A block's places in per-target tables: ``(quot, entry)`` ``(B, D)``
+    with ``entry = start[:, tgt] + q % n[:, tgt]`` float (exact integers)
+    and ``quot = q // n[:, tgt]`` int32 (empty without ``quotient``), for
+    ``q`` ``(1 or B, D)`` int32 ``>= 0`` and ``n``, ``start`` ``(B, T)``
+    (``n >= 1``).  In float32 where exact (:func:`_mod`, and the entries
+    below ``2**24``); the per-target arrays are gathered with ``np.take``,
+    whose result is C-ordered (``a[:, tgt]`` would be F-ordered, strided in
+    every pass after it)."""
+    top = int(start.max(initial=0)) + int(n.max(initial=1))
+    if q.size and (int(q.max()) >= _EXACT or top >= _EXACT):
+        qi, nd = q.astype(np.int64), np.take(n, tgt, axis=1)
+        entry = np.take(start.astype(np.float64), tgt, axis=1)
+        entry += qi % nd
+        return ((qi // nd).astype(np.int32) if quotient else np.zeros(0, np.int32)), entry
+    nf = np.take(n.astype(np.float32), tgt, axis=1)
+    qf = q.astype(np.float32, copy=False)
+    d = qf / nf
+    np.floor(d, out=d)
+    quot = d.astype(np.int32) if quotient else np.zeros(0, np.int32)
+    d *= nf
+    np.subtract(qf, d, out=d)
+    d += np.take(start.astype(np.float32), tgt, axis=1)
+    return quot, d
 
 
 def cable_ports(g: SwitchGraph, grp: np.ndarray, dead: np.ndarray, at: np.ndarray,
@@ -356,8 +390,10 @@ def cable_ports(g: SwitchGraph, grp: np.ndarray, dead: np.ndarray, at: np.ndarra
         np.minimum(g.grp_port_first[grp][..., None] + c, len(g.grp_ports) - 1)]).astype(np.uint8)
     alive = np.unique(cnt[~dead])  # one cable count (a dead column: NO_ROUTE on every cable)
     n = (np.full(1, alive[0], dtype=np.int32) if len(alive) == 1
-         else np.where(dead, 1, cnt).ravel()[at])
-    return lut.ravel()[at * k + _mod(turn, n)]
+         else np.take(np.where(dead, 1, cnt).ravel(), at))
+    pick = at * np.int32(k)
+    pick += _mod(turn, n)
+    return np.take(lut.ravel(), pick)
 
 
 def seen_cost(c: np.ndarray, down: np.ndarray | bool) -> np.ndarray:
@@ -454,7 +490,7 @@ def _route_remote(
     col_of, reps = _dedupe_rows(sub_t)
     n_u = len(reps)
     sub_t = sub_t[reps]  # (U', R)
-    cs_t = sub_t[:, row_of[:b]]  # (U', B)
+    cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
     # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1):
     # below the switch, down to a shorter down-only path; else up, one hop
     # nearer.  One comparison does both: a remote reached by a down link is
@@ -466,7 +502,7 @@ def _route_remote(
     as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
     down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
-    rem_t = np.concatenate([as_down, as_up], axis=1)[:, pick]  # (U', B, G)
+    rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
     closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
     closer &= (cs_t < INF)[:, :, None]
     # pattern key per (b, u): the closer bits packed over group positions
@@ -491,16 +527,14 @@ def _route_remote(
     nid = dest.nid.astype(np.int32)
     q = (nid // np.int32(piv[0]))[None, :] if same_pi else nid[None, :] // piv[:, None].astype(
         np.int32)
-    n_bu = slot_len[pat_of].astype(np.int32)  # (B, U)
-    start_bu = (pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]).astype(np.int32)
+    start_bu = pat_start[pat_of] + (np.arange(b) * n_slots)[:, None]  # (B, U)
     tgt = col_of[ctx.tgt_i]  # (D,) collapsed target of each destination
-    n_d = n_bu[:, tgt]
-    if (g.grp_port_count[grp_lut] == 1).all():
-        pick = start_bu[:, tgt] + _mod(q, n_d)  # (B, D) flat slot index
+    parallel = not (g.grp_port_count[grp_lut] == 1).all()
+    quot, pick = slot_offsets(q, slot_len[pat_of], tgt, start_bu, quotient=parallel)
+    pick = pick.astype(np.intp)  # (B, D) flat slot index
+    if not parallel:
         port_lut = np.where(dead[None, :], NO_ROUTE, g.grp_ports[g.grp_port_first[grp_lut]])
-        port = port_lut.astype(np.uint8).ravel()[pick]
+        port = np.take(port_lut.astype(np.uint8).ravel(), pick)
     else:  # parallel links: eq. 4 picks the port inside the group
-        quot, rem = _divmod(q, n_d)
-        port = cable_ports(g, grp_lut, np.broadcast_to(dead, grp_lut.shape),
-                           start_bu[:, tgt] + rem, quot)
+        port = cable_ports(g, grp_lut, np.broadcast_to(dead, grp_lut.shape), pick, quot)
     out.reshape(b, -1)[:, ctx.lid_cols] = port

@@ -110,9 +110,9 @@ from smroute.routing.dmodc import (
     Destinations,
     RouteContext,
     _dedupe_rows,
-    _divmod,
     cable_ports,
     route_context,
+    slot_offsets,
 )
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.slot_tables import AlternativesMemo, capacity_tables, occurrences, slot_tables
@@ -426,13 +426,13 @@ def _route_remote(
     col_of, reps = _dedupe_rows(sub_t)
     n_u = len(reps)
     sub_t = sub_t[reps]  # (U', R)
-    cs_t = sub_t[:, row_of[:b]]  # (U', B)
+    cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
     hop = np.uint8(UP_PHASE - 1)
     as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
     as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
     down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
-    rem_t = np.concatenate([as_down, as_up], axis=1)[:, pick]  # (U', B, G)
+    rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
     closer = rem_t < cs_t[:, :, None]
     closer &= (cs_t < INF)[:, :, None]
     # up-going patterns read the closer bits through the nominal slots
@@ -481,41 +481,40 @@ def _route_remote(
     # a down-going route with several closer groups takes C[t mod #C]
     spread = down_bu.T & (pat_len > 1)  # (B, U')
     if spread.any():
-        x = np.where(spread[:, tgt], nid[None, :], x)
-    len_d = pat_len.astype(np.int32)[:, tgt]  # (B, D)
+        x = np.where(np.take(spread, tgt, axis=1), nid[None, :], x)
     # a table with lost slots: entry j + m * r, r the redirect digit
     lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
     lossy[:len(pat_rows)] = is_lossy
     lm = lossy[pat_of]  # (B, U')
     parallel = bool((g.grp_port_count[grp_lut][~dead] > 1).any())
-    quot, off = _divmod(x, len_d, quotient=parallel)  # (B, D) place in the table
     rows = np.flatnonzero(lm.any(axis=1))
+    digit = x
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
-        rd = redirect[switches[rows]]
-        kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], rd], axis=1),
-                                   axis=0, return_inverse=True)
-        for k, (m, p, q) in enumerate(kinds.tolist()):
-            sel = rows[kind_of.ravel() == k]
-            j, r = nid // np.int32(p) % np.int32(m), nid // np.int32(q) % np.int32(m - 1)
-            v = j + np.int32(m) * r  # entry j + m * r
-            run = sel[-1] - sel[0] + 1 == len(sel)  # a run of rows: write in place
-            part = off[sel[0]:sel[-1] + 1] if run else off[sel]
-            np.copyto(part, v[None, :], where=lm[sel][:, tgt])
-            if not run:
-                off[sel] = part
-    ent = start[pat_of].astype(np.int32)[:, tgt] + off  # table entry
+        kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], redirect[switches[rows]]],
+                                            axis=1), axis=0, return_inverse=True)
+        m, p, q = (kinds[:, i, None].astype(np.int32) for i in range(3))
+        v = (nid // p % m + m * (nid // q % (m - 1))).astype(np.float32)  # (K, D) j + m * r
+        kind = np.zeros(b, dtype=np.intp)
+        kind[rows] = kind_of.ravel()
+        digit = np.where(np.take(lm, tgt, axis=1), v[kind], x.astype(np.float32))  # (exact)
+    # (B, D) the table entries: each (switch, target)'s table start plus the place in it
+    quot, ent_f = slot_offsets(digit, pat_len, tgt, start[pat_of], quotient=parallel)
+    if parallel and digit is not x:  # the round of a lost slot's entry: of x
+        quot = slot_offsets(x, pat_len, tgt, start[pat_of], quotient=True)[0]
+    ent = ent_f.astype(np.intp)
     n_flat, n_col = len(val), cols.shape[1]
     if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
         # per switch, every table entry's column: one lookup per destination
         sel = val[None, :] + (bi * n_col)[:, None]  # (B, F)
-        at = ent + (bi * n_flat)[:, None].astype(np.int32)
+        at = ent + (bi * n_flat)[:, None]
     else:  # many patterns (heavy damage): the entry's column, then the switch's lookup
         sel = np.arange(b * n_col).reshape(b, n_col)
-        at = val[ent] + (bi * n_col)[:, None]
+        at = np.take(val.astype(np.int64), ent)
+        at += (bi * n_col)[:, None]
     grp_sel, dead_sel = grp_lut.ravel()[sel], dead.ravel()[sel]
     if not parallel:
         port_lut = np.where(dead_sel, NO_ROUTE, g.grp_ports[g.grp_port_first[grp_sel]])
-        port = port_lut.astype(np.uint8).ravel()[at]
+        port = np.take(port_lut.astype(np.uint8).ravel(), at)
     else:  # parallel links: the group's destinations take its cables in turn
         occ, count = occurrences(length, val)
         turn = quot if (count == 1).all() else quot * count[ent] + occ[ent]
