@@ -4,13 +4,16 @@ Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
-        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N [--seed S]]
+        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N [--seed S]] [--validate]
 
 ``--algorithm``: one or several routing algorithms (comma-separated), timed
 on the same fabric and pool in alternating runs; the ratio to the first
 (the median of the runs' ratios) is printed.
 ``--remove-links``: time a degraded tree (N random switch-to-switch links
 removed, seeded).
+``--validate``: also time the validation walk of one result per algorithm
+(every switch to every LID, as ``smroute route``, the daemon and the
+OpenSM plugin run it before tables leave smroute), median of up to 3 runs.
 
 ``--agg`` puts a SHARP aggregation node on every switch (what real Quantum
 fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
@@ -33,7 +36,7 @@ from benchinfo import machine
 
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.routing.engine import ALGORITHMS, route
+from smroute.routing.engine import ALGORITHMS, route, validate_result
 from smroute.routing.pool import RoutePool
 
 #: OpenSM 3.3.23 routing phase on the 11,664-host PGFT (DESIGN.md, measured on ibsim).
@@ -76,7 +79,7 @@ def job_memory_mib(pool: RoutePool, fabric, pids: list[int],
 
 def bench(name: str, runs: int, workers: int, agg: bool = False,
           algorithms: tuple[str, ...] = ("dmodc",), remove_links: int = 0,
-          seed: int = 1) -> None:
+          seed: int = 1, validate: bool = False) -> None:
     """Time every algorithm of ``algorithms`` on one fabric, each in a pool
     of its own (a daemon routes with one algorithm: its workers are warmed
     by that algorithm alone).  The runs alternate between the algorithms
@@ -94,6 +97,7 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
     timings: dict[str, list[dict[str, float]]] = {alg: [] for alg in algorithms}
     sizes: dict[str, tuple[int, float]] = {}
     job_mib: dict[str, tuple[float, float] | None] = {}
+    walks: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         pools = {alg: stack.enter_context(RoutePool(workers)) for alg in algorithms}
         for alg in algorithms:
@@ -103,6 +107,8 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
                 res = route(fabric, algorithm=alg, pool=pools[alg], labels=False)
                 timings[alg].append(res.timings)
                 sizes[alg] = (len(res.dest.lid), res.tables.nbytes() / 2**20)
+                if validate and i == runs - 1:
+                    walks[alg] = _walk_seconds(res, min(runs, 3))
                 del res  # release this table's shared mapping before the next run
         for alg in algorithms:
             pids = [os.getpid()] + list(pools[alg].worker_pids())
@@ -118,6 +124,19 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
             ratio = statistics.median(a / b for a, b in zip(totals[alg], totals[algorithms[0]],
                                                             strict=True))
             print(f"  {alg} / {algorithms[0]}: {ratio:.2f}x (median of the {runs} runs' ratios)")
+        if alg in walks:
+            print(f"  {alg} validation walk: {walks[alg]}")
+
+
+def _walk_seconds(res, runs: int) -> str:
+    """The validation walk of ``res`` timed ``runs`` times: median, its size and verdict."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        v = validate_result(res)
+        times.append(time.perf_counter() - t0)
+    return (f"median of {runs} {statistics.median(times):.3f} s (min {min(times):.3f}) "
+            f"for {v.pairs:,} switch-to-LID walks, {'valid' if v.ok else 'INVALID'}")
 
 
 def _report(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool, alg: str,
@@ -160,6 +179,8 @@ def main() -> None:
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
                     help="remove N random switch-to-switch links first")
     ap.add_argument("--seed", type=int, default=1, help="seed of --remove-links")
+    ap.add_argument("--validate", action="store_true",
+                    help="also time the validation walk of one result per algorithm")
     args = ap.parse_args()
     algs = tuple(a.strip() for a in args.algorithm.split(",") if a.strip())
     bad = [a for a in algs if a not in ALGORITHMS]
@@ -169,9 +190,10 @@ def main() -> None:
     print(f"machine: {machine()}")
     t = time.perf_counter()
     bench("11664-parallel" if args.parallel else "11664", args.runs, args.workers, args.agg,
-          algs, args.remove_links, args.seed)
+          algs, args.remove_links, args.seed, args.validate)
     if args.big:
-        bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed)
+        bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed,
+              args.validate)
     print(f"(benchmark wall time {time.perf_counter() - t:.1f} s)")
 
 

@@ -273,3 +273,52 @@ def test_float_division_equals_integer_division() -> None:
         quot, entry = dmodc.slot_offsets(digits, div, tgt, start, quotient=True)
         assert np.array_equal(entry, start[:, tgt] + digits % div[:, tgt])
         assert np.array_equal(quot, digits // div[:, tgt])
+
+
+def _walk_one(nxt: np.ndarray, rank: np.ndarray, ports: np.ndarray, dest, s: int, d: int,
+              max_hops: int, free: bool) -> tuple[int, int]:
+    """One (switch, destination) walk followed hop by hop: ``(status, hops)``."""
+    from smroute.routing.validate import DEAD_END, LOOP, OK, UPDOWN
+    moves: list[int] = []
+    cur = s
+    while len(moves) <= max_hops + 1:
+        p = int(ports[cur, dest.lid[d]])
+        if cur == dest.target[d] and p == dest.local_port[d]:
+            went_down = False
+            for m in moves:  # down, then up later: not up*/down*
+                if m > 0 and went_down and not free:
+                    return UPDOWN, len(moves)
+                went_down |= m < 0
+            return OK, len(moves)
+        nx = int(nxt[cur, p])
+        if nx < 0:
+            return DEAD_END, len(moves)
+        if rank[nx] == rank[cur] and not free:
+            return UPDOWN, len(moves)
+        moves.append(int(np.sign(rank[nx] - rank[cur])))
+        cur = nx
+    return LOOP, -1
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_validation_walk_equals_hop_by_hop_walks_on_broken_tables(seed: int) -> None:
+    """The vectorized walk (``validate.walk``) gives every pair of a tree's
+    tables with random ports (loops, dead ends, down-then-up moves) the status
+    and hop count of a walk followed hop by hop."""
+    from smroute.routing.validate import LOOP, walk
+    r = route(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), workers=1)
+    g, dest = r.graph, r.dest
+    rng = np.random.default_rng(seed)
+    ports = r.tables.ports.copy()
+    hit = rng.random(ports.shape) < 0.2
+    ports[hit] = rng.integers(0, 10, int(hit.sum()))
+    free = rng.random(len(dest.lid)) < 0.2
+    max_hops = 2 * g.max_rank + 2
+    status, hops = walk(g, ports, dest, turns=free)
+    nxt = next_switch(g)
+    want = np.array([[_walk_one(nxt, g.rank, ports, dest, s, d, max_hops, bool(free[d]))
+                      for d in range(len(dest.lid))] for s in range(g.n_switches)])
+    assert np.array_equal(status, want[:, :, 0])
+    resolved = status != LOOP
+    assert np.array_equal(hops[resolved], want[:, :, 1][resolved])
+    assert set(np.unique(status).tolist()) == {0, 1, 2, 3}  # every outcome occurs

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smroute.routing.dmodc import INF, NO_ROUTE, Destinations, hop_counts
-from smroute.routing.topology import SwitchGraph, next_switch
+from smroute.routing.dmodc import INF, Destinations, hop_counts
+from smroute.routing.topology import NO_LINK, SwitchGraph, next_switch
 
 __all__ = ["Validation", "Failure", "validate", "walk"]
 
@@ -124,46 +124,57 @@ def walk(
     """
     if nxt is None:
         nxt = next_switch(g)
+    if nxt.shape[1] < 256:  # a port past the table leads nowhere
+        nxt = np.pad(nxt, ((0, 0), (0, 256 - nxt.shape[1])), constant_values=NO_LINK)
     n_sw, n_d = g.n_switches, len(dest.lid)
-    rank = np.append(g.rank, -1)  # index -1 (no switch) maps to rank -1
+    rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     if max_hops is None:
         max_hops = 2 * max(g.max_rank, 0) + 2
     status = np.empty((n_sw, n_d), dtype=np.int8)
     hops = np.zeros((n_sw, n_d), dtype=np.int16)
     sw = np.arange(n_sw)[:, None]
+    row = sw * nxt.shape[1]
     unknown = np.int8(-1)
     for c0 in range(0, n_d, _CHUNK):
         sl = slice(c0, min(c0 + _CHUNK, n_d))
         k = sl.stop - sl.start
-        p = ports[:, dest.lid[sl]].astype(np.int64)  # (S, k)
-        here = (sw == dest.target[sl][None, :]) & (p == dest.local_port[sl][None, :])
-        nx = np.where(p == NO_ROUTE, -1, nxt[sw, np.minimum(p, nxt.shape[1] - 1)])
-        st = np.full((n_sw, k), unknown, dtype=np.int8)
-        st[here] = OK
-        st[~here & (nx < 0)] = DEAD_END
-        dr = np.sign(rank[nx] - rank[sw])  # +1 up, -1 down, 0 sideways
+        p = np.take(ports, dest.lid[sl], axis=1)  # (S, k) (np.take: C order)
+        nx = np.take(nxt.ravel(), row + p)  # the next switch, or < 0
+        st = np.where(nx < 0, DEAD_END, unknown).astype(np.int8)
+        st[(sw == dest.target[sl][None, :]) & (p == dest.local_port[sl][None, :])] = OK
+        dr = np.sign(np.take(rank, nx) - rank[:n_sw, None])  # +1 up, -1 down, 0 sideways
         free = turns[sl] if turns is not None else np.zeros(k, dtype=bool)
         st[(st == unknown) & (dr == 0) & ~free[None, :]] = UPDOWN
         hp = np.zeros((n_sw, k), dtype=np.int16)
         has_up = np.zeros((n_sw, k), dtype=bool)
-        flat_next = np.maximum(nx, 0) * k + np.arange(k)[None, :]
+        # the unresolved pairs (flat indices), each with its next hop's pair
+        st_f, hp_f, up_f = st.ravel(), hp.ravel(), has_up.ravel()
+        todo = np.flatnonzero(st_f == unknown)
+        cell = nx.astype(np.int64)
+        cell *= k
+        cell += np.arange(k)
+        nxt_at, d = np.take(cell, todo), np.take(dr, todo)
+        # rounds: a pair resolves once its next hop has; resolving it again
+        # gives the same values, so the pending lists shrink only when half
+        # of them resolved (a tree resolves most pairs in its last round)
         for _ in range(max_hops + 1):
-            todo = st == unknown
-            if not todo.any():
+            nst = st_f[nxt_at]
+            ready = np.flatnonzero(nst != unknown)
+            at, fn, dd, res = (np.take(a, ready) for a in (todo, nxt_at, d, nst))
+            nup = up_f[fn]
+            bad = (res == OK) & (dd < 0) & nup
+            if turns is not None:
+                bad &= ~free[at % k]
+            res[bad] = UPDOWN
+            st_f[at] = res
+            hp_f[at] = hp_f[fn] + 1
+            up_f[at] = nup | (dd > 0)
+            if len(ready) == len(todo):
                 break
-            fn = flat_next[todo]
-            nst = st.ravel()[fn]
-            ready = nst != unknown
-            idx = tuple(a[ready] for a in np.nonzero(todo))
-            fnr = fn[ready]
-            nup = has_up.ravel()[fnr]
-            d = dr[idx]
-            res = nst[ready].copy()
-            res[(res == OK) & (d < 0) & nup & ~free[idx[1]]] = UPDOWN
-            st[idx] = res
-            hp[idx] = hp.ravel()[fnr] + 1
-            has_up[idx] = nup | (d > 0)
-        st[st == unknown] = LOOP
+            if 2 * len(ready) >= len(todo):
+                left = np.flatnonzero(nst == unknown)
+                todo, nxt_at, d = (np.take(a, left) for a in (todo, nxt_at, d))
+        st_f[todo[st_f[todo] == unknown]] = LOOP
         status[:, sl] = st
         hops[:, sl] = hp
     if sources is not None:
@@ -190,8 +201,8 @@ def validate(
     sources = np.flatnonzero(g.rank >= 0)
     status, hops = walked if walked is not None else walk(
         g, ports, dest, sources, turns=turns, max_hops=max_hops)
-    cost = costs[sources[:, None], dest.target[None, :]]
-    minimal = hop_counts(cost).astype(np.int64)
+    cost = np.take(np.take(costs, sources, axis=0), dest.target, axis=1)  # (C order)
+    minimal = hop_counts(cost)
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
     same_comp = g.component[sources][:, None] == g.component[dest.target][None, :]
     # must deliver: an up*/down* path exists, or an end-port's traffic enters
