@@ -497,16 +497,16 @@ def _route_remote(
         kind = np.zeros(b, dtype=np.intp)
         kind[rows] = kind_of.ravel()
         digit = np.where(np.take(lm, tgt, axis=1), v[kind], x.astype(np.float32))  # (exact)
-    # (B, D) the table entries: each (switch, target)'s table start plus the place in it
-    quot, ent_f = slot_offsets(digit, pat_len, tgt, start[pat_of], quotient=parallel)
-    if parallel and digit is not x:  # the round of a lost slot's entry: of x
-        quot = slot_offsets(x, pat_len, tgt, start[pat_of], quotient=True)[0]
-    ent = ent_f.astype(np.intp)
     n_flat, n_col = len(val), cols.shape[1]
-    if one_lookup or (one_lookup is None and n_flat <= len(dest.lid)):
-        # per switch, every table entry's column: one lookup per destination
+    one = bool(one_lookup or (one_lookup is None and n_flat <= len(dest.lid)))
+    # (B, D) the table entries (one lookup: in the switch's own copy of the tables)
+    first = start[pat_of] + (bi * n_flat)[:, None] if one else start[pat_of]
+    quot, ent_f = slot_offsets(digit, pat_len, tgt, first, quotient=parallel)
+    if parallel and digit is not x:  # the round of a lost slot's entry: of x
+        quot = slot_offsets(x, pat_len, tgt, first, quotient=True)[0]
+    at = ent = ent_f.astype(np.intp)
+    if one:  # per switch, every table entry's column: one lookup per destination
         sel = val[None, :] + (bi * n_col)[:, None]  # (B, F)
-        at = ent + (bi * n_flat)[:, None]
     else:  # many patterns (heavy damage): the entry's column, then the switch's lookup
         sel = np.arange(b * n_col).reshape(b, n_col)
         at = np.take(val.astype(np.int64), ent)
@@ -517,6 +517,8 @@ def _route_remote(
         port = np.take(port_lut.astype(np.uint8).ravel(), at)
     else:  # parallel links: the group's destinations take its cables in turn
         occ, count = occurrences(length, val)
+        if one:  # the entries are in the switch's copy of the tables
+            occ, count = np.tile(occ, b), np.tile(count, b)
         turn = quot if (count == 1).all() else quot * count[ent] + occ[ent]
         port = cable_ports(g, grp_sel, dead_sel, at, turn)
     out.reshape(b, -1)[:, ctx.lid_cols] = port
