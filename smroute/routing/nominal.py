@@ -13,26 +13,25 @@ takes:
   up-neighbours (transitively); the up-neighbours of a switch's siblings,
   sorted by GUID, are its nominal slots ``U(s)`` and ``m(s) = #U(s)`` its
   nominal arity.  In a complete PGFT siblings share exactly the same
-  up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order.
-  A degraded switch keeps the slot each surviving up-neighbour has among its
+  up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order. A
+  degraded switch keeps the slot each surviving up-neighbour has among its
   siblings.  A group of siblings that lost one up-neighbour whole (an upper
   switch removed, not only its links) keeps that slot as a lost slot, found
   through the upper switches' own columns (:func:`_column_slots`): its
-  switches keep their intact siblings' modulus (the 1,728-host tree's pod
-  that lost an L2 switch: ``x mod 12``, not ``x mod 11``).  Where ``#U(s)``
-  exceeds the largest up arity of any switch of that rank by more than half,
-  the siblings are no PGFT's (e.g. leaves on overlapping pairs of spines),
-  and in the general up*/down* orientation
-  (no tree levels), the switch's own up groups are its slots and it routes
-  up exactly as Dmodc does (``C[x mod #C]`` over its closer groups): it has no
-  siblings to agree with, and a slot table with alternatives there spreads
-  worse (Mellanox selene's spines: SP 26 against Dmodc's 18).  So does a
-  leaf whose up-neighbours all are top switches (a 2-level tree): no upper
-  switch routes on, and a top's down-link reaches one leaf, whose end-ports
-  bound its risk as they bound the leaf's own up-links'; there Dmodc's
-  modulo over the surviving spines spreads a shift's flows more evenly
-  (the 648-host study tree with 4-15 links removed: HSD of the topological
-  shifts 1.54 against 1.6 with nominal slots).
+  switches keep their intact siblings' modulus (the 1,728-host tree's pod that
+  lost an L2 switch: ``x mod 12``, not ``x mod 11``).  Where ``#U(s)`` exceeds
+  the largest up arity of any switch of that rank by more than half, the
+  siblings are no PGFT's (e.g. leaves on overlapping pairs of spines), and in
+  the general up*/down* orientation (no tree levels), the switch's own up
+  groups are its slots and it routes up exactly as Dmodc does (``C[x mod #C]``
+  over its closer groups): it has no siblings to agree with, and a slot table
+  with alternatives there spreads worse (Mellanox selene's spines: SP 26
+  against Dmodc's 18).  So does a leaf whose up-neighbours all are top
+  switches (a 2-level tree): no upper switch routes on, and a top's down-link
+  reaches one leaf, whose end-ports bound its risk as they bound the leaf's
+  own up-links'; there Dmodc's modulo over the surviving spines spreads a
+  shift's flows more evenly (the 648-host study tree with 4-15 links removed:
+  HSD of the topological shifts 1.54 against 1.6 with nominal slots).
 * **Nominal dividers.**  Algorithm 1's max reduction with ``m(s)`` in place
   of the up-count: ``Pi[s'] = max over children s of Pi[s] * m(s)``.
 * **Down-going routes.**  A route whose target lies below takes ``C[t mod
@@ -438,16 +437,17 @@ def _route_remote(
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
-    arity = np.where(sg[:, -1] == -2, np.argmax(sg == -2, axis=1), n_slot)  # (B,)
     own = sg[:, 0] == -3  # routes as Dmodc: its closer groups, C[x mod #C]
-    arity[own] = 0
+    arity = np.where(own, 0, np.where(sg[:, -1] == -2, np.argmax(sg == -2, axis=1), n_slot))
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
     up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
     w = max(gmax, n_slot)
     bits = np.zeros((n_u, b, -(-w // 8) * 8), dtype=bool)  # whole bytes: a flat packbits
     nominal_up = up_bu & ~own[None, :]
-    bits[:, :, :n_slot] = closer[:, bi[:, None], spos] & nominal_up[:, :, None]
-    np.copyto(bits[:, :, :gmax], closer[:, :, :gmax], where=~nominal_up[:, :, None])
+    np.logical_and(closer[:, :, :gmax], ~nominal_up[:, :, None], out=bits[:, :, :gmax])
+    at_slot = (bi[:, None] * closer.shape[2] + spos).ravel()  # (np.take: C order)
+    bits[:, :, :n_slot] |= np.take(closer.reshape(n_u, -1), at_slot, axis=1).reshape(
+        n_u, b, n_slot) & nominal_up[:, :, None]
     mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
     packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
     nb = packed.shape[2]
