@@ -231,9 +231,9 @@ def _closer(pr: PartialPairs, goes_up: np.ndarray,
         return closer[:, :, None], on[:, None], np.arange(len(ui)), np.zeros(len(ui), np.int64)
     ui = pr.slot_ui[lv]  # (B', M)
     at = np.maximum(ui, 0)
-    closer = pr.up_cost[:, tv][at] < pr.leaf_cost[lv][:, tv][:, None, :]
+    closer = np.take(pr.up_cost, tv, axis=1)[at] < np.take(pr.leaf_cost[lv], tv, axis=1)[:, None]
     closer &= (ui >= 0)[:, :, None]
-    return closer, (closer & goes_up[:, tv][at]).any(axis=1), li, ti
+    return closer, (closer & np.take(goes_up, tv, axis=1)[at]).any(axis=1), li, ti
 
 
 def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
