@@ -300,11 +300,13 @@ def _walk_one(nxt: np.ndarray, rank: np.ndarray, ports: np.ndarray, dest, s: int
     return LOOP, -1
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_validation_walk_equals_hop_by_hop_walks_on_broken_tables(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "bound"), [(1, None), (2, None), (3, 1)])
+def test_validation_walk_equals_hop_by_hop_walks_on_broken_tables(
+        seed: int, bound: int | None) -> None:
     """The vectorized walk (``validate.walk``) gives every pair of a tree's
     tables with random ports (loops, dead ends, down-then-up moves) the status
-    and hop count of a walk followed hop by hop."""
+    and hop count of a walk followed hop by hop; with ``max_hops`` 1 the
+    tree's own 3- and 4-hop walks count as loops."""
     from smroute.routing.validate import LOOP, walk
     r = route(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), workers=1)
     g, dest = r.graph, r.dest
@@ -313,8 +315,8 @@ def test_validation_walk_equals_hop_by_hop_walks_on_broken_tables(seed: int) -> 
     hit = rng.random(ports.shape) < 0.2
     ports[hit] = rng.integers(0, 10, int(hit.sum()))
     free = rng.random(len(dest.lid)) < 0.2
-    max_hops = 2 * g.max_rank + 2
-    status, hops = walk(g, ports, dest, turns=free)
+    max_hops = 2 * g.max_rank + 2 if bound is None else bound
+    status, hops = walk(g, ports, dest, turns=free, max_hops=bound)
     nxt = next_switch(g)
     want = np.array([[_walk_one(nxt, g.rank, ports, dest, s, d, max_hops, bool(free[d]))
                       for d in range(len(dest.lid))] for s in range(g.n_switches)])

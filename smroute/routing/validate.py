@@ -134,6 +134,7 @@ def walk(
     hops = np.zeros((n_sw, n_d), dtype=np.int16)
     sw = np.arange(n_sw)[:, None]
     row = sw * nxt.shape[1]
+    by_rank = [np.flatnonzero(g.rank == r) for r in range(max(g.max_rank, -1) + 1)]
     unknown = np.int8(-1)
     for c0 in range(0, n_d, _CHUNK):
         sl = slice(c0, min(c0 + _CHUNK, n_d))
@@ -147,16 +148,27 @@ def walk(
         st[(st == unknown) & (dr == 0) & ~free[None, :]] = UPDOWN
         hp = np.zeros((n_sw, k), dtype=np.int16)
         has_up = np.zeros((n_sw, k), dtype=bool)
-        # the unresolved pairs (flat indices), each with its next hop's pair
         st_f, hp_f, up_f = st.ravel(), hp.ravel(), has_up.ravel()
-        todo = np.flatnonzero(st_f == unknown)
-        cell = nx.astype(np.int64)
+        cell = nx.astype(np.int64)  # each pair's next hop's pair (flat index)
         cell *= k
         cell += np.arange(k)
+        cell_f, dr_f = cell.ravel(), dr.ravel()
+        # up*/down* walks once each: down moves by ascending rank (the next
+        # hop's walk is then done), then up moves by descending rank
+        for levels, move in ((by_rank, -1), (by_rank[::-1], 1)):
+            for rows in levels:
+                at = (rows[:, None] * k + np.arange(k)).ravel()
+                at = at[(dr_f[at] == move) & (st_f[at] == unknown)]
+                fn = cell_f[at]
+                nst = st_f[fn]
+                ok = nst != unknown
+                at, fn = at[ok], fn[ok]
+                st_f[at], hp_f[at], up_f[at] = nst[ok], hp_f[fn] + 1, move > 0
+        # the other pairs in rounds: a pair resolves once its next hop has;
+        # resolving it again gives the same values, so the pending lists
+        # shrink only when half of them resolved
+        todo = np.flatnonzero(st_f == unknown)
         nxt_at, d = np.take(cell, todo), np.take(dr, todo)
-        # rounds: a pair resolves once its next hop has; resolving it again
-        # gives the same values, so the pending lists shrink only when half
-        # of them resolved (a tree resolves most pairs in its last round)
         for _ in range(max_hops + 1):
             nst = st_f[nxt_at]
             ready = np.flatnonzero(nst != unknown)
@@ -175,6 +187,8 @@ def walk(
                 left = np.flatnonzero(nst == unknown)
                 todo, nxt_at, d = (np.take(a, left) for a in (todo, nxt_at, d))
         st_f[todo[st_f[todo] == unknown]] = LOOP
+        long = hp > max_hops + 1  # (as long as a loop: a walk of the rounds alone stops)
+        st[long], hp[long] = LOOP, 0
         status[:, sl] = st
         hops[:, sl] = hp
     if sources is not None:
