@@ -112,9 +112,12 @@ def walk(
     Dynamic programming over next hops instead of walking each pair: the walk
     from ``s`` to ``d`` continues the walk from ``next(s, d)``, so the status,
     hop count and "has an up move" flag of every (switch, destination) pair
-    are resolved by repeatedly looking them up at the next hop (at most
-    ``2 * max_rank + 2`` rounds; unresolved pairs are loops).  Done in chunks
-    of destination columns.  ``turns`` ``(D,)`` bool: destinations whose
+    are looked up at the next hop once that pair is resolved.  The pairs
+    whose next move goes down are resolved by ascending rank, then those
+    whose next move goes up by descending rank (each once: every up*/down*
+    walk); the others in rounds, each resolving the pairs whose next hop's
+    pair is (walks longer than ``max_hops + 1`` moves, and cycles, are
+    loops).  Done in chunks of destination columns.  ``turns`` ``(D,)`` bool: destinations whose
     routes may turn up after going down (detours: a delivered walk is OK);
     ``max_hops``: the longest walk (default ``2 * max_rank + 2``).
 
@@ -187,7 +190,7 @@ def walk(
                 left = np.flatnonzero(nst == unknown)
                 todo, nxt_at, d = (np.take(a, left) for a in (todo, nxt_at, d))
         st_f[todo[st_f[todo] == unknown]] = LOOP
-        long = hp > max_hops + 1  # (as long as a loop: a walk of the rounds alone stops)
+        long = hp > max_hops + 1  # longer than the bound: a loop, as in the rounds alone
         st[long], hp[long] = LOOP, 0
         status[:, sl] = st
         hops[:, sl] = hp
