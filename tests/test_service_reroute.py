@@ -258,8 +258,7 @@ def test_core_validation_in_helper_process_after_quiet_period() -> None:
 
     f = pgft(2, [4, 8], [1, 4], [1, 1])
     core = RoutingCore(workers=1, coalesce_s=0.0)
-    core.VALIDATE_BIG_PAIRS = 0  # type: ignore[misc]
-    core.VALIDATE_QUIET_S = 0.5  # type: ignore[misc]
+    core.validator.big_pairs, core.validator.quiet_s = 0, 0.5
     try:
         core.load_fabric(f, "test")
         e1 = core.route()
@@ -274,6 +273,28 @@ def test_core_validation_in_helper_process_after_quiet_period() -> None:
         assert (v2.pairs, v2.delivered, v2.non_minimal) == (
             local.pairs, local.delivered, local.non_minimal)
         assert core._analyzer is not None  # the helper process did it
+    finally:
+        core.close()
+
+
+def test_route_subnet_answer_does_not_wait_for_the_quiet_period() -> None:
+    """A ``RouteSubnet`` answer waits for its epoch's validation: a large one
+    is walked at once (in the helper process), not after the quiet period
+    (here 60 s, longer than the call's 30 s deadline)."""
+    import time
+
+    from smroute.service.core import RoutingCore
+    from smroute.service.subnet_rpc import route_subnet_response, subnet_request
+
+    core = RoutingCore(workers=1, coalesce_s=0.0)
+    core.validator.big_pairs, core.validator.quiet_s = 0, 60.0
+    try:
+        t0 = time.monotonic()
+        resp = route_subnet_response(core, subnet_request(pgft(2, [4, 8], [1, 4], [1, 1]), 0),
+                                     30.0)
+        assert time.monotonic() - t0 < 20
+        assert resp.committed and len(resp.switches) == 12
+        assert core._analyzer is not None  # walked in the helper process
     finally:
         core.close()
 

@@ -5,9 +5,9 @@ the current routing settings (algorithm, LMC, roles overrides), an
 :class:`~smroute.service.epochs.EpochStore`, one
 :class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
 :class:`~smroute.service.faults.Sequencer` that runs every state change on one
-thread (so loads, routes and fault batches are totally ordered).  A
-background thread validates committed epochs, newest first; superseded ones
-are marked skipped.
+thread (so loads, routes and fault batches are totally ordered).  An
+:class:`~smroute.service.validator.EpochValidator` validates committed epochs
+in the background, newest first; superseded ones are marked skipped.
 
 Errors: every expected failure raises
 :class:`~smroute.service.errors.ServiceError` with a
@@ -17,8 +17,6 @@ servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import threading
 import time
@@ -58,6 +56,7 @@ from smroute.service.faults import (
 )
 from smroute.service.reroute import Reroute, reroute
 from smroute.service.resume import Resumed, resume
+from smroute.service.validator import EpochValidator
 from smroute.tables.diff import TableDiff, diff_tables
 
 __all__ = ["FaultOutcome", "Metrics", "RoutingCore"]
@@ -152,12 +151,9 @@ class RoutingCore:
         self._analyze_lock = threading.Lock()
         self._analyzer: ProcessPoolExecutor | None = None
         self._aux_lock = threading.Lock()
-        self._validate_epochs = validate_epochs
-        self._val_cond = threading.Condition()
-        self._val_next: Epoch | None = None
-        self._val_thread = threading.Thread(target=self._validator, name="smroute-validate",
-                                            daemon=True)
-        self._val_thread.start()
+        #: The background validation of committed epochs.
+        self.validator = EpochValidator(self.store, self._aux, self.log, validate_epochs,
+                                        self.shutting_down)
         self.seq = Sequencer(self._run_batch, lambda job: run_dry(self, job),
                              coalesce_s=coalesce_s)
 
@@ -188,10 +184,7 @@ class RoutingCore:
         self.shutting_down.set()
         self.store.close()
         self.seq.close()
-        with self._val_cond:
-            self._val_next = None
-            self._val_cond.notify_all()
-        self._val_thread.join(10)
+        self.validator.close()
         self.durable.close()
         if self._analyzer is not None:
             self._analyzer.shutdown(cancel_futures=True)
@@ -327,66 +320,12 @@ class RoutingCore:
                  fabric_hash=fabric.content_hash, faults=len(faults),
                  diff=diff.summary() if diff is not None else "",
                  seconds={k: round(v, 4) for k, v in timings.items()})
-        self.validate_later(ep)
+        self.validator.later(ep)
         return ep
 
     def resume(self) -> Resumed | None:
         """Before serving: resume the state database's last epoch (resume.resume)."""
         return self._wait(self.seq.call(lambda: resume(self)))
-
-    def validate_later(self, ep: Epoch) -> None:
-        """Hand ``ep`` to the background validation walk (the newest wins)."""
-        with self._val_cond:
-            self._val_next = ep
-            self._val_cond.notify_all()
-
-    # ------------------------------------------------------------ validation
-    #: Validation walks of more (switch, LID) pairs than this wait for a quiet
-    #: period (no commit for :attr:`VALIDATE_QUIET_S`) so they do not slow a burst of
-    #: reroutes, and run in the helper process (off this process's GIL); the
-    #: thread also runs at a lower OS priority.
-    VALIDATE_BIG_PAIRS = 2_000_000
-    VALIDATE_QUIET_S = 1.0
-
-    def _validator(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        while True:
-            with self._val_cond:
-                while self._val_next is None and not self.shutting_down.is_set():
-                    self._val_cond.wait()
-                ep, self._val_next = self._val_next, None
-                while ep is not None and not self.shutting_down.is_set() and (
-                        ep.tables.n_switches * len(ep.result.dest.lid) > self.VALIDATE_BIG_PAIRS):
-                    self._val_cond.wait(self.VALIDATE_QUIET_S)
-                    if self._val_next is None:
-                        break  # quiet: validate ep
-                    ep, self._val_next = self._val_next, None
-            if ep is None or self.shutting_down.is_set():
-                return
-            # an older epoch still pending when a newer one arrived is skipped
-            for eid in self.store.ids():
-                if eid < ep.id and self.store.validation(eid) == "pending":
-                    self.store.set_validation(eid, f"skipped: superseded by epoch {ep.id}")
-            if self.store.validation(ep.id) != "pending":
-                continue  # validated meanwhile (a RouteSubnet answer's delta walk)
-            if not self._validate_epochs:
-                self.store.set_validation(ep.id, "skipped: validation disabled")
-                continue
-            try:
-                r = ep.result
-                job = functools.partial(validate_result, r, max_failures=10)
-                if r.tables.n_switches * len(r.dest.lid) > self.VALIDATE_BIG_PAIRS:
-                    # large: in the helper process, off this process's GIL
-                    v = self._aux().submit(job).result()
-                else:
-                    v = job()
-                self.store.set_validation(ep.id, v)
-                self.log("info" if v.ok else "warning", "epoch_validated", epoch=ep.id,
-                         summary=v.summary())
-            except Exception as err:  # noqa: BLE001 - never kill the thread
-                self.store.set_validation(ep.id, f"skipped: validation failed: {err}")
-                self.log("error", "validation_error", epoch=ep.id, error=str(err))
 
     # ------------------------------------------------------------ faults
     def check_events(self, events: Sequence[FaultEvent]) -> None:
@@ -498,6 +437,7 @@ class RoutingCore:
         with self._aux_lock:
             if self._analyzer is None:
                 self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+                self._analyzer.submit(int)  # start the process (its imports) now
             return self._analyzer
 
     def analyze(self, ep: Epoch, order: str, seed: int, samples: int) -> dict[str, Any]:

@@ -207,7 +207,7 @@ def resume(core: RoutingCore) -> Resumed | None:
         if ep.base_hash == base.content_hash:
             core._epoch_base = base  # the next reroute may be incremental
         if validation == "pending":
-            core.validate_later(ep)
+            core.validator.later(ep)
     behind = n_journal > 0 or last > (ep.id if ep is not None else 0)
     out = Resumed(ep, behind, n_journal, time.perf_counter() - t0)
     core.log("info", "resumed", epoch=ep.id if ep else None, instance=d.instance,

@@ -201,6 +201,7 @@ def answer_validation(core: RoutingCore, ep: Epoch, timeout: float) -> Validatio
                 core.log("debug", "epoch_validated", epoch=ep.id, summary=d.summary(),
                          delta_of=parent.id)
                 return d
+    core.validator.soon(ep)
     v = core.store.wait_validation(ep.id, timeout)
     if isinstance(v, str) and v.startswith("skipped"):
         v = validate_result(ep.result, max_failures=10)
