@@ -25,6 +25,7 @@ checked by :mod:`smroute.analysis.deadlock`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,14 +118,31 @@ def walk(
     whose next move goes up by descending rank (each once: every up*/down*
     walk); the others in rounds, each resolving the pairs whose next hop's
     pair is (walks longer than ``max_hops + 1`` moves, and cycles, are
-    loops).  Done in chunks of destination columns.  ``turns`` ``(D,)`` bool: destinations whose
-    routes may turn up after going down (detours: a delivered walk is OK);
-    ``max_hops``: the longest walk (default ``2 * max_rank + 2``).
+    loops).  Done in chunks of destination columns.  ``turns`` ``(D,)``
+    bool: destinations whose routes may turn up after going down (detours:
+    a delivered walk is OK); ``max_hops``: the longest walk (default ``2 *
+    max_rank + 2``).
 
     Returns ``(status, hops)``, shape ``(S, D)`` (or ``(len(sources), D)``):
     status int8 (OK, DEAD_END, LOOP, UPDOWN), hops int16 (switch-to-switch
     moves; meaningful where OK).
     """
+    n_sw, n_d = g.n_switches, len(dest.lid)
+    status = np.empty((n_sw, n_d), dtype=np.int8)
+    hops = np.zeros((n_sw, n_d), dtype=np.int16)
+    for sl, st, hp in _walk_chunks(g, ports, dest, nxt, turns, max_hops):
+        status[:, sl], hops[:, sl] = st, hp
+    if sources is not None:
+        return status[sources], hops[sources]
+    return status, hops
+
+
+def _walk_chunks(
+    g: SwitchGraph, ports: np.ndarray, dest: Destinations, nxt: np.ndarray | None,
+    turns: np.ndarray | None, max_hops: int | None,
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+    """:func:`walk` per chunk of destination columns: ``(columns, status
+    (S, k), hops (S, k))`` for every switch."""
     if nxt is None:
         nxt = next_switch(g)
     if nxt.shape[1] < 256:  # a port past the table leads nowhere
@@ -133,8 +151,6 @@ def walk(
     rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     if max_hops is None:
         max_hops = 2 * max(g.max_rank, 0) + 2
-    status = np.empty((n_sw, n_d), dtype=np.int8)
-    hops = np.zeros((n_sw, n_d), dtype=np.int16)
     sw = np.arange(n_sw)[:, None]
     row = sw * nxt.shape[1]
     by_rank = [np.flatnonzero(g.rank == r) for r in range(max(g.max_rank, -1) + 1)]
@@ -192,11 +208,7 @@ def walk(
         st_f[todo[st_f[todo] == unknown]] = LOOP
         long = hp > max_hops + 1  # longer than the bound: a loop, as in the rounds alone
         st[long], hp[long] = LOOP, 0
-        status[:, sl] = st
-        hops[:, sl] = hp
-    if sources is not None:
-        return status[sources], hops[sources]
-    return status, hops
+        yield sl, st, hp
 
 
 def validate(
@@ -216,26 +228,48 @@ def validate(
     switches (``g.rank >= 0``), when the caller needs them too (e.g. the hop
     counts of ``opensm.fdbs``); otherwise the walk is done here."""
     sources = np.flatnonzero(g.rank >= 0)
-    status, hops = walked if walked is not None else walk(
-        g, ports, dest, sources, turns=turns, max_hops=max_hops)
-    cost = np.take(np.take(costs, sources, axis=0), dest.target, axis=1)  # (C order)
-    minimal = hop_counts(cost)
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
-    same_comp = g.component[sources][:, None] == g.component[dest.target][None, :]
-    # must deliver: an up*/down* path exists, or an end-port's traffic enters
-    # here and cables join the destination
-    required = (cost < INF) | ((ep_count > 0)[:, None] & same_comp & ~dest.is_switch[None, :])
-    exempt = ~required & (status == DEAD_END)
-    status = np.where(exempt, OK, status)
-    ok = status == OK
-    non_min = int((ok & (cost < INF) & (hops > minimal)).sum())
-    # CA pairs: CA sources per switch x CA destinations failing from that switch
-    ca_dest = ~dest.is_switch
-    ca_unroutable = int(((~ok[:, ca_dest]).sum(axis=1) * ep_count).sum())
-    apart = int(((~same_comp[:, ca_dest]).sum(axis=1) * ep_count).sum())
+    src_cost, src_comp = np.take(costs, sources, axis=0), g.component[sources][:, None]
+    chunks = (((sl, walked[0][:, sl], walked[1][:, sl])
+               for sl in (slice(c, c + _CHUNK) for c in range(0, len(dest.lid), _CHUNK)))
+              if walked is not None else
+              ((sl, st[sources], hp[sources])
+               for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops)))
+    n = dict.fromkeys(("pairs", "delivered", "dead_ends", "loops", "updown_violations",
+                       "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
+                       "ca_pairs_disconnected", "detoured"), 0)
+    failing: list[np.ndarray] = []  # (b, d, status) rows: each chunk's first max_failures
+    for sl, status, hops in chunks:  # counted per chunk of destinations
+        tgt = dest.target[sl]
+        cost = np.take(src_cost, tgt, axis=1)  # (np.take: C order)
+        same_comp = src_comp == g.component[tgt][None, :]
+        # must deliver: an up*/down* path exists, or an end-port's traffic
+        # enters here and cables join the destination
+        ca = ~dest.is_switch[sl]
+        required = (cost < INF) | ((ep_count > 0)[:, None] & same_comp & ca[None, :])
+        exempt = ~required & (status == DEAD_END)
+        status = np.where(exempt, OK, status)
+        ok = status == OK
+        n["pairs"] += status.size
+        n["delivered"] += int(np.count_nonzero(ok))
+        n["dead_ends"] += int(np.count_nonzero(status == DEAD_END))
+        n["loops"] += int(np.count_nonzero(status == LOOP))
+        n["updown_violations"] += int(np.count_nonzero(status == UPDOWN))
+        n["non_minimal"] += int(np.count_nonzero(ok & (cost < INF) & (hops > hop_counts(cost))))
+        # CA pairs: CA sources per switch x CA destinations failing from that switch
+        n["ca_pairs_unroutable"] += int(np.count_nonzero(~ok & ca, axis=1) @ ep_count)
+        n["ca_pairs_disconnected"] += int(np.count_nonzero(~same_comp & ca, axis=1) @ ep_count)
+        n["switch_pairs_no_updown"] += int(np.count_nonzero(exempt))
+        if turns is not None:
+            n["detoured"] += int(np.count_nonzero(ok & (cost == INF) & ~exempt))
+        bi, di = np.nonzero(~ok)
+        bi, di = bi[:max_failures], di[:max_failures]
+        failing.append(np.stack([bi, di + sl.start, status[bi, di]], axis=1))
+    # the first max_failures failing pairs by source, then destination
+    fail = np.concatenate(failing) if failing else np.zeros((0, 3), dtype=np.int64)
+    fail = fail[np.lexsort((fail[:, 1], fail[:, 0]))][:max_failures]
     failures = []
-    bi, di = np.nonzero(~ok)
-    for b, d in zip(bi[:max_failures].tolist(), di[:max_failures].tolist(), strict=True):
+    for b, d, why in fail.tolist():
         s = int(sources[b])
         lid = int(dest.lid[d])
         failures.append(Failure(
@@ -243,18 +277,6 @@ def validate(
             source_desc=switch_desc[s] if switch_desc else "",
             lid=lid,
             dest_desc=lid_desc[lid] if lid_desc is not None and lid < len(lid_desc) else "",
-            reason=REASONS[int(status[b, d])],
+            reason=REASONS[int(why)],
         ))
-    return Validation(
-        pairs=int(status.size),
-        delivered=int(ok.sum()),
-        dead_ends=int((status == DEAD_END).sum()),
-        loops=int((status == LOOP).sum()),
-        updown_violations=int((status == UPDOWN).sum()),
-        non_minimal=non_min,
-        ca_pairs_unroutable=ca_unroutable,
-        switch_pairs_no_updown=int(exempt.sum()),
-        ca_pairs_disconnected=apart,
-        failures=failures,
-        detoured=int((ok & (cost == INF) & ~exempt).sum()) if turns is not None else 0,
-    )
+    return Validation(failures=failures, **n)
