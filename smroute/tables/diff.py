@@ -248,10 +248,12 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
     width = max(int(old.ports.shape[1]), int(new.ports.shape[1]))
     c = len(common)
 
-    sw_parts: list[np.ndarray] = []
-    lid_parts: list[np.ndarray] = []
-    old_parts: list[np.ndarray] = []
-    new_parts: list[np.ndarray] = []
+    # per slab of rows: the changed entries (int32 offsets in the slab) and
+    # the changed 64-LID blocks; the entries' switch and LID arrays are
+    # filled once at the end (no per-entry temporaries beyond the offsets)
+    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    keys: list[np.ndarray] = []
+    n_blocks = width // BLOCK + 1
     step = max(1, CHUNK_BYTES // max(width, 1))
     for r0 in range(0, c, step):
         r1 = min(c, r0 + step)
@@ -262,19 +264,21 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
             ne[:, 0] = False
         at = np.flatnonzero(ne)  # row-major: by switch, then LID
         if len(at):
-            rr, ll = np.divmod(at, width)
-            sw_parts.append(rr + r0)
-            lid_parts.append(ll)
-            old_parts.append(a.ravel()[at])
-            new_parts.append(b.ravel()[at])
+            parts.append((r0, at.astype(np.int32), a.ravel()[at], b.ravel()[at]))
+            rr, bb = np.nonzero(np.logical_or.reduceat(ne, np.arange(0, width, BLOCK), axis=1))
+            keys.append((rr + r0) * n_blocks + bb)
+    n = sum(len(p[1]) for p in parts)
+    e_sw, e_lid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    o = 0
+    for r0, at, _, _ in parts:
+        np.divmod(at, width, out=(e_sw[o:o + len(at)], e_lid[o:o + len(at)]))
+        e_sw[o:o + len(at)] += r0
+        o += len(at)
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
 
-    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-        return (np.concatenate(parts).astype(dtype, copy=False) if parts
-                else np.zeros(0, dtype=dtype))
-
-    e_sw = cat(sw_parts, np.int64)
-    e_lid = cat(lid_parts, np.int64)
-    block_switch, block = changed_blocks(e_sw, e_lid, width)
+    def cat(k: int) -> np.ndarray:
+        return (np.concatenate([p[k] for p in parts]) if parts
+                else np.zeros(0, dtype=np.uint8))
 
     def descs(t: ForwardingTables, rows: np.ndarray) -> tuple[str, ...]:
         d = t.switch_desc
@@ -294,10 +298,10 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
         new_lid=np.asarray(new.switch_lid, dtype=np.int64)[ni],
         entry_switch=e_sw,
         entry_lid=e_lid,
-        entry_old=cat(old_parts, np.uint8),
-        entry_new=cat(new_parts, np.uint8),
-        block_switch=block_switch,
-        block=block,
+        entry_old=cat(2),
+        entry_new=cat(3),
+        block_switch=key // n_blocks,
+        block=key % n_blocks,
         only_old_guid=only_old,
         only_old_desc=descs(old, rows_of(only_old, og)),
         only_new_guid=only_new,
