@@ -6,8 +6,8 @@ skipped.  Walks of more (switch, LID) pairs than :attr:`EpochValidator.big_pairs
 wait for a quiet period (no commit for :attr:`EpochValidator.quiet_s`) so they do
 not slow a burst of reroutes, unless someone waits for that epoch (a
 ``RouteSubnet`` answer: :meth:`EpochValidator.soon`), and run in the daemon's
-helper process (off its GIL), which starts as soon as such an epoch is handed
-over.  The thread runs at a lower OS priority.
+helper process (off its GIL), which starts as soon as the thread takes such an
+epoch.  The thread runs at a lower OS priority.
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ class EpochValidator:
 
     def later(self, ep: Epoch) -> None:
         """Hand ``ep`` to the background walk (the newest wins)."""
-        if self.enabled and self._big(ep):
-            self._aux()  # (its process starts now, while the epoch waits)
         with self._cond:
             self._next = ep
             self._cond.notify_all()
@@ -76,6 +74,8 @@ class EpochValidator:
             while self._next is None and not self._stopping.is_set():
                 self._cond.wait()
             ep, self._next = self._next, None
+            if ep is not None and self.enabled and self._big(ep):
+                self._aux()  # (its process starts now, during the quiet period)
             while (ep is not None and not self._stopping.is_set() and self._big(ep)
                    and ep.id != self._urgent):
                 self._cond.wait(self.quiet_s)
