@@ -338,14 +338,21 @@ def _divmod(q: np.ndarray, n: np.ndarray,
     without ``quotient`` an empty one (one conversion less)."""
     if q.size and (int(q.max()) >= _EXACT or int(n.max()) >= _EXACT):
         return (q // n if quotient else np.zeros(0, np.int32)), q % n
-    qf = q.astype(np.float32)
-    nf = n.astype(np.float32)
+    quot, d = _float_divmod(q.astype(np.float32), n.astype(np.float32), quotient)
+    return quot, d.astype(np.int32)
+
+
+def _float_divmod(qf: np.ndarray, nf: np.ndarray,
+                  quotient: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(q // n, q % n)`` of float32 ``qf`` / ``nf`` holding exact integers
+    (:func:`_mod`): the quotient int32 (empty without ``quotient``), the
+    remainder float32."""
     d = qf / nf
     np.floor(d, out=d)
     quot = d.astype(np.int32) if quotient else np.zeros(0, np.int32)
     d *= nf
     np.subtract(qf, d, out=d)
-    return quot, d.astype(np.int32)
+    return quot, d
 
 
 def slot_offsets(q: np.ndarray, n: np.ndarray, tgt: np.ndarray, start: np.ndarray,
@@ -364,13 +371,8 @@ def slot_offsets(q: np.ndarray, n: np.ndarray, tgt: np.ndarray, start: np.ndarra
         entry = np.take(start.astype(np.float64), tgt, axis=1)
         entry += qi % nd
         return ((qi // nd).astype(np.int32) if quotient else np.zeros(0, np.int32)), entry
-    nf = np.take(n.astype(np.float32), tgt, axis=1)
-    qf = q.astype(np.float32, copy=False)
-    d = qf / nf
-    np.floor(d, out=d)
-    quot = d.astype(np.int32) if quotient else np.zeros(0, np.int32)
-    d *= nf
-    np.subtract(qf, d, out=d)
+    quot, d = _float_divmod(q.astype(np.float32, copy=False),
+                            np.take(n.astype(np.float32), tgt, axis=1), quotient)
     d += np.take(start.astype(np.float32), tgt, axis=1)
     return quot, d
 

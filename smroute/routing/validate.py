@@ -230,11 +230,14 @@ def validate(
     sources = np.flatnonzero(g.rank >= 0)
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
     src_cost, src_comp = np.take(costs, sources, axis=0), g.component[sources][:, None]
-    chunks = (((sl, walked[0][:, sl], walked[1][:, sl])
-               for sl in (slice(c, c + _CHUNK) for c in range(0, len(dest.lid), _CHUNK)))
-              if walked is not None else
-              ((sl, st[sources], hp[sources])
-               for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops)))
+    chunks: Iterator[tuple[slice, np.ndarray, np.ndarray]]
+    if walked is not None:
+        all_st, all_hp = walked
+        chunks = ((sl, all_st[:, sl], all_hp[:, sl])
+                  for sl in (slice(c, c + _CHUNK) for c in range(0, len(dest.lid), _CHUNK)))
+    else:
+        chunks = ((sl, st[sources], hp[sources])
+                  for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops))
     n = dict.fromkeys(("pairs", "delivered", "dead_ends", "loops", "updown_violations",
                        "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
                        "ca_pairs_disconnected", "detoured"), 0)
