@@ -406,3 +406,51 @@ def test_rerun_drops_an_engines_rows_first(tmp_path: Path) -> None:
     again = {(r["throw"], r["engine"]): r["a2a"] for r in read_rows(csv_file)}
     assert again == {(r["throw"], r["engine"]): r["a2a"] for r in good}
     assert main([*base, "--rerun", "sssp"]) == 2
+
+
+def _uplink_floor_script():  # scripts/ is not a package
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "scripts" / "study_uplink_floor.py"
+    spec = importlib.util.spec_from_file_location("study_uplink_floor", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_uplink_floor_splits_evenly_and_counts_every_off_leaf_flow():
+    """The floor's even split gives each leaf's cables its other end-ports in
+    equal shares (±1), never its own; the loads are the flows leaving each
+    leaf, counted per cable, as a direct count finds them."""
+    floor = _uplink_floor_script()
+    rng = np.random.default_rng(5)
+    ep_leaf = rng.integers(0, 4, size=23)
+    cables = np.array([3, 0, 5, 2])
+    split = floor.even_split(ep_leaf, cables, np.random.default_rng(1))
+    first = np.cumsum(cables) - cables
+    for leaf in range(4):
+        row = split[leaf]
+        assert (row[ep_leaf == leaf] == -1).all()
+        if cables[leaf] == 0:
+            assert (row == -1).all()
+            continue
+        off = row[ep_leaf != leaf]
+        assert ((off >= first[leaf]) & (off < first[leaf] + cables[leaf])).all()
+        n = np.bincount(off - first[leaf], minlength=cables[leaf])
+        assert n.max() - n.min() <= 1
+    got = floor.floor_loads(split, ep_leaf, int(cables.sum()), 4, np.random.default_rng(2))
+    again = np.random.default_rng(2)
+    for k in range(4):
+        perm = again.permutation(len(ep_leaf))
+        load = np.zeros(int(cables.sum()), dtype=np.int64)
+        for i in range(len(ep_leaf)):
+            if split[ep_leaf[i], perm[i]] >= 0:
+                load[split[ep_leaf[i], perm[i]]] += 1
+        assert got[k] == load.max()
+    # a complete 2-level tree: 630 destinations per leaf over 18 cables, 35 each
+    full = parse_pgft("2;18,36;1,18;1,1").build()
+    g = route(full, workers=1, labels=False).graph
+    sw = np.full(g.n_switches, -1)
+    sw[g.leaves] = np.arange(len(g.leaves))
+    even = floor.even_split(sw[g.ep_switch], np.full(len(g.leaves), 18), rng)
+    assert (np.bincount(even[even >= 0]) == 35).all()
