@@ -35,6 +35,7 @@ from smroute.study.results import (
     paired_table,
     parse_rows,
     read_rows,
+    sign_p,
     verdict_table,
 )
 from smroute.study.runner import plan_tasks, run_study
@@ -377,14 +378,23 @@ def test_verdict_table_against_the_best_complete_rival() -> None:
             row(0, "minhop", 9), row(1, "minhop", 9), row(2, "minhop", 9, unroutable_pairs=4)]
     t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",))
     # minhop has the lower median but is incomplete on throw 2: dfsssp is the rival
-    assert t[1] == ["4-15 (3)", "a2a", "dfsssp 11", "11", "1/1/1", "miss"]  # 1 of 3 worse
+    assert t[1] == ["4-15 (3)", "a2a", "dfsssp 11", "11", "1/1/1", "0.75", "miss"]  # 1 of 3 worse
     t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
                       tolerance=0.5)
     assert t[1][-1] == "ok"
     rows[2]["unroutable_pairs"] = 1  # nmodc itself incomplete on a throw: a miss
     t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
                       tolerance=0.5)
-    assert t[1][3:] == ["11 (1 incomplete or failed)", "0/1/1", "miss"]
+    assert t[1][3:] == ["11 (1 incomplete or failed)", "0/1/1", "1", "miss"]
+
+
+def test_sign_p_counts_the_tails_of_even_odds() -> None:
+    assert sign_p(0, 0) == 1.0  # no untied throw: no evidence
+    assert sign_p(3, 0) == 1 / 8
+    assert sign_p(30, 0) == 2.0 ** -30
+    assert sign_p(0, 5) == 1.0
+    assert sign_p(7, 9) == pytest.approx(sum(math.comb(16, k) for k in range(7, 17)) / 2 ** 16)
+    assert sign_p(9, 7) < sign_p(8, 8) < sign_p(7, 9)
 
 
 def test_rerun_drops_an_engines_rows_first(tmp_path: Path) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "band_table",
     "paired_table",
     "verdict_table",
+    "sign_p",
     "markdown_report",
     "compact_table",
     "csv_path",
@@ -302,6 +303,15 @@ def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
     return out
 
 
+def sign_p(worse: int, better: int) -> float:
+    """The one-sided sign test of paired throws (ties left out): the chance
+    of ``worse`` or more of ``worse + better`` throws being worse if each
+    were worse or better with even odds.  A small value: significantly
+    worse; near 1: no sign of it (1.0 with no untied throw)."""
+    n = worse + better
+    return sum(math.comb(n, k) for k in range(worse, n + 1)) / 2 ** n
+
+
 def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
                   rivals: Sequence[str], metrics: Sequence[str] = ("sp", "a2a", "rp",
                                                                    "hsd_topo", "hsd_random"),
@@ -313,9 +323,11 @@ def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
     not), the paired ``W/E/B`` against that rival on the throws both
     complete, and ``ok`` when ``ref`` is complete on every throw, its median
     is at or below the rival's and it is worse on at most ``tolerance`` of
-    the paired throws, else ``miss``."""
+    the paired throws, else ``miss``; ``sign p``: :func:`sign_p` of the
+    paired counts (how likely that many worse throws are by chance)."""
     sel = [r for r in rows if r["fabric"] == fabric and r["mode"] == mode]
-    out = [["removed (throws)", "metric", "best rival", f"{ref}", "paired W/E/B", "verdict"]]
+    out = [["removed (throws)", "metric", "best rival", f"{ref}", "paired W/E/B", "sign p",
+            "verdict"]]
     for label, lo, hi in BANDS:
         band = [r for r in sel if lo <= int(str(r["removed"])) <= hi]
         throws = sorted({int(str(r["throw"])) for r in band})
@@ -329,7 +341,7 @@ def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
             mine = _complete_values(by, throws, ref, m)
             cells = [f"{label} ({len(throws)})" if j == 0 else "", m]
             if not cand or not mine:
-                out.append(cells + ["-", "-", "-", "miss" if not mine else "-"])
+                out.append(cells + ["-", "-", "-", "-", "miss" if not mine else "-"])
                 continue
             med, _, best = min(full or cand)
             theirs = _complete_values(by, throws, best, m)
@@ -340,7 +352,7 @@ def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
             ok = inc == 0 and my_med <= med + 1e-9 and w <= tolerance * len(d)
             cells += [f"{best}{'' if full else '*'} {med:.3g}",
                       f"{my_med:.3g}" + (f" ({inc} incomplete or failed)" if inc else ""),
-                      f"{w}/{len(d) - w - b}/{b}", "ok" if ok else "miss"]
+                      f"{w}/{len(d) - w - b}/{b}", f"{sign_p(w, b):.2g}", "ok" if ok else "miss"]
             out.append(cells)
     return out
 
