@@ -399,7 +399,9 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
             out += ["Nmodc against the best OpenSM engine of each band and metric (the "
                     "lowest median among the engines complete on every throw of the band; "
                     "`*` none is), paired on the same throws; `ok`: Nmodc complete on every "
-                    "throw, median at or below, worse in at most 5% of the paired throws:", ""]
+                    "throw, median at or below, worse in at most 5% of the paired throws; "
+                    "`sign p`: the chance of at least that many worse throws if Nmodc were as "
+                    "likely worse as better on each untied throw (one-sided sign test):", ""]
             out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
     return out
 
