@@ -94,6 +94,7 @@ def main() -> int:
         index = np.full(g.n_switches, -1, dtype=np.int64)
         index[leaves] = np.arange(len(leaves))
         ep_leaf = index[g.ep_switch]
+        ep_leaf = ep_leaf[ep_leaf >= 0]  # (end-ports on leaves only)
         cables = per_sw[leaves]
         split = even_split(ep_leaf, cables, rng)
         loads = floor_loads(split, ep_leaf, int(cables.sum()), args.samples, rng)
