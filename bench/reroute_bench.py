@@ -44,6 +44,7 @@ from benchinfo import machine
 
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.roles import fabric_roles
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
 from smroute.service.faults import FaultEvent
@@ -74,9 +75,7 @@ def _links(f: Fabric, n: int) -> list[tuple[int, int, int]]:
 def _switches(f: Fabric, n: int) -> list[tuple[int, bool]]:
     """``n`` switches, alternating leaves and upper switches: (GUID, is a leaf)."""
     sw = f.node_type == NodeType.SWITCH
-    leaf = np.zeros(f.n_nodes, bool)
-    for a, b in ((f.link_a, f.link_b), (f.link_b, f.link_a)):
-        leaf[f.port_node[a][~sw[f.port_node[b]]]] = True
+    leaf = fabric_roles(f).rank == 0  # (rank 0: the switches' leaves)
     rng = np.random.default_rng(7)
     kinds = [rng.permutation(np.flatnonzero(sw & m)) for m in (leaf, ~leaf)]
     return [(int(f.node_guid[kinds[i % 2][i // 2]]), i % 2 == 0) for i in range(n)]
