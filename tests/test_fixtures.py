@@ -3,13 +3,12 @@ parse and have the expected shape."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from script_module import load_script
 
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric, NodeType
@@ -27,19 +26,9 @@ EXPECTED: dict[str, tuple[int, int, int, list[int], int, int]] = {
 }
 
 
-def _make_fixtures_module() -> ModuleType:
-    path = ROOT / "scripts" / "make_fixtures.py"
-    spec = importlib.util.spec_from_file_location("make_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_fixtures", mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def make_fixtures() -> ModuleType:
-    return _make_fixtures_module()
+    return load_script("make_fixtures")
 
 
 def _load(name: str) -> Fabric:

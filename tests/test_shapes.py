@@ -6,10 +6,8 @@ Also the shape fixtures of scripts/make_fixtures.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,6 +17,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 from fabric_compare import assert_same_fabric, node_key, port_attrs
+from script_module import load_script
 
 from smroute.fabric.generate import fabric_tuples, kary_ntree, pgft, xgft
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
@@ -595,19 +594,9 @@ def test_real_tools_on_the_split_switch_show_more_ports_and_2x(tmp_path: Path) -
 
 
 # --------------------------------------------------------------------------- fixtures
-def _make_fixtures_module() -> ModuleType:
-    path = ROOT / "scripts" / "make_fixtures.py"
-    spec = importlib.util.spec_from_file_location("make_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_fixtures", mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def make_fixtures() -> ModuleType:
-    return _make_fixtures_module()
+    return load_script("make_fixtures")
 
 
 #: shape fixture -> (switches, CAs, aggregation nodes, links)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from script_module import load_script
 
 from smroute.analysis.compare import CompareConfig, compare_tables, metric_names
 from smroute.analysis.paths import routing_view
@@ -418,21 +419,11 @@ def test_rerun_drops_an_engines_rows_first(tmp_path: Path) -> None:
     assert main([*base, "--rerun", "sssp"]) == 2
 
 
-def _uplink_floor_script():  # scripts/ is not a package
-    import importlib.util
-    path = Path(__file__).resolve().parent.parent / "scripts" / "study_uplink_floor.py"
-    spec = importlib.util.spec_from_file_location("study_uplink_floor", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_uplink_floor_splits_evenly_and_counts_every_off_leaf_flow():
     """The floor's even split gives each leaf's cables its other end-ports in
     equal shares (±1), never its own; the loads are the flows leaving each
     leaf, counted per cable, as a direct count finds them."""
-    floor = _uplink_floor_script()
+    floor = load_script("study_uplink_floor")
     rng = np.random.default_rng(5)
     ep_leaf = rng.integers(0, 4, size=23)
     cables = np.array([3, 0, 5, 2])
