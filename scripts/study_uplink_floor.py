@@ -34,8 +34,6 @@ from smroute.routing.topology import switch_graph  # noqa: E402
 from smroute.study.degrade import parse_pgft, plan_throw  # noqa: E402
 from smroute.study.results import BANDS, complete, read_rows  # noqa: E402
 
-TREES = {"pgft1728": "3;12,12,12;1,12,12;1,1,1", "pgft648": "2;18,36;1,18;1,1"}
-
 
 def even_split(ep_leaf: np.ndarray, cables: np.ndarray,
                rng: np.random.Generator) -> np.ndarray:
@@ -69,7 +67,8 @@ def floor_loads(split: np.ndarray, ep_leaf: np.ndarray, n_cables: int, samples: 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fabric", choices=sorted(TREES), default="pgft648")
+    ap.add_argument("--fabric", default="pgft648",
+                    help="the study's directory under docs/study (its CSV names the PGFT)")
     ap.add_argument("--mode", choices=("link", "switch"), default="link")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--samples", type=int, default=1000, help="random permutations per throw")
@@ -78,10 +77,15 @@ def main() -> int:
     ap.add_argument("--engines", default="nmodc,dmodc,dfsssp,sssp,minhop")
     args = ap.parse_args()
     engines = args.engines.split(",")
-    rows = [r for r in read_rows(ROOT / "docs/study" / args.fabric / "study.csv")
+    path = ROOT / "docs/study" / args.fabric / "study.csv"
+    if not path.is_file():
+        ap.error(f"no study CSV at {path}")
+    rows = [r for r in read_rows(path)
             if r["mode"] == args.mode and int(str(r["seed"])) == args.seed]
+    if not rows:
+        ap.error(f"{path}: no {args.mode} throws with seed {args.seed}")
     by = {(int(str(r["throw"])), str(r["engine"])): r for r in rows}
-    full = parse_pgft(TREES[args.fabric]).build()
+    full = parse_pgft(str(rows[0]["fabric"])).build()
     rng = np.random.default_rng(args.seed)
     res: dict[int, tuple[int, float, float]] = {}
     for i in sorted({int(str(r["throw"])) for r in rows}):
