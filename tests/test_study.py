@@ -30,6 +30,7 @@ from smroute.study.results import (
     METRICS,
     band_of,
     band_table,
+    bar_table,
     done_throws,
     format_rows,
     markdown_report,
@@ -387,6 +388,16 @@ def test_verdict_table_against_the_best_complete_rival() -> None:
     t = verdict_table(rows, "f", "link", "nmodc", ["dfsssp", "minhop"], metrics=("a2a",),
                       tolerance=0.5)
     assert t[1][3:] == ["11 (1 incomplete or failed)", "0/1/1", "1", "miss"]
+
+
+def test_bar_table_judges_every_engine_against_the_others() -> None:
+    rows = [{"fabric": "f", "mode": "link", "throw": t, "seed": 1, "removed": 5, "engine": e,
+             "status": "ok", "a2a": v + (t % 2 if e == "c" else 0), "unroutable_pairs": 0}
+            for t in range(6) for e, v in (("a", 10), ("b", 12), ("c", 10))]
+    t = bar_table(rows, "f", "link", ["a", "b", "c"], ["a", "b", "c"], metrics=("a2a",))
+    # b is worse than a on all 6 throws (p = 1/64); c worse than a on 3 of 6,
+    # p 0.125: a miss, not significant; a is never worse than c or b
+    assert t[1:] == [["a", "1 / 1", "0"], ["b", "0 / 1", "1"], ["c", "0 / 1", "0"]]
 
 
 def test_sign_p_counts_the_tails_of_even_odds() -> None:

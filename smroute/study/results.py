@@ -41,6 +41,7 @@ __all__ = [
     "BANDS",
     "band_of",
     "complete",
+    "bar_table",
     "outcome_note",
     "format_rows",
     "parse_rows",
@@ -357,6 +358,23 @@ def verdict_table(rows: Sequence[Row], fabric: str, mode: str, ref: str,
     return out
 
 
+def bar_table(rows: Sequence[Row], fabric: str, mode: str, engines: Sequence[str],
+              rivals: Sequence[str], metrics: Sequence[str] = ("sp", "a2a", "rp", "hsd_topo",
+                                                              "hsd_random")) -> list[list[str]]:
+    """Every engine of ``engines`` by :func:`verdict_table`'s bar, each
+    against the best of ``rivals`` other than itself: its ``ok`` cells of
+    the (band, metric) cells that have a rival, and its misses with a sign
+    test's p below 0.05 (significant losses).  How hard the bar is for any
+    engine."""
+    out = [["engine", "ok cells", "significant misses"]]
+    for e in engines:
+        tab = [r for r in verdict_table(rows, fabric, mode, e, [r for r in rivals if r != e],
+                                        metrics)[1:] if r[-1] != "-"]  # (no rival)
+        sig = sum(r[-1] == "miss" and r[5] != "-" and float(r[5]) < 0.05 for r in tab)
+        out.append([e, f"{sum(r[-1] == 'ok' for r in tab)} / {len(tab)}", str(sig)])
+    return out
+
+
 def _complete_values(by: dict[tuple[int, str], Row], throws: Sequence[int], engine: str,
                      metric: str) -> dict[int, float]:
     """``metric`` of ``engine`` per throw of ``throws`` where its row is complete."""
@@ -403,6 +421,9 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
                     "`sign p`: the chance of at least that many worse throws if Nmodc were as "
                     "likely worse as better on each untied throw (one-sided sign test):", ""]
             out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
+            out += ["Every engine by the same bar, each against the best of the OpenSM "
+                    "engines other than itself:", ""]
+            out += _md(bar_table(rows, fab, mode, engs, rivals)) + [""]
     return out
 
 
