@@ -392,12 +392,18 @@ def test_verdict_table_against_the_best_complete_rival() -> None:
 
 def test_bar_table_judges_every_engine_against_the_others() -> None:
     rows = [{"fabric": "f", "mode": "link", "throw": t, "seed": 1, "removed": 5, "engine": e,
-             "status": "ok", "a2a": v + (t % 2 if e == "c" else 0), "unroutable_pairs": 0}
-            for t in range(6) for e, v in (("a", 10), ("b", 12), ("c", 10))]
-    t = bar_table(rows, "f", "link", ["a", "b", "c"], ["a", "b", "c"], metrics=("a2a",))
-    # b is worse than a on all 6 throws (p = 1/64); c worse than a on 3 of 6,
-    # p 0.125: a miss, not significant; a is never worse than c or b
-    assert t[1:] == [["a", "1 / 1", "0"], ["b", "0 / 1", "1"], ["c", "0 / 1", "0"]]
+             "status": "ok", "a2a": v + (t % 2 if e == "minhop" else 0), "unroutable_pairs": 0}
+            for t in range(6) for e, v in (("nmodc", 10), ("dfsssp", 12), ("minhop", 10))]
+    engines = ["nmodc", "dfsssp", "minhop"]
+    t = bar_table(rows, "f", "link", engines, engines, metrics=("a2a",))
+    # dfsssp is worse than nmodc on all 6 throws (p = 1/64); minhop worse
+    # on 3 of 6 (p 0.125: a miss, not significant); nmodc is never worse
+    assert t[1:] == [["nmodc", "1 / 1", "0"], ["dfsssp", "0 / 1", "1"], ["minhop", "0 / 1", "0"]]
+    # in the report, against the OpenSM engines only: minhop's rival is dfsssp
+    md = markdown_report(rows, engines, metrics=("a2a",))
+    at = md.index("| engine | ok cells | significant misses |")
+    assert md[at + 2:at + 5] == ["| nmodc | 1 / 1 | 0 |", "| dfsssp | 0 / 1 | 1 |",
+                                 "| minhop | 1 / 1 | 0 |"]
 
 
 def test_sign_p_counts_the_tails_of_even_odds() -> None:

@@ -368,10 +368,11 @@ def bar_table(rows: Sequence[Row], fabric: str, mode: str, engines: Sequence[str
     engine."""
     out = [["engine", "ok cells", "significant misses"]]
     for e in engines:
-        tab = [r for r in verdict_table(rows, fabric, mode, e, [r for r in rivals if r != e],
-                                        metrics)[1:] if r[-1] != "-"]  # (no rival)
-        sig = sum(r[-1] == "miss" and r[5] != "-" and float(r[5]) < 0.05 for r in tab)
-        out.append([e, f"{sum(r[-1] == 'ok' for r in tab)} / {len(tab)}", str(sig)])
+        others = [r for r in rivals if r != e]
+        tab = [c for c in verdict_table(rows, fabric, mode, e, others, metrics)[1:]
+               if c[-1] != "-"]  # (no rival)
+        sig = sum(c[-1] == "miss" and c[5] != "-" and float(c[5]) < 0.05 for c in tab)
+        out.append([e, f"{sum(c[-1] == 'ok' for c in tab)} / {len(tab)}", str(sig)])
     return out
 
 
@@ -423,7 +424,7 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
             out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
             out += ["Every engine by the same bar, each against the best of the OpenSM "
                     "engines other than itself:", ""]
-            out += _md(bar_table(rows, fab, mode, engs, rivals)) + [""]
+            out += _md(bar_table(rows, fab, mode, engs, rivals, metrics)) + [""]
     return out
 
 
