@@ -2,14 +2,15 @@
 # Reproduce the degradation study shown in the README (docs/study/).
 #
 # Two fabrics, switch and link degradation, every engine (Dmodc, Nmodc with
-# detours over VLS virtual lanes, OpenSM's ftree, updn, minhop, dfsssp, sssp
-# under ibsim), seed 2026:
+# detours over VLS virtual lanes, OpenSM's ftree, updn, dnup, minhop, dfsssp,
+# sssp and nue under ibsim; not lash, 44 s a throw of the 1,728-host tree:
+# ENGINES=...,lash adds it), seed 2026:
 #   * PGFT(2;18,36;1,18;1,1): 648 hosts, 54 switches   (THROWS_648 per mode)
 #   * PGFT(3;12,12,12;1,12,12;1,1,1): 1,728 hosts, 432 switches (THROWS_1728 per mode)
 # Resumable: throws already complete in docs/study/<fabric>/study.csv are skipped,
 # so rerunning after a crash or with more throws only computes what is missing;
-# a throw that lacks only smroute's engines (an engine added) runs those alone
-# beside its cached OpenSM rows once Dmodc reproduces its cached row (else it
+# a throw that lacks some engines (an engine added) runs those alone
+# beside its cached rows once Dmodc reproduces its cached row (else it
 # runs again in full on the next run).  Failed OpenSM rows are kept
 # (--keep-failed): OpenSM's fallbacks are deterministic.
 # Runs niced with a 2-process pool (WORKERS); a Dask cluster can be used with
@@ -28,7 +29,7 @@ VLS=${VLS:-4}
 ORDERS=${ORDERS:-20}  # random node orders the random-order HSD is averaged over
 OUT=${OUT:-docs/study}
 RERUN=${RERUN:-}   # e.g. RERUN=nmodc: drop nmodc's rows first (after changing it)
-ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,minhop,dfsssp,sssp}
+ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,dnup,minhop,dfsssp,sssp,nue}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
 extra=()
 if [[ -n "${SCHEDULER:-}" ]]; then extra+=(--scheduler "$SCHEDULER"); fi

@@ -113,7 +113,7 @@ def test_heavily_degraded_fabric(tmp_path: Path) -> None:
 
 def test_unknown_engine(tmp_path: Path) -> None:
     with pytest.raises(SmrouteError, match="unknown engine"):
-        run_side_by_side(pgft(*TREE3), tmp_path, np.random.default_rng(0), engines=("lash",))
+        run_side_by_side(pgft(*TREE3), tmp_path, np.random.default_rng(0), engines=("dor",))
 
 
 def test_lid_check_names_the_switch() -> None:

@@ -336,37 +336,39 @@ def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 @pytest.mark.real
 @needs_ibsim
-def test_resume_adds_smroute_engines_beside_cached_opensm_rows(tmp_path: Path) -> None:
-    """A study that grows by nmodc runs nmodc (and Dmodc, checked) alone
-    beside the cached OpenSM rows; a cached Dmodc row that does not
-    reproduce marks the throw ``error``, and the next resume runs it in full."""
+def test_resume_adds_engines_beside_cached_rows(tmp_path: Path) -> None:
+    """A study that grows by nmodc and an OpenSM engine (dnup) runs those
+    (and Dmodc, checked) alone beside the cached rows; a cached Dmodc row
+    that does not reproduce marks the throw ``error``, and the next resume
+    runs it in full."""
     kw = {"rp_samples": 50, "random_orders": 1}
     csv_file = tmp_path / "study.csv"
     first = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11, ["dmodc", "minhop"],
                        str(tmp_path / "w"), **kw)
     run_study(first, csv_file)
     cached = {(r["throw"], r["engine"]): r for r in read_rows(csv_file)}
-    grown = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11, ["dmodc", "nmodc", "minhop"],
-                       str(tmp_path / "w"), vls=2, **kw)
+    grown = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11,
+                       ["dmodc", "nmodc", "minhop", "dnup"], str(tmp_path / "w"), vls=2, **kw)
     rows = run_study(grown, csv_file)
     got = {(r["throw"], r["engine"]): r for r in rows}
-    assert len(got) == 9 and all(r["status"] == "ok" for r in rows)
-    for t in range(3):  # OpenSM's rows kept as they were (not rerun), Dmodc's reproduced
+    assert len(got) == 12 and all(r["status"] == "ok" for r in rows)
+    for t in range(3):  # minhop's rows kept as they were (not rerun), Dmodc's reproduced
         assert got[(t, "minhop")] == cached[(t, "minhop")]
         assert {k: float(f"{got[(t, 'dmodc')][k]:.6g}") for k in METRICS} == \
             {k: cached[(t, "dmodc")][k] for k in METRICS}
         assert got[(t, "nmodc")]["routing_mode"] in ("tree", "tree+turns", "tree+detours")
+        assert got[(t, "dnup")]["hosts"] == cached[(t, "minhop")]["hosts"]
     # a cached Dmodc row from other permutations: that throw's rows turn to error
     bad = [dict(r, a2a=float(r["a2a"]) + 1) if (r["throw"], r["engine"]) == (1, "dmodc")
-           else r for r in rows if (r["throw"], r["engine"]) != (1, "nmodc")]
+           else r for r in rows if (r["throw"], r["engine"]) not in ((1, "nmodc"), (1, "dnup"))]
     csv_file.write_text(format_rows(bad))
     rows = run_study(grown, csv_file)
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
-    assert t1["dmodc"]["status"] == t1["nmodc"]["status"] == "error"
+    assert t1["dmodc"]["status"] == t1["nmodc"]["status"] == t1["dnup"]["status"] == "error"
     assert "do not reproduce" in str(t1["dmodc"]["error"])
     rows = run_study(grown, csv_file)  # in full, OpenSM too
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
-    assert {r["status"] for r in t1.values()} == {"ok"} and len(t1) == 3
+    assert {r["status"] for r in t1.values()} == {"ok"} and len(t1) == 4
     assert t1["minhop"]["wall_seconds"] != cached[(1, "minhop")]["wall_seconds"]
 
 

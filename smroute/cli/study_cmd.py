@@ -14,8 +14,9 @@ file (parsed), the output directory (created if missing, inside an existing
 directory; an existing file there is an error) and a study CSV already in it.
 A resumed study runs again every throw with a row that is not ``ok``
 (``--keep-failed``: only those that broke, status ``error``); a throw
-whose rows lack only smroute's engines (``--engines`` grew by ``nmodc``)
-runs those alone beside the cached rows, on the fabric the throw planned,
+whose rows lack some engines (``--engines`` grew, e.g. by ``nmodc`` or
+``nue``) runs those alone beside the cached rows (OpenSM's under ibsim),
+on the fabric the throw planned,
 once Dmodc's row of that run reproduces the cached one (else the throw
 runs again in full on the next resume).  Exit status:
 0 every planned throw has its rows, 1 some throws broke (status ``error``;
@@ -97,8 +98,8 @@ def register(subparsers: Any) -> None:
                    "of running their throws again (throws that broke are always retried)")
     d.add_argument("--rerun", metavar="ENGINES", default="",
                    help="comma-separated engines whose rows in the CSV are dropped first, so "
-                   "they run again (smroute's alone beside the cached OpenSM rows, e.g. after "
-                   "changing nmodc; an OpenSM engine reruns its throws in full)")
+                   "they run again alone beside the other engines' cached rows, e.g. after "
+                   "changing nmodc)")
     d.add_argument("--workdir", help="scratch directory, created where each throw runs "
                    "(default: a temporary one)")
     d.add_argument("--keep-work", action="store_true", help="keep each throw's OpenSM files")

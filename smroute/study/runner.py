@@ -51,7 +51,7 @@ class ThrowTask:
     goes (removed afterwards unless ``keep_work``); vls: the data VLs
     ``nmodc`` may use (2+: detours); check: ``(metric, value)`` of a cached
     Dmodc row that this run's Dmodc row must reproduce (a resumed throw that
-    only adds smroute's engines beside cached OpenSM rows).
+    only adds engines beside its cached rows).
     """
 
     source: str
@@ -151,14 +151,15 @@ def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
 
 def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTask | None:
     """``task`` reduced to the engines missing from its cached rows ``old``
-    (plus Dmodc, checked against its cached row), if those are all smroute's
-    engines and the cached Dmodc row is ``ok``; else ``None`` (run in full)."""
+    (plus Dmodc, checked against its cached row), if the cached Dmodc row is
+    ``ok``; else ``None`` (run in full).  A missing OpenSM engine runs under
+    ibsim alone; Dmodc's check proves the fabric, its LIDs, the host order
+    and the permutations are the cached rows' own."""
     have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
-    missing = [e for e in task.engines if e not in have]
     dm = have.get("dmodc")
-    if not have or dm is None or dm.get("status") != "ok" or "dmodc" not in task.engines \
-            or not set(missing) <= set(SMROUTE_ENGINES):
+    if not have or dm is None or dm.get("status") != "ok" or "dmodc" not in task.engines:
         return None
+    missing = [e for e in task.engines if e not in have]
     check = tuple((k, float(v)) for k in METRICS
                   if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v))
     if not check:  # nothing to check the cached rows by
