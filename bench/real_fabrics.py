@@ -15,7 +15,8 @@ columns: status, host pairs left out, SP, A2A, RP, HSD of the shift CPS,
 routing time) and the notes; ``--json FILE`` writes every figure (atomically).
 
     .venv/bin/python bench/real_fabrics.py [--real DIR] [--only NAME ...]
-        [--engines dmodc nmodc ftree updn minhop dfsssp sssp] [--vls 1] [--rp-samples 1000]
+        [--engines dmodc nmodc ftree updn dnup minhop dfsssp sssp nue lash] [--vls 1]
+        [--rp-samples 1000]
         [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
 """
 
@@ -43,7 +44,8 @@ from smroute.fileio import atomic_write_text
 from smroute.lab.sidebyside import SideBySide, run_side_by_side
 
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
-DEFAULT_ENGINES = ("dmodc", "nmodc", "ftree", "updn", "minhop", "dfsssp", "sssp")
+DEFAULT_ENGINES = ("dmodc", "nmodc", "ftree", "updn", "dnup", "minhop", "dfsssp", "sssp", "nue",
+                   "lash")
 Row = dict[str, Any]
 
 
@@ -152,8 +154,8 @@ def main() -> None:
     ap.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real fabrics folder")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these files (names)")
     ap.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
-                    help="smroute's (dmodc nmodc) and OpenSM's engines (ftree updn minhop "
-                    "dfsssp sssp)")
+                    help="smroute's (dmodc nmodc) and OpenSM's engines (ftree updn dnup "
+                    "minhop dfsssp sssp nue lash)")
     ap.add_argument("--vls", type=int, default=1,
                     help="data VLs nmodc may use (2+: detours where a tree has no path)")
     ap.add_argument("--rp-samples", type=int, default=1000, help="random permutations for RP")
