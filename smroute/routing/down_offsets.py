@@ -41,10 +41,10 @@ from smroute.routing.runs import runs
 from smroute.routing.slot_tables import may_share
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["foreign_entries", "offset_foreign", "move_entries"]
+__all__ = ["port_groups", "foreign_entries", "offset_foreign", "move_entries"]
 
 
-def _port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(group (B, 256), place (B, 256))`` int64: the group id holding each
     port of ``switches`` ``(B,)`` (-1: none) and the port's place in it."""
     grp = np.full((len(switches), 256), -1, dtype=np.int64)
@@ -179,7 +179,7 @@ def foreign_entries(
     rows = np.union1d(senders, hosts)
     if not len(rows):
         return empty, empty, empty
-    grp, _ = _port_groups(g, rows)
+    grp, _ = port_groups(g, rows)
     e = np.maximum(grp, 0)
     as_sender = np.isin(rows, senders)[:, None] & ~is_down[e]
     as_host = np.isin(rows, hosts)[:, None] & is_down[e]
@@ -192,7 +192,7 @@ def foreign_entries(
     k = ((dest.nid[d] // pi[v]) - j_lut[r, ports[rows[r], dest.lid[d]]]) % mk
     # u's entry: a down group of parallel cables
     ups = np.unique(u)
-    ugrp, _ = _port_groups(g, ups)
+    ugrp, _ = port_groups(g, ups)
     ue = ugrp[np.searchsorted(ups, u), ports[u, dest.lid[d]]]
     ok = (ue >= 0) & par[np.maximum(ue, 0)]
     u, d, k, mk, ue = u[ok], d[ok], k[ok], mk[ok], ue[ok]
@@ -228,7 +228,7 @@ def move_entries(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     if not len(u):
         return ports
     ups, row = np.unique(u, return_inverse=True)
-    ugrp, place = _port_groups(g, ups)
+    ugrp, place = port_groups(g, ups)
     lid = dest.lid[d]
     cur = ports[u, lid]
     grp = ugrp[row, cur]

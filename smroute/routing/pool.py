@@ -31,7 +31,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from smroute.routing import balance, down_offsets, nominal, slot_tables
+from smroute.routing import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.dmodc import Destinations, RouteContext, route_block, route_context
 from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
@@ -270,7 +270,8 @@ class RoutePool:
         or Nmodc's with its nominal ``slots`` (the kernel, then its redirects by
         load, :func:`smroute.routing.balance.balance_redirects`, per group of
         sibling leaves, then its down-cable offsets,
-        :mod:`smroute.routing.down_offsets`)."""
+        :mod:`smroute.routing.down_offsets`, and its even cables,
+        :mod:`smroute.routing.even_cables`)."""
         n = g.n_switches
         width = dest.max_lid + 1
         packed = nominal.packed_slots(slots) if slots is not None else None
@@ -288,6 +289,8 @@ class RoutePool:
                     self._balance_parts(shared, g, slots)
             if rebalance:
                 _offsets(g, c, pi, dest, shared.arrays["table"], slots)
+            if share is not None:
+                even_cables.deal_up_cables(g, dest, shared.arrays["table"], share)
             return shared.arrays["table"]
 
     def rework(self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,

@@ -47,7 +47,7 @@ import numpy as np
 
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import balance, dmodc, down_offsets, nominal, slot_tables
+from smroute.routing import balance, dmodc, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import (
     NominalState,
@@ -301,6 +301,8 @@ def reroute(
             ports = balance.balance_redirects(g, c, pi, dest, ports, nominal_slots, pairs=pairs)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, nominal_slots)
         ports = down_offsets.move_entries(g, dest, ports, after)
+        # (the switches that share by capacity are whole rows above, or unchanged)
+        even_cables.deal_up_cables(g, dest, ports, new_share)
         lids = np.union1d(lids, dest.lid[np.union1d(offset_d, after[1])])
         state = NominalState(nominal_slots, new_share, pairs.leaf_target, after)
     ports.setflags(write=False)
