@@ -68,10 +68,8 @@ takes:
   cable than end-ports below it) and its other up-going destinations, or
   unequal cable counts, load them unevenly, the destinations free to take
   any up group are shared out by water-filling instead of evenly
-  (:func:`~smroute.routing.slot_tables.capacity_tables`; X5's capture: A2A
-  9 to 8), and such a leaf deals each group's destinations evenly over its
-  parallel cables (:mod:`~smroute.routing.even_cables`: 8 to 7).  Complete
-  trees never qualify.
+  (:func:`~smroute.routing.slot_tables.capacity_tables`), then dealt over
+  a group's cables (:mod:`~smroute.routing.even_cables`; X5: A2A 9 to 7).
 * **Wrap gaps.**  Where a shift permutation's window would not wrap
   cleanly from the last NID to the first (the leaves' modulus does not
   divide the end-port count), the NIDs get a gap at a leaf boundary
