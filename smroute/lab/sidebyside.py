@@ -98,8 +98,8 @@ SMROUTE_ENGINES = ("dmodc", "nmodc")
 #: Every engine name :func:`run_side_by_side` accepts.
 ENGINES = (*SMROUTE_ENGINES, *OPENSM_ENGINES)
 #: The study's engines unless asked otherwise: Nmodc on request while it is
-#: developed; dnup, nue and lash on request (lash takes 44 s and nue 17 s
-#: per throw of the 1,728-host study tree, every other engine 4 s).
+#: developed; dnup, nue and lash on request (a light throw of the 1,728-host
+#: study tree: lash 44 s, nue 17 s, dnup 4 s under ibsim).
 DEFAULT_ENGINES = ("dmodc", "ftree", "updn", "minhop", "dfsssp", "sssp")
 #: OpenSM log flags used: 0x47 = ERROR | INFO | VERBOSE (routing-time
 #: markers) | ROUTING (writes opensm-lfts.dump); includes the issue's 0x43.

@@ -153,7 +153,7 @@ def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTa
     """``task`` reduced to the engines missing from its cached rows ``old``
     (plus Dmodc, checked against its cached row), if the cached Dmodc row is
     ``ok``; else ``None`` (run in full).  A missing OpenSM engine runs under
-    ibsim alone; Dmodc's check proves the fabric, its LIDs, the host order
+    ibsim alone; Dmodc's check shows the fabric, its LIDs, the host order
     and the permutations are the cached rows' own."""
     have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
     dm = have.get("dmodc")
