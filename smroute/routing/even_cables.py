@@ -1,24 +1,25 @@
-"""Nmodc's even cables (beyond the paper): where the shares by capacity
-redistribute a switch's up-going destinations, each up group deals them over
-its parallel cables in NID order.
+"""Nmodc's even cables (beyond the paper): a leaf whose up-going
+destinations the shares by capacity redistribute deals each up group's
+destinations over its parallel cables in NID order.
 
 The kernel takes a cable inside a group by Dmodc's next digit, ``floor(x /
 m) mod #cables``.  Where the shares by capacity apply
 (:func:`~smroute.routing.slot_tables.may_share`: a switch whose up cables
-are bound by their destinations), the destinations a group carries are no
-longer every ``m``-th NID, and the digit loads the group's cables unevenly.
-On X5's capture, leaf 27b0 sends 21 destinations to spine 8530 as 7, 8 and
-6 and 20 to spine 8098 as 8, 5 and 7 (A2A 8, the 9 hosts of the leaf
-against 8 destinations). Dealt in NID order the cables carry 7, 7 and 7
-and 7, 7 and 6 (A2A 7, SP 5 to 4, HSD of the shifts 3.62 to 3.56).
+are bound by their destinations), a leaf's groups no longer carry every
+``m``-th NID, and the digit loads a group's cables unevenly.  On X5's
+capture, leaf 27b0 sends 21 destinations to spine 8530 as 7, 8 and 6 and
+20 to spine 8098 as 8, 5 and 7 (A2A 8: the 9 hosts of the leaf against 8
+destinations).  Dealt in NID order the cables carry 7, 7 and 7 and 7, 7
+and 6 (A2A 7, SP 5 to 4, HSD of the shifts 3.62 to 3.56; loginoff: SP 5 to
+4, HSD 3.60 to 3.53).
 
 Only the cable inside a group changes, never the group: every route keeps
 its switches, so it stays minimal, up*/down* and on the same lanes.  The
-deal reads and writes only the switch's own entries through the group, so
-it gives the same result on its own output (an incremental reroute can run
-it again over every such switch).  A complete PGFT and the study's trees
-have no such switch: their tables do not change.  Pure functions on
-arrays, no loop per destination.
+deal reads and writes only the leaf's own entries through the group, so it
+gives the same result on its own output (an incremental reroute runs it
+again over every sharing leaf).  A complete PGFT's leaves and the study's
+trees never share: their tables do not change.  Pure functions on arrays,
+no loop per destination.
 """
 
 from __future__ import annotations
