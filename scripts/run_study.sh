@@ -3,8 +3,7 @@
 #
 # Two fabrics, switch and link degradation, every engine (Dmodc, Nmodc with
 # detours over VLS virtual lanes, OpenSM's ftree, updn, dnup, minhop, dfsssp,
-# sssp and nue under ibsim; not lash, 44 s a throw of the 1,728-host tree:
-# ENGINES=...,lash adds it), seed 2026:
+# sssp, nue and lash under ibsim), seed 2026:
 #   * PGFT(2;18,36;1,18;1,1): 648 hosts, 54 switches   (THROWS_648 per mode)
 #   * PGFT(3;12,12,12;1,12,12;1,1,1): 1,728 hosts, 432 switches (THROWS_1728 per mode)
 # Resumable: throws already complete in docs/study/<fabric>/study.csv are skipped,
@@ -29,7 +28,7 @@ VLS=${VLS:-4}
 ORDERS=${ORDERS:-20}  # random node orders the random-order HSD is averaged over
 OUT=${OUT:-docs/study}
 RERUN=${RERUN:-}   # e.g. RERUN=nmodc: drop nmodc's rows first (after changing it)
-ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,dnup,minhop,dfsssp,sssp,nue}
+ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,dnup,minhop,dfsssp,sssp,nue,lash}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
 extra=()
 if [[ -n "${SCHEDULER:-}" ]]; then extra+=(--scheduler "$SCHEDULER"); fi
