@@ -10,7 +10,7 @@ from test_nominal_routing import _inter_links, leaf_spine_tree
 
 from smroute.fabric.model import Fabric
 from smroute.routing import even_cables, slot_tables
-from smroute.routing.engine import route, validate_result
+from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.service.reroute import reroute
 
 
@@ -21,7 +21,7 @@ def _x5_shaped() -> Fabric:
                                                    [6, 6, 0, 0], [3, 3, 3, 3], [3, 3, 3, 3]])
 
 
-def _cable_counts(r, leaf: int) -> list[list[int]]:  # type: ignore[no-untyped-def]
+def _cable_counts(r: RoutingResult, leaf: int) -> list[list[int]]:
     """Per up group of ``leaf``, the end-port destinations on each cable."""
     g, ports = r.graph, r.tables.ports
     lids = r.dest.lid[~r.dest.is_switch]
@@ -32,7 +32,7 @@ def _cable_counts(r, leaf: int) -> list[list[int]]:  # type: ignore[no-untyped-d
     return out
 
 
-def test_dealing_evens_the_cables_and_keeps_every_route_s_switches(
+def test_dealing_evens_the_cables_and_keeps_the_groups(
         monkeypatch: pytest.MonkeyPatch) -> None:
     f = _x5_shaped()
     dealt = route(f, algorithm="nmodc", workers=1, labels=False)

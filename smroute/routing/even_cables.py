@@ -61,7 +61,7 @@ def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     key = b * len(g.grp_switch) + gid[b, e]
     order = np.argsort(key, kind="stable")
     b, e, key = b[order], e[order], key[order]
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # ([0] for none: no run)
     rank = np.arange(len(key)) - np.repeat(first, np.diff(np.r_[first, len(key)]))
     gr = gid[b, e]
     ports[switches[b], lids[e]] = g.grp_ports[g.grp_port_first[gr] + rank % g.grp_port_count[gr]]
