@@ -371,9 +371,19 @@ def bar_table(rows: Sequence[Row], fabric: str, mode: str, engines: Sequence[str
         others = [r for r in rivals if r != e]
         tab = [c for c in verdict_table(rows, fabric, mode, e, others, metrics)[1:]
                if c[-1] != "-"]  # (no rival)
-        sig = sum(c[-1] == "miss" and c[5] != "-" and float(c[5]) < 0.05 for c in tab)
+        sig = sum(c[-1] == "miss" and _significant(c[4]) for c in tab)
         out.append([e, f"{sum(c[-1] == 'ok' for c in tab)} / {len(tab)}", str(sig)])
     return out
+
+
+def _significant(paired: str) -> bool:
+    """A verdict cell's paired ``W/E/B`` (``-``: no paired throw) worse with
+    :func:`sign_p` below 0.05, from the counts (not the rounded ``sign p``
+    column: 0.0496 prints as 0.05)."""
+    if paired == "-":
+        return False
+    w, _, b = (int(x) for x in paired.split("/"))
+    return sign_p(w, b) < 0.05
 
 
 def _complete_values(by: dict[tuple[int, str], Row], throws: Sequence[int], engine: str,
