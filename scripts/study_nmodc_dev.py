@@ -1,49 +1,51 @@
 #!/usr/bin/env python3
-"""Development comparison of Nmodc with Dmodc and the cached OpenSM results
-of a previous degradation study (an investigation, not the study).
+"""Development comparison of a changed Nmodc with the cached degradation
+study (an investigation, not the study).
 
-Re-plans throws of ``docs/study/<fabric>/study.csv`` (same seed, same
-protocol: :func:`smroute.study.degrade.plan_throw`), routes each degraded
-fabric with Dmodc and Nmodc and computes the study's metrics for both with
-the throw's metrics generator (:func:`smroute.analysis.compare.compare_tables`,
-hosts in Dmodc's topological order).  OpenSM's engines are not rerun: their
-rows are read from the CSV.  The fabric is the generated one, not the one
-ibsim discovered, so RP and the random-order HSD draw other permutations than
-the CSV's (statistically alike; the CSV's own Dmodc figures are printed as
-``dmodc*`` for comparison); A2A and SP are the same.
+Reruns smroute's engines on throws of a study CSV exactly as the study runs
+them (:func:`smroute.study.runner.run_throw` with ``dmodc`` and ``nmodc``:
+the same degraded fabric, LIDs, host order, metrics generator, VLs and
+random orders); OpenSM's engines are not rerun, their rows are the CSV's.
+Dmodc must reproduce its cached rows (else the protocol differs and the
+script says so).  Prints per removal band and metric the new Nmodc's
+verdict against the best OpenSM engine
+(:func:`smroute.study.results.verdict_table`: medians, paired
+worse/equal/better, sign test) and against the CSV's own Nmodc rows
+(``nmodc-csv``: what the change moved).  ``--out`` writes the CSV with the
+new rows in place of the cached ones (``smroute study report`` reads it).
 
-Prints per throw, then per removal band the medians over complete throws,
-with the best OpenSM engine that routed every throw of the band completely
-(or, failing that, the best median among the engines' complete throws).
-
-    .venv/bin/python scripts/study_nmodc_dev.py --fabric pgft1728 --mode link --throws 0-59
+    .venv/bin/python scripts/study_nmodc_dev.py --fabric pgft1728 --mode switch --workers 2
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import math
 import sys
-import time
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from smroute.analysis.compare import CompareConfig, compare_tables  # noqa: E402
-from smroute.analysis.paths import routing_view  # noqa: E402
-from smroute.analysis.patterns import topological_order_from  # noqa: E402
-from smroute.fabric.roles import fabric_roles  # noqa: E402
-from smroute.routing.engine import route  # noqa: E402
-from smroute.study.degrade import parse_pgft, plan_throw  # noqa: E402
-from smroute.study.results import BANDS, complete, read_rows  # noqa: E402
+from smroute.lab.sidebyside import OPENSM_ENGINES  # noqa: E402
+from smroute.study.executors import run_unordered  # noqa: E402
+from smroute.study.results import (  # noqa: E402
+    METRICS,
+    Row,
+    as_stored,
+    read_rows,
+    verdict_table,
+    write_rows,
+)
+from smroute.study.runner import ThrowTask, run_throw  # noqa: E402
 
-TREES = {"pgft1728": "3;12,12,12;1,12,12;1,1,1", "pgft648": "2;18,36;1,18;1,1"}
-OPENSM = ("ftree", "updn", "minhop", "dfsssp", "sssp")
-METRICS = ("a2a", "rp", "sp", "hsd_topo", "hsd_random")
+#: The name the CSV's own Nmodc rows get beside the new ones.
+CACHED = "nmodc-csv"
+#: The metrics of the verdict tables.
+MAIN = ("sp", "a2a", "rp", "hsd_topo", "hsd_random")
 
 
 def _throws(text: str) -> list[int]:
@@ -54,109 +56,92 @@ def _throws(text: str) -> list[int]:
     return out
 
 
+def merged(cached: Sequence[Row], new: Sequence[Row]) -> tuple[list[Row], int]:
+    """The cached rows with ``new`` (rows of ``dmodc`` and ``nmodc``) in
+    place of their throws' cached Nmodc rows, which stay as engine
+    :data:`CACHED`; and how many new Dmodc rows differ from their cached
+    row in a metric (0: the study's protocol)."""
+    def key(r: Row) -> tuple[object, ...]:
+        return r["fabric"], r["mode"], r["seed"], r["throw"]
+
+    by = {(key(r), r["engine"]): r for r in cached}
+    rerun = {key(r) for r in new}
+    out = [dict(r, engine=CACHED) if r["engine"] == "nmodc" and key(r) in rerun else r
+           for r in cached if not (r["engine"] == "dmodc" and key(r) in rerun)]
+    differ = 0
+    for r in new:
+        r = {k: as_stored(v) if isinstance(v, float) and not math.isnan(v) else v
+             for k, v in r.items()}
+        old = by.get((key(r), r["engine"]))
+        if r["engine"] == "dmodc" and old is not None and any(
+                not math.isclose(float(str(r[m])), float(str(old[m])), abs_tol=1e-9)
+                for m in METRICS if m in old):
+            differ += 1
+        out.append(r)
+    return out, differ
+
+
+def _print_table(table: list[list[str]]) -> None:
+    """``table`` aligned, without the bands that have no rival (no throw rerun)."""
+    table = [r for r in table if r[2] != "-"]
+    width = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fabric", choices=sorted(TREES), default="pgft1728")
+    ap.add_argument("--fabric", default="pgft1728",
+                    help="the study's directory under docs/study (its CSV names the PGFT)")
+    ap.add_argument("--csv", help="a study CSV instead of docs/study/<fabric>/study.csv")
     ap.add_argument("--mode", choices=("link", "switch"), default="link")
-    ap.add_argument("--throws", default="0-9", help="e.g. 0-59 or 1,4,7")
+    ap.add_argument("--throws", help="e.g. 0-59 or 1,4,7 (default: every throw of the CSV)")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--rp-samples", type=int, default=1000)
-    ap.add_argument("--algorithms", default="dmodc,nmodc")
-    ap.add_argument("--max-vls", type=int, default=1,
-                    help="VLs for the last algorithm (2+: detours where the tree has no path)")
+    ap.add_argument("--vls", type=int, default=4, help="data VLs nmodc may use (the study's)")
+    ap.add_argument("--random-orders", type=int, default=20, help="(the study's)")
+    ap.add_argument("--rp-samples", type=int, default=1000, help="(the study's)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", help="write the merged rows as a study CSV here")
     args = ap.parse_args()
-    algs = args.algorithms.split(",")
-    csv_rows = read_rows(ROOT / "docs/study" / args.fabric / "study.csv")
-    cached = {(int(str(r["throw"])), str(r["engine"])): r for r in csv_rows
-              if r["mode"] == args.mode and int(str(r["seed"])) == args.seed}
-    full = parse_pgft(TREES[args.fabric]).build()
-    cfg = CompareConfig(rp_samples=args.rp_samples, random_orders=3)
-    res_rows: dict[int, dict[str, dict[str, float] | None]] = {}
-    removed: dict[int, int] = {}
-    print("throw removed  " + "  ".join(f"{a}:a2a/rp/sp/hsdT/hsdR" for a in algs)
-          + "  dmodc*  best-OpenSM(a2a/rp/sp/hsdT/hsdR)")
-    for i in _throws(args.throws):
-        th = plan_throw(full, args.mode, args.seed, i)
-        removed[i] = th.removed
-        tables, results = {}, {}
-        secs = {}
-        for a in algs:
-            t0 = time.perf_counter()
-            vls = args.max_vls if a == algs[-1] else 1
-            r = route(th.fabric, algorithm=a, workers=1, labels=False, max_vls=vls)
-            secs[a] = time.perf_counter() - t0
-            tables[a], results[a] = r.tables, r
-        base = results[algs[0]]
-        view = routing_view(th.fabric, base.tables)
-        topo = topological_order_from(view, base.graph.ep_row, base.nids)
-        hosts = fabric_roles(th.fabric).hosts_mask[view.ep_node]
-        order = topo[hosts[topo]]
-        ms = compare_tables(th.fabric, tables, order, th.metrics_rng, cfg)
-        res_rows[i] = {}
-        cells = []
-        for m in ms:
-            ok = m.unroutable["pairs"] == 0
-            res_rows[i][m.name] = {k: m.values[k] for k in METRICS} if ok else None
-            v = m.values
-            cells.append("/".join(f"{v[k]:.3g}" for k in METRICS) + ("" if ok else " (inc)"))
-        d = cached.get((i, "dmodc"))
-        dm = "/".join(f"{float(str(d[k])):.3g}" for k in METRICS) if d and complete(d) else "-"
-        best = []
-        for k in METRICS:
-            vals = [float(str(cached[(i, e)][k])) for e in OPENSM
-                    if (i, e) in cached and complete(cached[(i, e)])]
-            best.append(f"{min(vals):.3g}" if vals else "-")
-        print(f"{i:5d} {th.removed:7d}  " + "  ".join(cells) + f"  {dm}  {'/'.join(best)}"
-              + "  " + " ".join(f"{a}={secs[a]:.2f}s" for a in algs), flush=True)
-    print("\nmedians per band over complete throws (best OpenSM engine: lowest median among "
-          "engines complete on every throw of the band; * none was)")
-    for label, lo, hi in BANDS:
-        ts = [i for i in res_rows if lo <= removed[i] <= hi]
-        if not ts:
-            continue
-        line = [f"{label:>6} ({len(ts):2d})"]
-        for a in algs:
-            vals = [res_rows[i][a] for i in ts if res_rows[i].get(a) is not None]
-            line.append(f"{a}: " + "/".join(
-                f"{statistics.median(v[k] for v in vals):.3g}" if vals else "-"
-                for k in METRICS) + f" ({len(ts) - len(vals)} inc)")
-        best = []
-        for k in METRICS:
-            cand, partial = [], []
-            for e in OPENSM:
-                rs = [cached.get((i, e)) for i in ts]
-                ok = [float(str(r[k])) for r in rs if r is not None and complete(r)]
-                if ok and len(ok) == len(ts):
-                    cand.append((statistics.median(ok), e))
-                elif ok:
-                    partial.append((statistics.median(ok), e))
-            if cand:
-                v, e = min(cand)
-                best.append(f"{v:.3g} {e}")
-            elif partial:
-                v, e = min(partial)
-                best.append(f"{v:.3g} {e}*")
-            else:
-                best.append("-")
-        line.append("OpenSM: " + " / ".join(best))
-        print("  ".join(line))
-        # paired: the last algorithm against the best engine of each metric, same throws
-        alg = algs[-1]
-        pairs = []
-        for k, cell in zip(METRICS, best, strict=True):
-            e = cell.split()[-1].rstrip("*") if cell != "-" else ""
-            w = eq = bt = 0
-            for i in ts:
-                mine, theirs = res_rows[i].get(alg), cached.get((i, e))
-                if mine is None or theirs is None or not complete(theirs):
-                    continue
-                d = float(f"{mine[k]:.6g}") - float(str(theirs[k]))  # the CSV's precision
-                w, eq, bt = w + (d > 1e-9), eq + (abs(d) <= 1e-9), bt + (d < -1e-9)
-            pairs.append(f"{k} {w}/{eq}/{bt}")
-        print(f"{'':13}{alg} worse/equal/better than that engine: " + ", ".join(pairs))
-    return 0
+    path = Path(args.csv) if args.csv else ROOT / "docs/study" / args.fabric / "study.csv"
+    cached = read_rows(path)
+    mine = [r for r in cached if r["mode"] == args.mode and r["seed"] == args.seed]
+    if not mine:
+        ap.error(f"{path}: no {args.mode} throws with seed {args.seed}")
+    label = str(mine[0]["fabric"])
+    throws = (_throws(args.throws) if args.throws
+              else sorted({int(str(r["throw"])) for r in mine}))
+    source = f"pgft:{label}"  # (load_fabric parses the label)
+    with tempfile.TemporaryDirectory(prefix="smroute-nmodc-dev-") as work:
+        tasks = [ThrowTask(source, label, args.mode, args.seed, i, ("dmodc", "nmodc"), work,
+                           rp_samples=args.rp_samples, random_orders=args.random_orders,
+                           vls=args.vls) for i in throws]
+        new: list[Row] = []
+        for task, rows, err in run_unordered(run_throw, tasks, workers=args.workers):
+            if rows is None:
+                print(f"throw {task.index}: {err}", file=sys.stderr)
+                continue
+            new += rows
+            n = next(r for r in rows if r["engine"] == "nmodc")
+            print(f"throw {task.index} ({n['removed']} removed): "
+                  + " ".join(f"{m} {float(str(n.get(m))):.4g}" for m in MAIN),
+                  file=sys.stderr, flush=True)
+    rows, differ = merged(cached, new)
+    if differ:
+        print(f"warning: {differ} Dmodc rows differ from the CSV's: not the study's protocol "
+              "(other code, seed, VLs or random orders?)", file=sys.stderr)
+    rivals = [e for e in OPENSM_ENGINES if any(r["engine"] == e for r in rows)]
+    print(f"{label} {args.mode}, {len(throws)} throws rerun: Nmodc against the best OpenSM "
+          "engine")
+    _print_table(verdict_table(rows, label, args.mode, "nmodc", rivals))
+    print(f"Nmodc against the CSV's Nmodc ({CACHED}) on the throws rerun")
+    again = {r["throw"] for r in new}
+    _print_table(verdict_table([r for r in rows if r["throw"] in again], label, args.mode,
+                               "nmodc", [CACHED]))
+    if args.out:
+        write_rows(args.out, rows)
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     sys.exit(main())

@@ -17,11 +17,11 @@ import pytest
 from script_module import load_script
 
 from smroute.analysis.compare import CompareConfig, compare_tables, metric_names
-from smroute.analysis.paths import routing_view
+from smroute.analysis.paths import pair_paths, routing_view
 from smroute.analysis.patterns import topological_order
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate import degrade, pgft
 from smroute.routing.engine import route
 from smroute.study.degrade import amount, equipment, parse_pgft, plan_throw, throw_rngs
 from smroute.study.executors import run_unordered
@@ -474,3 +474,73 @@ def test_uplink_floor_splits_evenly_and_counts_every_off_leaf_flow():
     sw[g.leaves] = np.arange(len(g.leaves))
     even = floor.even_split(sw[g.ep_switch], np.full(len(g.leaves), 18), rng)
     assert (np.bincount(even[even >= 0]) == 35).all()
+
+
+def test_nmodc_dev_reproduces_the_study_and_keeps_the_cached_rows(tmp_path: Path) -> None:
+    """The development comparison reruns smroute's engines as the study does:
+    Dmodc reproduces its cached rows (exit 0), the CSV's Nmodc rows stay
+    beside the new ones as ``nmodc-csv`` with the same values; a changed
+    cached Dmodc row is reported (exit 1)."""
+    dev = load_script("study_nmodc_dev")
+    study = ["study", "degrade", "--pgft", SMALL, "--mode", "link", "--throws", "3",
+             "--seed", "5", "--engines", "dmodc,nmodc", "--rp-samples", "20",
+             "--random-orders", "1", "--vls", "2", "--no-plots", "-q", "--out", str(tmp_path)]
+    assert main(study) == 0
+    csv_file = tmp_path / "study.csv"
+    cached = read_rows(csv_file)
+    out = tmp_path / "merged.csv"
+    argv = ["study_nmodc_dev.py", "--csv", str(csv_file), "--seed", "5", "--rp-samples", "20",
+            "--random-orders", "1", "--vls", "2", "--throws", "0-2", "--out", str(out)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", argv)
+        assert dev.main() == 0
+    rows = read_rows(out)
+    assert sorted(r["engine"] for r in rows) == sorted(["dmodc", "nmodc", "nmodc-csv"] * 3)
+    for r in rows:
+        want = next(c for c in cached if c["throw"] == r["throw"]
+                    and c["engine"] == r["engine"].replace("-csv", ""))
+        assert all(r[m] == want[m] for m in ("a2a", "rp", "sp", "hsd_topo", "hsd_random"))
+    # a cached Dmodc row the rerun does not reproduce
+    rows_off = [dict(r, a2a=float(r["a2a"]) + 1) if r["engine"] == "dmodc" and r["throw"] == 1
+                else r for r in cached]
+    new = [dict(r) for r in cached if r["throw"] == 1]
+    merged, differ = dev.merged(rows_off, new)
+    assert differ == 1
+    assert sorted(r["engine"] for r in merged if r["throw"] == 1) == ["dmodc", "nmodc",
+                                                                       "nmodc-csv"]
+
+
+def test_link_classes_count_entry_links_and_loads() -> None:
+    """On a complete 2-level tree Dmodc's sources reach every destination
+    through one spine (``entries`` 1); with a leaf-spine link removed the
+    leaves' moduli differ and some destinations enter through several.  The
+    classes are a leaf's up-links and a spine's down-links, each with the
+    mean over the permutations of its largest direct count."""
+    lc = load_script("study_link_classes")
+    full = parse_pgft(SMALL).build()
+    cut, _ = degrade(full, np.random.default_rng(1), links=1)
+    for fab, one in ((full, True), (cut, False)):
+        res = route(fab, workers=1, labels=False)
+        view = routing_view(fab, res.tables)
+        hosts = np.arange(view.n_endports, dtype=np.int64)
+        loads, entries = lc.link_classes(fab, res.tables, hosts, np.random.default_rng(3), 4)
+        assert (entries == 1.0) is one and entries >= 1.0
+        # the same permutations counted directly, per class of link
+        paths = pair_paths(view)
+        lvl, nxt = view.sw_level, view.next_sw.reshape(-1, 256)
+        rng, top = np.random.default_rng(3), {"0>1": 0.0, "1>0": 0.0}
+        for _ in range(4):
+            dst = hosts[rng.permutation(len(hosts))]
+            count = np.zeros(paths.n_links, dtype=np.int64)
+            for s, d in zip(hosts.tolist(), dst.tolist(), strict=True):
+                row = view.ep_leaf_row[s] * paths.n_endports + d
+                if s != d:
+                    count[paths.links[row][paths.links[row] >= 0]] += 1
+            best = {"0>1": 0, "1>0": 0}
+            for sw, p in zip(*np.nonzero(view.link_of.reshape(-1, 256) >= 0), strict=True):
+                if nxt[sw, p] >= 0:
+                    c = f"{lvl[sw]}>{lvl[nxt[sw, p]]}"
+                    best[c] = max(best[c], int(count[view.link_of.reshape(-1, 256)[sw, p]]))
+            for c in top:
+                top[c] += best[c] / 4
+        assert loads == pytest.approx(top)
