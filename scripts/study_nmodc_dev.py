@@ -87,8 +87,10 @@ def _same(a: float, b: float) -> bool:
 
 
 def _print_table(table: list[list[str]]) -> None:
-    """``table`` aligned, without the bands that have no rival (no throw rerun)."""
-    table = [r for r in table if r[2] != "-"]
+    """``table`` aligned, without the cells that have no rival (verdict ``-``:
+    no throw of the band rerun); a band where Nmodc completed no throw stays
+    (``miss``)."""
+    table = [r for r in table if r[-1] != "-"]
     width = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
