@@ -12,12 +12,16 @@ GUID order where Dmodc did not route, or with ``--order guid``).
 
 Prints the machine, then per fabric a markdown table (rows: engines;
 columns: status, host pairs left out, SP, A2A, RP, HSD of the shift CPS,
-routing time) and the notes; ``--json FILE`` writes every figure (atomically).
+routing time) and the notes, then one table of smroute's engines against the
+best OpenSM engine that routed each capture completely, per metric
+(:func:`against_best`); ``--json FILE`` writes every figure (atomically),
+``--from-json FILE`` prints the tables of such a file again without running.
 
     .venv/bin/python bench/real_fabrics.py [--real DIR] [--only NAME ...]
         [--engines dmodc nmodc ftree updn dnup minhop dfsssp sssp nue lash] [--vls 1]
         [--rp-samples 1000]
         [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
+    .venv/bin/python bench/real_fabrics.py --from-json FILE
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from smroute.lab.sidebyside import SideBySide, run_side_by_side
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 DEFAULT_ENGINES = ("dmodc", "nmodc", "ftree", "updn", "dnup", "minhop", "dfsssp", "sssp", "nue",
                    "lash")
+SMROUTE_ENGINES = ("dmodc", "nmodc")
+METRICS = (("sp", "SP"), ("a2a", "A2A"), ("rp", "RP"), ("hsd_topo_shift", "HSD"))
 Row = dict[str, Any]
 
 
@@ -102,6 +108,53 @@ def markdown(r: Row) -> list[str]:
     if dm and ":" in dm["note"]:
         out += ["", f"Dmodc's mode: {dm['note']}"]
     return [*out, ""]
+
+
+def _complete(e: Row) -> bool:
+    """An engine that routed every host pair (no fallback, nothing left out)."""
+    return e["status"] == "ok" and e.get("unroutable_pairs") == 0 and bool(e.get("values"))
+
+
+def against_best(fabrics: list[Row], ours: str) -> tuple[list[str], int, int]:
+    """smroute's engine ``ours`` against the best OpenSM engine that routed
+    each capture completely, per metric: ``(markdown lines, cells at or
+    below, cells compared)``.  A cell is one (capture, metric) where both
+    ``ours`` and at least one OpenSM engine routed completely; its text is
+    ``ours`` value, then the best OpenSM value and engine (of tied engines
+    the first two and how many more), ``>`` where ``ours`` is above it.
+    Captures with fewer than two hosts are left out (no pair to route)."""
+    head = "| capture | hosts | " + " | ".join(label for _, label in METRICS) + " |"
+    out = [head, "|---" * (2 + len(METRICS)) + "|"]
+    ok = total = 0
+    for r in fabrics:
+        engines = {e["engine"]: e for e in r.get("engines", [])}
+        mine = engines.get(ours)
+        rivals = [e for name, e in engines.items() if name not in SMROUTE_ENGINES and _complete(e)]
+        if r.get("hosts", 0) < 2 or mine is None or not _complete(mine) or not rivals:
+            continue
+        cells = []
+        for key, _ in METRICS:
+            best = min(e["values"][key] for e in rivals)
+            tied = [e["engine"] for e in rivals if e["values"][key] == best]
+            names = "/".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
+            v = mine["values"][key]
+            total += 1
+            ok += v <= best
+            cells.append(f"{_num(v)} {'<=' if v <= best else '>'} {_num(best)} {names}")
+        out.append(f"| {r['file']} | {r['hosts']} | " + " | ".join(cells) + " |")
+    return out, ok, total
+
+
+def summary(fabrics: list[Row]) -> list[str]:
+    """The :func:`against_best` tables of smroute's engines that ran."""
+    out: list[str] = []
+    for ours in SMROUTE_ENGINES:
+        lines, ok, total = against_best(fabrics, ours)
+        if total:
+            out += [f"### {ours} against the best complete OpenSM engine", "", *lines, "",
+                    f"{ours}: at or below the best complete OpenSM engine in {ok} of {total} "
+                    "(capture, metric) cells", ""]
+    return out
 
 
 def result_row(path: Path, fabric_info: Row, sbs: SideBySide) -> Row:
@@ -165,7 +218,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900.0, help="per OpenSM run (s)")
     ap.add_argument("--keep", type=Path, help="keep the work directories here")
     ap.add_argument("--json", metavar="FILE", help="write the results here")
+    ap.add_argument("--from-json", metavar="FILE", type=Path,
+                    help="print the tables of a --json file, run nothing")
     args = ap.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        print(f"Machine (of the run): {saved['machine']}\n")
+        for r in saved["fabrics"]:
+            print("\n".join(markdown(r)))
+        print("\n".join(summary(saved["fabrics"])))
+        return
     if not args.real.is_dir():
         sys.exit(f"no real fabrics folder at {args.real} (pass --real DIR)")
     files = sorted(p for p in args.real.iterdir() if p.is_file() and p.name != "README.md")
@@ -179,6 +241,7 @@ def main() -> None:
             r = run_one(p, args, work)
         results.append(r)
         print("\n".join(markdown(r)), flush=True)
+    print("\n".join(summary(results)))
     if args.json:
         atomic_write_text(args.json, json.dumps(
             {"machine": machine(), "engines": args.engines, "rp_samples": args.rp_samples,
