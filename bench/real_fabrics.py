@@ -222,11 +222,15 @@ def main() -> None:
                     help="print the tables of a --json file, run nothing")
     args = ap.parse_args()
     if args.from_json:
-        saved = json.loads(args.from_json.read_text())
-        print(f"Machine (of the run): {saved['machine']}\n")
-        for r in saved["fabrics"]:
+        try:
+            saved = json.loads(args.from_json.read_text())
+            ran_on, fabrics = saved["machine"], saved["fabrics"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            sys.exit(f"{args.from_json}: not a results file of --json ({err})")
+        print(f"Machine (of the run): {ran_on}\n")
+        for r in fabrics:
             print("\n".join(markdown(r)))
-        print("\n".join(summary(saved["fabrics"])))
+        print("\n".join(summary(fabrics)))
         return
     if not args.real.is_dir():
         sys.exit(f"no real fabrics folder at {args.real} (pass --real DIR)")
