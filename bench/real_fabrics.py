@@ -45,12 +45,10 @@ from smroute.fabric.ibtext import ParseWarning, read_text_lines
 from smroute.fabric.model import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fileio import atomic_write_text
-from smroute.lab.sidebyside import SideBySide, run_side_by_side
+from smroute.lab.sidebyside import ENGINES, SMROUTE_ENGINES, SideBySide, run_side_by_side
+from smroute.study.results import complete
 
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
-DEFAULT_ENGINES = ("dmodc", "nmodc", "ftree", "updn", "dnup", "minhop", "dfsssp", "sssp", "nue",
-                   "lash")
-SMROUTE_ENGINES = ("dmodc", "nmodc")
 METRICS = (("sp", "SP"), ("a2a", "A2A"), ("rp", "RP"), ("hsd_topo_shift", "HSD"))
 Row = dict[str, Any]
 
@@ -111,8 +109,9 @@ def markdown(r: Row) -> list[str]:
 
 
 def _complete(e: Row) -> bool:
-    """An engine that routed every host pair (no fallback, nothing left out)."""
-    return e["status"] == "ok" and e.get("unroutable_pairs") == 0 and bool(e.get("values"))
+    """An engine that routed every host pair (no fallback, nothing left out:
+    the study's :func:`~smroute.study.results.complete`) and has metrics."""
+    return complete(e) and bool(e.get("values"))
 
 
 def against_best(fabrics: list[Row], ours: str) -> tuple[list[str], int, int]:
@@ -206,7 +205,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real fabrics folder")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these files (names)")
-    ap.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
+    ap.add_argument("--engines", nargs="+", default=list(ENGINES),
                     help="smroute's (dmodc nmodc) and OpenSM's engines (ftree updn dnup "
                     "minhop dfsssp sssp nue lash)")
     ap.add_argument("--vls", type=int, default=1,
