@@ -45,16 +45,28 @@ from smroute.study.runner import ThrowTask, run_throw  # noqa: E402
 FIXED = ("a2a", "rp", "sp", "hsd_topo")
 
 
+def _value(r: Row, metric: str) -> float:
+    """``metric`` of a row as the CSV stores it (NaN: none)."""
+    v = float(str(r.get(metric, "nan")))
+    return v if math.isnan(v) else as_stored(v)
+
+
 def _differs(new: Row, old: Row) -> bool:
-    return any(not math.isclose(as_stored(float(str(new.get(m)))), float(str(old.get(m))),
-                                abs_tol=1e-9)
-               for m in FIXED if not math.isnan(float(str(old.get(m)))))
+    """A rerun row that does not give its cached row's :data:`FIXED` metrics."""
+    return any(not math.isclose(_value(new, m), _value(old, m), abs_tol=1e-9)
+               for m in FIXED if not math.isnan(_value(old, m)))
+
+
+def _hsd(r: Row) -> str:
+    v = _value(r, "hsd_random")
+    return "-" if math.isnan(v) else f"{v:g}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fabric", default="pgft648",
                     help="the study's directory under docs/study (its CSV names the PGFT)")
+    ap.add_argument("--csv", help="a study CSV instead of docs/study/<fabric>/study.csv")
     ap.add_argument("--mode", choices=("link", "switch"), default="link")
     ap.add_argument("--bands", default="0,1-3,4-15", help="removal bands, e.g. 0,1-3")
     ap.add_argument("--engines", default="nmodc,nue,dnup,dfsssp,sssp",
@@ -62,10 +74,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--vls", type=int, default=4, help="data VLs nmodc may use (the study's)")
     ap.add_argument("--random-orders", type=int, default=1000)
+    ap.add_argument("--rp-samples", type=int, default=1000, help="(the study's)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", help="write the rerun's rows as a study CSV here")
     args = ap.parse_args()
-    path = ROOT / "docs/study" / args.fabric / "study.csv"
+    path = Path(args.csv) if args.csv else ROOT / "docs/study" / args.fabric / "study.csv"
     bands = args.bands.split(",")
     cached = [r for r in read_rows(path) if r["mode"] == args.mode and r["seed"] == args.seed
               and band_of(int(str(r["removed"]))) in bands]
@@ -79,29 +92,30 @@ def main() -> int:
     differ = 0
     with tempfile.TemporaryDirectory(prefix="smroute-hsd-precision-") as work:
         tasks = [ThrowTask(f"pgft:{label}", label, args.mode, args.seed, i, engines, work,
-                           random_orders=args.random_orders, vls=args.vls) for i in throws]
+                           rp_samples=args.rp_samples, random_orders=args.random_orders,
+                           vls=args.vls) for i in throws]
         for task, rows, err in run_unordered(run_throw, tasks, workers=args.workers):
             if rows is None:
                 print(f"throw {task.index}: {err}", file=sys.stderr)
                 continue
             for r in rows:
-                old = by.get((task.index, str(r["engine"])))
-                differ += old is not None and _differs(r, old)
+                was = by.get((task.index, str(r["engine"])))
+                differ += was is not None and _differs(r, was)
             new += rows
             print(f"throw {task.index}: " + " ".join(
-                f"{r['engine']} {by[(task.index, str(r['engine']))]['hsd_random']}"
-                f" -> {float(str(r['hsd_random'])):.5f}" for r in rows
-                if (task.index, str(r["engine"])) in by), file=sys.stderr, flush=True)
+                f"{r['engine']} {_hsd(by[(task.index, str(r['engine']))])} -> {_hsd(r)}"
+                for r in rows if (task.index, str(r["engine"])) in by),
+                file=sys.stderr, flush=True)
     if differ:
         print(f"warning: {differ} rows differ from the CSV's in {', '.join(FIXED)}: not the "
               "study's protocol", file=sys.stderr)
     rivals = [e for e in engines if e not in ("dmodc", "nmodc")]
     done = {int(str(r["throw"])) for r in new}
-    old = [r for r in cached if int(str(r["throw"])) in done and r["engine"] in engines]
-    for title, rows in ((f"the CSV's {20} orders", old), (f"{args.random_orders} orders", new)):
+    same = [r for r in cached if int(str(r["throw"])) in done and r["engine"] in engines]
+    for title, part in (("the CSV's orders", same), (f"{args.random_orders} orders", new)):
         print(f"{label} {args.mode}, {len(done)} throws, random-order HSD over {title}: "
               f"Nmodc against the best of {', '.join(rivals)}")
-        for cells in verdict_table(rows, label, args.mode, "nmodc", rivals, ("hsd_random",)):
+        for cells in verdict_table(part, label, args.mode, "nmodc", rivals, ("hsd_random",)):
             print("  " + "  ".join(cells))
     if args.out:
         write_rows(args.out, new)

@@ -39,6 +39,7 @@ from smroute.study.results import (
     read_rows,
     sign_p,
     verdict_table,
+    write_rows,
 )
 from smroute.study.runner import plan_tasks, run_study
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
@@ -508,6 +509,52 @@ def test_nmodc_dev_reproduces_the_study_and_keeps_the_cached_rows(tmp_path: Path
     assert differ == 1
     assert sorted(r["engine"] for r in merged if r["throw"] == 1) == ["dmodc", "nmodc",
                                                                        "nmodc-csv"]
+
+
+@needs_ibsim
+def test_hsd_precision_reruns_the_study_over_more_orders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The precision check reruns a band's throws as the study does, OpenSM's
+    engines included: over the study's own random orders it gives the CSV's
+    rows exactly (exit 0); over more, the metrics that do not depend on the
+    orders stay the CSV's and both verdicts are printed; a cached row it
+    does not reproduce is reported (exit 1)."""
+    prec = load_script("study_hsd_precision")
+    study = ["study", "degrade", "--pgft", SMALL, "--mode", "link", "--throws", "2",
+             "--seed", "5", "--engines", "dmodc,nmodc,updn", "--rp-samples", "20",
+             "--random-orders", "2", "--vls", "2", "--no-plots", "-q",
+             "--workdir", str(tmp_path / "work"), "--out", str(tmp_path)]
+    assert main(study) == 0
+    cached = read_rows(tmp_path / "study.csv")
+    bands = ",".join(sorted({band_of(int(str(r["removed"]))) for r in cached}))
+
+    def run(orders: int, csv_file: Path) -> tuple[int, list[dict[str, object]]]:
+        out = tmp_path / f"orders{orders}.csv"
+        argv = ["study_hsd_precision.py", "--csv", str(csv_file), "--mode", "link",
+                "--seed", "5", "--bands", bands, "--engines", "nmodc,updn", "--vls", "2",
+                "--rp-samples", "20", "--random-orders", str(orders), "--out", str(out)]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("sys.argv", argv)
+            code = prec.main()
+        return code, read_rows(out)
+
+    def same(rows: list[dict[str, object]], metrics: tuple[str, ...]) -> bool:
+        by = {(r["throw"], r["engine"]): r for r in cached}
+        return all(str(r.get(m)) == str(by[(r["throw"], r["engine"])].get(m))
+                   for r in rows for m in metrics)
+
+    code, rows = run(2, tmp_path / "study.csv")
+    assert code == 0
+    assert sorted(str(r["engine"]) for r in rows) == sorted(["dmodc", "nmodc", "updn"] * 2)
+    assert same(rows, ("a2a", "rp", "sp", "hsd_topo", "hsd_random"))
+    code, rows = run(5, tmp_path / "study.csv")
+    assert code == 0 and same(rows, ("a2a", "rp", "sp", "hsd_topo"))
+    printed = capsys.readouterr().out
+    assert "over the CSV's orders" in printed and "over 5 orders" in printed
+    off = tmp_path / "off.csv"
+    write_rows(off, [dict(r, a2a=float(str(r["a2a"])) + 1) if r["engine"] == "updn" else r
+                     for r in cached])
+    assert run(2, off)[0] == 1
 
 
 def test_link_classes_count_entry_links_and_loads() -> None:
