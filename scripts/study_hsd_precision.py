@@ -36,6 +36,7 @@ from smroute.study.results import (  # noqa: E402
     as_stored,
     band_of,
     read_rows,
+    reproduces,
     verdict_table,
     write_rows,
 )
@@ -45,21 +46,10 @@ from smroute.study.runner import ThrowTask, run_throw  # noqa: E402
 FIXED = ("a2a", "rp", "sp", "hsd_topo")
 
 
-def _value(r: Row, metric: str) -> float:
-    """``metric`` of a row as the CSV stores it (NaN: none)."""
-    v = float(str(r.get(metric, "nan")))
-    return v if math.isnan(v) else as_stored(v)
-
-
-def _differs(new: Row, old: Row) -> bool:
-    """A rerun row that does not give its cached row's :data:`FIXED` metrics."""
-    return any(not math.isclose(_value(new, m), _value(old, m), abs_tol=1e-9)
-               for m in FIXED if not math.isnan(_value(old, m)))
-
-
 def _hsd(r: Row) -> str:
-    v = _value(r, "hsd_random")
-    return "-" if math.isnan(v) else f"{v:g}"
+    """A row's random-order HSD as the CSV stores it (``-``: none)."""
+    v = r.get("hsd_random")
+    return f"{as_stored(v):g}" if isinstance(v, float) and not math.isnan(v) else "-"
 
 
 def main() -> int:
@@ -100,7 +90,7 @@ def main() -> int:
                 continue
             for r in rows:
                 was = by.get((task.index, str(r["engine"])))
-                differ += was is not None and _differs(r, was)
+                differ += was is not None and not reproduces(r, was, FIXED)
             new += rows
             print(f"throw {task.index}: " + " ".join(
                 f"{r['engine']} {_hsd(by[(task.index, str(r['engine']))])} -> {_hsd(r)}"

@@ -37,6 +37,7 @@ from smroute.study.results import (  # noqa: E402
     Row,
     as_stored,
     read_rows,
+    reproduces,
     verdict_table,
     write_rows,
 )
@@ -73,17 +74,11 @@ def merged(cached: Sequence[Row], new: Sequence[Row]) -> tuple[list[Row], int]:
         r = {k: as_stored(v) if isinstance(v, float) and not math.isnan(v) else v
              for k, v in r.items()}
         old = by.get((key(r), r["engine"]))
-        if r["engine"] == "dmodc" and old is not None and any(
-                not _same(float(str(r.get(m, math.nan))), float(str(old[m])))
-                for m in METRICS if m in old):
+        if r["engine"] == "dmodc" and old is not None and not reproduces(
+                r, old, [m for m in METRICS if m in old]):
             differ += 1
         out.append(r)
     return out, differ
-
-
-def _same(a: float, b: float) -> bool:
-    """Equal as the CSV stores them (both NaN: a metric neither has)."""
-    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, abs_tol=1e-9)
 
 
 def _print_table(table: list[list[str]]) -> None:

@@ -37,6 +37,7 @@ from smroute.study.results import (
     paired_table,
     parse_rows,
     read_rows,
+    reproduces,
     sign_p,
     verdict_table,
     write_rows,
@@ -509,6 +510,18 @@ def test_nmodc_dev_reproduces_the_study_and_keeps_the_cached_rows(tmp_path: Path
     assert differ == 1
     assert sorted(r["engine"] for r in merged if r["throw"] == 1) == ["dmodc", "nmodc",
                                                                        "nmodc-csv"]
+
+
+def test_reproduces_compares_as_the_csv_stores() -> None:
+    """A rerun row reproduces its cached row when every metric is equal at the
+    CSV's six digits; a metric neither has is the same, one only one has is not."""
+    old = {"a2a": 18.0, "hsd_random": 3.70735, "sp": math.nan}
+    assert reproduces({"a2a": 18, "hsd_random": 3.7073512, "sp": math.nan}, old,
+                      ("a2a", "hsd_random", "sp"))
+    assert reproduces({"a2a": 18.0}, old, ("a2a", "sp", "rp"))  # sp NaN, rp absent in both
+    assert not reproduces({"a2a": 18.0, "hsd_random": 3.70745}, old, ("a2a", "hsd_random"))
+    assert not reproduces({"a2a": math.nan}, old, ("a2a",))
+    assert not reproduces({"sp": 4.0}, old, ("sp",))
 
 
 @needs_ibsim

@@ -58,6 +58,7 @@ __all__ = [
     "compact_table",
     "csv_path",
     "as_stored",
+    "reproduces",
 ]
 
 METRICS = (
@@ -115,6 +116,19 @@ FLOAT_DIGITS = 6
 def as_stored(v: float) -> float:
     """``v`` as the CSV stores it (:data:`FLOAT_DIGITS` significant digits)."""
     return float(f"{v:.{FLOAT_DIGITS}g}")
+
+
+def reproduces(new: Row, old: Row, metrics: Sequence[str]) -> bool:
+    """``new`` (a rerun of a throw and engine) gives ``old``'s ``metrics`` as
+    the CSV stores them; a metric neither row has (NaN or absent) counts as
+    the same."""
+    for m in metrics:
+        a, b = _num(new.get(m)), _num(old.get(m))
+        if math.isnan(a) and math.isnan(b):
+            continue
+        if math.isnan(a) or not math.isclose(as_stored(a), b, abs_tol=1e-9):
+            return False
+    return True
 
 
 def _cell(v: object) -> str:
