@@ -28,13 +28,8 @@ from smroute.routing import detour, dmodc
 from smroute.routing.detour import peer_ports, route_detours
 from smroute.routing.detour_load import link_destinations
 from smroute.routing.dmodc import INF, NO_ROUTE
-from smroute.routing.engine import (
-    RoutingResult,
-    route,
-    turn_destinations,
-    unrouted_connected,
-    validate_result,
-)
+from smroute.routing.engine import RoutingResult, route, unrouted_connected, validate_result
+from smroute.routing.modes import turn_destinations
 from smroute.routing.topology import next_switch, switch_graph
 from smroute.routing.validate import validate
 

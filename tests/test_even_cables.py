@@ -11,7 +11,7 @@ from test_nominal_routing import _inter_links, leaf_spine_tree
 from smroute.fabric.model import Fabric
 from smroute.routing import even_cables, slot_tables
 from smroute.routing.engine import RoutingResult, route, validate_result
-from smroute.service.reroute import reroute
+from smroute.routing.reroute import reroute
 
 
 def _x5_shaped() -> Fabric:

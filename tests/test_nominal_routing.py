@@ -23,11 +23,11 @@ from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_topology
-from smroute.routing import balance, dmodc, nominal, slot_tables
-from smroute.routing.engine import ALGORITHMS, route, validate_result
+from smroute.routing import api, balance, dmodc, nominal, slot_tables
+from smroute.routing.engine import route, validate_result
+from smroute.routing.nmodc import incremental as nmodc_incremental
 from smroute.routing.pool import RoutePool
-from smroute.service import reroute as reroute_mod
-from smroute.service.reroute import reroute
+from smroute.routing.reroute import reroute
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.tables.diff import diff_tables
 
@@ -60,7 +60,7 @@ def _inter_links(f: Fabric) -> np.ndarray:
 
 # ------------------------------------------------------------------ complete trees
 def test_nmodc_is_registered() -> None:
-    assert "nmodc" in ALGORITHMS and "dmodc" in ALGORITHMS
+    assert "nmodc" in api.names() and "dmodc" in api.names()
 
 
 @pytest.mark.parametrize("spec", COMPLETE, ids=_ids)
@@ -761,9 +761,9 @@ def test_incremental_reroute_with_redirects_by_load(in_pool: bool,
     with RoutePool(2 if in_pool else 1) as pool:
         worked = []
         if in_pool:
-            monkeypatch.setattr(reroute_mod, "_POOL_PAIRS", 1)
-            rework = pool.rework
-            monkeypatch.setattr(pool, "rework", lambda *a: worked.append(rework(*a)))
+            monkeypatch.setattr(nmodc_incremental, "POOL_PAIRS", 1)
+            run = pool.run
+            monkeypatch.setattr(pool, "run", lambda *a, **k: worked.append(run(*a, **k)))
         for _ in range(3):
             f = f.with_removed(links=rng.choice(inter, size=2, replace=False))
             inter = _inter_links(f)
@@ -872,7 +872,7 @@ def test_nmodc_tables_do_not_depend_on_the_node_order(shape: tuple, seed: int) -
     fabric, _ = degrade(pgft(*shape), np.random.default_rng(seed), links=150)
     other = _nodes_shuffled(fabric, 5)
     assert not np.array_equal(fabric.node_guid, other.node_guid)
-    for alg in ALGORITHMS:
+    for alg in api.names(lab=True):
         a = route(fabric, algorithm=alg, workers=1, labels=False, max_vls=4)
         b = route(other, algorithm=alg, workers=1, labels=False, max_vls=4)
         assert a.mode == b.mode

@@ -99,14 +99,18 @@ def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     return _column_costs(g, np.arange(g.n_switches)), dividers(g)
 
 
-def dividers(g: SwitchGraph) -> np.ndarray:
-    """Algorithm 1's dividers ``(S,)`` int64 (:func:`costs_and_dividers`)."""
+def dividers(g: SwitchGraph, arity: np.ndarray | None = None) -> np.ndarray:
+    """Algorithm 1's dividers ``(S,)`` int64 (:func:`costs_and_dividers`):
+    1 at the leaves, going up ``Pi[s'] = max over children s of Pi[s] *
+    arity[s]``, with ``arity`` ``(S,)`` the up-counts ``g.n_up`` (Dmodc) or
+    the nominal arities (Nmodc, :mod:`smroute.routing.nominal`)."""
+    arity = g.n_up if arity is None else arity
     pi = np.ones(g.n_switches, dtype=np.int64)
     lo, hi = g.up_pairs()
     lo_rank = g.rank[lo]
     for r in range(g.max_rank):
         sel = lo_rank == r
-        np.maximum.at(pi, hi[sel], pi[lo[sel]] * g.n_up[lo[sel]])
+        np.maximum.at(pi, hi[sel], pi[lo[sel]] * arity[lo[sel]])
     return pi
 
 
@@ -407,7 +411,7 @@ def seen_cost(c: np.ndarray, down: np.ndarray | bool) -> np.ndarray:
     return np.where(down, np.where(c < UP_PHASE, c, np.uint8(INF)), as_up).astype(np.uint8)
 
 
-def _dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dedupe_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Group equal rows of ``m`` (``(U, R)`` uint8, C-contiguous), exactly.
 
     Returns ``(row_of (U,), reps (U',))``: row ``u`` equals row
@@ -489,7 +493,7 @@ def _route_remote(
     # same closer-group patterns: collapse them (exact byte comparison).
     rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
     sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
-    col_of, reps = _dedupe_rows(sub_t)
+    col_of, reps = dedupe_rows(sub_t)
     n_u = len(reps)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
@@ -510,7 +514,7 @@ def _route_remote(
     # pattern key per (b, u): the closer bits packed over group positions
     packed = np.packbits(closer, bitorder="little").reshape(n_u, b, -1)  # (U', B, ceil(G/8))
     rows = np.ascontiguousarray(packed.transpose(1, 0, 2)).reshape(b * n_u, -1)
-    pat_of, first = _dedupe_rows(rows)
+    pat_of, first = dedupe_rows(rows)
     bits = np.unpackbits(rows[first], axis=1, bitorder="little")[:, :gmax].astype(bool)
     pat_of = pat_of.reshape(b, n_u)
     # empty patterns get one NO_ROUTE slot, so every lookup is valid

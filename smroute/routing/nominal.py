@@ -108,8 +108,9 @@ from smroute.routing.dmodc import (
     UP_PHASE,
     Destinations,
     RouteContext,
-    _dedupe_rows,
     cable_ports,
+    dedupe_rows,
+    dividers,
     route_context,
     slot_offsets,
 )
@@ -294,15 +295,8 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
 
 def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
     """Algorithm 1's dividers with the nominal arities ``arity`` ``(S,)`` in
-    place of the up-counts: ``(S,)`` int64, 1 at the leaves, going up
-    ``Pi[s'] = max over children s of Pi[s] * arity[s]``."""
-    pi = np.ones(g.n_switches, dtype=np.int64)
-    lo, hi = g.up_pairs()
-    lo_rank = g.rank[lo]
-    for r in range(g.max_rank):
-        sel = lo_rank == r
-        np.maximum.at(pi, hi[sel], pi[lo[sel]] * arity[lo[sel]])
-    return pi
+    place of the up-counts (:func:`~smroute.routing.dmodc.dividers`)."""
+    return dividers(g, arity)
 
 
 def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
@@ -422,7 +416,7 @@ def _route_remote(
     remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
     rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
     sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
-    col_of, reps = _dedupe_rows(sub_t)
+    col_of, reps = dedupe_rows(sub_t)
     n_u = len(reps)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
@@ -452,7 +446,7 @@ def _route_remote(
     packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
     nb = packed.shape[2]
     keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
-    pat_of, first = _dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
+    pat_of, first = dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
     pbits = np.unpackbits(pat_rows[:, :nb], axis=1, bitorder="little")[:, :w].astype(bool)

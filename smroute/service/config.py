@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from smroute.routing.engine import ALGORITHMS
+from smroute.routing import api
 from smroute.service.listen import _LISTEN_EXPECTED
 from smroute.service.settings import (
     _GRPC_MAX,
@@ -200,7 +200,7 @@ _LISTS: dict[Callable[[Any], Any], Callable[[Any], Any]] = {
 _TOP: dict[str, Callable[[Any], Any]] = {
     "listen": _v_listen(True, False),
     "workers": _v_int(1, 256),
-    "algorithm": _v_choice(*ALGORITHMS),
+    "algorithm": _v_choice(*api.names()),
     "lmc": _v_null_or(_v_int(0, 7)),
     "max_vls": _v_int(1, 15),
     "epoch_history": _v_int(2, 10_000),

@@ -17,6 +17,7 @@ servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -30,15 +31,10 @@ from smroute.analysis.compare import analyze_tables
 from smroute.errors import InputError, RoutingError
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
-from smroute.routing.engine import (
-    ALGORITHMS,
-    DMODC_LIKE,
-    RoutingResult,
-    route,
-    unrouted_connected,
-    validate_result,
-)
+from smroute.routing import api
+from smroute.routing.engine import RoutingResult, commit_gaps, route
 from smroute.routing.pool import RoutePool
+from smroute.routing.reroute import Reroute, reroute
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
 from smroute.service.dryrun import FaultOutcome, run_dry
@@ -54,7 +50,6 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
-from smroute.service.reroute import Reroute, reroute
 from smroute.service.resume import Resumed, resume
 from smroute.service.validator import EpochValidator
 from smroute.tables.diff import TableDiff, diff_tables
@@ -99,7 +94,7 @@ class RoutingCore:
         self,
         *,
         workers: int = 2,
-        algorithm: str = "dmodc",
+        algorithm: str = api.DEFAULT,
         lmc: int | None = None,
         epoch_history: int = 8,
         coalesce_s: float = 0.02,
@@ -115,8 +110,8 @@ class RoutingCore:
         durable: Durable | None = None,
         max_vls: int = 1,
     ) -> None:
-        if algorithm not in ALGORITHMS:
-            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+        if algorithm not in api.names():
+            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {api.names()}")
         self.algorithm = algorithm
         #: LIDs per end-port = 2**lmc; ``None``: each end-port's LMC in the fabric
         #: (as ``smroute route`` without ``--lmc``).
@@ -230,9 +225,9 @@ class RoutingCore:
     def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
         """Route the base fabric minus down items and commit (cause ``route``)."""
         alg = algorithm or self.algorithm
-        if alg not in ALGORITHMS:
+        if alg not in api.names():
             raise ServiceError(Status.INVALID_ARGUMENT,
-                               f"unknown algorithm {echo(alg)}; expected one of {ALGORITHMS}")
+                               f"unknown algorithm {echo(alg)}; expected one of {api.names()}")
         use_lmc = self.lmc if lmc is None else lmc
         if use_lmc is not None and not 0 <= use_lmc <= 7:
             raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
@@ -267,11 +262,12 @@ class RoutingCore:
     def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric) -> Reroute:
         """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
         incrementally when ``cur`` routed the same loaded fabric (see
-        smroute.service.reroute), else in full."""
+        smroute.routing.reroute), else in full."""
         same = base is self._epoch_base
-        return reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
-                       pool=self.pool, clock=self.clock,
-                       incremental=same and self.incremental, max_vls=self.max_vls)
+        rr = reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
+                     pool=self.pool, clock=self.clock,
+                     incremental=same and self.incremental, max_vls=self.max_vls)
+        return rr if rr.incremental else dataclasses.replace(rr, result=own_tables(rr.result))
 
     def _lmc_of(self, res: RoutingResult) -> int:
         """The LMC ``res`` routed: the setting, or the fabric's largest."""
@@ -289,12 +285,7 @@ class RoutingCore:
                 diff: TableDiff | None, t_event: float | None = None) -> Epoch:
         """Commit; ``t_event``: clock time of the first event (timings then get
         ``event_to_commit``: everything up to the reference swap, which is O(1))."""
-        # Dmodc and Nmodc route every pair that cables join by construction
-        # (the cheap first-hop check guards it; the background walk follows);
-        # other algorithms are walked in full now
-        gaps = unrouted_connected(res)
-        if not gaps and res.algorithm not in DMODC_LIKE:
-            gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
+        gaps = commit_gaps(res)
         if gaps:
             self._metric("reroute_failed", "unrouted_pairs")
             serving = self.store.current.id if self.store.current is not None else 0

@@ -36,10 +36,9 @@ from smroute.fabric.faults import (
 )
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
-from smroute.routing import dmodc
-from smroute.routing.engine import RoutingResult, route, turn_roots
+from smroute.routing import api, modes
+from smroute.routing.engine import RoutingResult, route
 from smroute.routing.pool import RoutePool
-from smroute.routing.topology import rooted_graph, switch_graph
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.durable import down_of, lmc_text, lmc_value
@@ -71,25 +70,20 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
                    roles: FabricRoles, pool: RoutePool | None, max_vls: int = 1
                    ) -> RoutingResult:
     """The routing of ``fabric`` that produced ``tables`` (stored with ``meta``):
-    the structure recomputed in the stored mode around the stored tables (Dmodc,
-    Dmodk); other algorithms, and detours over VLs (with ``max_vls``), are
-    routed again.  :class:`CodecError` if the result does not fit the tables."""
+    the structure recomputed in the stored mode around the stored tables
+    (:attr:`~smroute.routing.api.Guarantees.stateless` engines); other
+    engines, and detours over VLs (with ``max_vls``), are routed again.
+    :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if alg not in ("dmodc", "dmodk") or mode == "tree+detours":
+    if not api.engine(alg).guarantees.stateless or mode == "tree+detours":
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
             raise codec.CodecError(f"{alg} routes this fabric differently now")
         return dataclasses.replace(res, tables=tables)
-    check = None
-    g = switch_graph(fabric, roles) if roles.tree else rooted_graph(fabric, roles, roles.roots)
-    if roles.tree and mode == "tree+turns":
-        check = rooted_graph(fabric, roles, turn_roots(g), like=g)
-    elif roles.tree and mode == "updown":  # the turn-root check failed
-        g = rooted_graph(fabric, roles, turn_roots(g), like=g)
-    c, pi = dmodc.costs_and_dividers(g)
-    nids = dmodc.topological_nids(g, c)
-    dest = dmodc.destinations(g, nids, lmc=lmc)
+    g, check = modes.mode_graphs(fabric, roles, mode)
+    prep = api.engine(alg).prepare(g, lmc, time.perf_counter, {})
+    c, pi, nids, dest = prep.costs, prep.dividers, prep.nids, prep.dest
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
             dest.max_lid + 1 != tables.ports.shape[1]:
         raise codec.CodecError("the stored tables do not fit the stored fabric's switches")

@@ -32,6 +32,7 @@ import numpy as np
 from smroute.analysis.patterns import CPS
 from smroute.errors import InputError
 from smroute.fileio import atomic_write_text, read_lines
+from smroute.routing import api
 from smroute.text import excerpt
 
 __all__ = [
@@ -287,7 +288,7 @@ def csv_path(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
-                 engines: Sequence[str], ref: str = "dmodc") -> list[list[str]]:
+                 engines: Sequence[str], ref: str = api.DEFAULT) -> list[list[str]]:
     """``ref`` against each other engine on the same throws (both
     :func:`complete`), per
     band: ``W/E/B`` = throws where ``ref`` is worse (higher), equal, better,
@@ -425,27 +426,31 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
              "hsd_random": "HSD, CPS in random orders (average over the 7 CPS)",
              "routing_seconds": "routing seconds"}
     out: list[str] = []
+    own = api.names()  # smroute's engines, the reference first; the others are rivals
     for fab, mode in sorted({(str(r["fabric"]), str(r["mode"])) for r in rows}):
         throws = len({r["throw"] for r in rows if r["fabric"] == fab and r["mode"] == mode})
         out += [f"#### {fab}, {mode} degradation ({throws} throws)", ""]
         for m in (*metrics, "routing_seconds"):
             out += [f"{names.get(m, m)}, median / worst:", ""]
             out += _md(band_table(rows, fab, mode, m, engs)) + [""]
-            for ref in ("dmodc", "nmodc"):
+            for ref in own:
                 if m != "routing_seconds" and ref in engs and len(engs) > 1:
                     name = ref.capitalize()
                     out += [f"{name} against each engine on the same throws: throws where "
                             f"{name} is worse / equal / better (largest excess):", ""]
                     out += _md(paired_table(rows, fab, mode, m, engs, ref)) + [""]
-        rivals = [e for e in engs if e not in ("dmodc", "nmodc")]
-        if "nmodc" in engs and rivals:
-            out += ["Nmodc against the best OpenSM engine of each band and metric (the "
+        rivals = [e for e in engs if e not in own]
+        cands = [e for e in own if e != api.DEFAULT and e in engs] if rivals else []
+        for cand in cands:
+            name = api.engine(cand).title
+            out += [f"{name} against the best OpenSM engine of each band and metric (the "
                     "lowest median among the engines complete on every throw of the band; "
-                    "`*` none is), paired on the same throws; `ok`: Nmodc complete on every "
+                    f"`*` none is), paired on the same throws; `ok`: {name} complete on every "
                     "throw, median at or below, worse in at most 5% of the paired throws; "
-                    "`sign p`: the chance of at least that many worse throws if Nmodc were as "
+                    f"`sign p`: the chance of at least that many worse throws if {name} were as "
                     "likely worse as better on each untied throw (one-sided sign test):", ""]
-            out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
+            out += _md(verdict_table(rows, fab, mode, cand, rivals)) + [""]
+        if cands:
             out += ["Every engine by the same bar, each against the best of the OpenSM "
                     "engines other than itself:", ""]
             out += _md(bar_table(rows, fab, mode, engs, rivals, metrics)) + [""]
