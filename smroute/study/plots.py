@@ -25,7 +25,7 @@ import numpy as np
 
 from smroute.fileio import atomic_writer
 from smroute.routing import api
-from smroute.study.results import Row, _num, complete, outcome_note
+from smroute.study.results import Row, complete, number, outcome_note
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,7 +64,7 @@ def _series(rows: Sequence[Row], engine: str, metric: str
     mine = [r for r in rows if r["engine"] == engine]
     ok = [r for r in mine if complete(r)]
     x = np.array([float(str(r["removed"])) for r in ok])
-    y = np.array([_num(r.get(metric)) for r in ok])
+    y = np.array([number(r.get(metric)) for r in ok])
     keep = ~np.isnan(y)
     return x[keep], y[keep], outcome_note(mine)
 

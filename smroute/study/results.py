@@ -124,7 +124,7 @@ def reproduces(new: Row, old: Row, metrics: Sequence[str]) -> bool:
     the CSV stores them; a metric neither row has (NaN or absent) counts as
     the same."""
     for m in metrics:
-        a, b = _num(new.get(m)), _num(old.get(m))
+        a, b = number(new.get(m)), number(old.get(m))
         if math.isnan(a) and math.isnan(b):
             continue
         if math.isnan(a) or not math.isclose(as_stored(a), b, abs_tol=1e-9):
@@ -226,7 +226,8 @@ def done_throws(rows: Iterable[Row], engines: Sequence[str],
     return {k for k, e in have.items() if need <= e and k not in again}
 
 
-def _num(v: object) -> float:
+def number(v: object) -> float:
+    """``v`` as a float if it is a number, else NaN (a CSV cell left empty)."""
     return float(v) if isinstance(v, (int, float)) else math.nan
 
 
@@ -247,10 +248,10 @@ def summary_lines(rows: Sequence[Row], metrics: Sequence[str] = ("a2a", "rp", "s
         n_fail = sum(1 for r in rs if r["status"] != "ok")
         cells = [fab, mode, eng, str(len(ok)), str(n_fail), str(len(rs) - len(ok) - n_fail)]
         for m in metrics:
-            v = np.array([_num(r.get(m)) for r in ok])
+            v = np.array([number(r.get(m)) for r in ok])
             v = v[~np.isnan(v)]
             cells.append(f"{np.median(v):.3g} ({v.max():.3g})" if len(v) else "-")
-        t = np.array([_num(r.get("routing_seconds")) for r in ok])
+        t = np.array([number(r.get("routing_seconds")) for r in ok])
         t = t[~np.isnan(t)]
         cells.append(f"{np.median(t):.3g}" if len(t) else "-")
         table.append(cells)
@@ -274,7 +275,7 @@ def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
         line = [f"{label} ({len(throws)})"]
         for e in engines:
             mine = [r for r in in_band if r["engine"] == e]
-            v = np.array([_num(r.get(metric)) for r in mine if complete(r)])
+            v = np.array([number(r.get(metric)) for r in mine if complete(r)])
             v = v[~np.isnan(v)]
             cell = f"{np.median(v):.3g} / {v.max():.3g}" if len(v) else "-"
             line.append(cell + outcome_note(mine))
@@ -297,7 +298,7 @@ def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
     val: dict[tuple[int, str], float] = {}
     rem: dict[int, int] = {}
     for r in sel:
-        v = _num(r.get(metric))
+        v = number(r.get(metric))
         if not math.isnan(v):
             val[(int(str(r["throw"])), str(r["engine"]))] = v
             rem[int(str(r["throw"]))] = int(str(r["removed"]))
@@ -404,7 +405,7 @@ def _significant(paired: str) -> bool:
 def _complete_values(by: dict[tuple[int, str], Row], throws: Sequence[int], engine: str,
                      metric: str) -> dict[int, float]:
     """``metric`` of ``engine`` per throw of ``throws`` where its row is complete."""
-    return {t: _num(by[(t, engine)].get(metric)) for t in throws
+    return {t: number(by[(t, engine)].get(metric)) for t in throws
             if (t, engine) in by and complete(by[(t, engine)])}
 
 
