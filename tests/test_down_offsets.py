@@ -1,5 +1,5 @@
 """Nmodc's down-cable offsets of foreign residues
-(smroute.routing.down_offsets) and the shares by capacity that send them:
+(smroute.routing.nmodc.down_offsets) and the shares by capacity that send them:
 Loginoff's capture at or below OpenSM's best engine on every metric, no
 change on complete PGFTs with parallel cables, the pool and the
 incremental reroute equal to a from-scratch route."""
@@ -19,8 +19,8 @@ from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric
 from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.routing import down_offsets, nominal
 from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.nmodc import down_offsets, nominal
 from smroute.routing.nmodc.incremental import nominal_state
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import reroute

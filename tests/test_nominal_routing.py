@@ -1,4 +1,4 @@
-"""Nmodc (Dmodc with nominal slots, smroute.routing.nominal): Dmodc's tables on
+"""Nmodc (Dmodc with nominal slots, smroute.routing.nmodc.nominal): Dmodc's tables on
 complete PGFTs (and so Zahavi's theorems), Dmodc's guarantees on degraded
 trees (every pair with an up*/down* path delivered, up*/down*, no credit loop
 for ibdmchk), better balance than Dmodc where a damaged switch's modulus
@@ -23,8 +23,9 @@ from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_topology
-from smroute.routing import api, balance, dmodc, nominal, slot_tables
+from smroute.routing import api, dmodc
 from smroute.routing.engine import route, validate_result
+from smroute.routing.nmodc import balance, nominal, slot_tables
 from smroute.routing.nmodc import incremental as nmodc_incremental
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import reroute
@@ -157,7 +158,7 @@ def test_a_lost_slots_destinations_spread_over_every_other_slot() -> None:
     """With one slot lost, digit ``r`` probes slot ``j + 1 + r`` first: over
     the ``m - 1`` digits the lost slot's destinations take every other slot
     once (a pseudo-random first probe left some slots twice, others never)."""
-    from smroute.routing.slot_tables import alternatives
+    from smroute.routing.nmodc.slot_tables import alternatives
     for m in (3, 4, 12, 18):
         avail = ~np.eye(m, dtype=bool)  # pattern j lost slot j
         alt = alternatives(avail, m)  # (m, m - 1, m): [pattern, r, slot]
@@ -340,7 +341,7 @@ def test_alternatives_memo_gives_the_same_tables() -> None:
     """The lost slots' alternatives a worker keeps across its blocks are the
     ones :func:`alternatives` computes, for patterns met again and new ones
     alike, and the kernel's tables do not change with the memo."""
-    from smroute.routing.slot_tables import AlternativesMemo, alternatives
+    from smroute.routing.nmodc.slot_tables import AlternativesMemo, alternatives
     rng = np.random.default_rng(7)
     memo = AlternativesMemo()
     for m in (3, 12, 18, 12):
@@ -710,7 +711,7 @@ def test_cables_bound_by_their_destinations_are_shared_by_capacity() -> None:
     of their cables (A2A 9: all 9 hosts send through them).  Nmodc fills
     spines 2 and 3 with more of the free destinations, and deals each
     spine's destinations evenly over its 3 cables
-    (:mod:`smroute.routing.even_cables`; by the digit alone one cable took
+    (:mod:`smroute.routing.nmodc.even_cables`; by the digit alone one cable took
     8): at most 7 per cable and A2A 7; so does the 24-host leaf (8 to 6).
     The 5- and 6-host leaves' cables are bound by their sources: they keep
     Dmodc's shares."""

@@ -103,7 +103,7 @@ def dividers(g: SwitchGraph, arity: np.ndarray | None = None) -> np.ndarray:
     """Algorithm 1's dividers ``(S,)`` int64 (:func:`costs_and_dividers`):
     1 at the leaves, going up ``Pi[s'] = max over children s of Pi[s] *
     arity[s]``, with ``arity`` ``(S,)`` the up-counts ``g.n_up`` (Dmodc) or
-    the nominal arities (Nmodc, :mod:`smroute.routing.nominal`)."""
+    the nominal arities (Nmodc, :mod:`smroute.routing.nmodc.nominal`)."""
     arity = g.n_up if arity is None else arity
     pi = np.ones(g.n_switches, dtype=np.int64)
     lo, hi = g.up_pairs()

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.routing import balance, dmodc, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing import dmodc
 from smroute.routing.api import (
     Arrays,
     Guarantees,
@@ -21,10 +21,11 @@ from smroute.routing.api import (
     dest_from,
     graph_from,
 )
+from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.incremental import NmodcIncremental
+from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook
-from smroute.routing.slot_tables import AlternativesMemo
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Nmodc", "balance_pass", "group_parts"]
@@ -32,14 +33,14 @@ __all__ = ["Nmodc", "balance_pass", "group_parts"]
 
 def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
     """The redirects by load of whole sibling groups of ``leaves`` (``None``:
-    every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.balance`)."""
+    every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.nmodc.balance`)."""
     balance.balance_redirects(graph_from(a), a["c"], a["pi"], dest_from(a), a["table"],
                               nominal.unpacked_slots(a["n_slots"]), leaves)
 
 
 def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
     """The nominal leaves in at most ``k`` parts of whole sibling groups
-    (:func:`smroute.routing.balance.sibling_groups`), about even in leaves."""
+    (:func:`smroute.routing.nmodc.balance.sibling_groups`), about even in leaves."""
     leaves = balance.nominal_leaves(g, slots)
     if not len(leaves):
         return []
@@ -54,7 +55,7 @@ def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.
 
 
 class Nmodc:
-    """Nmodc (:mod:`smroute.routing.nominal`): Dmodc's tables on a complete
+    """Nmodc (:mod:`smroute.routing.nmodc.nominal`): Dmodc's tables on a complete
     PGFT, nominal slots on a degraded one."""
 
     name = "nmodc"
@@ -84,7 +85,7 @@ class Nmodc:
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
         """:func:`~smroute.routing.api.base_arrays`, the packed nominal slots
         ``n_slots`` and the switches that may share by capacity ``n_share``
-        (default :func:`~smroute.routing.slot_tables.may_share`)."""
+        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`)."""
         a = base_arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)

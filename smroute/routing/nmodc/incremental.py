@@ -4,13 +4,13 @@ Beside the generic region, a switch whose nominal slots changed (its
 siblings lost or regained their last link to an up-neighbour) is recomputed
 in full, and so is every switch with a changed entry whose cables may be
 shared out by capacity, before or after
-(:func:`smroute.routing.slot_tables.may_share`: those shares read the
-switch's whole row).  The redirects by load (:mod:`smroute.routing.balance`)
+(:func:`smroute.routing.nmodc.slot_tables.may_share`: those shares read the
+switch's whole row).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
 the pass is rerun over the whole tables; the down-cable offsets
-(:mod:`smroute.routing.down_offsets`) are undone first and redone last,
+(:mod:`smroute.routing.nmodc.down_offsets`) are undone first and redone last,
 then the up cables are dealt evenly again.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
 chain of reroutes computes each once; a full route's is computed by the
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from smroute.routing import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
+from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
 
@@ -42,11 +42,11 @@ POOL_PAIRS = 1 << 16
 class NominalState:
     """What an incremental reroute of an Nmodc routing reads besides its
     tables: the nominal slots, the switches whose cables may be shared by
-    capacity ``(S,)`` bool (:func:`~smroute.routing.slot_tables.may_share`),
+    capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`),
     the ``(leaf, target)`` pairs of the redirects by load, ``(K,)`` int64
-    switch ids each (:attr:`~smroute.routing.balance.PartialPairs.leaf_target`),
+    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`),
     and the down-cable offsets ``(u, d, shift)``
-    (:func:`~smroute.routing.down_offsets.foreign_entries`)."""
+    (:func:`~smroute.routing.nmodc.down_offsets.foreign_entries`)."""
 
     slots: nominal.NominalSlots
     share: np.ndarray

@@ -1,7 +1,7 @@
 """Nmodc's redirects by load (beyond the paper): where a leaf's nominal slot
 does not lead closer to a destination, the up group it takes instead.
 
-Nmodc's kernel (:mod:`smroute.routing.nominal`) sends a destination whose
+Nmodc's kernel (:mod:`smroute.routing.nmodc.nominal`) sends a destination whose
 nominal slot is lost to the other slots in a fixed probe order.  Every leaf
 probes in the same order, so leaves that lost the same slot agree; but a
 leaf that also lacks the first alternative takes a third upper switch, where
@@ -57,9 +57,9 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nominal import NominalSlots, redirect_dividers
+from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
+from smroute.routing.nmodc.slot_tables import probe_offsets
 from smroute.routing.runs import runs
-from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
@@ -515,7 +515,7 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
     """``(R, CHOICES)`` int64: the first closer slots (``closer`` ``(C, M)``
     of each entry's class ``cls`` ``(R,)``) in the probe order of each entry
     (digit ``x``, redirect digit ``y``, nominal arity ``m``;
-    :func:`~smroute.routing.nominal.redirect_dividers`), -1 past the last."""
+    :func:`~smroute.routing.nmodc.nominal.redirect_dividers`), -1 past the last."""
     out = np.full((len(x), CHOICES + 1), -1, dtype=np.int64)  # the last: a slot not taken
     flat = np.ascontiguousarray(closer).ravel()
     for mv in np.unique(m).tolist():

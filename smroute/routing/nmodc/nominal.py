@@ -68,8 +68,8 @@ takes:
   cable than end-ports below it) and its other up-going destinations, or
   unequal cable counts, load them unevenly, the destinations free to take
   any up group are shared out by water-filling instead of evenly
-  (:func:`~smroute.routing.slot_tables.capacity_tables`), then dealt over
-  a group's cables (:mod:`~smroute.routing.even_cables`; X5: A2A 9 to 7).
+  (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`), then dealt over
+  a group's cables (:mod:`~smroute.routing.nmodc.even_cables`; X5: A2A 9 to 7).
 * **Wrap gaps.**  Where a shift permutation's window would not wrap
   cleanly from the last NID to the first (the leaves' modulus does not
   divide the end-port count), the NIDs get a gap at a leaf boundary
@@ -77,13 +77,13 @@ takes:
   tree with spines and leaves removed).
 * **Redirects by load.**  Once every table is computed, the leaves'
   entries whose nominal slot does not lead closer are rechosen by the load
-  of the upper switches' up-links (:mod:`smroute.routing.balance`): the
+  of the upper switches' up-links (:mod:`smroute.routing.nmodc.balance`): the
   probe order alone lets a leaf missing two slots put a destination on a
   third upper switch by itself, and on heavy damage these pile up (the
   1,728-host study tree with 655 links removed: A2A 87, 45 by load).
   Then an upper switch gives the destinations a child sends it from
   another slot their own parallel down cables
-  (:mod:`smroute.routing.down_offsets`; Loginoff's capture: A2A 20 to 18).
+  (:mod:`smroute.routing.nmodc.down_offsets`; Loginoff's capture: A2A 20 to 18).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an
@@ -115,7 +115,12 @@ from smroute.routing.dmodc import (
     slot_offsets,
 )
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
-from smroute.routing.slot_tables import AlternativesMemo, capacity_tables, occurrences, slot_tables
+from smroute.routing.nmodc.slot_tables import (
+    AlternativesMemo,
+    capacity_tables,
+    occurrences,
+    slot_tables,
+)
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
@@ -351,7 +356,7 @@ def route_block(
     blocks, :func:`redirect_dividers` (the same tables, sooner).
     ``capacity``: the switches with shares by capacity, ``(S,)`` bool or
     one for all: ``False`` for switches that cannot share
-    (:func:`~smroute.routing.slot_tables.may_share`) routed to a subset of
+    (:func:`~smroute.routing.nmodc.slot_tables.may_share`) routed to a subset of
     the destinations, where the shares, which weigh the whole row, would see
     only part of it; the pool passes ``may_share`` (shares skipped where
     they cannot apply: the same tables)."""
@@ -402,8 +407,8 @@ def _route_remote(
     Closer groups per (switch, distinct target) exactly as Dmodc's kernel;
     patterns are keyed by the closer nominal slots (up-going) or group
     positions (down-going) and the nominal arity, and each pattern's slot
-    table (:func:`~smroute.routing.slot_tables.slot_tables`, by capacity where
-    :func:`~smroute.routing.slot_tables.capacity_tables` finds a gain) is laid
+    table (:func:`~smroute.routing.nmodc.slot_tables.slot_tables`, by capacity where
+    :func:`~smroute.routing.nmodc.slot_tables.capacity_tables` finds a gain) is laid
     out once per switch as ports."""
     b = len(switches)
     bi = np.arange(b)
