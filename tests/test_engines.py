@@ -27,7 +27,7 @@ from smroute.errors import InputError, RoutingError
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import api, dmodc
+from smroute.routing import api, dmodc, kernel
 from smroute.routing.builtin import Dmodc
 from smroute.routing.engine import RoutingResult, commit_gaps, route, validate_result
 from smroute.routing.pool import RoutePool
@@ -75,7 +75,7 @@ class Dummy:
                cache: dict[str, Any]) -> None:
         if not cache:
             cache["g"], cache["dest"] = api.graph_from(a), api.dest_from(a)
-        dmodc.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out)
+        kernel.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out)
 
     def passes(self, prep: api.Prepared) -> Sequence[api.Pass]:
         n = prep.graph.n_switches

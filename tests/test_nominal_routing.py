@@ -23,7 +23,7 @@ from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_topology
-from smroute.routing import api, dmodc
+from smroute.routing import api, dmodc, kernel
 from smroute.routing.engine import route, validate_result
 from smroute.routing.nmodc import balance, nominal, slot_tables
 from smroute.routing.nmodc import incremental as nmodc_incremental
@@ -296,7 +296,7 @@ def test_one_and_two_lookup_kernels_agree() -> None:
     th = plan_throw(full, "link", 2026, 20)  # 475 links removed: many patterns
     r = route(th.fabric, algorithm="nmodc", workers=1, labels=False)
     slots = nominal.packed_slots(nominal.nominal_slots(r.graph))
-    ctx = dmodc.route_context(r.costs, r.dest)
+    ctx = kernel.route_context(r.costs, r.dest)
     rows = np.arange(0, r.graph.n_switches, 7)[:64]
     out = []
     for one in (True, False):
@@ -355,7 +355,7 @@ def test_alternatives_memo_gives_the_same_tables() -> None:
     r = route(plan_throw(full, "link", 2026, 20).fabric, algorithm="nmodc", workers=1,
               labels=False)
     slots = nominal.packed_slots(nominal.nominal_slots(r.graph))
-    ctx = dmodc.route_context(r.costs, r.dest)
+    ctx = kernel.route_context(r.costs, r.dest)
     out = []
     for memo_ in (None, AlternativesMemo()):
         o = np.empty((r.graph.n_switches, r.dest.max_lid + 1), dtype=np.uint8)

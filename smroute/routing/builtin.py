@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.routing import dmodc
+from smroute.routing import dmodc, kernel
 from smroute.routing.api import (
     Arrays,
     Guarantees,
@@ -71,8 +71,8 @@ class Dmodc:
                cache: dict[str, Any]) -> None:
         if not cache:
             dest = dest_from(a)
-            cache.update(g=graph_from(a), dest=dest, ctx=dmodc.route_context(a["c"], dest))
-        dmodc.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
+            cache.update(g=graph_from(a), dest=dest, ctx=kernel.route_context(a["c"], dest))
+        kernel.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                           cache["ctx"])
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:

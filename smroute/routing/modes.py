@@ -32,7 +32,7 @@ import numpy as np
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles
-from smroute.routing import dmodc
+from smroute.routing import dmodc, kernel
 from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
@@ -198,9 +198,9 @@ def _turn_through_roots(
                        local_port=np.zeros(k, dtype=np.int64),
                        is_switch=dest.is_switch[sel], owner=dest.owner[sel])
     via = np.empty((len(rows), k), dtype=np.uint8)  # the rows that need it
-    ctx = dmodc.route_context(c, sub)
+    ctx = kernel.route_context(c, sub)
     for lo in range(0, len(rows), 256):
-        dmodc.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
+        kernel.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
     lids = dest.lid[sel]
     block = ports[np.ix_(rows, lids)]
     np.copyto(block, via, where=none[rows])

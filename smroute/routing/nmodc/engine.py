@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.routing import dmodc
+from smroute.routing import dmodc, kernel
 from smroute.routing.api import (
     Arrays,
     Guarantees,
@@ -96,7 +96,7 @@ class Nmodc:
                cache: dict[str, Any]) -> None:
         if not cache:
             g, dest = graph_from(a), dest_from(a)
-            cache.update(g=g, dest=dest, ctx=dmodc.route_context(a["c"], dest),
+            cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
         nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                             a["n_slots"], cache["ctx"], memo=cache["memo"],

@@ -102,19 +102,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.graph import components
-from smroute.routing.dmodc import (
-    INF,
-    NO_ROUTE,
-    UP_PHASE,
-    Destinations,
+from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations, dividers
+from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
+from smroute.routing.kernel import (
     RouteContext,
     cable_ports,
+    closer_groups,
     dedupe_rows,
-    dividers,
+    local_routes,
     route_context,
     slot_offsets,
 )
-from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
@@ -346,7 +344,7 @@ def route_block(
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
-    As :func:`smroute.routing.dmodc.route_block`, with ``pi`` the nominal
+    As :func:`smroute.routing.kernel.route_block`, with ``pi`` the nominal
     dividers and ``slot_grp`` ``(S, M)`` the nominal slots with the arity
     folded in (:func:`packed_slots`).  ``one_lookup``: lay every pattern's
     table out per switch as ports (one lookup per destination) or look the
@@ -369,14 +367,7 @@ def route_block(
     if len(g.grp_remote):
         rd = redirect if redirect is not None else redirect_dividers(g, pi)
         _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd)
-    lo = np.searchsorted(ctx.local_target, switches, side="left")
-    hi = np.searchsorted(ctx.local_target, switches, side="right")
-    cnt_h = hi - lo
-    if cnt_h.any():
-        hb = np.repeat(np.arange(b), cnt_h)
-        hd = ctx.local_order[np.repeat(lo - np.cumsum(cnt_h) + cnt_h, cnt_h)
-                             + np.arange(int(cnt_h.sum()))]
-        out.reshape(b, -1)[hb, dest.lid[hd]] = dest.local_port[hd]
+    local_routes(dest, switches, out, ctx)
 
 
 def packed_slots(slots: NominalSlots) -> np.ndarray:
@@ -414,25 +405,11 @@ def _route_remote(
     bi = np.arange(b)
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
-    # one column more than any switch has groups: never closer (a lost slot)
-    valid = np.arange(gmax + 1)[None, :] < ng[:, None]
     g0 = g.grp_first[switches]
-    gidx = np.where(valid, g0[:, None] + np.arange(gmax + 1)[None, :], 0)
-    remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
-    rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
-    sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
-    col_of, reps = dedupe_rows(sub_t)
-    n_u = len(reps)
-    sub_t = sub_t[reps]  # (U', R)
-    cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
-    hop = np.uint8(UP_PHASE - 1)
-    as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
-    as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
-    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
-    pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
-    rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
-    closer = rem_t < cs_t[:, :, None]
-    closer &= (cs_t < INF)[:, :, None]
+    # one column more than any switch has groups: never closer (a lost slot)
+    cl = closer_groups(g, switches, ctx, gmax + 1)
+    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
+    cs_t, closer = cl.cs, cl.closer
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
