@@ -15,6 +15,10 @@ faults and their repair.  Prints ``case sha256`` per table set, sorted;
     PYTHONPATH=/work/main python research/table_hashes.py > before.txt
     PYTHONPATH=. python research/table_hashes.py > after.txt
     diff before.txt after.txt
+
+``research/table_hashes.expected.txt`` holds the output of the code before
+the routing engines moved behind one interface (every later run must print
+the same, or say why the tables changed).
 """
 
 from __future__ import annotations
