@@ -64,7 +64,7 @@ class Dummy:
         timings["costs"] = timings["nids"] = 0.0
         return api.Prepared(g, c, pi, nids, dmodc.destinations(g, nids, lmc=lmc))
 
-    def tables(self, fabric: Fabric, prep: api.Prepared, pool: RoutePool | None) -> np.ndarray:
+    def tables(self, fabric: Fabric, prep: api.Prepared, pool: api.Runner | None) -> np.ndarray:
         assert pool is not None
         return pool.run(self, prep)
 

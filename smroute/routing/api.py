@@ -22,21 +22,17 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from smroute.errors import RoutingError
+from smroute.fabric.model import Fabric
 from smroute.routing.dmodc import Destinations
 from smroute.routing.topology import SwitchGraph
 
-if TYPE_CHECKING:
-    from smroute.fabric.model import Fabric
-    from smroute.routing.pool import RoutePool
-    from smroute.routing.reroute import IncrementalHook
-
 __all__ = ["DEFAULT", "Arrays", "Engine", "Guarantees", "Pass", "Prepared", "REGISTRY",
-           "engine", "names", "register"]
+           "Runner", "engine", "names", "register"]
 
 #: Named arrays an engine's kernel and passes read (the pool's shared
 #: memory); ``"table"`` ``(S, W)`` uint8 is the table being routed.
@@ -100,6 +96,15 @@ class Pass:
     parts: Callable[[int], list[np.ndarray]] | None = None
 
 
+class Runner(Protocol):
+    """What runs an engine's kernel and passes over a whole table: the
+    pool (:meth:`smroute.routing.pool.RoutePool.run`)."""
+
+    def run(self, engine: Engine, prep: Prepared, *, rows: np.ndarray | None = None,
+            table: np.ndarray | None = None, passes: Sequence[Pass] | None = None
+            ) -> np.ndarray: ...
+
+
 class Engine(Protocol):
     """A routing engine (module doc).  Engines are module-level instances
     (the pool's workers receive them by reference)."""
@@ -107,9 +112,13 @@ class Engine(Protocol):
     name: str
     title: str
     guarantees: Guarantees
-    incremental: IncrementalHook | None
     #: whether :meth:`tables` routes in a :class:`~smroute.routing.pool.RoutePool`
     pooled: bool
+
+    @property
+    def incremental(self) -> object | None:
+        """Its part of the incremental reroute: an instance of
+        :class:`smroute.routing.reroute.IncrementalHook`, or ``None``."""
 
     def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
@@ -117,7 +126,7 @@ class Engine(Protocol):
         destinations of ``g`` (``timings["costs"]`` and ``timings["nids"]``
         measured with ``clock``)."""
 
-    def tables(self, fabric: Fabric, prep: Prepared, pool: RoutePool | None) -> np.ndarray:
+    def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         """The ``(S, max_lid + 1)`` uint8 tables of ``prep``."""
 
     def arrays(self, prep: Prepared) -> Arrays:

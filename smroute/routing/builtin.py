@@ -17,6 +17,7 @@ from smroute.routing.api import (
     Guarantees,
     Pass,
     Prepared,
+    Runner,
     base_arrays,
     dest_from,
     graph_from,
@@ -24,7 +25,6 @@ from smroute.routing.api import (
 )
 from smroute.routing.dmodk import route_tables as dmodk_tables
 from smroute.routing.nmodc.engine import Nmodc
-from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
@@ -60,7 +60,7 @@ class Dmodc:
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
         return prepare_dmodc(g, lmc, clock, timings, costs)
 
-    def tables(self, fabric: Fabric, prep: Prepared, pool: RoutePool | None) -> np.ndarray:
+    def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         assert pool is not None
         return pool.run(self, prep)
 
@@ -91,7 +91,7 @@ class Dmodk(Dmodc):
     incremental: IncrementalHook | None = None
     pooled = False
 
-    def tables(self, fabric: Fabric, prep: Prepared, pool: RoutePool | None) -> np.ndarray:
+    def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         return dmodk_tables(fabric, prep.graph, prep.costs, prep.dividers, prep.dest)
 
     def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,

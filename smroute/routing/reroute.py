@@ -175,7 +175,7 @@ def route_columns(eng: Engine, prep: Prepared, switches: np.ndarray,
     (indices into ``prep.dest``), ``(len(switches), len(sel))`` uint8, in
     this process (the engine's hook lays out the arrays of a subset of the
     columns, :meth:`IncrementalHook.column_arrays`)."""
-    hook = eng.incremental or IncrementalHook()
+    hook = eng.incremental if isinstance(eng.incremental, IncrementalHook) else IncrementalHook()
     sub = dataclasses.replace(prep, dest=subset(prep.dest, sel))
     a = hook.column_arrays(eng, sub, len(sel) == len(prep.dest.lid))
     out = np.empty((len(switches), max(len(sel), 1)), dtype=np.uint8)
@@ -208,12 +208,13 @@ def reroute(
     caller that keeps them copies them)."""
     alg = algorithm or prev.algorithm
     eng = engine(alg)
+    hook = eng.incremental if isinstance(eng.incremental, IncrementalHook) else None
     t0 = clock()
     overrides = prev.roles.overrides if prev.roles is not None else None
     roles = fabric_roles(fabric, overrides)
     g = switch_graph(fabric, roles)
     why = ("disabled" if not incremental
-           else f"algorithm {alg}" if eng.incremental is None or alg != prev.algorithm
+           else f"algorithm {alg}" if hook is None or alg != prev.algorithm
            else f"routing mode {prev.mode}" if prev.mode != "tree"
            else f"no tree: {roles.why_not_tree}" if not roles.tree
            else _why_not(prev, g))
@@ -238,7 +239,6 @@ def reroute(
         timings = {**res.timings, "diff": clock() - t4}
         return Reroute(res, d, timings, False, why)
     t3 = clock()
-    hook = eng.incremental
     assert hook is not None
     # rows whose port groups changed; targets whose cost column changed
     dc = c != prev.costs

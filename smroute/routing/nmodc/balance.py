@@ -65,9 +65,8 @@ from smroute.routing.topology import SwitchGraph
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
            "balance_redirects"]
 
-#: Blocks of destinations the redirects by load place at once: the load a
-#: placement sees is updated between blocks (more blocks: each choice sees
-#: more of the others, at a numpy round per block).
+#: Blocks of destinations placed at once: the load a placement sees is updated
+#: between blocks (more: each choice sees more of the others, a round per block).
 REDIRECT_BLOCKS = 32
 #: The kernel's choice stays unless another is lighter by more than this
 #: many destinations (higher: closer to the kernel's spread, less balance).

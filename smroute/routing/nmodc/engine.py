@@ -17,6 +17,7 @@ from smroute.routing.api import (
     Guarantees,
     Pass,
     Prepared,
+    Runner,
     base_arrays,
     dest_from,
     graph_from,
@@ -24,7 +25,6 @@ from smroute.routing.api import (
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
-from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
@@ -78,7 +78,7 @@ class Nmodc:
         timings["nids"] = clock() - t2
         return Prepared(g, c, pi, nids, dest, slots)
 
-    def tables(self, fabric: Fabric, prep: Prepared, pool: RoutePool | None) -> np.ndarray:
+    def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         assert pool is not None
         return pool.run(self, prep)
 
