@@ -218,12 +218,13 @@ class RoutePool:
             a = shared.arrays
             if table is not None:
                 a["table"][:] = table
-            here = self._ex is None or len(rows) < 2 * self.workers
-            if here:
+            # few rows (or switches): in this process, cheaper than the trip
+            if self._ex is None or len(rows) < 2 * self.workers:
                 kernel_rows(engine, a, rows, {})
             else:
                 self._parts(_kernel_task, shared, engine,
                             [p for p in np.array_split(rows, 4 * self.workers) if len(p)])
+            here = self._ex is None or shape[0] < 2 * self.workers
             for step in steps:
                 if here or step.parts is None:
                     step.run(a, None)
