@@ -1,0 +1,201 @@
+"""What guards the state database (:mod:`smroute.service.store`) against
+damage: row checksums, the epoch high-water mark kept beside the database,
+and the salvage of intact rows from a damaged file (pure checks and plain
+file I/O; no routing).
+
+Row checksums: every stored row carries ``crc``, a 64-bit BLAKE2b digest of
+its table name and its values (each tagged with its type, so a text ``'7'``
+in place of the integer ``7`` fails too), checked on every read.
+
+High-water mark: ``<database>.hwm``, one line of JSON with its own checksum,
+rewritten (temporary file, fsync, rename) at every commit and fabric load:
+the highest epoch id committed, the base fabric's hash, the digest of the
+down set in force and the journal position it includes.  A damaged or lost
+database cannot make epoch ids go back, and what a rebuilt down set should
+be is known.
+
+Salvage: rows read table by table from a damaged file (from the front until
+the first damaged page, then from the back), each kept only if its checksum
+holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "COLUMNS",
+    "HighWater",
+    "MAX_EPOCH_ID",
+    "Salvaged",
+    "down_digest",
+    "fill_checks",
+    "read_high_water",
+    "restore",
+    "row_check",
+    "salvage",
+    "write_high_water",
+]
+
+#: The columns of each table (the checksum ``crc`` follows them).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "fabrics": ("hash", "source", "source_sha256", "data", "stored_at"),
+    "epochs": ("id", "parent_id", "instance", "base_hash", "meta", "down", "journal_seq",
+               "tables", "tables_sha256", "validation", "committed_at"),
+    "journal": ("seq", "base_hash", "kind", "guid", "port", "received_at"),
+}
+#: Epoch ids above this are damage (the wire's uint64 and SQLite's int64 both hold it).
+MAX_EPOCH_ID = 2**62
+
+
+def row_check(table: str, values: Sequence[object]) -> str:
+    """The checksum of one row of ``table`` (16 hex digits)."""
+    h = hashlib.blake2b(table.encode(), digest_size=8)
+    for v in values:
+        if isinstance(v, bytes | bytearray | memoryview):
+            b, tag = bytes(v), b"b"
+        elif isinstance(v, bool | int):
+            b, tag = str(int(v)).encode(), b"i"
+        elif isinstance(v, float):
+            b, tag = repr(v).encode(), b"f"
+        elif v is None:
+            b, tag = b"", b"n"
+        else:
+            b, tag = str(v).encode("utf-8", "surrogatepass"), b"s"
+        h.update(tag + len(b).to_bytes(8, "little") + b)
+    return h.hexdigest()
+
+
+def down_digest(down_json: str) -> str:
+    """The digest of a down set's JSON (``state_codec.down_to_json``, sorted:
+    one text per down set)."""
+    return hashlib.sha256(down_json.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class HighWater:
+    """The last commit (or fabric load) as recorded beside the database."""
+
+    epoch_id: int
+    base_hash: str
+    down_sha: str
+    journal_seq: int
+
+
+def _hw_path(db: Path) -> Path:
+    return db.with_name(db.name + ".hwm")
+
+
+def write_high_water(db: Path, hw: HighWater) -> None:
+    """Rewrite ``<db>.hwm`` atomically (``OSError`` if it cannot be)."""
+    body = {"epoch_id": hw.epoch_id, "base_hash": hw.base_hash, "down_sha": hw.down_sha,
+            "journal_seq": hw.journal_seq}
+    body["check"] = row_check("hwm", [json.dumps(body, sort_keys=True)])
+    path = _hw_path(db)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, (json.dumps(body, sort_keys=True) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_high_water(db: Path) -> tuple[HighWater | None, str]:
+    """The mark beside ``db`` and ``""``; or ``None`` and why not (``""`` if
+    there is no file: a database that never committed, or an older daemon's)."""
+    path = _hw_path(db)
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return None, ""
+    except OSError as err:
+        return None, f"{path}: {err.strerror or err}"
+    try:
+        body = json.loads(text)
+        check = body.pop("check")
+        if check != row_check("hwm", [json.dumps(body, sort_keys=True)]):
+            raise ValueError("checksum mismatch")
+        hw = HighWater(int(body["epoch_id"]), str(body["base_hash"]), str(body["down_sha"]),
+                       int(body["journal_seq"]))
+        if not 0 <= hw.epoch_id <= MAX_EPOCH_ID or hw.journal_seq < 0:
+            raise ValueError(f"epoch id {hw.epoch_id} out of range")
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        return None, f"{path} is damaged ({err})"
+    return hw, ""
+
+
+@dataclass
+class Salvaged:
+    """Rows read back from a damaged database whose checksums hold, by table;
+    rows dropped; the journal's last position ever given (0 if unknown)."""
+
+    rows: dict[str, list[tuple[object, ...]]]
+    dropped: int
+    journal_high: int
+
+
+def _read_table(db: sqlite3.Connection, table: str, cols: tuple[str, ...]
+                ) -> dict[int, tuple[object, ...]]:
+    got: dict[int, tuple[object, ...]] = {}
+    sql = f"SELECT rowid, {', '.join(cols)}, crc FROM {table} ORDER BY rowid"
+    for order in ("", " DESC"):
+        with contextlib.suppress(sqlite3.Error, ValueError, OverflowError):
+            for r in db.execute(sql + order):
+                if r[0] in got:
+                    break
+                got[r[0]] = tuple(r[1:])
+    return got
+
+
+def salvage(path: Path) -> Salvaged:
+    """Every row of the state database at ``path`` that can still be read and
+    whose checksum holds (nothing if the file is no database of this schema)."""
+    out = Salvaged({t: [] for t in COLUMNS}, 0, 0)
+    try:
+        db = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error:
+        return out
+    try:
+        for table, cols in COLUMNS.items():
+            for row in _read_table(db, table, cols).values():
+                if row[-1] == row_check(table, row[:-1]):
+                    out.rows[table].append(row)
+                else:
+                    out.dropped += 1
+        with contextlib.suppress(sqlite3.Error, TypeError, ValueError):
+            r = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+            out.journal_high = int(r[0]) if r else 0
+    finally:
+        db.close()
+    return out
+
+
+def restore(db: sqlite3.Connection, saved: Salvaged) -> None:
+    """Insert ``saved`` into a new database (inside the caller's transaction)."""
+    for table, rows in saved.rows.items():
+        marks = ", ".join("?" * (len(COLUMNS[table]) + 1))
+        db.executemany(f"INSERT OR REPLACE INTO {table}({', '.join(COLUMNS[table])}, crc) "
+                       f"VALUES ({marks})", rows)
+    if saved.journal_high:
+        high = db.execute("SELECT max(?, coalesce(max(seq), 0)) FROM journal",
+                          (saved.journal_high,)).fetchone()[0]
+        db.execute("DELETE FROM sqlite_sequence WHERE name = 'journal'")
+        db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('journal', ?)", (high,))
+
+
+def fill_checks(db: sqlite3.Connection) -> None:
+    """Give every row its checksum (migrating from a schema without them)."""
+    for table, cols in COLUMNS.items():
+        rows = db.execute(f"SELECT rowid, {', '.join(cols)} FROM {table}").fetchall()
+        db.executemany(f"UPDATE {table} SET crc = ? WHERE rowid = ?",
+                       [(row_check(table, r[1:]), r[0]) for r in rows])
