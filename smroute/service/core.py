@@ -77,6 +77,8 @@ class Metrics(Protocol):
     def stream_opened(self, method: str) -> None: ...
     def stream_closed(self, method: str) -> None: ...
     def reroute_failed(self, reason: str) -> None: ...
+    def state_degraded(self, degraded: bool) -> None: ...
+    def state_db_moved_aside(self) -> None: ...
 
 
 LogFn = Callable[..., None]
@@ -146,6 +148,9 @@ class RoutingCore:
         self.base_source = ""
         self.down = DownSet()
         self.shutting_down = threading.Event()
+        #: What of the acknowledged state could not be rebuilt at start ("" if
+        #: nothing; smroute.service.resume): while set no tables are served
+        self.degraded = ""
         self._open = {"tables": 0, "watch": 0}  # streams open, by kind
         self._count_lock = threading.Lock()
         self._analyze_lock = threading.Lock()
@@ -216,6 +221,7 @@ class RoutingCore:
             self.base = fabric
             self.base_source = source
             self.down = DownSet()
+            self.leave_degraded("LoadFabric")
             self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
                      switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
             return fabric
@@ -227,8 +233,10 @@ class RoutingCore:
                     overrides=self.overrides, max_vls=self.max_vls)
         return own_tables(res)
 
-    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
-        """Route the base fabric minus down items and commit (cause ``route``)."""
+    def route(self, algorithm: str = "", lmc: int | None = None, *,
+              confirm_state_loss: bool = False) -> Epoch:
+        """Route the base fabric minus down items and commit (cause ``route``);
+        refused while :attr:`degraded` unless ``confirm_state_loss``."""
         alg = algorithm or self.algorithm
         if alg not in ALGORITHMS:
             raise ServiceError(Status.INVALID_ARGUMENT,
@@ -238,7 +246,10 @@ class RoutingCore:
             raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
 
         def do() -> Epoch:
+            if not confirm_state_loss:
+                self.check_not_degraded()
             base = self._need_base()
+            self.leave_degraded("Route with confirm_state_loss")
             t0 = self.clock()
             fabric = degraded_fabric(base, self.down)
             t1 = self.clock()
@@ -276,6 +287,29 @@ class RoutingCore:
     def _lmc_of(self, res: RoutingResult) -> int:
         """The LMC ``res`` routed: the setting, or the fabric's largest."""
         return self.lmc if self.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
+
+    # ------------------------------------------------------------ degraded
+    def check_not_degraded(self) -> None:
+        """FAILED_PRECONDITION naming what was lost while :attr:`degraded`."""
+        if self.degraded:
+            raise ServiceError(
+                Status.FAILED_PRECONDITION,
+                f"degraded, serving no tables: {self.degraded}; this ends with the "
+                f"subnet manager's view (RouteSubnet), a LoadFabric, or a Route with "
+                f"confirm_state_loss (routes the down set rebuilt: {self.down.summary()})")
+
+    def enter_degraded(self, lost: str) -> None:
+        """Serve no tables until :meth:`leave_degraded` (at start, before serving)."""
+        self.degraded = lost
+        self._metric("state_degraded", True)
+        self.log("error", "state_degraded", lost=lost, down=self.down.summary())
+
+    def leave_degraded(self, how: str) -> None:
+        """End the degraded state (on the sequencer, by ``how``)."""
+        if self.degraded:
+            self.log("warning", "state_degraded_cleared", by=how, lost=self.degraded)
+            self.degraded = ""
+            self._metric("state_degraded", False)
 
     def _need_base(self) -> Fabric:
         if self.base is None:
@@ -337,6 +371,7 @@ class RoutingCore:
             raise ServiceError(Status.RESOURCE_EXHAUSTED,
                                f"{len(events)} events; the limit (limits.max_fault_events) is "
                                f"{self.limits.max_fault_events}")
+        self.check_not_degraded()
         base = self._need_base()
         if self.store.current is None:
             raise ServiceError(Status.FAILED_PRECONDITION,
@@ -362,8 +397,11 @@ class RoutingCore:
         return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
 
     def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
-        """A subnet manager's view, routed (cause ``sm``): :func:`smroute.service.subnet.sync`."""
-        return subnet.route_subnet(self, sm, lmc, source)
+        """A subnet manager's view, routed (cause ``sm``): :func:`smroute.service.subnet.sync`;
+        it ends the degraded state."""
+        out = subnet.route_subnet(self, sm, lmc, source)
+        self.leave_degraded("RouteSubnet")
+        return out
 
     def _run_batch(self, jobs: list[FaultJob]) -> None:
         t0 = min(j.received for j in jobs)
@@ -479,6 +517,7 @@ class RoutingCore:
 
     def epoch(self, epoch_id: int) -> Epoch:
         """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""
+        self.check_not_degraded()
         try:
             return self.store.get(epoch_id)
         except KeyError as err:

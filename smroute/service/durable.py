@@ -13,9 +13,12 @@ Writes (each durable before the call it belongs to is answered, unless said):
   fails (UNAVAILABLE) and nothing changes.
 * Every commit: the epoch id (ids are never reused after a crash), the
   routing settings and the down set in force (and the base fabric, if it
-  came some other way than LoadFabric); the epoch itself (metadata, down
-  set, compressed tables) goes to a writer thread, which also drops the
-  journal rows it includes.  When the writer falls behind, an epoch
+  came some other way than LoadFabric); then the high-water mark beside the
+  database (:mod:`smroute.service.salvage`: the id, base and down set, kept
+  apart so that damage to the database cannot send ids back or hide what
+  was acknowledged; rewritten at LoadFabric too); the epoch itself
+  (metadata, down set, compressed tables) goes to a writer thread, which
+  also drops the journal rows it includes.  When the writer falls behind, an epoch
   superseded before it was written is skipped (the journal holds its
   events).  Validation results follow.
 """
@@ -30,13 +33,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smroute.errors import SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent
+from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
+from smroute.service.salvage import HighWater, down_digest, write_high_water
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
 
 if TYPE_CHECKING:
@@ -92,6 +98,8 @@ class Durable:
         self.settings = settings
         #: the last journal position whose events are in the core's down set
         self.journal_seq = 0
+        #: the highest epoch id committed (by any instance)
+        self.last_epoch_id = 0
         self._base = ""  # content hash of the base fabric stored
         self._q: deque[tuple[Any, ...]] = deque()
         self._cond = threading.Condition()
@@ -122,6 +130,7 @@ class Durable:
         row = FabricRow(fabric.content_hash, source, sha, codec.encode_fabric(fabric))
         self._sync("the loaded fabric", lambda s: s.put_fabric(row))
         self._base, self.journal_seq = fabric.content_hash, 0
+        self.mark(fabric.content_hash, DownSet())
 
     def journal(self, base_hash: str, events: Sequence[FaultEvent]) -> None:
         """Journal a checked batch (before it is rerouted and answered);
@@ -147,7 +156,23 @@ class Durable:
                                 down=codec.down_to_json(down_of(ep)), down_seq=self.journal_seq)
         except StateError as err:
             self.log("error", "state_write_failed", what=f"epoch {ep.id}", error=str(err))
+        self.last_epoch_id = max(self.last_epoch_id, ep.id)
+        self.mark(ep.base_hash, down_of(ep))
         self._put(("epoch", ep, self.journal_seq, lmc_setting))
+
+    def mark(self, base_hash: str, down: DownSet, journal_seq: int | None = None) -> None:
+        """Rewrite the high-water mark: the last epoch id, ``base_hash`` and
+        ``down`` in force with the journal position (logged if it cannot be)."""
+        if self.store is None:
+            return
+        seq = self.journal_seq if journal_seq is None else journal_seq
+        hw = HighWater(self.last_epoch_id, base_hash, down_digest(codec.down_to_json(down)),
+                       seq)
+        try:
+            write_high_water(self.store.path, hw)
+        except OSError as err:
+            self.log("error", "state_write_failed", what="the epoch high-water mark",
+                     error=err.strerror or str(err))
 
     def validation(self, epoch_id: int, v: Validation | str) -> None:
         """An epoch's validation result (by the writer thread)."""
@@ -221,15 +246,18 @@ class Durable:
 
     # ------------------------------------------------------------ configured fabric
     def configured_unchanged(self, core: RoutingCore) -> bool:
-        """True if the resumed state is the configured fabric's, routed: the
-        same file bytes as when it was loaded (no need to parse it again)."""
+        """True if the resumed base fabric is the configured file's: the same
+        file bytes as when it was loaded (no need to parse it again), or the
+        same fabric."""
         if self.store is None or self.configured is None or core.base is None:
             return False
-        cur = core.store.current
         sha = self.store.meta().get("base_source_sha256", "")
-        return (core.base_source == self.configured and cur is not None
-                and cur.base_hash == core.base.content_hash and bool(sha)
-                and file_sha256(self.configured) == sha)
+        if core.base_source == self.configured and sha and file_sha256(self.configured) == sha:
+            return True
+        try:  # the file's bytes not on record (a damaged row): its fabric's hash
+            return read_topology(self.configured).content_hash == core.base.content_hash
+        except (SmrouteError, OSError):
+            return False
 
 
 def down_of(ep: Epoch) -> DownSet:

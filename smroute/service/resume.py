@@ -2,10 +2,15 @@
 :func:`catch_up`, before it serves; :func:`reconcile_live`, once it serves),
 from what :mod:`smroute.service.durable` wrote.
 
-Resume: the newest stored epoch whose tables decode and match their SHA-256
-becomes the current epoch, with the same id, tables, down set and validation
-result; the down set in force is the last commit's plus the journaled events
-after it.  Its fabric is the stored base minus its down set; the routing
+Resume: the acknowledged state (base fabric, down set in force: the last
+commit's plus the journaled events after it, the highest epoch id) is
+rebuilt by :func:`smroute.service.rebuild.in_force`, whatever damage the
+database took.  If part of it is lost the daemon starts degraded: no epoch
+is installed and no tables are served until the subnet manager's view,
+a LoadFabric or a confirmed Route (:meth:`RoutingCore.enter_degraded`).
+Otherwise the newest stored epoch whose tables decode and match their
+SHA-256 becomes the current epoch, with the same id, tables, down set and
+validation result.  Its fabric is the stored base minus its down set; the routing
 structure (roles, switch graph, costs, NIDs, destinations: everything but
 the routes) is recomputed in the epoch's mode (milliseconds; other
 algorithms are routed again and must give the same checksum).  The next id
@@ -26,18 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smroute.discovery.changes import fault_events
-from smroute.errors import RoutingError
-from smroute.fabric.faults import (
-    DownSet,
-    FaultEvent,
-    FaultEventError,
-    apply_events,
-    degraded_fabric,
-)
+from smroute.errors import RoutingError, SmrouteError
+from smroute.fabric.faults import degraded_fabric
+from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
 from smroute.routing import dmodc
-from smroute.routing.engine import RoutingResult, route, turn_roots
+from smroute.routing.engine import ALGORITHMS, RoutingResult, route, turn_roots
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import rooted_graph, switch_graph
 from smroute.routing.validate import Validation
@@ -45,6 +45,8 @@ from smroute.service import state_codec as codec
 from smroute.service.durable import down_of, lmc_text, lmc_value
 from smroute.service.epochs import Epoch, FaultRecord, own_tables, table_checksum
 from smroute.service.errors import ServiceError
+from smroute.service.rebuild import InForce, describe, in_force
+from smroute.service.salvage import read_high_water
 from smroute.service.store import EpochRow, StateError, StateStore
 from smroute.tables.lft import ForwardingTables, lid_labels
 
@@ -59,12 +61,13 @@ class Resumed:
     """What :func:`resume` found: the epoch now served (``None`` if none could
     be read), whether the state in force goes beyond it (journaled events, or
     a later commit that was not stored: :func:`catch_up` reroutes), journal
-    events folded in, seconds taken."""
+    events folded in, seconds taken, what was lost (then degraded)."""
 
     epoch: Epoch | None
     behind: bool
     journal_events: int
     seconds: float
+    lost: tuple[str, ...] = ()
 
 
 def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any],
@@ -122,19 +125,37 @@ def _epoch(row: EpochRow, base: Fabric, core: RoutingCore) -> Epoch:
 
 
 class _Bases:
-    """Stored base fabrics by content hash, decoded once."""
+    """Stored base fabrics by content hash, decoded once; one that is lost
+    from the database is the configured file's if that has its hash."""
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: StateStore, configured: str | None = None) -> None:
         self.store = store
+        self.configured = configured
         self.seen: dict[str, Fabric] = {}
+        self.from_file: set[str] = set()
 
     def __call__(self, h: str) -> Fabric:
         if h not in self.seen:
             row = self.store.fabric(h)
-            if row is None:
-                raise codec.CodecError(f"no stored fabric {h[:12]}")
-            self.seen[h] = codec.decode_fabric(row.data, h)
+            try:
+                if row is None:
+                    raise codec.CodecError(f"no stored fabric {h[:12]}")
+                self.seen[h] = codec.decode_fabric(row.data, h)
+            except codec.CodecError:
+                f = self._configured()
+                if f is None or f.content_hash != h:
+                    raise
+                self.seen[h] = f
+                self.from_file.add(h)
         return self.seen[h]
+
+    def _configured(self) -> Fabric | None:
+        if self.configured is None:
+            return None
+        try:
+            return read_topology(self.configured)
+        except (SmrouteError, OSError):
+            return None
 
 
 def _newest(store: StateStore, bases: _Bases, core: RoutingCore
@@ -152,22 +173,6 @@ def _newest(store: StateStore, bases: _Bases, core: RoutingCore
     return None, "pending"
 
 
-def _in_force(store: StateStore, meta: dict[str, str], base: Fabric, core: RoutingCore
-              ) -> tuple[DownSet, int, int]:
-    """The down set in force on ``base``: the last commit's plus the journaled
-    events after it; with the last journal position and how many events."""
-    down, after = DownSet(), 0
-    if meta.get("down_base") == base.content_hash:
-        down, after = codec.down_from_json(meta["down"]), int(meta.get("down_seq", "0"))
-    rows = [j for j in store.journal(after) if j.base_hash == base.content_hash]
-    for j in rows:
-        try:
-            down = apply_events(base, down, [FaultEvent(j.kind, j.guid, j.port)], "journal")
-        except FaultEventError as err:
-            core.log("warning", "journal_event_skipped", seq=j.seq, error=str(err))
-    return down, max([after] + [j.seq for j in rows]), len(rows)
-
-
 def resume(core: RoutingCore) -> Resumed | None:
     """Take the state database's last committed epoch, base fabric, down set and
     settings into ``core`` (on its sequencer, before the daemon serves); see
@@ -177,44 +182,79 @@ def resume(core: RoutingCore) -> Resumed | None:
     if store is None:
         return None
     t0 = time.perf_counter()
+    if store.moved_aside is not None and core.metrics is not None:
+        core.metrics.state_db_moved_aside()
+    bases = _Bases(store, d.configured)
     try:
         meta = store.meta()
-        if not meta.get("base_hash"):  # nothing to resume; the config's settings noted
-            store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
-            return None
-        bases = _Bases(store)
-        base = bases(meta["base_hash"])
-        ep, validation = _newest(store, bases, core)
-        down, seq, n_journal = _in_force(store, meta, base, core)
-    except (codec.CodecError, StateError) as err:
-        core.log("error", "state_unreadable", error=str(err), message="starting empty")
-        return None
+        got = in_force(store, bases, core.log)
+    except StateError as err:  # opened, but reads fail: all of it is lost
+        meta, got = {}, InForce(lost=[f"everything: {err}"])
+        hw, _ = read_high_water(store.path)
+        got.last_epoch_id = hw.epoch_id if hw is not None else 0
+    d.last_epoch_id = got.last_epoch_id
+    core.store.continue_after(got.last_epoch_id)
     try:  # a full disk must not throw away the state just read: logged, written next start
         store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
     except StateError as err:
         core.log("error", "state_write_failed", what="the config's routing settings",
                  error=str(err))
+    if got.base is None and not got.lost:
+        return None  # nothing to resume
+    if got.lost:
+        return _degraded(core, got, meta, time.perf_counter() - t0)
+    base, down, seq, n_journal = got.base, got.down, got.seq, got.journal_events
+    assert base is not None
+    ep, validation = _newest(store, bases, core)
     # an RPC's settings survive a restart unless the config's changed meanwhile
     cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
-    if cfg == (d.settings[0], lmc_text(d.settings[1])) and "algorithm" in meta:
-        core.algorithm, core.lmc = meta["algorithm"], lmc_value(meta["lmc"])
+    if cfg == (d.settings[0], lmc_text(d.settings[1])) and meta.get("algorithm") in ALGORITHMS:
+        try:
+            core.algorithm, core.lmc = meta["algorithm"], lmc_value(meta.get("lmc", ""))
+        except ValueError:
+            core.log("warning", "state_settings_unreadable", lmc=meta.get("lmc", "")[:20])
     core.base, core.base_source, core.down = base, meta.get("base_source", ""), down
-    d._base, d.journal_seq = base.content_hash, seq
-    last = int(meta.get("last_epoch_id", "0"))
-    core.store.continue_after(last)
+    d.journal_seq = seq
+    if base.content_hash not in bases.from_file:  # else stored again at the next commit
+        d._base = base.content_hash
+    last = got.last_epoch_id
+    if got.high_water is None:  # a database of an older smroute: its first mark
+        d.mark(base.content_hash, *got.commit)
     if ep is not None:
         core.store.resume(ep, validation, last + 1)
         if ep.base_hash == base.content_hash:
             core._epoch_base = base  # the next reroute may be incremental
         if validation == "pending":
             core.validator.later(ep)
-    behind = n_journal > 0 or last > (ep.id if ep is not None else 0)
+    if ep is None:  # every stored epoch lost, or none committed: route the state in force
+        behind = last > 0 or d.configured is not None
+    else:
+        behind = n_journal > 0 or last > ep.id or (ep.base_hash == base.content_hash
+                                                    and ep.down_items != down.items())
     out = Resumed(ep, behind, n_journal, time.perf_counter() - t0)
     core.log("info", "resumed", epoch=ep.id if ep else None, instance=d.instance,
              down=down.summary(), journal_events=n_journal, last_committed=last,
              algorithm=core.algorithm, lmc=lmc_text(core.lmc), seconds=round(out.seconds, 4),
-             moved_aside=str(store.moved_aside) if store.moved_aside else None)
+             moved_aside=str(store.moved_aside) if store.moved_aside else None,
+             damage="; ".join(store.damage) or None)
     return out
+
+
+def _degraded(core: RoutingCore, got: InForce, meta: dict[str, str], seconds: float
+              ) -> Resumed:
+    """Start degraded: the rebuilt base and down set kept (a confirmed Route
+    routes them), no epoch installed, what was lost named."""
+    core.base, core.base_source, core.down = got.base, meta.get("base_source", ""), got.down
+    core.durable.journal_seq = got.seq
+    store = core.durable.store
+    assert store is not None
+    lost = tuple(got.lost)
+    core.enter_degraded("; ".join(lost))
+    core.log("error", "resumed", epoch=None, instance=core.durable.instance,
+             seconds=round(seconds, 4), **describe(got),
+             moved_aside=str(store.moved_aside) if store.moved_aside else None,
+             damage="; ".join(store.damage) or None)
+    return Resumed(None, False, got.journal_events, seconds, lost)
 
 
 def catch_up(core: RoutingCore, r: Resumed) -> None:
@@ -224,7 +264,7 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
     epoch older than what the previous instance acknowledged."""
     cur, base = core.store.current, core.base
     try:
-        if r.behind and base is not None:
+        if r.behind and base is not None and not r.lost:
             events = (fault_events(down_of(cur), core.down)
                       if cur is not None and cur.base_hash == base.content_hash else [])
             n = core.limits.max_fault_events
@@ -243,7 +283,8 @@ def reconcile_live(core: RoutingCore) -> None:
     """Once serving: for a fabric from live discovery, load and route what
     discovery finds now when its hash differs from the resumed base."""
     src = core.base_source
-    if core.base is not None and src.startswith("live") and not core.shutting_down.is_set():
+    if core.base is not None and src.startswith("live") and not core.shutting_down.is_set() \
+            and not core.degraded:
         try:
             seen = core.discover_fabric(src.partition(":")[2], 0, 0.0)
             if seen.content_hash != core.base.content_hash:
