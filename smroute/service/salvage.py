@@ -32,6 +32,7 @@ from pathlib import Path
 
 __all__ = [
     "COLUMNS",
+    "bad_rows",
     "HighWater",
     "MAX_EPOCH_ID",
     "Salvaged",
@@ -41,6 +42,7 @@ __all__ = [
     "restore",
     "row_check",
     "salvage",
+    "text",
     "write_high_water",
 ]
 
@@ -54,6 +56,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: Epoch ids above this are damage (the wire's uint64 and SQLite's int64 both hold it).
 MAX_EPOCH_ID = 2**62
+
+
+def text(raw: bytes) -> str:
+    """SQLite text as ``str`` even if it is not UTF-8 (such text then fails
+    its row's checksum instead of failing the read)."""
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def row_check(table: str, values: Sequence[object]) -> str:
@@ -165,6 +173,7 @@ def salvage(path: Path) -> Salvaged:
         db = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error:
         return out
+    db.text_factory = text
     try:
         for table, cols in COLUMNS.items():
             for row in _read_table(db, table, cols).values():
@@ -199,3 +208,16 @@ def fill_checks(db: sqlite3.Connection) -> None:
         rows = db.execute(f"SELECT rowid, {', '.join(cols)} FROM {table}").fetchall()
         db.executemany(f"UPDATE {table} SET crc = ? WHERE rowid = ?",
                        [(row_check(table, r[1:]), r[0]) for r in rows])
+
+
+def bad_rows(db: sqlite3.Connection, limit: int = 3) -> tuple[int, list[str]]:
+    """How many rows of an open database fail their checksum, and the first
+    ``limit`` of them named."""
+    n, named = 0, list[str]()
+    for table, cols in COLUMNS.items():
+        for r in db.execute(f"SELECT {', '.join(cols)}, crc FROM {table}"):
+            if r[-1] != row_check(table, r[:-1]):
+                n += 1
+                if len(named) < limit:
+                    named.append(f"{table} {str(r[0])[:40]!r}")
+    return n, named

@@ -29,18 +29,15 @@ step by step with :data:`MIGRATIONS`):
     fault events of acknowledged ``ApplyFaults`` calls not yet in a stored
     epoch (``seq`` ascending), written before the call is answered.
 
-Every row carries a checksum (``crc``, :func:`~smroute.service.salvage.row_check`)
-checked on read: a row that fails it, or whose values are not of their
-column's type, is skipped and noted in :attr:`StateStore.damage` (never a
-crash).  ``PRAGMA integrity_check`` runs at every open.  A database that is
-damaged, not smroute's, or of a newer schema is reported in the log,
+Every row carries a checksum (:mod:`smroute.service.salvage`), all checked
+with ``PRAGMA integrity_check`` at every open, each again on read (a bad
+row is skipped and noted in :attr:`StateStore.damage`, never a crash).  A
+database that is damaged, not smroute's, or of a newer schema is logged,
 renamed ``state.db.corrupt-YYYYmmddTHHMMSS`` (with its ``-wal`` and
-``-shm``) and replaced by a new one holding the rows of the damaged file
-whose checksums hold (:func:`~smroute.service.salvage.salvage`; none from a
-foreign or newer file).  A database that
-cannot be opened or written at all (permissions, full disk) is a
-:class:`StateError`.  No routing here: rows in, rows out
-(:mod:`smroute.service.durable` decides what they mean).
+``-shm``) and replaced by a new one holding the damaged file's rows whose
+checksums hold (none from a foreign or newer file).  A database that cannot
+be opened or written at all (permissions, full disk) is a
+:class:`StateError`.  No routing here: rows in, rows out.
 """
 
 from __future__ import annotations
@@ -58,7 +55,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from smroute.errors import SmrouteError
-from smroute.service.salvage import COLUMNS, Salvaged, fill_checks, restore, row_check, salvage
+from smroute.service import salvage as sv
 
 __all__ = [
     "APPLICATION_ID",
@@ -94,12 +91,14 @@ SCHEMA_V1: tuple[str, ...] = (
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: ("ALTER TABLE epochs ADD COLUMN instance TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE epochs ADD COLUMN validation TEXT NOT NULL DEFAULT '\"pending\"'"),
-    2: tuple(f"ALTER TABLE {t} ADD COLUMN crc TEXT NOT NULL DEFAULT ''" for t in COLUMNS),
+    2: tuple(f"ALTER TABLE {t} ADD COLUMN crc TEXT NOT NULL DEFAULT ''" for t in sv.COLUMNS),
 }
 #: One query per table naming every column this version reads (a schema check).
-_COLUMNS = tuple(f"SELECT {', '.join(c)}, crc FROM {t}" for t, c in COLUMNS.items())
-#: SQLite result codes that mean "this file is damaged or no database".
-_CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_COLUMNS = tuple(f"SELECT {', '.join(c)}, crc FROM {t}" for t, c in sv.COLUMNS.items())
+#: SQLite result codes that come from the host (permissions, disk, locks);
+#: any other error while the file is checked means it is damaged.
+_HOST = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_FULL", "SQLITE_IOERR",
+         "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_NOMEM", "SQLITE_AUTH")
 
 T = TypeVar("T")
 LogFn = Callable[..., None]
@@ -196,7 +195,7 @@ class StateStore:
             try:
                 self._db = self._connect()
             except _Unusable as err:
-                saved = salvage(self.path) if err.damaged else None
+                saved = sv.salvage(self.path) if err.damaged else None
                 self._move_aside(str(err))
                 self._db = self._connect()
                 if saved is not None:
@@ -237,11 +236,12 @@ class StateStore:
                                  timeout=30.0)
         except sqlite3.Error as err:
             raise StateError(f"state database {self.path}: cannot open: {err}") from None
+        db.text_factory = sv.text
         try:
             self._prepare(db)
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, ValueError) as err:  # (a garbled message: ValueError)
             db.close()
-            if getattr(err, "sqlite_errorname", "") in _CORRUPT:
+            if not getattr(err, "sqlite_errorname", "").startswith(_HOST):
                 raise _Unusable(f"damaged: {err}", True) from None
             raise StateError(f"state database {self.path}: {err}") from None
         except BaseException:
@@ -280,6 +280,9 @@ class StateStore:
                 db.execute(q + " LIMIT 0").fetchall()
         except sqlite3.OperationalError as err:
             raise _Unusable(f"schema version {ver} but {err}", True) from None
+        n, named = sv.bad_rows(db)  # every row's checksum, once at start
+        if n:
+            raise _Unusable(f"{n} rows fail their checksum: {', '.join(named)}", True)
 
     def _create(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")
@@ -296,7 +299,7 @@ class StateStore:
                 for stmt in MIGRATIONS[v]:
                     db.execute(stmt)
                 if v == 2:
-                    fill_checks(db)
+                    sv.fill_checks(db)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -327,14 +330,11 @@ class StateStore:
         self.log("error", "state_db_moved_aside", path=str(self.path), moved_to=str(aside),
                  reason=why, message="starting with the rows that can be salvaged")
 
-    def _restore(self, saved: Salvaged) -> None:
+    def _restore(self, saved: sv.Salvaged) -> None:
         """Put the rows salvaged from the file moved aside into the new one."""
-        self._write(lambda db: restore(db, saved))
+        self._write(lambda db: sv.restore(db, saved))
         n = sum(len(r) for r in saved.rows.values())
         self.salvaged = (n, saved.dropped)
-        if saved.dropped:
-            self.damage.append(f"{saved.dropped} rows of the damaged file failed their "
-                               "checksum")
         self.log("warning", "state_db_salvaged", path=str(self.path), rows=n,
                  dropped=saved.dropped)
 
@@ -376,7 +376,7 @@ class StateStore:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
-            except sqlite3.Error as err:
+            except (sqlite3.Error, ValueError) as err:
                 raise StateError(f"state database {self.path}: cannot read: {err}") from None
 
     # ------------------------------------------------------------ meta and fabrics
@@ -384,7 +384,7 @@ class StateStore:
         """Every ``meta`` key and value whose checksum holds."""
         out: dict[str, str] = {}
         for k, v, crc in self._read("SELECT key, value, crc FROM meta"):
-            if crc == row_check("meta", (k, v)) and isinstance(v, str):
+            if crc == sv.row_check("meta", (k, v)) and isinstance(v, str):
                 out[str(k)] = v
             else:
                 self._bad(f"meta {str(k)[:40]!r}")
@@ -400,7 +400,7 @@ class StateStore:
         def fn(db: sqlite3.Connection) -> None:
             vals = (row.hash, row.source, row.source_sha256, row.data, self.wallclock())
             db.execute("INSERT OR REPLACE INTO fabrics VALUES (?, ?, ?, ?, ?, ?)",
-                       (*vals, row_check("fabrics", vals)))
+                       (*vals, sv.row_check("fabrics", vals)))
             db.execute("DELETE FROM journal")
             _upsert(db, {"base_hash": row.hash, "base_source": row.source,
                          "base_source_sha256": row.source_sha256})
@@ -415,7 +415,7 @@ class StateStore:
         if not rows:
             return None
         r = rows[0]
-        if r[5] != row_check("fabrics", r[:5]) or not isinstance(r[3], bytes):
+        if r[5] != sv.row_check("fabrics", r[:5]) or not isinstance(r[3], bytes):
             self._bad(f"fabric {content_hash[:12]}")
             return None
         return FabricRow(str(r[0]), str(r[1]), str(r[2]), r[3])
@@ -432,7 +432,7 @@ class StateStore:
             for k, g, p in events:
                 seq += 1
                 vals = (seq, base_hash, k, f"{g:#x}", p, at)
-                rows.append((*vals, row_check("journal", vals)))
+                rows.append((*vals, sv.row_check("journal", vals)))
             db.executemany("INSERT INTO journal(seq, base_hash, kind, guid, port, received_at, "
                            "crc) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             if last_epoch_id is not None:
@@ -450,7 +450,7 @@ class StateStore:
         for r in self._read("SELECT seq, base_hash, kind, guid, port, received_at, crc "
                             "FROM journal ORDER BY seq"):
             try:
-                if r[6] != row_check("journal", r[:6]):
+                if r[6] != sv.row_check("journal", r[:6]):
                     raise ValueError("checksum")
                 row = JournalRow(_int(r[0]), str(r[1]), str(r[2]), int(str(r[3]), 16),
                                  _int(r[4]))
@@ -478,9 +478,9 @@ class StateStore:
             vals = (row.id, row.parent_id, row.instance, row.base_hash, json.dumps(row.meta),
                     row.down, row.journal_seq, row.tables, row.tables_sha256, row.validation,
                     row.committed_at)
-            db.execute(f"INSERT OR REPLACE INTO epochs({', '.join(COLUMNS['epochs'])}, crc) "
+            db.execute(f"INSERT OR REPLACE INTO epochs({', '.join(sv.COLUMNS['epochs'])}, crc) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (*vals, row_check("epochs", vals)))
+                       (*vals, sv.row_check("epochs", vals)))
             db.execute("DELETE FROM epochs WHERE id NOT IN (SELECT id FROM epochs "
                        "ORDER BY id DESC LIMIT ?)", (self.keep_epochs,))
             db.execute("DELETE FROM journal WHERE seq <= ?", (row.journal_seq,))
@@ -494,10 +494,10 @@ class StateStore:
         (and intact)."""
         def fn(db: sqlite3.Connection) -> None:
             for r in db.execute(_EPOCH + " WHERE id = ?", (epoch_id,)).fetchall():
-                if r[-1] == row_check("epochs", r[:-1]):
+                if r[-1] == sv.row_check("epochs", r[:-1]):
                     vals = (*r[:9], validation, r[10])
                     db.execute("UPDATE epochs SET validation = ?, crc = ? WHERE id = ?",
-                               (validation, row_check("epochs", vals), epoch_id))
+                               (validation, sv.row_check("epochs", vals), epoch_id))
         self._write(fn)
 
     def epoch_ids(self) -> list[int]:
@@ -512,7 +512,7 @@ class StateStore:
             return None
         r = rows[0]
         try:
-            if r[-1] != row_check("epochs", r[:-1]) or not isinstance(r[7], bytes):
+            if r[-1] != sv.row_check("epochs", r[:-1]) or not isinstance(r[7], bytes):
                 raise ValueError("checksum")
             meta = json.loads(r[4])
             return EpochRow(_int(r[0]), _int(r[1]), str(r[2]), str(r[3]),
@@ -523,7 +523,7 @@ class StateStore:
             return None
 
 
-_EPOCH = f"SELECT {', '.join(COLUMNS['epochs'])}, crc FROM epochs"
+_EPOCH = f"SELECT {', '.join(sv.COLUMNS['epochs'])}, crc FROM epochs"
 
 
 def _int(v: object) -> int:
@@ -541,7 +541,7 @@ def _journal_high(db: sqlite3.Connection) -> int:
 
 def _upsert(db: sqlite3.Connection, values: dict[str, object]) -> None:
     db.executemany("INSERT OR REPLACE INTO meta(key, value, crc) VALUES (?, ?, ?)",
-                   [(k, str(v), row_check("meta", (k, str(v)))) for k, v in values.items()])
+                   [(k, str(v), sv.row_check("meta", (k, str(v)))) for k, v in values.items()])
 
 
 def _collect_fabrics(db: sqlite3.Connection) -> None:
