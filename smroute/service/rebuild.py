@@ -176,8 +176,8 @@ def _replay(store: StateStore, out: InForce, log: LogFn) -> None:
     missing = [s for s in range(out.seq + 1, high + 1) if s not in have] if high > out.seq \
         else []
     if missing and not bad:
-        out.lost.append(f"{len(missing)} journaled fault events (positions "
-                        f"{missing[0]}..{missing[-1]} missing)")
+        out.lost.append(f"journaled fault events (of positions {missing[0]}..{missing[-1]}, "
+                        f"{len(missing)} are missing or damaged)")
     down, seq = out.down, out.seq
     for j in rows:
         if j.base_hash != base.content_hash:
