@@ -25,6 +25,7 @@ Writes (each durable before the call it belongs to is answered, unless said):
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import secrets
 import threading
@@ -170,9 +171,10 @@ class Durable:
                        seq)
         try:
             write_high_water(self.store.path, hw)
-        except OSError as err:
+        except OSError as err:  # (as SQLite says it)
+            why = "disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
             self.log("error", "state_write_failed", what="the epoch high-water mark",
-                     error=err.strerror or str(err))
+                     error=why)
 
     def validation(self, epoch_id: int, v: Validation | str) -> None:
         """An epoch's validation result (by the writer thread)."""
