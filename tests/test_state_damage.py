@@ -121,6 +121,7 @@ class Run:
 def _served(core: RoutingCore, acked: set[tuple[int, int]], run: Run, what: str) -> None:
     ep = core.store.current
     assert ep is not None, what
+    assert 0 < ep.id < 2**63, f"{what}: epoch id {ep.id}"  # the wire's uint64, SQLite's int64
     assert run.ids.setdefault(ep.id, ep.tables_sha256) == ep.tables_sha256, \
         f"{what}: epoch id {ep.id} reused for other tables"
     assert acked <= _links_down(core), f"{what}: serves tables without {acked - _links_down(core)}"
