@@ -26,6 +26,7 @@ import grpc
 import pytest
 from service_daemon import ROOT, start_daemon
 
+from smroute.errors import RoutingError
 from smroute.fabric.faults import FaultEvent
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
@@ -473,3 +474,28 @@ def test_a_subnet_managers_view_ends_the_degraded_state(tmp_path: Path) -> None:
     finally:
         assert d.stop() == 0
 
+
+
+def test_a_catch_up_that_fails_behind_the_last_commit_is_degraded(
+        template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The newest stored epoch unreadable, the one before it resumed, and the
+    reroute to the last commit's down set fails: serving the older epoch
+    would serve tables without acknowledged faults, so nothing is served."""
+    work = _copy(template, tmp_path)
+    _sql("UPDATE epochs SET tables = x'00' WHERE id = 3")(work / "state.db")
+
+    def fail(*args: Any, **kw: Any) -> Any:
+        raise RoutingError("no route today")
+
+    monkeypatch.setattr(RoutingCore, "_reroute", fail)
+    core, log = _start(work / "state.db")
+    try:
+        assert core.degraded and "epoch 3" in core.degraded and "no route today" in core.degraded
+        ep = core.store.current
+        assert ep is not None and ep.id == 2  # resumed, but not served:
+        with pytest.raises(ServiceError) as ei:
+            core.epoch(0)
+        assert ei.value.status == Status.FAILED_PRECONDITION
+        assert "catch_up_failed" in log.errors()
+    finally:
+        _stop(core)

@@ -261,7 +261,9 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
     """Before serving: reroute from the resumed epoch to the state in force
     (``ApplyFaults`` with the step between their down sets, in chunks; a full
     route if the base or the settings changed), so that no client sees an
-    epoch older than what the previous instance acknowledged."""
+    epoch older than what the previous instance acknowledged: if that fails
+    while the epoch served is older than the last one committed, the daemon
+    is degraded (it would serve a down set without acknowledged faults)."""
     cur, base = core.store.current, core.base
     try:
         if r.behind and base is not None and not r.lost:
@@ -277,6 +279,10 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
                      journal_events=r.journal_events)
     except ServiceError as err:
         core.log("error", "catch_up_failed", error=err.message)
+        last, served = core.durable.last_epoch_id, core.store.current
+        if last > (served.id if served is not None else 0):
+            core.enter_degraded(f"the state committed last (epoch {last}) could not be "
+                                f"routed again: {err.message}")
 
 
 def reconcile_live(core: RoutingCore) -> None:
