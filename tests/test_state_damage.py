@@ -499,3 +499,27 @@ def test_a_catch_up_that_fails_behind_the_last_commit_is_degraded(
         assert "catch_up_failed" in log.errors()
     finally:
         _stop(core)
+
+
+@pytest.mark.parametrize("route_after", [False, True])
+def test_a_fabric_loaded_again_restarts_clean(tmp_path: Path, route_after: bool) -> None:
+    """No damage, no loss: a second LoadFabric (the journal cleared, its
+    positions going on) and a restart, routed since or not (if not, the
+    epoch served before the restart is served after it)."""
+    log = Events()
+    core = _core(tmp_path / "state.db", log)
+    core.load_fabric(FAB, FIXTURE)
+    core.route()
+    core.apply_faults([FaultEvent("link_down", *A)])
+    core.load_fabric(FAB, FIXTURE)
+    if route_after:
+        core.route()
+        core.apply_faults([FaultEvent("link_down", *B)])
+    _stop(core)
+    again, log2 = _start(tmp_path / "state.db")
+    try:
+        assert not again.degraded and not log2.errors(), (again.degraded, log2.errors())
+        assert again.store.current is not None
+        assert _links_down(again) == ({B} if route_after else {A})
+    finally:
+        _stop(again)

@@ -130,7 +130,9 @@ class Durable:
         sha = file_sha256(source) if source == self.configured else ""
         row = FabricRow(fabric.content_hash, source, sha, codec.encode_fabric(fabric))
         self._sync("the loaded fabric", lambda s: s.put_fabric(row))
-        self._base, self.journal_seq = fabric.content_hash, 0
+        # the journal is cleared; its positions go on (none of them is missing)
+        seq = self._sync("the loaded fabric", lambda s: s.journal_high())
+        self._base, self.journal_seq = fabric.content_hash, int(seq or 0)
         self.mark(fabric.content_hash, DownSet())
 
     def journal(self, base_hash: str, events: Sequence[FaultEvent]) -> None:

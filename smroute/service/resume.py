@@ -226,11 +226,9 @@ def resume(core: RoutingCore) -> Resumed | None:
             core._epoch_base = base  # the next reroute may be incremental
         if validation == "pending":
             core.validator.later(ep)
-    if ep is None:  # every stored epoch lost, or none committed: route the state in force
-        behind = last > 0 or d.configured is not None
-    else:
-        behind = n_journal > 0 or last > ep.id or (ep.base_hash == base.content_hash
-                                                    and ep.down_items != down.items())
+    # no stored epoch (all lost, or none committed): the state in force is routed
+    behind = (last > 0 or d.configured is not None) if ep is None else (
+        n_journal > 0 or last > ep.id)
     out = Resumed(ep, behind, n_journal, time.perf_counter() - t0)
     core.log("info", "resumed", epoch=ep.id if ep else None, instance=d.instance,
              down=down.summary(), journal_events=n_journal, last_committed=last,
