@@ -36,7 +36,13 @@ from smroute.service.durable import Durable
 from smroute.service.errors import ServiceError, Status
 from smroute.service.metrics import ServiceMetrics
 from smroute.service.resume import catch_up
-from smroute.service.salvage import COLUMNS, row_check
+from smroute.service.salvage import (
+    COLUMNS,
+    HighWater,
+    read_high_water,
+    row_check,
+    write_high_water,
+)
 from smroute.service.store import SCHEMA_VERSION, StateStore
 from smroute.service.subnet_rpc import subnet_request
 
@@ -259,6 +265,7 @@ KIND = {"port": "int", "id": "int", "parent_id": "int", "journal_seq": "int", "s
 CASES = [(t, c, v) for t, cols in COLUMNS.items() for c in cols
          for v in GARBLE[KIND.get(c, "text")]
          if c not in ("id", "seq") or isinstance(v, int)]  # (SQLite's rowids hold integers)
+CASES += [(t, "crc", "0" * 16) for t in COLUMNS]
 
 
 @pytest.mark.parametrize("table,column,value", CASES,
@@ -523,3 +530,34 @@ def test_a_fabric_loaded_again_restarts_clean(tmp_path: Path, route_after: bool)
         assert _links_down(again) == ({B} if route_after else {A})
     finally:
         _stop(again)
+
+
+@pytest.mark.parametrize("mark", ["garbled", "missing", "higher"])
+def test_a_damaged_mark_beside_an_intact_database(template: Path, tmp_path: Path,
+                                                  mark: str) -> None:
+    """The database intact, its high-water mark damaged or gone: nothing is
+    lost (the database has it all), the mark is written again; a mark above
+    the database's last id (the database lost its newest commit) keeps ids
+    above it."""
+    work = _copy(template, tmp_path)
+    path = work / "state.db.hwm"
+    if mark == "garbled":
+        path.write_bytes(path.read_bytes()[:-9] + b"xx}\n")
+    elif mark == "missing":
+        path.unlink()
+    else:
+        st = StateStore(work / "state.db")
+        st.close()
+        hw, _ = read_high_water(work / "state.db")
+        assert hw is not None
+        write_high_water(work / "state.db", HighWater(9, hw.base_hash, hw.down_sha,
+                                                      hw.journal_seq))
+    core, log = _start(work / "state.db")
+    try:
+        assert not core.degraded and {A, A2, C} <= _links_down(core)
+        ep = core.store.current
+        assert ep is not None and ep.id == (10 if mark == "higher" else 4)
+        assert read_high_water(work / "state.db")[0] is not None
+        assert ("state_high_water_unreadable" in log.errors()) == (mark == "garbled")
+    finally:
+        _stop(core)
