@@ -72,16 +72,19 @@ class Events:
         return [e for lv, e, _ in self.seen if lv == "error"]
 
 
-def _core(path: Path, log: Events, metrics: ServiceMetrics | None = None) -> RoutingCore:
+def _core(path: Path, log: Events, metrics: ServiceMetrics | None = None,
+          configured: str | None = None) -> RoutingCore:
     store = StateStore(path, log=log, lock_timeout=5.0)
     return RoutingCore(workers=1, coalesce_s=0.0, validate_epochs=False, log=log,
-                       metrics=metrics, durable=Durable(store, log=log))
+                       metrics=metrics, durable=Durable(store, log=log, configured=configured))
 
 
-def _start(path: Path, metrics: ServiceMetrics | None = None) -> tuple[RoutingCore, Events]:
-    """What ``smroute serve`` does before it listens: resume, catch up."""
+def _start(path: Path, metrics: ServiceMetrics | None = None, configured: str | None = None
+           ) -> tuple[RoutingCore, Events]:
+    """What ``smroute serve`` does before it listens: resume, catch up
+    (``configured``: the config's ``fabric:`` file, when it is the base)."""
     log = Events()
-    core = _core(path, log, metrics)
+    core = _core(path, log, metrics, configured)
     r = core.resume()
     if r is not None:
         catch_up(core, r)
@@ -134,12 +137,13 @@ def _served(core: RoutingCore, acked: set[tuple[int, int]], run: Run, what: str)
     assert acked <= _links_down(core), f"{what}: serves tables without {acked - _links_down(core)}"
 
 
-def _cycle(work: Path, damage: Any, run: Run | None = None) -> tuple[Run, Events]:
+def _cycle(work: Path, damage: Any, run: Run | None = None, configured: str | None = None
+           ) -> tuple[Run, Events]:
     """Damage the template copy in ``work``, start, one fault, restart."""
     run = run or Run()
     damage(work / "state.db")
     metrics = ServiceMetrics()
-    core, log = _start(work / "state.db", metrics)
+    core, log = _start(work / "state.db", metrics, configured)
     acked = {A, A2, C}
     try:
         run.said = [f"{e}: {f}" for lv, e, f in log.seen if lv == "error"]
@@ -168,7 +172,7 @@ def _cycle(work: Path, damage: Any, run: Run | None = None) -> tuple[Run, Events
         assert ep.id > max(k for k in run.ids if k != ep.id)
     finally:
         _stop(core)
-    again, log2 = _start(work / "state.db")
+    again, log2 = _start(work / "state.db", configured=configured)
     try:
         assert not again.degraded, again.degraded
         _served(again, acked, run, "after the restart")
@@ -211,7 +215,8 @@ def test_bit_flips(template: Path, tmp_path: Path, seed: int) -> None:
             data[i] ^= 1 << rng.randrange(8)
         path.write_bytes(bytes(data))
 
-    run, log = _cycle(work, flip, Run(_template_ids(template)))
+    # odd seeds: the base fabric is the configured file too (a lost one comes back)
+    run, log = _cycle(work, flip, Run(_template_ids(template)), FIXTURE if seed % 2 else None)
     if log.errors():  # said what happened; a damaged file was kept for a post-mortem
         for moved in work.glob("state.db.corrupt-*"):
             assert len(moved.read_bytes()) == len(before)
