@@ -112,10 +112,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     core.route()
     core.apply_faults([FaultEvent("link_down", *A)])
     core.apply_faults([FaultEvent("link_down", *A2)])
+    # journaled as ApplyFaults does before it reroutes and answers; then kill -9
+    core.durable.journal(FAB.content_hash, [FaultEvent("link_down", *C)])
     _stop(core)
-    st = StateStore(d / "state.db")  # answered, then kill -9 before its commit
-    st.append_journal(FAB.content_hash, [("link_down", *C)])
-    st.close()
     assert not log.errors()
     return d
 
@@ -460,11 +459,35 @@ def test_a_degraded_daemon_serves_nothing_until_confirmed(tmp_path: Path) -> Non
         assert d.stop() == 0
 
 
-def test_a_subnet_managers_view_ends_the_degraded_state(tmp_path: Path) -> None:
-    """The database lost (garbage) after a commit: degraded; RouteSubnet
-    brings the subnet manager's view and the daemon serves it."""
+def test_a_zeroed_header_under_a_configured_fabric_loses_nothing(tmp_path: Path) -> None:
+    """The database's first 4 KiB zeroed: nothing of it can be read, but the
+    base fabric is the configured file and the last commit's down set is in
+    the high-water mark: served again under a new id."""
     d = start_daemon(tmp_path / "d", fabric=FIXTURE)
     with SmrouteClient(d.address, timeout=60) as c:
+        c.apply_faults([link_down(*A)])
+        first = c.get_epoch().id
+    assert d.stop() == 0
+    db = tmp_path / "d" / "state.db"
+    db.write_bytes(b"\0" * 4096 + db.read_bytes()[4096:])
+    d.start()
+    try:
+        with SmrouteClient(d.address, timeout=60) as c:
+            ep = c.get_epoch(include_down_items=True)
+            assert ep.id > first and {(e.node_guid, e.port) for e in ep.down_items} == {A}
+        assert "state_db_moved_aside" in [e.get("event") for e in d.log_events()]
+    finally:
+        assert d.stop() == 0
+
+
+def test_a_subnet_managers_view_ends_the_degraded_state(tmp_path: Path) -> None:
+    """The database lost (zeroed) after a commit, and no fabric file
+    configured: degraded; RouteSubnet brings the subnet manager's view and
+    the daemon serves it."""
+    d = start_daemon(tmp_path / "d")
+    with SmrouteClient(d.address, timeout=60) as c:
+        c.load_fabric_text(Path(FIXTURE).read_text(), "fab.topo")
+        c.route()
         c.apply_faults([link_down(*A)])
         first = c.get_epoch().id
     assert d.stop() == 0
@@ -473,8 +496,7 @@ def test_a_subnet_managers_view_ends_the_degraded_state(tmp_path: Path) -> None:
     try:
         with SmrouteClient(d.address, timeout=60) as c:
             code, msg = _status(lambda: c.get_epoch())
-            # (the base fabric is the configured file's; the down set is lost)
-            assert code == grpc.StatusCode.FAILED_PRECONDITION and "down set" in msg
+            assert code == grpc.StatusCode.FAILED_PRECONDITION and "base fabric" in msg
             r = c.stub.RouteSubnet(subnet_request(FAB, 0), timeout=60)
             assert r.epoch.id > first
             assert c.get_epoch().id == r.epoch.id

@@ -16,7 +16,8 @@ Writes (each durable before the call it belongs to is answered, unless said):
   came some other way than LoadFabric); then the high-water mark beside the
   database (:mod:`smroute.service.salvage`: the id, base and down set, kept
   apart so that damage to the database cannot send ids back or hide what
-  was acknowledged; rewritten at LoadFabric too); the epoch itself
+  was acknowledged; rewritten at LoadFabric too, and, without waiting for
+  the disk, with the last journal position at every journaled batch); the epoch itself
   (metadata, down set, compressed tables) goes to a writer thread, which
   also drops the journal rows it includes.  When the writer falls behind, an epoch
   superseded before it was written is skipped (the journal holds its
@@ -31,6 +32,7 @@ import secrets
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +104,7 @@ class Durable:
         #: the highest epoch id committed (by any instance)
         self.last_epoch_id = 0
         self._base = ""  # content hash of the base fabric stored
+        self._mark: HighWater | None = None  # the high-water mark written last
         self._q: deque[tuple[Any, ...]] = deque()
         self._cond = threading.Condition()
         self._busy = False
@@ -144,6 +147,8 @@ class Durable:
         seq = self._sync("the fault events", lambda s: s.append_journal(base_hash, rows))
         if seq is not None:
             self.journal_seq = int(seq)
+            if self._mark is not None:  # the positions given, beside the database
+                self._write_mark(replace(self._mark, journal_high=int(seq)), sync=False)
 
     def committed(self, ep: Epoch, base: Fabric, lmc_setting: int | None) -> None:
         """A commit: its id, settings and down set now, the epoch by the writer."""
@@ -169,10 +174,19 @@ class Durable:
         if self.store is None:
             return
         seq = self.journal_seq if journal_seq is None else journal_seq
-        hw = HighWater(self.last_epoch_id, base_hash, down_digest(codec.down_to_json(down)),
-                       seq)
+        text = codec.down_to_json(down)
+        self._write_mark(HighWater(self.last_epoch_id, base_hash, down_digest(text), seq, text,
+                                   max(seq, self.journal_seq)))
+
+    def adopt_mark(self, hw: HighWater | None) -> None:
+        """The high-water mark read at start (rewritten from the next journaled batch)."""
+        self._mark = hw
+
+    def _write_mark(self, hw: HighWater, sync: bool = True) -> None:
+        assert self.store is not None
+        self._mark = hw
         try:
-            write_high_water(self.store.path, hw)
+            write_high_water(self.store.path, hw, sync)
         except OSError as err:  # (as SQLite says it)
             why = "disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
             self.log("error", "state_write_failed", what="the epoch high-water mark",

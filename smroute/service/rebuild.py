@@ -5,9 +5,9 @@ Sources, each checked (row checksums, :mod:`smroute.service.salvage`):
 
 * the last commit as recorded in ``meta`` (base fabric, down set, journal
   position, epoch id);
-* the high-water mark beside the database (epoch id, base fabric, digest of
-  the down set, journal position), written after it: it says which commit
-  was the last one and what its down set was;
+* the high-water mark beside the database (epoch id, base fabric, the down
+  set or its digest, journal position), written after it: it says which
+  commit was the last one and what its down set was;
 * the stored epochs (each with its down set and journal position): the last
   commit's down set when ``meta`` lost it;
 * the journal after that position, which must be whole: no damaged row, no
@@ -95,13 +95,19 @@ def _from_epochs(store: StateStore, base: Fabric, hw: HighWater) -> tuple[DownSe
     journal between its position and the mark's folded in."""
     if hw.down_sha == _digest(DownSet()):
         return DownSet(), hw.journal_seq
+    try:  # the mark's own copy
+        down = codec.down_from_json(hw.down) if hw.down else None
+    except codec.CodecError:
+        down = None
+    if down is not None and _digest(down) == hw.down_sha:
+        return down, hw.journal_seq
     rows, _ = store.journal_rows(0)
     for eid in store.epoch_ids():
         row = store.epoch(eid)
         if row is None or row.base_hash != hw.base_hash or row.journal_seq > hw.journal_seq:
             continue
         try:
-            down: DownSet | None = codec.down_from_json(row.down)
+            down = codec.down_from_json(row.down)
         except codec.CodecError:
             continue
         step = [j for j in rows if row.journal_seq < j.seq <= hw.journal_seq]
@@ -169,7 +175,8 @@ def _replay(store: StateStore, out: InForce, log: LogFn) -> None:
     assert out.base is not None
     base = out.base
     rows, bad = store.journal_rows(out.seq)
-    high = store.journal_high()
+    hw = out.high_water
+    high = max(store.journal_high(), hw.journal_high if hw is not None else 0)
     if bad:
         out.lost.append(f"{bad} journaled fault events (damaged rows)")
     have = {j.seq for j in rows}

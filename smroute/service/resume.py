@@ -193,6 +193,7 @@ def resume(core: RoutingCore) -> Resumed | None:
         hw, _ = read_high_water(store.path)
         got.last_epoch_id = hw.epoch_id if hw is not None else 0
     d.last_epoch_id = got.last_epoch_id
+    d.adopt_mark(got.high_water)
     core.store.continue_after(got.last_epoch_id)
     try:  # a full disk must not throw away the state just read: logged, written next start
         store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))

@@ -9,8 +9,11 @@ in place of the integer ``7`` fails too), checked on every read.
 
 High-water mark: ``<database>.hwm``, one line of JSON with its own checksum,
 rewritten (temporary file, fsync, rename) at every commit and fabric load:
-the highest epoch id committed, the base fabric's hash, the digest of the
-down set in force and the journal position it includes.  A damaged or lost
+the highest epoch id committed, the base fabric's hash, the down set in
+force (itself up to :data:`MARK_DOWN_BYTES` of JSON, its digest always) and
+the journal position it includes; and the last journal position given,
+rewritten (without fsync: the journal itself is durable in the database)
+at every journaled batch.  A damaged or lost
 database cannot make epoch ids go back, and what a rebuilt down set should
 be is known.
 
@@ -34,6 +37,7 @@ __all__ = [
     "COLUMNS",
     "bad_rows",
     "HighWater",
+    "MARK_DOWN_BYTES",
     "MAX_EPOCH_ID",
     "Salvaged",
     "down_digest",
@@ -56,6 +60,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: Epoch ids above this are damage (the wire's uint64 and SQLite's int64 both hold it).
 MAX_EPOCH_ID = 2**62
+#: A down set whose JSON is longer is kept in the high-water mark by its digest only.
+MARK_DOWN_BYTES = 64 << 10
 
 
 def text(raw: bytes) -> str:
@@ -90,29 +96,36 @@ def down_digest(down_json: str) -> str:
 
 @dataclass(frozen=True)
 class HighWater:
-    """The last commit (or fabric load) as recorded beside the database."""
+    """The last commit (or fabric load) as recorded beside the database;
+    ``down``: the down set's JSON (``""`` if it was too long to keep);
+    ``journal_high``: the last journal position given since."""
 
     epoch_id: int
     base_hash: str
     down_sha: str
     journal_seq: int
+    down: str = ""
+    journal_high: int = 0
 
 
 def _hw_path(db: Path) -> Path:
     return db.with_name(db.name + ".hwm")
 
 
-def write_high_water(db: Path, hw: HighWater) -> None:
-    """Rewrite ``<db>.hwm`` atomically (``OSError`` if it cannot be)."""
+def write_high_water(db: Path, hw: HighWater, sync: bool = True) -> None:
+    """Rewrite ``<db>.hwm`` atomically (``OSError`` if it cannot be);
+    ``sync``: on disk when this returns."""
     body = {"epoch_id": hw.epoch_id, "base_hash": hw.base_hash, "down_sha": hw.down_sha,
-            "journal_seq": hw.journal_seq}
+            "journal_seq": hw.journal_seq, "journal_high": hw.journal_high,
+            "down": hw.down if len(hw.down) <= MARK_DOWN_BYTES else ""}
     body["check"] = row_check("hwm", [json.dumps(body, sort_keys=True)])
     path = _hw_path(db)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, (json.dumps(body, sort_keys=True) + "\n").encode())
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -134,7 +147,8 @@ def read_high_water(db: Path) -> tuple[HighWater | None, str]:
         if check != row_check("hwm", [json.dumps(body, sort_keys=True)]):
             raise ValueError("checksum mismatch")
         hw = HighWater(int(body["epoch_id"]), str(body["base_hash"]), str(body["down_sha"]),
-                       int(body["journal_seq"]))
+                       int(body["journal_seq"]), str(body.get("down", "")),
+                       int(body.get("journal_high", 0)))
         if not 0 <= hw.epoch_id <= MAX_EPOCH_ID or hw.journal_seq < 0:
             raise ValueError(f"epoch id {hw.epoch_id} out of range")
     except (ValueError, TypeError, KeyError, AttributeError) as err:
