@@ -18,7 +18,7 @@ import random
 import shutil
 import sqlite3
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -586,5 +586,26 @@ def test_a_damaged_mark_beside_an_intact_database(template: Path, tmp_path: Path
         assert ep is not None and ep.id == (10 if mark == "higher" else 4)
         assert read_high_water(work / "state.db")[0] is not None
         assert ("state_high_water_unreadable" in log.errors()) == (mark == "garbled")
+    finally:
+        _stop(core)
+
+
+@pytest.mark.parametrize("mark_copy", [True, False])
+def test_a_journal_row_deleted(template: Path, tmp_path: Path, mark_copy: bool) -> None:
+    """A journaled event's row gone (no checksum can see a missing row): the
+    positions given say so; the high-water mark's copy of the event brings
+    it back, and without that copy the daemon is degraded, naming it."""
+    work = _copy(template, tmp_path)
+    _sql("DELETE FROM journal")(work / "state.db")
+    if not mark_copy:
+        hw, _ = read_high_water(work / "state.db")
+        assert hw is not None and hw.pending and hw.journal_high == hw.journal_seq + 1
+        write_high_water(work / "state.db", replace(hw, pending=()))
+    core, log = _start(work / "state.db")
+    try:
+        if mark_copy:
+            assert not core.degraded and {A, A2, C} <= _links_down(core)
+        else:
+            assert core.store.current is None and "journaled fault events" in core.degraded
     finally:
         _stop(core)

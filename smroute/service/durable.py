@@ -45,7 +45,7 @@ from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
-from smroute.service.salvage import HighWater, down_digest, write_high_water
+from smroute.service.salvage import MARK_PENDING, HighWater, down_digest, write_high_water
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
 
 if TYPE_CHECKING:
@@ -147,8 +147,12 @@ class Durable:
         seq = self._sync("the fault events", lambda s: s.append_journal(base_hash, rows))
         if seq is not None:
             self.journal_seq = int(seq)
-            if self._mark is not None:  # the positions given, beside the database
-                self._write_mark(replace(self._mark, journal_high=int(seq)), sync=False)
+            if self._mark is not None:  # the positions given and events, beside the database
+                first = int(seq) - len(rows) + 1
+                pending = self._mark.pending + tuple(
+                    (first + i, k, g, p) for i, (k, g, p) in enumerate(rows))
+                self._write_mark(replace(self._mark, journal_high=int(seq),
+                                         pending=pending[:MARK_PENDING]), sync=False)
 
     def committed(self, ep: Epoch, base: Fabric, lmc_setting: int | None) -> None:
         """A commit: its id, settings and down set now, the epoch by the writer."""

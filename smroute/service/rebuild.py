@@ -174,19 +174,20 @@ def _replay(store: StateStore, out: InForce, log: LogFn) -> None:
     gap or an event that no longer applies is a loss)."""
     assert out.base is not None
     base = out.base
-    rows, bad = store.journal_rows(out.seq)
+    got, bad = store.journal_rows(out.seq)
     hw = out.high_water
     high = max(store.journal_high(), hw.journal_high if hw is not None else 0)
-    if bad:
-        out.lost.append(f"{bad} journaled fault events (damaged rows)")
-    have = {j.seq for j in rows}
-    missing = [s for s in range(out.seq + 1, high + 1) if s not in have] if high > out.seq \
-        else []
-    if missing and not bad:
-        out.lost.append(f"journaled fault events (of positions {missing[0]}..{missing[-1]}, "
-                        f"{len(missing)} are missing or damaged)")
+    rows = {j.seq: j for j in got}
+    if hw is not None and hw.base_hash == base.content_hash:  # the mark's copies
+        for s, kind, guid, port in hw.pending:
+            if s > out.seq:
+                rows.setdefault(s, JournalRow(s, base.content_hash, kind, guid, port))
+    missing = [s for s in range(out.seq + 1, high + 1) if s not in rows]
+    if missing or (bad and max(rows, default=0) < high):
+        out.lost.append(f"journaled fault events (of positions {out.seq + 1}..{high}, "
+                        f"{len(missing) or bad} are missing or damaged)")
     down, seq = out.down, out.seq
-    for j in rows:
+    for j in sorted(rows.values(), key=lambda r: r.seq):
         if j.base_hash != base.content_hash:
             continue
         try:

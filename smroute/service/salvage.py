@@ -12,8 +12,8 @@ rewritten (temporary file, fsync, rename) at every commit and fabric load:
 the highest epoch id committed, the base fabric's hash, the down set in
 force (itself up to :data:`MARK_DOWN_BYTES` of JSON, its digest always) and
 the journal position it includes; and the last journal position given,
-rewritten (without fsync: the journal itself is durable in the database)
-at every journaled batch.  A damaged or lost
+with a copy of the events journaled since, rewritten (without fsync: the
+journal itself is durable in the database) at every journaled batch.  A damaged or lost
 database cannot make epoch ids go back, and what a rebuilt down set should
 be is known.
 
@@ -38,6 +38,7 @@ __all__ = [
     "bad_rows",
     "HighWater",
     "MARK_DOWN_BYTES",
+    "MARK_PENDING",
     "MAX_EPOCH_ID",
     "Salvaged",
     "down_digest",
@@ -62,6 +63,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 MAX_EPOCH_ID = 2**62
 #: A down set whose JSON is longer is kept in the high-water mark by its digest only.
 MARK_DOWN_BYTES = 64 << 10
+#: Journaled events kept in the high-water mark at most.
+MARK_PENDING = 1000
 
 
 def text(raw: bytes) -> str:
@@ -98,7 +101,9 @@ def down_digest(down_json: str) -> str:
 class HighWater:
     """The last commit (or fabric load) as recorded beside the database;
     ``down``: the down set's JSON (``""`` if it was too long to keep);
-    ``journal_high``: the last journal position given since."""
+    ``journal_high``: the last journal position given since, ``pending``
+    the events journaled since (position, kind, GUID, port; the first
+    :data:`MARK_PENDING` of them)."""
 
     epoch_id: int
     base_hash: str
@@ -106,6 +111,7 @@ class HighWater:
     journal_seq: int
     down: str = ""
     journal_high: int = 0
+    pending: tuple[tuple[int, str, int, int], ...] = ()
 
 
 def _hw_path(db: Path) -> Path:
@@ -117,6 +123,7 @@ def write_high_water(db: Path, hw: HighWater, sync: bool = True) -> None:
     ``sync``: on disk when this returns."""
     body = {"epoch_id": hw.epoch_id, "base_hash": hw.base_hash, "down_sha": hw.down_sha,
             "journal_seq": hw.journal_seq, "journal_high": hw.journal_high,
+            "pending": [list(p) for p in hw.pending[:MARK_PENDING]],
             "down": hw.down if len(hw.down) <= MARK_DOWN_BYTES else ""}
     body["check"] = row_check("hwm", [json.dumps(body, sort_keys=True)])
     path = _hw_path(db)
@@ -148,7 +155,9 @@ def read_high_water(db: Path) -> tuple[HighWater | None, str]:
             raise ValueError("checksum mismatch")
         hw = HighWater(int(body["epoch_id"]), str(body["base_hash"]), str(body["down_sha"]),
                        int(body["journal_seq"]), str(body.get("down", "")),
-                       int(body.get("journal_high", 0)))
+                       int(body.get("journal_high", 0)),
+                       tuple((int(s), str(k), int(g), int(p))
+                             for s, k, g, p in body.get("pending", [])))
         if not 0 <= hw.epoch_id <= MAX_EPOCH_ID or hw.journal_seq < 0:
             raise ValueError(f"epoch id {hw.epoch_id} out of range")
     except (ValueError, TypeError, KeyError, AttributeError) as err:
