@@ -249,7 +249,6 @@ class RoutingCore:
             if not confirm_state_loss:
                 self.check_not_degraded()
             base = self._need_base()
-            self.leave_degraded("Route with confirm_state_loss")
             t0 = self.clock()
             fabric = degraded_fabric(base, self.down)
             t1 = self.clock()
@@ -271,6 +270,7 @@ class RoutingCore:
             except ServiceError:
                 self.algorithm, self.lmc = kept  # a refused route changes nothing
                 raise
+            self.leave_degraded("Route with confirm_state_loss")  # once it is served
             self._metric("observe_route", t3 - t0, "route")
             return ep
         return self._wait(self.seq.call(do))
