@@ -38,7 +38,7 @@ from smroute.service.metrics import ServiceMetrics
 from smroute.service.resume import catch_up
 from smroute.service.salvage import (
     COLUMNS,
-    HighWater,
+    mark_paths,
     read_high_water,
     row_check,
     write_high_water,
@@ -337,8 +337,8 @@ def test_the_database_and_its_mark_both_lost(template: Path, tmp_path: Path) -> 
 
     def wreck(path: Path) -> None:
         path.write_bytes(b"\0garbage" * 500)
-        mark = path.with_name("state.db.hwm")
-        mark.write_text(mark.read_text().replace('"epoch_id": 3', '"epoch_id": 2'))
+        for mark in mark_paths(path):  # both files of the mark
+            mark.write_text(mark.read_text().replace('"epoch_id": 3', '"epoch_id": 2'))
 
     wreck(work / "state.db")
     core, log = _start(work / "state.db")
@@ -370,7 +370,8 @@ def test_an_older_database_gets_checksums_and_a_mark(template: Path, tmp_path: P
         db.execute(f"ALTER TABLE {t} DROP COLUMN crc")
     db.execute("PRAGMA user_version = 2")
     db.close()
-    (work / "state.db.hwm").unlink()
+    for mark in mark_paths(work / "state.db"):
+        mark.unlink()
     core, log = _start(work / "state.db")
     try:
         assert not core.degraded and not log.errors()
@@ -512,7 +513,7 @@ def test_a_subnet_managers_view_ends_the_degraded_state(tmp_path: Path) -> None:
 
 def test_a_catch_up_that_fails_behind_the_last_commit_is_degraded(
         template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The newest stored epoch unreadable, the one before it resumed, and the
+    """The newest stored epoch unreadable, an older one resumed, and the
     reroute to the last commit's down set fails: serving the older epoch
     would serve tables without acknowledged faults, so nothing is served."""
     work = _copy(template, tmp_path)
@@ -526,7 +527,8 @@ def test_a_catch_up_that_fails_behind_the_last_commit_is_degraded(
     try:
         assert core.degraded and "epoch 3" in core.degraded and "no route today" in core.degraded
         ep = core.store.current
-        assert ep is not None and ep.id == 2  # resumed, but not served:
+        # (epoch 2 is stored unless epoch 3 superseded it before the writer got to it)
+        assert ep is not None and ep.id in (1, 2)  # resumed, but not served:
         with pytest.raises(ServiceError) as ei:
             core.epoch(0)
         assert ei.value.status == Status.FAILED_PRECONDITION
@@ -559,7 +561,7 @@ def test_a_fabric_loaded_again_restarts_clean(tmp_path: Path, route_after: bool)
         _stop(again)
 
 
-@pytest.mark.parametrize("mark", ["garbled", "missing", "higher"])
+@pytest.mark.parametrize("mark", ["garbled", "torn", "missing", "higher"])
 def test_a_damaged_mark_beside_an_intact_database(template: Path, tmp_path: Path,
                                                   mark: str) -> None:
     """The database intact, its high-water mark damaged or gone: nothing is
@@ -567,18 +569,25 @@ def test_a_damaged_mark_beside_an_intact_database(template: Path, tmp_path: Path
     the database's last id (the database lost its newest commit) keeps ids
     above it."""
     work = _copy(template, tmp_path)
-    path = work / "state.db.hwm"
-    if mark == "garbled":
-        path.write_bytes(path.read_bytes()[:-9] + b"xx}\n")
+    if mark == "garbled":  # both files (one alone is a write cut short: the other is used)
+        for path in mark_paths(work / "state.db"):
+            path.write_bytes(path.read_bytes()[:-9] + b"xx}\n")
+    elif mark == "torn":  # the newer file cut short: the older one is whole
+        hw, _ = read_high_water(work / "state.db")
+        assert hw is not None
+        newer = mark_paths(work / "state.db")[hw.n % 2]
+        newer.write_bytes(newer.read_bytes()[:50])
+        older, _ = read_high_water(work / "state.db")
+        assert older is not None and older.n == hw.n - 1
     elif mark == "missing":
-        path.unlink()
+        for path in mark_paths(work / "state.db"):
+            path.unlink()
     else:
         st = StateStore(work / "state.db")
         st.close()
         hw, _ = read_high_water(work / "state.db")
         assert hw is not None
-        write_high_water(work / "state.db", HighWater(9, hw.base_hash, hw.down_sha,
-                                                      hw.journal_seq))
+        write_high_water(work / "state.db", replace(hw, epoch_id=9, n=hw.n + 1))
     core, log = _start(work / "state.db")
     try:
         assert not core.degraded and {A, A2, C} <= _links_down(core)
@@ -600,7 +609,7 @@ def test_a_journal_row_deleted(template: Path, tmp_path: Path, mark_copy: bool) 
     if not mark_copy:
         hw, _ = read_high_water(work / "state.db")
         assert hw is not None and hw.pending and hw.journal_high == hw.journal_seq + 1
-        write_high_water(work / "state.db", replace(hw, pending=()))
+        write_high_water(work / "state.db", replace(hw, pending=(), n=hw.n + 1))
     core, log = _start(work / "state.db")
     try:
         if mark_copy:

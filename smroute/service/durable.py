@@ -16,8 +16,9 @@ Writes (each durable before the call it belongs to is answered, unless said):
   came some other way than LoadFabric); then the high-water mark beside the
   database (:mod:`smroute.service.salvage`: the id, base and down set, kept
   apart so that damage to the database cannot send ids back or hide what
-  was acknowledged; rewritten at LoadFabric too, and, without waiting for
-  the disk, with the last journal position at every journaled batch); the epoch itself
+  was acknowledged; written at LoadFabric too, and with the journal
+  position and events at every journaled batch; fsynced by the writer
+  thread, never in the answer's path); the epoch itself
   (metadata, down set, compressed tables) goes to a writer thread, which
   also drops the journal rows it includes.  When the writer falls behind, an epoch
   superseded before it was written is skipped (the journal holds its
@@ -45,7 +46,13 @@ from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
-from smroute.service.salvage import MARK_PENDING, HighWater, down_digest, write_high_water
+from smroute.service.salvage import (
+    MARK_PENDING,
+    HighWater,
+    down_digest,
+    sync_high_water,
+    write_high_water,
+)
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
 
 if TYPE_CHECKING:
@@ -188,9 +195,11 @@ class Durable:
 
     def _write_mark(self, hw: HighWater, sync: bool = True) -> None:
         assert self.store is not None
-        self._mark = hw
-        try:
-            write_high_water(self.store.path, hw, sync)
+        self._mark = hw = replace(hw, n=self._mark.n + 1 if self._mark is not None else 0)
+        try:  # on disk by the writer thread (not in the answer's path)
+            write_high_water(self.store.path, hw, False)
+            if sync:
+                self._put(("mark",))
         except OSError as err:  # (as SQLite says it)
             why = "disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
             self.log("error", "state_write_failed", what="the epoch high-water mark",
@@ -215,17 +224,21 @@ class Durable:
                 if not self._q:
                     return
                 item = self._q.popleft()
-                if item[0] == "epoch" and any(i[0] == "epoch" for i in self._q):
+                if item[0] in ("epoch", "mark") and any(i[0] == item[0] for i in self._q):
                     continue  # superseded before it was written: the journal holds it
                 self._busy = True
             try:
                 assert self.store is not None
                 if item[0] == "epoch":
                     self.store.put_epoch(self._row(item[1], item[2], item[3]))
+                elif item[0] == "mark":
+                    sync_high_water(self.store.path)
                 else:
                     self.store.set_validation(item[1], item[2])
-            except (StateError, ValueError) as err:
-                what = f"epoch {item[1].id}" if item[0] == "epoch" else f"validation {item[1]}"
+            except (StateError, ValueError, OSError) as err:
+                what = (f"epoch {item[1].id}" if item[0] == "epoch" else
+                        "the epoch high-water mark" if item[0] == "mark" else
+                        f"validation {item[1]}")
                 self.log("error", "state_write_failed", what=what, error=str(err))
             finally:
                 with self._cond:

@@ -7,8 +7,10 @@ Row checksums: every stored row carries ``crc``, a 64-bit BLAKE2b digest of
 its table name and its values (each tagged with its type, so a text ``'7'``
 in place of the integer ``7`` fails too), checked on every read.
 
-High-water mark: ``<database>.hwm``, one line of JSON with its own checksum,
-rewritten (temporary file, fsync, rename) at every commit and fabric load:
+High-water mark: ``<database>.hwm`` and ``.hwm2``, written in turn (in place:
+one cut short leaves the other whole), each one line of JSON with its own
+checksum, at every commit and fabric load (fsynced by the state writer
+thread right after, :func:`sync_high_water`):
 the highest epoch id committed, the base fabric's hash, the down set in
 force (itself up to :data:`MARK_DOWN_BYTES` of JSON, its digest always) and
 the journal position it includes; and the last journal position given,
@@ -42,11 +44,13 @@ __all__ = [
     "MAX_EPOCH_ID",
     "Salvaged",
     "down_digest",
+    "mark_paths",
     "fill_checks",
     "read_high_water",
     "restore",
     "row_check",
     "salvage",
+    "sync_high_water",
     "text",
     "write_high_water",
 ]
@@ -112,42 +116,53 @@ class HighWater:
     down: str = ""
     journal_high: int = 0
     pending: tuple[tuple[int, str, int, int], ...] = ()
+    #: how many marks were written before (which of the two files it goes to)
+    n: int = 0
 
 
-def _hw_path(db: Path) -> Path:
-    return db.with_name(db.name + ".hwm")
+def mark_paths(db: Path) -> tuple[Path, Path]:
+    """The two files of the high-water mark beside ``db`` (written in turn)."""
+    return db.with_name(db.name + ".hwm"), db.with_name(db.name + ".hwm2")
 
 
 def write_high_water(db: Path, hw: HighWater, sync: bool = True) -> None:
-    """Rewrite ``<db>.hwm`` atomically (``OSError`` if it cannot be);
-    ``sync``: on disk when this returns."""
-    body = {"epoch_id": hw.epoch_id, "base_hash": hw.base_hash, "down_sha": hw.down_sha,
-            "journal_seq": hw.journal_seq, "journal_high": hw.journal_high,
+    """Write ``hw`` over the older of the two mark files (``hw.n`` even: the
+    first; in place, no rename: a write cut short leaves the other file
+    whole); ``sync``: on disk when this returns.  ``OSError`` if it cannot be."""
+    body = {"n": hw.n, "epoch_id": hw.epoch_id, "base_hash": hw.base_hash,
+            "down_sha": hw.down_sha, "journal_seq": hw.journal_seq,
+            "journal_high": hw.journal_high,
             "pending": [list(p) for p in hw.pending[:MARK_PENDING]],
             "down": hw.down if len(hw.down) <= MARK_DOWN_BYTES else ""}
     body["check"] = row_check("hwm", [json.dumps(body, sort_keys=True)])
-    path = _hw_path(db)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    data = (json.dumps(body, sort_keys=True) + "\n").encode()
+    fd = os.open(mark_paths(db)[hw.n % 2], os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, (json.dumps(body, sort_keys=True) + "\n").encode())
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
         if sync:
             os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
 
 
-def read_high_water(db: Path) -> tuple[HighWater | None, str]:
-    """The mark beside ``db`` and ``""``; or ``None`` and why not (``""`` if
-    there is no file: a database that never committed, or an older daemon's)."""
-    path = _hw_path(db)
+def sync_high_water(db: Path) -> None:
+    """Wait until the mark files and their directory entries are on disk."""
+    for path in (*mark_paths(db), db.parent):
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _read_mark(path: Path) -> HighWater | None:
+    """One mark file (``ValueError`` if it is damaged; ``None`` if absent)."""
     try:
         text = path.read_text(errors="replace")
     except FileNotFoundError:
-        return None, ""
-    except OSError as err:
-        return None, f"{path}: {err.strerror or err}"
+        return None
     try:
         body = json.loads(text)
         check = body.pop("check")
@@ -157,12 +172,34 @@ def read_high_water(db: Path) -> tuple[HighWater | None, str]:
                        int(body["journal_seq"]), str(body.get("down", "")),
                        int(body.get("journal_high", 0)),
                        tuple((int(s), str(k), int(g), int(p))
-                             for s, k, g, p in body.get("pending", [])))
-        if not 0 <= hw.epoch_id <= MAX_EPOCH_ID or hw.journal_seq < 0:
-            raise ValueError(f"epoch id {hw.epoch_id} out of range")
-    except (ValueError, TypeError, KeyError, AttributeError) as err:
-        return None, f"{path} is damaged ({err})"
-    return hw, ""
+                             for s, k, g, p in body.get("pending", [])), int(body["n"]))
+    except (TypeError, KeyError, AttributeError) as err:
+        raise ValueError(str(err)) from None
+    if not 0 <= hw.epoch_id <= MAX_EPOCH_ID or hw.journal_seq < 0:
+        raise ValueError(f"epoch id {hw.epoch_id} out of range")
+    return hw
+
+
+def read_high_water(db: Path) -> tuple[HighWater | None, str]:
+    """The newest whole mark beside ``db`` and ``""``; or ``None`` and why
+    not (``""`` if there is none: a database that never committed, or an
+    older daemon's).  One damaged file beside a whole one is a write cut
+    short (the whole one is one write older): not a problem."""
+    marks, why = [], []
+    for path in mark_paths(db):
+        try:
+            hw = _read_mark(path)
+        except OSError as err:
+            why.append(f"{path}: {err.strerror or err}")
+            continue
+        except ValueError as err:
+            why.append(f"{path} is damaged ({err})")
+            continue
+        if hw is not None:
+            marks.append(hw)
+    if marks:
+        return max(marks, key=lambda h: h.n), ""
+    return None, "; ".join(why)
 
 
 @dataclass
