@@ -7,17 +7,16 @@ Row checksums: every stored row carries ``crc``, a 64-bit BLAKE2b digest of
 its table name and its values (each tagged with its type, so a text ``'7'``
 in place of the integer ``7`` fails too), checked on every read.
 
-High-water mark: ``<database>.hwm`` and ``.hwm2``, written in turn (in place:
-one cut short leaves the other whole), each one line of JSON with its own
-checksum, at every commit and fabric load (fsynced by the state writer
-thread right after, :func:`sync_high_water`):
-the highest epoch id committed, the base fabric's hash, the down set in
-force (itself up to :data:`MARK_DOWN_BYTES` of JSON, its digest always) and
-the journal position it includes; and the last journal position given,
-with a copy of the events journaled since, rewritten (without fsync: the
-journal itself is durable in the database) at every journaled batch.  A damaged or lost
-database cannot make epoch ids go back, and what a rebuilt down set should
-be is known.
+High-water mark: ``<database>.hwm`` and ``.hwm2``, written in turn (in
+place: one cut short leaves the other whole), each one line of JSON with
+its own checksum: at every commit and fabric load (fsynced by the state
+writer thread right after, :func:`sync_high_water`) the highest epoch id
+committed, the base fabric's hash, the down set in force (itself up to
+:data:`MARK_DOWN_BYTES` of JSON, its digest always) and the journal
+position it includes; at every journaled batch (not fsynced: the journal
+itself is durable in the database) the last journal position given and a
+copy of the events journaled since.  A damaged or lost database cannot make
+epoch ids go back, and what a rebuilt down set should be is known.
 
 Salvage: rows read table by table from a damaged file (from the front until
 the first damaged page, then from the back), each kept only if its checksum
