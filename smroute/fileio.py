@@ -98,6 +98,40 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         fh.write(text)
 
 
+#: Magic bytes of the compressed files :func:`read_bytes` opens.
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def decompressed(data: bytes, source: str) -> bytes:
+    """``data`` itself, or decompressed when it is gzip or xz data (told by
+    its magic bytes, whatever the file's name); corrupt compressed data is
+    an :class:`~smroute.errors.InputError` naming ``source``."""
+    import gzip
+    import lzma
+    import zlib
+
+    from smroute.errors import InputError
+
+    try:
+        if data.startswith(GZIP_MAGIC):
+            return gzip.decompress(data)
+        if data.startswith(XZ_MAGIC):
+            return lzma.decompress(data)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        kind = "gzip" if data.startswith(GZIP_MAGIC) else "xz"
+        raise InputError(f"cannot decompress ({kind} data cut short or corrupt: {err})",
+                         source=source) from None
+    return data
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The content of a file, decompressed when it is gzip or xz data
+    (:func:`decompressed`); ``OSError`` if it cannot be read."""
+    with open(path, "rb") as fh:
+        return decompressed(fh.read(), os.fspath(path))
+
+
 def read_lines(path: str | os.PathLike[str]) -> list[str]:
     """Lines of a text file (universal newlines, so CRLF files read as LF)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
