@@ -116,12 +116,13 @@ comp smroute completion ""
 comp smroute ctl fa
 comp smroute ctl fault down ""
 comp smroute tr
+comp smroute fabric com
 """
     r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "fabric", "generate", "slender-tree", "--no-port-guids", "opensm fdbs json", "fab.topo",
-        "bash zsh fish", "fault", "link switch ca", "trace"]
+        "bash zsh fish", "fault", "link switch ca", "trace", "compare"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed")
