@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -29,7 +30,9 @@ HOST = 0x0002C903000000A0  # "host 2.1.0"
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
     tmp = tmp_path_factory.mktemp("ctl")
     cfg = tmp / "smroute.yaml"
-    cfg.write_text(f"fabric: {FIXTURE}\nlmc: 2\ncoalesce_ms: 5\n")
+    packed = tmp / "fabric.topo.xz"  # the configured fabric may be compressed
+    packed.write_bytes(lzma.compress(Path(FIXTURE).read_bytes()))
+    cfg.write_text(f"fabric: {packed}\nlmc: 2\ncoalesce_ms: 5\n")
     d = start_daemon(tmp / "d", "--config", str(cfg), listen=f"unix:{tmp / 'smroute.sock'}")
     yield d
     assert d.stop() == 0
@@ -56,6 +59,17 @@ def test_status_by_environment_variable(daemon: DaemonProc) -> None:
     r = run_cli("ctl", "status", "--json", env={"SMROUTE_ADDRESS": daemon.address})
     doc = json.loads(r.stdout)
     assert doc["health"] == "SERVING" and doc["epoch"]["lmc"] == 2
+    assert doc["epoch"]["base_fabric_hash"] == read_topology(FIXTURE).content_hash
+
+
+def test_address_before_the_subcommand_and_from_the_config(
+        daemon: DaemonProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ctl", "--address", daemon.address, "epoch", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lmc"] == 2
+    cfg = tmp_path / "smroute.yaml"
+    cfg.write_text(f"listen: {daemon.address}\n")
+    assert main(["ctl", "status", "--config", str(cfg)]) == 0
+    assert f"daemon {daemon.address}: SERVING" in capsys.readouterr().out
 
 
 def test_fault_dry_run_json_commits_nothing(daemon: DaemonProc,

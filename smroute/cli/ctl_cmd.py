@@ -16,9 +16,11 @@
     smroute ctl reload [--pid PID]                      # SIGHUP: reload the config file
 
 Every subcommand takes ``--json`` (``watch``: one JSON object per line), the
-daemon's address (``--address``, else ``$SMROUTE_ADDRESS``, else
+daemon's address (``--address``, else the ``listen:`` of the daemon's config
+file given with ``--config``, else ``$SMROUTE_ADDRESS``, else
 ``unix:/run/smroute/smroute.sock``) and the TLS options of a client
-(``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--tls-server-name``).
+(``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--tls-server-name``), before
+or after the subcommand.
 
 Exit status: 0 ok; 1 differences (``diff``), an epoch that failed its
 validation, a daemon that is not serving (``status``), or a call that failed
@@ -76,7 +78,31 @@ class RpcFailed(SmrouteError):
 
 
 def _address(args: argparse.Namespace) -> str:
-    return str(args.address or os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS)
+    """``--address``, else the listen address of ``--config``, else
+    ``$SMROUTE_ADDRESS``, else :data:`DEFAULT_ADDRESS`."""
+    if args.address:
+        return str(args.address)
+    if args.config:
+        return _config_address(args.config)
+    return os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+
+
+def _config_address(path: str) -> str:
+    """The address a client on the daemon's host reaches the config's
+    ``listen`` at (a wildcard host becomes loopback)."""
+    from smroute.service.config import ConfigError, load_config
+
+    try:
+        listen = str(load_config(path, check_files=False).listen)
+    except ConfigError as err:
+        raise InputError(f"--config: {err}", source=path) from None
+    except OSError as err:
+        raise InputError(f"--config: cannot read: {err.strerror or err}", source=path) from None
+    if listen.startswith("0.0.0.0:"):
+        return "127.0.0.1:" + listen.split(":", 1)[1]
+    if listen.startswith("[::]:"):
+        return "[::1]:" + listen.rsplit(":", 1)[1]
+    return listen
 
 
 def rpc_error(err: grpc.RpcError, address: str) -> SmrouteError:
@@ -121,21 +147,35 @@ def connect(args: argparse.Namespace) -> SmrouteClient:
     return client
 
 
-def _common(json_help: str = "print the answer as JSON") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+def _add_daemon_options(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """The daemon's address, TLS and timeouts: on ``ctl`` itself with their
+    defaults (``top``), and on each subcommand without any (so ``smroute ctl
+    --address A status`` and ``smroute ctl status --address A`` both work)."""
+    def d(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
     g = p.add_argument_group("daemon")
-    g.add_argument("--address", metavar="ADDR",
+    g.add_argument("--address", metavar="ADDR", default=d(None),
                    help=f"the daemon: host:port or unix:/path (default ${ADDRESS_ENV}, else "
                    f"{DEFAULT_ADDRESS})")
-    g.add_argument("--tls-ca", metavar="PEM", help="TLS: CA certificate to trust")
-    g.add_argument("--tls-cert", metavar="PEM", help="TLS: client certificate (mutual TLS)")
-    g.add_argument("--tls-key", metavar="PEM", help="TLS: key of --tls-cert")
-    g.add_argument("--tls-server-name", metavar="NAME",
+    g.add_argument("--config", metavar="FILE", default=d(None),
+                   help="take the address from the daemon's config file (its listen:)")
+    g.add_argument("--tls-ca", metavar="PEM", default=d(None),
+                   help="TLS: CA certificate to trust")
+    g.add_argument("--tls-cert", metavar="PEM", default=d(None),
+                   help="TLS: client certificate (mutual TLS)")
+    g.add_argument("--tls-key", metavar="PEM", default=d(None), help="TLS: key of --tls-cert")
+    g.add_argument("--tls-server-name", metavar="NAME", default=d(None),
                    help="TLS: name to check in the daemon's certificate")
-    g.add_argument("--timeout", type=float_range(0, above=True), default=120.0, metavar="S",
+    g.add_argument("--timeout", type=float_range(0, above=True), default=d(120.0), metavar="S",
                    help="seconds per call (default 120)")
-    g.add_argument("--connect-timeout", type=float_range(0, above=True), default=5.0,
+    g.add_argument("--connect-timeout", type=float_range(0, above=True), default=d(5.0),
                    metavar="S", help="seconds to wait for the connection (default 5)")
+
+
+def _common(json_help: str = "print the answer as JSON") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    _add_daemon_options(p, top=False)
     p.add_argument("--json", action="store_true", help=json_help)
     return p
 
@@ -156,6 +196,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "ctl", help="talk to a running routing daemon (status, faults, epochs, tables...)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_daemon_options(p, top=True)
     sub = p.add_subparsers(dest="ctl_command", metavar="SUBCOMMAND", required=True)
     c = _common()
 
