@@ -171,3 +171,16 @@ def test_unreachable_daemon_is_one_line_exit_4(tmp_path: Path) -> None:
                 f"127.0.0.1:{free_port()}", "--connect-timeout", "0.5")
     assert r.returncode == 4 and "Traceback" not in r.stderr
     assert "cannot reach the daemon at 127.0.0.1:" in r.stderr
+
+
+def test_daemon_without_a_fabric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = start_daemon(tmp_path / "d", "--state", "none")
+    try:
+        rc, out, _ = ctl(d, capsys, "status")
+        assert rc == 1 and "no epoch served: " in out
+        rc, _, err = ctl(d, capsys, "route")
+        assert rc == 3 and "FAILED_PRECONDITION: no fabric loaded" in err
+        rc, _, err = ctl(d, capsys, "fault", "down", "switch", "0x1", "--dry-run")
+        assert rc == 3 and "Traceback" not in err
+    finally:
+        assert d.stop() == 0
