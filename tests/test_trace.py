@@ -141,6 +141,7 @@ def ibtracert_switch_hops(lines: list[str]) -> list[tuple[int, int, int]]:
             for k, (_, kind, g, inp) in enumerate(seen) if kind == "switch"]
 
 
+@pytest.mark.real
 @pytest.mark.skipif(shutil.which("ibsim") is None or shutil.which("opensm") is None
                     or shutil.which("ibtracert") is None,
                     reason="ibsim, OpenSM or ibtracert (infiniband-diags) not installed")
@@ -165,3 +166,45 @@ def test_opensm_dump_traced_as_ibtracert_walks_the_simulated_fabric(
             assert rc == 0, out
             got = [(int(h["guid"], 16), h["in_port"], h["out_port"]) for h in doc["hops"]]
             assert got == want, (live, got)
+
+
+@pytest.mark.slow
+def test_vls_from_the_lanes_file_route_writes(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A tree too degraded for up*/down* routes alone, routed with detours over
+    VLs: the VL trace prints for each hop is the routing's own."""
+    from smroute.fabric.generate import degrade, pgft
+    from smroute.fabric.writers import write_topology
+    from smroute.routing.engine import route
+    from smroute.routing.lanesfile import parse_lanes
+
+    fabric, _ = degrade(pgft(2, (18, 36), (1, 18), (1, 1)), np.random.default_rng(0), links=400)
+    topo, out, lanes = tmp_path / "f.topo", tmp_path / "t.lft", tmp_path / "t.lanes"
+    write_topology(fabric, topo)
+    assert main(["route", str(topo), "-q", "--workers", "1", "--vls", "4", "--lanes-out",
+                 str(lanes), "--out", str(out)]) == 0
+    capsys.readouterr()
+    r = route(fabric, workers=1, max_vls=4)
+    assert r.lanes is not None
+    lf = parse_lanes(lanes.read_text().splitlines())
+    f = read_fabric(topo)
+    g = r.graph
+    rng = np.random.default_rng(3)
+    turned = 0
+    for lid in rng.choice(r.lanes.detour_lids, 6, replace=False).tolist():
+        for s in rng.choice(f.cas, 6, replace=False).tolist():
+            rc, js, _ = _run(capsys, topo, out, f"{int(f.node_guid[s]):#x}", f"lid:{lid}",
+                             "--lanes", lanes, "--json")
+            doc = json.loads(js)
+            if rc != 0:  # a pair the degraded tree leaves unconnected
+                assert doc["status"] != "delivered"
+                continue
+            sw = {int(x): i for i, x in enumerate(g.sw_guid.tolist())}
+            first = sw[int(doc["hops"][0]["guid"], 16)]
+            sl = int(r.lanes.sl_of(first, lid))
+            assert doc["sl"] == sl == lf.sl_of(int(g.sw_guid[first]), lid)
+            for h in doc["hops"]:
+                want = int(r.lanes.vl_of(sw[int(h["guid"], 16)], h["in_port"], h["out_port"], sl))
+                assert h["vl"] == want
+                turned += want > 0
+    assert turned > 0  # some hop left on a VL above 0
