@@ -170,7 +170,11 @@ def test_unreachable_daemon_is_one_line_exit_4(tmp_path: Path) -> None:
     r = run_cli("ctl", "fault", "down", "switch", "0x1", "--address",
                 f"127.0.0.1:{free_port()}", "--connect-timeout", "0.5")
     assert r.returncode == 4 and "Traceback" not in r.stderr
-    assert "cannot reach the daemon at 127.0.0.1:" in r.stderr
+    assert "cannot reach the daemon at 127.0.0.1:" in r.stderr and "refused" in r.stderr
+    stale = tmp_path / "stale.sock"  # left by a daemon that was killed
+    stale.touch()
+    r = run_cli("ctl", "epochs", "--json", "--address", f"unix:{stale}")
+    assert r.returncode == 4 and r.stderr.count("\n") == 1 and "refused" in r.stderr
 
 
 def test_daemon_without_a_fabric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

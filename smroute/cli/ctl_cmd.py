@@ -117,15 +117,46 @@ def rpc_error(err: grpc.RpcError, address: str) -> SmrouteError:
     return RpcFailed(f"{code.name}: {details}", status)
 
 
+def _probe(address: str, timeout: float) -> str | None:
+    """Why nothing answers at ``address`` (a socket that does not exist, a
+    connection refused: told at once instead of after gRPC's retries), or
+    ``None`` if a connection opens (or the address is not one to probe)."""
+    import socket
+
+    target: str | tuple[str, int]
+    if address.startswith("unix:"):
+        path = address[5:].removeprefix("//")
+        if not os.path.exists(path):
+            return "no such socket"
+        family, target = socket.AF_UNIX, path
+    else:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or "/" in host:
+            return None
+        family, target = (socket.AF_INET6 if host.startswith("[") else socket.AF_INET,
+                          (host.strip("[]"), int(port)))
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(target)
+    except OSError as err:
+        if isinstance(err, socket.gaierror) or family != socket.AF_UNIX and isinstance(
+                err, TimeoutError):
+            return None  # a name to resolve, or slow: let gRPC try
+        return err.strerror or str(err)
+    return None
+
+
 def connect(args: argparse.Namespace) -> SmrouteClient:
     """A client of the daemon the options name, once its channel is ready
     (:class:`DaemonUnreachableError` if it does not become ready within
     ``--connect-timeout``)."""
     address = _address(args)
-    if address.startswith("unix:") and not os.path.exists(address[5:].removeprefix("//")):
+    problem = _probe(address, args.connect_timeout)
+    if problem:
         raise DaemonUnreachableError(
-            f"cannot reach the daemon at {address}: no such socket (is smroute serve "
-            f"running? set --address or ${ADDRESS_ENV})")
+            f"cannot reach the daemon at {address}: {problem} (is smroute serve running "
+            f"there? set --address or ${ADDRESS_ENV})")
     creds = None
     if args.tls_ca or args.tls_cert or args.tls_key:
         from smroute.service.auth import client_credentials
@@ -356,7 +387,7 @@ def _fault(client: SmrouteClient, args: argparse.Namespace) -> int:
     ev = make(args.guid, args.port) if args.kind == "link" else make(args.guid)
     r = client.apply_faults([ev], dry_run=args.dry_run,
                             max_entries=args.max_entries if args.dry_run else 0)
-    head = (f"dry run: {fault_name(ev)} would give" if args.dry_run else
+    head = (f"dry run: {fault_name(ev)} (nothing committed)" if args.dry_run else
             f"{fault_name(ev)}: committed epoch {r.epoch.id}"
             f" ({r.coalesced_events} events in its batch)")
     lines = [head, f"  {validation_text(r.epoch.validation)}",
@@ -412,6 +443,7 @@ def _tables(client: SmrouteClient, args: argparse.Namespace) -> int:
     if not is_stdout(args.out):
         check_output(args.out)
     snap = client.tables(args.epoch)
+    _require_valid(client, snap.epoch, args.timeout)
     t = snap.tables
     if is_stdout(args.out):
         chunks = (iter_json(t) if args.format == "json" else iter_opensm(t)
@@ -428,6 +460,24 @@ def _tables(client: SmrouteClient, args: argparse.Namespace) -> int:
         else:
             print(msg, file=sys.stderr)
     return 0
+
+
+def _require_valid(client: SmrouteClient, epoch: int, timeout: float) -> None:
+    """Wait for ``epoch``'s validation walk; tables that failed it are not
+    written (exit 1)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    ep = client.get_epoch(epoch)
+    while ep.validation.state == pb.Validation.PENDING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        ep = client.get_epoch(epoch)
+    if not _valid(ep):
+        raise RpcFailed(f"epoch {epoch} failed its validation ({validation_text(ep.validation)}); "
+                        "its tables are not written", 1)
+    if ep.validation.state == pb.Validation.PENDING:
+        raise RpcFailed(f"epoch {epoch}: validation still pending after {timeout:g} s; its "
+                        "tables are not written", 1)
 
 
 def _read_hosts(args: argparse.Namespace) -> list[str]:

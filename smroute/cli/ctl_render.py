@@ -83,7 +83,8 @@ def epoch_line(ep: pb.Epoch) -> str:
     d = ep.diff_from_parent
     change = (f", {d.entries_changed} entries on {d.switches_changed} switches changed"
               if ep.parent_id else "")
-    faults = f", {len(ep.faults)} fault events" if ep.faults else ""
+    n = len(ep.faults)
+    faults = f", {n} fault event{'s' if n != 1 else ''}" if n else ""
     return (f"epoch {ep.id}  {_when(ep.committed_unix_s)}  {ep.cause or '-'}  "
             f"{ep.algorithm} {ep.routing_mode or '-'}  {validation_text(ep.validation)}"
             f"{faults}{change}")

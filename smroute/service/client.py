@@ -99,10 +99,12 @@ class TablesSnapshot:
 
     @property
     def epoch(self) -> int:
+        """The epoch the stream is of."""
         return int(self.header.epoch)
 
     @property
     def blocks(self) -> int:
+        """64-LID blocks sent, over every switch."""
         return sum(len(s.blocks) for s in self.switches)
 
     @cached_property
