@@ -32,7 +32,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
     cfg = tmp / "smroute.yaml"
     packed = tmp / "fabric.topo.xz"  # the configured fabric may be compressed
     packed.write_bytes(lzma.compress(Path(FIXTURE).read_bytes()))
-    cfg.write_text(f"fabric: {packed}\nlmc: 2\ncoalesce_ms: 5\n")
+    cfg.write_text(f"fabric: {packed}\nlmc: 2\ncoalesce_ms: 5\nfabric_dirs: [{tmp}]\n"
+                   "limits:\n  max_topology_bytes: 100000\n")
     d = start_daemon(tmp / "d", "--config", str(cfg), listen=f"unix:{tmp / 'smroute.sock'}")
     yield d
     assert d.stop() == 0
@@ -125,6 +126,16 @@ def test_route_load_analyze_lids_lanes(daemon: DaemonProc, tmp_path: Path,
     assert doc["epoch"]["validation"]["ok"] is True
     rc, out, _ = ctl(daemon, capsys, "load", FIXTURE)
     assert rc == 0 and "not served yet" in out
+    # a compressed file on the daemon's host, bounded once decompressed too
+    fabric_dir = Path(daemon.workdir).parent
+    rc, out, _ = ctl(daemon, capsys, "load", "--server-path", str(fabric_dir / "fabric.topo.xz"),
+                     "--json")
+    assert rc == 0 and json.loads(out)["fabric"]["switches"] == 16
+    bomb = fabric_dir / "bomb.topo.gz"
+    bomb.write_bytes(gzip.compress(b"\n" * 1_000_000))
+    assert bomb.stat().st_size < 10_000
+    rc, _, err = ctl(daemon, capsys, "load", "--server-path", str(bomb))
+    assert rc == 1 and "RESOURCE_EXHAUSTED" in err and "max_topology_bytes" in err
     rc, out, _ = ctl(daemon, capsys, "route", "--wait")
     assert rc == 0 and "validation: valid" in out
     rc, out, _ = ctl(daemon, capsys, "analyze", "--rp-samples", "5", "--json")
