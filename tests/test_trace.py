@@ -147,12 +147,14 @@ def ibtracert_switch_hops(lines: list[str]) -> list[tuple[int, int, int]]:
                     reason="ibsim, OpenSM or ibtracert (infiniband-diags) not installed")
 def test_opensm_dump_traced_as_ibtracert_walks_the_simulated_fabric(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm
+    from smroute.lab.sim import IbSim, dump_switch_routes, ibnetdiscover, run_opensm
 
     with IbSim(LOGINOFF, tmp_path / "sim") as sim:
         osm = run_opensm(sim, tmp_path / "opensm", engine="minhop")
         topo = tmp_path / "osm.topo"
         topo.write_text("\n".join(ibnetdiscover(sim)) + "\n")
+        held = tmp_path / "dump_fts.txt"  # what the switches hold, read back live
+        held.write_text(dump_switch_routes(sim))
         f = read_fabric(topo)
         rng = np.random.default_rng(5)
         pairs = [tuple(int(x) for x in rng.choice(f.cas, 2, replace=False)) for _ in range(4)]
@@ -161,11 +163,12 @@ def test_opensm_dump_traced_as_ibtracert_walks_the_simulated_fabric(
             live = sim.run(["ibtracert", str(slid), str(dlid)]).stdout.splitlines()
             want = ibtracert_switch_hops(live)
             assert want, live
-            rc, out, _ = _run(capsys, topo, osm.lfts, f"lid:{slid}", f"lid:{dlid}", "--json")
-            doc = json.loads(out)
-            assert rc == 0, out
-            got = [(int(h["guid"], 16), h["in_port"], h["out_port"]) for h in doc["hops"]]
-            assert got == want, (live, got)
+            for tables in (osm.lfts, osm.fdbs, held):  # opensm-lfts.dump, .fdbs, dump_fts
+                rc, out, _ = _run(capsys, topo, tables, f"lid:{slid}", f"lid:{dlid}", "--json")
+                doc = json.loads(out)
+                assert rc == 0, out
+                got = [(int(h["guid"], 16), h["in_port"], h["out_port"]) for h in doc["hops"]]
+                assert got == want, (tables, live, got)
 
 
 @pytest.mark.slow
