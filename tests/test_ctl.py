@@ -199,3 +199,35 @@ def test_daemon_without_a_fabric(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert rc == 3 and "Traceback" not in err
     finally:
         assert d.stop() == 0
+
+
+def test_mutual_tls_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from certs import make_pki
+
+    pki = make_pki(tmp_path / "pki", clients=("operator", "viewer"))
+    cfg = tmp_path / "smroute.yaml"
+    cfg.write_text(f"fabric: {FIXTURE}\n" + pki.tls_yaml(mutual=True)
+                   + "mutating_identities: [operator]\n")
+    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    try:
+        target = f"localhost:{d.address.rsplit(':', 1)[1]}"
+
+        def run(who: str, *args: str) -> tuple[int, str, str]:
+            c = pki.client(who)
+            rc = main(["ctl", *args, "--address", target, "--tls-ca", str(pki.ca.cert_path),
+                       "--tls-cert", str(c.cert_path), "--tls-key", str(c.key_path)])
+            out, err = capsys.readouterr()
+            return rc, out, err
+
+        assert run("viewer", "status")[0] == 0
+        rc, _, err = run("viewer", "fault", "down", "switch", "0x2c90310000050")
+        assert rc == 2 and "PERMISSION_DENIED" in err and "viewer" in err
+        rc, out, _ = run("operator", "fault", "down", "switch", "0x0002c90310000050", "--json")
+        assert rc == 0 and json.loads(out)["committed"] is True
+        # plaintext to a TLS daemon: the connection never becomes ready
+        rc = main(["ctl", "status", "--address", target, "--connect-timeout", "1"])
+        assert rc == 4 and "cannot reach the daemon" in capsys.readouterr().err
+        rc = main(["ctl", "status", "--address", target, "--tls-ca", str(tmp_path / "none.pem")])
+        assert rc == 2 and "none.pem" in capsys.readouterr().err
+    finally:
+        assert d.stop() == 0
