@@ -211,3 +211,16 @@ def test_vls_from_the_lanes_file_route_writes(tmp_path: Path,
                 assert h["vl"] == want
                 turned += want > 0
     assert turned > 0  # some hop left on a VL above 0
+
+
+def test_a_host_with_two_hcas_is_ambiguous_by_name_not_by_description() -> None:
+    from smroute.errors import InputError
+
+    selene = REAL / "Mellanox-ufm_sdk_3.0-selene.storage.txt"
+    f = read_fabric(selene)
+    with pytest.raises(InputError, match=r"'ai400x-064': 2 nodes match .*name one by GUID"):
+        find_endpoint(f, "ai400x-064")
+    ep = find_endpoint(f, "ai400x-064 HCA-2")
+    assert f.node_desc[f.port_node[ep.row]] == "ai400x-064 HCA-2" and ep.lid is None
+    assert find_endpoint(f, "0x0c42a10300021909").row == ep.row  # its node GUID
+    assert find_endpoint(f, f"lid:{int(f.port_lid[ep.row])}").row == ep.row
