@@ -231,3 +231,15 @@ def test_mutual_tls_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert rc == 2 and "none.pem" in capsys.readouterr().err
     finally:
         assert d.stop() == 0
+
+
+def test_client_route_subnet_answers_the_served_epoch(daemon: DaemonProc) -> None:
+    """SmrouteClient.route_subnet: the subnet of the serving epoch answers it."""
+    from smroute.service.subnet_rpc import subnet_request
+
+    with SmrouteClient(daemon.address) as c:
+        ep = c.get_epoch()
+        f = read_topology(FIXTURE)
+        r = c.route_subnet(subnet_request(f, ep.lmc, sm="test_ctl"))
+        assert r.epoch.validation.ok and len(r.switches) == ep.switches
+        assert r.max_lid == ep.max_lid
