@@ -48,3 +48,10 @@ class RoutingError(SmrouteError):
     """The fabric cannot be routed as asked (e.g. LIDs do not fit, disconnected)."""
 
     exit_code = 3
+
+
+class DaemonUnreachableError(SmrouteError):
+    """The routing daemon cannot be reached (nothing listens at its address,
+    the connection or TLS is refused): the client commands exit 4."""
+
+    exit_code = 4

@@ -41,6 +41,7 @@ __all__ = [
     "int_range",
     "load_fabric",
     "load_tables",
+    "read_capture_text",
     "require_regular_file",
 ]
 
@@ -162,7 +163,7 @@ def require_regular_file(path: str | os.PathLike[str], what: str) -> None:
 def load_fabric(path: str, *, strict: bool = False) -> Fabric:
     """The fabric of an ``ibnetdiscover`` file: topology text (also ibdiagnet's
     ``.ibnetdiscover``) or the ports report of ``ibnetdiscover -p``, told apart
-    by its first meaningful line.
+    by its first meaningful line; gzip or xz compressed (``.gz``, ``.xz``) too.
 
     Each skipped line is printed to stderr as a warning (``strict``: an error).
     A fabric without any switch (a partial discovery) is an error explaining it.
@@ -177,6 +178,15 @@ def load_fabric(path: str, *, strict: bool = False) -> Fabric:
             print(w, file=sys.stderr)
     require_switches(fabric, path)
     return fabric
+
+
+def read_capture_text(path: str) -> str:
+    """The text of a capture file (gzip or xz compressed too), for sending
+    it as it is (``smroute ctl load``); errors as :func:`load_fabric`."""
+    from smroute.fabric.ibtext import read_text_lines
+
+    require_regular_file(path, "fabric")
+    return "\n".join(_guarded(read_text_lines, path)) + "\n"
 
 
 def load_tables(path: str, fabric: Fabric | None = None,

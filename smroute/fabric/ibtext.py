@@ -24,6 +24,7 @@ import numpy as np
 
 from smroute.errors import InputError
 from smroute.fabric.model import SPEEDS, NodeType
+from smroute.fileio import read_bytes
 from smroute.text import excerpt  # re-exported: the one quoting of input text
 
 __all__ = [
@@ -140,14 +141,14 @@ def with_bom_stripped(items: Iterable[object]) -> Iterator[object]:
 
 
 def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
-    """Lines of a capture: UTF-16 when it starts with a UTF-16 BOM, else UTF-8
+    """Lines of a capture (gzip or xz compressed too: :func:`smroute.fileio.read_bytes`):
+    UTF-16 when it starts with a UTF-16 BOM, else UTF-8
     (a UTF-8 BOM dropped); undecodable bytes become U+FFFD; any line end.
 
     A missing or unreadable file is an :class:`InputError` naming it.
     """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=os.fspath(path)) from exc
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):

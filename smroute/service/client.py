@@ -12,6 +12,16 @@ Used by tests, benchmarks and the OpenSM bridge::
         header, tables = c.tables_update(snap.tables, ep.id, since_instance=ep.instance_id)
         for e in c.watch():                    # committed epochs, current first
             ...
+        sel = c.select_lids(["node01", "node02"], pattern="ring")  # LMC > 0 epochs
+        lanes = c.lanes()                      # SLs and SL-to-VL tables (detours over VLs)
+
+Every RPC of ``smroute.v1.Smroute`` has a method: LoadFabric
+(:meth:`SmrouteClient.load_fabric_text`, ``_path``, ``_live``), Route, GetTables
+(:meth:`~SmrouteClient.tables`, :meth:`~SmrouteClient.tables_update`),
+ApplyFaults, Diff, Watch (:meth:`~SmrouteClient.watch`,
+:meth:`~SmrouteClient.epochs`), GetEpoch, Analyze, SelectLids, RouteSubnet and
+GetLanes; :meth:`~SmrouteClient.health` asks grpc.health.v1.  The messages are
+``smroute.service.client.pb`` (generated from proto/smroute/v1/smroute.proto).
 
 Errors are ``grpc.RpcError`` (``.code()``, ``.details()``) as raised by grpc.
 """
@@ -89,10 +99,12 @@ class TablesSnapshot:
 
     @property
     def epoch(self) -> int:
+        """The epoch the stream is of."""
         return int(self.header.epoch)
 
     @property
     def blocks(self) -> int:
+        """64-LID blocks sent, over every switch."""
         return sum(len(s.blocks) for s in self.switches)
 
     @cached_property
@@ -330,6 +342,29 @@ class SmrouteClient:
         return self.stub.Analyze(pb.AnalyzeRequest(epoch=epoch, order=order, seed=seed,
                                                    rp_samples=rp_samples),
                                  timeout=self.timeout)
+
+    def select_lids(self, hosts: Sequence[str], *, pattern: str = "", per_stage: bool = False,
+                    epoch: int = 0) -> pb.SelectLidsResponse:
+        """SelectLids: the DLID of every (source, destination) rank of a job
+        under LMC > 0.  ``hosts``: the job's hosts in rank order, each a node
+        GUID as ``0x``-hex or a node description; ``pattern``: ``"shift"``
+        (``""``, the default) or a collective such as ``"ring"``;
+        ``per_stage``: the hot-spot degree of each stage too.  The answer's
+        ``dlids`` is row-major ``n_ranks x n_ranks``."""
+        return self.stub.SelectLids(pb.SelectLidsRequest(
+            epoch=epoch, hosts=list(hosts), pattern=pattern, per_stage=per_stage),
+            timeout=self.timeout)
+
+    def lanes(self, epoch: int = 0) -> pb.Lanes:
+        """GetLanes: the SLs and SL-to-VL tables of an epoch routed with
+        detours over virtual lanes (``vls`` 1 and nothing else without)."""
+        return self.stub.GetLanes(pb.GetLanesRequest(epoch=epoch), timeout=self.timeout)
+
+    def route_subnet(self, request: pb.RouteSubnetRequest) -> pb.RouteSubnetResponse:
+        """RouteSubnet: a subnet manager's view of the fabric (nodes, links,
+        LMC) routed, answered with the validated epoch's tables (what the
+        OpenSM plugin calls)."""
+        return self.stub.RouteSubnet(request, timeout=self.timeout)
 
     def health(self, service: str = "") -> str:
         """The grpc.health.v1 status name (``SERVING``, ``NOT_SERVING``...)."""

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from smroute.errors import InputError
 from smroute.fabric.ibnetdiscover import parse_topology, read_topology
 from smroute.fabric.model import Fabric
+from smroute.fileio import decompressed
 from smroute.service.errors import ServiceError, Status, echo, shown
 
 __all__ = [
@@ -71,7 +72,8 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
     (or probe the existence of) other files through parse errors.  The
     file is opened without following a final symlink, and the opened
     descriptor's path is checked again (a directory swapped between the
-    check and the open is caught).  Bounded by ``max_bytes``.
+    check and the open is caught).  Bounded by ``max_bytes`` (a gzip or xz
+    file too: compressed, and once decompressed).
     """
     dirs = fabric_dirs
     real = check_fabric_path(path, dirs)
@@ -113,6 +115,10 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
         except OSError as err:
             raise ServiceError(Status.NOT_FOUND,
                                f"{path}: cannot read: {err.strerror or err}") from None
+    try:  # gzip or xz: decompressed within the same bound
+        data = decompressed(data, path, max_bytes=limit)
+    except InputError as err:
+        raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
     return parse_fabric_text(data.decode("utf-8", errors="replace"), path, max_bytes)
 
 def discover_fabric(ca: str, port: int, timeout: float) -> Fabric:

@@ -360,10 +360,11 @@ def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
 
 
 def read_tables(path: str | Path) -> ForwardingTables:
-    """Read tables in any supported format from a file."""
+    """Read tables in any supported format from a file (gzip or xz compressed too)."""
+    from smroute.fileio import read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as err:
         raise InputError(f"cannot read tables: {err.strerror}", source=str(path)) from None
     if data.lstrip()[:1] == b"{":  # JSON: parsed from the bytes, not split into lines
