@@ -29,17 +29,18 @@ Conditions that are allowed but worth a log line are returned by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
-import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.config_files import dir_problem, file_problem, read_regular
 from smroute.service.listen import _LISTEN_EXPECTED
 from smroute.service.settings import (
     _GRPC_MAX,
@@ -75,6 +76,7 @@ __all__ = [
     "format_size",
     "parse_config",
     "load_config",
+    "check_config",
     "default_config",
     "dir_problem",
     "config_to_dict",
@@ -257,10 +259,23 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
     return constructor.construct_object(node, deep=True)
 
 
-def _mapping(node: yaml.Node, key: str, source: str,
-             schema: Mapping[str, Any]) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+@contextlib.contextmanager
+def _collecting(errors: list[ConfigError] | None) -> Iterator[None]:
+    """Append a :class:`ConfigError` raised inside to ``errors`` and go on,
+    or let it through when ``errors`` is ``None``."""
+    try:
+        yield
+    except ConfigError as err:
+        if errors is None:
+            raise
+        errors.append(err)
+
+
+def _mapping(node: yaml.Node, key: str, source: str, schema: Mapping[str, Any],
+             errors: list[ConfigError] | None = None
+             ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
     """``{name: (key_node, value_node)}`` of a YAML mapping, refusing unknown
-    and duplicate keys."""
+    and duplicate keys (each one added to ``errors`` and left out, if given)."""
     where = f"'{key}'" if key else "the top level"
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"expected a mapping of keys at {where}, got a "
@@ -273,14 +288,15 @@ def _mapping(node: yaml.Node, key: str, source: str,
             raise ConfigError(f"expected a key name at {where}, got {name!r}",
                               key=key or None, source=source, line=_line(knode))
         path = f"{key}.{name}" if key else name
-        if name not in schema:
-            known = ", ".join(sorted(schema))
-            raise ConfigError(f"unknown key; expected one of: {known}", key=path,
-                              source=source, line=_line(knode))
-        if name in out:
-            raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
-                              key=path, source=source, line=_line(knode))
-        out[name] = (knode, vnode)
+        with _collecting(errors):
+            if name not in schema:
+                known = ", ".join(sorted(schema))
+                raise ConfigError(f"unknown key; expected one of: {known}", key=path,
+                                  source=source, line=_line(knode))
+            if name in out:
+                raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
+                                  key=path, source=source, line=_line(knode))
+            out[name] = (knode, vnode)
     return out
 
 
@@ -356,9 +372,13 @@ def _compose(text: str, source: str) -> yaml.Node | None:
         raise ConfigError(f"not valid YAML: {err}", source=source) from None
 
 
-def _parse(text: str, source: str, base_dir: Path | None
-           ) -> tuple[ServiceConfig, dict[str, int]]:
-    """The config and the line of each key given (``{"tls.key": 7}``)."""
+def _parse(text: str, source: str, base_dir: Path | None,
+           errors: list[ConfigError] | None = None
+           ) -> tuple[ServiceConfig | None, dict[str, int]]:
+    """The config and the line of each key given (``{"tls.key": 7}``).
+
+    With ``errors``, each bad key is added to it and left at its default, and
+    the config is ``None`` when the keys given do not combine."""
     root = _compose(text, source)
     lines: dict[str, int] = {}
     top: dict[str, Any] = {}
@@ -366,7 +386,7 @@ def _parse(text: str, source: str, base_dir: Path | None
     if root is not None and not (isinstance(root, yaml.ScalarNode)
                                  and root.tag == "tag:yaml.org,2002:null"):
         schema: dict[str, Any] = {**_TOP, **_SECTIONS}
-        for name, (knode, vnode) in _mapping(root, "", source, schema).items():
+        for name, (knode, vnode) in _mapping(root, "", source, schema, errors).items():
             lines[name] = _line(knode)
             if name in _SECTIONS:
                 if isinstance(vnode, yaml.ScalarNode) and vnode.tag.endswith(":null"):
@@ -374,11 +394,15 @@ def _parse(text: str, source: str, base_dir: Path | None
                     continue
                 sub = _SECTIONS[name]
                 sections[name] = {}
-                for sname, (sk, sv) in _mapping(vnode, name, source, sub).items():
-                    lines[f"{name}.{sname}"] = _line(sk)
-                    sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname], source)
+                with _collecting(errors):
+                    for sname, (sk, sv) in _mapping(vnode, name, source, sub, errors).items():
+                        lines[f"{name}.{sname}"] = _line(sk)
+                        with _collecting(errors):
+                            sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname],
+                                                           source)
             else:
-                top[name] = _value(vnode, name, _TOP[name], source, lines)
+                with _collecting(errors):
+                    top[name] = _value(vnode, name, _TOP[name], source, lines)
     if base_dir is not None:
         for key in _PATH_KEYS:
             sec, _, name = key.rpartition(".")
@@ -409,7 +433,9 @@ def _parse(text: str, source: str, base_dir: Path | None
         cfg = ServiceConfig(**top)
     except ConfigError as err:
         line = lines.get(err.key or "", lines.get((err.key or "").partition(".")[0]))
-        raise err.located(source=source, line=line) from None
+        with _collecting(errors):
+            raise err.located(source=source, line=line) from None
+        return None, lines
     return cfg, lines
 
 
@@ -423,7 +449,9 @@ def parse_config(text: str, source: str = "<config>", *,
     else kept as written.  Raises :class:`ConfigError` (exit code 2) naming
     ``source``, the line, the key path and what was expected.
     """
-    return _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    cfg = _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    assert cfg is not None  # without a list of errors, the first one is raised
+    return cfg
 
 
 def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> ServiceConfig:
@@ -435,90 +463,57 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
     ``fabric_dirs`` entry must be a readable directory, and the TLS
     files must be usable (PEM, key matching the certificate, certificate
     within its validity dates: :func:`smroute.service.auth.check_tls`);
-    otherwise a :class:`ConfigError` names the key and its line.
+    otherwise a :class:`ConfigError` names the key and its line (the first
+    of them: :func:`check_config` gives them all).
     """
+    cfg, errors = check_config(path, check_files=check_files)
+    if errors:
+        raise errors[0]
+    assert cfg is not None
+    return cfg
+
+
+def check_config(path: str | os.PathLike[str], *, check_files: bool = True
+                 ) -> tuple[ServiceConfig | None, list[ConfigError]]:
+    """Every error of the config file ``path`` (in file order, then the
+    files it names), as :func:`load_config` checks it, and the config its
+    good keys make (bad keys at their defaults; ``None`` when the file cannot
+    be read or parsed, or its keys do not combine)."""
     p = Path(path)
     source = str(path)
-    data = _read_regular(p, source)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected a "
-                          "small YAML file", source=source)
+    errors: list[ConfigError] = []
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
-                          source=source) from None
-    cfg, lines = _parse(text, source, p.resolve().parent)
-    if check_files:
+        data = read_regular(p, source)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected "
+                              "a small YAML file", source=source)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
+                              source=source) from None
+        cfg, lines = _parse(text, source, p.resolve().parent, errors)
+    except ConfigError as err:
+        return None, [*errors, err]
+    if check_files and cfg is not None:
         for key in _PATH_KEYS:
             value = _get(cfg, key)
-            if value is None:
-                continue
-            problem = _file_problem(Path(value))
+            problem = file_problem(Path(value)) if value is not None else None
             if problem:
-                raise ConfigError(f"{problem}: {value}", key=key, source=source,
-                                  line=lines.get(key))
+                errors.append(ConfigError(f"{problem}: {value}", key=key, source=source,
+                                          line=lines.get(key)))
         for i, d in enumerate(cfg.fabric_dirs):
             problem = dir_problem(d)
             if problem:
                 key = f"fabric_dirs[{i}]"
-                raise ConfigError(f"{problem}: {d}", key=key, source=source,
-                                  line=lines.get(key, lines.get("fabric_dirs")))
+                errors.append(ConfigError(f"{problem}: {d}", key=key, source=source,
+                                          line=lines.get(key, lines.get("fabric_dirs"))))
         if cfg.tls is not None:
             try:
                 check_tls(cfg.tls)
             except ConfigError as err:
-                raise err.located(source=source, line=lines.get(err.key or "")) from None
-    return cfg
-
-
-def _read_regular(p: Path, source: str) -> bytes:
-    """At most ``MAX_CONFIG_BYTES + 1`` bytes of ``p``, which must be a regular
-    file.  Opened without blocking (``O_NONBLOCK``: a FIFO put in the config's
-    place must not hang a reload, and with it SIGTERM) and checked on the open
-    descriptor (``fstat``), so nothing else is ever read."""
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as err:
-        raise ConfigError(f"cannot read config file: {err.strerror or err}", source=source) \
-            from None
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"expected a regular file, got {_file_kind(mode)}", source=source)
-        try:
-            return fh.read(MAX_CONFIG_BYTES + 1)
-        except OSError as err:
-            raise ConfigError(f"cannot read config file: {err.strerror or err}",
-                              source=source) from None
-
-
-def _file_kind(mode: int) -> str:
-    """What a non-regular file is, for messages ("a FIFO")."""
-    return {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character "
-            "device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"
-            }.get(stat.S_IFMT(mode), "a special file")
-
-
-def _file_problem(p: Path) -> str | None:
-    if not p.exists():
-        return "no such file"
-    if not p.is_file():
-        return "expected a regular file"
-    if not os.access(p, os.R_OK):
-        return "file is not readable by this user"
-    return None
-
-
-def dir_problem(p: Path) -> str | None:
-    """Why ``p`` cannot serve as a fabric directory, or ``None``."""
-    if not p.exists():
-        return "no such directory"
-    if not p.is_dir():
-        return "expected a directory"
-    if not os.access(p, os.R_OK | os.X_OK):
-        return "directory is not readable by this user"
-    return None
+                errors.append(err.located(source=source, line=lines.get(err.key or "")))
+    return cfg, errors
 
 
 def _get(cfg: ServiceConfig, key: str) -> Any:
