@@ -4,13 +4,17 @@ fabric summary states, ``-q`` on every command, progress lines in logs, and
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from smroute.cli.main import build_parser
 from smroute.cli.main import main as cli_main
+from smroute.cli.quiet import QuietStream
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.routing.engine import route
 
@@ -35,3 +39,53 @@ def test_summary_states_the_mode_route_takes(name: str, mode: str, capsys: Any) 
     doc = json.loads(capsys.readouterr().out)
     assert (doc["routing_mode"], doc["routing_reason"], doc["routed"]) == (
         r.mode, r.mode_reason, True)
+
+
+def _leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+                   ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if sub._subparsers is None:
+                    out.append(((*path, name), sub))
+                else:
+                    out += _leaf_commands(sub, (*path, name))
+    return out
+
+
+def test_every_command_accepts_quiet() -> None:
+    leaves = _leaf_commands(build_parser())
+    assert len(leaves) > 30
+    missing = [" ".join(p) for p, sub in leaves
+               if not {"-q", "--quiet"} <= set(sub._option_string_actions)]
+    assert missing == []
+
+
+def test_quiet_drops_information_but_not_errors_nor_warnings(capsys: Any,
+                                                             tmp_path: Path) -> None:
+    topo = str(FIXTURES / "pgft-2level-648.topo")
+    assert cli_main(["fabric", "draw", topo, "--out", "-", "--format", "dot"]) == 0
+    assert "switches in" in capsys.readouterr().err
+    assert cli_main(["fabric", "draw", topo, "--out", "-", "--format", "dot", "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("graph") or out.startswith("digraph")
+    assert err == ""
+    assert cli_main(["slurm", "topology", topo, "--out", str(tmp_path / "t.conf"), "-q"]) == 0
+    assert "slurm: " not in capsys.readouterr().err  # the count line, information
+    assert cli_main(["fabric", "summary", str(tmp_path / "none.topo"), "-q"]) == 2
+    assert "smroute: error: " in capsys.readouterr().err
+    bad = tmp_path / "c.yaml"
+    bad.write_text("workers: 3\nmetrics_listen: '0.0.0.0:9464'\n")
+    assert cli_main(["check-config", str(bad), "--quiet"]) == 0
+    assert "warning: metrics_listen 0.0.0.0:9464 is not loopback" in capsys.readouterr().err
+
+
+def test_quiet_stream_keeps_whole_error_lines() -> None:
+    inner = io.StringIO()
+    q = QuietStream(inner)
+    q.write("smroute: routing...\nsmroute: er")
+    q.write("ror: bad\nprogress 10%\r")
+    q.write("x.topo: warning: odd")
+    assert q.finish() is inner
+    assert inner.getvalue() == "smroute: error: bad\nx.topo: warning: odd\n"
