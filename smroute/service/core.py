@@ -77,6 +77,7 @@ class Metrics(Protocol):
     def stream_opened(self, method: str) -> None: ...
     def stream_closed(self, method: str) -> None: ...
     def reroute_failed(self, reason: str) -> None: ...
+    def route_rejected(self, reason: str) -> None: ...
 
 
 LogFn = Callable[..., None]
@@ -245,7 +246,7 @@ class RoutingCore:
             try:
                 res = self._route(fabric, alg, use_lmc)
             except RoutingError as err:
-                self._metric("reroute_failed", "route")
+                self._metric("route_rejected", "routing_error")  # the request, not a fault
                 raise ServiceError(Status.FAILED_PRECONDITION,
                                    f"cannot route {self.base_source}: {err}") from None
             t2 = self.clock()
@@ -296,7 +297,8 @@ class RoutingCore:
         if not gaps and res.algorithm not in DMODC_LIKE:
             gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
         if gaps:
-            self._metric("reroute_failed", "unrouted_pairs")
+            self._metric("route_rejected" if cause == "route" else "reroute_failed",
+                         "unrouted_pairs")
             serving = self.store.current.id if self.store.current is not None else 0
             self.log("error", "epoch_refused", cause=cause, unrouted_ca_pairs=gaps,
                      serving=serving, mode=res.mode)
@@ -355,7 +357,7 @@ class RoutingCore:
         kinds: dict[str, int] = {}
         for e in events:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
-        for k, n in kinds.items():
+        for k, n in kinds.items() if not dry_run else ():  # a dry run is no fault event
             self._metric("faults_received", n, k)
         job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock(),
                        journaled=journaled)
