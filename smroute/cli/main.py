@@ -104,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as ex:  # argparse has printed the usage error or the help
         return ex.code if isinstance(ex.code, int) else 2
-    quiet = QuietStream(sys.stderr) if getattr(args, "quiet", False) else None
+    quiet = (QuietStream(sys.stderr) if getattr(args, "quiet", False)
+             and getattr(args, "quiet_stream", False) else None)
     if quiet is not None:  # -q: progress and information lines dropped
         sys.stderr = quiet  # type: ignore[assignment]
     try:

@@ -2,8 +2,10 @@
 are dropped, errors and warnings still shown.
 
 :func:`add_quiet_options` gives every (sub)command that has no ``--quiet`` of
-its own the option; :class:`QuietStream` is stderr while such a command runs
-(the commands with their own ``--quiet`` also turn off their progress bars).
+its own the option, and :class:`QuietStream` is stderr while such a command
+runs with it (``quiet_stream`` set).  The commands with their own ``--quiet``
+(route, lids, analyze, study, fabric generate) turn off their progress
+themselves and keep their result summary.
 A line is kept when it names an error or a warning (``smroute: error: ...``,
 ``FILE: warning: ...``, a JSON log record of level warning or error).
 """
@@ -29,6 +31,7 @@ def add_quiet_options(parser: argparse.ArgumentParser) -> None:
                 if sub._subparsers is None and not ({"-q", "--quiet"}
                                                     & set(sub._option_string_actions)):
                     sub.add_argument("-q", "--quiet", action="store_true", help=_HELP)
+                    sub.set_defaults(quiet_stream=True)
                 add_quiet_options(sub)
 
 
