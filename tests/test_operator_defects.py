@@ -89,3 +89,32 @@ def test_quiet_stream_keeps_whole_error_lines() -> None:
     q.write("x.topo: warning: odd")
     assert q.finish() is inner
     assert inner.getvalue() == "smroute: error: bad\nx.topo: warning: odd\n"
+
+
+def test_lids_on_an_lmc_0_fabric_says_there_is_nothing_to_choose(tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    from smroute.fabric.generate import pgft
+    from smroute.fabric.writers import write_topology
+
+    def job_of(topo: Path) -> Path:
+        f = read_fabric(str(topo))
+        job = tmp_path / f"{topo.stem}.job"
+        job.write_text("".join(f"{f.node_desc[c]}\n" for c in f.cas[:8]))
+        return job
+
+    flat = tmp_path / "lmc0.topo"
+    write_topology(pgft(2, [4, 4], [1, 2], [1, 1]), flat)
+    job = job_of(flat)
+    argv = ["lids", "--fabric", str(flat), "--job", str(job), "--workers", "1", "-q"]
+    assert cli_main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "warning: " in err and "LMC 0 (one LID each): there is no LID to choose" in err
+    assert "LMC 0" in out
+    assert cli_main([*argv, "--lmc", "0"]) == 0  # asked for base LIDs: nothing to warn of
+    assert "warning" not in capsys.readouterr().err
+    assert cli_main([*argv, "--lmc", "1"]) == 2  # asked for more than the fabric has
+    assert "LMC mismatch: --lmc 1 but the job's ports have LMC 0" in capsys.readouterr().err
+    lmc2 = FIXTURES / "pgft-3-2.2.3-lmc2.topo"
+    assert cli_main(["lids", "--fabric", str(lmc2), "--job", str(job_of(lmc2)),
+                     "--workers", "1", "-q"]) == 0
+    assert "warning" not in capsys.readouterr().err
