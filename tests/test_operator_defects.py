@@ -118,3 +118,19 @@ def test_lids_on_an_lmc_0_fabric_says_there_is_nothing_to_choose(tmp_path: Path,
     assert cli_main(["lids", "--fabric", str(lmc2), "--job", str(job_of(lmc2)),
                      "--workers", "1", "-q"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+REAL = Path("/work/shared/fabrics/real")
+
+
+@pytest.mark.skipif(not (REAL / "NVIDIA-topograph-example.out").is_file(),
+                    reason="the real captures (shared/fabrics/real) are absent")
+def test_summary_of_a_real_capture_routed_with_turns(capsys: Any) -> None:
+    """NVIDIA's topograph example: a tree whose routing needs turns; the
+    summary used to call it plain Dmodc over the tree."""
+    path = str(REAL / "NVIDIA-topograph-example.out")
+    r = route(read_fabric(path), workers=1)
+    assert r.mode == "tree+turns"
+    assert cli_main(["fabric", "summary", path]) == 0
+    out = capsys.readouterr().out
+    assert f"Routing (as smroute route runs it): tree+turns ({r.mode_reason})" in out
