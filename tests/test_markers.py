@@ -1,0 +1,54 @@
+"""The ``integration`` marker (tests/conftest.py): every test that is ``real``
+or ``slow`` or starts a real component is marked, so ``-m "not integration"``
+is the fast tier."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+conftest = sys.modules.get("conftest") or pytest.importorskip("conftest")
+
+
+def _daemon_test() -> None:
+    from service_daemon import start_daemon  # type: ignore[import-not-found]
+    start_daemon(None)  # type: ignore[arg-type]  # never called
+
+
+def _helper() -> None:
+    _daemon_test()
+
+
+def _through_helper() -> None:
+    _helper()
+
+
+def _ibsim_test() -> None:
+    from smroute.lab.sim import IbSim
+    IbSim("x")  # type: ignore[call-arg]  # never called
+
+
+def _subprocess_serve() -> None:
+    import subprocess
+    subprocess.run(["smroute", "serve"])
+
+
+def _pure() -> None:
+    assert sorted([2, 1]) == [1, 2]
+
+
+@pytest.mark.parametrize("func,expected", [
+    (_daemon_test, True), (_ibsim_test, True), (_subprocess_serve, True),
+    (_through_helper, True), (_pure, False)])
+def test_starts_component_sees_real_components(func, expected) -> None:
+    assert conftest.starts_component(func, sys.modules[__name__]) is expected
+
+
+def test_collected_items_are_marked(request: pytest.FixtureRequest) -> None:
+    items = request.session.items
+    marked = {i.name for i in items if i.get_closest_marker("integration")}
+    for item in items:
+        if item.get_closest_marker("real") or item.get_closest_marker("slow"):
+            assert item.name in marked
+    assert request.node.name not in marked
