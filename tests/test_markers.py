@@ -4,11 +4,17 @@ is the fast tier."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
 
 import pytest
 
-conftest = sys.modules.get("conftest") or pytest.importorskip("conftest")
+_spec = importlib.util.spec_from_file_location(
+    "tests_conftest", Path(__file__).resolve().parent / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 def _daemon_test() -> None:

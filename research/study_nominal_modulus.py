@@ -12,7 +12,7 @@ of the damaged leaves with the *nominal* modulus (``t mod 12``, the L2 with
 that index in the pod) wherever that L2 switch still routes the destination,
 and compares A2A and SP (and unrouted pairs) before and after.
 
-    .venv/bin/python scripts/study_nominal_modulus.py 0 16 30 5   # link throws, seed 2026
+    .venv/bin/python research/study_nominal_modulus.py 0 16 30 5   # link throws, seed 2026
 """
 
 from __future__ import annotations
