@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Experiment behind the README's explanation of Dmodc's A2A on link-degraded
+"""Experiment behind the docs' explanation (the study page) of Dmodc's A2A on link-degraded
 3-level trees (an investigation, not a routing engine).
 
 On PGFT(3;12,12,12;1,12,12;1,1,1) a leaf that lost one of its 12 up-links

@@ -70,9 +70,10 @@ def test_grpc_reference_has_every_rpc_message_and_field() -> None:
 
 
 def _ctl_examples() -> list[str]:
-    text = (DOCS / "ctl.md").read_text() + (DOCS / "getting-started.md").read_text()
-    return [line.split("#")[0].strip() for line in text.splitlines()
-            if line.startswith("smroute ctl ")]
+    text = "\n".join(p.read_text() for p in (DOCS / "ctl.md", DOCS / "getting-started.md",
+                                            ROOT / "README.md"))
+    lines = [line.removeprefix(".venv/bin/") for line in text.splitlines()]
+    return [line.split("#")[0].strip() for line in lines if line.startswith("smroute ctl ")]
 
 
 def test_ctl_examples_parse() -> None:
