@@ -28,15 +28,22 @@ import pytest
 #: process, slurmctld, ibdmchk, a side-by-side run or an OpenSM chain.
 STARTERS = re.compile(
     r"\b(IbSim|run_opensm|run_opensm_engines|run_side_by_side|OpenSMProcess|OpenSMChain|"
-    r"DaemonProcess|start_daemon|run_ibdmchk|ibnetdiscover|slurmctld|ibsim|opensm_run)\b\s*\("
-    r"|[\"'](serve|opensm|ibsim|ibdmchk|slurmctld|opensm-bridge)[\"']")
+    r"DaemonProcess|start_daemon|run_ibdmchk|ibnetdiscover|slurmctld)\b\s*\("
+    # a command line that starts a tool, a daemon or a bridge
+    r"|\[\s*[\"'](opensm|ibsim|ibsim-run|ibdmchk|slurmctld)[\"']"
+    r"|[\"']smroute[\"']\s*,\s*[\"'](serve|opensm-bridge)[\"']"
+    r"|\bmain\(\s*\[\s*[\"'](serve|opensm-bridge)[\"']")
 
 
 def _source(obj: Any) -> str:
+    """``obj``'s source without its decorators (a parametrize list names tools
+    without starting them)."""
     try:
-        return textwrap.dedent(inspect.getsource(obj))
+        src = textwrap.dedent(inspect.getsource(obj))
     except (OSError, TypeError):
         return ""
+    head = re.search(r"^(async def|def|class) ", src, re.MULTILINE)
+    return src[head.start():] if head else src
 
 
 def _names_called(src: str) -> set[str]:
