@@ -44,9 +44,14 @@ def _pure() -> None:
     assert sorted([2, 1]) == [1, 2]
 
 
+@pytest.mark.parametrize("fmt", ["opensm", "ibsim"])
+def _decorated(fmt: str) -> None:  # tool names as arguments start nothing
+    assert fmt in ("opensm", "ibsim")
+
+
 @pytest.mark.parametrize("func,expected", [
     (_daemon_test, True), (_ibsim_test, True), (_subprocess_serve, True),
-    (_through_helper, True), (_pure, False)])
+    (_through_helper, True), (_pure, False), (_decorated, False)])
 def test_starts_component_sees_real_components(func, expected) -> None:
     assert conftest.starts_component(func, sys.modules[__name__]) is expected
 
