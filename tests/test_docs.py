@@ -163,3 +163,12 @@ def test_study_report_is_generated_from_the_csvs(tmp_path: Path,
     assert (tmp_path / "docs/study/report.md").read_text() == \
         (DOCS / "study" / "report.md").read_text()
     assert main(["study", "report", *csvs, "--compact", "--out", "x.md"]) == 2
+
+
+def test_readme_links_resolve() -> None:
+    """The README is read on its own (outside the site): its links name files."""
+    text = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert len(links) >= 10
+    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
+    assert not missing, missing
