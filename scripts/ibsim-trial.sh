@@ -12,7 +12,17 @@ cd "$(dirname "$0")/.."
 PATH="$PWD/.venv/bin:$PATH"
 T=${TRIAL_DIR:-$(mktemp -d /tmp/smroute-trial.XXXXXX)}   # everything the trial writes
 mkdir -p "$T"
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+pids=()  # started in the background, stopped in reverse order at exit: OpenSM
+stop() {  # first (it unbinds from ibsim as it exits), then the daemon, then ibsim
+    local i p
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        p=${pids[i]}
+        kill "$p" 2>/dev/null || continue
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+}
+trap stop EXIT
 wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until the command succeeds
     local deadline=$((SECONDS + $1)) what=$2; shift 2
     until "$@" >/dev/null 2>&1; do
@@ -29,12 +39,14 @@ export IBSIM_SOCKNAME="smroute-trial-$$"
 smroute fabric generate pgft "2;4,8;1,4;1,1" --format ibsim --out "$T/net"
 rm -f "$T/console" && mkfifo "$T/console"
 ibsim -s "$T/net" <"$T/console" >"$T/ibsim.out" 2>&1 &
+pids+=($!)
 exec 3>"$T/console"                  # keep the console open; `echo CMD >&3` talks to ibsim
 wait_for 30 "ibsim console" grep -q "sim>" "$T/ibsim.out"
 
 # 2. The daemon, on a Unix socket; it gets its fabric from OpenSM's first sweep.
 smroute serve --listen "unix:$T/smroute.sock" --state none --metrics-listen off \
     --ready-file "$T/ready" >"$T/smroute.log" 2>&1 &
+pids+=($!)
 wait_for 60 "daemon" test -s "$T/ready"
 
 # 3. OpenSM with the plugin: the shipped config, its log in $T.
@@ -48,6 +60,7 @@ mkdir -p "$T/cache" "$T/tmp"
 OSM_CACHE_DIR="$T/cache" OSM_TMP_DIR="$T/tmp" LD_LIBRARY_PATH="$PWD/build/opensm-plugin" \
     SMROUTE_DAEMON="unix:$T/smroute.sock" \
     ibsim-run opensm -F "$T/opensm.conf" >"$T/opensm.out" 2>&1 &
+pids+=($!)
 wait_for 120 "SUBNET UP" grep -q "SUBNET UP" "$T/opensm.log"
 wait_for 60 "smroute epoch" grep -q "smroute: epoch" "$T/opensm.log"
 grep "smroute: " "$T/opensm.log"
@@ -56,9 +69,9 @@ grep "smroute: " "$T/opensm.log"
 #    sees: read every switch back (dump_fts), route the discovered fabric
 #    offline, compare (smroute diff: exit 0 when equal).
 check_switches() {
-    ibsim-run ibnetdiscover >"$T/fabric.topo" 2>/dev/null
+    timeout 60 ibsim-run ibnetdiscover >"$T/fabric.topo" 2>/dev/null
     smroute route "$T/fabric.topo" --out "$T/smroute.lfts" -q
-    ibsim-run dump_fts >"$T/switches.txt" 2>/dev/null
+    timeout 60 ibsim-run dump_fts >"$T/switches.txt" 2>/dev/null
     smroute diff "$T/smroute.lfts" "$T/switches.txt" >"$T/diff.txt"
 }
 wait_for 60 "tables in the switches" check_switches

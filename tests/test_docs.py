@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -140,11 +141,18 @@ def test_ibsim_trial_of_the_docs_runs(tmp_path: Path) -> None:
                     "packages): " + (r.stderr or r.stdout)[-800:])
     env = dict(os.environ, TRIAL_DIR=str(tmp_path), PYTHONPATH=str(ROOT),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    r = subprocess.run([str(ROOT / "scripts" / "ibsim-trial.sh")], env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    assert "trial: the switches hold smroute's tables" in r.stdout
-    assert "trial: after the cut the switches hold smroute's new tables" in r.stdout
+    proc = subprocess.Popen([str(ROOT / "scripts" / "ibsim-trial.sh")], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the trial and everything it started
+        out, _ = proc.communicate()
+        raise AssertionError(f"the trial did not finish in 600 s:\n{out[-4000:]}") from None
+    assert proc.returncode == 0, out[-4000:]
+    assert "trial: the switches hold smroute's tables" in out
+    assert "trial: after the cut the switches hold smroute's new tables" in out
     assert "identical" in (tmp_path / "diff.txt").read_text()
 
 
