@@ -114,9 +114,11 @@ SEED = int_range(0, SEED_MAX)
 
 
 def add_workers_option(parser: argparse.ArgumentParser | Any, *, default: int | None = None,
-                       help: str = "worker processes") -> None:
-    """``--workers N`` (``args.workers``), ``1..``:data:`MAX_WORKERS`."""
-    what = f"default {default}" if default is not None else "default: CPU count"
+                       help: str = "worker processes", default_text: str | None = None) -> None:
+    """``--workers N`` (``args.workers``), ``1..``:data:`MAX_WORKERS`; the help
+    names one default: ``default_text`` where given, else ``default``'s."""
+    what = default_text or (f"default {default}" if default is not None
+                            else "default: CPU count")
     parser.add_argument("--workers", type=int_range(1, MAX_WORKERS), default=default,
                         metavar="N", help=f"{help}, 1..{MAX_WORKERS} ({what})")
 

@@ -6,7 +6,7 @@ the summary then going to stderr: :mod:`smroute.cli.outputs`) in one of the
 formats of :mod:`smroute.tables.formats`: ``opensm``
 (OpenSM file-engine input, ``opensm -R file -U FILE``), ``fdbs``
 (``opensm.fdbs`` plus ``opensm-subnet.lst`` beside it, for
-``ibdmchk -s opensm-subnet.lst -f opensm.fdbs``) or ``json``.  Unless
+``ibdmchk -s opensm-subnet.lst -f opensm.fdbs -m /dev/null``) or ``json``.  Unless
 ``--no-validate``, every (switch, LID) route is walked and the result is part
 of the summary printed on stdout; each phase also prints a progress line on
 stderr.

@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--fabric-dir", metavar="DIR", action="append", dest="fabric_dirs",
                    help="directory LoadFabric(path=...) may read from (repeatable; replaces "
                    "the config's fabric_dirs; default: none, server-side paths refused)")
-    add_workers_option(p, help="routing worker processes (default: the config's)")
+    add_workers_option(p, help="routing worker processes",
+                       default_text="default: the config's workers, 2 without one")
     p.add_argument("--algorithm", choices=ALGORITHMS, help="routing algorithm")
     p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
     p.add_argument("--max-vls", type=int_range(1, 15), metavar="N",
