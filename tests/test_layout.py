@@ -8,7 +8,9 @@
    functions do not run at import time and do not count), nor one closed by
    an import under ``if TYPE_CHECKING:`` (it does not run, but still ties the
    two modules together);
-2b. no ``from x import _y``: another module's private names stay private;
+2b. no ``from x import _y``: another module's private names stay private,
+   and no module but ``smroute/service/core.py`` uses ``core._x`` (the
+   daemon core's private members);
 3. no production module imports :mod:`smroute.lab` (production: every package
    but ``smroute.lab`` and ``smroute.study``, and not ``smroute/cli/study_cmd.py``,
    the lab's command);
@@ -312,6 +314,28 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     stale = sorted(set(ALLOWED_PRIVATE_IMPORTS) - set(found))
     assert not stale, "ALLOWED_PRIVATE_IMPORTS lists imports that are gone: " + "; ".join(
         stale) + "; take them out"
+
+
+def core_private_uses() -> list[str]:
+    """``core._x`` (or ``self.core._x``) outside the daemon core's module: the
+    core's private members are its own; others use its public calls."""
+    bad = []
+    for name, mod in modules().items():
+        if name == "smroute.service.core":
+            continue
+        for node in ast.walk(mod.tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                v = node.value
+                if (isinstance(v, ast.Name) and v.id == "core") or (
+                        isinstance(v, ast.Attribute) and v.attr == "core"):
+                    bad.append(f"{mod.path}:{node.lineno} uses core.{node.attr}")
+    return bad
+
+
+def test_no_module_touches_the_daemon_cores_private_members() -> None:
+    assert not core_private_uses(), "private members of RoutingCore used outside " \
+        "smroute/service/core.py: " + "; ".join(core_private_uses())
 
 
 def test_production_does_not_import_the_lab() -> None:
