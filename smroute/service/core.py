@@ -1,17 +1,17 @@
 """The routing daemon's state and operations, without gRPC (:class:`RoutingCore`).
 
-State: the loaded base fabric, the desired :class:`~smroute.service.faults.DownSet`,
-the current routing settings (algorithm, LMC, roles overrides), an
-:class:`~smroute.service.epochs.EpochStore`, one
+State: the base fabric, the desired down set, the routing :class:`Settings`,
+an :class:`~smroute.service.epochs.EpochStore`, one
 :class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
 :class:`~smroute.service.faults.Sequencer` that runs every state change on one
-thread (so loads, routes and fault batches are totally ordered).  An
-:class:`~smroute.service.validator.EpochValidator` validates committed epochs
-in the background, newest first; superseded ones are marked skipped.
+thread (loads, routes, fault batches, subnet views, dry runs, resume and
+setting changes are totally ordered).  What is served changes through one
+transaction, :meth:`RoutingCore.change` (degrade, route, gate, commit,
+metrics); an :class:`~smroute.service.validator.EpochValidator` then walks
+committed epochs in the background, newest first.
 
-Errors: every expected failure raises
-:class:`~smroute.service.errors.ServiceError` with a
-:class:`~smroute.service.errors.Status` and a precise message; the gRPC
+Errors: every expected failure raises :class:`~smroute.service.errors.ServiceError`
+with a :class:`~smroute.service.errors.Status` and a precise message; the gRPC
 servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
 """
 
