@@ -3,7 +3,7 @@ taken in by :meth:`~smroute.service.core.RoutingCore.resume` through the
 core's transaction, and :func:`catch_up`, before it serves;
 :func:`reconcile_live`, once it serves), from what
 :mod:`smroute.service.durable` wrote.  Nothing here touches the core's
-state: catch-up and reconciliation use its public calls (:class:`Daemon`).
+state: catch-up and reconciliation use its public calls (:class:`CoreCalls`).
 
 Resume: the newest stored epoch whose tables decode and match their SHA-256
 becomes the current epoch, with the same id, tables, down set and validation
@@ -56,7 +56,7 @@ from smroute.tables.lft import ForwardingTables, lid_labels
 
 LogFn = Callable[..., None]
 
-__all__ = ["Daemon", "Resumed", "Stored", "catch_up", "read_state", "rebuild_result",
+__all__ = ["CoreCalls", "Resumed", "Stored", "catch_up", "read_state", "rebuild_result",
            "reconcile_live"]
 
 
@@ -231,7 +231,7 @@ def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored 
                   str(store.moved_aside) if store.moved_aside else "")
 
 
-class Daemon(Protocol):
+class CoreCalls(Protocol):
     """What :func:`catch_up` and :func:`reconcile_live` use of the daemon's
     core (:class:`smroute.service.core.RoutingCore`): its public calls only."""
 
@@ -255,7 +255,7 @@ class Daemon(Protocol):
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric: ...
 
 
-def catch_up(core: Daemon, r: Resumed) -> None:
+def catch_up(core: CoreCalls, r: Resumed) -> None:
     """Before serving: reroute from the resumed epoch to the state in force
     (``ApplyFaults`` with the step between their down sets, in chunks; a full
     route if the base or the settings changed), so that no client sees an
@@ -277,7 +277,7 @@ def catch_up(core: Daemon, r: Resumed) -> None:
         core.log("error", "catch_up_failed", error=err.message)
 
 
-def reconcile_live(core: Daemon) -> None:
+def reconcile_live(core: CoreCalls) -> None:
     """Once serving: for a fabric from live discovery, load and route what
     discovery finds now when its hash differs from the resumed base."""
     src = core.base_source
