@@ -272,10 +272,10 @@ class RoutingCore:
             t1 = self.clock()
             res, diff, why, more = self._route_step(c, cur, fabric, s)
             timings.update({"degrade": t1 - t0, **more})
-        self._gate(c, res)
         # CPU seconds of this thread (the incremental path runs here only): the
         # figure that does not depend on how busy the machine is
         timings["cpu"] = time.thread_time() - cpu0
+        self._gate(c, res)
         lmc = s.lmc if s.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
         if c.dry_run:
             return Changed(would_be(cur, fabric, c.base, c.down, res, lmc, timings,
