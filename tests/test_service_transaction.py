@@ -114,6 +114,27 @@ def test_a_dry_run_commits_nothing(core: RoutingCore, complete: Fabric) -> None:
     assert real.epoch.tables_sha256 == out.epoch.tables_sha256
 
 
+def test_a_route_that_fails_says_why_and_changes_nothing_served(
+        core: RoutingCore, complete: Fabric) -> None:
+    sink = core.metrics
+    assert isinstance(sink, Sink)
+    core.load_fabric(complete, "complete")
+    e1 = core.route()
+    every = [FaultEvent("switch_down", int(g), 0) for g in complete.node_guid[complete.switches]]
+    with pytest.raises(ServiceError) as ei:
+        core.apply_faults(every, dry_run=True)
+    assert ei.value.status == Status.FAILED_PRECONDITION
+    assert ei.value.message.startswith("dry run failed (nothing is committed): cannot route")
+    assert sink.failures() == [] and core.down.empty
+    with pytest.raises(ServiceError) as ei:
+        core.apply_faults(every)
+    assert ei.value.message.startswith(
+        f"reroute after {len(every)} fault events failed (epoch {e1.id} keeps serving)")
+    assert sink.failures() == ["routing_error"]
+    assert core.store.current is not None and core.store.current.id == e1.id
+    assert core.down.counts == (0, len(every), 0)  # the desired state, for the next change
+
+
 def test_change_is_public_and_reroutes_incrementally(core: RoutingCore,
                                                      complete: Fabric) -> None:
     core.load_fabric(complete, "complete")
