@@ -180,10 +180,10 @@ def _study_source(args: argparse.Namespace) -> tuple[str, str]:
         except SmrouteError as err:
             raise InputError(f"{spec.label} cannot be built: {err}", source="--pgft") from None
         return f"pgft:{args.pgft}", args.label or spec.label
-    from smroute.cli.inputs import _guarded
+    from smroute.cli.inputs import guarded
     from smroute.fabric.ibnetdiscover import read_topology, require_switches
 
-    require_switches(_guarded(read_topology, args.fabric), args.fabric)  # what a throw reads
+    require_switches(guarded(read_topology, args.fabric), args.fabric)  # what a throw reads
     path = Path(args.fabric)
     return f"file:{path.resolve()}", args.label or path.stem
 

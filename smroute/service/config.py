@@ -40,20 +40,20 @@ from typing import Any
 import yaml
 
 from smroute.routing.engine import ALGORITHMS
-from smroute.service.listen import _LISTEN_EXPECTED
+from smroute.service.listen import LISTEN_EXPECTED
 from smroute.service.settings import (
-    _GRPC_MAX,
+    GRPC_MAX,
     GUID_FILE_KEYS,
     LOG_FORMATS,
     LOG_LEVELS,
     MAX_CONFIG_BYTES,
+    BadValue,
     ConfigError,
     LimitsConfig,
     ListenAddress,
     ServiceConfig,
     StateConfig,
     TlsConfig,
-    _Bad,
     default_config,
     default_state_path,
     format_size,
@@ -87,7 +87,7 @@ __all__ = [
 def _v_int(lo: int, hi: int) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise _Bad(f"an integer {lo}..{hi}")
+            raise BadValue(f"an integer {lo}..{hi}")
         return v
     return check
 
@@ -98,8 +98,8 @@ def _v_null_or(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
             return None
         try:
             return check(v)
-        except _Bad as bad:
-            raise _Bad(f"{bad.expected} or null") from None
+        except BadValue as bad:
+            raise BadValue(f"{bad.expected} or null") from None
     return check_or_null
 
 
@@ -107,21 +107,21 @@ def _v_float(lo: float, hi: float, unit: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
                 or not lo <= v <= hi:
-            raise _Bad(f"a number of {unit} {lo:g}..{hi:g}")
+            raise BadValue(f"a number of {unit} {lo:g}..{hi:g}")
         return float(v)
     return check
 
 
 def _v_bool(v: Any) -> Any:
     if not isinstance(v, bool):
-        raise _Bad("true or false")
+        raise BadValue("true or false")
     return v
 
 
 def _v_choice(*choices: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v not in choices:
-            raise _Bad("one of " + ", ".join(choices))
+            raise BadValue("one of " + ", ".join(choices))
         return v
     return check
 
@@ -131,13 +131,13 @@ def _v_listen(allow_unix: bool, nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str):
-            raise _Bad((_LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
+            raise BadValue((LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
                        + (" (or null to disable)" if nullable else ""))
         try:
             return str(parse_listen(v, allow_unix=allow_unix))
         except ValueError as err:
             msg = str(err).removeprefix("expected ")
-            raise _Bad(msg + (" (or null to disable)" if nullable else "")) from None
+            raise BadValue(msg + (" (or null to disable)" if nullable else "")) from None
     return check
 
 
@@ -146,7 +146,7 @@ def _v_path(nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str) or not v.strip() or "\0" in v:
-            raise _Bad("a file path" + (" or null" if nullable else ""))
+            raise BadValue("a file path" + (" or null" if nullable else ""))
         return Path(os.path.expanduser(v))
     return check
 
@@ -156,37 +156,37 @@ def _v_size(lo: int, hi: int) -> Callable[[Any], Any]:
         try:
             n = parse_size(v)
         except ValueError as err:
-            raise _Bad(str(err).removeprefix("expected ").split(", got ")[0]) from None
+            raise BadValue(str(err).removeprefix("expected ").split(", got ")[0]) from None
         if not lo <= n <= hi:
-            raise _Bad(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
+            raise BadValue(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
         return n
     return check
 
 
 def _v_identities(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of client identities (certificate CN or SAN names)")
+        raise BadValue("a list of client identities (certificate CN or SAN names)")
     return v  # items are checked one by one with their own lines
 
 
 def _v_dirs(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
+        raise BadValue("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
     return v  # items are checked one by one with their own lines
 
 
 def _item_identity(v: Any) -> str:
     if not isinstance(v, str) or not v.strip() or len(v) > 1024:
-        raise _Bad("a non-empty name (certificate CN or SAN)")
+        raise BadValue("a non-empty name (certificate CN or SAN)")
     return v.strip()
 
 
 def _item_dir(v: Any) -> Path:
     if not isinstance(v, str) or not v.strip() or "\0" in v:
-        raise _Bad("an absolute directory path")
+        raise BadValue("an absolute directory path")
     p = Path(os.path.expanduser(v.strip()))
     if not p.is_absolute():
-        raise _Bad("an absolute directory path (relative paths are not accepted here)")
+        raise BadValue("an absolute directory path (relative paths are not accepted here)")
     return p
 
 
@@ -225,9 +225,9 @@ _TLS: dict[str, Callable[[Any], Any]] = {
     "require_client_cert": _v_bool,
 }
 _LIMITS: dict[str, Callable[[Any], Any]] = {
-    "max_topology_bytes": _v_size(1024, _GRPC_MAX),
-    "max_message_bytes": _v_size(1024, _GRPC_MAX),
-    "max_receive_bytes": _v_size(1024, _GRPC_MAX),
+    "max_topology_bytes": _v_size(1024, GRPC_MAX),
+    "max_message_bytes": _v_size(1024, GRPC_MAX),
+    "max_receive_bytes": _v_size(1024, GRPC_MAX),
     "max_fault_events": _v_int(1, 10_000_000),
     "max_streams": _v_int(1, 100_000),
     "max_watchers": _v_int(1, 100_000),
@@ -299,7 +299,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
             v = _plain(item, f"{path}[{i}]", source)
             try:
                 items.append(item_check(v))
-            except _Bad as bad:
+            except BadValue as bad:
                 raise ConfigError(f"expected {bad.expected}, got {v!r}", key=f"{path}[{i}]",
                                   source=source, line=_line(item)) from None
             if lines is not None:
@@ -308,7 +308,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
     raw = _plain(vnode, path, source)
     try:
         out = check(raw)
-    except _Bad as bad:
+    except BadValue as bad:
         raise ConfigError(f"expected {bad.expected}, got {raw!r}", key=path, source=source,
                           line=_line(vnode)) from None
     return tuple(out) if isinstance(out, list) else out

@@ -137,7 +137,8 @@ class Daemon:
         # acknowledged after it, before serving
         resumed = self.core.resume()
         replaced = (cfg.fabric is not None
-                    and not self.core.durable.configured_unchanged(self.core))
+                    and not self.core.durable.configured_unchanged(
+                        self.core.base, self.core.base_source, self.core.store.current))
         if resumed is not None and not replaced:
             catch_up(self.core, resumed)
         self._start_grpc()
@@ -381,17 +382,17 @@ class Daemon:
         # changes nothing about routing: no epoch, no setting)
         routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
                    if getattr(new, k) != getattr(old, k)}
-        core.max_vls = new.max_vls
-        if "algorithm" in routing:
-            core.algorithm = new.algorithm
-        if "lmc" in routing:
-            core.lmc = new.lmc
-        if overrides != core.overrides:
-            core.overrides = overrides
+        changes: dict[str, Any] = dict(routing)
+        if overrides != core.settings.overrides:
+            changes["overrides"] = overrides
             routing["guid_files"] = "changed"
-        if routing:
-            self.log("info", "routing_settings_changed", applies="at the next routing",
-                     **routing)
+        if changes:  # on the core's sequencer, in order with routes and fault batches
+            try:
+                core.configure(**changes)
+                self.log("info", "routing_settings_changed", applies="at the next routing",
+                         **routing)
+            except ServiceError as err:
+                self.log("error", "routing_settings_not_changed", error=err.message)
         core.limits = new.limits
         if self.capacity is not None:
             self.capacity.limits = new.limits

@@ -20,7 +20,9 @@ from smroute.routing.engine import ALGORITHMS
 from smroute.service.listen import ListenAddress, parse_listen
 
 __all__ = [
+    "BadValue",
     "ConfigError",
+    "GRPC_MAX",
     "GUID_FILE_KEYS",
     "LOG_FORMATS",
     "LOG_LEVELS",
@@ -44,7 +46,7 @@ GiB = 1024 * MiB
 #: A config file larger than this is refused before YAML sees it (bytes).
 MAX_CONFIG_BYTES = 1 * MiB
 #: gRPC message size limits are C ints.
-_GRPC_MAX = 2**31 - 1
+GRPC_MAX = 2**31 - 1
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOG_FORMATS = ("json", "text")
@@ -82,7 +84,7 @@ class ConfigError(InputError):
         )
 
 
-class _Bad(Exception):
+class BadValue(Exception):
     """A value check failed; ``expected`` completes "expected ...". """
 
     def __init__(self, expected: str):
@@ -251,7 +253,7 @@ class LimitsConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_topology_bytes", "max_message_bytes", "max_receive_bytes"):
-            _check_int(f"limits.{name}", getattr(self, name), 1024, _GRPC_MAX)
+            _check_int(f"limits.{name}", getattr(self, name), 1024, GRPC_MAX)
         _check_int("limits.max_fault_events", self.max_fault_events, 1, 10_000_000)
         _check_int("limits.max_streams", self.max_streams, 1, 100_000)
         _check_int("limits.max_watchers", self.max_watchers, 1, 100_000)
