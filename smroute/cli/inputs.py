@@ -189,7 +189,7 @@ def read_capture_text(path: str) -> str:
     from smroute.fabric.ibtext import read_text_lines
 
     require_regular_file(path, "fabric")
-    return "\n".join(_guarded(read_text_lines, path)) + "\n"
+    return "\n".join(guarded(read_text_lines, path)) + "\n"
 
 
 def load_tables(path: str, fabric: Fabric | None = None,
