@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -431,7 +432,7 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
     """The daemon restarts empty (epoch ids start again): the bridge notices when
     its Watch stream comes back, loads and routes the fabric again, re-sends
     what is down, and writes the new epoch."""
-    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
@@ -440,7 +441,7 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
     lfts = tmp_path / "smroute.lfts"
     leaf = int(fabric.switches[1])
     ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
-    listen = f"127.0.0.1:{free_port()}"
+    listen = f"unix:{tempfile.mkdtemp(prefix='smroute-t-')}/smroute.sock"
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")
         d1 = DaemonProcess(sim, tmp_path / "d1", listen=listen)
