@@ -6,6 +6,7 @@ in every command, ``serve`` included)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from smroute.fabric.writers import write_topology
 from smroute.service.errors import ServiceError, Status
 from smroute.service.sources import parse_fabric_text, read_fabric_path, read_request_path
 from smroute.tables.formats import format_fdbs, format_opensm, parse_fdbs, read_tables
+from smroute.tables.json_io import format_json, parse_json
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
@@ -191,6 +193,16 @@ def test_table_files_cut_at_a_switch_boundary_are_seen_as_cut(
     with pytest.raises(InputError, match="without its trailer"):
         parse_fdbs(_cut_at_last_switch(fdbs, "dump_ucast_routes").splitlines(), "cut.fdbs")
     assert parse_fdbs(fdbs.splitlines()).n_switches == 16
+    js = format_json(t)  # type: ignore[arg-type]
+    n_entries = int(full.rstrip().rsplit(", ", 1)[1].split()[0])
+    assert js.endswith(f'], "end": {{"switches": 16, "entries": {n_entries}}}}}')
+    assert parse_json(js).n_switches == 16
+    doc = json.loads(js)
+    doc["switches"].pop()  # spliced / lost a switch, still valid JSON
+    with pytest.raises(InputError, match="does not count the 15 switches"):
+        parse_json(json.dumps(doc), "short.json")
+    with pytest.raises(InputError):
+        parse_json(js[:js.rindex('{"guid"')], "cut.json")
     # the commands: bad input, never "only in old" or a partial analysis
     assert main(["diff", str(good), str(cut)]) == exit_codes.BAD_INPUT
     assert main(["analyze", "--fabric", str(FIXTURE), "--pattern", "shift", "-q",
