@@ -327,7 +327,8 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
     write_ibsim_net(fabric, net)
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")  # assigns LIDs
-        daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)))
+        daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)),
+                               listen="127.0.0.1:0")  # mutual TLS: over TCP
         addr = daemon.start()
         env = sim.client_env(preload=True)
 

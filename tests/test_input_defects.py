@@ -54,6 +54,29 @@ def test_loadfabric_refuses_a_partial_discovery(tmp_path: Path) -> None:
     assert parse_fabric_text(FIXTURE.read_text(), "request", MB).switches.size
 
 
+def test_daemon_keeps_its_fabric_when_loadfabric_sends_a_partial_discovery(
+        tmp_path: Path) -> None:
+    import grpc
+    from service_daemon import start_daemon
+
+    from smroute.service.client import SmrouteClient, link_down
+
+    d = start_daemon(tmp_path / "d", fabric=str(FIXTURE))
+    try:
+        with SmrouteClient(d.address, timeout=60) as c:
+            before = c.get_epoch()
+            with pytest.raises(grpc.RpcError) as ei:
+                c.load_fabric_text(PARTIAL, "partial.topo")
+            assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "a partial discovery" in ei.value.details()
+            f = read_topology(FIXTURE)
+            guid = int(f.node_guid[int(f.switches[0])])
+            out = c.apply_faults([link_down(guid, 1)])  # the base fabric is still there
+            assert out.epoch.id > before.id
+    finally:
+        d.stop()
+
+
 def test_serve_with_a_partial_discovery_exits_2(tmp_path: Path) -> None:
     p = tmp_path / "partial.topo"
     p.write_text(PARTIAL)
