@@ -2,7 +2,7 @@
 
 Used by tests, benchmarks and the OpenSM bridge::
 
-    with SmrouteClient("127.0.0.1:50051") as c:
+    with SmrouteClient(default_target()) as c:   # unix:/run/smroute/smroute.sock
         c.load_fabric_path("/var/lib/smroute/fabrics/fabric.topo")  # inside fabric_dirs
         ep = c.route()
         snap = c.tables()                      # every switch, checksum verified
