@@ -12,8 +12,9 @@ __all__ = ["BAD_INPUT", "BROKEN_PIPE", "CANNOT_ROUTE", "EXIT_CODES", "FINDINGS",
            "OK", "describe"]
 
 OK = 0
-#: routed but invalid, differences found, undeliverable pairs; ``serve``: a
-#: failure a restart may cure (a port in use, a state database held)
+#: routed but invalid, differences found, undeliverable pairs; or a failure
+#: a retry may cure: a real tool that failed (Graphviz, ibnetdiscover),
+#: ``serve``'s port in use or state database held
 FINDINGS = 1
 #: bad input: a file, option, config, request or fabric that is wrong -- an
 #: unparseable file, an LMC the fabric's LIDs do not fit, a partial discovery
@@ -30,8 +31,8 @@ BROKEN_PIPE = 128 + signal.SIGPIPE
 
 EXIT_CODES: dict[int, str] = {
     OK: "success",
-    FINDINGS: "done, with findings: routed but invalid, differences, undeliverable pairs "
-              "(serve: a failure a restart may cure)",
+    FINDINGS: "done, with findings: routed but invalid, differences, undeliverable pairs; "
+              "or a failure a retry may cure (a tool that failed, serve's port in use)",
     BAD_INPUT: "bad input: file, option, config or request (LMC mismatch and partial "
                "discovery included); serve is not restarted by systemd",
     CANNOT_ROUTE: "the fabric cannot be routed",
