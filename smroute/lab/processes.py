@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -187,7 +188,8 @@ class DaemonProcess:
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
                  state: str | os.PathLike[str] | None = None) -> None:
         self.sim = sim
-        self.listen = listen or f"unix:{tempfile.mkdtemp(prefix='smroute-d-')}/smroute.sock"
+        self._own_dir = None if listen else tempfile.mkdtemp(prefix="smroute-d-")
+        self.listen = listen or f"unix:{self._own_dir}/smroute.sock"
         self.workdir = Path(workdir).resolve()
         self.workers = workers
         self.extra_args = extra_args
@@ -299,4 +301,6 @@ class DaemonProcess:
         if self._out_fh is not None:
             self._out_fh.close()
             self._out_fh = None
+        if self._own_dir is not None:  # its socket's lock; a restart makes it again
+            shutil.rmtree(self._own_dir, ignore_errors=True)
         return None if proc is None else proc.returncode
