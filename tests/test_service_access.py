@@ -213,3 +213,54 @@ def test_metrics_over_mutual_tls(tmp_path: Path) -> None:
         ctx.load_cert_chain(str(scraper.cert_path), str(scraper.key_path))
         body = urllib.request.urlopen(srv.url, context=ctx, timeout=10).read().decode()
         assert "smroute_" in body
+
+
+def test_relay_knows_each_peer_caps_connections_and_cleans_up(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    from smroute.service.peercred import CredentialRelay, PeerAllow, PeerCredentials
+
+    errors: list[str] = []
+    peers: list[PeerCredentials | None] = []
+    relay = CredentialRelay(str(tmp_path / "s.sock"), on_error=errors.append,
+                            max_connections=1)
+
+    class Seen(grpc.ServerInterceptor):
+        def intercept_service(self, continuation, details):  # type: ignore[no-untyped-def]
+            h = continuation(details)
+
+            def run(req, ctx):  # type: ignore[no-untyped-def]
+                peers.append(relay.peer_credentials(ctx.peer()))
+                return h.unary_unary(req, ctx)
+            return grpc.unary_unary_rpc_method_handler(
+                run, request_deserializer=h.request_deserializer,
+                response_serializer=h.response_serializer) if h and h.unary_unary else h
+
+    server = grpc.server(ThreadPoolExecutor(2), interceptors=[Seen()])
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    server.add_insecure_port(relay.grpc_target)
+    server.start()
+    relay.start()
+    try:
+        assert oct((tmp_path / "s.sock").stat().st_mode & 0o777) == "0o660"
+        assert oct(os.stat(relay.dir).st_mode & 0o777) == "0o700"  # nobody else reaches gRPC
+        req = health_pb2.HealthCheckRequest()
+        with grpc.insecure_channel(f"unix:{tmp_path}/s.sock") as ch:
+            health_pb2_grpc.HealthStub(ch).Check(req, timeout=10)
+            me = peers[-1]
+            assert me is not None
+            assert me == PeerCredentials(os.getuid(), os.getgid(), os.getpid(), me.groups)
+            assert PeerAllow(frozenset({os.getuid()}), frozenset()).allows(me)
+            assert not PeerAllow(frozenset({12345}), frozenset({54321})).allows(me)
+            assert relay.peer_credentials("unix:") is None
+            own = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own
+            with grpc.insecure_channel(f"unix:{tmp_path}/s.sock", options=own) as second, \
+                    pytest.raises(grpc.RpcError):  # the one connection allowed is taken
+                health_pb2_grpc.HealthStub(second).Check(req, timeout=3)
+            assert errors and "1 connections open" in errors[0]
+    finally:
+        relay.close()
+        server.stop(0)
+    assert not (tmp_path / "s.sock").exists() and not os.path.exists(relay.dir)

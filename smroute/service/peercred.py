@@ -28,10 +28,13 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["CredentialRelay", "PeerAllow", "PeerCredentials", "peer_allow", "resolve_ids",
-           "socket_credentials"]
+__all__ = ["MAX_CONNECTIONS", "CredentialRelay", "PeerAllow", "PeerCredentials", "peer_allow",
+           "resolve_ids", "socket_credentials"]
 
 _CHUNK = 256 * 1024
+#: Connections relayed at once (two threads each; the systemd unit caps the
+#: daemon's tasks at 512): more are closed at once and logged.
+MAX_CONNECTIONS = 128
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,10 @@ class CredentialRelay:
     """
 
     def __init__(self, path: str, *, mode: int = 0o660, group: int | None = None,
-                 on_error: Callable[[str], None] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self.path = path
+        self.max_connections = max_connections
         self.mode = mode
         self.group = group
         self.on_error = on_error
@@ -145,6 +150,14 @@ class CredentialRelay:
             except OSError:
                 if self._closed.is_set():
                     return
+                continue
+            with self._lock:
+                full = len(self._peers) >= self.max_connections
+            if full:
+                conn.close()
+                if self.on_error is not None:
+                    self.on_error(f"{self.max_connections} connections open: a new one was "
+                                  "closed")
                 continue
             try:
                 cred = socket_credentials(conn)
