@@ -193,6 +193,19 @@ def test_metrics_loopback_only_unless_tls() -> None:
         parse_config("mutating_users: root\n")
 
 
+def test_check_config_resolves_user_and_group_names(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("workers: 1\nmutating_users: [root, 0, nosuchuser-x]\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml:2: mutating_users: no user named "
+                       "'nosuchuser-x'"):
+        load_config(cfg)
+    cfg.write_text("socket_group: nosuchgroup-x\n")
+    with pytest.raises(ConfigError, match="socket_group: no group named 'nosuchgroup-x'"):
+        load_config(cfg)
+    cfg.write_text("mutating_users: [root]\nmutating_groups: [root, 4242]\nsocket_group: 0\n")
+    assert load_config(cfg).mutating_groups == ("root", "4242")
+
+
 def test_metrics_over_mutual_tls(tmp_path: Path) -> None:
     import ssl
     import urllib.request

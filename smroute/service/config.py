@@ -41,6 +41,7 @@ import yaml
 from smroute.routing.engine import ALGORITHMS
 from smroute.service.config_files import dir_problem, file_problem, read_regular
 from smroute.service.listen import _LISTEN_EXPECTED
+from smroute.service.peercred import resolve_ids
 from smroute.service.settings import (
     _GRPC_MAX,
     GUID_FILE_KEYS,
@@ -482,6 +483,13 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
                 key = f"fabric_dirs[{i}]"
                 raise ConfigError(f"{problem}: {d}", key=key, source=source,
                                   line=lines.get(key, lines.get("fabric_dirs")))
+        for key, kind in (("mutating_users", "user"), ("mutating_groups", "group"),
+                          ("socket_group", "group")):
+            names = getattr(cfg, key)
+            try:  # names must exist on this host (the daemon resolves them at start)
+                resolve_ids([names] if isinstance(names, str) else names or (), kind)
+            except ValueError as err:
+                raise ConfigError(str(err), key=key, source=source, line=lines.get(key)) from None
         for sec in ("tls", "metrics_tls"):
             tls = getattr(cfg, sec)
             if tls is None:
