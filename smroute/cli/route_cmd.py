@@ -261,7 +261,7 @@ def _write_lanes(path: str, result: Any, prog: Progress) -> str:
     g = result.graph
     text = ("".join(format_lanes(result.lanes, g.sw_guid, g.component))
             if result.lanes is not None else f"{MAGIC}\n# no detours: every path SL 0, VL 0\n"
-            "vls 1\nsls 1\nescape_sl 0\n")
+            "vls 1\nsls 1\nescape_sl 0\nend 0 0\n")
     write_output(path, text, "--lanes-out")
     prog.done("lanes", t)
     return path
