@@ -117,11 +117,9 @@ def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) 
 
 def _detour_walk(result: Any) -> dict[str, Any]:
     """The :func:`~smroute.routing.validate.walk` options of a routing with
-    detours (its detoured LIDs may turn; longer walks), else none."""
-    lanes = result.lanes
-    if lanes is None:
-        return {}
-    return {"turns": np.isin(result.dest.lid, lanes.lids), "max_hops": lanes.max_hops}
+    detours or mode ``tree+orient`` (LIDs that may turn; longer walks), else none."""
+    turns, max_hops = result.walk_turns()
+    return {} if turns is None else {"turns": turns, "max_hops": max_hops}
 
 
 def _fmt_s(x: float) -> str:
