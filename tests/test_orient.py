@@ -188,3 +188,43 @@ def test_ibdmchk_finds_no_credit_loop_in_turned_tables(tmp_path: Path) -> None:
     write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
     rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
     assert rep.missing_paths == 0 and rep.credit_loops is False, rep.stdout[-2000:]
+
+
+# --------------------------------------------------------------------------- option and config key
+def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
+    """``smroute route``: the default reports the aggregation-node pairs no
+    traffic needs; ``--route-all-ca-pairs`` needs them too (then routed)."""
+    import subprocess
+    import sys
+
+    from smroute.fabric.writers import write_topology
+
+    topo = tmp_path / "dir.topo"
+    write_topology(director_site(), topo)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
+                               "--workers", "1", "--out", str(tmp_path / "t.lft"), *args],
+                              capture_output=True, text=True, timeout=300)
+
+    p = run()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "mode:       tree+orient" in p.stdout
+    assert "no traffic needs them" in p.stdout
+    p = run("--route-all-ca-pairs")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no traffic needs them" not in p.stdout and "valid:" in p.stdout
+
+
+def test_config_key_route_all_ca_pairs(tmp_path: Path) -> None:
+    """The daemon's ``route_all_ca_pairs`` key: a bool, default off."""
+    from smroute.service.config import ConfigError, default_config, load_config
+
+    assert default_config().route_all_ca_pairs is False
+    good = tmp_path / "good.yaml"
+    good.write_text("route_all_ca_pairs: true\n")
+    assert load_config(good).route_all_ca_pairs is True
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("route_all_ca_pairs: 3\n")
+    with pytest.raises(ConfigError, match="route_all_ca_pairs"):
+        load_config(bad)

@@ -87,6 +87,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lanes-out", metavar="FILE",
                    help="with --vls N >= 2: write the SLs and SL-to-VL tables there "
                    "(smroute-lanes text format, replaced atomically)")
+    p.add_argument("--route-all-ca-pairs", action="store_true",
+                   help="every CA pair needs a route (default: aggregation nodes need hosts "
+                   "and the aggregation nodes of adjacent switches only; their other pairs "
+                   "are routed where it costs nothing, else counted)")
     p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
     p.add_argument("--max-failures", type=int_range(0), default=20, metavar="N",
                    help="list at most N unroutable pairs by name (default 20)")
@@ -160,7 +164,8 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     t = prog.start(f"routing with {args.algorithm}")
     result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers,
-                   overrides=load_overrides(args), max_vls=args.vls)
+                   overrides=load_overrides(args), max_vls=args.vls,
+                   all_ca_pairs=args.route_all_ca_pairs)
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     tables = result.tables
 

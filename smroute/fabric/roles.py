@@ -300,6 +300,12 @@ class NeededPairs:
         out |= ~agg[None, :]
         return out
 
+    def pairs(self, src: IntArray, target: IntArray, agg: BoolArray) -> BoolArray:
+        """``(K,)`` bool: :meth:`mask` for the pairs ``(src[k], target[k])``."""
+        if self.every_ca:
+            return np.ones(len(src), dtype=bool)
+        return self.adjacent[src, target] | self.every[src] | ~agg
+
 
 def needed_pairs(fabric: Fabric, roles: FabricRoles, sw_node: IntArray, ep_node: IntArray,
                  *, every_ca: bool = False) -> NeededPairs:

@@ -114,6 +114,7 @@ class RoutingCore:
         overrides: GuidOverrides | None = None,
         durable: Durable | None = None,
         max_vls: int = 1,
+        all_ca_pairs: bool = False,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
@@ -127,6 +128,9 @@ class RoutingCore:
         #: Data VLs the subnet manager programs (config max_vls); 2 or more
         #: lets a tree take detours over VLs (routing mode tree+detours).
         self.max_vls = max_vls
+        #: Every CA pair needs a route (config route_all_ca_pairs); else the
+        #: roles' rule (aggregation nodes: hosts and adjacent switches only).
+        self.all_ca_pairs = all_ca_pairs
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
         #: daemon replaces the tuple on SIGHUP.
@@ -224,7 +228,8 @@ class RoutingCore:
     # ------------------------------------------------------------ route
     def _route(self, fabric: Fabric, algorithm: str, lmc: int | None) -> RoutingResult:
         res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
-                    overrides=self.overrides, max_vls=self.max_vls)
+                    overrides=self.overrides, max_vls=self.max_vls,
+                    all_ca_pairs=self.all_ca_pairs)
         return own_tables(res)
 
     def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:

@@ -46,7 +46,7 @@ from collections.abc import Callable
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import fabric_roles
+from smroute.fabric.roles import fabric_roles, needed_pairs
 from smroute.routing import balance, dmodc, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import (
@@ -233,7 +233,8 @@ def reroute(
         # without a pool, route in this process (not a new pool per call)
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool,
                                workers=1 if pool is None else None, clock=clock, roles=roles,
-                               max_vls=max_vls))
+                               max_vls=max_vls, all_ca_pairs=prev.needed is not None
+                               and prev.needed.every_ca))
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}
@@ -310,7 +311,10 @@ def reroute(
     timings["routes"] = t4 - t3
     tables = dataclasses.replace(prev.tables, ports=ports, _index={})
     res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings),
-                        roles=roles, nominal=state)
+                        roles=roles, nominal=state, needed=needed_pairs(
+                            fabric, roles, g.sw_node,
+                            fabric.port_node[g.ep_row].astype(np.int64),
+                            every_ca=prev.needed is not None and prev.needed.every_ca))
     d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
                     tables.switch_desc)
     timings["diff"] = clock() - t4

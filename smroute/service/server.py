@@ -129,6 +129,7 @@ class Daemon:
         self._start_metrics()
         self.core = RoutingCore(
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc, max_vls=cfg.max_vls,
+            all_ca_pairs=cfg.route_all_ca_pairs,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
             metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
@@ -382,6 +383,7 @@ class Daemon:
         routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
                    if getattr(new, k) != getattr(old, k)}
         core.max_vls = new.max_vls
+        core.all_ca_pairs = new.route_all_ca_pairs
         if "algorithm" in routing:
             core.algorithm = new.algorithm
         if "lmc" in routing:
