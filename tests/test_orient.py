@@ -228,3 +228,22 @@ def test_config_key_route_all_ca_pairs(tmp_path: Path) -> None:
     bad.write_text("route_all_ca_pairs: 3\n")
     with pytest.raises(ConfigError, match="route_all_ca_pairs"):
         load_config(bad)
+
+
+def test_fabric_summary_counts_the_needed_pairs() -> None:
+    """``smroute fabric summary``: CA pairs that need a route and those that
+    need none, by the same rule (every aggregation node pair on switches not
+    adjacent), in the text and the JSON."""
+    from smroute.fabric.summary import format_summary, summarize
+
+    f = director_site()
+    s = summarize(f)
+    roles = fabric_roles(f)
+    n_ep = int((roles.endport_role >= 0).sum())
+    assert s.ca_pairs_needed + s.ca_pairs_unneeded == n_ep * (n_ep - 1)
+    # 44 switches with one aggregation node each: pairs on switches not adjacent
+    sw = f.switches
+    n = needed_pairs(f, roles, sw, np.flatnonzero(roles.endport_role >= 0))
+    assert s.ca_pairs_unneeded == int((~n.adjacent).sum()) > 0
+    assert s.to_dict()["ca_pairs"]["unneeded"] == s.ca_pairs_unneeded
+    assert any("need none (aggregation nodes" in line for line in format_summary(s))
