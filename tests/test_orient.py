@@ -247,3 +247,21 @@ def test_fabric_summary_counts_the_needed_pairs() -> None:
     assert s.ca_pairs_unneeded == int((~n.adjacent).sum()) > 0
     assert s.to_dict()["ca_pairs"]["unneeded"] == s.ca_pairs_unneeded
     assert any("need none (aggregation nodes" in line for line in format_summary(s))
+
+
+def test_a_resumed_tree_orient_epoch_validates() -> None:
+    """A daemon resuming a ``tree+orient`` epoch routes it again (the turns
+    are not recomputed around stored tables) and gets the same tables, which
+    its validation accepts."""
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = director_site()
+    r = own_tables(route(f, workers=1))
+    assert r.mode == "tree+orient"
+    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
+    assert b.mode == "tree+orient" and b.oriented is not None
+    assert np.array_equal(b.oriented, r.oriented)
+    assert validate_result(b).ok
