@@ -212,7 +212,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
 def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 dest: Destinations, turns: np.ndarray, needed: NeededPairs,
                 ports: np.ndarray, tries: int = 16,
-                escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
+                fewest_first: bool = True, stop: bool = True) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -220,7 +221,9 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     graph with its costs and dividers, e.g. the turn root's up*/down*
     orientation) its whole column routed up*/down* in ``escape`` if that
     keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
-    keep the tree's routes)."""
+    keep the tree's routes; ``stop``: none tried after the first that fails).
+    ``fewest_first``: in order of the switches that lack a path to them,
+    fewest first (else most first)."""
     t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
                          switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
                          ports=ports)
@@ -230,9 +233,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     done = np.zeros(len(dest.lid), dtype=bool)
     used: dict[int, int] = {}
     sel = np.flatnonzero(turns)
-    # the destinations most switches lack a path to first: they constrain most
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
-    for j in sel[np.argsort(-lacking, kind="stable")].tolist():
+    for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
         lid = int(dest.lid[j])
         keep = ports[:, lid].copy()
         one = np.zeros(len(dest.lid), dtype=bool)
@@ -268,4 +270,6 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 edges, done[j] = e, True
             else:
                 ports[:, lid] = keep
+        if not done[j] and stop:
+            break
     return done
