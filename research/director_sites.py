@@ -54,6 +54,8 @@ SHAPES = [
      ((18, 8, 4), (1, 2, 2), (1, 1, 1)), 2, 0, 0, 0),
     ("2 dirs x (4 line + 2 spine), 32 leaves (9:1), 4 UFM/storage, 6 cables cut",
      ((18, 8, 4), (1, 2, 2), (1, 1, 1)), 0, 4, 6, 3),
+    ("4 dirs x (9 line + 9 spine), 108 leaves (4.5:1), 6 UFM/storage, 10 cables cut",
+     ((18, 12, 9), (1, 4, 9), (1, 1, 1)), 0, 6, 10, 2),
 ]
 ENGINES = ("dmodc", "updn", "ftree", "dfsssp")
 

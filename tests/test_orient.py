@@ -211,6 +211,7 @@ def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "mode:       tree+orient" in p.stdout
     assert "no traffic needs them" in p.stdout
+    assert "deadlock:   no credit loop" in p.stdout and "on 1 VLs" in p.stdout
     p = run("--route-all-ca-pairs")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no traffic needs them" not in p.stdout and "valid:" in p.stdout

@@ -187,7 +187,9 @@ def cmd_route(args: argparse.Namespace) -> int:
         prog.done("hops", t)
 
     deadlock = None
-    if result.lanes is not None and validation is not None:
+    # routes that turn on purpose (detours over VLs, or mode tree+orient): the
+    # channel dependencies of the tables as written, checked again here
+    if (result.lanes is not None or result.oriented is not None) and validation is not None:
         from smroute.analysis.deadlock import check_credit_loops
 
         t = prog.start("checking channel dependencies per VL")
