@@ -229,6 +229,14 @@ def test_config_key_route_all_ca_pairs(tmp_path: Path) -> None:
     bad.write_text("route_all_ca_pairs: 3\n")
     with pytest.raises(ConfigError, match="route_all_ca_pairs"):
         load_config(bad)
+    # smroute serve --route-all-ca-pairs overrides the file
+    from smroute.cli.main import build_parser
+    from smroute.cli.serve_cmd import config_from_args
+
+    cfg, over = config_from_args(build_parser().parse_args(["serve", "--route-all-ca-pairs"]))
+    assert cfg.route_all_ca_pairs is True and over == {"route_all_ca_pairs": True}
+    cfg, over = config_from_args(build_parser().parse_args(["serve"]))
+    assert cfg.route_all_ca_pairs is False and not over
 
 
 def test_fabric_summary_counts_the_needed_pairs() -> None:

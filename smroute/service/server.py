@@ -380,7 +380,8 @@ class Daemon:
         # Precedence: the file's algorithm and lmc are defaults; a Route RPC's
         # choice stands until the file changes that key (an unchanged file
         # changes nothing about routing: no epoch, no setting)
-        routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
+        routing = {k: getattr(new, k)
+                   for k in ("algorithm", "lmc", "max_vls", "route_all_ca_pairs")
                    if getattr(new, k) != getattr(old, k)}
         core.max_vls = new.max_vls
         core.all_ca_pairs = new.route_all_ca_pairs
