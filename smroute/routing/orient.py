@@ -3,19 +3,26 @@
 Some end-ports of a tree have traffic with no up*/down* path in it (hosts and
 aggregation nodes on upper switches, a leaf that lost its common ancestors).
 The tree's routes stay for every destination they serve; only the
-destinations such traffic needs (:func:`needed_turns`) are routed through a
-turn root: the switches without an up*/down* path to one of them take the
-tree's route towards the root, where the route turns towards the destination.
-Mode ``tree+turns`` accepts that when every route is up*/down* in the root's
-orientation (a sufficient condition); :func:`accept` accepts it when the
-routes of those destinations are delivered wherever they are needed and the
-channel dependency graph of the whole table set is acyclic
+destinations such traffic needs (:func:`needed_turns`) take another route
+where the tree has none: the switches without an up*/down* path to one of
+them take the tree's route towards a *turn switch* (:func:`turn_options`:
+one with a path to the destination that every switch needing one can reach),
+where the route joins the tree's route to the destination
+(:func:`route_turns`).  Mode ``tree+turns`` accepts one turn root per
+component when every route is up*/down* in the root's orientation (a
+sufficient condition); :func:`orient` accepts turns when the routes of those
+destinations are delivered wherever they are needed and the channel
+dependency graph of the whole table set is acyclic
 (:func:`~smroute.analysis.deadlock.check_credit_loops`): free of credit loops
-on one VL, proven rather than implied by one orientation.  Those destinations
-are then walked for delivery only (:attr:`Orientation.turns`).
+on one VL, proven rather than implied by one orientation.  It tries every
+destination's first turn switch at once (leaves first, then the highest
+switches), then one destination at a time (:func:`orient_each`: each takes
+the first of a few turn switches that keeps the dependencies acyclic).
+Those destinations are then walked for delivery only
+(:attr:`Orientation.turns`).
 
-Pure: arrays in, arrays out; the caller (the mode chain of
-:mod:`smroute.routing.engine`) routes the turns.
+Pure: arrays in, arrays out; called by the mode chain of
+:mod:`smroute.routing.engine`.
 """
 
 from __future__ import annotations
