@@ -1,5 +1,5 @@
 """Operator conveniences: the Grafana dashboard covers every daemon metric with
-valid PromQL, ``smroute completion bash|zsh`` completes the real command line,
+valid PromQL, ``smroute completion bash|zsh|fish`` completes the real command line,
 and the one progress display (tqdm) keeps the phase lines and -q."""
 
 from __future__ import annotations
@@ -113,12 +113,16 @@ comp smroute route --no-p
 comp smroute route --format ""
 comp smroute route fa
 comp smroute completion ""
+comp smroute ctl fa
+comp smroute ctl fault down ""
+comp smroute tr
+comp smroute fabric com
 """
     r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "fabric", "generate", "slender-tree", "--no-port-guids", "opensm fdbs json", "fab.topo",
-        "bash zsh"]
+        "bash zsh fish", "fault", "link switch ca", "trace", "compare"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed")
@@ -132,8 +136,25 @@ def test_zsh_completion_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish not installed (scripts/setup.sh "
+                    "installs it)")
+def test_fish_completion_completes_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "smroute.fish"
+    script.write_text(_script("fish", capsys))
+    r = subprocess.run(["fish", "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    prog = (f"source {script}; complete -C 'smroute ct'; complete -C 'smroute ctl fau'; "
+            "complete -C 'smroute ctl fault --dr'; complete -C 'smroute completion '")
+    r = subprocess.run(["fish", "-c", prog], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    words = [line.split("\t")[0] for line in r.stdout.splitlines()]
+    assert words == ["ctl", "fault", "--dry-run", "bash", "zsh", "fish"]
+
+
 def test_completion_bad_shell_exits_2() -> None:
-    r = subprocess.run([sys.executable, "-m", "smroute", "completion", "fish"],
+    r = subprocess.run([sys.executable, "-m", "smroute", "completion", "tcsh"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "invalid choice" in r.stderr
 

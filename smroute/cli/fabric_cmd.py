@@ -4,7 +4,8 @@
 prints levels, counts, link types, parallel links and anomalies
 (:mod:`smroute.fabric.summary`).  A bad file is reported as ``FILE:LINE: ...``
 with exit status 2.  ``smroute fabric generate GENERATOR ...`` writes a
-generated fabric (:mod:`smroute.cli.generate_cmd`).
+generated fabric (:mod:`smroute.cli.generate_cmd`); ``smroute fabric compare
+REFERENCE CURRENT`` names the cables that changed (:mod:`smroute.cli.compare_cmd`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def register(subparsers: Any) -> None:
     from smroute.cli.draw_cmd import add_parser as add_draw_parser
 
     add_draw_parser(sub)  # smroute fabric draw (smroute/cli/draw_cmd.py)
+
+    from smroute.cli.compare_cmd import add_parser as add_compare_parser
+
+    add_compare_parser(sub)  # smroute fabric compare (smroute/cli/compare_cmd.py)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:

@@ -26,12 +26,12 @@ import contextlib
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from smroute import __version__
+from smroute.cli import exit_codes
 from smroute.cli.outputs import drop_stdout
 from smroute.errors import SmrouteError
 from smroute.text import printable
@@ -43,10 +43,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "route_cmd",
     "diff_cmd",
     "analyze_cmd",
+    "trace_cmd",
     "lids_cmd",
     "order_cmd",
     "study_cmd",
     "serve_cmd",
+    "ctl_cmd",
     "config_cmd",
     "bridge_cmd",
     "slurm_cmd",
@@ -55,7 +57,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 #: Exit status when the pipe broke before the command knew its status.
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
 #: Characters of one value argparse quotes in a usage error, at most.
 _QUOTED_CHARS = 80
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.){" + str(_QUOTED_CHARS + 1) + ",}'")
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="smroute",
         description="Dmodc routing for InfiniBand fat-trees: ingest, route, analyze, serve.",
+        epilog=exit_codes.describe(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"smroute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -107,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rc = err.exit_code
         except KeyboardInterrupt:
             print("smroute: interrupted", file=sys.stderr)
-            rc = 130
+            rc = exit_codes.INTERRUPTED
     except BrokenPipeError:
         _drop_output()
         return EXIT_BROKEN_PIPE

@@ -6,7 +6,7 @@ the summary then going to stderr: :mod:`smroute.cli.outputs`) in one of the
 formats of :mod:`smroute.tables.formats`: ``opensm``
 (OpenSM file-engine input, ``opensm -R file -U FILE``), ``fdbs``
 (``opensm.fdbs`` plus ``opensm-subnet.lst`` beside it, for
-``ibdmchk -s opensm-subnet.lst -f opensm.fdbs``) or ``json``.  Unless
+``ibdmchk -s opensm-subnet.lst -f opensm.fdbs -m /dev/null``) or ``json``.  Unless
 ``--no-validate``, every (switch, LID) route is walked and the result is part
 of the summary printed on stdout; each phase also prints a progress line on
 stderr.
@@ -266,7 +266,7 @@ def _write_lanes(path: str, result: Any, prog: Progress) -> str:
     g = result.graph
     text = ("".join(format_lanes(result.lanes, g.sw_guid, g.component))
             if result.lanes is not None else f"{MAGIC}\n# no detours: every path SL 0, VL 0\n"
-            "vls 1\nsls 1\nescape_sl 0\n")
+            "vls 1\nsls 1\nescape_sl 0\nend 0 0\n")
     write_output(path, text, "--lanes-out")
     prog.done("lanes", t)
     return path

@@ -203,11 +203,12 @@ class MetricsServer:
     _httpd: Any
     _thread: threading.Thread
     _closed: bool = False
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{self.scheme}://{host}:{self.port}/metrics"
 
     def close(self) -> None:
         if self._closed:
@@ -224,9 +225,13 @@ class MetricsServer:
         self.close()
 
 
-def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
+def start_metrics_server(listen: str, metrics: ServiceMetrics, tls: Any = None
+                         ) -> MetricsServer:
     """Serve ``metrics`` over HTTP at ``listen`` (``host:port`` or
-    ``[v6]:port``; port 0 picks a free port, see ``.port``).
+    ``[v6]:port``; port 0 picks a free port, see ``.port``); over HTTPS with
+    ``tls`` (a :class:`~smroute.service.settings.TlsConfig`: certificate,
+    key, and client certificates signed by its ``client_ca`` when it
+    requires them).
 
     Raises :class:`InputError` for a bad address, :class:`smroute.errors.SmrouteError`
     if the address cannot be bound (e.g. in use).
@@ -239,8 +244,15 @@ def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
     except ValueError as err:
         raise InputError(f"metrics_listen: {err}") from None
     try:
-        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry)
+        kw: dict[str, Any] = {}
+        if tls is not None:
+            kw = {"certfile": str(tls.cert), "keyfile": str(tls.key),
+                  "client_cafile": str(tls.client_ca) if tls.client_ca else None,
+                  "client_auth_required": bool(tls.require_client_cert)}
+        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry,
+                                          **kw)
     except OSError as err:
         raise SmrouteError(f"metrics_listen {listen}: cannot listen: "
                            f"{err.strerror or err}") from None
-    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread)
+    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread,
+                         scheme="https" if tls is not None else "http")
