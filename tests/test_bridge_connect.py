@@ -99,8 +99,8 @@ def test_retry_reaches_a_daemon_started_later_and_the_first_write_counts_its_blo
     topo = tmp_path / "fabric.topo"
     topo.write_text("\n".join(lines) + "\n")
     events: list[tuple[str, dict[str, Any]]] = []
-    port = free_port()
-    bridge = Bridge(BridgeOptions(daemon=f"127.0.0.1:{port}", lfts_file=tmp_path / "s.lfts",
+    address = f"unix:{tmp_path}/d.sock"  # mutations need the Unix socket (or mutual TLS)
+    bridge = Bridge(BridgeOptions(daemon=address, lfts_file=tmp_path / "s.lfts",
                                   trigger="none", load="discover", state_dir=tmp_path),
                     discover=lambda: lines, log=lambda lvl, ev, **kw: events.append((ev, kw)))
     stop = threading.Event()
@@ -112,7 +112,7 @@ def test_retry_reaches_a_daemon_started_later_and_the_first_write_counts_its_blo
     try:
         wait_for(lambda: sum(e == "daemon_unreachable" for e, _ in events) >= 2, 30,
                  "failed attempts")
-        daemon = start_daemon(tmp_path / "d", fabric=str(topo), listen=f"127.0.0.1:{port}")
+        daemon = start_daemon(tmp_path / "d", fabric=str(topo), listen=address)
         t.join(60)
         assert result == [True]
         assert [kw["attempts"] for e, kw in events if e == "daemon_reached"] == [

@@ -53,11 +53,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_status_by_environment_variable(daemon: DaemonProc) -> None:
-    r = run_cli("ctl", "status", env={"SMROUTE_ADDRESS": daemon.address})
+    r = run_cli("ctl", "status", env={"SMROUTE_DAEMON": daemon.address})
     assert r.returncode == 0, r.stderr
     assert f"daemon {daemon.address}: SERVING" in r.stdout
     assert "epoch 1 " in r.stdout and "valid (" in r.stdout
-    r = run_cli("ctl", "status", "--json", env={"SMROUTE_ADDRESS": daemon.address})
+    r = run_cli("ctl", "status", "--json", env={"SMROUTE_DAEMON": daemon.address})
     doc = json.loads(r.stdout)
     assert doc["health"] == "SERVING" and doc["epoch"]["lmc"] == 2
     assert doc["epoch"]["base_fabric_hash"] == read_topology(FIXTURE).content_hash
@@ -173,7 +173,7 @@ def test_reload_by_socket_peer(daemon: DaemonProc, capsys: pytest.CaptureFixture
 
 
 def test_unreachable_daemon_is_one_line_exit_4(tmp_path: Path) -> None:
-    r = run_cli("ctl", "status", env={"SMROUTE_ADDRESS": f"unix:{tmp_path}/none.sock"})
+    r = run_cli("ctl", "status", env={"SMROUTE_DAEMON": f"unix:{tmp_path}/none.sock"})
     assert r.returncode == 4
     assert r.stderr.count("\n") == 1 and "cannot reach the daemon" in r.stderr
     from smroute.lab.processes import free_port
@@ -208,7 +208,7 @@ def test_mutual_tls_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     cfg = tmp_path / "smroute.yaml"
     cfg.write_text(f"fabric: {FIXTURE}\n" + pki.tls_yaml(mutual=True)
                    + "mutating_identities: [operator]\n")
-    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    d = start_daemon(tmp_path / "d", "--config", str(cfg), listen="127.0.0.1:0")
     try:
         target = f"localhost:{d.address.rsplit(':', 1)[1]}"
 

@@ -76,9 +76,10 @@ def test_quiet_drops_information_but_not_errors_nor_warnings(capsys: Any,
     assert cli_main(["fabric", "summary", str(tmp_path / "none.topo"), "-q"]) == 2
     assert "smroute: error: " in capsys.readouterr().err
     bad = tmp_path / "c.yaml"
-    bad.write_text("workers: 3\nmetrics_listen: '0.0.0.0:9464'\n")
+    bad.write_text("workers: 3\nlisten: '127.0.0.1:50051'\n")
     assert cli_main(["check-config", str(bad), "--quiet"]) == 0
-    assert "warning: metrics_listen 0.0.0.0:9464 is not loopback" in capsys.readouterr().err
+    assert "warning: mutating RPCs (LoadFabric, Route, ApplyFaults, RouteSubnet) are " \
+           "refused" in capsys.readouterr().err
 
 
 def test_quiet_stream_keeps_whole_error_lines() -> None:

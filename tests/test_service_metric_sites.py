@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from smroute.errors import SmrouteError
 from smroute.fabric.faults import FaultEvent
 from smroute.fabric.generate import degrade, pgft
 from smroute.service.core import RoutingCore
@@ -34,14 +35,13 @@ def test_dry_runs_and_bad_routes_are_not_faults_nor_reroute_failures() -> None:
         # D-mod-K leaves pairs of this degraded tree unrouted: the request is refused
         with pytest.raises(ServiceError, match="refused to commit"):
             core.route("dmodk")
-        # LMC 7 on a tree with this many ports does not fit the LID space
-        with pytest.raises(ServiceError):
+        # LMC 7 does not fit the LIDs the fabric's ports have: bad input
+        with pytest.raises(SmrouteError):
             core.route("dmodc", lmc=7)
         assert _count(m, "smroute_reroute_failures_total", reason="unrouted_pairs") == 0
         assert _count(m, "smroute_reroute_failures_total", reason="routing_error") == 0
-        rejected = (_count(m, "smroute_route_rejections_total", reason="unrouted_pairs")
-                    + _count(m, "smroute_route_rejections_total", reason="routing_error"))
-        assert rejected == 2
+        assert _count(m, "smroute_reroute_failures_total", reason="route") == 0
+        assert _count(m, "smroute_route_rejections_total") == 1
         # a real fault is counted
         core.apply_faults([FaultEvent("switch_down", sw)])
         assert _count(m, "smroute_fault_events_total", kind="switch_down") == 1

@@ -1,6 +1,7 @@
 """``smroute opensm-bridge``: run the OpenSM bridge, or dry-run a change.
 
-    smroute opensm-bridge --daemon 127.0.0.1:50051 --lfts-file /var/cache/opensm/smroute.lfts \\
+    smroute opensm-bridge --daemon unix:/run/smroute/smroute.sock \\
+        --lfts-file /var/cache/opensm/smroute.lfts \\
         [--console 127.0.0.1:10000 | --opensm-pid PID] [--opensm-log /var/log/opensm.log] \\
         [--load live|discover|none] [--poll-interval S] [--dry-run]
 

@@ -17,7 +17,7 @@
 
 Every subcommand takes ``--json`` (``watch``: one JSON object per line), the
 daemon's address (``--address``, else the ``listen:`` of the daemon's config
-file given with ``--config``, else ``$SMROUTE_ADDRESS``, else
+file given with ``--config``, else ``$SMROUTE_DAEMON``, else
 ``unix:/run/smroute/smroute.sock``) and the TLS options of a client
 (``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--tls-server-name``), before
 or after the subcommand.

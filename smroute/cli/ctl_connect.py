@@ -1,5 +1,5 @@
 """How ``smroute ctl`` reaches the daemon: its address (``--address``, the
-daemon's config, ``$SMROUTE_ADDRESS``, the default socket), TLS, a quick
+daemon's config, ``$SMROUTE_DAEMON``, the default socket), TLS, a quick
 probe that tells a missing socket or a refused connection at once, and the
 exit status of a failed call."""
 
@@ -13,15 +13,15 @@ import grpc
 
 from smroute.cli.inputs import float_range
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
-from smroute.service.client import SmrouteClient
+from smroute.service.client import DEFAULT_TARGET, SmrouteClient, default_target
 
 __all__ = ["ADDRESS_ENV", "DEFAULT_ADDRESS", "RpcFailed", "add_daemon_options", "address_of",
            "connect", "probe", "rpc_error"]
 
-#: Environment variable naming the daemon's address.
-ADDRESS_ENV = "SMROUTE_ADDRESS"
+#: Environment variable naming the daemon's address (the OpenSM plugin's too).
+ADDRESS_ENV = "SMROUTE_DAEMON"
 #: Where ``smroute serve`` listens by default.
-DEFAULT_ADDRESS = "unix:/run/smroute/smroute.sock"
+DEFAULT_ADDRESS = DEFAULT_TARGET
 
 _BAD_INPUT = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
               grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
@@ -38,12 +38,12 @@ class RpcFailed(SmrouteError):
 
 def address_of(args: argparse.Namespace) -> str:
     """``--address``, else the listen address of ``--config``, else
-    ``$SMROUTE_ADDRESS``, else :data:`DEFAULT_ADDRESS`."""
+    ``$SMROUTE_DAEMON``, else :data:`DEFAULT_ADDRESS`."""
     if args.address:
         return str(args.address)
     if args.config:
         return _config_address(args.config)
-    return os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+    return default_target()
 
 
 def _config_address(path: str) -> str:

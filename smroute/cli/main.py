@@ -27,12 +27,12 @@ import contextlib
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from smroute import __version__
+from smroute.cli import exit_codes
 from smroute.cli.outputs import drop_stdout
 from smroute.cli.quiet import QuietStream, add_quiet_options
 from smroute.errors import SmrouteError
@@ -59,7 +59,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 #: Exit status when the pipe broke before the command knew its status.
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
 #: Characters of one value argparse quotes in a usage error, at most.
 _QUOTED_CHARS = 80
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.){" + str(_QUOTED_CHARS + 1) + ",}'")
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="smroute",
         description="Dmodc routing for InfiniBand fat-trees: ingest, route, analyze, serve.",
+        epilog=exit_codes.describe(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"smroute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -125,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
             rc = err.exit_code
         except KeyboardInterrupt:
             print("smroute: interrupted", file=sys.stderr)
-            rc = 130
+            rc = exit_codes.INTERRUPTED
     except BrokenPipeError:
         _drop_output()
         return EXIT_BROKEN_PIPE

@@ -106,7 +106,7 @@ def _parse_block_sizes(text: str | None) -> list[int] | None:
 
 def cmd_topology(args: argparse.Namespace) -> int:
     """Run ``smroute slurm topology``."""
-    from smroute.cli.inputs import _guarded, load_fabric, load_overrides
+    from smroute.cli.inputs import guarded, load_fabric, load_overrides
     from smroute.fabric.roles import fabric_roles
     from smroute.fabric.slurm import read_host_map, slurm_topology
 
@@ -122,7 +122,7 @@ def cmd_topology(args: argparse.Namespace) -> int:
             regex = re.compile(args.name_regex)
         except re.error as err:
             raise InputError(f"--name-regex: {err}") from None
-    host_map = _guarded(read_host_map, args.host_map) if args.host_map else None
+    host_map = guarded(read_host_map, args.host_map) if args.host_map else None
     fabric = load_fabric(args.fabric, strict=args.strict)
     roles = fabric_roles(fabric, load_overrides(args))
     topo = slurm_topology(fabric, roles, host_map=host_map, name_regex=regex,

@@ -2,7 +2,7 @@
 
 Used by tests, benchmarks and the OpenSM bridge::
 
-    with SmrouteClient("127.0.0.1:50051") as c:
+    with SmrouteClient(default_target()) as c:   # unix:/run/smroute/smroute.sock
         c.load_fabric_path("/var/lib/smroute/fabrics/fabric.topo")  # inside fabric_dirs
         ep = c.route()
         snap = c.tables()                      # every switch, checksum verified
@@ -42,7 +42,9 @@ from smroute.service.epochs import table_checksum
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
 __all__ = [
+    "DEFAULT_TARGET",
     "SmrouteClient",
+    "default_target",
     "TablesSnapshot",
     "TablesChecksumError",
     "ca_down",
@@ -193,8 +195,25 @@ def _fill(row: np.ndarray, blocks: Sequence[pb.LftBlock]) -> None:
     row.reshape(nb, BLOCK)[idx] = np.frombuffer(data, dtype=np.uint8).reshape(-1, BLOCK)
 
 
+#: The daemon's default address (deploy/smroute.yaml, ``smroute serve``
+#: without ``--listen``): what a client connects to unless told otherwise.
+DEFAULT_TARGET = "unix:/run/smroute/smroute.sock"
+
+
+def default_target(env: dict[str, str] | None = None) -> str:
+    """``$SMROUTE_DAEMON`` when set (as the OpenSM plugin reads it), else
+    :data:`DEFAULT_TARGET`.  Over the Unix socket the daemon allows mutations
+    by the client process's credentials (root, or the socket's group by
+    default): run as such a user, no certificate needed."""
+    import os
+
+    value = (env if env is not None else os.environ).get("SMROUTE_DAEMON", "").strip()
+    return value or DEFAULT_TARGET
+
+
 class SmrouteClient:
-    """A channel to one daemon.  ``target``: ``host:port`` or ``unix:/path``;
+    """A channel to one daemon.  ``target``: ``host:port`` or ``unix:/path``
+    (:func:`default_target`);
     ``credentials``: TLS channel credentials (see smroute.service.auth
     .client_credentials), ``None`` = plaintext; ``timeout``: default seconds per
     unary call."""

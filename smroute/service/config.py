@@ -30,7 +30,6 @@ Conditions that are allowed but worth a log line are returned by
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -40,21 +39,23 @@ from typing import Any
 import yaml
 
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.config_dump import config_to_dict, config_value
 from smroute.service.config_files import dir_problem, file_problem, read_regular
-from smroute.service.listen import _LISTEN_EXPECTED
+from smroute.service.listen import LISTEN_EXPECTED
+from smroute.service.peercred import resolve_ids
 from smroute.service.settings import (
-    _GRPC_MAX,
+    GRPC_MAX,
     GUID_FILE_KEYS,
     LOG_FORMATS,
     LOG_LEVELS,
     MAX_CONFIG_BYTES,
+    BadValue,
     ConfigError,
     LimitsConfig,
     ListenAddress,
     ServiceConfig,
     StateConfig,
     TlsConfig,
-    _Bad,
     default_config,
     default_state_path,
     format_size,
@@ -89,7 +90,7 @@ __all__ = [
 def _v_int(lo: int, hi: int) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise _Bad(f"an integer {lo}..{hi}")
+            raise BadValue(f"an integer {lo}..{hi}")
         return v
     return check
 
@@ -100,8 +101,8 @@ def _v_null_or(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
             return None
         try:
             return check(v)
-        except _Bad as bad:
-            raise _Bad(f"{bad.expected} or null") from None
+        except BadValue as bad:
+            raise BadValue(f"{bad.expected} or null") from None
     return check_or_null
 
 
@@ -109,21 +110,21 @@ def _v_float(lo: float, hi: float, unit: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
                 or not lo <= v <= hi:
-            raise _Bad(f"a number of {unit} {lo:g}..{hi:g}")
+            raise BadValue(f"a number of {unit} {lo:g}..{hi:g}")
         return float(v)
     return check
 
 
 def _v_bool(v: Any) -> Any:
     if not isinstance(v, bool):
-        raise _Bad("true or false")
+        raise BadValue("true or false")
     return v
 
 
 def _v_choice(*choices: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v not in choices:
-            raise _Bad("one of " + ", ".join(choices))
+            raise BadValue("one of " + ", ".join(choices))
         return v
     return check
 
@@ -133,13 +134,13 @@ def _v_listen(allow_unix: bool, nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str):
-            raise _Bad((_LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
+            raise BadValue((LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
                        + (" (or null to disable)" if nullable else ""))
         try:
             return str(parse_listen(v, allow_unix=allow_unix))
         except ValueError as err:
             msg = str(err).removeprefix("expected ")
-            raise _Bad(msg + (" (or null to disable)" if nullable else "")) from None
+            raise BadValue(msg + (" (or null to disable)" if nullable else "")) from None
     return check
 
 
@@ -148,7 +149,7 @@ def _v_path(nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str) or not v.strip() or "\0" in v:
-            raise _Bad("a file path" + (" or null" if nullable else ""))
+            raise BadValue("a file path" + (" or null" if nullable else ""))
         return Path(os.path.expanduser(v))
     return check
 
@@ -158,37 +159,49 @@ def _v_size(lo: int, hi: int) -> Callable[[Any], Any]:
         try:
             n = parse_size(v)
         except ValueError as err:
-            raise _Bad(str(err).removeprefix("expected ").split(", got ")[0]) from None
+            raise BadValue(str(err).removeprefix("expected ").split(", got ")[0]) from None
         if not lo <= n <= hi:
-            raise _Bad(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
+            raise BadValue(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
         return n
     return check
 
 
 def _v_identities(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of client identities (certificate CN or SAN names)")
+        raise BadValue("a list of client identities (certificate CN or SAN names)")
     return v  # items are checked one by one with their own lines
 
 
 def _v_dirs(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
+        raise BadValue("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
     return v  # items are checked one by one with their own lines
+
+
+def _v_ids(v: Any) -> Any:
+    if v is not None and not isinstance(v, list):
+        raise BadValue("a list of user or group names or numbers (or null for the default)")
+    return v  # items are checked one by one with their own lines
+
+
+def _item_id(v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, str | int) or not str(v).strip():
+        raise BadValue("a user or group name, or a number")
+    return str(v).strip()
 
 
 def _item_identity(v: Any) -> str:
     if not isinstance(v, str) or not v.strip() or len(v) > 1024:
-        raise _Bad("a non-empty name (certificate CN or SAN)")
+        raise BadValue("a non-empty name (certificate CN or SAN)")
     return v.strip()
 
 
 def _item_dir(v: Any) -> Path:
     if not isinstance(v, str) or not v.strip() or "\0" in v:
-        raise _Bad("an absolute directory path")
+        raise BadValue("an absolute directory path")
     p = Path(os.path.expanduser(v.strip()))
     if not p.is_absolute():
-        raise _Bad("an absolute directory path (relative paths are not accepted here)")
+        raise BadValue("an absolute directory path (relative paths are not accepted here)")
     return p
 
 
@@ -196,6 +209,7 @@ def _item_dir(v: Any) -> Path:
 _LISTS: dict[Callable[[Any], Any], Callable[[Any], Any]] = {
     _v_identities: _item_identity,
     _v_dirs: _item_dir,
+    _v_ids: _item_id,
 }
 
 
@@ -205,6 +219,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "algorithm": _v_choice(*ALGORITHMS),
     "lmc": _v_null_or(_v_int(0, 7)),
     "max_vls": _v_int(1, 15),
+    "route_all_ca_pairs": _v_bool,
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
     "root_guid_file": _v_path(True),
@@ -216,6 +231,9 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "allow_insecure_mutations": _v_bool,
     "allow_insecure_listen": _v_bool,
     "metrics_listen": _v_listen(False, True),
+    "socket_group": _v_null_or(_item_id),
+    "mutating_users": _v_ids,
+    "mutating_groups": _v_ids,
     "log_format": _v_choice(*LOG_FORMATS),
     "log_level": _v_choice(*LOG_LEVELS),
     "shutdown_grace_s": _v_float(0.0, 3600.0, "seconds"),
@@ -227,9 +245,9 @@ _TLS: dict[str, Callable[[Any], Any]] = {
     "require_client_cert": _v_bool,
 }
 _LIMITS: dict[str, Callable[[Any], Any]] = {
-    "max_topology_bytes": _v_size(1024, _GRPC_MAX),
-    "max_message_bytes": _v_size(1024, _GRPC_MAX),
-    "max_receive_bytes": _v_size(1024, _GRPC_MAX),
+    "max_topology_bytes": _v_size(1024, GRPC_MAX),
+    "max_message_bytes": _v_size(1024, GRPC_MAX),
+    "max_receive_bytes": _v_size(1024, GRPC_MAX),
     "max_fault_events": _v_int(1, 10_000_000),
     "max_streams": _v_int(1, 100_000),
     "max_watchers": _v_int(1, 100_000),
@@ -243,8 +261,9 @@ _STATE: dict[str, Callable[[Any], Any]] = {
     else default_state_path() if v == "default" else _v_path(False)(v),
     "keep_epochs": _v_int(1, 10_000),
 }
-_SECTIONS = {"tls": _TLS, "limits": _LIMITS, "state": _STATE}
-_PATH_KEYS = ("fabric", "tls.cert", "tls.key", "tls.client_ca", *GUID_FILE_KEYS)
+_SECTIONS = {"tls": _TLS, "metrics_tls": _TLS, "limits": _LIMITS, "state": _STATE}
+_PATH_KEYS = ("fabric", *(f"{t}.{k}" for t in ("tls", "metrics_tls")
+                          for k in ("cert", "key", "client_ca")), *GUID_FILE_KEYS)
 
 
 # --------------------------------------------------------------------------- YAML walk
@@ -315,7 +334,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
             v = _plain(item, f"{path}[{i}]", source)
             try:
                 items.append(item_check(v))
-            except _Bad as bad:
+            except BadValue as bad:
                 raise ConfigError(f"expected {bad.expected}, got {v!r}", key=f"{path}[{i}]",
                                   source=source, line=_line(item)) from None
             if lines is not None:
@@ -324,7 +343,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
     raw = _plain(vnode, path, source)
     try:
         out = check(raw)
-    except _Bad as bad:
+    except BadValue as bad:
         raise ConfigError(f"expected {bad.expected}, got {raw!r}", key=path, source=source,
                           line=_line(vnode)) from None
     return tuple(out) if isinstance(out, list) else out
@@ -411,18 +430,9 @@ def _parse(text: str, source: str, base_dir: Path | None,
             if isinstance(p, Path) and not p.is_absolute():
                 holder[name] = base_dir / p
     try:
-        if "tls" in sections:
-            tls = sections["tls"]
-            if "tls" in lines and sections["tls"] == {} and root is not None:
-                tls_cfg = None  # "tls:" or "tls: null" = off
-            else:
-                missing = [k for k in ("cert", "key") if k not in tls]
-                if missing:
-                    raise ConfigError("missing; expected a PEM file path when a tls: section "
-                                      "is given (or tls: null for plaintext)",
-                                      key=f"tls.{missing[0]}")
-                tls_cfg = TlsConfig(**tls)
-            top["tls"] = tls_cfg
+        for sec in ("tls", "metrics_tls"):
+            if sec in sections:
+                top[sec] = _tls_section(sec, sections[sec], sec in lines and root is not None)
         if "limits" in sections:
             top["limits"] = LimitsConfig(**sections["limits"])
         if "state" in sections:  # a relative path: against the file's directory
@@ -437,6 +447,16 @@ def _parse(text: str, source: str, base_dir: Path | None,
             raise err.located(source=source, line=line) from None
         return None, lines
     return cfg, lines
+
+
+def _tls_section(sec: str, tls: dict[str, Any], given: bool) -> TlsConfig | None:
+    if given and tls == {}:
+        return None  # "tls:" or "tls: null" = off
+    missing = [k for k in ("cert", "key") if k not in tls]
+    if missing:
+        raise ConfigError(f"missing; expected a PEM file path when a {sec}: section is given "
+                          f"(or {sec}: null for plaintext)", key=f"{sec}.{missing[0]}")
+    return TlsConfig(**tls)
 
 
 def parse_config(text: str, source: str = "<config>", *,
@@ -497,7 +517,7 @@ def check_config(path: str | os.PathLike[str], *, check_files: bool = True
         return None, [*errors, err]
     if check_files and cfg is not None:
         for key in _PATH_KEYS:
-            value = _get(cfg, key)
+            value = config_value(cfg, key)
             problem = file_problem(Path(value)) if value is not None else None
             if problem:
                 errors.append(ConfigError(f"{problem}: {value}", key=key, source=source,
@@ -508,37 +528,21 @@ def check_config(path: str | os.PathLike[str], *, check_files: bool = True
                 key = f"fabric_dirs[{i}]"
                 errors.append(ConfigError(f"{problem}: {d}", key=key, source=source,
                                           line=lines.get(key, lines.get("fabric_dirs"))))
-        if cfg.tls is not None:
+        for key, kind in (("mutating_users", "user"), ("mutating_groups", "group"),
+                          ("socket_group", "group")):
+            names = getattr(cfg, key)
+            try:  # names must exist on this host (the daemon resolves them at start)
+                resolve_ids([names] if isinstance(names, str) else names or (), kind)
+            except ValueError as err:
+                errors.append(ConfigError(str(err), key=key, source=source,
+                                          line=lines.get(key)))
+        for sec in ("tls", "metrics_tls"):
+            tls = getattr(cfg, sec)
+            if tls is None:
+                continue
             try:
-                check_tls(cfg.tls)
+                check_tls(tls)
             except ConfigError as err:
-                errors.append(err.located(source=source, line=lines.get(err.key or "")))
+                key = (err.key or "").replace("tls.", f"{sec}.", 1)
+                errors.append(err.located(source=source, line=lines.get(key)))
     return cfg, errors
-
-
-def _get(cfg: ServiceConfig, key: str) -> Any:
-    obj: Any = cfg
-    for part in key.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, part)
-    return obj
-
-
-def config_to_dict(cfg: ServiceConfig) -> dict[str, Any]:
-    """The effective config as plain JSON/YAML data (paths as strings, sizes
-    as integer bytes, tuples as lists); ``parse_config`` of its YAML dump gives
-    ``cfg`` back."""
-
-    def conv(v: Any) -> Any:
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, Path):
-            return str(v)
-        if isinstance(v, tuple):
-            return [conv(x) for x in v]
-        return v
-
-    out = conv(cfg)
-    assert isinstance(out, dict)
-    return out

@@ -1,5 +1,5 @@
-"""The files a daemon config is read from and names: a regular config file
-read without blocking, and why a named file or directory cannot be used."""
+"""Files a daemon config names or is read from: the config file itself (a
+regular file, read without blocking) and the files and directories it lists."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from smroute.service.settings import MAX_CONFIG_BYTES, ConfigError
 
-__all__ = ["read_regular", "file_kind", "file_problem", "dir_problem"]
+__all__ = ["dir_problem", "file_kind", "file_problem", "read_regular"]
 
 
 def read_regular(p: Path, source: str) -> bytes:
@@ -41,7 +41,6 @@ def file_kind(mode: int) -> str:
 
 
 def file_problem(p: Path) -> str | None:
-    """Why ``p`` cannot be read as a file the config names, or ``None``."""
     if not p.exists():
         return "no such file"
     if not p.is_file():

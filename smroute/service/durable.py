@@ -28,7 +28,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smroute.fabric.faults import DownSet, FaultEvent
 from smroute.fabric.model import Fabric
@@ -38,9 +38,6 @@ from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
-
-if TYPE_CHECKING:
-    from smroute.service.core import RoutingCore
 
 __all__ = ["Durable", "down_of", "file_sha256", "lmc_text", "lmc_value", "new_instance_id"]
 
@@ -220,16 +217,22 @@ class Durable:
             self.store.close()
 
     # ------------------------------------------------------------ configured fabric
-    def configured_unchanged(self, core: RoutingCore) -> bool:
-        """True if the resumed state is the configured fabric's, routed: the
-        same file bytes as when it was loaded (no need to parse it again)."""
-        if self.store is None or self.configured is None or core.base is None:
+    def configured_unchanged(self, base: Fabric | None, base_source: str,
+                             current: Epoch | None) -> bool:
+        """True if the resumed state (``base`` from ``base_source``, the epoch
+        ``current``) is the configured fabric's, routed: the same file bytes
+        as when it was loaded (no need to parse it again)."""
+        if self.store is None or self.configured is None or base is None:
             return False
-        cur = core.store.current
         sha = self.store.meta().get("base_source_sha256", "")
-        return (core.base_source == self.configured and cur is not None
-                and cur.base_hash == core.base.content_hash and bool(sha)
+        return (base_source == self.configured and current is not None
+                and current.base_hash == base.content_hash and bool(sha)
                 and file_sha256(self.configured) == sha)
+
+    def resumed(self, base_hash: str, journal_seq: int) -> None:
+        """The core took in the stored state: base ``base_hash`` is stored, and
+        the journal up to ``journal_seq`` is in its down set."""
+        self._base, self.journal_seq = base_hash, journal_seq
 
 
 def down_of(ep: Epoch) -> DownSet:

@@ -19,7 +19,7 @@ Metric names (all prefixed ``smroute_``):
 ``request_errors_total{method}``    counter    the same, status code not OK
 ``streams_open{method}``            gauge      open server streams
 ``reroute_failures_total{reason}``  counter    reroutes that left the last epoch serving
-``route_rejections_total{reason}``  counter    Route requests that could not be routed as
+``route_rejections_total``          counter    Route requests that could not be routed as
                                                asked (not reroute failures)
 ``build_info{version}``             gauge      1
 ==================================  =========  ===================================
@@ -61,7 +61,7 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
 #: The routing modes of :func:`smroute.routing.engine.route`.
-ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "updown")
+ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown")
 
 
 class _LabelGuard:
@@ -126,12 +126,13 @@ class ServiceMetrics:
         self.route_rejections = Counter(
             "smroute_route_rejections", "Route requests that could not be routed as asked "
             "(e.g. an algorithm the fabric does not suit, LIDs that do not fit): the request "
-            "is refused and the epoch served unchanged; not a reroute failure.", ["reason"],
-            registry=r)
+            "is refused and the epoch served unchanged; not a reroute failure.", registry=r)
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
             "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
-            "with detours over virtual lanes; updown: the general up*/down* fallback), 0 for "
+            "with detours over virtual lanes; tree+orient: Dmodc with the few destinations it "
+            "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
+            "up*/down* fallback), 0 for "
             "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
@@ -184,12 +185,14 @@ class ServiceMetrics:
         self.streams_open.labels(method=self._method(method)).dec()
 
     def reroute_failed(self, reason: str) -> None:
-        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``)."""
+        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``).
+        ``"route"``: a Route request that could not be routed as asked (the
+        request, not a fault: ``route_rejections_total``, not a reroute failure,
+        so the "tables are stale" alert does not fire on a user's bad Route)."""
+        if reason == "route":
+            self.route_rejections.inc()
+            return
         self.reroute_failures.labels(reason=self._reason(reason)).inc()
-
-    def route_rejected(self, reason: str) -> None:
-        """A Route request could not be routed as asked, for ``reason``."""
-        self.route_rejections.labels(reason=self._reason(reason)).inc()
 
     # ---- reading
 
@@ -212,11 +215,12 @@ class MetricsServer:
     _httpd: Any
     _thread: threading.Thread
     _closed: bool = False
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{self.scheme}://{host}:{self.port}/metrics"
 
     def close(self) -> None:
         if self._closed:
@@ -233,9 +237,13 @@ class MetricsServer:
         self.close()
 
 
-def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
+def start_metrics_server(listen: str, metrics: ServiceMetrics, tls: Any = None
+                         ) -> MetricsServer:
     """Serve ``metrics`` over HTTP at ``listen`` (``host:port`` or
-    ``[v6]:port``; port 0 picks a free port, see ``.port``).
+    ``[v6]:port``; port 0 picks a free port, see ``.port``); over HTTPS with
+    ``tls`` (a :class:`~smroute.service.settings.TlsConfig`: certificate,
+    key, and client certificates signed by its ``client_ca`` when it
+    requires them).
 
     Raises :class:`InputError` for a bad address, :class:`smroute.errors.SmrouteError`
     if the address cannot be bound (e.g. in use).
@@ -248,8 +256,15 @@ def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
     except ValueError as err:
         raise InputError(f"metrics_listen: {err}") from None
     try:
-        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry)
+        kw: dict[str, Any] = {}
+        if tls is not None:
+            kw = {"certfile": str(tls.cert), "keyfile": str(tls.key),
+                  "client_cafile": str(tls.client_ca) if tls.client_ca else None,
+                  "client_auth_required": bool(tls.require_client_cert)}
+        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry,
+                                          **kw)
     except OSError as err:
         raise SmrouteError(f"metrics_listen {listen}: cannot listen: "
                            f"{err.strerror or err}") from None
-    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread)
+    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread,
+                         scheme="https" if tls is not None else "http")
