@@ -484,7 +484,7 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
     down set, writes the resumed epoch again, and keeps sending changes."""
     from smroute.fabric.generate import pgft
     from smroute.fabric.writers import write_ibsim_net
-    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
     from smroute.opensm.bridge import Bridge, BridgeOptions
 
@@ -497,7 +497,7 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
     logged = Events()
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")
-        d = DaemonProcess(sim, tmp_path / "daemon", listen=f"127.0.0.1:{free_port()}")
+        d = DaemonProcess(sim, tmp_path / "daemon")
         addr = d.start()
         b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none", load="discover",
                                  discover_env=sim.client_env(preload=True), poll_interval=0.5),

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smroute.errors import SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent
@@ -54,9 +54,6 @@ from smroute.service.salvage import (
     write_high_water,
 )
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
-
-if TYPE_CHECKING:
-    from smroute.service.core import RoutingCore
 
 __all__ = ["Durable", "down_of", "file_sha256", "lmc_text", "lmc_value", "new_instance_id"]
 
@@ -280,19 +277,24 @@ class Durable:
             self.store.close()
 
     # ------------------------------------------------------------ configured fabric
-    def configured_unchanged(self, core: RoutingCore) -> bool:
-        """True if the resumed base fabric is the configured file's: the same
-        file bytes as when it was loaded (no need to parse it again), or the
-        same fabric."""
-        if self.store is None or self.configured is None or core.base is None:
+    def configured_unchanged(self, base: Fabric | None, base_source: str) -> bool:
+        """True if the resumed ``base`` fabric (from ``base_source``) is the
+        configured file's: the same file bytes as when it was loaded (no need
+        to parse it again), or the same fabric."""
+        if self.store is None or self.configured is None or base is None:
             return False
         sha = self.store.meta().get("base_source_sha256", "")
-        if core.base_source == self.configured and sha and file_sha256(self.configured) == sha:
+        if base_source == self.configured and sha and file_sha256(self.configured) == sha:
             return True
         try:  # the file's bytes not on record (a damaged row): its fabric's hash
-            return read_topology(self.configured).content_hash == core.base.content_hash
+            return read_topology(self.configured).content_hash == base.content_hash
         except (SmrouteError, OSError):
             return False
+
+    def resumed(self, base_hash: str, journal_seq: int) -> None:
+        """The core took in the stored state: base ``base_hash`` is stored, and
+        the journal up to ``journal_seq`` is in its down set."""
+        self._base, self.journal_seq = base_hash, journal_seq
 
 
 def down_of(ep: Epoch) -> DownSet:

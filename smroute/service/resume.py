@@ -1,13 +1,16 @@
-"""How the routing daemon comes back after a restart (:func:`resume` and
-:func:`catch_up`, before it serves; :func:`reconcile_live`, once it serves),
-from what :mod:`smroute.service.durable` wrote.
+"""How the routing daemon comes back after a restart (:func:`read_state`,
+taken in by :meth:`~smroute.service.core.RoutingCore.resume` through the
+core's transaction, and :func:`catch_up`, before it serves;
+:func:`reconcile_live`, once it serves), from what
+:mod:`smroute.service.durable` wrote.  Nothing here touches the core's
+state: catch-up and reconciliation use its public calls (:class:`CoreCalls`).
 
 Resume: the acknowledged state (base fabric, down set in force: the last
 commit's plus the journaled events after it, the highest epoch id) is
 rebuilt by :func:`smroute.service.rebuild.in_force`, whatever damage the
-database took.  If part of it is lost the daemon starts degraded: no epoch
-is installed and no tables are served until the subnet manager's view,
-a LoadFabric or a confirmed Route (:meth:`RoutingCore.enter_degraded`).
+database took.  If part of it is lost the daemon starts degraded
+(:mod:`smroute.service.degraded`): no epoch is installed and no tables are
+served until the subnet manager's view, a LoadFabric or a confirmed Route.
 Otherwise the newest stored epoch whose tables decode and match their
 SHA-256 becomes the current epoch, with the same id, tables, down set and
 validation result.  Its fabric is the stored base minus its down set; the routing
@@ -24,50 +27,56 @@ differs.
 from __future__ import annotations
 
 import dataclasses
-import time
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from smroute.discovery.changes import fault_events
 from smroute.errors import RoutingError, SmrouteError
-from smroute.fabric.faults import degraded_fabric
+from smroute.fabric.faults import DownSet, FaultEvent, degraded_fabric
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
+from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles, needed_pairs
 from smroute.routing import dmodc
 from smroute.routing.engine import ALGORITHMS, RoutingResult, route, turn_roots
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import rooted_graph, switch_graph
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
-from smroute.service.durable import down_of, lmc_text, lmc_value
-from smroute.service.epochs import Epoch, FaultRecord, own_tables, table_checksum
+from smroute.service.config import LimitsConfig
+from smroute.service.degraded import Degraded
+from smroute.service.dryrun import FaultOutcome
+from smroute.service.durable import Durable, down_of, lmc_text, lmc_value
+from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables, table_checksum
 from smroute.service.errors import ServiceError
-from smroute.service.rebuild import InForce, describe, in_force
+from smroute.service.rebuild import InForce, in_force
 from smroute.service.salvage import read_high_water
 from smroute.service.store import EpochRow, StateError, StateStore
 from smroute.tables.lft import ForwardingTables, lid_labels
 
-if TYPE_CHECKING:
-    from smroute.service.core import RoutingCore
+LogFn = Callable[..., None]
 
-__all__ = ["Resumed", "catch_up", "rebuild_result", "reconcile_live", "resume"]
+__all__ = ["CoreCalls", "Resumed", "Stored", "catch_up", "read_state", "rebuild_result",
+           "reconcile_live"]
 
 
 @dataclass(frozen=True)
 class Resumed:
-    """What :func:`resume` found: the epoch now served (``None`` if none could
-    be read), whether the state in force goes beyond it (journaled events, or
+    """What :meth:`RoutingCore.resume` found: the epoch now served (``None``
+    if none could be read), whether the state in force goes beyond it (journaled events, or
     a later commit that was not stored: :func:`catch_up` reroutes), journal
-    events folded in, seconds taken, what was lost (then degraded)."""
+    events folded in, seconds taken, what was lost (then degraded), and the
+    highest epoch id ever committed."""
 
     epoch: Epoch | None
     behind: bool
     journal_events: int
     seconds: float
     lost: tuple[str, ...] = ()
+    last_id: int = 0
 
 
 def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any],
@@ -78,7 +87,7 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     Dmodk); other algorithms, and detours over VLs (with ``max_vls``), are
     routed again.  :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if alg not in ("dmodc", "dmodk") or mode == "tree+detours":
+    if alg not in ("dmodc", "dmodk") or mode in ("tree+detours", "tree+orient"):
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
@@ -96,11 +105,14 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
             dest.max_lid + 1 != tables.ports.shape[1]:
         raise codec.CodecError("the stored tables do not fit the stored fabric's switches")
+    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
     return RoutingResult(alg, tables, g, c, pi, nids, dest, dict(meta["timings"]), mode,
-                         str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles)
+                         str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles,
+                         needed=needed)
 
 
-def _epoch(row: EpochRow, base: Fabric, core: RoutingCore) -> Epoch:
+def _epoch(row: EpochRow, base: Fabric, pool: RoutePool, max_vls: int, instance: str
+           ) -> Epoch:
     """The stored epoch ``row`` rebuilt on ``base`` (:class:`CodecError`,
     ``KeyError`` ... if it cannot be)."""
     m = row.meta
@@ -112,13 +124,13 @@ def _epoch(row: EpochRow, base: Fabric, core: RoutingCore) -> Epoch:
     tables = ForwardingTables(guid, lid, desc, ports, lg, lk, ld)
     ov = GuidOverrides(*(frozenset(int(x) for x in m["overrides"][k])
                          for k in ("roots", "compute", "io")))
-    res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), core.pool, core.max_vls)
+    res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), pool, max_vls)
     ep = Epoch(id=row.id, parent_id=row.parent_id, cause=str(m["cause"]), fabric=fabric,
                base_hash=row.base_hash, result=res, algorithm=str(m["algorithm"]),
                lmc=int(m["lmc"]), timings=dict(m["timings"]),
                faults=tuple(FaultRecord(str(k), int(g), int(p)) for k, g, p in m["faults"]),
                down=down.counts, committed_at=row.committed_at, diff=None,
-               down_items=down.items(), instance=core.durable.instance, resumed=True)
+               down_items=down.items(), instance=instance, resumed=True)
     if ep.tables_sha256 != row.tables_sha256:
         raise codec.CodecError("the stored tables do not match their SHA-256")
     return ep
@@ -158,105 +170,128 @@ class _Bases:
             return None
 
 
-def _newest(store: StateStore, bases: _Bases, core: RoutingCore
-            ) -> tuple[Epoch | None, Validation | str]:
+def _newest(store: StateStore, bases: _Bases, pool: RoutePool, max_vls: int, instance: str,
+            log: LogFn) -> tuple[Epoch | None, Validation | str]:
     """The newest stored epoch that can be rebuilt, and its validation result."""
     for eid in store.epoch_ids():
         row = store.epoch(eid)
         if row is None:
             continue
         try:
-            return _epoch(row, bases(row.base_hash), core), codec.validation_from_json(
-                row.validation)
+            return _epoch(row, bases(row.base_hash), pool, max_vls, instance), \
+                codec.validation_from_json(row.validation)
         except (codec.CodecError, RoutingError, KeyError, TypeError, ValueError) as err:
-            core.log("warning", "state_epoch_unreadable", epoch=eid, error=str(err))
+            log("warning", "state_epoch_unreadable", epoch=eid, error=str(err))
     return None, "pending"
 
 
-def resume(core: RoutingCore) -> Resumed | None:
-    """Take the state database's last committed epoch, base fabric, down set and
-    settings into ``core`` (on its sequencer, before the daemon serves); see
-    the module doc.  ``None`` when there is nothing to resume."""
-    d = core.durable
+@dataclass(frozen=True)
+class Stored:
+    """What the state database holds to resume (:func:`read_state`): the base
+    fabric (``None``: none, or lost), its source, the down set in force and
+    the last journal position in it (with how many journaled events it folds
+    in), the newest epoch that could be rebuilt (``None``: none) with its
+    validation result, the highest epoch id ever committed, and the routing
+    settings an RPC chose that survive the restart (``None``: the config's
+    stand); where a damaged database was moved to, the damage seen, what of
+    the acknowledged state was lost (empty: nothing; else no epoch), and the
+    hash of the base fabric as stored in the database (``""``: not stored)."""
+
+    base: Fabric | None
+    base_source: str
+    down: DownSet
+    journal_seq: int
+    journal_events: int
+    epoch: Epoch | None
+    validation: Validation | str
+    last_id: int
+    settings: tuple[str, int | None] | None
+    moved_aside: str
+    damage: str = ""
+    lost: tuple[str, ...] = ()
+    stored_base: str = ""
+
+
+def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored | None:
+    """Read what ``d``'s state database holds to resume (see the module doc),
+    rebuilt from whatever is intact; ``None`` when there is nothing to
+    resume.  The high-water mark and the highest epoch id go to ``d``; the
+    core takes the rest in through its transaction
+    (:meth:`smroute.service.core.RoutingCore.resume`)."""
     store = d.store
     if store is None:
         return None
-    t0 = time.perf_counter()
-    if store.moved_aside is not None and core.metrics is not None:
-        core.metrics.state_db_moved_aside()
     bases = _Bases(store, d.configured)
     try:
         meta = store.meta()
-        got = in_force(store, bases, core.log)
+        got = in_force(store, bases, log)
     except StateError as err:  # opened, but reads fail: all of it is lost
         meta, got = {}, InForce(lost=[f"everything: {err}"])
         hw, _ = read_high_water(store.path)
         got.last_epoch_id = hw.epoch_id if hw is not None else 0
     d.last_epoch_id = got.last_epoch_id
     d.adopt_mark(got.high_water)
-    core.store.continue_after(got.last_epoch_id)
     try:  # a full disk must not throw away the state just read: logged, written next start
         store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
     except StateError as err:
-        core.log("error", "state_write_failed", what="the config's routing settings",
-                 error=str(err))
+        log("error", "state_write_failed", what="the config's routing settings",
+            error=str(err))
     if got.base is None and not got.lost:
         return None  # nothing to resume
-    if got.lost:
-        return _degraded(core, got, meta, time.perf_counter() - t0)
-    base, down, seq, n_journal = got.base, got.down, got.seq, got.journal_events
-    assert base is not None
-    ep, validation = _newest(store, bases, core)
-    # an RPC's settings survive a restart unless the config's changed meanwhile
+    ep: Epoch | None = None
+    validation: Validation | str = "pending"
+    settings = None
+    if got.base is not None and not got.lost:
+        ep, validation = _newest(store, bases, pool, max_vls, d.instance, log)
+        if got.high_water is None:  # a database of an older smroute: its first mark
+            d.mark(got.base.content_hash, *got.commit)
+        settings = _settings(d, meta, log)
+    stored = got.base is not None and got.base.content_hash not in bases.from_file
+    return Stored(got.base, meta.get("base_source", ""), got.down, got.seq,
+                  got.journal_events, ep, validation, got.last_epoch_id, settings,
+                  str(store.moved_aside) if store.moved_aside else "", "; ".join(store.damage),
+                  tuple(got.lost), got.base.content_hash if stored and got.base else "")
+
+
+def _settings(d: Durable, meta: dict[str, str], log: LogFn) -> tuple[str, int | None] | None:
+    """An RPC's settings: they survive a restart unless the config's changed
+    meanwhile (``None``: the config's stand)."""
     cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
     if cfg == (d.settings[0], lmc_text(d.settings[1])) and meta.get("algorithm") in ALGORITHMS:
         try:
-            core.algorithm, core.lmc = meta["algorithm"], lmc_value(meta.get("lmc", ""))
+            return meta["algorithm"], lmc_value(meta.get("lmc", ""))
         except ValueError:
-            core.log("warning", "state_settings_unreadable", lmc=meta.get("lmc", "")[:20])
-    core.base, core.base_source, core.down = base, meta.get("base_source", ""), down
-    d.journal_seq = seq
-    if base.content_hash not in bases.from_file:  # else stored again at the next commit
-        d._base = base.content_hash
-    last = got.last_epoch_id
-    if got.high_water is None:  # a database of an older smroute: its first mark
-        d.mark(base.content_hash, *got.commit)
-    if ep is not None:
-        core.store.resume(ep, validation, last + 1)
-        if ep.base_hash == base.content_hash:
-            core._epoch_base = base  # the next reroute may be incremental
-        if validation == "pending":
-            core.validator.later(ep)
-    # no stored epoch (all lost, or none committed): the state in force is routed
-    behind = (last > 0 or d.configured is not None) if ep is None else (
-        n_journal > 0 or last > ep.id)
-    out = Resumed(ep, behind, n_journal, time.perf_counter() - t0)
-    core.log("info", "resumed", epoch=ep.id if ep else None, instance=d.instance,
-             down=down.summary(), journal_events=n_journal, last_committed=last,
-             algorithm=core.algorithm, lmc=lmc_text(core.lmc), seconds=round(out.seconds, 4),
-             moved_aside=str(store.moved_aside) if store.moved_aside else None,
-             damage="; ".join(store.damage) or None)
-    return out
+            log("warning", "state_settings_unreadable", lmc=meta.get("lmc", "")[:20])
+    return None
 
 
-def _degraded(core: RoutingCore, got: InForce, meta: dict[str, str], seconds: float
-              ) -> Resumed:
-    """Start degraded: the rebuilt base and down set kept (a confirmed Route
-    routes them), no epoch installed, what was lost named."""
-    core.base, core.base_source, core.down = got.base, meta.get("base_source", ""), got.down
-    core.durable.journal_seq = got.seq
-    store = core.durable.store
-    assert store is not None
-    lost = tuple(got.lost)
-    core.enter_degraded("; ".join(lost))
-    core.log("error", "resumed", epoch=None, instance=core.durable.instance,
-             seconds=round(seconds, 4), **describe(got),
-             moved_aside=str(store.moved_aside) if store.moved_aside else None,
-             damage="; ".join(store.damage) or None)
-    return Resumed(None, False, got.journal_events, seconds, lost)
+class CoreCalls(Protocol):
+    """What :func:`catch_up` and :func:`reconcile_live` use of the daemon's
+    core (:class:`smroute.service.core.RoutingCore`): its public calls only."""
+
+    @property
+    def store(self) -> EpochStore: ...
+    @property
+    def base(self) -> Fabric | None: ...
+    @property
+    def base_source(self) -> str: ...
+    @property
+    def down(self) -> DownSet: ...
+    @property
+    def limits(self) -> LimitsConfig: ...
+    @property
+    def shutting_down(self) -> threading.Event: ...
+    @property
+    def state_loss(self) -> Degraded: ...
+    def log(self, level: str, event: str, **fields: Any) -> None: ...
+    def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False,
+                     journaled: bool = False) -> FaultOutcome: ...
+    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch: ...
+    def load_fabric(self, fabric: Fabric, source: str) -> Fabric: ...
+    def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric: ...
 
 
-def catch_up(core: RoutingCore, r: Resumed) -> None:
+def catch_up(core: CoreCalls, r: Resumed) -> None:
     """Before serving: reroute from the resumed epoch to the state in force
     (``ApplyFaults`` with the step between their down sets, in chunks; a full
     route if the base or the settings changed), so that no client sees an
@@ -278,18 +313,18 @@ def catch_up(core: RoutingCore, r: Resumed) -> None:
                      journal_events=r.journal_events)
     except ServiceError as err:
         core.log("error", "catch_up_failed", error=err.message)
-        last, served = core.durable.last_epoch_id, core.store.current
-        if last > (served.id if served is not None else 0):
-            core.enter_degraded(f"the state committed last (epoch {last}) could not be "
-                                f"routed again: {err.message}")
+        served = core.store.current
+        if r.last_id > (served.id if served is not None else 0):
+            core.state_loss.enter(f"the state committed last (epoch {r.last_id}) could not be "
+                                  f"routed again: {err.message}", core.down)
 
 
-def reconcile_live(core: RoutingCore) -> None:
+def reconcile_live(core: CoreCalls) -> None:
     """Once serving: for a fabric from live discovery, load and route what
     discovery finds now when its hash differs from the resumed base."""
     src = core.base_source
     if core.base is not None and src.startswith("live") and not core.shutting_down.is_set() \
-            and not core.degraded:
+            and not core.state_loss.lost:
         try:
             seen = core.discover_fabric(src.partition(":")[2], 0, 0.0)
             if seen.content_hash != core.base.content_hash:
