@@ -618,3 +618,40 @@ def test_a_journal_row_deleted(template: Path, tmp_path: Path, mark_copy: bool) 
             assert core.store.current is None and "journaled fault events" in core.degraded
     finally:
         _stop(core)
+
+
+def test_the_degraded_state_ends_only_with_a_commit(template: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A confirmed Route or a RouteSubnet whose route fails changes nothing:
+    still degraded, nothing served; the same RouteSubnet routed ends it."""
+    work = _copy(template, tmp_path)
+    _sql("DELETE FROM journal")(work / "state.db")
+    hw, _ = read_high_water(work / "state.db")
+    assert hw is not None
+    write_high_water(work / "state.db", replace(hw, pending=(), n=hw.n + 1))
+    metrics = ServiceMetrics()
+    core, log = _start(work / "state.db", metrics)
+    gauge = lambda: metrics.registry.get_sample_value("smroute_state_degraded")  # noqa: E731
+    try:
+        lost = core.degraded
+        assert "journaled fault events" in lost and core.base is not None and gauge() == 1
+
+        def fail(*args: Any, **kw: Any) -> Any:
+            raise RoutingError("no route today")
+
+        monkeypatch.setattr("smroute.service.core.route", fail)
+        for call in (lambda: core.route(confirm_state_loss=True),
+                     lambda: core.route_subnet(FAB, 0, "sm")):
+            with pytest.raises(ServiceError) as ei:
+                call()
+            assert "no route today" in ei.value.message
+            assert core.degraded == lost and gauge() == 1 and core.store.current is None
+        assert "state_degraded_cleared" not in [e for _, e, _ in log.seen]
+        monkeypatch.undo()
+        ep, committed = core.route_subnet(FAB, 0, "sm")
+        assert committed and not core.degraded and gauge() == 0
+        assert core.epoch(0).id == ep.id > 3
+        cleared = [f for _, e, f in log.seen if e == "state_degraded_cleared"]
+        assert cleared == [{"by": "RouteSubnet", "lost": lost}]
+    finally:
+        _stop(core)

@@ -14,7 +14,7 @@ Sources, each checked (row checksums, :mod:`smroute.service.salvage`):
   gap up to the last position ever given, every event applicable.
 
 Whatever cannot be rebuilt is named in :attr:`InForce.lost`; the daemon then
-starts degraded (:meth:`~smroute.service.core.RoutingCore.enter_degraded`).
+starts degraded (:mod:`smroute.service.degraded`).
 Epoch ids continue after the highest of every source.
 """
 
