@@ -180,8 +180,12 @@ def test_corrupt_or_incompatible_database_is_moved_aside(tmp_path: Path, kind: s
     assert st.moved_aside is not None and st.moved_aside.name.startswith(
         "state.db.corrupt-20231114T")
     assert st.moved_aside.read_bytes() == before  # kept for a post-mortem
-    assert log.seen[-1][:2] == ("error", "state_db_moved_aside")
-    assert st.epoch_ids() == [] and st.meta() == {}
+    assert ("error", "state_db_moved_aside") in [(lv, e) for lv, e, _ in log.seen]
+    if kind == "truncated":  # the intact rows are salvaged, each one whole
+        assert all((r := st.epoch(i)) is not None and r.tables_sha256 == f"sha{i}"
+                   for i in st.epoch_ids())
+    else:
+        assert st.epoch_ids() == [] and st.meta() == {}
     st.set_meta(algorithm="dmodc")  # the new one works
     st.close()
     assert StateStore(path).moved_aside is None

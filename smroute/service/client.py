@@ -269,10 +269,12 @@ class SmrouteClient:
         return r.fabric
 
     def route(self, algorithm: str = "", lmc: int | None = None, *,
-              wait_validation: bool = False) -> pb.Epoch:
+              wait_validation: bool = False, confirm_state_loss: bool = False) -> pb.Epoch:
         """Route the loaded fabric; returns the committed epoch (``wait_validation``:
-        once its validation is done)."""
-        req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation)
+        once its validation is done; ``confirm_state_loss``: also on a degraded
+        daemon, which then leaves that state)."""
+        req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation,
+                              confirm_state_loss=confirm_state_loss)
         if lmc is not None:
             req.lmc = lmc
         return self.stub.Route(req, timeout=self.timeout).epoch

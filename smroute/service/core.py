@@ -30,18 +30,14 @@ from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing.engine import (
     ALGORITHMS,
-    DMODC_LIKE,
     RoutingResult,
     route,
-    unrouted_connected,
-    validate_result,
 )
 from smroute.routing.pool import RoutePool
 from smroute.routing.validate import Validation
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
 from smroute.service.core_api import (
-    CAUSES,
     Change,
     Changed,
     LogFn,
@@ -50,6 +46,7 @@ from smroute.service.core_api import (
     no_log,
     records,
 )
+from smroute.service.degraded import ENDS, Degraded
 from smroute.service.dryrun import FaultOutcome, would_be
 from smroute.service.durable import Durable, lmc_text
 from smroute.service.epochs import Epoch, EpochStore, own_tables
@@ -64,6 +61,7 @@ from smroute.service.faults import (
     degraded_fabric,
 )
 from smroute.service.helper_process import HelperProcess
+from smroute.service.refusals import gate, route_failed
 from smroute.service.reroute import Reroute, reroute
 from smroute.service.resume import Resumed, read_state
 from smroute.service.streams import StreamCounter
@@ -127,6 +125,8 @@ class RoutingCore:
         self.base_source = ""
         self.down = DownSet()
         self.shutting_down = threading.Event()
+        #: the degraded state: acknowledged state lost, no tables served
+        self.state_loss = Degraded(self.log, self.metric)
         #: GetTables and Watch streams open, counted against the limits.
         self.streams = StreamCounter()
         #: The helper process for analyses and large validation walks.
@@ -141,6 +141,11 @@ class RoutingCore:
     def settings(self) -> Settings:
         """The routing settings in force (:class:`Settings`)."""
         return self._settings
+
+    @property
+    def degraded(self) -> str:
+        """What of the acknowledged state was lost (``""``: nothing; :mod:`.degraded`)."""
+        return self.state_loss.lost
 
     def configure(self, **changes: Any) -> Settings:
         """Replace some routing settings (:class:`Settings` fields), in order
@@ -221,6 +226,7 @@ class RoutingCore:
             self.base = fabric
             self.base_source = source
             self.down = DownSet()
+            self.state_loss.leave("LoadFabric")
             self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
                      switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
             return fabric
@@ -264,6 +270,8 @@ class RoutingCore:
         if (cur is not None and not c.full and not c.dry_run and c.resumed is None
                 and cur.base_hash == c.base.content_hash
                 and c.down.items() == cur.down_items):
+            if c.cause == "sm":  # the subnet manager's view is what serves
+                self.state_loss.leave(ENDS[c.cause])
             return Changed(cur, None, False)
         timings = dict(c.timings)
         if c.resumed is not None:
@@ -276,7 +284,7 @@ class RoutingCore:
         # CPU seconds of this thread (the incremental path runs here only): the
         # figure that does not depend on how busy the machine is
         timings["cpu"] = time.thread_time() - cpu0
-        self._gate(c, res)
+        gate(c, res, cur, self.metric, self.log)
         lmc = s.lmc if s.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
         if c.dry_run:
             return Changed(would_be(cur, fabric, c.base, c.down, res, lmc, timings,
@@ -305,6 +313,8 @@ class RoutingCore:
                  diff=diff.summary() if diff is not None else "",
                  seconds={k: round(v, 4) for k, v in timings.items()})
         self.validator.later(ep)
+        if c.cause in ENDS:  # (a Route only gets here confirmed, while degraded)
+            self.state_loss.leave(ENDS[c.cause])
         return Changed(ep, diff, True, not why, why)
 
     def _route_step(self, c: Change, cur: Epoch | None, fabric: Fabric, s: Settings
@@ -323,17 +333,7 @@ class RoutingCore:
                 return res, diff, why, {**res.timings, "diff": self.clock() - t}
             rr = self._reroute(cur, c.base, fabric, s)
         except RoutingError as err:
-            serving = (f"epoch {cur.id} keeps serving" if cur is not None
-                       else "no epoch is served")
-            what = CAUSES.get(c.cause, c.cause).format(n=len(c.faults))
-            if not c.dry_run:
-                self.metric("reroute_failed", "route" if c.cause == "route" else "routing_error")
-            self.log("error", "reroute_failed", cause=c.cause, events=len(c.faults),
-                     serving=cur.id if cur is not None else 0, error=str(err))
-            raise ServiceError(Status.FAILED_PRECONDITION,
-                               f"{what} failed ({'nothing is committed' if c.dry_run else serving})"
-                               f": cannot route {self.base_source or 'the fabric'}: {err}"
-                               ) from None
+            raise route_failed(c, cur, self.base_source, err, self.metric, self.log) from None
         self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
                  rows=rr.rows, lids=rr.lids)
         return rr.result, rr.diff, "" if rr.incremental else rr.reason, dict(rr.timings)
@@ -347,31 +347,12 @@ class RoutingCore:
                        clock=self.clock, incremental=same and self.incremental,
                        max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
 
-    def _gate(self, c: Change, res: RoutingResult) -> None:
-        """Refuse tables that leave CA pairs that cables join unrouted.  Dmodc
-        and Nmodc route every such pair by construction (the cheap first-hop
-        check guards it; the background walk follows); other algorithms are
-        walked in full now."""
-        gaps = unrouted_connected(res)
-        if not gaps and res.algorithm not in DMODC_LIKE:
-            gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
-        if not gaps:
-            return
-        serving = self.store.current.id if self.store.current is not None else 0
-        if not c.dry_run:
-            self.metric("reroute_failed", "route" if c.cause == "route" else "unrouted_pairs")
-        self.log("error", "epoch_refused", cause=c.cause, unrouted_ca_pairs=gaps,
-                 serving=serving, mode=res.mode, dry_run=c.dry_run)
-        raise ServiceError(
-            Status.FAILED_PRECONDITION,
-            f"{'dry run: would be ' if c.dry_run else ''}refused to commit: the "
-            f"{res.algorithm} tables leave {gaps} CA pairs that cables join unrouted; "
-            + (f"epoch {serving} keeps serving" if serving else "no epoch is served"))
-
     # ------------------------------------------------------------ route
-    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
+    def route(self, algorithm: str = "", lmc: int | None = None, *,
+              confirm_state_loss: bool = False) -> Epoch:
         """Route the base fabric minus down items in full and commit (cause
-        ``route``); the algorithm and LMC become the settings with the commit."""
+        ``route``); the algorithm and LMC become the settings with the commit.
+        Refused while :attr:`degraded` unless ``confirm_state_loss``."""
         if algorithm and algorithm not in ALGORITHMS:
             raise ServiceError(Status.INVALID_ARGUMENT, f"unknown algorithm {echo(algorithm)}; "
                                f"expected one of {ALGORITHMS}")
@@ -379,6 +360,8 @@ class RoutingCore:
             raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
 
         def do() -> Epoch:
+            if not confirm_state_loss:
+                self.state_loss.check(self.down)
             s = dataclasses.replace(self._settings, algorithm=algorithm or self._settings.algorithm,
                                     lmc=self._settings.lmc if lmc is None else lmc)
             return self._transact(Change("route", self.need_base(), self.down, settings=s,
@@ -388,34 +371,44 @@ class RoutingCore:
     def resume(self) -> Resumed | None:
         """Before serving: take in the state database's last epoch, base
         fabric, down set and settings (:func:`smroute.service.resume.read_state`)
-        through the transaction (the epoch gated, committed with its id)."""
+        through the transaction (the epoch gated, committed with its id);
+        degraded, serving nothing, when part of what was acknowledged is lost."""
         def do() -> Resumed | None:
-            t0 = time.perf_counter()
-            st = read_state(self.durable, self.pool, self._settings.max_vls, self.log)
+            t0, d = time.perf_counter(), self.durable
+            if d.store is not None and d.store.moved_aside is not None:
+                self.metric("state_db_moved_aside")
+            st = read_state(d, self.pool, self._settings.max_vls, self.log)
             if st is None:
                 return None
-            self.durable.resumed(st.base.content_hash, st.journal_seq)
+            d.resumed(st.stored_base, st.journal_seq)
             self.store.continue_after(st.last_id)
             s = (dataclasses.replace(self._settings, algorithm=st.settings[0],
                                      lmc=st.settings[1]) if st.settings else self._settings)
             ep = st.epoch
-            if ep is not None:
+            if ep is not None and st.base is not None:
                 try:
                     self._transact(Change("resume", st.base, st.down, settings=s,
                                           source=st.base_source, resumed=(ep, st.validation)))
                 except ServiceError as err:
                     self.log("error", "resume_refused", epoch=ep.id, error=err.message)
                     ep = None
-            if ep is None:
+            if ep is None:  # what was rebuilt is kept: routed by the catch-up or a Route
                 self.base, self.down, self.base_source = st.base, st.down, st.base_source
                 self._settings = s
-            behind = st.journal_events > 0 or st.last_id > (ep.id if ep is not None else 0)
-            out = Resumed(ep, behind, st.journal_events, time.perf_counter() - t0)
-            self.log("info", "resumed", epoch=ep.id if ep else None,
-                     instance=self.durable.instance, down=st.down.summary(),
+            if st.lost:
+                self.state_loss.enter("; ".join(st.lost), st.down)
+            # no stored epoch (all lost, or none committed): the state in force is routed
+            behind = not st.lost and (st.journal_events > 0 or st.last_id > ep.id
+                                      if ep is not None else
+                                      st.last_id > 0 or d.configured is not None)
+            out = Resumed(ep, behind, st.journal_events, time.perf_counter() - t0, st.lost,
+                          st.last_id)
+            self.log("error" if st.lost else "info", "resumed", epoch=ep.id if ep else None,
+                     instance=d.instance, down=st.down.summary(),
                      journal_events=st.journal_events, last_committed=st.last_id,
                      algorithm=self._settings.algorithm, lmc=lmc_text(self._settings.lmc),
-                     seconds=round(out.seconds, 4), moved_aside=st.moved_aside or None)
+                     seconds=round(out.seconds, 4), moved_aside=st.moved_aside or None,
+                     damage=st.damage or None, lost="; ".join(st.lost) or None)
             return out
         return self._wait(self.seq.call(do))
 
@@ -436,6 +429,7 @@ class RoutingCore:
             raise ServiceError(Status.RESOURCE_EXHAUSTED,
                                f"{len(events)} events; the limit (limits.max_fault_events) is "
                                f"{self.limits.max_fault_events}")
+        self.state_loss.check(self.down)
         base = self.need_base()
         if self.store.current is None:
             raise ServiceError(Status.FAILED_PRECONDITION,
@@ -541,6 +535,7 @@ class RoutingCore:
 
     def epoch(self, epoch_id: int) -> Epoch:
         """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""
+        self.state_loss.check(self.down)
         try:
             return self.store.get(epoch_id)
         except KeyError as err:

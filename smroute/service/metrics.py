@@ -21,6 +21,8 @@ Metric names (all prefixed ``smroute_``):
 ``reroute_failures_total{reason}``  counter    reroutes that left the last epoch serving
 ``route_rejections_total``          counter    Route requests that could not be routed as
                                                asked (not reroute failures)
+``state_db_moved_aside_total``      counter    damaged state databases moved aside
+``state_degraded``                  gauge      1 while acknowledged state was lost (no tables)
 ``build_info{version}``             gauge      1
 ==================================  =========  ===================================
 
@@ -137,6 +139,12 @@ class ServiceMetrics:
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
             "turn root.", registry=r)
+        self.state_moved_aside = Counter(
+            "smroute_state_db_moved_aside", "State databases found damaged, foreign or of a "
+            "newer schema and moved aside.", registry=r)
+        self.degraded = Gauge(
+            "smroute_state_degraded", "1 while the daemon serves no tables because "
+            "acknowledged state could not be rebuilt from the state database.", registry=r)
         info = Gauge("smroute_build_info", "smroute version.", ["version"], registry=r)
         info.labels(version=__version__).set(1)
         self._kind = _LabelGuard(8)
@@ -193,6 +201,14 @@ class ServiceMetrics:
             self.route_rejections.inc()
             return
         self.reroute_failures.labels(reason=self._reason(reason)).inc()
+
+    def state_db_moved_aside(self) -> None:
+        """The state database was moved aside at start."""
+        self.state_moved_aside.inc()
+
+    def state_degraded(self, degraded: bool) -> None:
+        """The daemon entered (``True``) or left the degraded state."""
+        self.degraded.set(1 if degraded else 0)
 
     # ---- reading
 

@@ -5,10 +5,15 @@ core's transaction, and :func:`catch_up`, before it serves;
 :mod:`smroute.service.durable` wrote.  Nothing here touches the core's
 state: catch-up and reconciliation use its public calls (:class:`CoreCalls`).
 
-Resume: the newest stored epoch whose tables decode and match their SHA-256
-becomes the current epoch, with the same id, tables, down set and validation
-result; the down set in force is the last commit's plus the journaled events
-after it.  Its fabric is the stored base minus its down set; the routing
+Resume: the acknowledged state (base fabric, down set in force: the last
+commit's plus the journaled events after it, the highest epoch id) is
+rebuilt by :func:`smroute.service.rebuild.in_force`, whatever damage the
+database took.  If part of it is lost the daemon starts degraded
+(:mod:`smroute.service.degraded`): no epoch is installed and no tables are
+served until the subnet manager's view, a LoadFabric or a confirmed Route.
+Otherwise the newest stored epoch whose tables decode and match their
+SHA-256 becomes the current epoch, with the same id, tables, down set and
+validation result.  Its fabric is the stored base minus its down set; the routing
 structure (roles, switch graph, costs, NIDs, destinations: everything but
 the routes) is recomputed in the epoch's mode (milliseconds; other
 algorithms are routed again and must give the same checksum).  The next id
@@ -30,27 +35,25 @@ from typing import Any, Protocol
 import numpy as np
 
 from smroute.discovery.changes import fault_events
-from smroute.errors import RoutingError
-from smroute.fabric.faults import (
-    DownSet,
-    FaultEvent,
-    FaultEventError,
-    apply_events,
-    degraded_fabric,
-)
+from smroute.errors import RoutingError, SmrouteError
+from smroute.fabric.faults import DownSet, FaultEvent, degraded_fabric
+from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles, needed_pairs
 from smroute.routing import dmodc
-from smroute.routing.engine import RoutingResult, route, turn_roots
+from smroute.routing.engine import ALGORITHMS, RoutingResult, route, turn_roots
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import rooted_graph, switch_graph
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.config import LimitsConfig
+from smroute.service.degraded import Degraded
 from smroute.service.dryrun import FaultOutcome
 from smroute.service.durable import Durable, down_of, lmc_text, lmc_value
 from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables, table_checksum
 from smroute.service.errors import ServiceError
+from smroute.service.rebuild import InForce, in_force
+from smroute.service.salvage import read_high_water
 from smroute.service.store import EpochRow, StateError, StateStore
 from smroute.tables.lft import ForwardingTables, lid_labels
 
@@ -65,12 +68,15 @@ class Resumed:
     """What :meth:`RoutingCore.resume` found: the epoch now served (``None``
     if none could be read), whether the state in force goes beyond it (journaled events, or
     a later commit that was not stored: :func:`catch_up` reroutes), journal
-    events folded in, seconds taken."""
+    events folded in, seconds taken, what was lost (then degraded), and the
+    highest epoch id ever committed."""
 
     epoch: Epoch | None
     behind: bool
     journal_events: int
     seconds: float
+    lost: tuple[str, ...] = ()
+    last_id: int = 0
 
 
 def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any],
@@ -131,19 +137,37 @@ def _epoch(row: EpochRow, base: Fabric, pool: RoutePool, max_vls: int, instance:
 
 
 class _Bases:
-    """Stored base fabrics by content hash, decoded once."""
+    """Stored base fabrics by content hash, decoded once; one that is lost
+    from the database is the configured file's if that has its hash."""
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: StateStore, configured: str | None = None) -> None:
         self.store = store
+        self.configured = configured
         self.seen: dict[str, Fabric] = {}
+        self.from_file: set[str] = set()
 
     def __call__(self, h: str) -> Fabric:
         if h not in self.seen:
             row = self.store.fabric(h)
-            if row is None:
-                raise codec.CodecError(f"no stored fabric {h[:12]}")
-            self.seen[h] = codec.decode_fabric(row.data, h)
+            try:
+                if row is None:
+                    raise codec.CodecError(f"no stored fabric {h[:12]}")
+                self.seen[h] = codec.decode_fabric(row.data, h)
+            except codec.CodecError:
+                f = self._configured()
+                if f is None or f.content_hash != h:
+                    raise
+                self.seen[h] = f
+                self.from_file.add(h)
         return self.seen[h]
+
+    def _configured(self) -> Fabric | None:
+        if self.configured is None:
+            return None
+        try:
+            return read_topology(self.configured)
+        except (SmrouteError, OSError):
+            return None
 
 
 def _newest(store: StateStore, bases: _Bases, pool: RoutePool, max_vls: int, instance: str,
@@ -161,32 +185,19 @@ def _newest(store: StateStore, bases: _Bases, pool: RoutePool, max_vls: int, ins
     return None, "pending"
 
 
-def _in_force(store: StateStore, meta: dict[str, str], base: Fabric, log: LogFn
-              ) -> tuple[DownSet, int, int]:
-    """The down set in force on ``base``: the last commit's plus the journaled
-    events after it; with the last journal position and how many events."""
-    down, after = DownSet(), 0
-    if meta.get("down_base") == base.content_hash:
-        down, after = codec.down_from_json(meta["down"]), int(meta.get("down_seq", "0"))
-    rows = [j for j in store.journal(after) if j.base_hash == base.content_hash]
-    for j in rows:
-        try:
-            down = apply_events(base, down, [FaultEvent(j.kind, j.guid, j.port)], "journal")
-        except FaultEventError as err:
-            log("warning", "journal_event_skipped", seq=j.seq, error=str(err))
-    return down, max([after] + [j.seq for j in rows]), len(rows)
-
-
 @dataclass(frozen=True)
 class Stored:
     """What the state database holds to resume (:func:`read_state`): the base
-    fabric, its source, the down set in force and the last journal position
-    in it (with how many journaled events it folds in), the newest epoch that
-    could be rebuilt (``None``: none) with its validation result, the highest
-    epoch id ever committed, and the routing settings an RPC chose that
-    survive the restart (``None``: the config's stand)."""
+    fabric (``None``: none, or lost), its source, the down set in force and
+    the last journal position in it (with how many journaled events it folds
+    in), the newest epoch that could be rebuilt (``None``: none) with its
+    validation result, the highest epoch id ever committed, and the routing
+    settings an RPC chose that survive the restart (``None``: the config's
+    stand); where a damaged database was moved to, the damage seen, what of
+    the acknowledged state was lost (empty: nothing; else no epoch), and the
+    hash of the base fabric as stored in the database (``""``: not stored)."""
 
-    base: Fabric
+    base: Fabric | None
     base_source: str
     down: DownSet
     journal_seq: int
@@ -196,41 +207,62 @@ class Stored:
     last_id: int
     settings: tuple[str, int | None] | None
     moved_aside: str
+    damage: str = ""
+    lost: tuple[str, ...] = ()
+    stored_base: str = ""
 
 
 def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored | None:
-    """Read what ``d``'s state database holds to resume (see the module doc);
-    ``None`` when there is nothing to resume (or it cannot be read: logged).
-    The core takes it in through its transaction
+    """Read what ``d``'s state database holds to resume (see the module doc),
+    rebuilt from whatever is intact; ``None`` when there is nothing to
+    resume.  The high-water mark and the highest epoch id go to ``d``; the
+    core takes the rest in through its transaction
     (:meth:`smroute.service.core.RoutingCore.resume`)."""
     store = d.store
     if store is None:
         return None
+    bases = _Bases(store, d.configured)
     try:
         meta = store.meta()
-        if not meta.get("base_hash"):  # nothing to resume; the config's settings noted
-            store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
-            return None
-        bases = _Bases(store)
-        base = bases(meta["base_hash"])
-        ep, validation = _newest(store, bases, pool, max_vls, d.instance, log)
-        down, seq, n_journal = _in_force(store, meta, base, log)
-    except (codec.CodecError, StateError) as err:
-        log("error", "state_unreadable", error=str(err), message="starting empty")
-        return None
+        got = in_force(store, bases, log)
+    except StateError as err:  # opened, but reads fail: all of it is lost
+        meta, got = {}, InForce(lost=[f"everything: {err}"])
+        hw, _ = read_high_water(store.path)
+        got.last_epoch_id = hw.epoch_id if hw is not None else 0
+    d.last_epoch_id = got.last_epoch_id
+    d.adopt_mark(got.high_water)
     try:  # a full disk must not throw away the state just read: logged, written next start
         store.set_meta(config_algorithm=d.settings[0], config_lmc=lmc_text(d.settings[1]))
     except StateError as err:
         log("error", "state_write_failed", what="the config's routing settings",
             error=str(err))
-    # an RPC's settings survive a restart unless the config's changed meanwhile
-    cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
+    if got.base is None and not got.lost:
+        return None  # nothing to resume
+    ep: Epoch | None = None
+    validation: Validation | str = "pending"
     settings = None
-    if cfg == (d.settings[0], lmc_text(d.settings[1])) and "algorithm" in meta:
-        settings = meta["algorithm"], lmc_value(meta["lmc"])
-    return Stored(base, meta.get("base_source", ""), down, seq, n_journal, ep, validation,
-                  int(meta.get("last_epoch_id", "0")), settings,
-                  str(store.moved_aside) if store.moved_aside else "")
+    if got.base is not None and not got.lost:
+        ep, validation = _newest(store, bases, pool, max_vls, d.instance, log)
+        if got.high_water is None:  # a database of an older smroute: its first mark
+            d.mark(got.base.content_hash, *got.commit)
+        settings = _settings(d, meta, log)
+    stored = got.base is not None and got.base.content_hash not in bases.from_file
+    return Stored(got.base, meta.get("base_source", ""), got.down, got.seq,
+                  got.journal_events, ep, validation, got.last_epoch_id, settings,
+                  str(store.moved_aside) if store.moved_aside else "", "; ".join(store.damage),
+                  tuple(got.lost), got.base.content_hash if stored and got.base else "")
+
+
+def _settings(d: Durable, meta: dict[str, str], log: LogFn) -> tuple[str, int | None] | None:
+    """An RPC's settings: they survive a restart unless the config's changed
+    meanwhile (``None``: the config's stand)."""
+    cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
+    if cfg == (d.settings[0], lmc_text(d.settings[1])) and meta.get("algorithm") in ALGORITHMS:
+        try:
+            return meta["algorithm"], lmc_value(meta.get("lmc", ""))
+        except ValueError:
+            log("warning", "state_settings_unreadable", lmc=meta.get("lmc", "")[:20])
+    return None
 
 
 class CoreCalls(Protocol):
@@ -249,6 +281,8 @@ class CoreCalls(Protocol):
     def limits(self) -> LimitsConfig: ...
     @property
     def shutting_down(self) -> threading.Event: ...
+    @property
+    def state_loss(self) -> Degraded: ...
     def log(self, level: str, event: str, **fields: Any) -> None: ...
     def apply_faults(self, events: Sequence[FaultEvent], *, dry_run: bool = False,
                      journaled: bool = False) -> FaultOutcome: ...
@@ -261,10 +295,12 @@ def catch_up(core: CoreCalls, r: Resumed) -> None:
     """Before serving: reroute from the resumed epoch to the state in force
     (``ApplyFaults`` with the step between their down sets, in chunks; a full
     route if the base or the settings changed), so that no client sees an
-    epoch older than what the previous instance acknowledged."""
+    epoch older than what the previous instance acknowledged: if that fails
+    while the epoch served is older than the last one committed, the daemon
+    is degraded (it would serve a down set without acknowledged faults)."""
     cur, base = core.store.current, core.base
     try:
-        if r.behind and base is not None:
+        if r.behind and base is not None and not r.lost:
             events = (fault_events(down_of(cur), core.down)
                       if cur is not None and cur.base_hash == base.content_hash else [])
             n = core.limits.max_fault_events
@@ -277,13 +313,18 @@ def catch_up(core: CoreCalls, r: Resumed) -> None:
                      journal_events=r.journal_events)
     except ServiceError as err:
         core.log("error", "catch_up_failed", error=err.message)
+        served = core.store.current
+        if r.last_id > (served.id if served is not None else 0):
+            core.state_loss.enter(f"the state committed last (epoch {r.last_id}) could not be "
+                                  f"routed again: {err.message}", core.down)
 
 
 def reconcile_live(core: CoreCalls) -> None:
     """Once serving: for a fabric from live discovery, load and route what
     discovery finds now when its hash differs from the resumed base."""
     src = core.base_source
-    if core.base is not None and src.startswith("live") and not core.shutting_down.is_set():
+    if core.base is not None and src.startswith("live") and not core.shutting_down.is_set() \
+            and not core.state_loss.lost:
         try:
             seen = core.discover_fabric(src.partition(":")[2], 0, 0.0)
             if seen.content_hash != core.base.content_hash:

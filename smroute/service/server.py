@@ -154,9 +154,10 @@ class Daemon:
         # the last committed epoch, its down set and settings, and the events
         # acknowledged after it, before serving
         resumed = self.core.resume()
-        replaced = (cfg.fabric is not None
-                    and not self.core.durable.configured_unchanged(
-                        self.core.base, self.core.base_source, self.core.store.current))
+        # (degraded: the configured fabric waits for the operator, see resume)
+        replaced = (cfg.fabric is not None and not self.core.degraded
+                    and not self.core.durable.configured_unchanged(self.core.base,
+                                                                   self.core.base_source))
         if resumed is not None and not replaced:
             catch_up(self.core, resumed)
         self._start_grpc()

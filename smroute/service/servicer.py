@@ -146,7 +146,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
               ) -> pb.RouteResponse:
         core = self.core
         lmc = request.lmc if request.HasField("lmc") else None
-        ep = core.route(request.algorithm, lmc)
+        ep = core.route(request.algorithm, lmc, confirm_state_loss=request.confirm_state_loss)
         v = (core.store.wait_validation(ep.id, 600.0) if request.wait_validation
              else core.store.validation(ep.id))
         return pb.RouteResponse(epoch=epoch_msg(ep, v))
