@@ -1,4 +1,4 @@
-"""Benchmark and evaluation of LMC LID selection (issue 7).
+"""Benchmark and evaluation of LMC LID selection.
 
 For each fabric: the real ibsim simulates it, the real OpenSM 3.3.23 routes it
 with ``minhop`` and ``updn`` using the given LMC (it assigns the LIDs; tables

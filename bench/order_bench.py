@@ -15,7 +15,7 @@ stage over all).  ``--full`` adds all 11,664 hosts (two full shift
 sequences: about 10 s more); ``--cli`` times the command end to end (reading
 the ibnetdiscover text included) on one 1,000-host job.
 
-    .venv/bin/python bench/order_bench.py                # the README table
+    .venv/bin/python bench/order_bench.py                # the docs table (Slurm and MPI rank order)
     .venv/bin/python bench/order_bench.py --full --cli
 """
 

@@ -27,7 +27,7 @@ namespace {
 namespace pb = smroute::v1;
 
 // The daemon's default listen address (smroute/service/settings.py).
-const char kDefaultAddress[] = "127.0.0.1:50051";
+const char kDefaultAddress[] = "unix:/run/smroute/smroute.sock";
 const unsigned kDefaultDeadlineMs = 30000;
 const unsigned kMaxDeadlineMs = 3600000;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce the degradation study shown in the README (docs/study/).
+# Reproduce the degradation study of the docs (docs/study/, docs/study.md).
 #
 # Two fabrics, switch and link degradation, every engine (Dmodc, Nmodc with
 # detours over VLS virtual lanes, OpenSM's ftree, updn, dnup, minhop, dfsssp,
@@ -17,6 +17,7 @@
 #
 #   scripts/run_study.sh                 # both fabrics
 #   scripts/run_study.sh 648             # one of them
+# Then docs/study/report.md is regenerated from the CSVs (when OUT is docs/study).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -46,4 +47,8 @@ if [[ $which == all || $which == 648 ]]; then
 fi
 if [[ $which == all || $which == 1728 ]]; then
   run pgft1728 "3;12,12,12;1,12,12;1,1,1" "$THROWS_1728"
+fi
+if [[ $OUT == docs/study ]]; then
+  "$PY" -m smroute study report docs/study/pgft648/study.csv docs/study/pgft1728/study.csv \
+    --out docs/study/report.md
 fi

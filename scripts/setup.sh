@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS=(opensm ibsim-utils infiniband-diags ibutils python3-pyverbs rdma-core graphviz slurmctld)
+DEB_PKGS=(opensm ibsim-utils infiniband-diags ibutils python3-pyverbs rdma-core graphviz slurmctld fish)
 missing=()
 for p in "${DEB_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -44,7 +44,19 @@ class InputError(SmrouteError, ValueError):
         return err
 
 
+class LmcMismatchError(InputError):
+    """The fabric's LIDs do not fit the LMC asked (a base LID not aligned to
+    2**LMC, or LIDs of two ports overlapping): bad input, as in every command."""
+
+
 class RoutingError(SmrouteError):
     """The fabric cannot be routed as asked (e.g. LIDs do not fit, disconnected)."""
 
     exit_code = 3
+
+
+class DaemonUnreachableError(SmrouteError):
+    """The routing daemon cannot be reached (nothing listens at its address,
+    the connection or TLS is refused): the client commands exit 4."""
+
+    exit_code = 4

@@ -9,7 +9,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 def _umask() -> int:
@@ -96,6 +96,55 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     with atomic_writer(path) as fh:
         fh.write(text)
+
+
+#: Magic bytes of the compressed files :func:`read_bytes` opens.
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def decompressed(data: bytes, source: str, max_bytes: int | None = None) -> bytes:
+    """``data`` itself, or decompressed when it is gzip or xz data (told by
+    its magic bytes, whatever the file's name); corrupt compressed data is
+    an :class:`~smroute.errors.InputError` naming ``source``.  ``max_bytes``:
+    decompress at most one byte more than that (the caller refuses the rest;
+    a small file cannot expand without bound)."""
+    import lzma
+    import zlib
+
+    from smroute.errors import InputError
+
+    if not data.startswith((GZIP_MAGIC, XZ_MAGIC)):
+        return data
+    gz = data.startswith(GZIP_MAGIC)
+    cap = -1 if max_bytes is None else max_bytes + 1
+    out: list[bytes] = []
+    n = 0
+    try:
+        rest = data
+        while rest and (cap < 0 or n < cap):  # gzip and xz files may hold several members
+            d: Any = zlib.decompressobj(wbits=31) if gz else lzma.LZMADecompressor()
+            left = cap - n if cap >= 0 else (0 if gz else -1)  # zlib: 0, lzma: -1 = all
+            chunk = d.decompress(rest, left)
+            out.append(chunk)
+            n += len(chunk)
+            if not d.eof:
+                if cap >= 0 and n >= cap:
+                    break
+                raise EOFError("compressed data ends early")
+            rest = d.unused_data.lstrip(b"\0")
+    except (EOFError, zlib.error, lzma.LZMAError) as err:
+        kind = "gzip" if gz else "xz"
+        raise InputError(f"cannot decompress ({kind} data cut short or corrupt: {err})",
+                         source=source) from None
+    return b"".join(out)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The content of a file, decompressed when it is gzip or xz data
+    (:func:`decompressed`); ``OSError`` if it cannot be read."""
+    with open(path, "rb") as fh:
+        return decompressed(fh.read(), os.fspath(path))
 
 
 def read_lines(path: str | os.PathLike[str]) -> list[str]:

@@ -1,8 +1,8 @@
 """Start a real ``smroute serve`` process for tests (helper module, not a test).
 
 :func:`start_daemon` is :class:`smroute.lab.processes.DaemonProcess` (the one
-way to start a daemon) with the settings these tests use: 127.0.0.1 port 0 (or
-a Unix socket), metrics on a free port, JSON logs at debug level, the
+way to start a daemon) with the settings these tests use: a Unix socket in a
+private directory (or ``listen``), metrics on a free port, JSON logs at debug level, the
 checkout on ``PYTHONPATH``; it fails the test if the daemon exits before it is
 ready.  ``stop()`` sends SIGTERM and returns the exit code; a hanging daemon
 is killed and fails the test.
@@ -23,7 +23,7 @@ DaemonProc = DaemonProcess
 
 
 def start_daemon(workdir: Path, *args: str, fabric: str | None = None, workers: int = 1,
-                 listen: str = "127.0.0.1:0", timeout: float = 60.0) -> DaemonProcess:
+                 listen: str | None = None, timeout: float = 60.0) -> DaemonProcess:
     extra = (*args, "--fabric", fabric) if fabric is not None else args
     d = DaemonProcess(None, workdir, workers=workers, extra_args=extra, listen=listen,
                       metrics_listen="127.0.0.1:0", log_format="json", log_level="debug",

@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -326,7 +327,8 @@ def test_bridge_over_mutual_tls(tmp_path: Path) -> None:
     write_ibsim_net(fabric, net)
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")  # assigns LIDs
-        daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)))
+        daemon = DaemonProcess(sim, tmp_path / "daemon", extra_args=("--config", str(conf)),
+                               listen="127.0.0.1:0")  # mutual TLS: over TCP
         addr = daemon.start()
         env = sim.client_env(preload=True)
 
@@ -431,7 +433,7 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
     """The daemon restarts empty (epoch ids start again): the bridge notices when
     its Watch stream comes back, loads and routes the fabric again, re-sends
     what is down, and writes the new epoch."""
-    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
 
     fabric = _small()
@@ -440,7 +442,7 @@ def test_daemon_restart_is_noticed_and_the_fabric_reloaded(tmp_path: Path) -> No
     lfts = tmp_path / "smroute.lfts"
     leaf = int(fabric.switches[1])
     ref = f'"S-{int(fabric.node_guid[leaf]):016x}"[{int(fabric.num_ports[leaf])}]'
-    listen = f"127.0.0.1:{free_port()}"
+    listen = f"unix:{tempfile.mkdtemp(prefix='smroute-t-')}/smroute.sock"
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")
         d1 = DaemonProcess(sim, tmp_path / "d1", listen=listen)

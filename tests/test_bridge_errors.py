@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def fill(disk: Path) -> Path:
 @pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
 def test_a_full_disk_for_the_lft_file_is_retried_and_a_restart_still_handled(
         tmp_path: Path) -> None:
-    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
 
     fabric = pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1])
@@ -86,7 +87,7 @@ def test_a_full_disk_for_the_lft_file_is_retried_and_a_restart_still_handled(
     def named(event: str) -> list[dict[str, Any]]:
         return [kw for e, kw in events if e == event]
 
-    listen = f"127.0.0.1:{free_port()}"
+    listen = f"unix:{tempfile.mkdtemp(prefix='smroute-t-')}/smroute.sock"
     with small_tmpfs(tmp_path / "disk") as disk, IbSim(net, tmp_path / "sim") as sim:
         lfts = disk / "smroute.lfts"
         filler = fill(disk)

@@ -1,5 +1,5 @@
 """Operator conveniences: the Grafana dashboard covers every daemon metric with
-valid PromQL, ``smroute completion bash|zsh`` completes the real command line,
+valid PromQL, ``smroute completion bash|zsh|fish`` completes the real command line,
 and the one progress display (tqdm) keeps the phase lines and -q."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from smroute.cli.main import main
-from smroute.cli.progress import Progress
+from smroute.cli.progress import LOG_INTERVAL, Progress
 from smroute.service.metrics import ServiceMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,12 +113,16 @@ comp smroute route --no-p
 comp smroute route --format ""
 comp smroute route fa
 comp smroute completion ""
+comp smroute ctl fa
+comp smroute ctl fault down ""
+comp smroute tr
+comp smroute fabric com
 """
     r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "fabric", "generate", "slender-tree", "--no-port-guids", "opensm fdbs json", "fab.topo",
-        "bash zsh"]
+        "bash zsh fish", "fault", "link switch ca", "trace", "compare"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed")
@@ -132,8 +136,25 @@ def test_zsh_completion_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish not installed (scripts/setup.sh "
+                    "installs it)")
+def test_fish_completion_completes_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "smroute.fish"
+    script.write_text(_script("fish", capsys))
+    r = subprocess.run(["fish", "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    prog = (f"source {script}; complete -C 'smroute ct'; complete -C 'smroute ctl fau'; "
+            "complete -C 'smroute ctl fault --dr'; complete -C 'smroute completion '")
+    r = subprocess.run(["fish", "-c", prog], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    words = [line.split("\t")[0] for line in r.stdout.splitlines()]
+    assert words == ["ctl", "fault", "--dry-run", "bash", "zsh", "fish"]
+
+
 def test_completion_bad_shell_exits_2() -> None:
-    r = subprocess.run([sys.executable, "-m", "smroute", "completion", "fish"],
+    r = subprocess.run([sys.executable, "-m", "smroute", "completion", "tcsh"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "invalid choice" in r.stderr
 
@@ -148,8 +169,13 @@ class _Clock:
         return self.t
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_phase_lines_bars_and_quiet() -> None:
-    out = io.StringIO()
+    out = _Terminal()
     p = Progress(out, clock=_Clock())
     t = p.start("routing")
     p.fraction("stages", 0, 40)
@@ -179,6 +205,25 @@ def test_progress_phase_lines_bars_and_quiet() -> None:
     assert quiet.getvalue() == "" and q.timings == {"route": 0.25}
 
 
+def test_progress_in_a_log_is_one_line_per_update_at_most() -> None:
+    """Not a terminal: no redrawn bar (no carriage returns, no state twice),
+    a line at the start, at most one per LOG_INTERVAL, and the last."""
+    clock = _Clock()  # 0.25 s per reading
+    out = io.StringIO()
+    p = Progress(out, clock=clock)
+    for k in range(0, 201):
+        p.fraction("throws", k, 200)
+    p.fraction("throws", 200, 200)  # reported again: no second line
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    assert lines[0] == "smroute:   throws: 0/200 (0%)"
+    assert lines[-1] == "smroute:   throws: 200/200 (100%)"
+    assert len(lines) == len(set(lines)) == 1 + 200 // int(LOG_INTERVAL / 0.25)
+    p.fraction("throws", 3, 4)  # a second run of the label starts again
+    assert out.getvalue().splitlines()[-1] == "smroute:   throws: 3/4 (75%)"
+
+
 def test_analyze_progress_bar_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from smroute.fabric.generate import pgft
     from smroute.fabric.writers import write_topology
@@ -190,7 +235,8 @@ def test_analyze_progress_bar_and_quiet(tmp_path: Path, capsys: pytest.CaptureFi
     argv = ["analyze", str(tables), "--fabric", str(topo), "--pattern", "sp"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert re.search(r"smroute:   stages: 100%\|.*\| 31/31 ", err)
+    assert re.search(r"^smroute:   stages: 31/31 \(100%\)$", err, re.M)  # a log: no bar
+    assert "\r" not in err
     assert re.search(r"^smroute:   analysis done in \d+\.\d{3} s", err, re.M)
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

@@ -427,8 +427,14 @@ def test_table_file_cut_mid_line_is_an_error(files: dict[str, Path], tmp_path: P
     assert r.returncode == 2 and "cut short" in r.stderr
 
 
+def _as_opensm_dumps(text: str) -> str:
+    """smroute's OpenSM-format text without its header and trailer comments: as
+    OpenSM's own opensm-lfts.dump has it."""
+    return "".join(ln + "\n" for ln in text.splitlines() if not ln.startswith("# smroute"))
+
+
 def test_table_blocks_are_checked_whole(files: dict[str, Path]) -> None:
-    lines = files["lfts"].read_text().splitlines()
+    lines = _as_opensm_dumps(files["lfts"].read_text()).splitlines()
     trailer = next(i for i, s in enumerate(lines) if s.endswith("lids dumped"))
     with pytest.raises(ValueError, match=r"t:\d+: the block of switch 0x[0-9a-f]+ \(line 1\) "
                        "ends without its trailer"):
@@ -454,7 +460,7 @@ def test_dump_formats_of_the_real_tools_are_read(files: dict[str, Path]) -> None
     t = read_tables(files["lfts"])
     # ibroute / dump_fts: hex range, column headers, "N valid lids dumped " trailer
     ibroute = []
-    for block in format_opensm(t).split("lids dumped\n")[:-1]:
+    for block in _as_opensm_dumps(format_opensm(t)).split("lids dumped\n")[:-1]:
         head, *entries, count = block.splitlines()
         lo_hi = head[head.index("[") + 1:head.index("]")].split("-")
         ibroute += [head.replace(f"[{lo_hi[0]}-{lo_hi[1]}]", f"[0x0-{int(lo_hi[1]):#x}]"),
@@ -465,7 +471,7 @@ def test_dump_formats_of_the_real_tools_are_read(files: dict[str, Path]) -> None
     with pytest.raises(ValueError, match="ibroute:.*no trailer"):
         parse_lft_dump(ibroute[:-1], "ibroute")
     # OpenSM's dump counts the top of the range, not the entries listed
-    osm = format_opensm(t).splitlines()
+    osm = _as_opensm_dumps(format_opensm(t)).splitlines()
     top = int(osm[0][osm[0].index("-") + 1:osm[0].index("]")])
     sparse = [osm[0], osm[1], f"{top} lids dumped"]
     assert parse_lft_dump(sparse, "osm").n_switches == 1
@@ -504,8 +510,16 @@ def test_tables_of_another_fabric_are_refused(fabric: str, message: str,
 def test_tables_of_some_switches_only_are_a_warning(files: dict[str, Path],
                                                     tmp_path: Path) -> None:
     blocks = files["lfts"].read_text().split("lids dumped\n")
+    cut = tmp_path / "cut.lfts"  # smroute's file cut at a switch boundary: refused
+    cut.write_text("lids dumped\n".join(blocks[:4]) + "lids dumped\n")
+    r = smroute("analyze", str(cut), "--fabric", str(files["topo"]), "--pattern", "a2a", "-q")
+    assert r.returncode == 2 and "without its trailer" in r.stderr, r.stderr
+    # the blocks of some switches, without smroute's header (an excerpt, a dump
+    # of a few switches): a warning
     part = tmp_path / "part.lfts"
-    part.write_text("lids dumped\n".join(blocks[:4]) + "lids dumped\n")
+    head = blocks[0].split("\n", 1)
+    assert head[0] == "# smroute forwarding tables"
+    part.write_text("lids dumped\n".join([head[1], *blocks[1:4]]) + "lids dumped\n")
     r = smroute("analyze", str(part), "--fabric", str(files["topo"]), "--pattern", "a2a", "-q")
     assert r.returncode == 1  # flows through the missing switches are not delivered
     assert "warning: 2 of the fabric's 6 switches have no table" in r.stderr

@@ -32,7 +32,9 @@ def reference_json(t: ForwardingTables) -> str:
             "desc": t.switch_desc[i],
             "routes": np.stack([lids, t.ports[i, lids]], axis=1).tolist(),
         })
-    return json.dumps({"format": "smroute-lft/1", "max_lid": t.max_lid, "switches": sw})
+    end = {"switches": t.n_switches, "entries": sum(len(x["routes"]) for x in sw)}
+    return json.dumps({"format": "smroute-lft/1", "max_lid": t.max_lid, "switches": sw,
+                       "end": end})
 
 
 def tables(ports: np.ndarray, descs: tuple[str, ...] | None = None) -> ForwardingTables:

@@ -534,7 +534,7 @@ def test_daemon_kill_9_under_a_running_bridge_and_opensm(tmp_path: Path) -> None
     is answered, and restarted: the bridge takes the new instance's state and
     writes the resumed epoch (OpenSM's switches hold it).  Killed again, with
     a link relinked while it is down: the restarted daemon gets the change."""
-    from smroute.lab.processes import DaemonProcess, OpenSMProcess, free_port
+    from smroute.lab.processes import DaemonProcess, OpenSMProcess
     from smroute.lab.sim import IbSim
 
     fabric = pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1])
@@ -545,8 +545,7 @@ def test_daemon_kill_9_under_a_running_bridge_and_opensm(tmp_path: Path) -> None
     lfts, log = tmp_path / "smroute.lfts", tmp_path / "bridge.out"
     with IbSim(net, tmp_path / "sim") as sim, \
             OpenSMProcess(sim, tmp_path / "opensm", lfts_file=lfts) as osm:
-        d = DaemonProcess(sim, tmp_path / "d", listen=f"127.0.0.1:{free_port()}",
-                          log_format="json")
+        d = DaemonProcess(sim, tmp_path / "d", log_format="json")
         addr = d.start()
         p = _bridge_cli(sim, addr, lfts, log, "--console", f"127.0.0.1:{osm.console_port}",
                         "--opensm-log", str(osm.log), "--poll-interval", "5",

@@ -4,9 +4,13 @@
 1. no module outside ``smroute/service/_gen`` (generated) is over
    :data:`MAX_LINES` lines, but for the explicit :data:`ALLOWED_LONG` set,
    which must not be stale;
-2. no import cycle among smroute modules at module level (imports under
-   ``if TYPE_CHECKING:`` and inside functions do not run at import time and
-   do not count);
+2. no import cycle among smroute modules at module level (imports inside
+   functions do not run at import time and do not count), nor one closed by
+   an import under ``if TYPE_CHECKING:`` (it does not run, but still ties the
+   two modules together);
+2b. no ``from x import _y``: another module's private names stay private,
+   and no module but ``smroute/service/core.py`` uses ``core._x`` (the
+   daemon core's private members);
 3. no production module imports :mod:`smroute.lab` (production: every package
    but ``smroute.lab`` and ``smroute.study``, and not ``smroute/cli/study_cmd.py``,
    the lab's command);
@@ -42,6 +46,11 @@ MAX_LINES = 550
 #: over the limit (an entry that is not is stale and fails the test): take it out
 #: when the module is split.
 ALLOWED_LONG: dict[str, str] = {}
+
+#: ``from x import _y`` still present, each with why.  Every one must still be
+#: there (a stale entry fails the test): take it out when the name is made
+#: public or moved.
+ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {}
 
 #: Packages that are the lab, not production, and the lab's one command.
 LAB_PACKAGES = ("smroute.lab", "smroute.study")
@@ -98,23 +107,24 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _import_nodes(
-    node: ast.AST, module_level: bool = True,
+    node: ast.AST, module_level: bool = True, typing: bool = False,
 ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Import statements under ``node`` and whether each is at module level;
-    the bodies of ``if TYPE_CHECKING:`` are skipped (their ``else`` is not)."""
+    the bodies of ``if TYPE_CHECKING:`` are skipped (their ``else`` is not)
+    unless ``typing`` (then they count as module level)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child, module_level
         elif isinstance(child, ast.If) and _is_type_checking(child.test):
-            for stmt in child.orelse:
+            for stmt in (child.body + child.orelse) if typing else child.orelse:
                 if isinstance(stmt, ast.Import | ast.ImportFrom):
                     yield stmt, module_level
                 else:
-                    yield from _import_nodes(stmt, module_level)
+                    yield from _import_nodes(stmt, module_level, typing)
         elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            yield from _import_nodes(child, False)
+            yield from _import_nodes(child, False, typing)
         else:
-            yield from _import_nodes(child, module_level)
+            yield from _import_nodes(child, module_level, typing)
 
 
 def _base_package(mod: Module, level: int) -> str:
@@ -128,12 +138,13 @@ def _base_package(mod: Module, level: int) -> str:
 
 
 @cache
-def imports(name: str) -> tuple[Import, ...]:
-    """Every module ``name`` imports (smroute or not), in source order."""
+def imports(name: str, typing: bool = False) -> tuple[Import, ...]:
+    """Every module ``name`` imports (smroute or not), in source order
+    (``typing``: with those under ``if TYPE_CHECKING:``, as module level)."""
     mods = modules()
     mod = mods[name]
     out: list[Import] = []
-    for node, module_level in _import_nodes(mod.tree):
+    for node, module_level in _import_nodes(mod.tree, typing=typing):
         if isinstance(node, ast.Import):
             out += [Import(a.name, node.lineno, module_level) for a in node.names]
             continue
@@ -148,10 +159,11 @@ def imports(name: str) -> tuple[Import, ...]:
     return tuple(out)
 
 
-def smroute_edges(name: str) -> set[str]:
-    """The smroute modules ``name`` imports at module level."""
+def smroute_edges(name: str, typing: bool = False) -> set[str]:
+    """The smroute modules ``name`` imports at module level (``typing``: and
+    under ``if TYPE_CHECKING:``)."""
     mods = modules()
-    return {i.target for i in imports(name) if i.module_level and i.target in mods}
+    return {i.target for i in imports(name, typing) if i.module_level and i.target in mods}
 
 
 def is_grpc(target: str) -> bool:
@@ -159,10 +171,11 @@ def is_grpc(target: str) -> bool:
     return top == "grpc" or top.startswith("grpc_")
 
 
-def cycles() -> list[list[str]]:
-    """The import cycles among smroute modules at module level: one cycle per
+def cycles(typing: bool = False) -> list[list[str]]:
+    """The import cycles among smroute modules at module level (``typing``:
+    counting the imports under ``if TYPE_CHECKING:`` too): one cycle per
     strongly connected component (Tarjan), as a path that returns to its start."""
-    graph = {n: sorted(smroute_edges(n)) for n in modules()}
+    graph = {n: sorted(smroute_edges(n, typing)) for n in modules()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -262,6 +275,64 @@ def test_no_import_cycle_at_module_level() -> None:
     found = cycles()
     assert not found, "import cycles at module level: " + "; ".join(
         " -> ".join(c) for c in found)
+
+
+def test_no_import_cycle_through_type_checking_imports() -> None:
+    # an import only for type checking still ties the two modules together:
+    # the dependency must go one way (a Protocol or a parameter, not a cycle)
+    found = [c for c in cycles(typing=True) if c not in cycles()]
+    assert not found, "import cycles through `if TYPE_CHECKING:` imports: " + "; ".join(
+        " -> ".join(c) for c in found)
+
+
+def private_imports() -> list[str]:
+    """``from x import _y`` anywhere in smroute (``_y`` another module's private
+    name; dunder names and ``import x._y`` of a private package are not)."""
+    bad = []
+    for mod in modules().values():
+        for node, _ in _import_nodes(mod.tree, typing=True):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    bad.append(f"{mod.path} imports {a.name} from "
+                               f"{'.' * node.level}{node.module or ''}")
+    return bad
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    probe = ast.parse("from a import _b, __version__\nfrom . import c")
+    names = [a.name for n in probe.body if isinstance(n, ast.ImportFrom) for a in n.names]
+    assert names == ["_b", "__version__", "c"]
+    found = private_imports()
+    bad = [b for b in found if b not in ALLOWED_PRIVATE_IMPORTS]
+    assert not bad, "private names imported across modules (make them public or move " \
+        "them): " + "; ".join(bad)
+    stale = sorted(set(ALLOWED_PRIVATE_IMPORTS) - set(found))
+    assert not stale, "ALLOWED_PRIVATE_IMPORTS lists imports that are gone: " + "; ".join(
+        stale) + "; take them out"
+
+
+def core_private_uses() -> list[str]:
+    """``core._x`` (or ``self.core._x``) outside the daemon core's module: the
+    core's private members are its own; others use its public calls."""
+    bad = []
+    for name, mod in modules().items():
+        if name == "smroute.service.core":
+            continue
+        for node in ast.walk(mod.tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                v = node.value
+                if (isinstance(v, ast.Name) and v.id == "core") or (
+                        isinstance(v, ast.Attribute) and v.attr == "core"):
+                    bad.append(f"{mod.path}:{node.lineno} uses core.{node.attr}")
+    return bad
+
+
+def test_no_module_touches_the_daemon_cores_private_members() -> None:
+    assert not core_private_uses(), "private members of RoutingCore used outside " \
+        "smroute/service/core.py: " + "; ".join(core_private_uses())
 
 
 def test_production_does_not_import_the_lab() -> None:

@@ -229,6 +229,6 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
         assert "refused to commit" in str(ei.value) and f"epoch {good.id} keeps serving" in str(
             ei.value)
         assert core.store.current is not None and core.store.current.id == good.id
-        assert core.algorithm == "dmodc"
+        assert core.settings.algorithm == "dmodc"
     finally:
         core.close()

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from smroute.errors import RoutingError
+from smroute.errors import LmcMismatchError, RoutingError
 from smroute.fabric.generate import degrade, pgft
 from smroute.routing import dmodc, kernel
 from smroute.routing.engine import route
@@ -243,8 +243,9 @@ def test_lids_beyond_unicast_range_are_refused() -> None:
 
 def test_overlapping_lmc_ranges_are_refused() -> None:
     f = pgft(2, (4, 8), (1, 4), (1, 1))  # LIDs assigned with LMC 0
-    with pytest.raises(RoutingError, match="belongs to two ports"):
+    with pytest.raises(LmcMismatchError, match="belongs to two ports") as ei:
         route(f, workers=1, lmc=2)
+    assert ei.value.exit_code == 2  # bad input, as in every command
 
 
 def test_unknown_algorithm_and_bad_lmc() -> None:

@@ -282,28 +282,26 @@ def test_tls_without_client_certs(pki):
             assert c.call("GetTables")[1] == OK
         assert fake.ran == ["GetTables"]
     # empty identity list: any client that completed the TLS handshake may mutate
+    # TLS without client certificates is not enough to mutate over TCP
     guard = MutationGuard([], tls=True, loopback_only=False, allow_insecure=False)
     with serve(guard, server_credentials(pki.tls_config(mutual=False))) as (port, fake), \
             tls_client(pki, port, None) as c:
-        assert c.call("Route")[1] == OK
-        assert fake.ran == ["Route"]
+        assert c.call("Route")[1] == UNAUTH
+        assert c.call("GetTables")[1] == OK
+        assert fake.ran == ["GetTables"]
 
 
 def test_plaintext_loopback_and_network_listeners():
-    # loopback listener: local clients may mutate without TLS
-    guard = MutationGuard([], tls=False, loopback_only=True, allow_insecure=False)
-    with serve(guard) as (port, fake), plain_client(port) as c:
-        assert c.call("Route", b"7") == (b"routed:7", OK, "")
-        assert c.call("LoadFabric")[1] == OK
-        assert fake.who == [None, None]
-    # the same plaintext server classified as a network listener: mutations refused
-    guard = MutationGuard([], tls=False, loopback_only=False, allow_insecure=False)
-    with serve(guard) as (port, fake), plain_client(port) as c:
-        for method in ("Route", "ApplyFaults", "LoadFabric"):
-            v, code, details = c.call(method)
-            assert code == DENIED and "refused over plaintext on a non-loopback" in details
-        assert c.call("GetTables")[1] == OK
-        assert fake.ran == ["GetTables"]
+    # plaintext TCP, loopback or not: mutations refused (any local user could
+    # connect); the Unix socket is where local clients mutate
+    for loopback in (True, False):
+        guard = MutationGuard([], tls=False, loopback_only=loopback, allow_insecure=False)
+        with serve(guard) as (port, fake), plain_client(port) as c:
+            for method in ("Route", "ApplyFaults", "LoadFabric"):
+                v, code, details = c.call(method)
+                assert code == DENIED and "refused over plaintext TCP" in details
+            assert c.call("GetTables")[1] == OK
+            assert fake.ran == ["GetTables"]
     # ... unless the operator explicitly allowed insecure mutations
     guard = MutationGuard([], tls=False, loopback_only=False, allow_insecure=True)
     with serve(guard) as (port, fake), plain_client(port) as c:
@@ -508,7 +506,7 @@ def test_real_daemon_with_mutual_tls(pki, tmp_path):
     cfg_text = (f"fabric: {fixture}\nmutating_identities: [operator]\n"
                 f"fabric_dirs: [{fixture.parent}]\n" + pki.tls_yaml(mutual=True))
     cfg_path.write_text(cfg_text)
-    d = start_daemon(tmp_path / "d", "--config", str(cfg_path))
+    d = start_daemon(tmp_path / "d", "--config", str(cfg_path), listen="127.0.0.1:0")
     port = d.address.rsplit(":", 1)[1]
     target = f"localhost:{port}"
     try:
@@ -600,7 +598,7 @@ def test_real_daemon_survives_reload_that_enables_mutual_tls(pki, tmp_path):
         assert ev["event"] == "reloaded" and "tls" in (ev.get("needs_restart") or []), ev
         with SmrouteClient(d.address, timeout=30) as c:  # still plaintext, still serving
             assert c.health() == "SERVING"
-            assert c.route().id >= 1  # loopback plaintext: mutations still allowed
+            assert c.route().id >= 1  # the Unix socket: root may still mutate
     finally:
         rc = d.stop()
     assert rc == 0
@@ -642,7 +640,7 @@ def test_real_daemon_reload_that_drops_tls_keeps_identity_check(pki, tmp_path):
     cfg_path = tmp_path / "smroute.yaml"
     cfg_path.write_text(f"fabric: {fixture}\nmutating_identities: [operator]\n"
                         + pki.tls_yaml(mutual=True))
-    d = start_daemon(tmp_path / "d", "--config", str(cfg_path))
+    d = start_daemon(tmp_path / "d", "--config", str(cfg_path), listen="127.0.0.1:0")
     target = f"localhost:{d.address.rsplit(':', 1)[1]}"
     try:
         cfg_path.write_text(f"fabric: {fixture}\n")  # plaintext loopback, no identities

@@ -54,7 +54,7 @@ def test_empty_document_is_the_default_config():
     for text in ("", "\n# only a comment\n", "---\n", "~\n"):
         assert parse_config(text) == default_config()
     d = default_config()
-    assert d.listen == "127.0.0.1:50051" and d.loopback_only
+    assert d.listen == "unix:/run/smroute/smroute.sock" and d.loopback_only
     assert d.workers == 2 and d.algorithm == "dmodc" and d.lmc is None  # the fabric's LMC
     assert d.epoch_history == 8 and d.fabric is None and d.coalesce_ms == 20.0
     assert d.fabric_dirs == ()
@@ -378,19 +378,23 @@ def test_replace_validates_overrides():
 def test_warnings():
     w = parse_config("listen: '0.0.0.0:1'\nallow_insecure_listen: true").warnings()
     assert any("plaintext gRPC on a non-loopback address" in x for x in w)
-    assert any("mutating RPCs (LoadFabric, Route, ApplyFaults) are refused" in x for x in w)
+    assert any("mutating RPCs (LoadFabric, Route, ApplyFaults, RouteSubnet) are refused" in x
+               for x in w)
     w = parse_config("listen: '0.0.0.0:1'\nallow_insecure_listen: true\n"
                      "allow_insecure_mutations: true").warnings()
-    assert any("any network client can load fabrics" in x for x in w)
+    assert any("any client that can connect to 0.0.0.0:1 can load fabrics" in x for x in w)
+    w = parse_config("listen: '127.0.0.1:1'\nallow_insecure_mutations: true").warnings()
+    assert any("any client that can connect to 127.0.0.1:1 can load fabrics" in x for x in w)
     w = parse_config("listen: '0.0.0.0:1'\ntls: {cert: a, key: b}").warnings()
-    assert w == ("mutating_identities is empty: any client that completes the TLS handshake "
-                 "may call mutating RPCs",)
+    assert w == ("TLS without client certificates on 0.0.0.0:1: mutating RPCs are refused "
+                 "(they need mutual TLS: tls.client_ca and tls.require_client_cert: true)",)
     mtls = "tls: {cert: a, key: b, client_ca: c, require_client_cert: true}\n"
     w = parse_config("listen: '0.0.0.0:1'\n" + mtls).warnings()
     assert len(w) == 1 and "any client with a certificate from tls.client_ca" in w[0]
     assert parse_config("listen: '0.0.0.0:1'\nmutating_identities: [op]\n" + mtls).warnings() == ()
-    w = parse_config("metrics_listen: '0.0.0.0:9464'").warnings()
-    assert len(w) == 1 and "metrics are served unauthenticated" in w[0]
+    w = parse_config("metrics_listen: '0.0.0.0:9464'\n"
+                     "metrics_tls: {cert: a, key: b}").warnings()
+    assert len(w) == 1 and "HTTPS without client certificates" in w[0]
     assert any("has no effect" in x
                for x in parse_config("allow_insecure_mutations: true").warnings())
     assert parse_config("metrics_listen: null").metrics_listen is None
@@ -485,11 +489,16 @@ def test_load_config_unreadable_file(tmp_path):
 
 def test_check_config_cli_in_process(tmp_path, capsys):
     good = tmp_path / "good.yaml"
-    good.write_text("workers: 3\nmetrics_listen: '0.0.0.0:9464'\n")
+    good.write_text("workers: 3\nlisten: '127.0.0.1:50051'\n")
     assert cli_main(["check-config", str(good)]) == 0
     out, err = capsys.readouterr()
     assert "valid" in out and "workers: 3" in out
-    assert "warning: metrics_listen 0.0.0.0:9464 is not loopback" in err
+    assert "warning: mutating RPCs (LoadFabric, Route, ApplyFaults, RouteSubnet) are " \
+           "refused on the plaintext TCP listener 127.0.0.1:50051" in err
+    open_metrics = tmp_path / "metrics.yaml"
+    open_metrics.write_text("metrics_listen: '0.0.0.0:9464'\n")
+    assert cli_main(["check-config", str(open_metrics)]) == 2
+    assert "metrics_listen: 0.0.0.0:9464 is not a loopback address" in capsys.readouterr().err
     assert cli_main(["check-config", "--json", str(good)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["config"]["workers"] == 3 and len(doc["warnings"]) == 1
@@ -501,9 +510,34 @@ def test_check_config_cli_in_process(tmp_path, capsys):
                            "1..100000, got 'many'")
     assert cli_main(["check-config", "--json", str(badf)]) == 2
     doc = json.loads(capsys.readouterr().out)
+    msg = f"{badf}:3: limits.max_streams: expected an integer 1..100000, got 'many'"
     assert doc == {"ok": False, "source": str(badf), "key": "limits.max_streams", "line": 3,
-                   "error": f"{badf}:3: limits.max_streams: expected an integer 1..100000, "
-                            "got 'many'"}
+                   "error": msg, "errors": [{"error": msg, "key": "limits.max_streams",
+                                             "line": 3}]}
+
+
+def test_check_config_reports_every_error_in_one_run(tmp_path, capsys):
+    """Four typos, one run: each error with its key path and line, in file
+    order, then the file the config names that does not exist."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workres: 3\nlimits:\n  max_streams: many\n  max_stremas: 4\n"
+                   "log_level: loud\nfabric: missing.lst\nalgorithm: dmodc\n")
+    assert cli_main(["check-config", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2:4] for line in err[:-1]] == [
+        [f"{bad}:1", "workres"], [f"{bad}:3", "limits.max_streams"],
+        [f"{bad}:4", "limits.max_stremas"], [f"{bad}:5", "log_level"],
+        [f"{bad}:6", "fabric"]]
+    assert err[-1] == f"smroute: {bad}: 5 errors"
+    assert cli_main(["check-config", "--json", str(bad)]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert [(e["key"], e["line"]) for e in doc["errors"]] == [
+        ("workres", 1), ("limits.max_streams", 3), ("limits.max_stremas", 4),
+        ("log_level", 5), ("fabric", 6)]
+    assert (doc["key"], doc["line"]) == ("workres", 1)
+    # the daemon still stops at the first one
+    with pytest.raises(ConfigError, match="workres"):
+        load_config(bad)
 
 
 def test_check_config_cli_subprocess(tmp_path):

@@ -180,8 +180,12 @@ def test_corrupt_or_incompatible_database_is_moved_aside(tmp_path: Path, kind: s
     assert st.moved_aside is not None and st.moved_aside.name.startswith(
         "state.db.corrupt-20231114T")
     assert st.moved_aside.read_bytes() == before  # kept for a post-mortem
-    assert log.seen[-1][:2] == ("error", "state_db_moved_aside")
-    assert st.epoch_ids() == [] and st.meta() == {}
+    assert ("error", "state_db_moved_aside") in [(lv, e) for lv, e, _ in log.seen]
+    if kind == "truncated":  # the intact rows are salvaged, each one whole
+        assert all((r := st.epoch(i)) is not None and r.tables_sha256 == f"sha{i}"
+                   for i in st.epoch_ids())
+    else:
+        assert st.epoch_ids() == [] and st.meta() == {}
     st.set_meta(algorithm="dmodc")  # the new one works
     st.close()
     assert StateStore(path).moved_aside is None
@@ -480,7 +484,7 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
     down set, writes the resumed epoch again, and keeps sending changes."""
     from smroute.fabric.generate import pgft
     from smroute.fabric.writers import write_ibsim_net
-    from smroute.lab.processes import DaemonProcess, free_port
+    from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
     from smroute.opensm.bridge import Bridge, BridgeOptions
 
@@ -493,7 +497,7 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
     logged = Events()
     with IbSim(net, tmp_path / "sim") as sim:
         run_opensm(sim, tmp_path / "opensm")
-        d = DaemonProcess(sim, tmp_path / "daemon", listen=f"127.0.0.1:{free_port()}")
+        d = DaemonProcess(sim, tmp_path / "daemon")
         addr = d.start()
         b = Bridge(BridgeOptions(daemon=addr, lfts_file=lfts, trigger="none", load="discover",
                                  discover_env=sim.client_env(preload=True), poll_interval=0.5),

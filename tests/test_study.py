@@ -14,14 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from script_module import load_script
 
 from smroute.analysis.compare import CompareConfig, compare_tables, metric_names
-from smroute.analysis.paths import pair_paths, routing_view
+from smroute.analysis.paths import routing_view
 from smroute.analysis.patterns import topological_order
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.generate import pgft
 from smroute.routing.engine import route
 from smroute.study.degrade import amount, equipment, parse_pgft, plan_throw, throw_rngs
 from smroute.study.executors import run_unordered
@@ -40,7 +39,6 @@ from smroute.study.results import (
     reproduces,
     sign_p,
     verdict_table,
-    write_rows,
 )
 from smroute.study.runner import plan_tasks, run_study
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
@@ -440,78 +438,6 @@ def test_rerun_drops_an_engines_rows_first(tmp_path: Path) -> None:
     assert main([*base, "--rerun", "sssp"]) == 2
 
 
-def test_uplink_floor_splits_evenly_and_counts_every_off_leaf_flow():
-    """The floor's even split gives each leaf's cables its other end-ports in
-    equal shares (±1), never its own; the loads are the flows leaving each
-    leaf, counted per cable, as a direct count finds them."""
-    floor = load_script("study_uplink_floor")
-    rng = np.random.default_rng(5)
-    ep_leaf = rng.integers(0, 4, size=23)
-    cables = np.array([3, 0, 5, 2])
-    split = floor.even_split(ep_leaf, cables, np.random.default_rng(1))
-    first = np.cumsum(cables) - cables
-    for leaf in range(4):
-        row = split[leaf]
-        assert (row[ep_leaf == leaf] == -1).all()
-        if cables[leaf] == 0:
-            assert (row == -1).all()
-            continue
-        off = row[ep_leaf != leaf]
-        assert ((off >= first[leaf]) & (off < first[leaf] + cables[leaf])).all()
-        n = np.bincount(off - first[leaf], minlength=cables[leaf])
-        assert n.max() - n.min() <= 1
-    got = floor.floor_loads(split, ep_leaf, int(cables.sum()), 4, np.random.default_rng(2))
-    again = np.random.default_rng(2)
-    for k in range(4):
-        perm = again.permutation(len(ep_leaf))
-        load = np.zeros(int(cables.sum()), dtype=np.int64)
-        for i in range(len(ep_leaf)):
-            if split[ep_leaf[i], perm[i]] >= 0:
-                load[split[ep_leaf[i], perm[i]]] += 1
-        assert got[k] == load.max()
-    # a complete 2-level tree: 630 destinations per leaf over 18 cables, 35 each
-    full = parse_pgft("2;18,36;1,18;1,1").build()
-    g = route(full, workers=1, labels=False).graph
-    sw = np.full(g.n_switches, -1)
-    sw[g.leaves] = np.arange(len(g.leaves))
-    even = floor.even_split(sw[g.ep_switch], np.full(len(g.leaves), 18), rng)
-    assert (np.bincount(even[even >= 0]) == 35).all()
-
-
-def test_nmodc_dev_reproduces_the_study_and_keeps_the_cached_rows(tmp_path: Path) -> None:
-    """The development comparison reruns smroute's engines as the study does:
-    Dmodc reproduces its cached rows (exit 0), the CSV's Nmodc rows stay
-    beside the new ones as ``nmodc-csv`` with the same values; a changed
-    cached Dmodc row is reported (exit 1)."""
-    dev = load_script("study_nmodc_dev")
-    study = ["study", "degrade", "--pgft", SMALL, "--mode", "link", "--throws", "3",
-             "--seed", "5", "--engines", "dmodc,nmodc", "--rp-samples", "20",
-             "--random-orders", "1", "--vls", "2", "--no-plots", "-q", "--out", str(tmp_path)]
-    assert main(study) == 0
-    csv_file = tmp_path / "study.csv"
-    cached = read_rows(csv_file)
-    out = tmp_path / "merged.csv"
-    argv = ["study_nmodc_dev.py", "--csv", str(csv_file), "--seed", "5", "--rp-samples", "20",
-            "--random-orders", "1", "--vls", "2", "--throws", "0-2", "--out", str(out)]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.argv", argv)
-        assert dev.main() == 0
-    rows = read_rows(out)
-    assert sorted(r["engine"] for r in rows) == sorted(["dmodc", "nmodc", "nmodc-csv"] * 3)
-    for r in rows:
-        want = next(c for c in cached if c["throw"] == r["throw"]
-                    and c["engine"] == r["engine"].replace("-csv", ""))
-        assert all(r[m] == want[m] for m in ("a2a", "rp", "sp", "hsd_topo", "hsd_random"))
-    # a cached Dmodc row the rerun does not reproduce
-    rows_off = [dict(r, a2a=float(r["a2a"]) + 1) if r["engine"] == "dmodc" and r["throw"] == 1
-                else r for r in cached]
-    new = [dict(r) for r in cached if r["throw"] == 1]
-    merged, differ = dev.merged(rows_off, new)
-    assert differ == 1
-    assert sorted(r["engine"] for r in merged if r["throw"] == 1) == ["dmodc", "nmodc",
-                                                                       "nmodc-csv"]
-
-
 def test_reproduces_compares_as_the_csv_stores() -> None:
     """A rerun row reproduces its cached row when every metric is equal at the
     CSV's six digits; a metric neither has is the same, one only one has is not."""
@@ -522,85 +448,3 @@ def test_reproduces_compares_as_the_csv_stores() -> None:
     assert not reproduces({"a2a": 18.0, "hsd_random": 3.70745}, old, ("a2a", "hsd_random"))
     assert not reproduces({"a2a": math.nan}, old, ("a2a",))
     assert not reproduces({"sp": 4.0}, old, ("sp",))
-
-
-@needs_ibsim
-def test_hsd_precision_reruns_the_study_over_more_orders(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The precision check reruns a band's throws as the study does, OpenSM's
-    engines included: over the study's own random orders it gives the CSV's
-    rows exactly (exit 0); over more, the metrics that do not depend on the
-    orders stay the CSV's and both verdicts are printed; a cached row it
-    does not reproduce is reported (exit 1)."""
-    prec = load_script("study_hsd_precision")
-    study = ["study", "degrade", "--pgft", SMALL, "--mode", "link", "--throws", "2",
-             "--seed", "5", "--engines", "dmodc,nmodc,updn", "--rp-samples", "20",
-             "--random-orders", "2", "--vls", "2", "--no-plots", "-q",
-             "--workdir", str(tmp_path / "work"), "--out", str(tmp_path)]
-    assert main(study) == 0
-    cached = read_rows(tmp_path / "study.csv")
-    bands = ",".join(sorted({band_of(int(str(r["removed"]))) for r in cached}))
-
-    def run(orders: int, csv_file: Path) -> tuple[int, list[dict[str, object]]]:
-        out = tmp_path / f"orders{orders}.csv"
-        argv = ["study_hsd_precision.py", "--csv", str(csv_file), "--mode", "link",
-                "--seed", "5", "--bands", bands, "--engines", "nmodc,updn", "--vls", "2",
-                "--rp-samples", "20", "--random-orders", str(orders), "--out", str(out)]
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("sys.argv", argv)
-            code = prec.main()
-        return code, read_rows(out)
-
-    def same(rows: list[dict[str, object]], metrics: tuple[str, ...]) -> bool:
-        by = {(r["throw"], r["engine"]): r for r in cached}
-        return all(str(r.get(m)) == str(by[(r["throw"], r["engine"])].get(m))
-                   for r in rows for m in metrics)
-
-    code, rows = run(2, tmp_path / "study.csv")
-    assert code == 0
-    assert sorted(str(r["engine"]) for r in rows) == sorted(["dmodc", "nmodc", "updn"] * 2)
-    assert same(rows, ("a2a", "rp", "sp", "hsd_topo", "hsd_random"))
-    code, rows = run(5, tmp_path / "study.csv")
-    assert code == 0 and same(rows, ("a2a", "rp", "sp", "hsd_topo"))
-    printed = capsys.readouterr().out
-    assert "over the CSV's orders" in printed and "over 5 orders" in printed
-    off = tmp_path / "off.csv"
-    write_rows(off, [dict(r, a2a=float(str(r["a2a"])) + 1) if r["engine"] == "updn" else r
-                     for r in cached])
-    assert run(2, off)[0] == 1
-
-
-def test_link_classes_count_entry_links_and_loads() -> None:
-    """On a complete 2-level tree Dmodc's sources reach every destination
-    through one spine (``entries`` 1); with a leaf-spine link removed the
-    leaves' moduli differ and some destinations enter through several.  The
-    classes are a leaf's up-links and a spine's down-links, each with the
-    mean over the permutations of its largest direct count."""
-    lc = load_script("study_link_classes")
-    full = parse_pgft(SMALL).build()
-    cut, _ = degrade(full, np.random.default_rng(1), links=1)
-    for fab, one in ((full, True), (cut, False)):
-        res = route(fab, workers=1, labels=False)
-        view = routing_view(fab, res.tables)
-        hosts = np.arange(view.n_endports, dtype=np.int64)
-        loads, entries = lc.link_classes(fab, res.tables, hosts, np.random.default_rng(3), 4)
-        assert (entries == 1.0) is one and entries >= 1.0
-        # the same permutations counted directly, per class of link
-        paths = pair_paths(view)
-        lvl, nxt = view.sw_level, view.next_sw.reshape(-1, 256)
-        rng, top = np.random.default_rng(3), {"0>1": 0.0, "1>0": 0.0}
-        for _ in range(4):
-            dst = hosts[rng.permutation(len(hosts))]
-            count = np.zeros(paths.n_links, dtype=np.int64)
-            for s, d in zip(hosts.tolist(), dst.tolist(), strict=True):
-                row = view.ep_leaf_row[s] * paths.n_endports + d
-                if s != d:
-                    count[paths.links[row][paths.links[row] >= 0]] += 1
-            best = {"0>1": 0, "1>0": 0}
-            for sw, p in zip(*np.nonzero(view.link_of.reshape(-1, 256) >= 0), strict=True):
-                if nxt[sw, p] >= 0:
-                    c = f"{lvl[sw]}>{lvl[nxt[sw, p]]}"
-                    best[c] = max(best[c], int(count[view.link_of.reshape(-1, 256)[sw, p]]))
-            for c in top:
-                top[c] += best[c] / 4
-        assert loads == pytest.approx(top)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the pictures of the README's "Pictures" section (needs Graphviz's dot
+# Regenerate the pictures of the docs' "Pictures" page (needs Graphviz's dot
 # and matplotlib: scripts/setup.sh installs both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,4 +1,4 @@
-"""``smroute completion bash|zsh``: a shell completion script for the whole
+"""``smroute completion bash|zsh|fish``: a shell completion script for the whole
 command line, generated from the argparse parser by
 `shtab <https://github.com/iterative/shtab>`_ (commands, subcommands, options
 and choices; file names where an argument is a file, directories where it is a
@@ -7,6 +7,7 @@ directory).
     source <(smroute completion bash)                      # this shell
     smroute completion bash > /etc/bash_completion.d/smroute
     smroute completion zsh > "${fpath[1]}/_smroute"         # then compinit
+    smroute completion fish > ~/.config/fish/completions/smroute.fish
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from typing import Any
 
 __all__ = ["SHELLS", "register", "cmd_completion", "completion_script"]
 
-SHELLS = ("bash", "zsh")
+SHELLS = ("bash", "zsh", "fish")
 #: Metavars (and, without one, destinations) of arguments that name a file or a directory.
 _FILE_NAMES = frozenset({
     "FILE", "FABRIC", "TABLES", "OLD", "NEW", "HOSTS", "CSV", "PATH", "F", "ORIGINAL",
     "CONFIG", "HOSTFILE", "fabric", "file", "tables", "old", "new", "job", "config", "csv",
     "out", "lfts_file", "tls_ca", "tls_cert", "tls_key", "removed", "host_map",
+    "PEM", "REFERENCE", "CURRENT", "LANES", "lanes", "hosts_file",
 })
 _DIR_NAMES = frozenset({"DIR", "workdir", "state_dir"})
 
@@ -30,7 +32,7 @@ _DIR_NAMES = frozenset({"DIR", "workdir", "state_dir"})
 def register(subparsers: Any) -> None:
     """Add the ``completion`` command to ``subparsers``."""
     p = subparsers.add_parser(
-        "completion", help="print a shell completion script (bash or zsh)",
+        "completion", help="print a shell completion script (bash, zsh or fish)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete for")

@@ -41,6 +41,7 @@ __all__ = [
     "int_range",
     "load_fabric",
     "load_tables",
+    "read_capture_text",
     "require_regular_file",
 ]
 
@@ -113,14 +114,17 @@ SEED = int_range(0, SEED_MAX)
 
 
 def add_workers_option(parser: argparse.ArgumentParser | Any, *, default: int | None = None,
-                       help: str = "worker processes") -> None:
-    """``--workers N`` (``args.workers``), ``1..``:data:`MAX_WORKERS`."""
-    what = f"default {default}" if default is not None else "default: CPU count"
+                       help: str = "worker processes", default_text: str | None = None) -> None:
+    """``--workers N`` (``args.workers``), ``1..``:data:`MAX_WORKERS`; the help
+    names one default: ``default_text`` where given, else ``default``'s."""
+    what = default_text or (f"default {default}" if default is not None
+                            else "default: CPU count")
     parser.add_argument("--workers", type=int_range(1, MAX_WORKERS), default=default,
                         metavar="N", help=f"{help}, 1..{MAX_WORKERS} ({what})")
 
 
-def _guarded(read: Callable[[str], T], path: str) -> T:
+def guarded(read: Callable[[str], T], path: str) -> T:
+    """``read(path)``; an InputError that names no file gets ``path``."""
     try:
         return read(path)
     except InputError as err:
@@ -162,7 +166,7 @@ def require_regular_file(path: str | os.PathLike[str], what: str) -> None:
 def load_fabric(path: str, *, strict: bool = False) -> Fabric:
     """The fabric of an ``ibnetdiscover`` file: topology text (also ibdiagnet's
     ``.ibnetdiscover``) or the ports report of ``ibnetdiscover -p``, told apart
-    by its first meaningful line.
+    by its first meaningful line; gzip or xz compressed (``.gz``, ``.xz``) too.
 
     Each skipped line is printed to stderr as a warning (``strict``: an error).
     A fabric without any switch (a partial discovery) is an error explaining it.
@@ -171,12 +175,21 @@ def load_fabric(path: str, *, strict: bool = False) -> Fabric:
 
     warnings: list[ParseWarning] = []
     try:
-        fabric = _guarded(lambda p: read_fabric(p, strict=strict, warnings=warnings), path)
+        fabric = guarded(lambda p: read_fabric(p, strict=strict, warnings=warnings), path)
     finally:
         for w in warnings:
             print(w, file=sys.stderr)
     require_switches(fabric, path)
     return fabric
+
+
+def read_capture_text(path: str) -> str:
+    """The text of a capture file (gzip or xz compressed too), for sending
+    it as it is (``smroute ctl load``); errors as :func:`load_fabric`."""
+    from smroute.fabric.ibtext import read_text_lines
+
+    require_regular_file(path, "fabric")
+    return "\n".join(guarded(read_text_lines, path)) + "\n"
 
 
 def load_tables(path: str, fabric: Fabric | None = None,
@@ -190,7 +203,7 @@ def load_tables(path: str, fabric: Fabric | None = None,
     from smroute.tables.formats import read_tables
     from smroute.tables.match import check_tables_fit
 
-    tables = _guarded(read_tables, path)
+    tables = guarded(read_tables, path)
     if tables.n_switches == 0:
         raise InputError("no forwarding tables found (empty file?)", source=path)
     if fabric is not None:
@@ -220,5 +233,5 @@ def load_overrides(args: argparse.Namespace) -> GuidOverrides | None:
     files = {k: getattr(args, k + "_guids", None) for k in ("root", "cn", "io")}
     if not any(files.values()):
         return None
-    sets = {k: _guarded(read_guid_file, v) if v else frozenset() for k, v in files.items()}
+    sets = {k: guarded(read_guid_file, v) if v else frozenset() for k, v in files.items()}
     return GuidOverrides(roots=sets["root"], compute=sets["cn"], io=sets["io"])

@@ -4,6 +4,7 @@ Each command module exposes ``register(subparsers)`` which adds its parser and
 sets ``func`` (taking the parsed ``argparse.Namespace``, returning an exit code).
 Expected errors (:class:`smroute.errors.SmrouteError`) are printed without a
 traceback and turned into their exit code; usage errors exit 2.  Every
+command accepts ``-q/--quiet`` (:mod:`smroute.cli.quiet`).  Every
 message is printed through :func:`smroute.text.printable` (control bytes
 escaped, length bounded), and values argparse echoes are cut short.
 
@@ -26,13 +27,14 @@ import contextlib
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from smroute import __version__
+from smroute.cli import exit_codes
 from smroute.cli.outputs import drop_stdout
+from smroute.cli.quiet import QuietStream, add_quiet_options
 from smroute.errors import SmrouteError
 from smroute.text import printable
 
@@ -43,10 +45,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "route_cmd",
     "diff_cmd",
     "analyze_cmd",
+    "trace_cmd",
     "lids_cmd",
     "order_cmd",
     "study_cmd",
     "serve_cmd",
+    "ctl_cmd",
     "config_cmd",
     "bridge_cmd",
     "slurm_cmd",
@@ -55,7 +59,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 #: Exit status when the pipe broke before the command knew its status.
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
 #: Characters of one value argparse quotes in a usage error, at most.
 _QUOTED_CHARS = 80
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.){" + str(_QUOTED_CHARS + 1) + ",}'")
@@ -73,11 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="smroute",
         description="Dmodc routing for InfiniBand fat-trees: ingest, route, analyze, serve.",
+        epilog=exit_codes.describe(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"smroute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"smroute.cli.{name}").register(sub)
+    add_quiet_options(parser)
     return parser
 
 
@@ -99,6 +105,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as ex:  # argparse has printed the usage error or the help
         return ex.code if isinstance(ex.code, int) else 2
+    quiet = (QuietStream(sys.stderr) if getattr(args, "quiet", False)
+             and getattr(args, "quiet_stream", False) else None)
+    if quiet is not None:  # -q: progress and information lines dropped
+        sys.stderr = quiet  # type: ignore[assignment]
+    try:
+        return _run(args)
+    finally:
+        if quiet is not None:
+            sys.stderr = quiet.finish()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command (see :func:`main`)."""
     try:
         try:
             rc = int(args.func(args) or 0)
@@ -107,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rc = err.exit_code
         except KeyboardInterrupt:
             print("smroute: interrupted", file=sys.stderr)
-            rc = 130
+            rc = exit_codes.INTERRUPTED
     except BrokenPipeError:
         _drop_output()
         return EXIT_BROKEN_PIPE

@@ -7,9 +7,12 @@ get ``shutdown_grace_s``); SIGHUP reloads ``--config`` keeping the last good
 config on error.  Exit status: 0 after a clean shutdown on SIGTERM, 130 after
 one on SIGINT (Ctrl-C), 1 if it cannot start for a reason a restart may cure,
 2 bad config, flags or input -- a fabric that is missing, unreadable, not a
-regular file or not parseable, an address another daemon holds -- which a
-restart cannot cure (the systemd unit's ``RestartPreventExitStatus=2``), 3 the
-configured fabric cannot be routed.
+regular file, not parseable or a partial discovery (no switch), an LMC its
+LIDs do not fit, an address another daemon holds -- which a restart cannot
+cure (the systemd unit's ``RestartPreventExitStatus=2``), 3 the configured
+fabric cannot be routed (:mod:`smroute.cli.exit_codes`).  Without
+``--listen`` (and without ``listen:`` in the config) it listens on the Unix
+socket ``/run/smroute/smroute.sock``.
 """
 
 from __future__ import annotations
@@ -41,18 +44,24 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML config file (default: built-in "
                    "defaults; see smroute check-config)")
     p.add_argument("--listen", metavar="ADDR",
-                   help="gRPC address: host:port, [v6]:port or unix:/path (port 0 = any free)")
+                   help="gRPC address: unix:/path, host:port or [v6]:port (port 0 = any free; "
+                   "default the config's, else unix:/run/smroute/smroute.sock)")
     p.add_argument("--fabric", metavar="FILE",
                    help="ibnetdiscover file to load and route at start")
     p.add_argument("--fabric-dir", metavar="DIR", action="append", dest="fabric_dirs",
                    help="directory LoadFabric(path=...) may read from (repeatable; replaces "
                    "the config's fabric_dirs; default: none, server-side paths refused)")
-    add_workers_option(p, help="routing worker processes (default: the config's)")
+    add_workers_option(p, help="routing worker processes",
+                       default_text="default: the config's workers, 2 without one")
     p.add_argument("--algorithm", choices=api.names(), help="routing algorithm")
     p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
     p.add_argument("--max-vls", type=int_range(1, 15), metavar="N",
                    help="data VLs the subnet manager programs (1..15); 2 or more allows "
                    "detours over VLs, served through the OpenSM plugin (GetLanes)")
+    p.add_argument("--route-all-ca-pairs", action="store_const", const=True, default=None,
+                   help="every CA pair needs a route (default: aggregation nodes need hosts "
+                   "and the aggregation nodes of adjacent switches only; the config's "
+                   "route_all_ca_pairs)")
     p.add_argument("--epoch-history", type=int, metavar="K", help="epochs kept")
     p.add_argument("--coalesce-ms", type=float, metavar="MS",
                    help="fault events within this window share one reroute")
@@ -72,6 +81,7 @@ def register(subparsers: Any) -> None:
 _FLAGS = {
     "listen": "listen", "fabric": "fabric", "workers": "workers", "algorithm": "algorithm",
     "lmc": "lmc", "max_vls": "max_vls", "epoch_history": "epoch_history",
+    "route_all_ca_pairs": "route_all_ca_pairs",
     "coalesce_ms": "coalesce_ms",
     "log_format": "log_format", "log_level": "log_level",
 }

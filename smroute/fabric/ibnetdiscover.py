@@ -189,6 +189,18 @@ def detect_format(lines: Iterable[str]) -> Literal["topology", "ports"]:
     return "topology"
 
 
+def looks_like_ibnetdiscover(lines: Iterable[str]) -> bool:
+    """True when a line of ``lines`` is unmistakably ibnetdiscover output (an
+    id line, a record head, a port line, a ports-report line): how a server
+    tells a malformed topology file, whose errors may quote it, from another
+    file whose text must not be echoed."""
+    for raw in with_bom_stripped(lines):
+        line = (raw if type(raw) is str else as_text(raw)).strip()
+        if line and line[0] != "#" and (report_line_match(line) or _FORMAT_HINT(line)):
+            return True
+    return False
+
+
 def read_fabric(
     path: str | os.PathLike[str],
     *,

@@ -24,6 +24,7 @@ from smroute.fabric.ibtext import (
     TopologyError,
     as_text,
     check_lids,
+    check_peer,
     check_range,
     excerpt,
     is_diagnostic,
@@ -146,6 +147,7 @@ def _parse_report(lines: Iterable[str] | str, source: str, skip: Skipper) -> Fab
     cur = -1
     last_port = 0
     last_guid = 0
+    no = 0
     items: Iterable[object] = lines.splitlines() if isinstance(lines, str | bytes) else lines
     for no, raw in enumerate(with_bom_stripped(items), 1):
         line = (raw if type(raw) is str else as_text(raw)).strip()
@@ -169,6 +171,8 @@ def _parse_report(lines: Iterable[str] | str, source: str, skip: Skipper) -> Fab
         lid = check_range(int(lid_s), 0, 0xFFFF, "LID", no, source)
         p = check_range(int(p_s), 1, 255, "port number", no, source)
         g = int(g_s, 16)
+        if g == 0:
+            raise err("port GUID 0", no, "a non-zero port GUID (0 is never assigned)")
         desc = own_d if own_d is not None else lone_d
         assert desc is not None
         if kind == NodeType.SWITCH:
@@ -217,8 +221,8 @@ def _parse_report(lines: Iterable[str] | str, source: str, skip: Skipper) -> Fab
         if rt is not None:
             if rt not in _REPORT_KIND:
                 raise err(f"remote node type {rt!r}", no, "SW, CA or RT")
-            check_range(int(rlid_s), 0, 0xFFFF, "remote LID", no, source)
             rp = check_range(int(rp_s), 1, 255, "remote port number", no, source)
+            check_peer(int(rg_s, 16), int(rlid_s), no, source)
             e_remote.append((_REPORT_KIND[rt], int(rg_s, 16), rp))
             e_width.append(WIDTHS[w])
             e_speed.append(SPEED_CODE[s])
@@ -227,6 +231,7 @@ def _parse_report(lines: Iterable[str] | str, source: str, skip: Skipper) -> Fab
             e_width.append(0)
             e_speed.append(0)
 
+    skip.total = no
     skip.finish()
     if not n_kind:
         raise skip.no_records("ports", "at least one ports report line")

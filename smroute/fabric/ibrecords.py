@@ -25,6 +25,7 @@ from smroute.fabric.ibtext import (
     Skipper,
     TopologyError,
     as_text,
+    check_peer,
     check_range,
     is_diagnostic,
     with_bom_stripped,
@@ -232,7 +233,7 @@ def parse_records(
                     if held:
                         skip.content()
                     raise err(_malformed("switch port", line), no, _EXP_SWITCH_PORT)
-                pnum, rk, rg, rp, rpg, _d, _rl, w, s = m.groups()
+                pnum, rk, rg, rp, rpg, _d, rl, w, s = m.groups()
                 own_guid = lid = lmc = 0
             else:
                 m = ca_port_match(line)
@@ -243,7 +244,7 @@ def parse_records(
                     if held:
                         skip.content()
                     raise err(_malformed("CA/router port", line), no, _EXP_CA_PORT)
-                pnum, og1, og, rk, rg, rp, rpg, lid_s, lmc_s, _d, _rl, w, s = m.groups()
+                pnum, og1, og, rk, rg, rp, rpg, lid_s, lmc_s, _d, rl, w, s = m.groups()
                 if og is None and og1 is not None and _IS_HEX_GUID(og1):
                     og = og1  # [p](guid); otherwise og1 is an ibdiagnet label
                 own_guid = int(og, 16) if og else 0
@@ -270,6 +271,7 @@ def parse_records(
             rport = int(rp)
             if not 1 <= rport <= 255:
                 raise err(f"remote port {rport} out of range", no, "a remote port in 1..255")
+            check_peer(int(rg, 16), int(rl) if rl else 0, no, source)
             where[key] = len(ports.node)
             p_node(cur)
             p_port(p)
@@ -368,6 +370,8 @@ def parse_records(
             )
         nports = check_range(int(np_s), 1, 255, "port count", no, source)
         guid = int(g_s, 16)
+        if guid == 0:
+            raise err("node GUID 0", no, "a non-zero node GUID (0 is never assigned)")
         if guid in by_guid:
             first = nodes.line[by_guid[guid]]
             raise err(
@@ -407,6 +411,7 @@ def parse_records(
         cur_is_switch = kind == NodeType.SWITCH
         cur_nports = nports
 
+    skip.total = no
     if pend_bits:
         raise err("id lines at the end of the input without a record head", pend_line, _EXP_HEAD)
     return nodes, ports, by_guid, where

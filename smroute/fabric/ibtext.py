@@ -24,6 +24,7 @@ import numpy as np
 
 from smroute.errors import InputError
 from smroute.fabric.model import SPEEDS, NodeType
+from smroute.fileio import read_bytes
 from smroute.text import excerpt  # re-exported: the one quoting of input text
 
 __all__ = [
@@ -35,7 +36,9 @@ __all__ = [
     "ParseWarning",
     "Skipper",
     "TopologyError",
+    "NOISE_MAX_LINES",
     "check_lids",
+    "check_peer",
     "as_text",
     "check_range",
     "excerpt",
@@ -140,14 +143,14 @@ def with_bom_stripped(items: Iterable[object]) -> Iterator[object]:
 
 
 def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
-    """Lines of a capture: UTF-16 when it starts with a UTF-16 BOM, else UTF-8
+    """Lines of a capture (gzip or xz compressed too: :func:`smroute.fileio.read_bytes`):
+    UTF-16 when it starts with a UTF-16 BOM, else UTF-8
     (a UTF-8 BOM dropped); undecodable bytes become U+FFFD; any line end.
 
     A missing or unreadable file is an :class:`InputError` naming it.
     """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=os.fspath(path)) from exc
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -179,6 +182,16 @@ def is_diagnostic(line: str) -> bool:
     return _DIAGNOSTIC.match(line) is not None
 
 
+#: Skipped lines shown one by one; the rest are counted in one warning.
+NOISE_SHOWN = 10
+#: More skipped lines than this is an error, whatever the input's size.
+NOISE_MAX_LINES = 10_000
+#: More skipped lines than this fraction of the input (and than
+#: NOISE_MIN_LINES) is an error.
+NOISE_MAX_FRACTION = 0.10
+NOISE_MIN_LINES = 100
+
+
 class Skipper:
     """Decides about lines that are not part of the format.
 
@@ -191,7 +204,11 @@ class Skipper:
 
     With ``strict`` every line that would be skipped is a :class:`TopologyError`
     instead.  Warnings are kept in line order and handed to ``out`` by
-    :meth:`flush` (also when parsing fails).
+    :meth:`flush` (also when parsing fails): the first :data:`NOISE_SHOWN`
+    each, then one warning counting the rest.  Noise has a budget: more than
+    :data:`NOISE_MAX_LINES` skipped lines, or (at :meth:`finish`, once the
+    parser set :attr:`total` lines) more than :data:`NOISE_MIN_LINES` that are
+    over :data:`NOISE_MAX_FRACTION` of the input, is a :class:`TopologyError`.
     """
 
     def __init__(
@@ -205,6 +222,8 @@ class Skipper:
         self.held: list[tuple[int, str]] = []
         self.warnings: list[ParseWarning] = []
         self.first_skipped: tuple[int, str] | None = None
+        self.count = 0  # lines skipped so far
+        self.total = 0  # lines in the input (set by the parser at its end)
 
     def error(self, msg: str, no: int | None, expected: str | None = None) -> TopologyError:
         return TopologyError(msg, source=self.source, line=no, expected=expected)
@@ -216,7 +235,23 @@ class Skipper:
     def _skip(self, no: int, line: str, reason: str) -> None:
         if self.first_skipped is None:
             self.first_skipped = (no, line)
-        self.warnings.append(ParseWarning(self.source, no, line, reason))
+        self.count += 1
+        if len(self.warnings) < NOISE_SHOWN:
+            self.warnings.append(ParseWarning(self.source, no, line, reason))
+        self._budget(no)
+
+    def _budget(self, no: int | None) -> None:
+        n = self.count + len(self.held)
+        if n > NOISE_MAX_LINES:
+            raise self._too_noisy(n, no, f"at most {NOISE_MAX_LINES} skipped lines")
+
+    def _too_noisy(self, n: int, no: int | None, bound: str) -> TopologyError:
+        first = self.first_skipped or (self.held[0] if self.held else None)
+        where = f" (the first on line {first[0]})" if first else ""
+        self.warnings = []
+        return self.error(f"{n} lines are not ibnetdiscover output{where}: too much "
+                          "other text to trust the rest", no,
+                          f"{bound}; remove the other text")
 
     def diagnostic(self, no: int, line: str) -> None:
         if self.strict:
@@ -232,6 +267,7 @@ class Skipper:
             self._skip(no, line, "text before the first record")
         else:
             self.held.append((no, line))
+            self._budget(no)
 
     def content(self) -> None:
         """Record content follows: held-back text was between records."""
@@ -247,6 +283,9 @@ class Skipper:
         for no, line in self.held:
             self._skip(no, line, "text after the last record")
         self.held = []
+        if self.count > max(NOISE_MIN_LINES, self.total * NOISE_MAX_FRACTION):
+            raise self._too_noisy(self.count, None,
+                                  f"at most {NOISE_MAX_FRACTION:.0%} of {self.total} lines")
 
     def no_records(self, what: str, expected: str) -> TopologyError:
         """The error for an input without any record (after :meth:`finish`):
@@ -255,7 +294,7 @@ class Skipper:
         if self.first_skipped is None:
             return self.error(f"no {what} found", None, expected)
         no, line = self.first_skipped
-        n = len(self.warnings)
+        n = self.count
         self.warnings = []
         return self.error(
             f"no {what} found; unrecognised line {excerpt(line)}"
@@ -267,12 +306,28 @@ class Skipper:
         if self.out is not None:
             self.warnings.sort(key=lambda w: w.line or 0)
             self.out.extend(self.warnings)
+            rest = self.count - len(self.warnings)
+            if self.warnings and rest > 0:
+                self.out.append(ParseWarning(self.source, None, "",
+                                             f"{rest} more lines (not shown; "
+                                             f"{self.count} in all)"))
         self.warnings = []
 
 
 # ------------------------------------------------------------------ LIDs
 MAX_UNICAST_LID = 0xBFFF
 PERMISSIVE_LID = 0xFFFF
+
+
+def check_peer(guid: int, lid: int, no: int, source: str) -> None:
+    """A port line's peer: its node GUID must not be 0 and the LID its comment
+    gives (0 when absent or unassigned) must be a unicast LID."""
+    if guid == 0:
+        raise TopologyError("peer node GUID 0", source=source, line=no,
+                            expected="a non-zero node GUID (0 is never assigned)")
+    if lid > MAX_UNICAST_LID:
+        raise TopologyError(f"peer LID {lid} out of range", source=source, line=no,
+                            expected=f"a unicast LID 0..{MAX_UNICAST_LID} ({MAX_UNICAST_LID:#x})")
 
 
 def _lid_problem(lid: int) -> str:

@@ -54,7 +54,15 @@ import numpy.typing as npt
 
 from smroute.fabric.graph import components
 from smroute.fabric.model import SPEEDS, Fabric, NodeType
-from smroute.fabric.roles import REASONS, EndportRole, FabricRoles, SwitchRole, fabric_roles
+from smroute.fabric.roles import (
+    REASONS,
+    EndportRole,
+    FabricRoles,
+    SwitchRole,
+    fabric_roles,
+    needed_pairs,
+    switch_links,
+)
 
 __all__ = [
     "ANOMALY_KINDS",
@@ -139,6 +147,14 @@ class FabricSummary:
     roles: tuple[dict[str, Any], ...] = ()
     routing_mode: str = "tree"
     why_not_tree: str = ""
+    #: why the routing took ``routing_mode`` (its own words); ``routed``: the
+    #: mode is the one the routing decided (else the roles' tree or updown)
+    routing_reason: str = ""
+    routed: bool = False
+    #: ordered CA pairs in one physical component that need a route, and
+    #: those that need none (aggregation nodes on switches not adjacent)
+    ca_pairs_needed: int = 0
+    ca_pairs_unneeded: int = 0
 
     @property
     def ok(self) -> bool:
@@ -173,6 +189,9 @@ class FabricSummary:
             "roles": list(self.roles),
             "routing_mode": self.routing_mode,
             "why_not_tree": self.why_not_tree,
+            "routing_reason": self.routing_reason,
+            "routed": self.routed,
+            "ca_pairs": {"needed": self.ca_pairs_needed, "unneeded": self.ca_pairs_unneeded},
             "anomalies": {
                 k: {"total": total, "items": list(items)}
                 for k, (total, items) in self.anomalies.items()
@@ -227,12 +246,15 @@ def role_table(roles: FabricRoles) -> tuple[dict[str, Any], ...]:
 
 def summarize(
     fabric: Fabric, *, source: str | None = None, max_items: int = 100,
-    roles: FabricRoles | None = None,
+    roles: FabricRoles | None = None, routing: tuple[str, str] | None = None,
 ) -> FabricSummary:
     """Analyse ``fabric`` (see the module docstring for every definition).
 
     ``max_items`` bounds each item list (anomalies, parallel pairs); totals are
     always exact.  ``roles``: the fabric's roles if already known.
+    ``routing``: the mode the routing took and its reason
+    (``RoutingResult.mode`` and ``mode_reason``: the one source of the mode;
+    without it the summary gives the roles' ``tree`` or ``updown``).
     """
     f = fabric
     lk = _links(f)
@@ -369,6 +391,7 @@ def summarize(
         for k, c in zip(pk[:max_items].tolist(), pm[:max_items].tolist(), strict=True)
     )
 
+    needed, unneeded = ca_pair_counts(f, roles)
     return FabricSummary(
         source=source,
         nodes=n,
@@ -387,9 +410,33 @@ def summarize(
         component_sizes=tuple(int(x) for x in sizes.tolist()),
         anomalies=anomalies,
         roles=role_table(roles),
-        routing_mode=roles.mode,
+        routing_mode=routing[0] if routing is not None else roles.mode,
         why_not_tree=roles.why_not_tree,
+        routing_reason=routing[1] if routing is not None else roles.why_not_tree,
+        routed=routing is not None,
+        ca_pairs_needed=needed - unneeded,
+        ca_pairs_unneeded=unneeded,
     )
+
+
+def ca_pair_counts(f: Fabric, roles: FabricRoles) -> tuple[int, int]:
+    """Ordered pairs of linked end-ports in one physical component, and
+    those of them that need no route (:func:`~smroute.fabric.roles.needed_pairs`)."""
+    sw = f.switches
+    ep = np.flatnonzero((roles.endport_role >= 0) & (roles.attach >= 0))
+    if not len(sw) or not len(ep):
+        return 0, 0
+    need = needed_pairs(f, roles, sw, ep)
+    sid = np.full(f.n_nodes, -1, dtype=np.int64)
+    sid[sw] = np.arange(len(sw))
+    at = sid[roles.attach[ep]]
+    la, lb, _ = switch_links(f)
+    comp = components(len(sw), sid[la], sid[lb])
+    per = np.bincount(comp[at], minlength=len(sw)).astype(np.int64)
+    total = int((per * (per - 1)).sum())
+    aggs = np.bincount(at[need.agg], minlength=len(sw)).astype(np.int64)
+    far = ~need.adjacent & (comp[:, None] == comp[None, :])
+    return total, int(aggs @ far @ aggs)
 
 
 def _port_dict(f: Fabric, row: int) -> dict[str, Any]:
@@ -446,8 +493,12 @@ def format_summary(s: FabricSummary, *, max_lines: int = 20) -> list[str]:
     out.append("Roles (how each was decided):")
     for r in s.roles:
         out.append(f"  {r['kind']:<7} {r['role']:<11} {r['count']:>7}  {r['reason']}")
-    how = "Dmodc over the tree" if s.routing_mode == "tree" else "general up*/down* fallback"
-    out.append(f"Routing: {how}" + (f" ({s.why_not_tree})" if s.why_not_tree else ""))
+    how = "as smroute route runs it" if s.routed else "from the roles, not routed"
+    out.append(f"Routing ({how}): {s.routing_mode}"
+               + (f" ({s.routing_reason})" if s.routing_reason else ""))
+    out.append(f"CA pairs: {s.ca_pairs_needed} need a route" + (
+        f", {s.ca_pairs_unneeded} need none (aggregation nodes on switches not adjacent)"
+        if s.ca_pairs_unneeded else ""))
     if s.ok:
         out.append("Anomalies: none")
         return out

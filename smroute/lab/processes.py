@@ -15,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -164,7 +166,9 @@ class OpenSMProcess:
 
 class DaemonProcess:
     """``smroute serve`` as a real process (the one way tests, the lab and the
-    benchmarks start a daemon), on a free loopback port (or ``listen``);
+    benchmarks start a daemon), on a Unix socket in a fresh private directory
+    (or ``listen``; the process's user may mutate there, as root or the
+    socket's group);
     ``address`` and ``metrics`` are read from its ``--ready-file``.
 
     With ``sim`` it runs under ``ibsim-run`` (so its live ``LoadFabric``
@@ -179,12 +183,13 @@ class DaemonProcess:
 
     def __init__(self, sim: IbSim | None, workdir: str | os.PathLike[str], *,
                  workers: int = 1, extra_args: tuple[str, ...] = (),
-                 listen: str = "127.0.0.1:0", metrics_listen: str = "off",
+                 listen: str | None = None, metrics_listen: str = "off",
                  log_format: str = "text", log_level: str | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
                  state: str | os.PathLike[str] | None = None) -> None:
         self.sim = sim
-        self.listen = listen
+        self._own_dir = None if listen else tempfile.mkdtemp(prefix="smroute-d-")
+        self.listen = listen or f"unix:{self._own_dir}/smroute.sock"
         self.workdir = Path(workdir).resolve()
         self.workers = workers
         self.extra_args = extra_args
@@ -296,4 +301,6 @@ class DaemonProcess:
         if self._out_fh is not None:
             self._out_fh.close()
             self._out_fh = None
+        if self._own_dir is not None:  # its socket's lock; a restart makes it again
+            shutil.rmtree(self._own_dir, ignore_errors=True)
         return None if proc is None else proc.returncode

@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
-from smroute.errors import InputError, SmrouteError
+from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
@@ -116,7 +116,7 @@ class Bridge:
         #: a Watch epoch of another instance means the daemon restarted
         self.daemon_instance = ""
         self.trigger_pending = False
-        self._epochs: queue.Queue[int] = queue.Queue()
+        self.epoch_queue: queue.Queue[int] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._watch_call: Any = None
         self._lock = threading.Lock()
@@ -136,7 +136,7 @@ class Bridge:
 
     def connect(self, timeout: float = 30.0) -> None:
         """Open the gRPC channel (the daemon's :class:`SmrouteClient`) and wait
-        until the daemon answers."""
+        until the daemon answers (else :class:`DaemonUnreachableError`)."""
         import grpc
 
         from smroute.service.client import SmrouteClient
@@ -152,8 +152,8 @@ class Bridge:
         try:
             self._client.wait_ready(timeout)
         except grpc.FutureTimeoutError:
-            raise BridgeError(f"daemon at {self.opts.daemon} not reachable within "
-                              f"{timeout:g} s") from None
+            raise DaemonUnreachableError(f"cannot reach the daemon at {self.opts.daemon} "
+                                         f"within {timeout:g} s") from None
 
     @property
     def client(self) -> Any:
@@ -162,7 +162,7 @@ class Bridge:
             raise BridgeError("not connected to the daemon (connect() first)")
         return self._client
 
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         """``fn(*args, **kw)`` with gRPC and checksum errors as :class:`BridgeError`."""
         import grpc
 
@@ -189,7 +189,7 @@ class Bridge:
             self._client.close()
 
     # ------------------------------------------------------------ state
-    def _save_state(self) -> None:
+    def save_state(self) -> None:
         self.state.write_failures = self.write_retry.total
         if self._base_text is not None:
             atomic_write_text(self.opts.state_path / BASE_FILE, self._base_text)
@@ -213,18 +213,18 @@ class Bridge:
             lines = self._discover()
         base = parse_topology(lines, "ibnetdiscover")
         if self.opts.load == "live":
-            summary = self._call("LoadFabric", c.load_fabric_live, self.opts.ca or "",
+            summary = self.call("LoadFabric", c.load_fabric_live, self.opts.ca or "",
                                  self.opts.port or 0, self.opts.discover_timeout)
             if summary.content_hash != base.content_hash:
                 self.log("warning", "base_hash_differs", daemon=summary.content_hash[:12],
                          bridge=base.content_hash[:12])
-            epoch = self._call("Route", c.route)
+            epoch = self.call("Route", c.route)
         elif self.opts.load == "discover":
-            self._call("LoadFabric", c.load_fabric_text, "\n".join(lines) + "\n",
+            self.call("LoadFabric", c.load_fabric_text, "\n".join(lines) + "\n",
                        "bridge discovery")
-            epoch = self._call("Route", c.route)
+            epoch = self.call("Route", c.route)
         else:
-            epoch = self._call("GetEpoch", c.get_epoch, 0)
+            epoch = self.call("GetEpoch", c.get_epoch, 0)
             self.daemon_instance = str(epoch.instance_id)
             if epoch.base_fabric_hash and epoch.base_fabric_hash != base.content_hash:
                 if self._resume(epoch.base_fabric_hash):
@@ -246,7 +246,7 @@ class Bridge:
         self.state = BridgeState(written_epoch=self.state.written_epoch)
         self._base_text = "\n".join(lines) + "\n"
         try:
-            self._save_state()
+            self.save_state()
         except OSError as exc:  # e.g. a full disk: saved with the first epoch written
             self.log("error", "state_write_failed", dir=self.opts.state_path,
                      error=exc.strerror or str(exc), retry="with the next epoch written")
@@ -274,7 +274,7 @@ class Bridge:
         """Full tables of ``epoch`` (checksum-verified), with per-LID port GUIDs and
         descriptions from the base fabric (the file then names each LID's port
         GUID, which lets OpenSM remap LIDs that moved)."""
-        snap = self._call(f"GetTables({epoch})", self.client.tables, epoch)
+        snap = self.call(f"GetTables({epoch})", self.client.tables, epoch)
         t = snap.tables
         if self.base is None or not self.opts.port_guids:
             return t
@@ -309,7 +309,7 @@ class Bridge:
         with self._lock:
             if epoch <= self.state.written_epoch:
                 return None
-            ep = self._call(f"GetEpoch({epoch})", self.client.get_epoch, epoch)
+            ep = self.call(f"GetEpoch({epoch})", self.client.get_epoch, epoch)
             v = ep.validation
             if v.state == v.DONE and not v.ok:  # never hand OpenSM a table set that failed
                 self.log("error", "epoch_not_written", epoch=epoch, reason="failed validation",
@@ -327,16 +327,16 @@ class Bridge:
             try:
                 write_tables(tables, self.opts.lfts_file, "opensm")
                 self.state.written_epoch = epoch
-                self._save_state()
+                self.save_state()
             except OSError as exc:  # full or read-only disk: retried with back-off
                 self.state.written_epoch = written
                 raise self._write_failed(epoch, exc) from None
             self.write_retry.succeeded()
             t2 = time.monotonic()
-            blocks = entries = 0
-            if self.last_tables is not None:
-                d = diff_tables(self.last_tables, tables)
-                blocks, entries = int(d.blocks_changed), int(d.entries_changed)
+            old = self.last_tables if self.last_tables is not None else dataclasses.replace(
+                tables, ports=tables.ports[:, :0], _index={})  # first write: every block
+            d = diff_tables(old, tables)
+            blocks, entries = int(d.blocks_changed), int(d.entries_changed)
             self.last_tables = tables
             self.trigger_pending = True
             reply = self.trigger()
@@ -372,7 +372,7 @@ class Bridge:
             return reply
 
     # ------------------------------------------------------------ changes -> faults
-    def _events_pb(self, events: Sequence[FaultEvent]) -> list[Any]:
+    def events_pb(self, events: Sequence[FaultEvent]) -> list[Any]:
         pb, _ = generated_code()
         return [pb.FaultEvent(kind=getattr(pb.FaultEvent, FaultKind(e.kind).name),
                               node_guid=e.guid, port=e.port) for e in events]
@@ -412,10 +412,10 @@ class Bridge:
             self.checks.append(res)
             return res
         if events:
-            resp = self._call("ApplyFaults", self.client.apply_faults, self._events_pb(events))
+            resp = self.call("ApplyFaults", self.client.apply_faults, self.events_pb(events))
             epoch_id = int(resp.epoch.id)
             self.state.down = desired
-            self._save_state()
+            self.save_state()
             self.log("info", "faults_applied", events=len(events), epoch=epoch_id,
                      discover_s=f"{disc_s:.3f}", apply_s=f"{time.monotonic() - t0:.3f}",
                      detail="; ".join(e.describe() for e in events[:8])
@@ -447,7 +447,7 @@ class Bridge:
                     first = lost = False
                     if ep.instance_id != self.daemon_instance:
                         self._resync_needed.set()  # a restarted daemon, whatever its ids
-                    self._epochs.put(int(ep.id))
+                    self.epoch_queue.put(int(ep.id))
                 if self._stop.is_set():
                     return
                 # the daemon ended the stream (graceful shutdown): as good as lost
@@ -493,9 +493,9 @@ class Bridge:
         while not self._stop.is_set() and not (until and until()):
             ep: int | None = None
             try:
-                unwritten = max(unwritten, self._epochs.get(timeout=tick))
+                unwritten = max(unwritten, self.epoch_queue.get(timeout=tick))
                 while True:
-                    unwritten = max(unwritten, self._epochs.get_nowait())
+                    unwritten = max(unwritten, self.epoch_queue.get_nowait())
             except queue.Empty:
                 pass
             try:

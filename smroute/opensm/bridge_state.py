@@ -41,7 +41,7 @@ class BridgeError(SmrouteError):
 class BridgeOptions:
     """What the bridge talks to and how.
 
-    daemon: gRPC target (``127.0.0.1:50051`` or ``unix:/run/smroute.sock``).
+    daemon: gRPC target (``unix:/run/smroute/smroute.sock`` or ``host:port``).
     lfts_file: OpenSM's ``lfts_file`` (the file engine's input).
     trigger: "console" (loopback console ``reroute``), "sighup" (``opensm_pid``)
         or "none" (write only; OpenSM picks the file up at its next heavy sweep).

@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from smroute.errors import InputError
+from smroute.opensm.bridge_ops import BridgeOps
 from smroute.opensm.bridge_state import DryRun, format_dry_run
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import read_tables
 
-if TYPE_CHECKING:
-    from smroute.opensm.bridge import Bridge
-
 __all__ = ["dry_run"]
 
 
-def dry_run(bridge: Bridge, *, max_entries: int = 200) -> DryRun:
+def dry_run(bridge: BridgeOps, *, max_entries: int = 200) -> DryRun:
     """What a change would do; writes nothing.
 
     1. Re-discover and show the fault events pending against the daemon's
@@ -32,11 +28,11 @@ def dry_run(bridge: Bridge, *, max_entries: int = 200) -> DryRun:
     out += [f"  not a fault (reload needed): {w}" for w in warnings]
     blocks = 0
     if events:
-        resp = b._call("ApplyFaults", b.client.apply_faults, b._events_pb(events),
+        resp = b.call("ApplyFaults", b.client.apply_faults, b.events_pb(events),
                        dry_run=True, max_entries=max_entries)
         out += format_dry_run(resp.diff, resp.changes, resp.truncated)
         blocks = int(resp.diff.blocks_changed)
-    latest = b._call("GetEpoch", b.client.get_epoch, 0)
+    latest = b.call("GetEpoch", b.client.get_epoch, 0)
     new = b.fetch_tables(int(latest.id))
     try:
         old = read_tables(b.opts.lfts_file)

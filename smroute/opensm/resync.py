@@ -12,14 +12,12 @@ set (``load`` none) so that the next check re-sends it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smroute.fabric.faults import DownSet, FaultEvent, FaultEventError, FaultKind, apply_events
 from smroute.fabric.model import Fabric
+from smroute.opensm.bridge_ops import BridgeOps
 from smroute.opensm.bridge_state import BridgeError, generated_code
-
-if TYPE_CHECKING:
-    from smroute.opensm.bridge import Bridge
 
 __all__ = ["daemon_down_set", "resync"]
 
@@ -37,23 +35,23 @@ def daemon_down_set(base: Fabric, ep: Any) -> DownSet | None:
         return None
 
 
-def _adopt(b: Bridge, ep: Any) -> bool:
+def _adopt(b: BridgeOps, ep: Any) -> bool:
     """Take the restarted daemon's down set if it routes ``b``'s base fabric."""
     if b.base is None or ep.base_fabric_hash != b.base.content_hash:
         return False
-    full = b._call("GetEpoch", b.client.get_epoch, int(ep.id), include_down_items=True)
+    full = b.call("GetEpoch", b.client.get_epoch, int(ep.id), include_down_items=True)
     down = daemon_down_set(b.base, full)
     if down is None:
         return False
     b.state.down, b.daemon_instance = down, str(full.instance_id)
-    b._save_state()
-    b._epochs.put(int(full.id))  # written again at the next turn of the run loop
+    b.save_state()
+    b.epoch_queue.put(int(full.id))  # written again at the next turn of the run loop
     b.log("info", "daemon_restarted", instance=full.instance_id, epoch=full.id,
           resumed=full.resumed, down=down.summary())
     return True
 
 
-def resync(b: Bridge) -> bool:
+def resync(b: BridgeOps) -> bool:
     """:meth:`Bridge.resync` (module doc): True if the bridge resynchronized,
     False if the daemon is the one it follows; :class:`BridgeError` while the
     daemon is unreachable."""
@@ -79,5 +77,5 @@ def resync(b: Bridge) -> bool:
         b.initialize(reason="daemon restarted")
     else:
         b.state.down = DownSet()
-        b._save_state()
+        b.save_state()
     return True

@@ -31,7 +31,7 @@ alike:
   order (the LIDs of one target in different blocks), each block's load
   added before the next is placed.
 
-Measured with ``scripts/study_nmodc_dev.py`` on the study's detour throws:
+Measured with ``research/study_nmodc_dev.py`` on the study's detour throws:
 distinct destinations beat flow counts (one per source end-port and
 destination) as the load (1,728-host tree, link throw 17: A2A 144 -> 102,
 SP 47 -> 36), and path sums beat the path's largest load (648-host tree,

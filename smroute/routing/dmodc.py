@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.errors import RoutingError
+from smroute.errors import LmcMismatchError, RoutingError
 from smroute.routing.topology import SwitchGraph
 
 __all__ = [
@@ -269,7 +269,7 @@ def destinations(
         )
     twice = np.flatnonzero(np.bincount(lid) > 1) if len(lid) else lid  # LIDs < 0xC000
     if len(twice):
-        raise RoutingError(
+        raise LmcMismatchError(
             f"LID {int(twice[0]):#06x} belongs to two ports: with LMC "
             f"{lmc if lmc is not None else 'as discovered'} each port needs "
             "2**LMC LIDs from an aligned base LID; reassign LIDs (run the SM with this LMC)"

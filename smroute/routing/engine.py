@@ -5,12 +5,12 @@
 each phase.  Time is measured with a clock passed in (``time.perf_counter``
 by default) so callers and tests control it.
 
-Modes (``RoutingResult.mode``), chosen automatically from the fabric's roles
-and said in every result:
-
 Algorithms are the engines of :data:`smroute.routing.api.REGISTRY` (the
 interface: :mod:`smroute.routing.api`); the modes are the mode chain's
 (:mod:`smroute.routing.modes`), the same for every engine.
+
+Modes (``RoutingResult.mode``), chosen automatically from the fabric's roles
+and said in every result:
 
 * ``tree``: Dmodc over the leaves and ranks of the roles.
 * ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
@@ -29,9 +29,20 @@ interface: :mod:`smroute.routing.api`); the modes are the mode chain's
   higher virtual lane at every such turn (SLs and SL-to-VL tables in
   :attr:`RoutingResult.lanes`, :mod:`smroute.routing.vlassign`).  Only a
   subnet manager that programs SLs and VLs can use it (the OpenSM plugin).
-* ``updown``: the fabric is no tree (roles), or the check above failed (and
-  detours were off or could not route every pair within ``max_vls``):
-  every destination is routed up*/down* towards a root per component.
+* ``tree+orient``: the check above failed (and detours were off or could
+  not route every pair): the tree's routes stay for every destination they
+  serve, and only the destinations some needed pair lacks a path to take
+  the turn root's routes where the tree has none, accepted when they are
+  delivered and the channel dependencies of all routes are acyclic
+  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
+  Failing that (the last resort): every destination is routed up*/down*
+  towards the turn root (``updown``).
+* ``updown``: the fabric is no tree (roles): every destination is routed
+  up*/down* towards the roots of its component (its top switches, or one
+  switch per component where end-ports on the top switches need each other).
+
+Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`
+(``all_ca_pairs``: every CA pair); :attr:`RoutingResult.needed`.
 """
 
 from __future__ import annotations
@@ -45,8 +56,8 @@ import numpy as np
 
 from smroute.errors import RoutingError
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
-from smroute.routing import modes
+from smroute.fabric.roles import FabricRoles, GuidOverrides, NeededPairs, fabric_roles, needed_pairs
+from smroute.routing import modes, orient
 from smroute.routing.api import DEFAULT, Prepared, engine
 from smroute.routing.dmodc import NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
@@ -73,7 +84,9 @@ class RoutingResult:
     SL-to-VL tables of mode ``tree+detours`` (else ``None``: one VL, SL 0).
     state: the engine's incremental state where a reroute computed it (else
     ``None``: the next reroute computes it from this result,
-    :mod:`smroute.routing.reroute`).
+    :mod:`smroute.routing.reroute`).  needed: the pairs that need a route;
+    oriented: ``(D,)`` bool, the destinations of mode ``tree+orient``
+    (walked for delivery only), else ``None``.
     """
 
     algorithm: str
@@ -91,11 +104,23 @@ class RoutingResult:
     roles: FabricRoles | None = None
     lanes: VirtualLanes | None = None
     state: Any = None
+    needed: NeededPairs | None = None
+    oriented: np.ndarray | None = None
 
     @property
     def walk_graph(self) -> SwitchGraph:
         """The graph whose orientation the validation walk checks."""
         return self.check_graph if self.check_graph is not None else self.graph
+
+    def walk_turns(self) -> tuple[np.ndarray | None, int | None]:
+        """The :func:`~smroute.routing.validate.walk` options ``(turns,
+        max_hops)`` of the destinations whose routes may turn (detours, mode
+        ``tree+orient``); ``(None, None)`` for up*/down* routes."""
+        if self.lanes is not None:
+            return np.isin(self.dest.lid, self.lanes.lids), self.lanes.max_hops
+        if self.oriented is not None:
+            return self.oriented, orient.turn_hops(self.graph)
+        return None, None
 
     @property
     def total_seconds(self) -> float:
@@ -114,6 +139,7 @@ def route(
     roles: FabricRoles | None = None,
     overrides: GuidOverrides | None = None,
     max_vls: int = 1,
+    all_ca_pairs: bool = False,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
@@ -124,7 +150,8 @@ def route(
     GUIDs/descriptions for the OpenSM-format writer.  ``roles``: the fabric's
     roles if already known (else computed with ``overrides``).  ``max_vls``:
     the data VLs the subnet manager can program (1..15); 2 or more allows
-    mode ``tree+detours`` where the tree would otherwise fall back to ``updown``.
+    mode ``tree+detours`` where the tree would otherwise fall back to ``tree+orient``.
+    ``all_ca_pairs``: every CA pair needs a route (else the roles' rule).
     Raises :class:`~smroute.errors.RoutingError` if the fabric cannot be routed.
     """
     eng = engine(algorithm)
@@ -145,6 +172,10 @@ def route(
     g, mode, reason = modes.start(fabric, roles)
     if len(g.ep_row) == 0:
         raise RoutingError("no switch has an end-port attached: nothing to route")
+    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64),
+                          every_ca=all_ca_pairs)
+    if mode == "updown":
+        g, reason = modes.updown_graph(fabric, roles, g, reason, needed, lmc)
     t1 = clock()
     timings["rank"] = t1 - t0
     prep = eng.prepare(g, lmc, clock, timings)
@@ -161,8 +192,9 @@ def route(
             prep2 = eng.prepare(g2, lmc, clock, {})
             return prep2, eng.tables(fabric, prep2, p)
 
-        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, route_again)
-        if out.mode != mode:
+        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed,
+                          route_again)
+        if out.reason != reason:
             timings["turns"] = clock() - t4
     finally:
         if own and p is not None:
@@ -183,7 +215,7 @@ def route(
     )
     return RoutingResult(eng.name, tables, g, prep.costs, prep.dividers, prep.nids, prep.dest,
                          timings, out.mode, out.reason, out.check, out.turn_lids, roles,
-                         out.lanes)
+                         out.lanes, needed=needed, oriented=out.oriented)
 
 
 def validate_result(
@@ -193,15 +225,16 @@ def validate_result(
     """The validation walk of ``r``'s tables in the orientation its routes
     follow (:attr:`RoutingResult.walk_graph`); see
     :func:`~smroute.routing.validate.validate` for ``walked``."""
-    turns = np.isin(r.dest.lid, r.lanes.lids) if r.lanes is not None else None
+    turns, max_hops = r.walk_turns()
     return validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
                     switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
-                    max_failures=max_failures, walked=walked, turns=turns,
-                    max_hops=r.lanes.max_hops if r.lanes is not None else None)
+                    max_failures=max_failures, walked=walked, needed=r.needed,
+                    turns=turns, max_hops=max_hops)
 
 
 def unrouted_connected(r: RoutingResult) -> int:
-    """CA-to-CA pairs that cables join but ``r``'s tables leave without a
+    """CA-to-CA pairs that need a route (:attr:`RoutingResult.needed`) and
+    that cables join but ``r``'s tables leave without a
     first hop (the source's switch has no route): what a routing that could
     not connect a switch to a target leaves (all of that target's LIDs).  Read
     for one CA LID per (end-port switch, target switch), counted for every
@@ -212,10 +245,15 @@ def unrouted_connected(r: RoutingResult) -> int:
     ca = np.flatnonzero(~dest.is_switch)
     if not len(src) or not len(ca):
         return 0
-    tgt, first, lids_per = np.unique(dest.target[ca], return_index=True, return_counts=True)
+    agg = r.needed.agg[dest.owner[ca]] if r.needed is not None else np.zeros(len(ca), bool)
+    key, first, lids_per = np.unique(dest.target[ca] * 2 + agg, return_index=True,
+                                     return_counts=True)
+    tgt = key // 2
     ports = r.tables.ports[np.ix_(src, dest.lid[ca[first]])]
-    same = g.component[src][:, None] == g.component[tgt][None, :]
-    return int(count @ ((ports == NO_ROUTE) & same) @ lids_per)
+    gap = (ports == NO_ROUTE) & (g.component[src][:, None] == g.component[tgt][None, :])
+    if r.needed is not None:
+        gap &= r.needed.mask(src, tgt, (key % 2).astype(bool))
+    return int(count @ gap @ lids_per)
 
 
 def commit_gaps(r: RoutingResult) -> int:

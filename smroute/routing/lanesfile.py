@@ -15,6 +15,7 @@ for other subnet managers.  Format (``#`` starts a comment; GUIDs in hex)::
     sl 3 0x0002c90310000030 0x0050-0x0061 from *
     vl 0x0002c90320000000 7 0110000000000000
     vl 0x0002c90320000000 7/3 0210000000000000
+    end 2 2              # the trailer: how many sl and vl records precede it
 
 ``sl SL TARGET LIDS from SWITCHES``: the paths to the destination LIDs (ranges,
 hex) of the target switch from the CAs on the listed switches and from those
@@ -22,6 +23,8 @@ switches themselves (``*``: every switch) use that SL; every other path SL 0.
 ``vl SWITCH OUT[/IN] VLS``: 16 hex digits, the VL of SL 0 .. 15 leaving the
 switch by port OUT (from any input port, or from IN only: an exception);
 every (switch, port) not listed maps every SL to VL 0, and so do end-ports.
+``end SLS VLS``: the last record, counting the ``sl`` and ``vl`` records, so
+a file cut anywhere is an error, never fewer lanes.
 """
 
 from __future__ import annotations
@@ -94,22 +97,27 @@ def format_lanes(lanes: VirtualLanes, sw_guid: np.ndarray, component: np.ndarray
            f"manager that programs SLs and VLs (smroute's OpenSM plugin), not OpenSM's file "
            f"engine\nvls {lanes.n_vls}\nsls {lanes.n_sls}\nescape_sl {lanes.escape_sl}\n")
     lt = lanes.lid_target
+    n_sl = n_vl = 0
     for j in np.flatnonzero(lanes.target_sl).tolist():
         lids = np.flatnonzero(lt == j)
         src = np.flatnonzero(lanes.from_switch[:, j])
         comp = np.flatnonzero(component == component[lanes.targets[j]])
         who = "*" if np.array_equal(src, comp) else ",".join(
             f"{int(x):#018x}" for x in sw_guid[src].tolist()) or "-"
+        n_sl += 1
         yield (f"sl {int(lanes.target_sl[j])} {int(sw_guid[lanes.targets[j]]):#018x} "
                f"{lid_ranges(lids)} from {who}\n")
     n_p = lanes.n_ports
     sw, out = np.nonzero(lanes.port_vl.any(axis=2))
     for s, o in zip(sw.tolist(), out.tolist(), strict=True):
+        n_vl += 1
         yield f"vl {int(sw_guid[s]):#018x} {o} {_hex(lanes.port_vl[s, o])}\n"
     for k, v in zip(lanes.exc_key.tolist(), lanes.exc_vl, strict=True):
         s, rest = divmod(k, n_p * n_p)
         inp, o = divmod(rest, n_p)
+        n_vl += 1
         yield f"vl {int(sw_guid[s]):#018x} {o}/{inp} {_hex(v)}\n"
+    yield f"end {n_sl} {n_vl}\n"
 
 
 def _hex(v: np.ndarray) -> str:
@@ -121,17 +129,29 @@ def parse_lanes(lines: Iterable[str], source: str = "lanes file") -> LanesFile:
     and what was expected otherwise."""
     out = LanesFile()
     seen_magic = False
+    end: int | None = None
+    no = 0
     for no, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         where = f"{source}:{no}"
+        if end is not None:
+            raise InputError(f"{where}: a record after the trailer (line {end}); expected "
+                             "'end SLS VLS' last (files spliced?)")
         if not seen_magic:
             if line != MAGIC:
                 raise InputError(f"{where}: expected {MAGIC!r} first, got {line[:40]!r}")
             seen_magic = True
             continue
         f = line.split()
+        if f[0] == "end" and len(f) == 3 and f[1].isdigit() and f[2].isdigit():
+            if (int(f[1]), int(f[2])) != (len(out.paths), len(out.tables)):
+                raise InputError(
+                    f"{where}: the trailer counts {f[1]} sl and {f[2]} vl records, the "
+                    f"file holds {len(out.paths)} and {len(out.tables)}: lines lost?")
+            end = no
+            continue
         try:
             if f[0] in ("vls", "sls", "escape_sl") and len(f) == 2:
                 setattr(out, f[0], int(f[1]))
@@ -149,10 +169,14 @@ def parse_lanes(lines: Iterable[str], source: str = "lanes file") -> LanesFile:
         except ValueError as err:
             raise InputError(
                 f"{where}: expected 'vls N', 'sls N', 'escape_sl N', 'sl SL TARGET LIDS from "
-                f"SWITCHES' or 'vl SWITCH OUT[/IN] 16-HEX-DIGITS', got {line[:60]!r} ({err})"
+                f"SWITCHES', 'vl SWITCH OUT[/IN] 16-HEX-DIGITS' or 'end SLS VLS', "
+                f"got {line[:60]!r} ({err})"
             ) from None
     if not seen_magic:
         raise InputError(f"{source}: empty; expected {MAGIC!r} first")
+    if end is None:
+        raise InputError(f"{source}:{no}: the file ends without its trailer ('end SLS VLS'); "
+                         "the file is cut short?")
     return out
 
 

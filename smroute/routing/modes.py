@@ -1,7 +1,7 @@
 """The mode chain: how a tree is routed when Dmodc's routes do not serve
 every pair, in one place for every engine (algorithm-free).
 
-``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``updown``:
+``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient`` -> ``updown``:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
@@ -12,9 +12,19 @@ every pair, in one place for every engine (algorithm-free).
 * ``tree+detours`` (``max_vls >= 2``): the check failed; those
   destinations are routed with detours over virtual lanes instead
   (:mod:`smroute.routing.detour`).
-* ``updown``: the fabric is no tree, or the steps above failed: every
-  destination is routed up*/down* towards a root per component.
+* ``tree+orient``: the check failed (and detours were off or could not
+  route every pair): the tree's routes stay for every destination they
+  serve; only the destinations some needed pair lacks a path to take the
+  turn root's routes where the tree has none, accepted when they are
+  delivered and the channel dependencies of all routes are acyclic
+  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
+* ``updown``: the fabric is no tree (towards its top switches, or one root
+  per component where end-ports on top switches need each other:
+  :func:`updown_graph`), or, as the last resort, orienting left some
+  destination without a route: every destination is routed up*/down*
+  towards the turn root.
 
+Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
 :func:`chain` runs the steps after the tree's tables (engines that route
 through closer groups only, :attr:`~smroute.routing.api.Guarantees.closer_groups`);
 a new step plugs in there.  :func:`mode_graphs` gives the graphs a stored
@@ -31,23 +41,26 @@ import numpy as np
 
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import FabricRoles
-from smroute.routing import dmodc, kernel
+from smroute.fabric.roles import FabricRoles, NeededPairs
+from smroute.routing import dmodc, orient
 from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
 from smroute.routing.vlassign import VirtualLanes
 
-__all__ = ["Outcome", "chain", "mode_graphs", "start", "turn_destinations", "turn_roots"]
+__all__ = ["Outcome", "chain", "mode_graphs", "start", "turn_destinations", "turn_roots",
+           "updown_graph"]
 
 
 @dataclass(frozen=True, eq=False)
 class Outcome:
     """Where the chain ended: the mode and why, the orientation every route
     is up*/down* in (``None``: the routed graph's), the LIDs routed through
-    the turn root or with detours, the lanes of ``tree+detours``, and the
-    routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s."""
+    the turn root or with detours, the lanes of ``tree+detours``, the
+    routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s, and
+    ``oriented`` ``(D,)`` bool: the destinations of ``tree+orient`` (else
+    ``None``)."""
 
     mode: str
     reason: str
@@ -56,6 +69,7 @@ class Outcome:
     lanes: VirtualLanes | None
     prep: Prepared
     ports: np.ndarray
+    oriented: np.ndarray | None = None
 
 
 def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
@@ -66,12 +80,32 @@ def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
     return rooted_graph(fabric, roles, roles.roots), "updown", f"no tree: {roles.why_not_tree}"
 
 
-def mode_graphs(fabric: Fabric, roles: FabricRoles,
-                mode: str) -> tuple[SwitchGraph, SwitchGraph | None]:
-    """The graph a routing in ``mode`` (not ``tree+detours``) was routed on,
-    and its check graph (``tree+turns``: the orientation towards the turn
-    roots; else ``None``)."""
-    g, _, _ = start(fabric, roles)
+def updown_graph(fabric: Fabric, roles: FabricRoles, g: SwitchGraph, reason: str,
+                 needed: NeededPairs, lmc: int | None) -> tuple[SwitchGraph, str]:
+    """The graph of a fabric that is no tree (``g`` from :func:`start`,
+    rooted at every top switch) and why: rooted at one switch per component
+    (the roles' centres) instead when a needed pair of end-ports on the top
+    switches has no up*/down* path between them."""
+    if len(roles.roots) <= len(roles.centres):
+        return g, reason
+    c0 = dmodc.costs_and_dividers(g)[0]
+    dest = dmodc.destinations(g, dmodc.topological_nids(g, c0), lmc=lmc)
+    if not orient.needed_turns(g, c0, dest, needed).any():
+        return g, reason
+    return rooted_graph(fabric, roles, roles.centres), (
+        reason + "; end-ports on the top switches need each other: rooted at one switch "
+        "per component")
+
+
+def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPairs,
+                lmc: int | None) -> tuple[SwitchGraph, SwitchGraph | None]:
+    """The graph a routing in ``mode`` (not ``tree+detours`` nor
+    ``tree+orient``) for the pairs ``needed`` was routed on, and its check
+    graph (``tree+turns``: the orientation towards the turn roots; else
+    ``None``)."""
+    g, _, reason = start(fabric, roles)
+    if not roles.tree:
+        return updown_graph(fabric, roles, g, reason, needed, lmc)[0], None
     if roles.tree and mode == "tree+turns":
         return g, rooted_graph(fabric, roles, turn_roots(g), like=g)
     if roles.tree and mode == "updown":  # the turn-root check failed
@@ -80,11 +114,12 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles,
 
 
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
-          ports: np.ndarray, mode: str, reason: str, max_vls: int,
+          ports: np.ndarray, mode: str, reason: str, max_vls: int, needed: NeededPairs,
           route_again: Callable[[SwitchGraph], tuple[Prepared, np.ndarray]]) -> Outcome:
     """The steps after the tree's tables ``ports`` of ``prep`` (module doc),
-    in mode ``mode`` (``reason``) so far; ``route_again(g)``: the engine's
-    routing on another graph (``updown``).  ``ports`` is changed in place."""
+    in mode ``mode`` (``reason``) so far, for the pairs ``needed``;
+    ``route_again(g)``: the engine's routing on another graph (``updown``).
+    ``ports`` is changed in place."""
     g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
     none = Outcome(mode, reason, None, 0, None, prep, ports)
     if mode != "tree" or not engine.guarantees.closer_groups:
@@ -95,6 +130,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     n = int(need.sum())
     roots = turn_roots(g)
     g2 = rooted_graph(fabric, roles, roots, like=g)
+    tree_ports = ports.copy()
     if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
         return Outcome("tree+turns", (
             f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree; "
@@ -111,11 +147,23 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 f"{n} destination LIDs have end-port traffic with no up*/down* path in the "
                 f"tree; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
                 check, n, lanes, prep, ports)
-        why = f" ({why})"
+        why = f"; {why}"
+    ports[...] = tree_ports
+    ori, no = orient.orient(fabric, g, c, pi, dest, ports,
+                            (need, orient.needed_turns(g, c, dest, needed)), needed,
+                            (g2, *dmodc.costs_and_dividers(g2)))
+    head = f"the tree's routes through the turn root are not all up*/down* towards it{why}"
+    if ori is not None and ori.complete:
+        k = int(ori.turns.sum())
+        return Outcome("tree+orient" if k else "tree", (
+            f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
+            f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
+    # last resort: one orientation for every destination
     prep2, ports2 = route_again(g2)
     return Outcome("updown", (
-        "the tree's routes through the turn root are not all up*/down* towards it: "
-        f"routed every destination up*/down* towards it{why}"), None, 0, None, prep2, ports2)
+        f"{head}, and turning the destinations that need it one at a time left some without "
+        f"a route{f' ({no})' if no else ''}: routed every destination up*/down* towards the "
+        "turn root"), None, 0, None, prep2, ports2)
 
 
 def _detours(
@@ -190,21 +238,7 @@ def _turn_through_roots(
     cut = src[c[src, root_of[src]] == INF]  # end-port switches without a path to the root
     if (none[cut] & (g.component[cut][:, None] == g.component[tgt][None, :])).any():
         return False
-    rows = np.flatnonzero(none.any(axis=1))
-    # column k of ``via`` routes destination sel[k] towards its root; one
-    # target per component: cheap enough in this process (no pool round trip)
-    k = len(sel)
-    sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[sel], target=root,
-                       local_port=np.zeros(k, dtype=np.int64),
-                       is_switch=dest.is_switch[sel], owner=dest.owner[sel])
-    via = np.empty((len(rows), k), dtype=np.uint8)  # the rows that need it
-    ctx = kernel.route_context(c, sub)
-    for lo in range(0, len(rows), 256):
-        kernel.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
-    lids = dest.lid[sel]
-    block = ports[np.ix_(rows, lids)]
-    np.copyto(block, via, where=none[rows])
-    ports[np.ix_(rows, lids)] = block
+    orient.route_turns(g, c, pi, dest, need, root, ports)
     # where a route towards the root may hop down in g2's orientation, the
     # switch it reaches may turn up towards the destination: check those rows
     junction = _down_towards(g, g2, c, root_of) & none.any(axis=1)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import fabric_roles
+from smroute.fabric.roles import fabric_roles, needed_pairs
 from smroute.routing import dmodc
 from smroute.routing.api import Arrays, Engine, Prepared, engine, subset
 from smroute.routing.engine import RoutingResult, route
@@ -197,6 +197,7 @@ def reroute(
     clock: Callable[[], float] = time.perf_counter,
     incremental: bool = True,
     max_vls: int = 1,
+    all_ca_pairs: bool | None = None,
 ) -> Reroute:
     """Route ``fabric`` (the previous fabric changed by some events) knowing
     ``prev``, its routing; see the module doc.  ``lmc`` as in
@@ -204,9 +205,12 @@ def reroute(
     ``pool``: for the full path (``None``: route in this process).
     ``incremental=False`` forces the full route (for comparisons); ``max_vls``:
     as :func:`~smroute.routing.engine.route`'s (a routing with detours is
-    always routed in full).  The full path's tables are the pool's (a
-    caller that keeps them copies them)."""
+    always routed in full); ``all_ca_pairs``: as ``route``'s (``None``:
+    ``prev``'s).  The full path's tables are the pool's (a caller that keeps
+    them copies them)."""
     alg = algorithm or prev.algorithm
+    every = (all_ca_pairs if all_ca_pairs is not None
+             else prev.needed is not None and prev.needed.every_ca)
     eng = engine(alg)
     hook = eng.incremental if isinstance(eng.incremental, IncrementalHook) else None
     t0 = clock()
@@ -233,7 +237,7 @@ def reroute(
         # without a pool, route in this process (not a new pool per call)
         res = route(fabric, algorithm=alg, lmc=lmc, pool=pool,
                     workers=1 if pool is None else None, clock=clock, roles=roles,
-                    max_vls=max_vls)
+                    max_vls=max_vls, all_ca_pairs=every)
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}
@@ -271,7 +275,9 @@ def reroute(
     timings["routes"] = t4 - t3
     tables = dataclasses.replace(prev.tables, ports=ports, _index={})
     res = RoutingResult(prev.algorithm, tables, g, c, pi, prep.nids, dest, dict(timings),
-                        roles=roles, state=state)
+                        roles=roles, state=state, needed=needed_pairs(
+                            fabric, roles, g.sw_node,
+                            fabric.port_node[g.ep_row].astype(np.int64), every_ca=every))
     d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
                     tables.switch_desc)
     timings["diff"] = clock() - t4

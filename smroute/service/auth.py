@@ -10,9 +10,10 @@
 Identities are read from the peer's verified certificate
 (``context.auth_context()``): the subject common name and the subject
 alternative names (DNS, URI, ...).  A client is allowed when any of them is
-in the allowed set.  Without TLS the guard cannot know who the peer is, so
-mutations are allowed only when the listener is loopback / a Unix socket
-(local users only) or the operator explicitly set ``allow_insecure``.
+in the allowed set.  On the Unix socket the peer's kernel credentials
+(``SO_PEERCRED``, see :mod:`smroute.service.peercred`) decide instead.
+Plaintext TCP allows mutations only when the operator explicitly set
+``allow_insecure``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import grpc
 
+from smroute.service.peercred import CredentialRelay, PeerAllow
 from smroute.service.settings import ConfigError, TlsConfig
 from smroute.service.tls_files import check_tls, read_pem
 
@@ -180,27 +182,32 @@ DenyHook = Callable[[str, grpc.StatusCode, str], None]
 class MutationGuard(grpc.ServerInterceptor):
     """Refuse mutating RPCs to clients that may not mutate.
 
-    ``allowed_identities``: certificate CNs / SAN names allowed to call
-    :data:`MUTATING_METHODS` (empty: any client that passed the TLS
-    handshake).  ``tls``: the listener uses TLS.  ``loopback_only``: the
-    listener is loopback or a Unix socket.  ``allow_insecure``: permit
-    mutations over a non-loopback plaintext listener.
+    On a Unix socket (``relay``: the daemon's
+    :class:`~smroute.service.peercred.CredentialRelay`, which knows each
+    connection's ``SO_PEERCRED`` credentials) the peer's uid or one of its
+    groups must be in ``unix_allow``, whatever the socket file's mode.  Over TCP
+    a mutation needs mutual TLS: a verified client certificate, one of
+    ``allowed_identities`` when that is not empty; or ``allow_insecure``
+    (plaintext mutations, loopback included).  ``tls``: the listener uses TLS.
 
-    A refused call ends with PERMISSION_DENIED (identity not allowed, or
-    plaintext on a network listener) or UNAUTHENTICATED (TLS but no client
-    certificate), with a message naming the method and the identity;
-    ``on_deny`` is called with the same.
+    A refused call ends with PERMISSION_DENIED (peer or identity not allowed,
+    or plaintext) or UNAUTHENTICATED (TLS but no client certificate), with a
+    message naming the method and the peer; ``on_deny`` is called with the same.
     """
 
-    def __init__(self, allowed_identities: Collection[str], *, tls: bool, loopback_only: bool,
-                 allow_insecure: bool, mutating_methods: Collection[str] = MUTATING_METHODS,
-                 on_deny: DenyHook | None = None) -> None:
+    def __init__(self, allowed_identities: Collection[str], *, tls: bool,
+                 allow_insecure: bool, loopback_only: bool = False,
+                 mutating_methods: Collection[str] = MUTATING_METHODS,
+                 on_deny: DenyHook | None = None, relay: CredentialRelay | None = None,
+                 unix_allow: PeerAllow | None = None) -> None:
         self.allowed = frozenset(allowed_identities)
         self.tls = tls
-        self.loopback_only = loopback_only
+        self.loopback_only = loopback_only  # informational: loopback grants nothing
         self.allow_insecure = allow_insecure
         self.mutating = frozenset(mutating_methods)
         self.on_deny = on_deny
+        self.relay = relay
+        self.unix_allow = unix_allow
 
     def check(self, method: str, context: grpc.ServicerContext
               ) -> tuple[grpc.StatusCode, str] | None:
@@ -208,21 +215,29 @@ class MutationGuard(grpc.ServerInterceptor):
         if method not in self.mutating:
             return None
         short = method.rsplit("/", 1)[-1]
+        if self.relay is not None:
+            cred = self.relay.peer_credentials(context.peer())
+            allow = self.unix_allow
+            if cred is not None and allow is not None and allow.allows(cred):
+                return None
+            who = f"the Unix-socket peer ({cred})" if cred is not None else "an unknown peer"
+            return (grpc.StatusCode.PERMISSION_DENIED,
+                    f"{short} changes the daemon's state: {who} is not allowed "
+                    f"(mutating_users / mutating_groups: "
+                    f"{allow.describe() if allow is not None else 'none'})")
         if not self.tls or not _is_tls(context):
-            if self.loopback_only or self.allow_insecure:
+            if self.allow_insecure:
                 return None
             return (grpc.StatusCode.PERMISSION_DENIED,
-                    f"{short} changes the daemon's state and is refused over plaintext on a "
-                    "non-loopback listener; configure TLS (tls:) with client certificates, "
-                    "or set allow_insecure_mutations: true")
+                    f"{short} changes the daemon's state and is refused over plaintext TCP; "
+                    "use the Unix socket, configure mutual TLS (tls: with client_ca and "
+                    "require_client_cert: true), or set allow_insecure_mutations: true")
         ids = identities_of(context)
-        if not self.allowed:
-            return None  # any client that completed the TLS handshake
         if not ids:
             return (grpc.StatusCode.UNAUTHENTICATED,
                     f"{short} changes the daemon's state and needs a client certificate "
-                    f"whose CN or SAN is one of mutating_identities; none was presented")
-        if self.allowed.isdisjoint(ids):
+                    "(mutual TLS); none was presented")
+        if self.allowed and self.allowed.isdisjoint(ids):
             return (grpc.StatusCode.PERMISSION_DENIED,
                     f"client {ids[0]!r} may not call {short} (it changes the daemon's state); "
                     f"its certificate names {', '.join(ids)}, none is in mutating_identities")

@@ -22,11 +22,12 @@ Who is one client (:func:`client_key`): the identity of the TLS client
 certificate (CN, else the first SAN) when one was presented; else, for a TCP
 peer on another host, its IP address; for a loopback TCP peer, its
 connection (``127.0.0.1:PORT``: local users share the address, and gRPC
-clients in one process share one connection per target).  On a Unix socket
-gRPC tells the server nothing about the peer (``context.peer()`` is
-``"unix:"``), so Unix-socket clients are not told apart and the per-client
-limit does not apply to them (the socket is mode 0660: the service's own user
-and group); the reserved capacity and the global limits still do.
+clients in one process share one connection per target).  On the daemon's
+Unix socket, its connection too: the credential relay
+(:mod:`smroute.service.peercred`) gives each one its own peer name.  A bare
+``"unix:"`` peer (a Unix socket without the relay) is not told apart and
+the per-client limit does not apply to it; the reserved capacity and the
+global limits still do.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def client_key(context: grpc.ServicerContext) -> str | None:
     if ident:
         return f"client {ident}"
     kind, _, rest = context.peer().partition(":")
+    if kind == "unix" and rest:
+        return f"connection {rest}"
     if kind not in ("ipv4", "ipv6"):
         return None
     host = rest.rpartition(":")[0].strip("[]")

@@ -2,7 +2,7 @@
 
 Used by tests, benchmarks and the OpenSM bridge::
 
-    with SmrouteClient("127.0.0.1:50051") as c:
+    with SmrouteClient(default_target()) as c:   # unix:/run/smroute/smroute.sock
         c.load_fabric_path("/var/lib/smroute/fabrics/fabric.topo")  # inside fabric_dirs
         ep = c.route()
         snap = c.tables()                      # every switch, checksum verified
@@ -12,6 +12,16 @@ Used by tests, benchmarks and the OpenSM bridge::
         header, tables = c.tables_update(snap.tables, ep.id, since_instance=ep.instance_id)
         for e in c.watch():                    # committed epochs, current first
             ...
+        sel = c.select_lids(["node01", "node02"], pattern="ring")  # LMC > 0 epochs
+        lanes = c.lanes()                      # SLs and SL-to-VL tables (detours over VLs)
+
+Every RPC of ``smroute.v1.Smroute`` has a method: LoadFabric
+(:meth:`SmrouteClient.load_fabric_text`, ``_path``, ``_live``), Route, GetTables
+(:meth:`~SmrouteClient.tables`, :meth:`~SmrouteClient.tables_update`),
+ApplyFaults, Diff, Watch (:meth:`~SmrouteClient.watch`,
+:meth:`~SmrouteClient.epochs`), GetEpoch, Analyze, SelectLids, RouteSubnet and
+GetLanes; :meth:`~SmrouteClient.health` asks grpc.health.v1.  The messages are
+``smroute.service.client.pb`` (generated from proto/smroute/v1/smroute.proto).
 
 Errors are ``grpc.RpcError`` (``.code()``, ``.details()``) as raised by grpc.
 """
@@ -32,7 +42,9 @@ from smroute.service.epochs import table_checksum
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
 __all__ = [
+    "DEFAULT_TARGET",
     "SmrouteClient",
+    "default_target",
     "TablesSnapshot",
     "TablesChecksumError",
     "ca_down",
@@ -89,10 +101,12 @@ class TablesSnapshot:
 
     @property
     def epoch(self) -> int:
+        """The epoch the stream is of."""
         return int(self.header.epoch)
 
     @property
     def blocks(self) -> int:
+        """64-LID blocks sent, over every switch."""
         return sum(len(s.blocks) for s in self.switches)
 
     @cached_property
@@ -181,8 +195,25 @@ def _fill(row: np.ndarray, blocks: Sequence[pb.LftBlock]) -> None:
     row.reshape(nb, BLOCK)[idx] = np.frombuffer(data, dtype=np.uint8).reshape(-1, BLOCK)
 
 
+#: The daemon's default address (deploy/smroute.yaml, ``smroute serve``
+#: without ``--listen``): what a client connects to unless told otherwise.
+DEFAULT_TARGET = "unix:/run/smroute/smroute.sock"
+
+
+def default_target(env: dict[str, str] | None = None) -> str:
+    """``$SMROUTE_DAEMON`` when set (as the OpenSM plugin reads it), else
+    :data:`DEFAULT_TARGET`.  Over the Unix socket the daemon allows mutations
+    by the client process's credentials (root, or the socket's group by
+    default): run as such a user, no certificate needed."""
+    import os
+
+    value = (env if env is not None else os.environ).get("SMROUTE_DAEMON", "").strip()
+    return value or DEFAULT_TARGET
+
+
 class SmrouteClient:
-    """A channel to one daemon.  ``target``: ``host:port`` or ``unix:/path``;
+    """A channel to one daemon.  ``target``: ``host:port`` or ``unix:/path``
+    (:func:`default_target`);
     ``credentials``: TLS channel credentials (see smroute.service.auth
     .client_credentials), ``None`` = plaintext; ``timeout``: default seconds per
     unary call."""
@@ -238,10 +269,12 @@ class SmrouteClient:
         return r.fabric
 
     def route(self, algorithm: str = "", lmc: int | None = None, *,
-              wait_validation: bool = False) -> pb.Epoch:
+              wait_validation: bool = False, confirm_state_loss: bool = False) -> pb.Epoch:
         """Route the loaded fabric; returns the committed epoch (``wait_validation``:
-        once its validation is done)."""
-        req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation)
+        once its validation is done; ``confirm_state_loss``: also on a degraded
+        daemon, which then leaves that state)."""
+        req = pb.RouteRequest(algorithm=algorithm, wait_validation=wait_validation,
+                              confirm_state_loss=confirm_state_loss)
         if lmc is not None:
             req.lmc = lmc
         return self.stub.Route(req, timeout=self.timeout).epoch
@@ -330,6 +363,29 @@ class SmrouteClient:
         return self.stub.Analyze(pb.AnalyzeRequest(epoch=epoch, order=order, seed=seed,
                                                    rp_samples=rp_samples),
                                  timeout=self.timeout)
+
+    def select_lids(self, hosts: Sequence[str], *, pattern: str = "", per_stage: bool = False,
+                    epoch: int = 0) -> pb.SelectLidsResponse:
+        """SelectLids: the DLID of every (source, destination) rank of a job
+        under LMC > 0.  ``hosts``: the job's hosts in rank order, each a node
+        GUID as ``0x``-hex or a node description; ``pattern``: ``"shift"``
+        (``""``, the default) or a collective such as ``"ring"``;
+        ``per_stage``: the hot-spot degree of each stage too.  The answer's
+        ``dlids`` is row-major ``n_ranks x n_ranks``."""
+        return self.stub.SelectLids(pb.SelectLidsRequest(
+            epoch=epoch, hosts=list(hosts), pattern=pattern, per_stage=per_stage),
+            timeout=self.timeout)
+
+    def lanes(self, epoch: int = 0) -> pb.Lanes:
+        """GetLanes: the SLs and SL-to-VL tables of an epoch routed with
+        detours over virtual lanes (``vls`` 1 and nothing else without)."""
+        return self.stub.GetLanes(pb.GetLanesRequest(epoch=epoch), timeout=self.timeout)
+
+    def route_subnet(self, request: pb.RouteSubnetRequest) -> pb.RouteSubnetResponse:
+        """RouteSubnet: a subnet manager's view of the fabric (nodes, links,
+        LMC) routed, answered with the validated epoch's tables (what the
+        OpenSM plugin calls)."""
+        return self.stub.RouteSubnet(request, timeout=self.timeout)
 
     def health(self, service: str = "") -> str:
         """The grpc.health.v1 status name (``SERVING``, ``NOT_SERVING``...)."""

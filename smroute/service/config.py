@@ -29,31 +29,33 @@ Conditions that are allowed but worth a log line are returned by
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import math
 import os
-import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from smroute.routing import api
-from smroute.service.listen import _LISTEN_EXPECTED
+from smroute.service.config_dump import config_to_dict, config_value
+from smroute.service.config_files import dir_problem, file_problem, read_regular
+from smroute.service.listen import LISTEN_EXPECTED
+from smroute.service.peercred import resolve_ids
 from smroute.service.settings import (
-    _GRPC_MAX,
+    GRPC_MAX,
     GUID_FILE_KEYS,
     LOG_FORMATS,
     LOG_LEVELS,
     MAX_CONFIG_BYTES,
+    BadValue,
     ConfigError,
     LimitsConfig,
     ListenAddress,
     ServiceConfig,
     StateConfig,
     TlsConfig,
-    _Bad,
     default_config,
     default_state_path,
     format_size,
@@ -75,6 +77,7 @@ __all__ = [
     "format_size",
     "parse_config",
     "load_config",
+    "check_config",
     "default_config",
     "dir_problem",
     "config_to_dict",
@@ -87,7 +90,7 @@ __all__ = [
 def _v_int(lo: int, hi: int) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise _Bad(f"an integer {lo}..{hi}")
+            raise BadValue(f"an integer {lo}..{hi}")
         return v
     return check
 
@@ -98,8 +101,8 @@ def _v_null_or(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
             return None
         try:
             return check(v)
-        except _Bad as bad:
-            raise _Bad(f"{bad.expected} or null") from None
+        except BadValue as bad:
+            raise BadValue(f"{bad.expected} or null") from None
     return check_or_null
 
 
@@ -107,21 +110,21 @@ def _v_float(lo: float, hi: float, unit: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
                 or not lo <= v <= hi:
-            raise _Bad(f"a number of {unit} {lo:g}..{hi:g}")
+            raise BadValue(f"a number of {unit} {lo:g}..{hi:g}")
         return float(v)
     return check
 
 
 def _v_bool(v: Any) -> Any:
     if not isinstance(v, bool):
-        raise _Bad("true or false")
+        raise BadValue("true or false")
     return v
 
 
 def _v_choice(*choices: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v not in choices:
-            raise _Bad("one of " + ", ".join(choices))
+            raise BadValue("one of " + ", ".join(choices))
         return v
     return check
 
@@ -131,13 +134,13 @@ def _v_listen(allow_unix: bool, nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str):
-            raise _Bad((_LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
+            raise BadValue((LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'")
                        + (" (or null to disable)" if nullable else ""))
         try:
             return str(parse_listen(v, allow_unix=allow_unix))
         except ValueError as err:
             msg = str(err).removeprefix("expected ")
-            raise _Bad(msg + (" (or null to disable)" if nullable else "")) from None
+            raise BadValue(msg + (" (or null to disable)" if nullable else "")) from None
     return check
 
 
@@ -146,7 +149,7 @@ def _v_path(nullable: bool) -> Callable[[Any], Any]:
         if v is None and nullable:
             return None
         if not isinstance(v, str) or not v.strip() or "\0" in v:
-            raise _Bad("a file path" + (" or null" if nullable else ""))
+            raise BadValue("a file path" + (" or null" if nullable else ""))
         return Path(os.path.expanduser(v))
     return check
 
@@ -156,37 +159,49 @@ def _v_size(lo: int, hi: int) -> Callable[[Any], Any]:
         try:
             n = parse_size(v)
         except ValueError as err:
-            raise _Bad(str(err).removeprefix("expected ").split(", got ")[0]) from None
+            raise BadValue(str(err).removeprefix("expected ").split(", got ")[0]) from None
         if not lo <= n <= hi:
-            raise _Bad(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
+            raise BadValue(f"a size {format_size(lo)}..{format_size(hi)} ({lo}..{hi} bytes)")
         return n
     return check
 
 
 def _v_identities(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of client identities (certificate CN or SAN names)")
+        raise BadValue("a list of client identities (certificate CN or SAN names)")
     return v  # items are checked one by one with their own lines
 
 
 def _v_dirs(v: Any) -> Any:
     if not isinstance(v, list):
-        raise _Bad("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
+        raise BadValue("a list of absolute directory paths (e.g. [/var/lib/smroute/fabrics])")
     return v  # items are checked one by one with their own lines
+
+
+def _v_ids(v: Any) -> Any:
+    if v is not None and not isinstance(v, list):
+        raise BadValue("a list of user or group names or numbers (or null for the default)")
+    return v  # items are checked one by one with their own lines
+
+
+def _item_id(v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, str | int) or not str(v).strip():
+        raise BadValue("a user or group name, or a number")
+    return str(v).strip()
 
 
 def _item_identity(v: Any) -> str:
     if not isinstance(v, str) or not v.strip() or len(v) > 1024:
-        raise _Bad("a non-empty name (certificate CN or SAN)")
+        raise BadValue("a non-empty name (certificate CN or SAN)")
     return v.strip()
 
 
 def _item_dir(v: Any) -> Path:
     if not isinstance(v, str) or not v.strip() or "\0" in v:
-        raise _Bad("an absolute directory path")
+        raise BadValue("an absolute directory path")
     p = Path(os.path.expanduser(v.strip()))
     if not p.is_absolute():
-        raise _Bad("an absolute directory path (relative paths are not accepted here)")
+        raise BadValue("an absolute directory path (relative paths are not accepted here)")
     return p
 
 
@@ -194,6 +209,7 @@ def _item_dir(v: Any) -> Path:
 _LISTS: dict[Callable[[Any], Any], Callable[[Any], Any]] = {
     _v_identities: _item_identity,
     _v_dirs: _item_dir,
+    _v_ids: _item_id,
 }
 
 
@@ -203,6 +219,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "algorithm": _v_choice(*api.names()),
     "lmc": _v_null_or(_v_int(0, 7)),
     "max_vls": _v_int(1, 15),
+    "route_all_ca_pairs": _v_bool,
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
     "root_guid_file": _v_path(True),
@@ -214,6 +231,9 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "allow_insecure_mutations": _v_bool,
     "allow_insecure_listen": _v_bool,
     "metrics_listen": _v_listen(False, True),
+    "socket_group": _v_null_or(_item_id),
+    "mutating_users": _v_ids,
+    "mutating_groups": _v_ids,
     "log_format": _v_choice(*LOG_FORMATS),
     "log_level": _v_choice(*LOG_LEVELS),
     "shutdown_grace_s": _v_float(0.0, 3600.0, "seconds"),
@@ -225,9 +245,9 @@ _TLS: dict[str, Callable[[Any], Any]] = {
     "require_client_cert": _v_bool,
 }
 _LIMITS: dict[str, Callable[[Any], Any]] = {
-    "max_topology_bytes": _v_size(1024, _GRPC_MAX),
-    "max_message_bytes": _v_size(1024, _GRPC_MAX),
-    "max_receive_bytes": _v_size(1024, _GRPC_MAX),
+    "max_topology_bytes": _v_size(1024, GRPC_MAX),
+    "max_message_bytes": _v_size(1024, GRPC_MAX),
+    "max_receive_bytes": _v_size(1024, GRPC_MAX),
     "max_fault_events": _v_int(1, 10_000_000),
     "max_streams": _v_int(1, 100_000),
     "max_watchers": _v_int(1, 100_000),
@@ -241,8 +261,9 @@ _STATE: dict[str, Callable[[Any], Any]] = {
     else default_state_path() if v == "default" else _v_path(False)(v),
     "keep_epochs": _v_int(1, 10_000),
 }
-_SECTIONS = {"tls": _TLS, "limits": _LIMITS, "state": _STATE}
-_PATH_KEYS = ("fabric", "tls.cert", "tls.key", "tls.client_ca", *GUID_FILE_KEYS)
+_SECTIONS = {"tls": _TLS, "metrics_tls": _TLS, "limits": _LIMITS, "state": _STATE}
+_PATH_KEYS = ("fabric", *(f"{t}.{k}" for t in ("tls", "metrics_tls")
+                          for k in ("cert", "key", "client_ca")), *GUID_FILE_KEYS)
 
 
 # --------------------------------------------------------------------------- YAML walk
@@ -257,10 +278,23 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
     return constructor.construct_object(node, deep=True)
 
 
-def _mapping(node: yaml.Node, key: str, source: str,
-             schema: Mapping[str, Any]) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+@contextlib.contextmanager
+def _collecting(errors: list[ConfigError] | None) -> Iterator[None]:
+    """Append a :class:`ConfigError` raised inside to ``errors`` and go on,
+    or let it through when ``errors`` is ``None``."""
+    try:
+        yield
+    except ConfigError as err:
+        if errors is None:
+            raise
+        errors.append(err)
+
+
+def _mapping(node: yaml.Node, key: str, source: str, schema: Mapping[str, Any],
+             errors: list[ConfigError] | None = None
+             ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
     """``{name: (key_node, value_node)}`` of a YAML mapping, refusing unknown
-    and duplicate keys."""
+    and duplicate keys (each one added to ``errors`` and left out, if given)."""
     where = f"'{key}'" if key else "the top level"
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"expected a mapping of keys at {where}, got a "
@@ -273,14 +307,15 @@ def _mapping(node: yaml.Node, key: str, source: str,
             raise ConfigError(f"expected a key name at {where}, got {name!r}",
                               key=key or None, source=source, line=_line(knode))
         path = f"{key}.{name}" if key else name
-        if name not in schema:
-            known = ", ".join(sorted(schema))
-            raise ConfigError(f"unknown key; expected one of: {known}", key=path,
-                              source=source, line=_line(knode))
-        if name in out:
-            raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
-                              key=path, source=source, line=_line(knode))
-        out[name] = (knode, vnode)
+        with _collecting(errors):
+            if name not in schema:
+                known = ", ".join(sorted(schema))
+                raise ConfigError(f"unknown key; expected one of: {known}", key=path,
+                                  source=source, line=_line(knode))
+            if name in out:
+                raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
+                                  key=path, source=source, line=_line(knode))
+            out[name] = (knode, vnode)
     return out
 
 
@@ -299,7 +334,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
             v = _plain(item, f"{path}[{i}]", source)
             try:
                 items.append(item_check(v))
-            except _Bad as bad:
+            except BadValue as bad:
                 raise ConfigError(f"expected {bad.expected}, got {v!r}", key=f"{path}[{i}]",
                                   source=source, line=_line(item)) from None
             if lines is not None:
@@ -308,7 +343,7 @@ def _value(vnode: yaml.Node, path: str, check: Callable[[Any], Any], source: str
     raw = _plain(vnode, path, source)
     try:
         out = check(raw)
-    except _Bad as bad:
+    except BadValue as bad:
         raise ConfigError(f"expected {bad.expected}, got {raw!r}", key=path, source=source,
                           line=_line(vnode)) from None
     return tuple(out) if isinstance(out, list) else out
@@ -356,9 +391,13 @@ def _compose(text: str, source: str) -> yaml.Node | None:
         raise ConfigError(f"not valid YAML: {err}", source=source) from None
 
 
-def _parse(text: str, source: str, base_dir: Path | None
-           ) -> tuple[ServiceConfig, dict[str, int]]:
-    """The config and the line of each key given (``{"tls.key": 7}``)."""
+def _parse(text: str, source: str, base_dir: Path | None,
+           errors: list[ConfigError] | None = None
+           ) -> tuple[ServiceConfig | None, dict[str, int]]:
+    """The config and the line of each key given (``{"tls.key": 7}``).
+
+    With ``errors``, each bad key is added to it and left at its default, and
+    the config is ``None`` when the keys given do not combine."""
     root = _compose(text, source)
     lines: dict[str, int] = {}
     top: dict[str, Any] = {}
@@ -366,7 +405,7 @@ def _parse(text: str, source: str, base_dir: Path | None
     if root is not None and not (isinstance(root, yaml.ScalarNode)
                                  and root.tag == "tag:yaml.org,2002:null"):
         schema: dict[str, Any] = {**_TOP, **_SECTIONS}
-        for name, (knode, vnode) in _mapping(root, "", source, schema).items():
+        for name, (knode, vnode) in _mapping(root, "", source, schema, errors).items():
             lines[name] = _line(knode)
             if name in _SECTIONS:
                 if isinstance(vnode, yaml.ScalarNode) and vnode.tag.endswith(":null"):
@@ -374,11 +413,15 @@ def _parse(text: str, source: str, base_dir: Path | None
                     continue
                 sub = _SECTIONS[name]
                 sections[name] = {}
-                for sname, (sk, sv) in _mapping(vnode, name, source, sub).items():
-                    lines[f"{name}.{sname}"] = _line(sk)
-                    sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname], source)
+                with _collecting(errors):
+                    for sname, (sk, sv) in _mapping(vnode, name, source, sub, errors).items():
+                        lines[f"{name}.{sname}"] = _line(sk)
+                        with _collecting(errors):
+                            sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname],
+                                                           source)
             else:
-                top[name] = _value(vnode, name, _TOP[name], source, lines)
+                with _collecting(errors):
+                    top[name] = _value(vnode, name, _TOP[name], source, lines)
     if base_dir is not None:
         for key in _PATH_KEYS:
             sec, _, name = key.rpartition(".")
@@ -387,18 +430,9 @@ def _parse(text: str, source: str, base_dir: Path | None
             if isinstance(p, Path) and not p.is_absolute():
                 holder[name] = base_dir / p
     try:
-        if "tls" in sections:
-            tls = sections["tls"]
-            if "tls" in lines and sections["tls"] == {} and root is not None:
-                tls_cfg = None  # "tls:" or "tls: null" = off
-            else:
-                missing = [k for k in ("cert", "key") if k not in tls]
-                if missing:
-                    raise ConfigError("missing; expected a PEM file path when a tls: section "
-                                      "is given (or tls: null for plaintext)",
-                                      key=f"tls.{missing[0]}")
-                tls_cfg = TlsConfig(**tls)
-            top["tls"] = tls_cfg
+        for sec in ("tls", "metrics_tls"):
+            if sec in sections:
+                top[sec] = _tls_section(sec, sections[sec], sec in lines and root is not None)
         if "limits" in sections:
             top["limits"] = LimitsConfig(**sections["limits"])
         if "state" in sections:  # a relative path: against the file's directory
@@ -409,8 +443,20 @@ def _parse(text: str, source: str, base_dir: Path | None
         cfg = ServiceConfig(**top)
     except ConfigError as err:
         line = lines.get(err.key or "", lines.get((err.key or "").partition(".")[0]))
-        raise err.located(source=source, line=line) from None
+        with _collecting(errors):
+            raise err.located(source=source, line=line) from None
+        return None, lines
     return cfg, lines
+
+
+def _tls_section(sec: str, tls: dict[str, Any], given: bool) -> TlsConfig | None:
+    if given and tls == {}:
+        return None  # "tls:" or "tls: null" = off
+    missing = [k for k in ("cert", "key") if k not in tls]
+    if missing:
+        raise ConfigError(f"missing; expected a PEM file path when a {sec}: section is given "
+                          f"(or {sec}: null for plaintext)", key=f"{sec}.{missing[0]}")
+    return TlsConfig(**tls)
 
 
 def parse_config(text: str, source: str = "<config>", *,
@@ -423,7 +469,9 @@ def parse_config(text: str, source: str = "<config>", *,
     else kept as written.  Raises :class:`ConfigError` (exit code 2) naming
     ``source``, the line, the key path and what was expected.
     """
-    return _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    cfg = _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    assert cfg is not None  # without a list of errors, the first one is raised
+    return cfg
 
 
 def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> ServiceConfig:
@@ -435,115 +483,66 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
     ``fabric_dirs`` entry must be a readable directory, and the TLS
     files must be usable (PEM, key matching the certificate, certificate
     within its validity dates: :func:`smroute.service.auth.check_tls`);
-    otherwise a :class:`ConfigError` names the key and its line.
+    otherwise a :class:`ConfigError` names the key and its line (the first
+    of them: :func:`check_config` gives them all).
     """
+    cfg, errors = check_config(path, check_files=check_files)
+    if errors:
+        raise errors[0]
+    assert cfg is not None
+    return cfg
+
+
+def check_config(path: str | os.PathLike[str], *, check_files: bool = True
+                 ) -> tuple[ServiceConfig | None, list[ConfigError]]:
+    """Every error of the config file ``path`` (in file order, then the
+    files it names), as :func:`load_config` checks it, and the config its
+    good keys make (bad keys at their defaults; ``None`` when the file cannot
+    be read or parsed, or its keys do not combine)."""
     p = Path(path)
     source = str(path)
-    data = _read_regular(p, source)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected a "
-                          "small YAML file", source=source)
+    errors: list[ConfigError] = []
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
-                          source=source) from None
-    cfg, lines = _parse(text, source, p.resolve().parent)
-    if check_files:
+        data = read_regular(p, source)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected "
+                              "a small YAML file", source=source)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
+                              source=source) from None
+        cfg, lines = _parse(text, source, p.resolve().parent, errors)
+    except ConfigError as err:
+        return None, [*errors, err]
+    if check_files and cfg is not None:
         for key in _PATH_KEYS:
-            value = _get(cfg, key)
-            if value is None:
-                continue
-            problem = _file_problem(Path(value))
+            value = config_value(cfg, key)
+            problem = file_problem(Path(value)) if value is not None else None
             if problem:
-                raise ConfigError(f"{problem}: {value}", key=key, source=source,
-                                  line=lines.get(key))
+                errors.append(ConfigError(f"{problem}: {value}", key=key, source=source,
+                                          line=lines.get(key)))
         for i, d in enumerate(cfg.fabric_dirs):
             problem = dir_problem(d)
             if problem:
                 key = f"fabric_dirs[{i}]"
-                raise ConfigError(f"{problem}: {d}", key=key, source=source,
-                                  line=lines.get(key, lines.get("fabric_dirs")))
-        if cfg.tls is not None:
+                errors.append(ConfigError(f"{problem}: {d}", key=key, source=source,
+                                          line=lines.get(key, lines.get("fabric_dirs"))))
+        for key, kind in (("mutating_users", "user"), ("mutating_groups", "group"),
+                          ("socket_group", "group")):
+            names = getattr(cfg, key)
+            try:  # names must exist on this host (the daemon resolves them at start)
+                resolve_ids([names] if isinstance(names, str) else names or (), kind)
+            except ValueError as err:
+                errors.append(ConfigError(str(err), key=key, source=source,
+                                          line=lines.get(key)))
+        for sec in ("tls", "metrics_tls"):
+            tls = getattr(cfg, sec)
+            if tls is None:
+                continue
             try:
-                check_tls(cfg.tls)
+                check_tls(tls)
             except ConfigError as err:
-                raise err.located(source=source, line=lines.get(err.key or "")) from None
-    return cfg
-
-
-def _read_regular(p: Path, source: str) -> bytes:
-    """At most ``MAX_CONFIG_BYTES + 1`` bytes of ``p``, which must be a regular
-    file.  Opened without blocking (``O_NONBLOCK``: a FIFO put in the config's
-    place must not hang a reload, and with it SIGTERM) and checked on the open
-    descriptor (``fstat``), so nothing else is ever read."""
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as err:
-        raise ConfigError(f"cannot read config file: {err.strerror or err}", source=source) \
-            from None
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"expected a regular file, got {_file_kind(mode)}", source=source)
-        try:
-            return fh.read(MAX_CONFIG_BYTES + 1)
-        except OSError as err:
-            raise ConfigError(f"cannot read config file: {err.strerror or err}",
-                              source=source) from None
-
-
-def _file_kind(mode: int) -> str:
-    """What a non-regular file is, for messages ("a FIFO")."""
-    return {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character "
-            "device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"
-            }.get(stat.S_IFMT(mode), "a special file")
-
-
-def _file_problem(p: Path) -> str | None:
-    if not p.exists():
-        return "no such file"
-    if not p.is_file():
-        return "expected a regular file"
-    if not os.access(p, os.R_OK):
-        return "file is not readable by this user"
-    return None
-
-
-def dir_problem(p: Path) -> str | None:
-    """Why ``p`` cannot serve as a fabric directory, or ``None``."""
-    if not p.exists():
-        return "no such directory"
-    if not p.is_dir():
-        return "expected a directory"
-    if not os.access(p, os.R_OK | os.X_OK):
-        return "directory is not readable by this user"
-    return None
-
-
-def _get(cfg: ServiceConfig, key: str) -> Any:
-    obj: Any = cfg
-    for part in key.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, part)
-    return obj
-
-
-def config_to_dict(cfg: ServiceConfig) -> dict[str, Any]:
-    """The effective config as plain JSON/YAML data (paths as strings, sizes
-    as integer bytes, tuples as lists); ``parse_config`` of its YAML dump gives
-    ``cfg`` back."""
-
-    def conv(v: Any) -> Any:
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, Path):
-            return str(v)
-        if isinstance(v, tuple):
-            return [conv(x) for x in v]
-        return v
-
-    out = conv(cfg)
-    assert isinstance(out, dict)
-    return out
+                key = (err.key or "").replace("tls.", f"{sec}.", 1)
+                errors.append(err.located(source=source, line=lines.get(key)))
+    return cfg, errors

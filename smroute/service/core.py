@@ -1,17 +1,17 @@
 """The routing daemon's state and operations, without gRPC (:class:`RoutingCore`).
 
-State: the loaded base fabric, the desired :class:`~smroute.service.faults.DownSet`,
-the current routing settings (algorithm, LMC, roles overrides), an
-:class:`~smroute.service.epochs.EpochStore`, one
+State: the base fabric, the desired down set, the routing :class:`Settings`,
+an :class:`~smroute.service.epochs.EpochStore`, one
 :class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
 :class:`~smroute.service.faults.Sequencer` that runs every state change on one
-thread (so loads, routes and fault batches are totally ordered).  An
-:class:`~smroute.service.validator.EpochValidator` validates committed epochs
-in the background, newest first; superseded ones are marked skipped.
+thread (loads, routes, fault batches, subnet views, dry runs, resume and
+setting changes are totally ordered).  What is served changes through one
+transaction, :meth:`RoutingCore.change` (degrade, route, gate, commit,
+metrics); an :class:`~smroute.service.validator.EpochValidator` then walks
+committed epochs in the background, newest first.
 
-Errors: every expected failure raises
-:class:`~smroute.service.errors.ServiceError` with a
-:class:`~smroute.service.errors.Status` and a precise message; the gRPC
+Errors: every expected failure raises :class:`~smroute.service.errors.ServiceError`
+with a :class:`~smroute.service.errors.Status` and a precise message; the gRPC
 servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
 """
 
@@ -22,24 +22,32 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
-from typing import Any, Protocol, TypeVar
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
-from smroute.analysis.compare import analyze_tables
 from smroute.errors import InputError, RoutingError
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
-from smroute.routing.engine import RoutingResult, commit_gaps, route
+from smroute.routing.engine import RoutingResult, route
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import Reroute, reroute
+from smroute.routing.validate import Validation
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
-from smroute.service.dryrun import FaultOutcome, run_dry
-from smroute.service.durable import Durable
-from smroute.service.epochs import Epoch, EpochStore, FaultRecord, own_tables
+from smroute.service.core_api import (
+    Change,
+    Changed,
+    LogFn,
+    Metrics,
+    Settings,
+    no_log,
+    records,
+)
+from smroute.service.degraded import ENDS, Degraded
+from smroute.service.dryrun import FaultOutcome, would_be
+from smroute.service.durable import Durable, lmc_text
+from smroute.service.epochs import Epoch, EpochStore, own_tables
 from smroute.service.errors import ServiceError, Status, echo
 from smroute.service.faults import (
     DownSet,
@@ -50,36 +58,17 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
-from smroute.service.resume import Resumed, resume
+from smroute.service.helper_process import HelperProcess
+from smroute.service.refusals import gate, route_failed
+from smroute.service.resume import Resumed, read_state
+from smroute.service.streams import StreamCounter
 from smroute.service.validator import EpochValidator
 from smroute.tables.diff import TableDiff, diff_tables
 
-__all__ = ["FaultOutcome", "Metrics", "RoutingCore"]
+__all__ = ["Change", "Changed", "FaultOutcome", "Metrics", "RoutingCore", "Settings"]
 
 #: Changed entries a Diff / dry run lists at most, whatever the request asks.
 MAX_LISTED_ENTRIES = 100_000
-
-
-
-class Metrics(Protocol):
-    """What the core reports (implemented by smroute.service.metrics.ServiceMetrics)."""
-
-    def observe_route(self, seconds: float, kind: str) -> None: ...
-    def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
-                        turn_lids: int = 0) -> None: ...
-    def faults_received(self, n: int, kind: str) -> None: ...
-    def request(self, method: str, code: str) -> None: ...
-    def stream_opened(self, method: str) -> None: ...
-    def stream_closed(self, method: str) -> None: ...
-    def reroute_failed(self, reason: str) -> None: ...
-
-
-LogFn = Callable[..., None]
-
-
-def _no_log(level: str, event: str, **fields: Any) -> None:
-    return None
-
 
 T = TypeVar("T")
 
@@ -100,7 +89,7 @@ class RoutingCore:
         coalesce_s: float = 0.02,
         limits: LimitsConfig | None = None,
         fabric_dirs: Sequence[str | os.PathLike[str]] = (),
-        log: LogFn = _no_log,
+        log: LogFn = no_log,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.perf_counter,
         wallclock: Callable[[], float] = time.time,
@@ -109,19 +98,11 @@ class RoutingCore:
         overrides: GuidOverrides | None = None,
         durable: Durable | None = None,
         max_vls: int = 1,
+        all_ca_pairs: bool = False,
     ) -> None:
         if algorithm not in api.names():
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {api.names()}")
-        self.algorithm = algorithm
-        #: LIDs per end-port = 2**lmc; ``None``: each end-port's LMC in the fabric
-        #: (as ``smroute route`` without ``--lmc``).
-        self.lmc = lmc
-        #: Operator overrides of the fabric's roles (OpenSM guid files); the
-        #: daemon replaces them on SIGHUP; the next route uses them.
-        self.overrides = overrides
-        #: Data VLs the subnet manager programs (config max_vls); 2 or more
-        #: lets a tree take detours over VLs (routing mode tree+detours).
-        self.max_vls = max_vls
+        self._settings = Settings(algorithm, lmc, max_vls, overrides, all_ca_pairs)
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
         #: daemon replaces the tuple on SIGHUP.
@@ -141,19 +122,47 @@ class RoutingCore:
         self.base_source = ""
         self.down = DownSet()
         self.shutting_down = threading.Event()
-        self._open = {"tables": 0, "watch": 0}  # streams open, by kind
-        self._count_lock = threading.Lock()
-        self._analyze_lock = threading.Lock()
-        self._analyzer: ProcessPoolExecutor | None = None
-        self._aux_lock = threading.Lock()
+        #: the degraded state: acknowledged state lost, no tables served
+        self.state_loss = Degraded(self.log, self.metric)
+        #: GetTables and Watch streams open, counted against the limits.
+        self.streams = StreamCounter()
+        #: The helper process for analyses and large validation walks.
+        self.helper = HelperProcess()
         #: The background validation of committed epochs.
-        self.validator = EpochValidator(self.store, self._aux, self.log, validate_epochs,
-                                        self.shutting_down)
-        self.seq = Sequencer(self._run_batch, lambda job: run_dry(self, job),
-                             coalesce_s=coalesce_s)
+        self.validator = EpochValidator(self.store, self.helper.executor, self.log,
+                                        validate_epochs, self.shutting_down)
+        self.seq = Sequencer(self._run_batch, self._dry_run, coalesce_s=coalesce_s)
+
+    # ------------------------------------------------------------ settings
+    @property
+    def settings(self) -> Settings:
+        """The routing settings in force (:class:`Settings`)."""
+        return self._settings
+
+    @property
+    def degraded(self) -> str:
+        """What of the acknowledged state was lost (``""``: nothing; :mod:`.degraded`)."""
+        return self.state_loss.lost
+
+    def configure(self, **changes: Any) -> Settings:
+        """Replace some routing settings (:class:`Settings` fields), in order
+        with every other change on the sequencer; they apply from the next
+        route or reroute.  Returns the settings in force after."""
+        new = dataclasses.replace(self._settings, **changes)
+        if new.algorithm not in api.names():
+            raise ServiceError(Status.INVALID_ARGUMENT,
+                               f"unknown algorithm {echo(new.algorithm)}; expected one of "
+                               f"{api.names()}")
+
+        def do() -> Settings:
+            self._settings = dataclasses.replace(self._settings, **changes)
+            return self._settings
+        return self._wait(self.seq.call(do))
 
     # ------------------------------------------------------------ helpers
-    def _metric(self, name: str, *args: Any) -> None:
+    def metric(self, name: str, *args: Any) -> None:
+        """Report to :attr:`metrics` (``name``: a :class:`Metrics` method);
+        a failing metrics sink is logged, never raised."""
         if self.metrics is not None:
             try:
                 getattr(self.metrics, name)(*args)
@@ -174,6 +183,10 @@ class RoutingCore:
                 raise ServiceError(Status.UNAVAILABLE, str(err)) from None
             raise
 
+    def _on_sequencer(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the sequencer thread (at once if already there), waited for."""
+        return fn() if self.seq.on_thread() else self._wait(self.seq.call(fn))
+
     def close(self) -> None:
         """Stop the sequencer (after its queued jobs), the validator and the pool."""
         self.shutting_down.set()
@@ -181,8 +194,7 @@ class RoutingCore:
         self.seq.close()
         self.validator.close()
         self.durable.close()
-        if self._analyzer is not None:
-            self._analyzer.shutdown(cancel_futures=True)
+        self.helper.close()
         self.pool.close()
 
     # ------------------------------------------------------------ load
@@ -211,112 +223,199 @@ class RoutingCore:
             self.base = fabric
             self.base_source = source
             self.down = DownSet()
+            self.state_loss.leave("LoadFabric")
             self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
                      switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
             return fabric
         return self._wait(self.seq.call(do))
 
-    # ------------------------------------------------------------ route
-    def _route(self, fabric: Fabric, algorithm: str, lmc: int | None) -> RoutingResult:
-        res = route(fabric, algorithm=algorithm, lmc=lmc, pool=self.pool, clock=self.clock,
-                    overrides=self.overrides, max_vls=self.max_vls)
-        return own_tables(res)
-
-    def route(self, algorithm: str = "", lmc: int | None = None) -> Epoch:
-        """Route the base fabric minus down items and commit (cause ``route``)."""
-        alg = algorithm or self.algorithm
-        if alg not in api.names():
-            raise ServiceError(Status.INVALID_ARGUMENT,
-                               f"unknown algorithm {echo(alg)}; expected one of {api.names()}")
-        use_lmc = self.lmc if lmc is None else lmc
-        if use_lmc is not None and not 0 <= use_lmc <= 7:
-            raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
-
-        def do() -> Epoch:
-            base = self._need_base()
-            t0 = self.clock()
-            fabric = degraded_fabric(base, self.down)
-            t1 = self.clock()
-            try:
-                res = self._route(fabric, alg, use_lmc)
-            except RoutingError as err:
-                self._metric("reroute_failed", "route")
-                raise ServiceError(Status.FAILED_PRECONDITION,
-                                   f"cannot route {self.base_source}: {err}") from None
-            t2 = self.clock()
-            parent = self.store.current
-            diff = diff_tables(parent.tables, res.tables) if parent is not None else None
-            t3 = self.clock()
-            kept = self.algorithm, self.lmc
-            self.algorithm, self.lmc = alg, use_lmc
-            timings = {"degrade": t1 - t0, **res.timings, "diff": t3 - t2}
-            try:
-                ep = self._commit("route", fabric, base, res, timings, (), diff)
-            except ServiceError:
-                self.algorithm, self.lmc = kept  # a refused route changes nothing
-                raise
-            self._metric("observe_route", t3 - t0, "route")
-            return ep
-        return self._wait(self.seq.call(do))
-
-    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric) -> Reroute:
-        """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
-        incrementally when ``cur`` routed the same loaded fabric (see
-        smroute.routing.reroute), else in full."""
-        same = base is self._epoch_base
-        rr = reroute(cur.result, fabric, lmc=self.lmc, algorithm=self.algorithm,
-                     pool=self.pool, clock=self.clock,
-                     incremental=same and self.incremental, max_vls=self.max_vls)
-        return rr if rr.incremental else dataclasses.replace(rr, result=own_tables(rr.result))
-
-    def _lmc_of(self, res: RoutingResult) -> int:
-        """The LMC ``res`` routed: the setting, or the fabric's largest."""
-        return self.lmc if self.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
-
-    def _need_base(self) -> Fabric:
+    def need_base(self) -> Fabric:
+        """The base fabric; FAILED_PRECONDITION when none is loaded."""
         if self.base is None:
             raise ServiceError(Status.FAILED_PRECONDITION,
                                "no fabric loaded: call LoadFabric first (or set fabric: in "
                                "the config)")
         return self.base
 
-    def _commit(self, cause: str, fabric: Fabric, base: Fabric, res: RoutingResult,
-                timings: dict[str, float], faults: tuple[FaultRecord, ...],
-                diff: TableDiff | None, t_event: float | None = None) -> Epoch:
-        """Commit; ``t_event``: clock time of the first event (timings then get
-        ``event_to_commit``: everything up to the reference swap, which is O(1))."""
-        gaps = commit_gaps(res)
-        if gaps:
-            self._metric("reroute_failed", "unrouted_pairs")
-            serving = self.store.current.id if self.store.current is not None else 0
-            self.log("error", "epoch_refused", cause=cause, unrouted_ca_pairs=gaps,
-                     serving=serving, mode=res.mode)
-            raise ServiceError(
-                Status.FAILED_PRECONDITION,
-                f"refused to commit: the {res.algorithm} tables leave {gaps} CA pairs that "
-                f"cables join unrouted; " + (f"epoch {serving} keeps serving" if serving
-                                              else "no epoch is served"))
-        if t_event is not None:
-            timings["event_to_commit"] = self.clock() - t_event
-        self._epoch_base = base
+    # ------------------------------------------------------------ the transaction
+    def change(self, c: Change) -> Changed:
+        """The one state transaction: bring the daemon to ``c.base`` minus
+        ``c.down`` (:class:`~smroute.service.core_api.Change`).
+
+        Steps: adopt the desired state (base, its source if new, down set;
+        not for a dry run), degrade, route (incrementally from the serving
+        epoch when it routed the same base, in full if ``c.full`` or nothing
+        serves; a resumed epoch is taken as routed), gate (tables that leave
+        CA pairs that cables join unrouted are refused), then commit (the
+        settings adopted with it; durable, metrics, log, background
+        validation) or, for a dry run, the would-be epoch (id 0) and nothing
+        else.  When the base and down set are what serves already (and not
+        ``c.full``), nothing is routed or committed.  A route that fails or a
+        gate that refuses raises FAILED_PRECONDITION saying why; the last
+        good epoch keeps serving.  Runs on the sequencer thread (called from
+        another thread, it is queued and waited for)."""
+        return self._on_sequencer(lambda: self._transact(c))
+
+    def _transact(self, c: Change) -> Changed:
+        t0, cpu0 = self.clock(), time.thread_time()
+        cur = self.store.current
+        s = c.settings or self._settings
+        if not c.dry_run:  # the desired state, even if routing it fails below
+            self.base, self.down = c.base, c.down
+            if c.source is not None:
+                self.base_source = c.source
+        if (cur is not None and not c.full and not c.dry_run and c.resumed is None
+                and cur.base_hash == c.base.content_hash
+                and c.down.items() == cur.down_items):
+            if c.cause == "sm":  # the subnet manager's view is what serves
+                self.state_loss.leave(ENDS[c.cause])
+            return Changed(cur, None, False)
+        timings = dict(c.timings)
+        if c.resumed is not None:
+            fabric, res, diff, why = c.resumed[0].fabric, c.resumed[0].result, None, "resumed"
+        else:
+            fabric = degraded_fabric(c.base, c.down)
+            t1 = self.clock()
+            res, diff, why, more = self._route_step(c, cur, fabric, s)
+            timings.update({"degrade": t1 - t0, **more})
+        # CPU seconds of this thread (the incremental path runs here only): the
+        # figure that does not depend on how busy the machine is
+        timings["cpu"] = time.thread_time() - cpu0
+        gate(c, res, cur, self.metric, self.log)
+        lmc = s.lmc if s.lmc is not None else int(res.graph.ep_lmc.max(initial=0))
+        if c.dry_run:
+            return Changed(would_be(cur, fabric, c.base, c.down, res, lmc, timings,
+                                    c.faults, diff, self.durable.instance),
+                           diff, False, not why, why)
+        if c.t_event is not None:
+            timings["event_to_commit"] = self.clock() - c.t_event
+        self._settings = s
+        # an older base's resumed epoch: the next route is a full one
+        same = c.resumed is None or c.resumed[0].base_hash == c.base.content_hash
+        self._epoch_base = c.base if same else None
+        if c.resumed is not None:
+            return Changed(self._resume_epoch(*c.resumed), None, True, False, why)
         ep = self.store.commit(
-            cause=cause, fabric=fabric, base_hash=base.content_hash, result=res,
-            algorithm=res.algorithm, lmc=self._lmc_of(res), timings=timings, faults=faults,
-            down=self.down.counts, committed_at=self.wallclock(), diff=diff,
-            down_items=self.down.items(), instance=self.durable.instance,
+            cause=c.cause, fabric=fabric, base_hash=c.base.content_hash, result=res,
+            algorithm=res.algorithm, lmc=lmc, timings=timings, faults=c.faults,
+            down=c.down.counts, committed_at=self.wallclock(), diff=diff,
+            down_items=c.down.items(), instance=self.durable.instance,
         )
-        self.durable.committed(ep, base, self.lmc)
-        self._metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
-        self.log("info", "epoch_committed", epoch=ep.id, cause=cause, mode=res.mode,
-                 fabric_hash=fabric.content_hash, faults=len(faults),
+        self.durable.committed(ep, c.base, s.lmc)
+        self.metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
+        self.metric("observe_route", self.clock() - t0, "reroute" if cur and not c.full
+                    else "route")
+        self.log("info", "epoch_committed", epoch=ep.id, cause=c.cause, mode=res.mode,
+                 fabric_hash=fabric.content_hash, faults=len(c.faults),
                  diff=diff.summary() if diff is not None else "",
                  seconds={k: round(v, 4) for k, v in timings.items()})
         self.validator.later(ep)
-        return ep
+        if c.cause in ENDS:  # (a Route only gets here confirmed, while degraded)
+            self.state_loss.leave(ENDS[c.cause])
+        return Changed(ep, diff, True, not why, why)
+
+    def _route_step(self, c: Change, cur: Epoch | None, fabric: Fabric, s: Settings
+                    ) -> tuple[RoutingResult, TableDiff | None, str, dict[str, float]]:
+        """Route ``fabric``: the result, its diff against ``cur``, why it was
+        routed in full (``""``: incrementally), the phases' timings; a
+        RoutingError becomes FAILED_PRECONDITION naming the serving epoch."""
+        try:
+            if c.full or cur is None:
+                res = own_tables(route(fabric, algorithm=s.algorithm, lmc=s.lmc, pool=self.pool,
+                                       clock=self.clock, overrides=s.overrides,
+                                       max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs))
+                t = self.clock()
+                diff = diff_tables(cur.tables, res.tables) if cur is not None else None
+                why = "full route" if c.full else "no serving epoch"
+                return res, diff, why, {**res.timings, "diff": self.clock() - t}
+            rr = self._reroute(cur, c.base, fabric, s)
+        except RoutingError as err:
+            raise route_failed(c, cur, self.base_source, err, self.metric, self.log) from None
+        self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
+                 rows=rr.rows, lids=rr.lids)
+        return rr.result, rr.diff, "" if rr.incremental else rr.reason, dict(rr.timings)
+
+    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric, s: Settings) -> Reroute:
+        """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
+        incrementally when ``cur`` routed the same loaded fabric (see
+        smroute.routing.reroute), else in full."""
+        same = base is self._epoch_base
+        rr = reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm, pool=self.pool,
+                     clock=self.clock, incremental=same and self.incremental,
+                     max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
+        return rr if rr.incremental else dataclasses.replace(rr, result=own_tables(rr.result))
+
+    # ------------------------------------------------------------ route
+    def route(self, algorithm: str = "", lmc: int | None = None, *,
+              confirm_state_loss: bool = False) -> Epoch:
+        """Route the base fabric minus down items in full and commit (cause
+        ``route``); the algorithm and LMC become the settings with the commit.
+        Refused while :attr:`degraded` unless ``confirm_state_loss``."""
+        if algorithm and algorithm not in api.names():
+            raise ServiceError(Status.INVALID_ARGUMENT, f"unknown algorithm {echo(algorithm)}; "
+                               f"expected one of {api.names()}")
+        if lmc is not None and not 0 <= lmc <= 7:
+            raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
+
+        def do() -> Epoch:
+            if not confirm_state_loss:
+                self.state_loss.check(self.down)
+            s = dataclasses.replace(self._settings, algorithm=algorithm or self._settings.algorithm,
+                                    lmc=self._settings.lmc if lmc is None else lmc)
+            return self._transact(Change("route", self.need_base(), self.down, settings=s,
+                                         full=True)).epoch
+        return self._wait(self.seq.call(do))
 
     def resume(self) -> Resumed | None:
-        """Before serving: resume the state database's last epoch (resume.resume)."""
-        return self._wait(self.seq.call(lambda: resume(self)))
+        """Before serving: take in the state database's last epoch, base
+        fabric, down set and settings (:func:`smroute.service.resume.read_state`)
+        through the transaction (the epoch gated, committed with its id);
+        degraded, serving nothing, when part of what was acknowledged is lost."""
+        def do() -> Resumed | None:
+            t0, d = time.perf_counter(), self.durable
+            if d.store is not None and d.store.moved_aside is not None:
+                self.metric("state_db_moved_aside")
+            st = read_state(d, self.pool, self._settings.max_vls, self.log)
+            if st is None:
+                return None
+            d.resumed(st.stored_base, st.journal_seq)
+            self.store.continue_after(st.last_id)
+            s = (dataclasses.replace(self._settings, algorithm=st.settings[0],
+                                     lmc=st.settings[1]) if st.settings else self._settings)
+            ep = st.epoch
+            if ep is not None and st.base is not None:
+                try:
+                    self._transact(Change("resume", st.base, st.down, settings=s,
+                                          source=st.base_source, resumed=(ep, st.validation)))
+                except ServiceError as err:
+                    self.log("error", "resume_refused", epoch=ep.id, error=err.message)
+                    ep = None
+            if ep is None:  # what was rebuilt is kept: routed by the catch-up or a Route
+                self.base, self.down, self.base_source = st.base, st.down, st.base_source
+                self._settings = s
+            if st.lost:
+                self.state_loss.enter("; ".join(st.lost), st.down)
+            # no stored epoch (all lost, or none committed): the state in force is routed
+            behind = not st.lost and (st.journal_events > 0 or st.last_id > ep.id
+                                      if ep is not None else
+                                      st.last_id > 0 or d.configured is not None)
+            out = Resumed(ep, behind, st.journal_events, time.perf_counter() - t0, st.lost,
+                          st.last_id)
+            self.log("error" if st.lost else "info", "resumed", epoch=ep.id if ep else None,
+                     instance=d.instance, down=st.down.summary(),
+                     journal_events=st.journal_events, last_committed=st.last_id,
+                     algorithm=self._settings.algorithm, lmc=lmc_text(self._settings.lmc),
+                     seconds=round(out.seconds, 4), moved_aside=st.moved_aside or None,
+                     damage=st.damage or None, lost="; ".join(st.lost) or None)
+            return out
+        return self._wait(self.seq.call(do))
+
+    def _resume_epoch(self, ep: Epoch, validation: Validation | str) -> Epoch:
+        """Serve the stored epoch ``ep`` again, with its id and validation."""
+        self.store.resume(ep, validation, self.store.next_id())  # ids never reused
+        if validation == "pending":
+            self.validator.later(ep)
+        return ep
 
     # ------------------------------------------------------------ faults
     def check_events(self, events: Sequence[FaultEvent]) -> None:
@@ -328,7 +427,8 @@ class RoutingCore:
             raise ServiceError(Status.RESOURCE_EXHAUSTED,
                                f"{len(events)} events; the limit (limits.max_fault_events) is "
                                f"{self.limits.max_fault_events}")
-        base = self._need_base()
+        self.state_loss.check(self.down)
+        base = self.need_base()
         if self.store.current is None:
             raise ServiceError(Status.FAILED_PRECONDITION,
                                "no epoch committed yet: call Route first")
@@ -346,20 +446,26 @@ class RoutingCore:
         kinds: dict[str, int] = {}
         for e in events:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
-        for k, n in kinds.items():
-            self._metric("faults_received", n, k)
+        for k, n in kinds.items() if not dry_run else ():  # a dry run is no fault event
+            self.metric("faults_received", n, k)
         job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock(),
                        journaled=journaled)
         return self._wait(self.seq.submit(job))  # type: ignore[no-any-return]
 
-    def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
-        """A subnet manager's view, routed (cause ``sm``): :func:`smroute.service.subnet.sync`."""
-        return subnet.route_subnet(self, sm, lmc, source)
+    def _dry_run(self, job: FaultJob) -> None:
+        """Resolve a dry-run job with the would-be epoch of its events."""
+        base, cur = self.need_base(), self.store.current
+        if cur is None:
+            raise ServiceError(Status.FAILED_PRECONDITION,
+                               "no epoch committed yet: call Route first")
+        down = apply_events(base, self.down, job.events)
+        ch = self._transact(Change("dry_run", base, down, dry_run=True,
+                                    faults=records(job.events)))
+        job.future.set_result(FaultOutcome(ch.epoch, ch.diff, len(job.events), False))
 
     def _run_batch(self, jobs: list[FaultJob]) -> None:
         t0 = min(j.received for j in jobs)
         t_start = self.clock()
-        cpu0 = time.thread_time()
         cur = self.store.current
         if self.base is None or cur is None:
             err = ServiceError(Status.FAILED_PRECONDITION,
@@ -382,97 +488,56 @@ class RoutingCore:
         try:  # durable before the reroute: an answered event survives kill -9
             self.durable.journal(base.content_hash,
                                  [e for j in ok if not j.journaled for e in j.events])
+            ch = self._transact(Change(
+                "faults", base, down, faults=records([e for j in ok for e in j.events]),
+                t_event=t0, timings=(("queued", t_start - t0),)))
         except ServiceError as err:
             for j in ok:
                 j.future.set_exception(err)
             return
-        self.down = down  # the desired state, even if rerouting it fails below
-        records = tuple(FaultRecord(e.kind, e.guid, e.port) for j in ok for e in j.events)
-        if down.items() == cur.down_items and cur.base_hash == base.content_hash:
-            for j in ok:
-                j.future.set_result(FaultOutcome(cur, None, n_events, False))
-            return
-        fabric = degraded_fabric(base, down)
-        t1 = self.clock()
-        try:
-            rr = self._reroute(cur, base, fabric)
-        except RoutingError as err:
-            msg = (f"reroute after {n_events} fault events failed; epoch {cur.id} keeps "
-                   f"serving: {err}")
-            self._metric("reroute_failed", "routing_error")
-            self.log("error", "reroute_failed", events=n_events, serving=cur.id, error=str(err))
-            for j in ok:
-                j.future.set_exception(ServiceError(Status.FAILED_PRECONDITION, msg))
-            return
-        res, diff = rr.result, rr.diff
-        timings = {"queued": t_start - t0, "degrade": t1 - t_start, **rr.timings}
-        # CPU seconds of this thread (the incremental path runs here only): the
-        # figure that does not depend on how busy the machine is
-        timings["cpu"] = time.thread_time() - cpu0
-        self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
-                 rows=rr.rows, lids=rr.lids)
-        try:
-            ep = self._commit("faults", fabric, base, res, timings, records, diff, t_event=t0)
-        except ServiceError as err:
-            for j in ok:
-                j.future.set_exception(err)
-            return
-        self._metric("observe_route", self.clock() - t_start, "reroute")
         for j in ok:
-            j.future.set_result(FaultOutcome(ep, diff, n_events, True))
+            j.future.set_result(FaultOutcome(ch.epoch, ch.diff, n_events, ch.committed))
+
+    # ------------------------------------------------------------ subnet manager
+    def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
+        """Bring the daemon to a subnet manager's view ``sm`` (LMC ``lmc``;
+        cause ``sm``; see :mod:`smroute.service.subnet`): its down items
+        against the base fabric when it is the base minus some links,
+        switches or CAs (rerouted incrementally where possible), else ``sm``
+        becomes the base, routed in full.  Returns the serving epoch and
+        whether it was committed now."""
+        def do() -> tuple[Epoch, bool]:
+            t0 = self.clock()
+            down, why, events = subnet.plan(self.base, self.down, self._settings.lmc, sm, lmc)
+            if down is None:
+                self.log("info", "fabric_loaded", source=source, why=why, hash=sm.content_hash,
+                         switches=len(sm.switches), cas=len(sm.cas), links=sm.n_links)
+            for kind in sorted({e.kind for e in events}):
+                self.metric("faults_received", sum(e.kind == kind for e in events), kind)
+            ch = self._transact(Change(
+                "sm", self.base if self.base is not None and down is not None else sm,
+                down if down is not None else DownSet(), faults=records(events),
+                settings=dataclasses.replace(self._settings, lmc=lmc),
+                source=None if down is not None else source, full=down is None,
+                t_event=t0, timings=(("compare", self.clock() - t0),)))
+            if not ch.committed:
+                self.log("debug", "subnet_unchanged", source=source, epoch=ch.epoch.id)
+            return ch.epoch, ch.committed
+        return self._wait(self.seq.call(do))
 
     # ------------------------------------------------------------ analysis
-    def _aux(self) -> ProcessPoolExecutor:
-        """The helper process for analyses and large validation walks (spawned
-        on first use, kept for the daemon's life; jobs run one at a time)."""
-        with self._aux_lock:
-            if self._analyzer is None:
-                self._analyzer = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
-                self._analyzer.submit(int)  # start the process (its imports) now
-            return self._analyzer
-
     def analyze(self, ep: Epoch, order: str, seed: int, samples: int) -> dict[str, Any]:
-        """Congestion metrics of ``ep`` (see :func:`analyze_tables`), computed in
-        a separate process (made on first use, kept for the daemon's life) so a
-        long analysis does not hold this process's GIL against reroutes; one
-        analysis at a time."""
-        with self._analyze_lock:
-            r = ep.result
-            fut = self._aux().submit(analyze_tables, ep.fabric, ep.tables,
-                                     r.graph.ep_row, r.nids, order, seed, samples)
-            try:
-                return fut.result()  # type: ignore[no-any-return]
-            except BrokenProcessPool:
-                with self._aux_lock:
-                    self._analyzer = None
-                raise ServiceError(Status.RESOURCE_EXHAUSTED,
-                                   "the analysis process died (out of memory?); try a "
-                                   "smaller rp_samples or raise the daemon's memory") from None
-
-    # ------------------------------------------------------------ streams
-    def acquire_stream(self, kind: str) -> None:
-        """Count an open stream (``"tables"`` or ``"watch"``); RESOURCE_EXHAUSTED
-        beyond ``limits.max_streams`` / ``limits.max_watchers`` (per-client
-        limits and reserved capacity: :mod:`smroute.service.capacity`)."""
-        what, key = ("Watch", "max_watchers") if kind == "watch" else ("GetTables", "max_streams")
-        limit = getattr(self.limits, key)
-        with self._count_lock:
-            if self._open[kind] >= limit:
-                raise ServiceError(Status.RESOURCE_EXHAUSTED,
-                                   f"{self._open[kind]} {what} streams open; the limit "
-                                   f"(limits.{key}) is {limit}")
-            self._open[kind] += 1
-
-    def release_stream(self, kind: str) -> None:
-        """Undo :meth:`acquire_stream` of the same ``kind``."""
-        with self._count_lock:
-            self._open[kind] -= 1
+        """Congestion metrics of ``ep``, computed in the helper process
+        (:meth:`HelperProcess.analyze`)."""
+        return self.helper.analyze(ep, order, seed, samples)
 
     def epoch(self, epoch_id: int) -> Epoch:
         """Epoch ``epoch_id`` (0 = current); NOT_FOUND if not kept."""
+        self.state_loss.check(self.down)
         try:
             return self.store.get(epoch_id)
         except KeyError as err:
             code = (Status.FAILED_PRECONDITION if self.store.current is None
                     else Status.NOT_FOUND)
             raise ServiceError(code, str(err.args[0])) from None
+

@@ -13,24 +13,33 @@ Writes (each durable before the call it belongs to is answered, unless said):
   fails (UNAVAILABLE) and nothing changes.
 * Every commit: the epoch id (ids are never reused after a crash), the
   routing settings and the down set in force (and the base fabric, if it
-  came some other way than LoadFabric); the epoch itself (metadata, down
-  set, compressed tables) goes to a writer thread, which also drops the
-  journal rows it includes.  When the writer falls behind, an epoch
+  came some other way than LoadFabric); then the high-water mark beside the
+  database (:mod:`smroute.service.salvage`: the id, base and down set, kept
+  apart so that damage to the database cannot send ids back or hide what
+  was acknowledged; written at LoadFabric too, and with the journal
+  position and events at every journaled batch; fsynced by the writer
+  thread, never in the answer's path); the epoch itself
+  (metadata, down set, compressed tables) goes to a writer thread, which
+  also drops the journal rows it includes.  When the writer falls behind, an epoch
   superseded before it was written is skipped (the journal holds its
   events).  Validation results follow.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import secrets
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from smroute.errors import SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent
+from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
@@ -38,10 +47,14 @@ from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
+from smroute.service.salvage import (
+    MARK_PENDING,
+    HighWater,
+    down_digest,
+    sync_high_water,
+    write_high_water,
+)
 from smroute.service.store import EpochRow, FabricRow, StateError, StateStore
-
-if TYPE_CHECKING:
-    from smroute.service.core import RoutingCore
 
 __all__ = ["Durable", "down_of", "file_sha256", "lmc_text", "lmc_value", "new_instance_id"]
 
@@ -93,7 +106,10 @@ class Durable:
         self.settings = settings
         #: the last journal position whose events are in the core's down set
         self.journal_seq = 0
+        #: the highest epoch id committed (by any instance)
+        self.last_epoch_id = 0
         self._base = ""  # content hash of the base fabric stored
+        self._mark: HighWater | None = None  # the high-water mark written last
         self._q: deque[tuple[Any, ...]] = deque()
         self._cond = threading.Condition()
         self._busy = False
@@ -122,7 +138,10 @@ class Durable:
         sha = file_sha256(source) if source == self.configured else ""
         row = FabricRow(fabric.content_hash, source, sha, codec.encode_fabric(fabric))
         self._sync("the loaded fabric", lambda s: s.put_fabric(row))
-        self._base, self.journal_seq = fabric.content_hash, 0
+        # the journal is cleared; its positions go on (none of them is missing)
+        seq = self._sync("the loaded fabric", lambda s: s.journal_high())
+        self._base, self.journal_seq = fabric.content_hash, int(seq or 0)
+        self.mark(fabric.content_hash, DownSet())
 
     def journal(self, base_hash: str, events: Sequence[FaultEvent]) -> None:
         """Journal a checked batch (before it is rerouted and answered);
@@ -133,6 +152,12 @@ class Durable:
         seq = self._sync("the fault events", lambda s: s.append_journal(base_hash, rows))
         if seq is not None:
             self.journal_seq = int(seq)
+            if self._mark is not None:  # the positions given and events, beside the database
+                first = int(seq) - len(rows) + 1
+                pending = self._mark.pending + tuple(
+                    (first + i, k, g, p) for i, (k, g, p) in enumerate(rows))
+                self._write_mark(replace(self._mark, journal_high=int(seq),
+                                         pending=pending[:MARK_PENDING]), sync=False)
 
     def committed(self, ep: Epoch, base: Fabric, lmc_setting: int | None) -> None:
         """A commit: its id, settings and down set now, the epoch by the writer."""
@@ -148,7 +173,35 @@ class Durable:
                                 down=codec.down_to_json(down_of(ep)), down_seq=self.journal_seq)
         except StateError as err:
             self.log("error", "state_write_failed", what=f"epoch {ep.id}", error=str(err))
+        self.last_epoch_id = max(self.last_epoch_id, ep.id)
+        self.mark(ep.base_hash, down_of(ep))
         self._put(("epoch", ep, self.journal_seq, lmc_setting))
+
+    def mark(self, base_hash: str, down: DownSet, journal_seq: int | None = None) -> None:
+        """Rewrite the high-water mark: the last epoch id, ``base_hash`` and
+        ``down`` in force with the journal position (logged if it cannot be)."""
+        if self.store is None:
+            return
+        seq = self.journal_seq if journal_seq is None else journal_seq
+        text = codec.down_to_json(down)
+        self._write_mark(HighWater(self.last_epoch_id, base_hash, down_digest(text), seq, text,
+                                   max(seq, self.journal_seq)))
+
+    def adopt_mark(self, hw: HighWater | None) -> None:
+        """The high-water mark read at start (rewritten from the next journaled batch)."""
+        self._mark = hw
+
+    def _write_mark(self, hw: HighWater, sync: bool = True) -> None:
+        assert self.store is not None
+        self._mark = hw = replace(hw, n=self._mark.n + 1 if self._mark is not None else 0)
+        try:  # on disk by the writer thread (not in the answer's path)
+            write_high_water(self.store.path, hw, False)
+            if sync:
+                self._put(("mark",))
+        except OSError as err:  # (as SQLite says it)
+            why = "disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
+            self.log("error", "state_write_failed", what="the epoch high-water mark",
+                     error=why)
 
     def validation(self, epoch_id: int, v: Validation | str) -> None:
         """An epoch's validation result (by the writer thread)."""
@@ -169,17 +222,21 @@ class Durable:
                 if not self._q:
                     return
                 item = self._q.popleft()
-                if item[0] == "epoch" and any(i[0] == "epoch" for i in self._q):
+                if item[0] in ("epoch", "mark") and any(i[0] == item[0] for i in self._q):
                     continue  # superseded before it was written: the journal holds it
                 self._busy = True
             try:
                 assert self.store is not None
                 if item[0] == "epoch":
                     self.store.put_epoch(self._row(item[1], item[2], item[3]))
+                elif item[0] == "mark":
+                    sync_high_water(self.store.path)
                 else:
                     self.store.set_validation(item[1], item[2])
-            except (StateError, ValueError) as err:
-                what = f"epoch {item[1].id}" if item[0] == "epoch" else f"validation {item[1]}"
+            except (StateError, ValueError, OSError) as err:
+                what = (f"epoch {item[1].id}" if item[0] == "epoch" else
+                        "the epoch high-water mark" if item[0] == "mark" else
+                        f"validation {item[1]}")
                 self.log("error", "state_write_failed", what=what, error=str(err))
             finally:
                 with self._cond:
@@ -221,16 +278,24 @@ class Durable:
             self.store.close()
 
     # ------------------------------------------------------------ configured fabric
-    def configured_unchanged(self, core: RoutingCore) -> bool:
-        """True if the resumed state is the configured fabric's, routed: the
-        same file bytes as when it was loaded (no need to parse it again)."""
-        if self.store is None or self.configured is None or core.base is None:
+    def configured_unchanged(self, base: Fabric | None, base_source: str) -> bool:
+        """True if the resumed ``base`` fabric (from ``base_source``) is the
+        configured file's: the same file bytes as when it was loaded (no need
+        to parse it again), or the same fabric."""
+        if self.store is None or self.configured is None or base is None:
             return False
-        cur = core.store.current
         sha = self.store.meta().get("base_source_sha256", "")
-        return (core.base_source == self.configured and cur is not None
-                and cur.base_hash == core.base.content_hash and bool(sha)
-                and file_sha256(self.configured) == sha)
+        if base_source == self.configured and sha and file_sha256(self.configured) == sha:
+            return True
+        try:  # the file's bytes not on record (a damaged row): its fabric's hash
+            return read_topology(self.configured).content_hash == base.content_hash
+        except (SmrouteError, OSError):
+            return False
+
+    def resumed(self, base_hash: str, journal_seq: int) -> None:
+        """The core took in the stored state: base ``base_hash`` is stored, and
+        the journal up to ``journal_seq`` is in its down set."""
+        self._base, self.journal_seq = base_hash, journal_seq
 
 
 def down_of(ep: Epoch) -> DownSet:

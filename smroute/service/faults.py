@@ -111,6 +111,10 @@ class Sequencer:
         """Run ``fn()`` on the sequencer thread, in order with the other jobs."""
         return self.submit(CallJob(fn))
 
+    def on_thread(self) -> bool:
+        """True when called from the sequencer thread itself (a job running)."""
+        return threading.current_thread() is self._thread
+
     def pending(self) -> int:
         """Jobs waiting in the queue."""
         with self._cond:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from smroute.errors import InputError
 
-__all__ = ["ListenAddress", "ListenClaim", "claim_listen", "parse_listen"]
+__all__ = ["LISTEN_EXPECTED", "ListenAddress", "ListenClaim", "claim_listen", "parse_listen"]
 
 #: sun_path is 108 bytes including the terminating NUL.
 _UNIX_PATH_MAX = 107
@@ -61,7 +61,8 @@ class ListenAddress:
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
-_LISTEN_EXPECTED = "'host:port', '[ipv6]:port' or 'unix:/absolute/path'"
+#: What a listen address may be (for error messages).
+LISTEN_EXPECTED = "'host:port', '[ipv6]:port' or 'unix:/absolute/path'"
 
 
 def parse_listen(value: str, *, allow_unix: bool = True) -> ListenAddress:
@@ -70,7 +71,7 @@ def parse_listen(value: str, *, allow_unix: bool = True) -> ListenAddress:
     Raises ``ValueError`` whose message says what was expected.  Port 0 (pick a
     free port) is allowed.
     """
-    expected = _LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'"
+    expected = LISTEN_EXPECTED if allow_unix else "'host:port' or '[ipv6]:port'"
     if not isinstance(value, str) or not value or value != value.strip():
         raise ValueError(f"expected {expected}, got {value!r}")
     if value.startswith("unix:"):

@@ -14,11 +14,15 @@ Metric names (all prefixed ``smroute_``):
 ``epoch_id``                        gauge      id of the current epoch
 ``table_bytes``                     gauge      bytes of the current epoch's tables
 ``epoch_committed_timestamp_seconds`` gauge    Unix time of the last commit
-``fault_events_total{kind}``        counter    fault events received, per kind
+``fault_events_total{kind}``        counter    fault events received, per kind (no dry run)
 ``requests_total{method,code}``     counter    finished RPCs per method, status code
 ``request_errors_total{method}``    counter    the same, status code not OK
 ``streams_open{method}``            gauge      open server streams
 ``reroute_failures_total{reason}``  counter    reroutes that left the last epoch serving
+``route_rejections_total``          counter    Route requests that could not be routed as
+                                               asked (not reroute failures)
+``state_db_moved_aside_total``      counter    damaged state databases moved aside
+``state_degraded``                  gauge      1 while acknowledged state was lost (no tables)
 ``build_info{version}``             gauge      1
 ==================================  =========  ===================================
 
@@ -59,7 +63,7 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
 #: The routing modes of :func:`smroute.routing.engine.route`.
-ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "updown")
+ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown")
 
 
 class _LabelGuard:
@@ -121,14 +125,26 @@ class ServiceMetrics:
         self.reroute_failures = Counter(
             "smroute_reroute_failures", "Reroutes that failed (the last good epoch kept "
             "serving), per reason.", ["reason"], registry=r)
+        self.route_rejections = Counter(
+            "smroute_route_rejections", "Route requests that could not be routed as asked "
+            "(e.g. an algorithm the fabric does not suit, LIDs that do not fit): the request "
+            "is refused and the epoch served unchanged; not a reroute failure.", registry=r)
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
             "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
-            "with detours over virtual lanes; updown: the general up*/down* fallback), 0 for "
+            "with detours over virtual lanes; tree+orient: Dmodc with the few destinations it "
+            "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
+            "up*/down* fallback), 0 for "
             "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
             "turn root.", registry=r)
+        self.state_moved_aside = Counter(
+            "smroute_state_db_moved_aside", "State databases found damaged, foreign or of a "
+            "newer schema and moved aside.", registry=r)
+        self.degraded = Gauge(
+            "smroute_state_degraded", "1 while the daemon serves no tables because "
+            "acknowledged state could not be rebuilt from the state database.", registry=r)
         info = Gauge("smroute_build_info", "smroute version.", ["version"], registry=r)
         info.labels(version=__version__).set(1)
         self._kind = _LabelGuard(8)
@@ -177,8 +193,22 @@ class ServiceMetrics:
         self.streams_open.labels(method=self._method(method)).dec()
 
     def reroute_failed(self, reason: str) -> None:
-        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``)."""
+        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``).
+        ``"route"``: a Route request that could not be routed as asked (the
+        request, not a fault: ``route_rejections_total``, not a reroute failure,
+        so the "tables are stale" alert does not fire on a user's bad Route)."""
+        if reason == "route":
+            self.route_rejections.inc()
+            return
         self.reroute_failures.labels(reason=self._reason(reason)).inc()
+
+    def state_db_moved_aside(self) -> None:
+        """The state database was moved aside at start."""
+        self.state_moved_aside.inc()
+
+    def state_degraded(self, degraded: bool) -> None:
+        """The daemon entered (``True``) or left the degraded state."""
+        self.degraded.set(1 if degraded else 0)
 
     # ---- reading
 
@@ -201,11 +231,12 @@ class MetricsServer:
     _httpd: Any
     _thread: threading.Thread
     _closed: bool = False
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{self.scheme}://{host}:{self.port}/metrics"
 
     def close(self) -> None:
         if self._closed:
@@ -222,9 +253,13 @@ class MetricsServer:
         self.close()
 
 
-def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
+def start_metrics_server(listen: str, metrics: ServiceMetrics, tls: Any = None
+                         ) -> MetricsServer:
     """Serve ``metrics`` over HTTP at ``listen`` (``host:port`` or
-    ``[v6]:port``; port 0 picks a free port, see ``.port``).
+    ``[v6]:port``; port 0 picks a free port, see ``.port``); over HTTPS with
+    ``tls`` (a :class:`~smroute.service.settings.TlsConfig`: certificate,
+    key, and client certificates signed by its ``client_ca`` when it
+    requires them).
 
     Raises :class:`InputError` for a bad address, :class:`smroute.errors.SmrouteError`
     if the address cannot be bound (e.g. in use).
@@ -237,8 +272,15 @@ def start_metrics_server(listen: str, metrics: ServiceMetrics) -> MetricsServer:
     except ValueError as err:
         raise InputError(f"metrics_listen: {err}") from None
     try:
-        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry)
+        kw: dict[str, Any] = {}
+        if tls is not None:
+            kw = {"certfile": str(tls.cert), "keyfile": str(tls.key),
+                  "client_cafile": str(tls.client_ca) if tls.client_ca else None,
+                  "client_auth_required": bool(tls.require_client_cert)}
+        httpd, thread = start_http_server(addr.port, addr=addr.host, registry=metrics.registry,
+                                          **kw)
     except OSError as err:
         raise SmrouteError(f"metrics_listen {listen}: cannot listen: "
                            f"{err.strerror or err}") from None
-    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread)
+    return MetricsServer(addr.host, int(httpd.server_port), httpd, thread,
+                         scheme="https" if tls is not None else "http")

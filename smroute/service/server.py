@@ -59,10 +59,26 @@ from smroute.service.durable import Durable, new_instance_id
 from smroute.service.errors import ServiceError, Status
 from smroute.service.listen import ListenClaim, claim_listen
 from smroute.service.log import Logger
+from smroute.service.peercred import CredentialRelay, peer_allow
 from smroute.service.resume import catch_up, reconcile_live
 from smroute.service.servicer import SERVICE_NAME, SmrouteServicer
 
-__all__ = ["Daemon", "Logger"]
+__all__ = ["Daemon", "Logger", "unix_relay"]
+
+
+def unix_relay(cfg: ServiceConfig, path: str, log: Logger) -> CredentialRelay:
+    """The credential relay of the Unix socket ``path``: mode 0660, group
+    ``socket_group`` (a name or number; default: the daemon's group)."""
+    from smroute.service.peercred import resolve_ids
+
+    gid = None
+    if cfg.socket_group is not None:
+        try:
+            gid = next(iter(resolve_ids([cfg.socket_group], "group")))
+        except ValueError as err:
+            raise ConfigError(str(err), key="socket_group") from None
+    return CredentialRelay(path, group=gid, on_error=lambda m: log("warning", "relay_error",
+                                                                     message=m))
 
 
 
@@ -115,6 +131,7 @@ class Daemon:
         self._unix_path: str | None = None
         self._claim: ListenClaim | None = None
         self.capacity: CapacityGuard | None = None
+        self.relay: CredentialRelay | None = None
 
     # ------------------------------------------------------------ start
     def start(self) -> None:
@@ -129,6 +146,7 @@ class Daemon:
         self._start_metrics()
         self.core = RoutingCore(
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc, max_vls=cfg.max_vls,
+            all_ca_pairs=cfg.route_all_ca_pairs,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
             metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
@@ -136,8 +154,10 @@ class Daemon:
         # the last committed epoch, its down set and settings, and the events
         # acknowledged after it, before serving
         resumed = self.core.resume()
-        replaced = (cfg.fabric is not None
-                    and not self.core.durable.configured_unchanged(self.core))
+        # (degraded: the configured fabric waits for the operator, see resume)
+        replaced = (cfg.fabric is not None and not self.core.degraded
+                    and not self.core.durable.configured_unchanged(self.core.base,
+                                                                   self.core.base_source))
         if resumed is not None and not replaced:
             catch_up(self.core, resumed)
         self._start_grpc()
@@ -178,7 +198,8 @@ class Daemon:
             return
         self.metrics = ServiceMetrics()
         if self.cfg.metrics_listen is not None:
-            self.metrics_server = start_metrics_server(self.cfg.metrics_listen, self.metrics)
+            self.metrics_server = start_metrics_server(self.cfg.metrics_listen, self.metrics,
+                                                       self.cfg.metrics_tls)
 
     def _start_grpc(self) -> None:
         cfg = self.cfg
@@ -190,11 +211,14 @@ class Daemon:
             from smroute.service.auth import MutationGuard
         except ImportError:
             MutationGuard = None  # type: ignore[assignment,misc]  # noqa: N806
+        if addr.kind == "unix":
+            self._prepare_unix(addr.path)
+            self.relay = unix_relay(cfg, addr.path, self.log)
         if MutationGuard is not None:
             self.guard = MutationGuard(
                 cfg.mutating_identities, tls=cfg.tls is not None,
                 loopback_only=addr.is_loopback, allow_insecure=cfg.allow_insecure_mutations,
-                on_deny=self._on_deny,
+                on_deny=self._on_deny, relay=self.relay,
             )
             interceptors.append(self.guard)
         # read-only calls get at most capacity.read_slots of these threads;
@@ -214,26 +238,23 @@ class Daemon:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
              reflection.SERVICE_NAME), server)
-        if addr.kind == "unix":
-            self._prepare_unix(addr.path)
-        target = addr.grpc_address
-        # A Unix socket is born 0660 (owner and group only): no window in which
-        # the umask leaves it open to others before the chmod below.
-        old_umask = os.umask(0o117) if addr.kind == "unix" else None
-        try:
-            port = self._bind(server, target, cfg)
-            if addr.kind == "tcp" and port == 0:
-                raise InputError(f"listen {cfg.listen}: cannot bind (address in use, or not "
-                                 "an address of this host)")
-            server.start()
-        finally:
-            if old_umask is not None:
-                os.umask(old_umask)
+        # on a Unix socket gRPC listens privately behind the relay, which
+        # learns each client's credentials (smroute.service.peercred)
+        target = self.relay.grpc_target if self.relay is not None else addr.grpc_address
+        port = self._bind(server, target, cfg)
+        if addr.kind == "tcp" and port == 0:
+            raise InputError(f"listen {cfg.listen}: cannot bind (address in use, or not "
+                             "an address of this host)")
+        server.start()
         self.server = server
-        if addr.kind == "unix":
-            # owner and group only (systemd's RuntimeDirectory sets the group)
-            with contextlib.suppress(OSError):
-                os.chmod(addr.path, 0o660)
+        if self.relay is not None:
+            try:  # mode 0660 from birth, group socket_group (default: the daemon's)
+                self.relay.start()
+            except OSError as err:
+                raise SmrouteError(f"listen {cfg.listen}: cannot bind: "
+                                   f"{err.strerror or err}") from None
+            if self.guard is not None:  # the default group is the socket's
+                self.guard.unix_allow = self._unix_allow(cfg)
             self.address = f"unix:{addr.path}"
         else:
             host = f"[{addr.host}]" if ":" in addr.host else addr.host
@@ -252,6 +273,15 @@ class Daemon:
             return int(server.add_insecure_port(target))
         except RuntimeError as err:  # a bad address for this host: exit 2
             raise InputError(f"listen {cfg.listen}: cannot bind: {err}") from None
+
+    def _unix_allow(self, cfg: ServiceConfig) -> Any:
+        """Who may mutate over the Unix socket: ``mutating_users`` and
+        ``mutating_groups`` (default: the socket's group)."""
+        assert self.relay is not None
+        try:
+            return peer_allow(cfg.mutating_users, cfg.mutating_groups, self.relay.socket_gid())
+        except ValueError as err:
+            raise ConfigError(str(err), key="mutating_users/mutating_groups") from None
 
     def _prepare_unix(self, path: str) -> None:
         """Remove a stale socket file at ``path`` (never a regular file): the
@@ -326,6 +356,8 @@ class Daemon:
             self.core.close()
         if self.metrics_server is not None:
             self.metrics_server.close()
+        if self.relay is not None:
+            self.relay.close()
         if self._unix_path:
             with contextlib.suppress(OSError):
                 os.unlink(self._unix_path)
@@ -359,8 +391,8 @@ class Daemon:
             except (ConfigError, SmrouteError) as err:
                 self.log("error", "tls_reload_failed", message=str(err),
                          keeping="current certificates")
-        restart = [k for k in ("listen", "workers", "metrics_listen", "fabric", "state")
-                   if getattr(old, k) != getattr(new, k)]
+        restart = [k for k in ("listen", "workers", "metrics_listen", "metrics_tls", "fabric",
+                               "state", "socket_group") if getattr(old, k) != getattr(new, k)]
         if new.tls != keep_tls:
             restart.append("tls")
         if old.limits.max_message_bytes != new.limits.max_message_bytes or \
@@ -379,19 +411,21 @@ class Daemon:
         # Precedence: the file's algorithm and lmc are defaults; a Route RPC's
         # choice stands until the file changes that key (an unchanged file
         # changes nothing about routing: no epoch, no setting)
-        routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
+        routing = {k: getattr(new, k)
+                   for k in ("algorithm", "lmc", "max_vls", "route_all_ca_pairs")
                    if getattr(new, k) != getattr(old, k)}
-        core.max_vls = new.max_vls
-        if "algorithm" in routing:
-            core.algorithm = new.algorithm
-        if "lmc" in routing:
-            core.lmc = new.lmc
-        if overrides != core.overrides:
-            core.overrides = overrides
+        changes: dict[str, Any] = {"all_ca_pairs" if k == "route_all_ca_pairs" else k: v
+                                   for k, v in routing.items()}
+        if overrides != core.settings.overrides:
+            changes["overrides"] = overrides
             routing["guid_files"] = "changed"
-        if routing:
-            self.log("info", "routing_settings_changed", applies="at the next routing",
-                     **routing)
+        if changes:  # on the core's sequencer, in order with routes and fault batches
+            try:
+                core.configure(**changes)
+                self.log("info", "routing_settings_changed", applies="at the next routing",
+                         **routing)
+            except ServiceError as err:
+                self.log("error", "routing_settings_not_changed", error=err.message)
         core.limits = new.limits
         if self.capacity is not None:
             self.capacity.limits = new.limits
@@ -401,12 +435,19 @@ class Daemon:
         # Who may mutate belongs to the listener that runs: while a TLS change
         # waits for a restart, the running listener keeps its identity check
         # (a file turning TLS off must not open mutations to every CA client).
-        kept = ["listen", "workers", "metrics_listen", "fabric", "state"]
+        kept = ["listen", "workers", "metrics_listen", "metrics_tls", "fabric", "state",
+                "socket_group"]
         if "tls" in restart:
             kept += ["mutating_identities", "allow_insecure_mutations"]
         elif self.guard is not None:
             self.guard.allowed = frozenset(new.mutating_identities)
             self.guard.allow_insecure = new.allow_insecure_mutations
+            if self.relay is not None:
+                try:
+                    self.guard.unix_allow = self._unix_allow(new)
+                except ConfigError as err:
+                    self.log("error", "reload_failed", message=str(err),
+                             keeping="the running mutating_users / mutating_groups")
         try:
             self.cfg = dataclasses.replace(
                 new, tls=keep_tls, **{k: getattr(old, k) for k in kept})

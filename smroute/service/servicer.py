@@ -73,7 +73,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         if code == grpc.StatusCode.INTERNAL and not isinstance(err, ServiceError):
             core.log("error", "internal_error", method=method, error=msg,
                      traceback=traceback.format_exc())
-        core._metric("request", method, _status_name(code))
+        core.metric("request", method, _status_name(code))
         core.log("info", "request_failed", method=method, code=_status_name(code), message=msg)
         context.abort(code, msg)
 
@@ -88,7 +88,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
                 except Exception as err:  # noqa: BLE001 - mapped to a status
                     self._fail(method, context, err)
                     raise AssertionError("unreachable") from None
-                self.core._metric("request", method, "OK")
+                self.core.metric("request", method, "OK")
                 return out
             return wrapper  # type: ignore[return-value]
         return deco
@@ -101,10 +101,10 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
                         ) -> Iterator[Any]:
                 core = self.core
                 try:
-                    core.acquire_stream(kind)
+                    core.streams.acquire(kind, core.limits)
                 except ServiceError as err:
                     self._fail(method, context, err)
-                core._metric("stream_opened", method)
+                core.metric("stream_opened", method)
                 try:
                     yield from fn(self, request, context)
                 except GeneratorExit:
@@ -112,10 +112,10 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
                 except Exception as err:  # noqa: BLE001 - mapped to a status
                     self._fail(method, context, err)
                 else:
-                    core._metric("request", method, "OK")
+                    core.metric("request", method, "OK")
                 finally:
-                    core.release_stream(kind)
-                    core._metric("stream_closed", method)
+                    core.streams.release(kind)
+                    core.metric("stream_closed", method)
             return wrapper  # type: ignore[return-value]
         return deco
 
@@ -146,7 +146,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
               ) -> pb.RouteResponse:
         core = self.core
         lmc = request.lmc if request.HasField("lmc") else None
-        ep = core.route(request.algorithm, lmc)
+        ep = core.route(request.algorithm, lmc, confirm_state_loss=request.confirm_state_loss)
         v = (core.store.wait_validation(ep.id, 600.0) if request.wait_validation
              else core.store.validation(ep.id))
         return pb.RouteResponse(epoch=epoch_msg(ep, v))

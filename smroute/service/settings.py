@@ -20,7 +20,10 @@ from smroute.routing import api
 from smroute.service.listen import ListenAddress, parse_listen
 
 __all__ = [
+    "BadValue",
     "ConfigError",
+    "DEFAULT_LISTEN",
+    "GRPC_MAX",
     "GUID_FILE_KEYS",
     "LOG_FORMATS",
     "LOG_LEVELS",
@@ -44,7 +47,7 @@ GiB = 1024 * MiB
 #: A config file larger than this is refused before YAML sees it (bytes).
 MAX_CONFIG_BYTES = 1 * MiB
 #: gRPC message size limits are C ints.
-_GRPC_MAX = 2**31 - 1
+GRPC_MAX = 2**31 - 1
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOG_FORMATS = ("json", "text")
@@ -82,7 +85,7 @@ class ConfigError(InputError):
         )
 
 
-class _Bad(Exception):
+class BadValue(Exception):
     """A value check failed; ``expected`` completes "expected ...". """
 
     def __init__(self, expected: str):
@@ -251,7 +254,7 @@ class LimitsConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_topology_bytes", "max_message_bytes", "max_receive_bytes"):
-            _check_int(f"limits.{name}", getattr(self, name), 1024, _GRPC_MAX)
+            _check_int(f"limits.{name}", getattr(self, name), 1024, GRPC_MAX)
         _check_int("limits.max_fault_events", self.max_fault_events, 1, 10_000_000)
         _check_int("limits.max_streams", self.max_streams, 1, 100_000)
         _check_int("limits.max_watchers", self.max_watchers, 1, 100_000)
@@ -302,6 +305,17 @@ class StateConfig:
         _check_int("state.keep_epochs", self.keep_epochs, 1, 10_000)
 
 
+#: Where the daemon listens unless configured otherwise (the systemd unit's
+#: RuntimeDirectory): mode 0660, mutations by peer credentials.
+DEFAULT_LISTEN = "unix:/run/smroute/smroute.sock"
+
+
+def _id_name(v: object) -> bool:
+    """A user or group name, or a number."""
+    return isinstance(v, str | int) and not isinstance(v, bool) and bool(str(v).strip()) \
+        and len(str(v)) <= 256 and "\0" not in str(v)
+
+
 #: Config keys naming OpenSM guid files (roles overrides).
 GUID_FILE_KEYS = ("root_guid_file", "cn_guid_file", "io_guid_file")
 
@@ -317,6 +331,9 @@ class ServiceConfig:
     route`` without ``--lmc``).  ``max_vls``: data VLs the subnet manager
     programs (1..15; 2 or more lets a tree take detours over virtual lanes,
     served to the OpenSM plugin with their SLs and SL-to-VL tables).
+    ``route_all_ca_pairs``: every CA pair needs a route (default: the roles'
+    rule, :func:`~smroute.fabric.roles.needed_pairs`: aggregation nodes need
+    hosts and the aggregation nodes of adjacent switches only).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
     ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
@@ -326,20 +343,24 @@ class ServiceConfig:
     paths refused).
     ``coalesce_ms``: fault events arriving within this window share a reroute
     (milliseconds).  ``tls``: ``None`` = plaintext.  ``mutating_identities``:
-    client certificate CNs / SAN DNS or URI names allowed to call LoadFabric,
-    Route, ApplyFaults (empty: any client that passed the TLS handshake; without
-    TLS mutations are allowed on loopback / Unix listeners only, unless
-    ``allow_insecure_mutations``).  ``allow_insecure_listen``: permit a
-    non-loopback listener without TLS.  ``metrics_listen``: Prometheus HTTP
-    ``host:port`` or ``None`` (off).  ``shutdown_grace_s``: seconds SIGTERM
+    client certificate CNs / SAN DNS or URI names allowed to call the mutating
+    RPCs over TCP (empty: any verified client certificate; plaintext TCP
+    mutations only with ``allow_insecure_mutations``).  On a Unix socket the
+    peer's credentials decide: ``mutating_users`` (names or uids) and
+    ``mutating_groups`` (names or gids; ``None``: the socket's group);
+    ``socket_group``: the socket file's group (``None``: the daemon's).
+    ``allow_insecure_listen``: permit a non-loopback listener without TLS.
+    ``metrics_listen``: Prometheus HTTP ``host:port`` (loopback unless
+    ``metrics_tls``) or ``None`` (off).  ``shutdown_grace_s``: seconds SIGTERM
     waits for streams to drain.  ``state``: the durable state database.
     """
 
-    listen: str = "127.0.0.1:50051"
+    listen: str = DEFAULT_LISTEN
     workers: int = 2
     algorithm: str = api.DEFAULT
     lmc: int | None = None
     max_vls: int = 1
+    route_all_ca_pairs: bool = False
     epoch_history: int = 8
     fabric: Path | None = None
     root_guid_file: Path | None = None
@@ -352,6 +373,10 @@ class ServiceConfig:
     allow_insecure_mutations: bool = False
     allow_insecure_listen: bool = False
     metrics_listen: str | None = "127.0.0.1:9464"
+    metrics_tls: TlsConfig | None = None
+    socket_group: str | None = None
+    mutating_users: tuple[str, ...] = ("root",)
+    mutating_groups: tuple[str, ...] | None = None
     log_format: str = "json"
     log_level: str = "info"
     limits: LimitsConfig = field(default_factory=LimitsConfig)
@@ -391,13 +416,31 @@ class ServiceConfig:
         if not isinstance(ids, tuple) or not all(isinstance(i, str) and i.strip() for i in ids):
             raise _fail("mutating_identities", "a list of non-empty names", ids)
         _check_bool("allow_insecure_mutations", self.allow_insecure_mutations)
+        _check_bool("route_all_ca_pairs", self.route_all_ca_pairs)
         _check_bool("allow_insecure_listen", self.allow_insecure_listen)
         if self.metrics_listen is not None:
             try:
-                parse_listen(self.metrics_listen, allow_unix=False)
+                m = parse_listen(self.metrics_listen, allow_unix=False)
             except ValueError as err:
                 raise ConfigError(f"{err} (or null to disable metrics)",
                                   key="metrics_listen") from None
+            if not m.is_loopback and self.metrics_tls is None:
+                raise ConfigError(f"{self.metrics_listen} is not a loopback address; expected "
+                                  "a loopback address, null (off), or a metrics_tls: section",
+                                  key="metrics_listen")
+        if self.metrics_tls is not None and not isinstance(self.metrics_tls, TlsConfig):
+            raise _fail("metrics_tls", "a TlsConfig or null", self.metrics_tls)
+        if self.socket_group is not None and not _id_name(self.socket_group):
+            raise _fail("socket_group", "a group name or number, or null", self.socket_group)
+        for key in ("mutating_users", "mutating_groups"):
+            v = getattr(self, key)
+            if v is None and key == "mutating_groups":
+                continue
+            if isinstance(v, list | set | frozenset):
+                v = tuple(v)
+                object.__setattr__(self, key, v)
+            if not isinstance(v, tuple) or not all(_id_name(i) for i in v):
+                raise _fail(key, "a list of user/group names or numbers", v)
         if self.log_format not in LOG_FORMATS:
             raise _fail("log_format", " or ".join(map(repr, LOG_FORMATS)), self.log_format)
         if self.log_level not in LOG_LEVELS:
@@ -432,27 +475,30 @@ class ServiceConfig:
         """Allowed but risky settings, one sentence each, for the server to log."""
         out: list[str] = []
         loop = self.loopback_only
+        unix = self.listen_address.kind == "unix"
         if self.tls is None and not loop:
             out.append(f"listen {self.listen}: plaintext gRPC on a non-loopback address "
                        "(allow_insecure_listen); anyone on the network can read the tables")
-            if self.allow_insecure_mutations:
-                out.append("allow_insecure_mutations: any network client can load fabrics, "
-                           "route and inject faults")
-            else:
-                out.append("mutating RPCs (LoadFabric, Route, ApplyFaults) are refused on this "
-                           "plaintext non-loopback listener; set up TLS to allow them")
-        if self.tls is not None and not self.mutating_identities and not loop:
-            who = ("any client with a certificate from tls.client_ca" if self.tls.mutual
-                   else "any client that completes the TLS handshake")
-            out.append(f"mutating_identities is empty: {who} may call mutating RPCs")
-        if self.allow_insecure_mutations and (self.tls is not None or loop):
-            out.append("allow_insecure_mutations has no effect (TLS is on or the listener is "
-                       "loopback)")
-        if self.metrics_listen is not None:
-            m = parse_listen(self.metrics_listen, allow_unix=False)
-            if not m.is_loopback:
-                out.append(f"metrics_listen {self.metrics_listen} is not loopback: metrics are "
-                           "served unauthenticated over plain HTTP")
+        if self.allow_insecure_mutations and not unix:
+            out.append(f"allow_insecure_mutations: any client that can connect to {self.listen} "
+                       "can load fabrics, route and inject faults, without a certificate")
+        elif self.tls is None and not unix:
+            out.append("mutating RPCs (LoadFabric, Route, ApplyFaults, RouteSubnet) are refused "
+                       f"on the plaintext TCP listener {self.listen}; use the Unix socket or "
+                       "mutual TLS to allow them")
+        if self.tls is not None and not self.tls.mutual and not unix:
+            out.append(f"TLS without client certificates on {self.listen}: mutating RPCs are "
+                       "refused (they need mutual TLS: tls.client_ca and "
+                       "tls.require_client_cert: true)")
+        elif self.tls is not None and not self.mutating_identities and not unix:
+            out.append("mutating_identities is empty: any client with a certificate from "
+                       "tls.client_ca may call mutating RPCs")
+        if self.allow_insecure_mutations and unix:
+            out.append("allow_insecure_mutations has no effect on a Unix socket (the peer's "
+                       "credentials decide: mutating_users, mutating_groups)")
+        if self.metrics_tls is not None and not self.metrics_tls.mutual:
+            out.append(f"metrics_listen {self.metrics_listen}: HTTPS without client "
+                       "certificates; anyone who can connect can read the metrics")
         if self.limits.max_message_bytes < 16 * MiB:
             out.append(f"limits.max_message_bytes {self.limits.max_message_bytes} is small: "
                        "GetTables of large fabrics may fail with RESOURCE_EXHAUSTED")
@@ -460,7 +506,7 @@ class ServiceConfig:
 
 
 def default_config() -> ServiceConfig:
-    """All defaults: loopback 127.0.0.1:50051, plaintext, metrics on 127.0.0.1:9464."""
+    """All defaults: the Unix socket :data:`DEFAULT_LISTEN`, metrics on 127.0.0.1:9464."""
     return ServiceConfig()
 
 

@@ -1,7 +1,10 @@
 """Where the daemon's fabrics come from, read with status-coded errors:
 topology text of a request (bounded), the operator's configured file, a
 file a ``LoadFabric(path=...)`` request names (only inside ``fabric_dirs``:
-symlink, ``..``, FIFO and check-then-open races refused), and live discovery.
+symlink, ``..``, FIFO, hard-link, foreign-owner and check-then-open tricks
+refused; errors quote none of a file that is not ibnetdiscover output), and
+live discovery.  A fabric without a switch (a partial discovery) is refused
+from every source.
 
 Every failure is a :class:`~smroute.service.errors.ServiceError` naming what
 was wrong; nothing here imports gRPC.
@@ -15,8 +18,14 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from smroute.errors import InputError
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
+from smroute.fabric.ibnetdiscover import (
+    looks_like_ibnetdiscover,
+    parse_topology,
+    read_topology,
+    require_switches,
+)
 from smroute.fabric.model import Fabric
+from smroute.fileio import decompressed
 from smroute.service.errors import ServiceError, Status, echo, shown
 
 __all__ = [
@@ -32,8 +41,21 @@ __all__ = [
 MAX_DISCOVER_TIMEOUT_S = 3600.0
 
 
-def parse_fabric_text(text: str, source: str, max_bytes: int) -> Fabric:
-    """Parse ibnetdiscover text of at most ``max_bytes`` (``limits.max_topology_bytes``)."""
+def _whole(fabric: Fabric, source: str, status: Status = Status.INVALID_ARGUMENT) -> Fabric:
+    """``fabric`` unless it has no switch (a partial discovery, refused as the
+    CLI refuses it: nothing to route, and loading it would drop the base)."""
+    try:
+        require_switches(fabric, source)
+    except InputError as err:
+        raise ServiceError(status, str(err)) from None
+    return fabric
+
+
+def parse_fabric_text(text: str, source: str, max_bytes: int, *, quote: bool = True) -> Fabric:
+    """Parse ibnetdiscover text of at most ``max_bytes`` (``limits.max_topology_bytes``);
+    a fabric without a switch is INVALID_ARGUMENT.  ``quote=False`` (a file
+    on the server): an error quotes none of the text unless it is
+    ibnetdiscover output at all."""
     n = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > \
         max_bytes else len(text)
     if n > max_bytes:
@@ -43,10 +65,17 @@ def parse_fabric_text(text: str, source: str, max_bytes: int) -> Fabric:
     if not text.strip():
         raise ServiceError(Status.INVALID_ARGUMENT,
                            f"{source}: empty topology text; expected ibnetdiscover output")
+    lines = text.splitlines()
     try:
-        return parse_topology(text.splitlines(), source)
+        fabric = parse_topology(lines, source)
     except InputError as err:
-        raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
+        if quote or looks_like_ibnetdiscover(lines[: err.line or len(lines)]):
+            raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
+        at = f"{source}:{err.line}" if err.line else source
+        raise ServiceError(Status.INVALID_ARGUMENT,
+                           f"{at}: not ibnetdiscover output (no topology or ports-report "
+                           "line before this one); expected an ibnetdiscover file") from None
+    return _whole(fabric, source)
 
 def read_fabric_path(path: str) -> Fabric:
     """Parse the operator's configured topology file (no directory check, no
@@ -56,11 +85,12 @@ def read_fabric_path(path: str) -> Fabric:
     if not path:
         raise ServiceError(Status.INVALID_ARGUMENT, "path is empty")
     try:
-        return read_topology(path)
+        fabric = read_topology(path)
     except InputError as err:
         code = (Status.NOT_FOUND if isinstance(err.__cause__, OSError)
                 else Status.INVALID_ARGUMENT)
         raise ServiceError(code, str(err)) from None
+    return _whole(fabric, path)
 
 def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> Fabric:
     """Parse the topology file a ``LoadFabric(path=...)`` request names.
@@ -71,7 +101,8 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
     (or probe the existence of) other files through parse errors.  The
     file is opened without following a final symlink, and the opened
     descriptor's path is checked again (a directory swapped between the
-    check and the open is caught).  Bounded by ``max_bytes``.
+    check and the open is caught).  Bounded by ``max_bytes`` (a gzip or xz
+    file too: compressed, and once decompressed).
     """
     dirs = fabric_dirs
     real = check_fabric_path(path, dirs)
@@ -99,6 +130,14 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
             raise ServiceError(Status.PERMISSION_DENIED,
                                f"LoadFabric path {path} changed while it was opened and "
                                f"is now outside fabric_dirs ({', '.join(dirs)})")
+        if st.st_nlink > 1:
+            raise ServiceError(Status.PERMISSION_DENIED,
+                               f"LoadFabric path {path} has {st.st_nlink} hard links; expected "
+                               "a file with one name (a hard link could reach any file)")
+        if st.st_uid not in (0, os.geteuid()):
+            raise ServiceError(Status.PERMISSION_DENIED,
+                               f"LoadFabric path {path} is owned by uid {st.st_uid}; expected "
+                               "a file owned by the daemon's user or root")
         if st.st_size > limit:
             raise ServiceError(Status.RESOURCE_EXHAUSTED,
                                f"{path}: {st.st_size} bytes; the limit "
@@ -113,7 +152,13 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
         except OSError as err:
             raise ServiceError(Status.NOT_FOUND,
                                f"{path}: cannot read: {err.strerror or err}") from None
-    return parse_fabric_text(data.decode("utf-8", errors="replace"), path, max_bytes)
+    try:  # gzip or xz: decompressed within the same bound
+        data = decompressed(data, path, max_bytes=limit)
+    except InputError as err:
+        raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
+    return parse_fabric_text(data.decode("utf-8", errors="replace"), path, max_bytes,
+                             quote=False)
+
 
 def discover_fabric(ca: str, port: int, timeout: float) -> Fabric:
     """Live discovery through smroute.discovery, parsed like a file.
@@ -135,9 +180,10 @@ def discover_fabric(ca: str, port: int, timeout: float) -> Fabric:
     except DiscoveryError as err:
         raise ServiceError(Status.FAILED_PRECONDITION, str(err)) from None
     try:
-        return parse_topology(lines, "live discovery")
+        fabric = parse_topology(lines, "live discovery")
     except InputError as err:
         raise ServiceError(Status.FAILED_PRECONDITION, str(err)) from None
+    return _whole(fabric, "live discovery", Status.FAILED_PRECONDITION)
 
 
 def _inside_dirs(real: str, real_dirs: Iterable[str]) -> str | None:

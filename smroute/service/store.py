@@ -29,12 +29,15 @@ step by step with :data:`MIGRATIONS`):
     fault events of acknowledged ``ApplyFaults`` calls not yet in a stored
     epoch (``seq`` ascending), written before the call is answered.
 
-A database that is corrupt, not smroute's, or of a newer schema is reported
-in the log, renamed ``state.db.corrupt-YYYYmmddTHHMMSS`` (with its ``-wal``
-and ``-shm``) and replaced by an empty one: never a crash.  A database that
-cannot be opened or written at all (permissions, full disk) is a
-:class:`StateError`.  No routing here: rows in, rows out
-(:mod:`smroute.service.durable` decides what they mean).
+Every row carries a checksum (:mod:`smroute.service.salvage`), all checked
+with ``PRAGMA integrity_check`` at every open, each again on read (a bad
+row is skipped and noted in :attr:`StateStore.damage`, never a crash).  A
+database that is damaged, not smroute's, or of a newer schema is logged,
+renamed ``state.db.corrupt-YYYYmmddTHHMMSS`` (with its ``-wal`` and
+``-shm``) and replaced by a new one holding the damaged file's rows whose
+checksums hold (none from a foreign or newer file).  A database that cannot
+be opened or written at all (permissions, full disk) is a
+:class:`StateError`.  No routing here: rows in, rows out.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from smroute.errors import SmrouteError
+from smroute.service import salvage as sv
 
 __all__ = [
     "APPLICATION_ID",
@@ -68,7 +72,7 @@ __all__ = [
 #: ``PRAGMA application_id`` of an smroute state database ("SmRt").
 APPLICATION_ID = 0x536D5274
 #: The schema version this code writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The first schema (version 1); a new database is made by it and then migrated.
 SCHEMA_V1: tuple[str, ...] = (
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -83,20 +87,18 @@ SCHEMA_V1: tuple[str, ...] = (
 )
 #: Version ``n`` -> the statements that bring a database from ``n`` to ``n + 1``.
 #: 1 -> 2: the instance that committed an epoch, and its validation result.
+#: 2 -> 3: a checksum on every row (existing rows get theirs as migrated).
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: ("ALTER TABLE epochs ADD COLUMN instance TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE epochs ADD COLUMN validation TEXT NOT NULL DEFAULT '\"pending\"'"),
+    2: tuple(f"ALTER TABLE {t} ADD COLUMN crc TEXT NOT NULL DEFAULT ''" for t in sv.COLUMNS),
 }
 #: One query per table naming every column this version reads (a schema check).
-_COLUMNS = (
-    "SELECT key, value FROM meta",
-    "SELECT hash, source, source_sha256, data, stored_at FROM fabrics",
-    "SELECT id, parent_id, instance, base_hash, meta, down, journal_seq, tables, "
-    "tables_sha256, validation, committed_at FROM epochs",
-    "SELECT seq, base_hash, kind, guid, port, received_at FROM journal",
-)
-#: SQLite result codes that mean "this file is damaged or no database".
-_CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_COLUMNS = tuple(f"SELECT {', '.join(c)}, crc FROM {t}" for t, c in sv.COLUMNS.items())
+#: SQLite result codes that come from the host (permissions, disk, locks);
+#: any other error while the file is checked means it is damaged.
+_HOST = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_FULL", "SQLITE_IOERR",
+         "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_NOMEM", "SQLITE_AUTH")
 
 T = TypeVar("T")
 LogFn = Callable[..., None]
@@ -112,7 +114,12 @@ class StateError(SmrouteError):
 
 
 class _Unusable(Exception):
-    """Corrupt, foreign or too new: move it aside and start afresh."""
+    """Corrupt, foreign or too new: move it aside and start afresh (with the
+    rows that can be salvaged if ``damaged``)."""
+
+    def __init__(self, why: str, damaged: bool = False) -> None:
+        super().__init__(why)
+        self.damaged = damaged
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,10 @@ class StateStore:
         self.log = log
         self.wallclock = wallclock
         self.moved_aside: Path | None = None
+        #: what was found damaged (rows skipped, the file moved aside), in order
+        self.damage: list[str] = []
+        #: rows salvaged from a file moved aside, and rows dropped there
+        self.salvaged = (0, 0)
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -184,8 +195,11 @@ class StateStore:
             try:
                 self._db = self._connect()
             except _Unusable as err:
+                saved = sv.salvage(self.path) if err.damaged else None
                 self._move_aside(str(err))
                 self._db = self._connect()
+                if saved is not None:
+                    self._restore(saved)
         except BaseException:
             os.close(self._lock_fd)
             raise
@@ -222,12 +236,13 @@ class StateStore:
                                  timeout=30.0)
         except sqlite3.Error as err:
             raise StateError(f"state database {self.path}: cannot open: {err}") from None
+        db.text_factory = sv.text
         try:
             self._prepare(db)
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, ValueError) as err:  # (a garbled message: ValueError)
             db.close()
-            if getattr(err, "sqlite_errorname", "") in _CORRUPT:
-                raise _Unusable(f"damaged: {err}") from None
+            if not getattr(err, "sqlite_errorname", "").startswith(_HOST):
+                raise _Unusable(f"damaged: {err}", True) from None
             raise StateError(f"state database {self.path}: {err}") from None
         except BaseException:
             db.close()
@@ -236,9 +251,9 @@ class StateStore:
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         # identify the file before anything is written to it
-        check = db.execute("PRAGMA quick_check").fetchall()
+        check = db.execute("PRAGMA integrity_check(20)").fetchall()
         if check != [("ok",)]:
-            raise _Unusable(f"integrity check failed: {check[0][0]}")
+            raise _Unusable(f"integrity check failed: {check[0][0]}", True)
         app = db.execute("PRAGMA application_id").fetchone()[0]
         ver = db.execute("PRAGMA user_version").fetchone()[0]
         tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
@@ -264,7 +279,10 @@ class StateStore:
             for q in _COLUMNS:
                 db.execute(q + " LIMIT 0").fetchall()
         except sqlite3.OperationalError as err:
-            raise _Unusable(f"schema version {ver} but {err}") from None
+            raise _Unusable(f"schema version {ver} but {err}", True) from None
+        n, named = sv.bad_rows(db)  # every row's checksum, once at start
+        if n:
+            raise _Unusable(f"{n} rows fail their checksum: {', '.join(named)}", True)
 
     def _create(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")
@@ -280,6 +298,8 @@ class StateStore:
             for v in range(ver, SCHEMA_VERSION):
                 for stmt in MIGRATIONS[v]:
                     db.execute(stmt)
+                if v == 2:
+                    sv.fill_checks(db)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -306,8 +326,23 @@ class StateStore:
                     raise StateError(f"state database {self.path} is unusable ({why}) and "
                                      f"cannot be moved aside: {err.strerror or err}") from None
         self.moved_aside = aside
+        self.damage.append(f"the state database was unusable ({why}) and moved to {aside}")
         self.log("error", "state_db_moved_aside", path=str(self.path), moved_to=str(aside),
-                 reason=why, message="starting with an empty state database")
+                 reason=why, message="starting with the rows that can be salvaged")
+
+    def _restore(self, saved: sv.Salvaged) -> None:
+        """Put the rows salvaged from the file moved aside into the new one."""
+        self._write(lambda db: sv.restore(db, saved))
+        n = sum(len(r) for r in saved.rows.values())
+        self.salvaged = (n, saved.dropped)
+        self.log("warning", "state_db_salvaged", path=str(self.path), rows=n,
+                 dropped=saved.dropped)
+
+    def _bad(self, what: str) -> None:
+        """Note a damaged row (logged once)."""
+        if what not in self.damage:
+            self.damage.append(what)
+            self.log("error", "state_row_damaged", path=str(self.path), row=what)
 
     def close(self) -> None:
         """Close the database and release the lock (idempotent)."""
@@ -341,13 +376,19 @@ class StateStore:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
-            except sqlite3.Error as err:
+            except (sqlite3.Error, ValueError) as err:
                 raise StateError(f"state database {self.path}: cannot read: {err}") from None
 
     # ------------------------------------------------------------ meta and fabrics
     def meta(self) -> dict[str, str]:
-        """Every ``meta`` key and value."""
-        return {str(k): str(v) for k, v in self._read("SELECT key, value FROM meta")}
+        """Every ``meta`` key and value whose checksum holds."""
+        out: dict[str, str] = {}
+        for k, v, crc in self._read("SELECT key, value, crc FROM meta"):
+            if crc == sv.row_check("meta", (k, v)) and isinstance(v, str):
+                out[str(k)] = v
+            else:
+                self._bad(f"meta {str(k)[:40]!r}")
+        return out
 
     def set_meta(self, **values: object) -> None:
         """Set ``meta`` keys (values as text)."""
@@ -357,8 +398,9 @@ class StateStore:
         """Make ``row`` the base fabric in force; the journal (events against the
         previous base) is cleared in the same transaction."""
         def fn(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR REPLACE INTO fabrics VALUES (?, ?, ?, ?, ?)",
-                       (row.hash, row.source, row.source_sha256, row.data, self.wallclock()))
+            vals = (row.hash, row.source, row.source_sha256, row.data, self.wallclock())
+            db.execute("INSERT OR REPLACE INTO fabrics VALUES (?, ?, ?, ?, ?, ?)",
+                       (*vals, sv.row_check("fabrics", vals)))
             db.execute("DELETE FROM journal")
             _upsert(db, {"base_hash": row.hash, "base_source": row.source,
                          "base_source_sha256": row.source_sha256})
@@ -366,10 +408,17 @@ class StateStore:
         self._write(fn)
 
     def fabric(self, content_hash: str) -> FabricRow | None:
-        """The stored fabric with ``content_hash``, or ``None``."""
-        rows = self._read("SELECT hash, source, source_sha256, data FROM fabrics "
-                          "WHERE hash = ?", content_hash)
-        return FabricRow(*rows[0]) if rows else None
+        """The stored fabric with ``content_hash``, or ``None`` (also if its row
+        is damaged)."""
+        rows = self._read("SELECT hash, source, source_sha256, data, stored_at, crc "
+                          "FROM fabrics WHERE hash = ?", content_hash)
+        if not rows:
+            return None
+        r = rows[0]
+        if r[5] != sv.row_check("fabrics", r[:5]) or not isinstance(r[3], bytes):
+            self._bad(f"fabric {content_hash[:12]}")
+            return None
+        return FabricRow(str(r[0]), str(r[1]), str(r[2]), r[3])
 
     # ------------------------------------------------------------ journal
     def append_journal(self, base_hash: str, events: Sequence[tuple[str, int, int]],
@@ -378,31 +427,60 @@ class StateStore:
         last ``seq``.  Durable when it returns."""
         def fn(db: sqlite3.Connection) -> int:
             at = self.wallclock()
-            db.executemany("INSERT INTO journal(base_hash, kind, guid, port, received_at) "
-                           "VALUES (?, ?, ?, ?, ?)",
-                           [(base_hash, k, f"{g:#x}", p, at) for k, g, p in events])
+            seq = _journal_high(db)
+            rows = []
+            for k, g, p in events:
+                seq += 1
+                vals = (seq, base_hash, k, f"{g:#x}", p, at)
+                rows.append((*vals, sv.row_check("journal", vals)))
+            db.executemany("INSERT INTO journal(seq, base_hash, kind, guid, port, received_at, "
+                           "crc) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             if last_epoch_id is not None:
                 _upsert(db, {"last_epoch_id": last_epoch_id})
-            return int(db.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0)
+            return seq
         return self._write(fn)
 
     def journal(self, after_seq: int = 0) -> list[JournalRow]:
-        """Journaled events with ``seq > after_seq``, oldest first."""
-        return [JournalRow(int(s), str(b), str(k), int(g, 16), int(p)) for s, b, k, g, p in
-                self._read("SELECT seq, base_hash, kind, guid, port FROM journal "
-                           "WHERE seq > ? ORDER BY seq", after_seq)]
+        """Journaled events with ``seq > after_seq`` whose rows are intact, oldest first."""
+        return self.journal_rows(after_seq)[0]
+
+    def journal_rows(self, after_seq: int = 0) -> tuple[list[JournalRow], int]:
+        """:meth:`journal`, and how many damaged rows may lie after ``after_seq``."""
+        good, bad = [], 0
+        for r in self._read("SELECT seq, base_hash, kind, guid, port, received_at, crc "
+                            "FROM journal ORDER BY seq"):
+            try:
+                if r[6] != sv.row_check("journal", r[:6]):
+                    raise ValueError("checksum")
+                row = JournalRow(_int(r[0]), str(r[1]), str(r[2]), int(str(r[3]), 16),
+                                 _int(r[4]))
+            except (ValueError, TypeError):
+                self._bad(f"journal seq {str(r[0])[:20]}")
+                bad += not isinstance(r[0], int) or r[0] > after_seq
+                continue
+            if row.seq > after_seq:
+                good.append(row)
+        return good, bad
+
+    def journal_high(self) -> int:
+        """The last journal position ever given (0 if none)."""
+        with self._lock:
+            try:
+                return _journal_high(self._db)
+            except sqlite3.Error as err:
+                raise StateError(f"state database {self.path}: cannot read: {err}") from None
 
     # ------------------------------------------------------------ epochs
     def put_epoch(self, row: EpochRow) -> None:
         """Store ``row``, keep the newest ``keep_epochs``, drop the journal rows it
         includes (``seq <= journal_seq``) and fabrics no longer referenced."""
         def fn(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR REPLACE INTO epochs(id, parent_id, instance, base_hash, meta, "
-                       "down, journal_seq, tables, tables_sha256, validation, committed_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (row.id, row.parent_id, row.instance, row.base_hash,
-                        json.dumps(row.meta), row.down, row.journal_seq, row.tables,
-                        row.tables_sha256, row.validation, row.committed_at))
+            vals = (row.id, row.parent_id, row.instance, row.base_hash, json.dumps(row.meta),
+                    row.down, row.journal_seq, row.tables, row.tables_sha256, row.validation,
+                    row.committed_at)
+            db.execute(f"INSERT OR REPLACE INTO epochs({', '.join(sv.COLUMNS['epochs'])}, crc) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (*vals, sv.row_check("epochs", vals)))
             db.execute("DELETE FROM epochs WHERE id NOT IN (SELECT id FROM epochs "
                        "ORDER BY id DESC LIMIT ?)", (self.keep_epochs,))
             db.execute("DELETE FROM journal WHERE seq <= ?", (row.journal_seq,))
@@ -412,35 +490,58 @@ class StateStore:
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def set_validation(self, epoch_id: int, validation: str) -> None:
-        """Record epoch ``epoch_id``'s validation result (JSON), if it is stored."""
-        self._write(lambda db: db.execute("UPDATE epochs SET validation = ? WHERE id = ?",
-                                          (validation, epoch_id)))
+        """Record epoch ``epoch_id``'s validation result (JSON), if it is stored
+        (and intact)."""
+        def fn(db: sqlite3.Connection) -> None:
+            for r in db.execute(_EPOCH + " WHERE id = ?", (epoch_id,)).fetchall():
+                if r[-1] == sv.row_check("epochs", r[:-1]):
+                    vals = (*r[:9], validation, r[10])
+                    db.execute("UPDATE epochs SET validation = ?, crc = ? WHERE id = ?",
+                               (validation, sv.row_check("epochs", vals), epoch_id))
+        self._write(fn)
 
     def epoch_ids(self) -> list[int]:
         """Ids of the stored epochs, newest first."""
         return [int(r[0]) for r in self._read("SELECT id FROM epochs ORDER BY id DESC")]
 
     def epoch(self, epoch_id: int) -> EpochRow | None:
-        """Stored epoch ``epoch_id`` (``None`` if absent); a ``meta`` that is not
-        a JSON object reads as ``{}``."""
-        rows = self._read("SELECT id, parent_id, instance, base_hash, meta, down, journal_seq, "
-                          "tables, tables_sha256, validation, committed_at FROM epochs "
-                          "WHERE id = ?", epoch_id)
+        """Stored epoch ``epoch_id`` (``None`` if absent or damaged); a ``meta``
+        that is not a JSON object reads as ``{}``."""
+        rows = self._read(_EPOCH + " WHERE id = ?", epoch_id)
         if not rows:
             return None
         r = rows[0]
         try:
+            if r[-1] != sv.row_check("epochs", r[:-1]) or not isinstance(r[7], bytes):
+                raise ValueError("checksum")
             meta = json.loads(r[4])
-        except ValueError:
-            meta = {}
-        return EpochRow(int(r[0]), int(r[1]), str(r[2]), str(r[3]),
-                        meta if isinstance(meta, dict) else {}, str(r[5]), int(r[6]),
-                        bytes(r[7]), str(r[8]), str(r[9]), float(r[10]))
+            return EpochRow(_int(r[0]), _int(r[1]), str(r[2]), str(r[3]),
+                            meta if isinstance(meta, dict) else {}, str(r[5]), _int(r[6]),
+                            r[7], str(r[8]), str(r[9]), float(r[10]))
+        except (ValueError, TypeError):
+            self._bad(f"epoch {epoch_id}")
+            return None
+
+
+_EPOCH = f"SELECT {', '.join(sv.COLUMNS['epochs'])}, crc FROM epochs"
+
+
+def _int(v: object) -> int:
+    """An integer column's value (``ValueError`` if it is something else)."""
+    if not isinstance(v, int):
+        raise ValueError(f"{str(v)[:20]!r} is not an integer")
+    return v
+
+
+def _journal_high(db: sqlite3.Connection) -> int:
+    r = db.execute("SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = "
+                   "'journal'), 0), coalesce((SELECT max(seq) FROM journal), 0))").fetchone()
+    return int(r[0] or 0)
 
 
 def _upsert(db: sqlite3.Connection, values: dict[str, object]) -> None:
-    db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                   [(k, str(v)) for k, v in values.items()])
+    db.executemany("INSERT OR REPLACE INTO meta(key, value, crc) VALUES (?, ?, ?)",
+                   [(k, str(v), sv.row_check("meta", (k, str(v)))) for k, v in values.items()])
 
 
 def _collect_fabrics(db: sqlite3.Connection) -> None:

@@ -4,8 +4,10 @@ A subnet manager that routes through the daemon (``opensm-plugin/``) sends,
 on every routing pass, the nodes, end-port LIDs and cables it discovered.
 This module turns that view into a :class:`~smroute.fabric.model.Fabric`
 (:func:`fabric_from_subnet`, with a clear error naming the offending item),
-compares it with the daemon's base fabric (:func:`compare`) and, on the
-sequencer thread, brings the daemon to it (:func:`sync`):
+compares it with the daemon's base fabric (:func:`compare`) and says how
+the daemon comes to it (:func:`plan`; the core's
+:meth:`~smroute.service.core.RoutingCore.route_subnet` does it through its
+transaction, on the sequencer thread):
 
 * the subnet is the base fabric minus the items down in the serving epoch:
   that epoch is the answer, nothing is committed;
@@ -25,22 +27,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
-from smroute.errors import InputError, RoutingError
+from smroute.errors import InputError
 from smroute.fabric.model import Fabric, FabricBuilder, NodeType
-from smroute.service.epochs import Epoch, FaultRecord
-from smroute.service.faults import DownSet, degraded_fabric
-
-if TYPE_CHECKING:
-    from smroute.service.core import RoutingCore
+from smroute.service.faults import DownSet, FaultEvent
 
 __all__ = ["MAX_DESC_BYTES", "SubnetArrays", "SubnetError", "compare", "fabric_from_subnet",
-           "route_subnet", "switch_hops", "sync"]
+           "plan", "switch_hops"]
 
 #: An IB NodeDescription is 64 bytes.
 MAX_DESC_BYTES = 64
@@ -248,62 +245,17 @@ def switch_hops(f: Fabric, guids: np.ndarray) -> np.ndarray:
     return out
 
 
-# ---------------------------------------------------------------- sync
-def sync(core: RoutingCore, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
-    """Bring ``core`` to the subnet ``sm`` (LMC ``lmc``; see the module doc);
-    runs on the core's sequencer.  Returns the serving epoch and whether it
-    was committed now.  Raises :class:`~smroute.errors.RoutingError` or
-    :class:`~smroute.service.errors.ServiceError` if it cannot be routed or
-    committed (the serving epoch, if any, keeps serving)."""
-    t0 = core.clock()
-    cur = core.store.current
-    base = core.base
-    down: DownSet | None
+# ---------------------------------------------------------------- plan
+def plan(base: Fabric | None, down: DownSet, lmc_setting: int | None, sm: Fabric, lmc: int
+         ) -> tuple[DownSet | None, str, list[FaultEvent]]:
+    """How a daemon with the base fabric ``base`` (``down`` down, LMC setting
+    ``lmc_setting``) comes to the subnet ``sm`` (LMC ``lmc``; module doc):
+    ``(down set, "", the fault events from down to it)`` when ``sm`` is
+    ``base`` minus some links, switches and CAs, else ``(None, why, [])``:
+    ``sm`` becomes the base fabric."""
     if base is None:
-        down, why = None, "no fabric loaded"
-    elif core.lmc is not None and lmc != core.lmc:
-        down, why = None, f"LMC {core.lmc} -> {lmc}"
-    else:  # the ports' LMCs are compared too
-        down, why = compare(base, sm)
-    t1 = core.clock()
-    if (down is not None and base is not None and cur is not None
-            and cur.base_hash == base.content_hash and down.items() == cur.down_items):
-        core.log("debug", "subnet_unchanged", source=source, epoch=cur.id)
-        return cur, False
-    events = fault_events(core.down, down) if down is not None else []
-    if down is None or base is None:
-        core.log("info", "fabric_loaded", source=source, why=why, hash=sm.content_hash,
-                 switches=len(sm.switches), cas=len(sm.cas), links=sm.n_links)
-        base, down = sm, DownSet()
-        core.base, core.base_source = sm, source
-    for kind in sorted({e.kind for e in events}):
-        core._metric("faults_received", sum(e.kind == kind for e in events), kind)
-    core.down, core.lmc = down, lmc
-    fabric = degraded_fabric(base, down)
-    t2 = core.clock()
-    try:
-        if cur is None:
-            res = core._route(fabric, core.algorithm, lmc)
-            diff, timings = None, dict(res.timings)
-        else:
-            rr = core._reroute(cur, base, fabric)
-            res, diff, timings = rr.result, rr.diff, dict(rr.timings)
-            core.log("debug", "rerouted", incremental=rr.incremental,
-                     why_full=rr.reason or None, rows=rr.rows, lids=rr.lids)
-        timings = {"compare": t1 - t0, "degrade": t2 - t1, **timings}
-        records = tuple(FaultRecord(e.kind, e.guid, e.port) for e in events)
-        ep = core._commit("sm", fabric, base, res, timings, records, diff, t_event=t0)
-    except RoutingError as err:
-        core._metric("reroute_failed", "routing_error")
-        core.log("error", "reroute_failed", source=source, error=str(err),
-                 serving=cur.id if cur is not None else 0)
-        raise
-    core._metric("observe_route", core.clock() - t0, "route" if cur is None else "reroute")
-    return ep, True
-
-
-def route_subnet(core: RoutingCore, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
-    """:func:`sync` on ``core``'s sequencer (in order with every other change);
-    waits for it (:meth:`RoutingCore.route_subnet`)."""
-    out: tuple[Epoch, bool] = core._wait(core.seq.call(lambda: sync(core, sm, lmc, source)))
-    return out
+        return None, "no fabric loaded", []
+    if lmc_setting is not None and lmc != lmc_setting:
+        return None, f"LMC {lmc_setting} -> {lmc}", []
+    new, why = compare(base, sm)  # the ports' LMCs are compared too
+    return new, why, fault_events(down, new) if new is not None else []

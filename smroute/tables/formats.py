@@ -41,6 +41,7 @@ from smroute.text import excerpt
 
 __all__ = [
     "FORMATS",
+    "TABLES_HEADER",
     "format_opensm",
     "format_fdbs",
     "format_subnet_lst",
@@ -53,12 +54,65 @@ __all__ = [
     "parse_tables",
     "read_tables",
     "table_files",
+    "tables_trailer",
     "write_tables",
 ]
 
 FORMATS = ("opensm", "fdbs", "json")
 _KIND = {int(NodeType.CA): "Channel Adapter", int(NodeType.SWITCH): "Switch",
          int(NodeType.ROUTER): "Router"}
+
+
+# ----------------------------------------------------------------- header, trailer
+#: First line of every table file smroute writes in OpenSM's and ibdmchk's
+#: formats: a comment both tools skip.  A file that starts with it must end
+#: with :func:`tables_trailer`, so a file cut anywhere -- at a switch
+#: boundary too -- is an error, never a smaller set of tables.
+TABLES_HEADER = "# smroute forwarding tables"
+_SMR_TRAILER = re.compile(r"^# smroute: end of tables: (\d+) switches, (\d+) entries$")
+
+
+def tables_trailer(switches: int, entries: int) -> str:
+    """The last line of a table file: how many switch blocks and route entries it holds."""
+    return f"# smroute: end of tables: {switches} switches, {entries} entries\n"
+
+
+class _Ends:
+    """The header / trailer check of one file being read."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.ours = False  # the file starts with TABLES_HEADER
+        self.trailer: tuple[int, int, int] | None = None  # (line, switches, entries)
+
+    def comment(self, s: str, no: int, seen_content: bool) -> None:
+        if s == TABLES_HEADER and not seen_content and not self.ours:
+            self.ours = True
+            return
+        m = _SMR_TRAILER.match(s)
+        if m:
+            self.trailer = (no, int(m.group(1)), int(m.group(2)))
+
+    def content(self, no: int) -> None:
+        if self.trailer is not None:
+            raise InputError(f"table text after the trailer (line {self.trailer[0]}); "
+                             "expected the trailer to be the last line (files spliced?)",
+                             source=self.source, line=no)
+
+    def check(self, switches: int, entries: int, no: int) -> None:
+        if self.trailer is None:
+            if self.ours:
+                raise InputError(
+                    f"the file ends after {switches} switches without its trailer "
+                    "('# smroute: end of tables: N switches, M entries'); the file is cut "
+                    "short?", source=self.source, line=no)
+            return
+        line, n_sw, n_e = self.trailer
+        if (n_sw, n_e) != (switches, entries):
+            raise InputError(
+                f"the trailer counts {n_sw} switches and {n_e} entries, the file holds "
+                f"{switches} and {entries}: lines lost or added?", source=self.source,
+                line=line)
 
 
 # ----------------------------------------------------------------- writers
@@ -94,6 +148,8 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
     lids = lids[lids > 0]
     template, digit, lengths = _lid_template(t, lids, "opensm")
     top = t.max_lid
+    entries = 0
+    yield (TABLES_HEADER + "\n").encode()
     for i in range(t.n_switches):
         p = t.ports[i, lids].astype(np.int64)
         buf = template.copy()
@@ -107,7 +163,9 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
             f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
             f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):\n"
         ).encode()
+        entries += int(keep.sum())
         yield head + buf.tobytes() + f"{int(keep.sum())} lids dumped\n".encode()
+    yield tables_trailer(t.n_switches, entries).encode()
 
 
 def format_opensm(t: ForwardingTables) -> str:
@@ -117,7 +175,8 @@ def format_opensm(t: ForwardingTables) -> str:
 def format_fdbs(t: ForwardingTables, hops: np.ndarray | None = None) -> str:
     """``opensm.fdbs`` text. ``hops``: optional ``(S, W)`` hop counts (uint8,
     255 unknown); the Optimal column says yes where given."""
-    out: list[str] = []
+    out: list[str] = [TABLES_HEADER]
+    entries = 0
     for i in range(t.n_switches):
         out.append(f"dump_ucast_routes: Switch {int(t.switch_guid[i]):#018x}")
         out.append("LID    : Port : Hops : Optimal")
@@ -125,11 +184,12 @@ def format_fdbs(t: ForwardingTables, hops: np.ndarray | None = None) -> str:
         lids = lids[lids > 0]
         ports = t.ports[i, lids].tolist()
         h = hops[i, lids].tolist() if hops is not None else [255] * len(lids)
+        entries += len(lids)
         out.extend(
             f"0x{lid:04x} : {p:03d}  : {hh if hh != 255 else 0:02d}   : yes"
             for lid, p, hh in zip(lids.tolist(), ports, h, strict=True)
         )
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + tables_trailer(t.n_switches, entries)
 
 
 def _node_label(f: Fabric, row: int) -> str:
@@ -207,6 +267,11 @@ _HEAD = re.compile(
 _LID_OF = re.compile(r"Lid (\d+)")
 _ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b")
 _TRAILER = re.compile(r"^(\d+)\s+(?:valid\s+)?lids dumped$")
+#: The comment of an entry naming its destination: OpenSM ``# Switch portguid 0x..: 'desc'``,
+#: ibroute/dump_fts ``: (Channel Adapter portguid 0x..: 'desc')``.
+_LABEL = re.compile(r"(?:#|:\s*\()\s*(Channel Adapter|Switch|Router) portguid "
+                    r"(0x[0-9a-fA-F]+): '(.*)'\)?\s*$")
+_KIND_OF = {v: k for k, v in _KIND.items()}
 _FDB_HEAD = re.compile(r"^dump_ucast_routes: Switch (0x[0-9a-fA-F]+)\s*$")
 # OpenSM's dump_ucast_routes lines: "0x0001 : 001  : 01   : yes", "... : No 2 hop path
 # possible via port 3!", "0x0002 : 004  : HOPS UNKNOWN", "0x0003 : UNREACHABLE" (no route)
@@ -217,18 +282,32 @@ _TRAILER_FORM = "'N lids dumped' (OpenSM) or 'N valid lids dumped' (ibroute, dum
 
 
 def _assemble(
-    guids: list[int], lids: list[int], descs: list[str], entries: list[tuple[int, int, int]]
+    guids: list[int], lids: list[int], descs: list[str], entries: list[tuple[int, int, int]],
+    labels: dict[int, tuple[int, int, str]] | None = None,
 ) -> ForwardingTables:
+    """The tables; ``labels``: ``{lid: (kind, port GUID, description)}`` of the
+    destinations the entries' comments name (the per-LID labels)."""
     width = max([e[1] for e in entries] + [max(lids, default=0)] + [0]) + 1
     ports = np.full((len(guids), width), NO_ROUTE, dtype=np.uint8)
     if entries:
         e = np.array(entries, dtype=np.int64)
         ports[e[:, 0], e[:, 1]] = e[:, 2]
+    lid_guid = lid_kind = lid_desc = None
+    if labels:
+        lid_kind = np.zeros(width, dtype=np.int8)
+        lid_guid = np.zeros(width, dtype=np.uint64)
+        desc = [""] * width
+        for lid, (kind, guid, text) in labels.items():
+            lid_kind[lid], lid_guid[lid], desc[lid] = kind, guid, text
+        lid_desc = tuple(desc)
     return ForwardingTables(
         switch_guid=np.array(guids, dtype=np.uint64),
         switch_lid=np.array(lids, dtype=np.int64),
         switch_desc=tuple(descs),
         ports=ports,
+        lid_guid=lid_guid,
+        lid_kind=lid_kind,
+        lid_desc=lid_desc,
     )
 
 
@@ -245,7 +324,13 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
     ibroute/dump_fts) whose count is the entries listed (ibroute, dump_fts,
     smroute) or the top of the block's range (OpenSM); every entry lies in the
     block's ``[low-high]`` LID range; the last line is a complete trailer.
+
+    A switch's LID is its header's ``Lid N``, else (``dump_fts`` names switches
+    by their directed-route path) the LID its own entry (port 0) routes.  The
+    destinations the entries' comments name become the per-LID labels
+    (``lid_guid``, ``lid_kind``, ``lid_desc``).
     """
+    labels: dict[int, tuple[int, int, str]] = {}
     guids: list[int] = []
     lids: list[int] = []
     descs: list[str] = []
@@ -253,11 +338,16 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
     seen: set[int] = set()
     block: tuple[int, int, int] | None = None  # (head line, low LID, high LID) of the open block
     n_block = 0  # entries of the open block
+    ends = _Ends(source)
     no = 0
     for no, raw in enumerate(lines, 1):
         s = raw.strip()
         if not s or (block is not None and s.startswith(("Lid", "Port"))):
             continue  # blank, or ibroute's column headers
+        if s[0] == "#":
+            ends.comment(s, no, bool(guids))
+            continue
+        ends.content(no)
         m = _HEAD.match(s)
         if m:
             if block is not None:
@@ -301,6 +391,10 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
                     f"{max(block[1], 1)}..{block[2]}, ports 0..255)", source=source, line=no)
             entries.append((len(guids) - 1, lid, port))
             n_block += 1
+            if port == 0 and lids[-1] == 0:  # the switch's own LID
+                lids[-1] = lid
+            if lid not in labels and (lm := _LABEL.search(s)) is not None:
+                labels[lid] = (_KIND_OF[lm.group(1)], int(lm.group(2), 16), lm.group(3))
             continue
         if block is not None:
             expected = f"'0xLID PORT ...' or {_TRAILER_FORM}"
@@ -311,7 +405,8 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
         raise InputError(
             f"the file ends inside the block of switch {guids[-1]:#018x} (line {block[0]}): "
             f"no trailer ({_TRAILER_FORM}); the file is cut short?", source=source, line=no)
-    return _assemble(guids, lids, descs, entries)
+    ends.check(len(guids), len(entries), no)
+    return _assemble(guids, lids, descs, entries, labels)
 
 
 def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
@@ -321,10 +416,16 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
     without a route), so a file cut inside its last line is an error."""
     guids: list[int] = []
     entries: list[tuple[int, int, int]] = []
+    ends = _Ends(source)
+    no = n_entries = 0
     for no, raw in enumerate(lines, 1):
         s = raw.strip()
         if not s or s.startswith("LID"):
             continue
+        if s[0] == "#":
+            ends.comment(s, no, bool(guids))
+            continue
+        ends.content(no)
         m = _FDB_HEAD.match(s)
         if m:
             guids.append(int(m.group(1), 16))
@@ -334,6 +435,7 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
             lid = int(m.group(1), 16)
             if not 0 < lid <= 0xBFFF:
                 raise InputError(f"LID {lid:#x} out of range 1..0xbfff", source=source, line=no)
+            n_entries += 1
             if m.group(2) is not None:
                 port = int(m.group(2))
                 if port > 255:
@@ -342,6 +444,7 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
             continue
         raise InputError("expected a dump_ucast_routes entry ('0xLID : PORT : HOPS : yes' or "
                          f"'0xLID : UNREACHABLE'), got {excerpt(s)}", source=source, line=no)
+    ends.check(len(guids), n_entries, no)
     lids = [0] * len(guids)
     for sw, lid, port in entries:
         if port == 0:
@@ -351,7 +454,8 @@ def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTable
 
 def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
     """Detect the format from the first meaningful line and parse."""
-    first = next((s.strip() for s in lines if s.strip()), "")
+    first = next((s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")),
+                 "")
     if first.startswith("{"):
         return parse_json("\n".join(lines), source)
     if first.startswith("dump_ucast_routes"):
@@ -360,10 +464,11 @@ def parse_tables(lines: list[str], source: str = "<input>") -> ForwardingTables:
 
 
 def read_tables(path: str | Path) -> ForwardingTables:
-    """Read tables in any supported format from a file."""
+    """Read tables in any supported format from a file (gzip or xz compressed too)."""
+    from smroute.fileio import read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as err:
         raise InputError(f"cannot read tables: {err.strerror}", source=str(path)) from None
     if data.lstrip()[:1] == b"{":  # JSON: parsed from the bytes, not split into lines

@@ -3,9 +3,12 @@
 The document is what ``json.dumps`` (default separators) makes of::
 
     {"format": "smroute-lft/1", "max_lid": W - 1,
-     "switches": [{"guid": "0x..", "lid": N, "desc": "..", "routes": [[lid, port], ...]}]}
+     "switches": [{"guid": "0x..", "lid": N, "desc": "..", "routes": [[lid, port], ...]}],
+     "end": {"switches": S, "entries": E}}
 
-with ``routes`` the LIDs a switch routes (port != 255), ascending.
+with ``routes`` the LIDs a switch routes (port != 255), ascending, and ``end``
+the trailer: how many switches and route entries the document holds (a
+reader checks it when present; a document cut anywhere is invalid JSON).
 
 :func:`iter_json` writes it in chunks of switch rows: each route entry is a
 fixed 14-byte slot (``[`` LID digits ``, `` port digits ``], ``, unused digit
@@ -114,7 +117,8 @@ def iter_json(t: ForwardingTables, *, chunk_entries: int = _CHUNK_ENTRIES) -> It
             parts.append((b", " if i else b"") + _switch_head(t, i) + body + b"]}")
             start = end
         yield b"".join(parts)
-    yield b"]}"
+    entries = int(np.count_nonzero(t.ports != NO_ROUTE))
+    yield f'], "end": {{"switches": {t.n_switches}, "entries": {entries}}}}}'.encode()
 
 
 def format_json(t: ForwardingTables) -> str:
@@ -127,6 +131,20 @@ _DOC_HEAD = re.compile(rb'\{"format": "smroute-lft/1", "max_lid": (\d+), "switch
 _SW_HEAD = re.compile(
     rb'\{"guid": "(0x[0-9a-fA-F]{1,16})", "lid": (\d+), "desc": ("(?:[^"\\]|\\.)*"), "routes": \['
 )
+
+
+_DOC_END = re.compile(rb'\], "end": \{"switches": (\d+), "entries": (\d+)\}\}')
+
+
+def _check_end(end: object, switches: int, entries: int) -> None:
+    """The trailer ``end`` (``None``: absent, as in documents written before
+    it existed) against what the document holds."""
+    if end is None:
+        return
+    if not isinstance(end, dict) or (end.get("switches"), end.get("entries")) != (
+            switches, entries):
+        raise ValueError(f"the trailer {end!r} does not count the {switches} switches and "
+                         f"{entries} entries the document holds (lines lost or spliced?)")
 
 
 class _NotFast(Exception):
@@ -208,6 +226,13 @@ def _parse_fast(text: bytes) -> ForwardingTables:
             if text.startswith(b"]}", pos):
                 pos += 2
                 break
+            end_m = _DOC_END.match(text, pos)
+            if end_m:
+                pos = end_m.end()
+                _check_end({"switches": int(end_m.group(1)), "entries": int(end_m.group(2))},
+                           len(rows), int(sum(int(np.count_nonzero(r != NO_ROUTE))
+                                              for r in rows)))
+                break
             raise _NotFast
     if text[pos:].strip():
         raise _NotFast
@@ -258,6 +283,7 @@ def _parse_any(text: str | bytes) -> ForwardingTables:
         raise ValueError(f"a route has a LID outside 0..{_MAX_LID} or a port outside 0..255")
     if any(not 0 <= lid <= _MAX_LID for lid in lids):
         raise ValueError(f"a switch LID is outside 0..{_MAX_LID}")
+    _check_end(doc.get("end"), len(guids), len(e))
     top = int(e[:, 1].max()) if len(e) else 0
     ports = np.full((len(guids), max(top, max(lids, default=0)) + 1), NO_ROUTE, dtype=np.uint8)
     ports[e[:, 0], e[:, 1]] = e[:, 2]

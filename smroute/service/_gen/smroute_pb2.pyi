@@ -207,14 +207,16 @@ class GetEpochRequest(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., include_down_items: _Optional[bool] = ...) -> None: ...
 
 class RouteRequest(_message.Message):
-    __slots__ = ("algorithm", "lmc", "wait_validation")
+    __slots__ = ("algorithm", "lmc", "wait_validation", "confirm_state_loss")
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     LMC_FIELD_NUMBER: _ClassVar[int]
     WAIT_VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_STATE_LOSS_FIELD_NUMBER: _ClassVar[int]
     algorithm: str
     lmc: int
     wait_validation: bool
-    def __init__(self, algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., wait_validation: _Optional[bool] = ...) -> None: ...
+    confirm_state_loss: bool
+    def __init__(self, algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., wait_validation: _Optional[bool] = ..., confirm_state_loss: _Optional[bool] = ...) -> None: ...
 
 class RouteResponse(_message.Message):
     __slots__ = ("epoch",)

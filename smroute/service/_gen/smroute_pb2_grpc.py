@@ -97,7 +97,9 @@ class SmrouteServicer:
     def LoadFabric(self, request, context):
         """Load a fabric (ibnetdiscover text, a path on the server, or live
         discovery).  Replaces the base fabric and clears all down items; does not
-        route (call Route).  Mutating.
+        route: what is served (GetTables, GetEpoch, Watch, the bridge and the
+        plugin) stays the last committed epoch, routed from the previous fabric,
+        until Route commits an epoch of the new one.  Mutating.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +157,7 @@ class SmrouteServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SelectLids(self, request, context):
-        """LID selection for a job under LMC > 0 (issue 7).
+        """LID selection for a job under LMC > 0.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

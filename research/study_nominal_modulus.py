@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Experiment behind the README's explanation of Dmodc's A2A on link-degraded
+"""Experiment behind the docs' explanation (the study page) of Dmodc's A2A on link-degraded
 3-level trees (an investigation, not a routing engine).
 
 On PGFT(3;12,12,12;1,12,12;1,1,1) a leaf that lost one of its 12 up-links
@@ -12,7 +12,7 @@ of the damaged leaves with the *nominal* modulus (``t mod 12``, the L2 with
 that index in the pod) wherever that L2 switch still routes the destination,
 and compares A2A and SP (and unrouted pairs) before and after.
 
-    .venv/bin/python scripts/study_nominal_modulus.py 0 16 30 5   # link throws, seed 2026
+    .venv/bin/python research/study_nominal_modulus.py 0 16 30 5   # link throws, seed 2026
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ A random permutation's largest load is the largest of these classes; a
 routing whose sources reach each destination through fewer links leaves
 fewer destinations per down-link in play.
 
-    .venv/bin/python scripts/study_link_classes.py --fabric pgft648 --mode link --throws 47
+    .venv/bin/python research/study_link_classes.py --fabric pgft648 --mode link --throws 47
 """
 
 from __future__ import annotations

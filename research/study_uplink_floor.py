@@ -14,7 +14,7 @@ throws of the floor and of each engine's RP and random-order shift HSD
 from the CSV (complete throws), and how many throws each engine is within
 ``--tolerance`` of the floor.
 
-    .venv/bin/python scripts/study_uplink_floor.py --fabric pgft648 --mode link
+    .venv/bin/python research/study_uplink_floor.py --fabric pgft648 --mode link
 """
 
 from __future__ import annotations

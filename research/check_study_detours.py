@@ -8,7 +8,7 @@ manager reaches with Nmodc and ``--vls`` VLs, and run the validation walk
 (:func:`smroute.analysis.deadlock.check_credit_loops`).  Prints one line per
 throw and exits 1 if any throw is not valid or has a credit loop.
 
-    .venv/bin/python scripts/check_study_detours.py docs/study/pgft1728/study.csv --vls 4
+    .venv/bin/python research/check_study_detours.py docs/study/pgft1728/study.csv --vls 4
 """
 
 from __future__ import annotations

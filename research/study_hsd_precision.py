@@ -14,7 +14,7 @@ against the best of the engines rerun
 (:func:`smroute.study.results.verdict_table`), from the CSV's 20 orders and
 from the rerun, on the same throws and engines.
 
-    .venv/bin/python scripts/study_hsd_precision.py --fabric pgft648 --mode link \\
+    .venv/bin/python research/study_hsd_precision.py --fabric pgft648 --mode link \\
         --bands 0,1-3,4-15 --random-orders 1000 --workers 2
 """
 

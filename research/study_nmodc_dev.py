@@ -14,7 +14,7 @@ worse/equal/better, sign test) and against the CSV's own Nmodc rows
 (``nmodc-csv``: what the change moved).  ``--out`` writes the CSV with the
 new rows in place of the cached ones (``smroute study report`` reads it).
 
-    .venv/bin/python scripts/study_nmodc_dev.py --fabric pgft1728 --mode switch --workers 2
+    .venv/bin/python research/study_nmodc_dev.py --fabric pgft1728 --mode switch --workers 2
 """
 
 from __future__ import annotations
