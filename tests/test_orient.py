@@ -275,3 +275,24 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     assert b.mode == "tree+orient" and b.oriented is not None
     assert np.array_equal(b.oriented, r.oriented)
     assert validate_result(b).ok
+
+
+def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
+    """Resume recomputes the structure around stored ``updown`` tables on
+    the graph the routing used: rooted at the centre where end-ports on the
+    top switches need each other (else the walk would follow another
+    orientation than the tables')."""
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = pgft(2, (4, 4), (1, 2), (1, 1))
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
+    r = own_tables(route(f, workers=1))
+    assert "rooted at one switch per component" in r.mode_reason
+    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
+    assert np.array_equal(b.graph.rank, r.graph.rank)
+    assert np.array_equal(b.costs, r.costs)
+    assert validate_result(b).ok
