@@ -69,7 +69,8 @@ def test_detours_route_every_connected_pair_without_credit_loops(
         hosts: int, links: int, seed: int, vls: int, algorithm: str) -> None:
     fabric = _degraded(hosts, links, seed)
     base = route(fabric, algorithm=algorithm, workers=1)
-    assert base.mode == "updown"  # what the tree falls back to without VLs
+    # without VLs: turned one destination at a time on one VL, or the last resort
+    assert base.mode in ("tree+orient", "updown"), base.mode_reason
     r = route(fabric, algorithm=algorithm, workers=1, max_vls=vls)
     assert r.mode == "tree+detours", r.mode_reason
     lanes = r.lanes

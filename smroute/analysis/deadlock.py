@@ -30,7 +30,8 @@ from smroute.fabric.model import Fabric, NodeType
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
-__all__ = ["Channel", "CreditLoopCheck", "check_credit_loops", "cyclic_core", "find_cycle"]
+__all__ = ["Channel", "CreditLoopCheck", "Dependencies", "check_credit_loops", "cyclic_core",
+           "dependencies", "find_cycle"]
 
 _PAIRS = 1 << 18  # (source, destination) pairs walked at once
 
@@ -123,16 +124,28 @@ def find_cycle(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return np.asarray(path[seen[x]:], dtype=np.int64)
 
 
-def check_credit_loops(
+@dataclass(frozen=True, eq=False)
+class Dependencies:
+    """The channel dependencies of some routes (:func:`dependencies`):
+    ``edges`` distinct ``(K,)`` int64 codes ``before * n_channels + after``,
+    ``used`` the distinct channels ``(U,)``, ``n_channels`` (links x 16 VLs),
+    ``pairs`` routes followed, ``unfinished`` routes still going after the
+    hop limit; ``link`` ``(S, P)`` the link id of each switch port (-1: none)."""
+
+    edges: np.ndarray
+    used: np.ndarray
+    n_channels: int
+    pairs: int
+    unfinished: int
+    link: np.ndarray
+
+
+def dependencies(
     fabric: Fabric, tables: ForwardingTables, lanes: VirtualLanes | None = None, *,
-    switch_sources: bool = True, max_hops: int | None = None,
-) -> CreditLoopCheck:
-    """Build the channel dependency graph of ``tables`` over ``fabric`` (with
-    the SLs and SL-to-VL tables of ``lanes``, else VL 0 everywhere) and look
-    for cycles (module doc).  ``lanes``' switch ids are the fabric's switches
-    in node order (the routing's); table rows are matched by GUID.
-    ``max_hops``: stop a route after that many switch hops (default: the
-    switch count + 1)."""
+    switch_sources: bool = True, max_hops: int | None = None, lids: np.ndarray | None = None,
+) -> Dependencies:
+    """The channel dependencies of ``tables`` over ``fabric`` (module doc),
+    for the destination ``lids`` only if given (else every LID a port owns)."""
     sw = fabric.switches
     n_sw = len(sw)
     sw_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
@@ -153,12 +166,14 @@ def check_credit_loops(
     to_sw = far_sw >= 0
     link[s_of[to_sw], p_of[to_sw]] = np.arange(int(to_sw.sum()))
     n_link = int(to_sw.sum())
-    lft = _aligned(tables, fabric.node_guid[sw])
-    width = lft.shape[1]
+    width = tables.ports.shape[1]
     # destinations: LIDs a port owns; sources: switches (with the port a route enters by)
     l2p = fabric.lid_to_port[:width]
     dlids = np.flatnonzero(l2p >= 0)
     dlids = dlids[dlids > 0]
+    if lids is not None:
+        dlids = dlids[np.isin(dlids, lids)]
+    lft = _aligned(tables, fabric.node_guid[sw], dlids)  # columns: dlids' positions
     ep_rows = rows[~to_sw]  # switch ports linked to an end-port
     ep_sw = sw_id[fabric.port_node[ep_rows]]
     first_ep = np.full(n_sw, -1, dtype=np.int64)
@@ -172,10 +187,11 @@ def check_credit_loops(
     unfinished = 0
     step = max(1, _PAIRS // max(len(src), 1))
     for c0 in range(0, len(dlids), step):
-        d = np.repeat(dlids[c0:c0 + step][None, :], len(src), axis=0).ravel()
+        d = np.repeat(np.arange(c0, c0 + len(dlids[c0:c0 + step]))[None, :], len(src),
+                      axis=0).ravel()  # column positions; dlids[d] the LIDs
         x = np.repeat(src, len(dlids[c0:c0 + step]))
         q = np.repeat(src_in, len(dlids[c0:c0 + step]))
-        sl = lanes.sl_of(x, d) if lanes is not None else np.zeros(len(d), np.uint8)
+        sl = lanes.sl_of(x, dlids[d]) if lanes is not None else np.zeros(len(d), np.uint8)
         prev = np.full(len(d), -1, dtype=np.int64)
         for _ in range(limit):
             p = lft[x, d].astype(np.int64)
@@ -194,9 +210,25 @@ def check_credit_loops(
             if not len(x):
                 break
         unfinished += len(x)
-    n_ch = n_link * n_vl
     e = distinct(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
     u = distinct(np.concatenate(used)) if used else np.zeros(0, np.int64)
+    return Dependencies(e, u, n_link * n_vl, len(src) * len(dlids), unfinished, link)
+
+
+def check_credit_loops(
+    fabric: Fabric, tables: ForwardingTables, lanes: VirtualLanes | None = None, *,
+    switch_sources: bool = True, max_hops: int | None = None,
+) -> CreditLoopCheck:
+    """Build the channel dependency graph of ``tables`` over ``fabric`` (with
+    the SLs and SL-to-VL tables of ``lanes``, else VL 0 everywhere) and look
+    for cycles (module doc).  ``lanes``' switch ids are the fabric's switches
+    in node order (the routing's); table rows are matched by GUID.
+    ``max_hops``: stop a route after that many switch hops (default: the
+    switch count + 1)."""
+    dep = dependencies(fabric, tables, lanes, switch_sources=switch_sources, max_hops=max_hops)
+    e, u, n_ch, link = dep.edges, dep.used, dep.n_channels, dep.link
+    n_vl = 16
+    sw = fabric.switches
     core = cyclic_core(n_ch, e // n_ch, e % n_ch)
     cyc = find_cycle(n_ch, e // n_ch, e % n_ch) if core.any() else np.zeros(0, np.int64)
     ls, lp = np.nonzero(link >= 0)
@@ -207,21 +239,21 @@ def check_credit_loops(
                           int(c % n_vl)) for c in cyc.tolist())
     per_vl = np.bincount(u % n_vl, minlength=1)
     return CreditLoopCheck(
-        pairs=len(src) * len(dlids), channels=len(u), dependencies=len(e),
+        pairs=dep.pairs, channels=len(u), dependencies=len(e),
         vls=int(np.flatnonzero(per_vl)[-1]) + 1 if len(u) else 0,
         per_vl=tuple(int(v) for v in per_vl[:int(np.flatnonzero(per_vl)[-1]) + 1])
-        if len(u) else (), cyclic=int(core.sum()), cycle=names, unfinished=unfinished)
+        if len(u) else (), cyclic=int(core.sum()), cycle=names, unfinished=dep.unfinished)
 
 
-def _aligned(tables: ForwardingTables, guids: np.ndarray) -> np.ndarray:
+def _aligned(tables: ForwardingTables, guids: np.ndarray, lids: np.ndarray) -> np.ndarray:
     """``tables.ports`` rows in the order of the switch ``guids`` ``(S,)``
-    (all NO_ROUTE for a switch the tables lack)."""
-    out = np.full((len(guids), tables.ports.shape[1]), NO_ROUTE, dtype=np.uint8)
+    (all NO_ROUTE for a switch the tables lack), columns ``lids`` ``(D,)``."""
+    out = np.full((len(guids), len(lids)), NO_ROUTE, dtype=np.uint8)
     tg = np.asarray(tables.switch_guid, dtype=np.uint64)
     if not len(tg):
         return out
     o = np.argsort(tg, kind="stable")
     i = np.minimum(np.searchsorted(tg[o], guids), len(tg) - 1)
     have = tg[o][i] == guids
-    out[have] = np.asarray(tables.ports)[o[i[have]]]
+    out[have] = np.asarray(tables.ports)[np.ix_(o[i[have]], lids)]
     return out

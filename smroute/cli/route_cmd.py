@@ -87,6 +87,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lanes-out", metavar="FILE",
                    help="with --vls N >= 2: write the SLs and SL-to-VL tables there "
                    "(smroute-lanes text format, replaced atomically)")
+    p.add_argument("--route-all-ca-pairs", action="store_true",
+                   help="every CA pair needs a route (default: aggregation nodes need hosts "
+                   "and the aggregation nodes of adjacent switches only; their other pairs "
+                   "are routed where it costs nothing, else counted)")
     p.add_argument("--no-validate", action="store_true", help="skip the validation walk")
     p.add_argument("--max-failures", type=int_range(0), default=20, metavar="N",
                    help="list at most N unroutable pairs by name (default 20)")
@@ -117,11 +121,9 @@ def hop_table(result: Any, walked: tuple[np.ndarray, np.ndarray] | None = None) 
 
 def _detour_walk(result: Any) -> dict[str, Any]:
     """The :func:`~smroute.routing.validate.walk` options of a routing with
-    detours (its detoured LIDs may turn; longer walks), else none."""
-    lanes = result.lanes
-    if lanes is None:
-        return {}
-    return {"turns": np.isin(result.dest.lid, lanes.lids), "max_hops": lanes.max_hops}
+    detours or mode ``tree+orient`` (LIDs that may turn; longer walks), else none."""
+    turns, max_hops = result.walk_turns()
+    return {} if turns is None else {"turns": turns, "max_hops": max_hops}
 
 
 def _fmt_s(x: float) -> str:
@@ -162,7 +164,8 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     t = prog.start(f"routing with {args.algorithm}")
     result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers,
-                   overrides=load_overrides(args), max_vls=args.vls)
+                   overrides=load_overrides(args), max_vls=args.vls,
+                   all_ca_pairs=args.route_all_ca_pairs)
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     tables = result.tables
 
@@ -184,7 +187,9 @@ def cmd_route(args: argparse.Namespace) -> int:
         prog.done("hops", t)
 
     deadlock = None
-    if result.lanes is not None and validation is not None:
+    # routes that turn on purpose (detours over VLs, or mode tree+orient): the
+    # channel dependencies of the tables as written, checked again here
+    if (result.lanes is not None or result.oriented is not None) and validation is not None:
         from smroute.analysis.deadlock import check_credit_loops
 
         t = prog.start("checking channel dependencies per VL")

@@ -58,6 +58,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-vls", type=int_range(1, 15), metavar="N",
                    help="data VLs the subnet manager programs (1..15); 2 or more allows "
                    "detours over VLs, served through the OpenSM plugin (GetLanes)")
+    p.add_argument("--route-all-ca-pairs", action="store_const", const=True, default=None,
+                   help="every CA pair needs a route (default: aggregation nodes need hosts "
+                   "and the aggregation nodes of adjacent switches only; the config's "
+                   "route_all_ca_pairs)")
     p.add_argument("--epoch-history", type=int, metavar="K", help="epochs kept")
     p.add_argument("--coalesce-ms", type=float, metavar="MS",
                    help="fault events within this window share one reroute")
@@ -77,6 +81,7 @@ def register(subparsers: Any) -> None:
 _FLAGS = {
     "listen": "listen", "fabric": "fabric", "workers": "workers", "algorithm": "algorithm",
     "lmc": "lmc", "max_vls": "max_vls", "epoch_history": "epoch_history",
+    "route_all_ca_pairs": "route_all_ca_pairs",
     "coalesce_ms": "coalesce_ms",
     "log_format": "log_format", "log_level": "log_level",
 }

@@ -25,8 +25,18 @@ two linked switches that both carry hosts, the one with fewer hosts is taken to
 be an upper switch with hosts cabled to it (a fat-tree links no two leaves).
 Every other switch's **rank** is its BFS distance from the leaves over
 switch-to-switch links (self-looped cables never count); the switches of the
-highest rank are the **roots**.  ``root_guid_file`` names the roots instead:
-ranks then count down from them and the leaves are the lowest switches.
+highest rank are the **roots** (every one of them roots the general
+up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots).
+``root_guid_file`` names the roots instead: ranks then count down from them
+and the leaves are the lowest switches.
+
+Which CA-to-CA pairs need a route (:func:`needed_pairs`): every pair with an
+end-port that is not an aggregation node (compute, service, storage,
+management, I/O, router), and an aggregation node's pairs with aggregation
+nodes on its own or an adjacent switch (SHARP's aggregation trees follow the
+cables between adjacent switches).  Other aggregation-node pairs carry no
+traffic: routed where it costs nothing, else counted, never a failure;
+``every_ca`` restores "every CA pair".
 
 The fabric is a **tree** (Dmodc routes it as one) unless it has no switch
 above its leaves although two leaves are connected (two switches with hosts
@@ -55,7 +65,9 @@ __all__ = [
     "SwitchRole",
     "GuidOverrides",
     "FabricRoles",
+    "NeededPairs",
     "fabric_roles",
+    "needed_pairs",
     "parse_guid_file",
     "read_guid_file",
     "switch_links",
@@ -209,8 +221,10 @@ class FabricRoles:
         nodes).
     tree: whether Dmodc routes the fabric as a tree; why_not_tree: the reason
     when not; roots: ``(K,)`` int64 switch nodes the general up*/down*
-    fallback is rooted at, one per physical component (its centre, or its
-    first listed root); empty for a tree.
+    fallback is rooted at: per physical component its top switches (rank
+    above 0, the highest; or the listed roots), else its centre; empty for
+    a tree.  centres: one root per component (its first listed root, else
+    its centre), for fabrics whose end-ports on top switches need each other.
     self_loops / same_rank: link ids ``(K,)`` int64 of self-looped cables and
     of links between switches of the same rank (both never used by routing).
     """
@@ -227,6 +241,7 @@ class FabricRoles:
     self_loops: np.ndarray
     same_rank: np.ndarray
     overrides: GuidOverrides = field(default_factory=GuidOverrides)
+    centres: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def leaves(self) -> IntArray:
@@ -259,6 +274,57 @@ class FabricRoles:
         out = {r.name.lower(): int((self.endport_role == r).sum()) for r in EndportRole}
         out.update({r.name.lower(): int((self.switch_role == r).sum()) for r in SwitchRole})
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class NeededPairs:
+    """Which CA-to-CA pairs need a route (module doc), in the switch space of
+    a routing: ``every`` ``(S,)`` bool, switches whose end-ports need a route
+    to every CA (one of them is no aggregation node, or ``every_ca``);
+    ``adjacent`` ``(S, S)`` bool, switches joined by a cable or the same;
+    ``agg`` ``(E,)`` bool, per end-port of the routing, aggregation nodes."""
+
+    every: BoolArray
+    adjacent: BoolArray
+    agg: BoolArray
+    every_ca: bool = False
+
+    def mask(self, src: IntArray, target: IntArray, agg: BoolArray) -> BoolArray:
+        """``(K, D)`` bool: whether the end-ports on switches ``src`` ``(K,)``
+        need a route to the CA destinations on switches ``target`` ``(D,)``
+        (``agg`` ``(D,)``: the destination is an aggregation node)."""
+        if self.every_ca:
+            return np.ones((len(src), len(target)), dtype=bool)
+        out = self.adjacent[np.ix_(src, target)]
+        out |= self.every[src][:, None]
+        out |= ~agg[None, :]
+        return out
+
+    def pairs(self, src: IntArray, target: IntArray, agg: BoolArray) -> BoolArray:
+        """``(K,)`` bool: :meth:`mask` for the pairs ``(src[k], target[k])``."""
+        if self.every_ca:
+            return np.ones(len(src), dtype=bool)
+        return self.adjacent[src, target] | self.every[src] | ~agg
+
+
+def needed_pairs(fabric: Fabric, roles: FabricRoles, sw_node: IntArray, ep_node: IntArray,
+                 *, every_ca: bool = False) -> NeededPairs:
+    """The pairs that need a route (module doc) for a routing whose
+    switches are the nodes ``sw_node`` ``(S,)`` and end-ports ``ep_node``
+    ``(E,)``; ``every_ca``: every CA pair."""
+    n_sw = len(sw_node)
+    sid = np.full(fabric.n_nodes, -1, dtype=np.int64)
+    sid[sw_node] = np.arange(n_sw)
+    agg = roles.endport_role[ep_node] == EndportRole.AGGREGATION
+    at = sid[roles.attach[ep_node]]
+    every = np.zeros(n_sw, dtype=bool)
+    every[at[~agg & (at >= 0)]] = True
+    a, b, _ = switch_links(fabric)
+    a, b = sid[a], sid[b]
+    ok = (a >= 0) & (b >= 0)
+    adjacent = np.eye(n_sw, dtype=bool)
+    adjacent[a[ok], b[ok]] = adjacent[b[ok], a[ok]] = True
+    return NeededPairs(every | every_ca, adjacent, agg, every_ca)
 
 
 def _attachment(f: Fabric) -> tuple[IntArray, IntArray, IntArray]:
@@ -400,11 +466,14 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
     same_rank = sl[~loop & (ra == rb) & (ra >= 0)]
 
     tree, why = _tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
+    ep_count = hosts + np.bincount(attach[is_agg], minlength=n)
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
-        f, hosts + np.bincount(attach[is_agg], minlength=n), is_sw, src, dst, roots_given)
+        f, ep_count, is_sw, src, dst, roots_given | (sw_role == SwitchRole.ROOT))
+    centres = np.zeros(0, dtype=np.int64) if tree else _centres(
+        f, ep_count, is_sw, src, dst, roots_given)
     return FabricRoles(
         endport_role=ep_role, switch_role=sw_role, reason=reason, rank=rank.astype(np.int64),
-        attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots,
+        attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots, centres=centres,
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
@@ -434,14 +503,18 @@ def _centres(
     f: Fabric, ep_count: IntArray, is_sw: BoolArray,
     src: IntArray, dst: IntArray, roots_given: BoolArray,
 ) -> IntArray:
-    """The roots of the up*/down* fallback, one per physical component of
-    switches: its first listed root (lowest GUID), else the switch with the
-    least mean hop distance to the end-ports (lowest GUID on a tie).  One BFS
-    per switch that carries end-ports (fallback fabrics only)."""
+    """The roots of the up*/down* fallback per physical component of
+    switches: every switch of ``roots_given`` (listed or top) in it, else the
+    switch with the least mean hop distance to the end-ports (lowest GUID on
+    a tie).  One BFS per switch that carries end-ports (fallback fabrics only)."""
     sws = np.flatnonzero(is_sw)
     if not len(sws):
         return np.zeros(0, dtype=np.int64)
     comp = components(f.n_nodes, src, dst)[sws]
+    given_comp = np.unique(comp[roots_given[sws]])
+    listed = sws[roots_given[sws]]
+    if np.isin(comp, given_comp).all():
+        return np.sort(listed).astype(np.int64)
     total = np.zeros(f.n_nodes, dtype=np.float64)
     reach = np.zeros(f.n_nodes, dtype=np.int64)
     for s in np.flatnonzero(is_sw & (ep_count > 0)).tolist():
@@ -453,4 +526,6 @@ def _centres(
     given = roots_given[sws]
     # per component: listed roots first, then least mean distance, then lowest GUID
     o = np.lexsort((f.node_guid[sws], mean, ~given, comp))
-    return np.sort(sws[first_per_group(o, comp[o])]).astype(np.int64)
+    centre = first_per_group(o, comp[o])
+    centre = sws[centre[~np.isin(comp[centre], given_comp)]]
+    return np.sort(np.concatenate([listed, centre])).astype(np.int64)

@@ -54,7 +54,15 @@ import numpy.typing as npt
 
 from smroute.fabric.graph import components
 from smroute.fabric.model import SPEEDS, Fabric, NodeType
-from smroute.fabric.roles import REASONS, EndportRole, FabricRoles, SwitchRole, fabric_roles
+from smroute.fabric.roles import (
+    REASONS,
+    EndportRole,
+    FabricRoles,
+    SwitchRole,
+    fabric_roles,
+    needed_pairs,
+    switch_links,
+)
 
 __all__ = [
     "ANOMALY_KINDS",
@@ -139,6 +147,10 @@ class FabricSummary:
     roles: tuple[dict[str, Any], ...] = ()
     routing_mode: str = "tree"
     why_not_tree: str = ""
+    #: ordered CA pairs in one physical component that need a route, and
+    #: those that need none (aggregation nodes on switches not adjacent)
+    ca_pairs_needed: int = 0
+    ca_pairs_unneeded: int = 0
 
     @property
     def ok(self) -> bool:
@@ -173,6 +185,7 @@ class FabricSummary:
             "roles": list(self.roles),
             "routing_mode": self.routing_mode,
             "why_not_tree": self.why_not_tree,
+            "ca_pairs": {"needed": self.ca_pairs_needed, "unneeded": self.ca_pairs_unneeded},
             "anomalies": {
                 k: {"total": total, "items": list(items)}
                 for k, (total, items) in self.anomalies.items()
@@ -369,6 +382,7 @@ def summarize(
         for k, c in zip(pk[:max_items].tolist(), pm[:max_items].tolist(), strict=True)
     )
 
+    needed, unneeded = ca_pair_counts(f, roles)
     return FabricSummary(
         source=source,
         nodes=n,
@@ -389,7 +403,29 @@ def summarize(
         roles=role_table(roles),
         routing_mode=roles.mode,
         why_not_tree=roles.why_not_tree,
+        ca_pairs_needed=needed - unneeded,
+        ca_pairs_unneeded=unneeded,
     )
+
+
+def ca_pair_counts(f: Fabric, roles: FabricRoles) -> tuple[int, int]:
+    """Ordered pairs of linked end-ports in one physical component, and
+    those of them that need no route (:func:`~smroute.fabric.roles.needed_pairs`)."""
+    sw = f.switches
+    ep = np.flatnonzero((roles.endport_role >= 0) & (roles.attach >= 0))
+    if not len(sw) or not len(ep):
+        return 0, 0
+    need = needed_pairs(f, roles, sw, ep)
+    sid = np.full(f.n_nodes, -1, dtype=np.int64)
+    sid[sw] = np.arange(len(sw))
+    at = sid[roles.attach[ep]]
+    la, lb, _ = switch_links(f)
+    comp = components(len(sw), sid[la], sid[lb])
+    per = np.bincount(comp[at], minlength=len(sw)).astype(np.int64)
+    total = int((per * (per - 1)).sum())
+    aggs = np.bincount(at[need.agg], minlength=len(sw)).astype(np.int64)
+    far = ~need.adjacent & (comp[:, None] == comp[None, :])
+    return total, int(aggs @ far @ aggs)
 
 
 def _port_dict(f: Fabric, row: int) -> dict[str, Any]:
@@ -448,6 +484,9 @@ def format_summary(s: FabricSummary, *, max_lines: int = 20) -> list[str]:
         out.append(f"  {r['kind']:<7} {r['role']:<11} {r['count']:>7}  {r['reason']}")
     how = "Dmodc over the tree" if s.routing_mode == "tree" else "general up*/down* fallback"
     out.append(f"Routing: {how}" + (f" ({s.why_not_tree})" if s.why_not_tree else ""))
+    out.append(f"CA pairs: {s.ca_pairs_needed} need a route" + (
+        f", {s.ca_pairs_unneeded} need none (aggregation nodes on switches not adjacent)"
+        if s.ca_pairs_unneeded else ""))
     if s.ok:
         out.append("Anomalies: none")
         return out

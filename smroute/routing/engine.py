@@ -29,9 +29,19 @@ same tables on a complete PGFT, the same modes and guarantees) and ``dmodk``.
   higher virtual lane at every such turn (SLs and SL-to-VL tables in
   :attr:`RoutingResult.lanes`, :mod:`smroute.routing.vlassign`).  Only a
   subnet manager that programs SLs and VLs can use it (the OpenSM plugin).
-* ``updown``: the fabric is no tree (roles), or the check above failed (and
-  detours were off or could not route every pair within ``max_vls``):
-  every destination is routed up*/down* towards a root per component.
+* ``tree+orient``: the check above failed (and detours were off or could
+  not route every pair): the tree's routes stay for every destination they
+  serve, and only the destinations some needed pair lacks a path to take
+  the turn root's routes where the tree has none, accepted when they are
+  delivered and the channel dependencies of all routes are acyclic
+  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
+  Failing that, the tables are the tree's and the pairs left without a
+  route are reported by the validation walk.
+* ``updown``: the fabric is no tree (roles): every destination is routed
+  up*/down* towards the roots of its component (its top switches).
+
+Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`
+(``all_ca_pairs``: every CA pair); :attr:`RoutingResult.needed`.
 """
 
 from __future__ import annotations
@@ -46,8 +56,8 @@ import numpy as np
 from smroute.errors import RoutingError
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
-from smroute.routing import dmodc, dmodk, nominal
+from smroute.fabric.roles import FabricRoles, GuidOverrides, NeededPairs, fabric_roles, needed_pairs
+from smroute.routing import dmodc, dmodk, nominal, orient
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
@@ -96,7 +106,9 @@ class RoutingResult:
     turn root; roles: the roles the routing used; lanes: the SLs and
     SL-to-VL tables of mode ``tree+detours`` (else ``None``: one VL, SL 0).
     nominal: Nmodc's :class:`NominalState` where a reroute computed it (else
-    ``None``: the next reroute computes it from this result).
+    ``None``: the next reroute computes it from this result).  needed: the
+    pairs that need a route; oriented: ``(D,)`` bool, the destinations of
+    mode ``tree+orient`` (walked for delivery only), else ``None``.
     """
 
     algorithm: str
@@ -114,11 +126,23 @@ class RoutingResult:
     roles: FabricRoles | None = None
     lanes: VirtualLanes | None = None
     nominal: NominalState | None = None
+    needed: NeededPairs | None = None
+    oriented: np.ndarray | None = None
 
     @property
     def walk_graph(self) -> SwitchGraph:
         """The graph whose orientation the validation walk checks."""
         return self.check_graph if self.check_graph is not None else self.graph
+
+    def walk_turns(self) -> tuple[np.ndarray | None, int | None]:
+        """The :func:`~smroute.routing.validate.walk` options ``(turns,
+        max_hops)`` of the destinations whose routes may turn (detours, mode
+        ``tree+orient``); ``(None, None)`` for up*/down* routes."""
+        if self.lanes is not None:
+            return np.isin(self.dest.lid, self.lanes.lids), self.lanes.max_hops
+        if self.oriented is not None:
+            return self.oriented, orient.turn_hops(self.graph)
+        return None, None
 
     @property
     def total_seconds(self) -> float:
@@ -137,6 +161,7 @@ def route(
     roles: FabricRoles | None = None,
     overrides: GuidOverrides | None = None,
     max_vls: int = 1,
+    all_ca_pairs: bool = False,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
@@ -147,6 +172,7 @@ def route(
     roles if already known (else computed with ``overrides``).  ``max_vls``:
     the data VLs the subnet manager can program (1..15); 2 or more allows
     mode ``tree+detours`` where the tree would otherwise fall back to ``updown``.
+    ``all_ca_pairs``: every CA pair needs a route (else the roles' rule).
     Raises :class:`~smroute.errors.RoutingError` if the fabric cannot be routed.
     """
     if algorithm not in ALGORITHMS:
@@ -173,6 +199,15 @@ def route(
         mode, reason = "updown", f"no tree: {roles.why_not_tree}"
     if len(g.ep_row) == 0:
         raise RoutingError("no switch has an end-port attached: nothing to route")
+    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64),
+                          every_ca=all_ca_pairs)
+    if mode == "updown" and len(roles.roots) > len(roles.centres):
+        c0 = dmodc.costs_and_dividers(g)[0]  # every top a root: pairs without a path?
+        if orient.needed_turns(g, c0, route_destinations(algorithm, g, c0, lmc)[1],
+                               needed).any():
+            g = rooted_graph(fabric, roles, roles.centres)
+            reason += ("; end-ports on the top switches need each other: rooted at one "
+                       "switch per component")
     t1 = clock()
     timings["rank"] = t1 - t0
     slots = nominal.nominal_slots(g) if algorithm == "nmodc" else None
@@ -188,6 +223,7 @@ def route(
     check: SwitchGraph | None = None
     turn_lids = 0
     lanes: VirtualLanes | None = None
+    oriented: np.ndarray | None = None
     try:
         ports = _tables(fabric, algorithm, p, g, c, pi, dest, slots)
         t4 = clock()
@@ -197,6 +233,7 @@ def route(
         if need.any():
             roots = turn_roots(g)
             g2 = rooted_graph(fabric, roles, roots, like=g)
+            tree_ports = ports.copy()
             if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
                 mode, check, turn_lids = "tree+turns", g2, int(need.sum())
                 reason = (f"{turn_lids} destination LIDs have end-port traffic with no "
@@ -212,15 +249,31 @@ def route(
                           "up*/down* path in the tree; routed with detours over "
                           f"{lanes.n_vls} VLs ({lanes.n_sls} SLs)")
             else:
-                why = f" ({det[1]})" if max_vls >= 2 else ""
-                mode = "updown"
-                reason = ("the tree's routes through the turn root are not all up*/down* "
-                          f"towards it: routed every destination up*/down* towards it{why}")
-                g = g2
-                slots = nominal.nominal_slots(g) if algorithm == "nmodc" else None
-                c, pi = _costs(g, slots)
-                nids, dest = route_destinations(algorithm, g, c, lmc)
-                ports = _tables(fabric, algorithm, p, g, c, pi, dest, slots)
+                why = f"; {det[1]}" if max_vls >= 2 else ""
+                ports = tree_ports
+                ori, no = orient.orient(fabric, g, c, pi, dest, ports,
+                                        (need, orient.needed_turns(g, c, dest, needed)), needed,
+                                        (g2, *dmodc.costs_and_dividers(g2)))
+                turn_lids = int(ori.turns.sum()) if ori is not None else 0
+                mode = "tree+orient" if turn_lids else "tree"
+                oriented = ori.turns if turn_lids and ori is not None else None
+                reason = (f"the tree's routes through the turn root are not all up*/down* "
+                          f"towards it{why}; " + (
+                              f"{turn_lids} destination LIDs take the turn root's routes where "
+                              f"the tree has none ({ori.why})" if ori is not None else ""))
+                if ori is None or not ori.complete:
+                    # last resort: one orientation for every destination
+                    mode, oriented, turn_lids = "updown", None, 0
+                    reason = ("the tree's routes through the turn root are not all up*/down* "
+                              f"towards it{why}, and turning the destinations that need it one "
+                              "at a time left some without a route"
+                              f"{f' ({no})' if no else ''}: routed every destination "
+                              "up*/down* towards the turn root")
+                    g = g2
+                    slots = nominal.nominal_slots(g) if algorithm == "nmodc" else None
+                    c, pi = _costs(g, slots)
+                    nids, dest = route_destinations(algorithm, g, c, lmc)
+                    ports = _tables(fabric, algorithm, p, g, c, pi, dest, slots)
             timings["turns"] = clock() - t4
     finally:
         if own and p is not None:
@@ -238,7 +291,7 @@ def route(
         lid_desc=ld,
     )
     return RoutingResult(algorithm, tables, g, c, pi, nids, dest, timings, mode, reason,
-                         check, turn_lids, roles, lanes)
+                         check, turn_lids, roles, lanes, needed=needed, oriented=oriented)
 
 
 def route_destinations(algorithm: str, g: SwitchGraph, c: np.ndarray,
@@ -258,15 +311,16 @@ def validate_result(
     """The validation walk of ``r``'s tables in the orientation its routes
     follow (:attr:`RoutingResult.walk_graph`); see
     :func:`~smroute.routing.validate.validate` for ``walked``."""
-    turns = np.isin(r.dest.lid, r.lanes.lids) if r.lanes is not None else None
+    turns, max_hops = r.walk_turns()
     return validate(r.walk_graph, r.tables.ports, r.dest, r.costs,
                     switch_desc=r.tables.switch_desc, lid_desc=r.tables.lid_desc,
-                    max_failures=max_failures, walked=walked, turns=turns,
-                    max_hops=r.lanes.max_hops if r.lanes is not None else None)
+                    max_failures=max_failures, walked=walked, needed=r.needed,
+                    turns=turns, max_hops=max_hops)
 
 
 def unrouted_connected(r: RoutingResult) -> int:
-    """CA-to-CA pairs that cables join but ``r``'s tables leave without a
+    """CA-to-CA pairs that need a route (:attr:`RoutingResult.needed`) and
+    that cables join but ``r``'s tables leave without a
     first hop (the source's switch has no route): what a routing that could
     not connect a switch to a target leaves (all of that target's LIDs).  Read
     for one CA LID per (end-port switch, target switch), counted for every
@@ -277,10 +331,15 @@ def unrouted_connected(r: RoutingResult) -> int:
     ca = np.flatnonzero(~dest.is_switch)
     if not len(src) or not len(ca):
         return 0
-    tgt, first, lids_per = np.unique(dest.target[ca], return_index=True, return_counts=True)
+    agg = r.needed.agg[dest.owner[ca]] if r.needed is not None else np.zeros(len(ca), bool)
+    key, first, lids_per = np.unique(dest.target[ca] * 2 + agg, return_index=True,
+                                     return_counts=True)
+    tgt = key // 2
     ports = r.tables.ports[np.ix_(src, dest.lid[ca[first]])]
-    same = g.component[src][:, None] == g.component[tgt][None, :]
-    return int(count @ ((ports == NO_ROUTE) & same) @ lids_per)
+    gap = (ports == NO_ROUTE) & (g.component[src][:, None] == g.component[tgt][None, :])
+    if r.needed is not None:
+        gap &= r.needed.mask(src, tgt, (key % 2).astype(bool))
+    return int(count @ gap @ lids_per)
 
 
 def _detours(

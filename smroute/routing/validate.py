@@ -10,12 +10,15 @@ the orientation of the graph walked), and whether the hop count is minimal
 (equals the up*/down* cost).
 
 Which pairs must be delivered: from a switch that carries end-ports, every
-end-port destination in the same physical component (a CA's traffic must
-reach every CA it is cabled to); from any switch, every destination it has an
-up*/down* path to.  A switch LID without an up*/down* path from a switch is
-left unrouted there.  Other pairs are unused and may stay unrouted; pairs whose
-ends are in different physical components are counted apart as
-*disconnected* (a partitioned fabric), never as routing failures.
+end-port destination in the same physical component that one of its
+end-ports needs (:func:`~smroute.fabric.roles.needed_pairs`; every one
+without that rule: a CA's traffic must reach every CA it is cabled to); from
+any switch, every destination it has an up*/down* path to.  CA pairs left
+unrouted that no traffic needs are counted apart (``ca_pairs_unneeded``).  A
+switch LID without an up*/down* path from a switch is left unrouted there.
+Other pairs are unused and may stay unrouted; pairs whose ends are in
+different physical components are counted apart as *disconnected* (a
+partitioned fabric), never as routing failures.
 
 Routes with detours (:mod:`smroute.routing.detour`) turn up after going
 down on purpose: for their destination LIDs (``turns``) the walk checks
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from smroute.fabric.roles import NeededPairs
 from smroute.routing.dmodc import INF, Destinations, hop_counts
 from smroute.routing.topology import NO_LINK, SwitchGraph, next_switch
 
@@ -80,6 +84,9 @@ class Validation:
     failures: list[Failure] = field(default_factory=list)
     #: delivered walks with detours (down->up turns on purpose, over VLs)
     detoured: int = 0
+    #: CA pairs left unrouted that no traffic needs (aggregation nodes on
+    #: switches not adjacent): counted, not a failure
+    ca_pairs_unneeded: int = 0
 
     @property
     def ok(self) -> bool:
@@ -88,9 +95,13 @@ class Validation:
     def summary(self) -> str:
         apart = (f"; {self.ca_pairs_disconnected} CA pairs physically disconnected "
                  "(partitioned fabric)" if self.ca_pairs_disconnected else "")
+        if self.ca_pairs_unneeded:
+            apart += (f"; {self.ca_pairs_unneeded} aggregation-node pairs on switches not "
+                      "adjacent left unrouted (no traffic needs them)")
         if self.ok and self.detoured:
             return (f"valid: {self.pairs} switch-to-LID walks delivered, up*/down* but for "
-                    f"{self.detoured} detours over virtual lanes "
+                    f"{self.detoured} that turn on purpose (detours over virtual lanes, or "
+                    "turns whose channel dependencies are acyclic) "
                     f"({self.switch_pairs_no_updown} unused pairs left unrouted), "
                     f"{self.non_minimal} non-minimal{apart}")
         if self.ok:
@@ -217,8 +228,10 @@ def validate(
     max_failures: int = 50,
     walked: tuple[np.ndarray, np.ndarray] | None = None,
     turns: np.ndarray | None = None, max_hops: int | None = None,
+    needed: NeededPairs | None = None,
 ) -> Validation:
     """Walk all (routed switch, destination) pairs and report (see module doc).
+    ``needed``: the pairs that need a route (default: every CA pair).
 
     ``turns`` ``(D,)`` bool: destinations routed with detours, whose walks
     may turn up after going down (or move sideways); ``max_hops``: the
@@ -229,6 +242,8 @@ def validate(
     counts of ``opensm.fdbs``); otherwise the walk is done here."""
     sources = np.flatnonzero(g.rank >= 0)
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sources]
+    agg_count = (np.bincount(g.ep_switch, weights=needed.agg, minlength=g.n_switches)[sources]
+                 .astype(np.int64) if needed is not None else ep_count)
     src_cost, src_comp = np.take(costs, sources, axis=0), g.component[sources][:, None]
     chunks: Iterator[tuple[slice, np.ndarray, np.ndarray]]
     if walked is not None:
@@ -240,7 +255,7 @@ def validate(
                   for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops))
     n = dict.fromkeys(("pairs", "delivered", "dead_ends", "loops", "updown_violations",
                        "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
-                       "ca_pairs_disconnected", "detoured"), 0)
+                       "ca_pairs_disconnected", "detoured", "ca_pairs_unneeded"), 0)
     failing: list[np.ndarray] = []  # (b, d, status) rows: each chunk's first max_failures
     for sl, status, hops in chunks:  # counted per chunk of destinations
         tgt = dest.target[sl]
@@ -249,7 +264,14 @@ def validate(
         # must deliver: an up*/down* path exists, or an end-port's traffic
         # enters here and cables join the destination
         ca = ~dest.is_switch[sl]
-        required = (cost < INF) | ((ep_count > 0)[:, None] & same_comp & ca[None, :])
+        cabled = (ep_count > 0)[:, None] & same_comp & ca[None, :]
+        unneeded = np.zeros(0, dtype=np.int64)
+        if needed is not None and not needed.every_ca:
+            need = needed.mask(sources, tgt, needed.agg[np.where(ca, dest.owner[sl], 0)] & ca)
+            unneeded = np.count_nonzero(cabled & ~need & (cost == INF) & (status == DEAD_END),
+                                        axis=1)
+            cabled &= need
+        required = (cost < INF) | cabled
         exempt = ~required & (status == DEAD_END)
         status = np.where(exempt, OK, status)
         ok = status == OK
@@ -263,6 +285,8 @@ def validate(
         n["ca_pairs_unroutable"] += int(np.count_nonzero(~ok & ca, axis=1) @ ep_count)
         n["ca_pairs_disconnected"] += int(np.count_nonzero(~same_comp & ca, axis=1) @ ep_count)
         n["switch_pairs_no_updown"] += int(np.count_nonzero(exempt))
+        if len(unneeded):  # the aggregation nodes' pairs (pairs of hosts are needed)
+            n["ca_pairs_unneeded"] += int(unneeded @ agg_count)
         if turns is not None:
             n["detoured"] += int(np.count_nonzero(ok & (cost == INF) & ~exempt))
         bi, di = np.nonzero(~ok)

@@ -217,6 +217,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "algorithm": _v_choice(*ALGORITHMS),
     "lmc": _v_null_or(_v_int(0, 7)),
     "max_vls": _v_int(1, 15),
+    "route_all_ca_pairs": _v_bool,
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),
     "root_guid_file": _v_path(True),

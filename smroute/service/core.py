@@ -103,10 +103,11 @@ class RoutingCore:
         overrides: GuidOverrides | None = None,
         durable: Durable | None = None,
         max_vls: int = 1,
+        all_ca_pairs: bool = False,
     ) -> None:
         if algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
-        self._settings = Settings(algorithm, lmc, max_vls, overrides)
+        self._settings = Settings(algorithm, lmc, max_vls, overrides, all_ca_pairs)
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
         #: daemon replaces the tuple on SIGHUP.
@@ -313,9 +314,9 @@ class RoutingCore:
         RoutingError becomes FAILED_PRECONDITION naming the serving epoch."""
         try:
             if c.full or cur is None:
-                res = own_tables(route(fabric, algorithm=s.algorithm, lmc=s.lmc,
-                                       pool=self.pool, clock=self.clock,
-                                       overrides=s.overrides, max_vls=s.max_vls))
+                res = own_tables(route(fabric, algorithm=s.algorithm, lmc=s.lmc, pool=self.pool,
+                                       clock=self.clock, overrides=s.overrides,
+                                       max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs))
                 t = self.clock()
                 diff = diff_tables(cur.tables, res.tables) if cur is not None else None
                 why = "full route" if c.full else "no serving epoch"
@@ -342,9 +343,9 @@ class RoutingCore:
         incrementally when ``cur`` routed the same loaded fabric (see
         smroute.service.reroute), else in full."""
         same = base is self._epoch_base
-        return reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm,
-                       pool=self.pool, clock=self.clock,
-                       incremental=same and self.incremental, max_vls=s.max_vls)
+        return reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm, pool=self.pool,
+                       clock=self.clock, incremental=same and self.incremental,
+                       max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
 
     def _gate(self, c: Change, res: RoutingResult) -> None:
         """Refuse tables that leave CA pairs that cables join unrouted.  Dmodc

@@ -51,8 +51,10 @@ class Settings:
     """The routing settings: algorithm, LIDs per end-port = 2**lmc (``None``:
     each end-port's LMC in the fabric, as ``smroute route`` without
     ``--lmc``), the data VLs the subnet manager programs (2 or more lets a
-    tree take detours over VLs: routing mode tree+detours), and the
-    operator's overrides of the fabric's roles (OpenSM guid files).  The core
+    tree take detours over VLs: routing mode tree+detours), the operator's
+    overrides of the fabric's roles (OpenSM guid files), and whether every
+    CA pair needs a route (``all_ca_pairs``; else the roles' rule,
+    :func:`~smroute.fabric.roles.needed_pairs`).  The core
     replaces them on its sequencer thread only: with a committed change, or
     :meth:`~smroute.service.core.RoutingCore.configure` (a config reload)."""
 
@@ -60,6 +62,7 @@ class Settings:
     lmc: int | None = None
     max_vls: int = 1
     overrides: GuidOverrides | None = None
+    all_ca_pairs: bool = False
 
 
 @dataclass(frozen=True)

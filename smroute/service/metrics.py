@@ -59,7 +59,7 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
 #: The routing modes of :func:`smroute.routing.engine.route`.
-ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "updown")
+ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown")
 
 
 class _LabelGuard:
@@ -124,7 +124,9 @@ class ServiceMetrics:
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
             "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
-            "with detours over virtual lanes; updown: the general up*/down* fallback), 0 for "
+            "with detours over virtual lanes; tree+orient: Dmodc with the few destinations it "
+            "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
+            "up*/down* fallback), 0 for "
             "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "

@@ -46,7 +46,7 @@ from collections.abc import Callable
 import numpy as np
 
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import fabric_roles
+from smroute.fabric.roles import fabric_roles, needed_pairs
 from smroute.routing import balance, dmodc, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.dmodc import Destinations
 from smroute.routing.engine import (
@@ -190,6 +190,7 @@ def reroute(
     clock: Callable[[], float] = time.perf_counter,
     incremental: bool = True,
     max_vls: int = 1,
+    all_ca_pairs: bool | None = None,
 ) -> Reroute:
     """Route ``fabric`` (the previous fabric changed by some events) knowing
     ``prev``, its routing; see the module doc.  ``lmc`` as in
@@ -197,8 +198,11 @@ def reroute(
     ``pool``: for the full path (``None``: route in this process).
     ``incremental=False`` forces the full route (for comparisons); ``max_vls``:
     as :func:`~smroute.routing.engine.route`'s (a routing with detours is
-    always routed in full)."""
+    always routed in full); ``all_ca_pairs``: as ``route``'s (``None``:
+    ``prev``'s)."""
     alg = algorithm or prev.algorithm
+    every = (all_ca_pairs if all_ca_pairs is not None
+             else prev.needed is not None and prev.needed.every_ca)
     t0 = clock()
     overrides = prev.roles.overrides if prev.roles is not None else None
     roles = fabric_roles(fabric, overrides)
@@ -233,7 +237,7 @@ def reroute(
         # without a pool, route in this process (not a new pool per call)
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool,
                                workers=1 if pool is None else None, clock=clock, roles=roles,
-                               max_vls=max_vls))
+                               max_vls=max_vls, all_ca_pairs=every))
         t4 = clock()
         d = diff_tables(prev.tables, res.tables)
         timings = {**res.timings, "diff": clock() - t4}
@@ -310,7 +314,10 @@ def reroute(
     timings["routes"] = t4 - t3
     tables = dataclasses.replace(prev.tables, ports=ports, _index={})
     res = RoutingResult(prev.algorithm, tables, g, c, pi, nids, dest, dict(timings),
-                        roles=roles, nominal=state)
+                        roles=roles, nominal=state, needed=needed_pairs(
+                            fabric, roles, g.sw_node,
+                            fabric.port_node[g.ep_row].astype(np.int64),
+                            every_ca=every))
     d = diff_region(prev.tables.ports, ports, rows, lids, tables.switch_guid, tables.switch_lid,
                     tables.switch_desc)
     timings["diff"] = clock() - t4

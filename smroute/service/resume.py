@@ -39,7 +39,7 @@ from smroute.fabric.faults import (
     degraded_fabric,
 )
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles
+from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles, needed_pairs
 from smroute.routing import dmodc
 from smroute.routing.engine import RoutingResult, route, turn_roots
 from smroute.routing.pool import RoutePool
@@ -81,7 +81,7 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     Dmodk); other algorithms, and detours over VLs (with ``max_vls``), are
     routed again.  :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if alg not in ("dmodc", "dmodk") or mode == "tree+detours":
+    if alg not in ("dmodc", "dmodk") or mode in ("tree+detours", "tree+orient"):
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
@@ -99,8 +99,10 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
             dest.max_lid + 1 != tables.ports.shape[1]:
         raise codec.CodecError("the stored tables do not fit the stored fabric's switches")
+    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
     return RoutingResult(alg, tables, g, c, pi, nids, dest, dict(meta["timings"]), mode,
-                         str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles)
+                         str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles,
+                         needed=needed)
 
 
 def _epoch(row: EpochRow, base: Fabric, pool: RoutePool, max_vls: int, instance: str

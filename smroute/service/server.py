@@ -146,6 +146,7 @@ class Daemon:
         self._start_metrics()
         self.core = RoutingCore(
             workers=cfg.workers, algorithm=cfg.algorithm, lmc=cfg.lmc, max_vls=cfg.max_vls,
+            all_ca_pairs=cfg.route_all_ca_pairs,
             epoch_history=cfg.epoch_history, coalesce_s=cfg.coalesce_ms / 1000.0,
             limits=cfg.limits, fabric_dirs=cfg.fabric_dirs, log=self.log,
             metrics=self.metrics, overrides=guid_overrides(cfg), durable=self._durable(),
@@ -409,9 +410,11 @@ class Daemon:
         # Precedence: the file's algorithm and lmc are defaults; a Route RPC's
         # choice stands until the file changes that key (an unchanged file
         # changes nothing about routing: no epoch, no setting)
-        routing = {k: getattr(new, k) for k in ("algorithm", "lmc", "max_vls")
+        routing = {k: getattr(new, k)
+                   for k in ("algorithm", "lmc", "max_vls", "route_all_ca_pairs")
                    if getattr(new, k) != getattr(old, k)}
-        changes: dict[str, Any] = dict(routing)
+        changes: dict[str, Any] = {"all_ca_pairs" if k == "route_all_ca_pairs" else k: v
+                                   for k, v in routing.items()}
         if overrides != core.settings.overrides:
             changes["overrides"] = overrides
             routing["guid_files"] = "changed"

@@ -331,6 +331,9 @@ class ServiceConfig:
     route`` without ``--lmc``).  ``max_vls``: data VLs the subnet manager
     programs (1..15; 2 or more lets a tree take detours over virtual lanes,
     served to the OpenSM plugin with their SLs and SL-to-VL tables).
+    ``route_all_ca_pairs``: every CA pair needs a route (default: the roles'
+    rule, :func:`~smroute.fabric.roles.needed_pairs`: aggregation nodes need
+    hosts and the aggregation nodes of adjacent switches only).
     ``epoch_history``: committed epochs kept for Diff / since_epoch.
     ``fabric``: ibnetdiscover file loaded and routed at start (or ``None``).
     ``root_guid_file`` / ``cn_guid_file`` / ``io_guid_file``: the operator's
@@ -357,6 +360,7 @@ class ServiceConfig:
     algorithm: str = "dmodc"
     lmc: int | None = None
     max_vls: int = 1
+    route_all_ca_pairs: bool = False
     epoch_history: int = 8
     fabric: Path | None = None
     root_guid_file: Path | None = None
@@ -412,6 +416,7 @@ class ServiceConfig:
         if not isinstance(ids, tuple) or not all(isinstance(i, str) and i.strip() for i in ids):
             raise _fail("mutating_identities", "a list of non-empty names", ids)
         _check_bool("allow_insecure_mutations", self.allow_insecure_mutations)
+        _check_bool("route_all_ca_pairs", self.route_all_ca_pairs)
         _check_bool("allow_insecure_listen", self.allow_insecure_listen)
         if self.metrics_listen is not None:
             try:

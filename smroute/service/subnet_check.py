@@ -139,7 +139,10 @@ def pair_validation(r: RoutingResult, pairs: np.ndarray, max_failures: int = 0) 
     ep_count = np.bincount(g.ep_switch, minlength=g.n_switches)[sw]
     same_comp = g.component[sw] == g.component[tgt]
     ca = ~dest.is_switch[j]
-    required = (cost < INF) | ((ep_count > 0) & same_comp & ca)
+    cabled = (ep_count > 0) & same_comp & ca
+    if r.needed is not None:  # the pairs that need a route
+        cabled &= r.needed.pairs(sw, tgt, r.needed.agg[np.where(ca, dest.owner[j], 0)] & ca)
+    required = (cost < INF) | cabled
     exempt = ~required & (status == DEAD_END)
     status[exempt] = OK
     ok = status == OK
@@ -162,8 +165,8 @@ def delta_validation(prev: RoutingResult, pv: Validation, new: RoutingResult,
     """The validation of ``new`` from its parent ``prev``'s valid one ``pv``,
     walking only :func:`affected_pairs`; ``None`` if that does not apply
     (``pv`` invalid, the epochs not comparable, or too many pairs)."""
-    if not pv.ok or prev.lanes is not None or new.lanes is not None:
-        return None  # detours: the full walk knows which LIDs may turn
+    if not pv.ok or any(x.lanes is not None or x.oriented is not None for x in (prev, new)):
+        return None  # detours and turns: the full walk knows which LIDs may turn
     pairs = affected_pairs(prev, new)
     if pairs is None or len(pairs) > MAX_SHARE * new.tables.n_switches * len(new.dest.lid):
         return None

@@ -1,0 +1,282 @@
+"""Another orientation for the few destinations a tree cannot serve, on one VL.
+
+Some end-ports of a tree have traffic with no up*/down* path in it (hosts and
+aggregation nodes on upper switches, a leaf that lost its common ancestors).
+The tree's routes stay for every destination they serve; only the
+destinations such traffic needs (:func:`needed_turns`) take another route
+where the tree has none: the switches without an up*/down* path to one of
+them take the tree's route towards a *turn switch* (:func:`turn_options`:
+one with a path to the destination that every switch needing one can reach),
+where the route joins the tree's route to the destination
+(:func:`route_turns`).  Mode ``tree+turns`` accepts one turn root per
+component when every route is up*/down* in the root's orientation (a
+sufficient condition); :func:`orient` accepts turns when the routes of those
+destinations are delivered wherever they are needed and the channel
+dependency graph of the whole table set is acyclic
+(:func:`~smroute.analysis.deadlock.check_credit_loops`): free of credit loops
+on one VL, proven rather than implied by one orientation.  It tries every
+destination's first turn switch at once (leaves first, then the highest
+switches), then one destination at a time (:func:`orient_each`: each takes
+the first of a few turn switches that keeps the dependencies acyclic).
+Those destinations are then walked for delivery only
+(:attr:`Orientation.turns`).
+
+Pure: arrays in, arrays out; called by the mode chain of
+:mod:`smroute.routing.engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from smroute.analysis.deadlock import check_credit_loops, cyclic_core, dependencies
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import NeededPairs
+from smroute.routing import dmodc
+from smroute.routing.dmodc import INF, Destinations
+from smroute.routing.topology import SwitchGraph
+from smroute.routing.validate import OK, walk
+from smroute.tables.lft import ForwardingTables
+
+__all__ = ["Orientation", "accept", "needed_turns", "orient", "orient_each", "route_turns",
+           "turn_hops", "turn_options", "turn_roots"]
+
+
+@dataclass(frozen=True, eq=False)
+class Orientation:
+    """Destinations ``turns`` ``(D,)`` bool routed through a turn switch,
+    accepted by :func:`accept`; ``why``: the check's summary; ``complete``:
+    every destination that needed it is among them."""
+
+    turns: np.ndarray
+    why: str
+    complete: bool = True
+
+
+def turn_hops(g: SwitchGraph) -> int:
+    """The longest walk through a turn root: up*/down* to the root, then
+    up*/down* to the destination."""
+    return 4 * max(g.max_rank, 0) + 2
+
+
+def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
+                 needed: NeededPairs) -> np.ndarray:
+    """``(D,)`` bool: end-port destinations that some switch carrying
+    end-ports needs (``needed``) but has no up*/down* path to, although
+    cables join them (costs ``c``).  Without aggregation nodes the same as
+    :func:`~smroute.routing.engine.turn_destinations`."""
+    src = np.unique(g.ep_switch)
+    if not len(src) or not len(dest.lid):
+        return np.zeros(len(dest.lid), dtype=bool)
+    unreached = c[src] == INF  # (sources, S)
+    if len(np.unique(g.component)) > 1:
+        unreached &= g.component[src][:, None] == g.component[None, :]
+    ca = ~dest.is_switch
+    any_t = unreached.any(axis=0)
+    agg_t = (unreached & (needed.every[src][:, None] | needed.adjacent[src])).any(axis=0)
+    agg = np.zeros(len(dest.lid), dtype=bool)
+    agg[ca] = needed.agg[dest.owner[ca]]
+    return ca & np.where(agg, agg_t[dest.target], any_t[dest.target])
+
+
+def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+           turns: np.ndarray, needed: NeededPairs, c: np.ndarray) -> str:
+    """Why the tables ``ports`` with ``turns`` ``(D,)`` bool routed through
+    the turn root are not accepted ("" if they are): a needed pair of those
+    destinations left undelivered, or a credit loop."""
+    cols = np.flatnonzero(turns)
+    src = np.unique(g.ep_switch)
+    sub = Destinations(lid=dest.lid[cols], nid=dest.nid[cols], target=dest.target[cols],
+                       local_port=dest.local_port[cols], is_switch=dest.is_switch[cols],
+                       owner=dest.owner[cols])
+    status, _ = walk(g, ports, sub, src, turns=np.ones(len(cols), dtype=bool),
+                     max_hops=turn_hops(g))
+    same = g.component[src][:, None] == g.component[sub.target][None, :]
+    need = same & needed.mask(src, sub.target, needed.agg[sub.owner])
+    need |= c[np.ix_(src, sub.target)] < INF
+    lost = int(np.count_nonzero(need & (status != OK)))
+    if lost:
+        return f"{lost} needed switch-to-LID pairs of them undelivered through the turn root"
+    t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
+                         switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
+                         ports=ports)
+    check = check_credit_loops(fabric, t, max_hops=turn_hops(g) + 1)
+    return "" if check.ok and not check.unfinished else check.summary()
+
+
+def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
+                 needed: NeededPairs) -> tuple[np.ndarray, np.ndarray]:
+    """The switches destination ``j``'s routes may turn at: those with an
+    up*/down* path to it that every switch carrying end-ports that need it
+    but lack a path has a path to; ``(low, high)`` int64, leaves by most up
+    groups then lowest GUID first, and the highest ranks first."""
+    t = int(dest.target[j])
+    a = bool(not dest.is_switch[j] and needed.agg[dest.owner[j]])
+    src = np.unique(g.ep_switch)
+    lack = src[(c[src, t] == INF) & (g.component[src] == g.component[t])]
+    lack = lack[needed.mask(lack, np.array([t]), np.array([a]))[:, 0]]
+    ok = (c[:, t] < INF) & (c[lack] < INF).all(axis=0) & (g.rank >= 0)
+    ok &= g.component == g.component[t]
+    low = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
+    high = np.lexsort((g.sw_guid, -g.rank))
+    return low[ok[low]], high[ok[high]]
+
+
+def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
+               needed: NeededPairs, *, low_first: bool = True) -> np.ndarray:
+    """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, the first
+    switch of :func:`turn_options` (``low_first``: of the low list, else of
+    the high one), -1 if none."""
+    sel = np.flatnonzero(turns)
+    out = np.full(len(sel), -1, dtype=np.int64)
+    key = dest.target[sel] * 2 + needed.agg[dest.owner[sel]]
+    for k in np.unique(key).tolist():
+        at = np.flatnonzero(key == k)
+        opts = turn_options(g, c, dest, int(sel[at[0]]), needed)[0 if low_first else 1]
+        out[at] = opts[0] if len(opts) else -1
+    return out
+
+
+def route_turns(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+                turns: np.ndarray, root: np.ndarray, ports: np.ndarray) -> None:
+    """Route the destinations ``turns`` ``(D,)`` bool through their turn
+    switches ``root`` ``(K,)`` in place in ``ports``: a switch without an
+    up*/down* path to such a destination takes Dmodc's route towards its
+    turn switch, with the destination's NID (so the load still spreads); the
+    others keep the tree's entries."""
+    sel = np.flatnonzero(turns)
+    have = root >= 0
+    sel, root = sel[have], root[have]
+    if not len(sel):
+        return
+    tgt = dest.target[sel]
+    none = (c[:, tgt] == INF) & (c[:, root] < INF)  # (S, K)
+    rows = np.flatnonzero(none.any(axis=1))
+    k = len(sel)
+    sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[sel], target=root,
+                       local_port=np.zeros(k, dtype=np.int64),
+                       is_switch=dest.is_switch[sel], owner=dest.owner[sel])
+    via = np.empty((len(rows), k), dtype=np.uint8)
+    ctx = dmodc.route_context(c, sub)
+    for lo in range(0, len(rows), 256):
+        dmodc.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
+    lids = dest.lid[sel]
+    block = ports[np.ix_(rows, lids)]
+    np.copyto(block, via, where=none[rows])
+    ports[np.ix_(rows, lids)] = block
+
+
+def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+           dest: Destinations, ports: np.ndarray, candidates: Sequence[np.ndarray],
+           needed: NeededPairs,
+           escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
+           ) -> tuple[Orientation | None, str]:
+    """Try each set of destinations of ``candidates`` (``(D,)`` bool, e.g.
+    every destination a turn would serve, then only the needed ones) in
+    order, each with its turn switches low first, then high
+    (:func:`turn_roots`): routed in a copy of ``ports`` (the tree's tables)
+    by :func:`route_turns`, judged by :func:`accept` (an empty set: the
+    tree's tables are accepted as they are).  If none is accepted, the last
+    set is oriented one destination at a time (:func:`orient_each`).
+    Returns the accepted orientation with its tables written into ``ports``,
+    else ``(None, why)`` (``ports`` untouched)."""
+    why = ""
+    for turns in candidates:
+        if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
+            return Orientation(turns, "no needed pair lacks an up*/down* path"), ""
+        tried: list[np.ndarray] = []
+        for low in (True, False):
+            root = turn_roots(g, c, dest, turns, needed, low_first=low)
+            if any(np.array_equal(root, r) for r in tried):
+                continue
+            tried.append(root)
+            trial = ports.copy()
+            route_turns(g, c, pi, dest, turns, root, trial)
+            why = accept(fabric, g, dest, trial, turns, needed, c)
+            if not why:
+                ports[...] = trial
+                return Orientation(turns, "the channel dependencies of every route are "
+                                   "acyclic"), ""
+    if not candidates:
+        return None, why
+    trial = ports.copy()
+    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    if not done.any():
+        return None, why
+    left = int(candidates[-1].sum() - done.sum())
+    why = accept(fabric, g, dest, trial, done, needed, c)
+    if why:
+        return None, why
+    ports[...] = trial
+    tail = f"; {left} destination LIDs left with the tree's routes" if left else ""
+    return Orientation(done, "each destination's turn switch chosen so that the channel "
+                       f"dependencies of every route stay acyclic{tail}", not left), ""
+
+
+def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+                dest: Destinations, turns: np.ndarray, needed: NeededPairs,
+                ports: np.ndarray, tries: int = 16,
+                escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
+                fewest_first: bool = True, stop: bool = True) -> np.ndarray:
+    """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
+    place in ``ports`` (the tree's tables): each takes the first of its
+    :func:`turn_options` (a few low, then high) whose routes keep the
+    channel dependencies of all routes so far acyclic, else (``escape``: a
+    graph with its costs and dividers, e.g. the turn root's up*/down*
+    orientation) its whole column routed up*/down* in ``escape`` if that
+    keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
+    keep the tree's routes; ``stop``: none tried after the first that fails).
+    ``fewest_first``: in order of the switches that lack a path to them,
+    fewest first (else most first)."""
+    t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
+                         switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
+                         ports=ports)
+    hops = turn_hops(g) + 1
+    dep = dependencies(fabric, t, max_hops=hops)
+    n_ch, edges = dep.n_channels, dep.edges
+    done = np.zeros(len(dest.lid), dtype=bool)
+    used: dict[int, int] = {}
+    sel = np.flatnonzero(turns)
+    lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
+    for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
+        lid = int(dest.lid[j])
+        keep = ports[:, lid].copy()
+        one = np.zeros(len(dest.lid), dtype=bool)
+        one[j] = True
+        low, high = turn_options(g, c, dest, j, needed)
+        valid = np.zeros(g.n_switches, dtype=bool)
+        valid[low] = True
+        # the turn switches taken so far first (turns at few switches close
+        # few cycles), then the options low and high
+        opts = list(dict.fromkeys([*(r for r in sorted(used, key=lambda x: -used[x])
+                                     if valid[r])][:tries // 2]
+                                  + low[:tries // 2].tolist() + high[:4].tolist()))
+        for r in opts:
+            route_turns(g, c, pi, dest, one, np.array([r]), ports)
+            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
+            e = np.concatenate([edges, d.edges])  # repeats do not change the core
+            if not d.unfinished and not cyclic_core(n_ch, e // n_ch, e % n_ch).any():
+                edges, done[j] = e, True
+                used[r] = used.get(r, 0) + 1
+                break
+            ports[:, lid] = keep
+        if not done[j] and escape is not None:  # the whole column up*/down* in the escape
+            eg, ec, epi = escape
+            sub = Destinations(lid=np.zeros(1, dtype=np.int64), nid=dest.nid[j:j + 1],
+                               target=dest.target[j:j + 1], local_port=dest.local_port[j:j + 1],
+                               is_switch=dest.is_switch[j:j + 1], owner=dest.owner[j:j + 1])
+            col = np.empty((g.n_switches, 1), dtype=np.uint8)
+            dmodc.route_block(eg, ec, epi, sub, np.arange(g.n_switches), col)
+            ports[:, lid] = col[:, 0]
+            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
+            e = np.concatenate([edges, d.edges])  # repeats do not change the core
+            if not d.unfinished and not cyclic_core(n_ch, e // n_ch, e % n_ch).any():
+                edges, done[j] = e, True
+            else:
+                ports[:, lid] = keep
+        if not done[j] and stop:
+            break
+    return done

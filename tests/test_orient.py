@@ -1,0 +1,276 @@
+"""Which pairs need a route, and no global fallback on director sites.
+
+Director sites: a two-level tree whose spines are directors (line and spine
+ASICs, as :func:`~smroute.fabric.generate.pgft` wires a three-level PGFT), a
+SHARP aggregation node on every ASIC including the spine ASICs, service
+hosts on a spine ASIC (``smroute fabric generate ... --agg --spine-hosts``)
+or on line ASICs.  Their traffic has no up*/down* path to some end-ports on
+upper switches; the tree's routes must stay for every other destination and
+the few that need it turn, free of credit loops on one VL.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smroute.analysis.deadlock import check_credit_loops
+from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles, needed_pairs
+from smroute.fabric.shapes import attach_cas, ring, with_aggregation_nodes
+from smroute.routing import dmodc
+from smroute.routing.engine import route, route_destinations, unrouted_connected, validate_result
+from smroute.routing.pool import RoutePool
+from smroute.routing.topology import switch_graph
+
+#: a 2-level tree of 32 leaves under 2 directors of 4 line and 2 spine ASICs
+DIRECTORS = "3;18,8,4;1,2,2;1,1,1"
+
+
+def director_site(*, spine_hosts: int = 2, line_hosts: int = 0, remove_links: int = 0,
+                  seed: int = 0) -> Fabric:
+    """The director site above: aggregation nodes on every ASIC, ``spine_hosts``
+    service hosts on the first spine ASIC, ``line_hosts`` UFM/storage hosts
+    spread over the line ASICs, ``remove_links`` random switch links removed."""
+    f = pgft(3, (18, 8, 4), (1, 2, 2), (1, 1, 1))
+    if remove_links:
+        f, _ = degrade(f, np.random.default_rng(seed), links=remove_links)
+    f = with_aggregation_nodes(f)
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
+    lines = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    on = [tops[0]] * spine_hosts + [lines[(3 * k) % len(lines)] for k in range(line_hosts)]
+    descs = [f"service{k:02d} HCA-1" for k in range(spine_hosts)] + [
+        f"{'ufm' if k % 2 == 0 else 'storage'}{k:02d} HCA-1" for k in range(line_hosts)]
+    return attach_cas(f, on, descs) if on else f
+
+
+def _tree_tables(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    """Dmodc's tree tables of ``fabric`` and its destination LIDs, no mode applied."""
+    g = switch_graph(fabric, fabric_roles(fabric))
+    c, pi = dmodc.costs_and_dividers(g)
+    _, dest = route_destinations("dmodc", g, c, None)
+    pool = RoutePool(1)
+    try:
+        return pool.route(g, c, pi, dest), dest.lid
+    finally:
+        pool.close()
+
+
+# --------------------------------------------------------------------------- needed pairs
+def test_needed_pairs_rule() -> None:
+    """Hosts need every CA; an aggregation node needs hosts and the
+    aggregation nodes on its own or an adjacent switch only; ``every_ca``
+    needs every pair."""
+    f = director_site(spine_hosts=1)
+    roles = fabric_roles(f)
+    sw = f.switches
+    ep = np.flatnonzero(roles.endport_role >= 0)
+    n = needed_pairs(f, roles, sw, ep)
+    agg = roles.endport_role[ep] == EndportRole.AGGREGATION
+    assert n.agg.sum() == len(sw) and np.array_equal(n.agg, agg)
+    sid = {int(s): i for i, s in enumerate(sw)}
+    at = np.array([sid[int(roles.attach[e])] for e in ep])
+    tops = [sid[i] for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
+    lines = [sid[i] for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    # the spine ASIC with the service host needs everything; the other spine ASICs
+    # carry only their aggregation node
+    assert n.every[tops[0]] and not n.every[tops[1:]].any()
+    m = n.mask(np.array(tops[1:2]), at, agg)[0]
+    assert m[~agg].all()  # an aggregation node to every host
+    adjacent = n.adjacent[tops[1], at]
+    assert np.array_equal(m[agg], adjacent[agg])  # to aggregation nodes: adjacent only
+    assert adjacent[agg].any() and not adjacent[agg].all()
+    assert not n.adjacent[tops[1], tops[2]] and n.adjacent[tops[1], tops[1]]
+    assert any(n.adjacent[tops[1], x] for x in lines)
+    every = needed_pairs(f, roles, sw, ep, every_ca=True)
+    assert every.mask(np.array(tops[1:2]), at, agg).all()
+
+
+# --------------------------------------------------------------------------- no global fallback
+def test_director_site_turns_few_destinations_on_one_vl() -> None:
+    """The generator's director site with service hosts on a spine ASIC fell
+    back to ``updown`` for the whole fabric (the tree's routes through the
+    turn root are not all up*/down* towards it).  Now the destinations that
+    need it turn, every other column is the tree's, every needed pair is
+    delivered and the channel dependencies are acyclic on one VL."""
+    f = director_site()
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert r.oriented is not None and 0 < r.oriented.sum() == r.turn_lids
+    assert r.turn_lids <= 20  # a handful of destinations, not the fabric
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert unrouted_connected(r) == 0
+    ck = check_credit_loops(f, r.tables)
+    assert ck.ok and ck.unfinished == 0 and ck.vls == 1, ck.summary()
+    tree, lids = _tree_tables(f)
+    keep = lids[~r.oriented]
+    assert np.array_equal(r.tables.ports[:, keep], tree[:, keep])
+    # the aggregation-node pairs no traffic needs are counted, not a failure
+    assert v.ca_pairs_unneeded > 0 and "no traffic needs them" in v.summary()
+
+
+def test_every_ca_pair_option_routes_the_unneeded_pairs_too() -> None:
+    """``all_ca_pairs``: every CA pair must be delivered (here by the last
+    resort when turning cannot serve them all); by default they are not."""
+    f = director_site()
+    r = route(f, workers=1, all_ca_pairs=True)
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unneeded == 0, v.summary()
+    assert unrouted_connected(r) == 0
+
+
+def test_line_hosts_keep_the_tree_and_its_turns() -> None:
+    """UFM and storage hosts on the line ASICs: mode ``tree+turns`` as
+    before, tables unchanged by the rule (what the turn serves for free is
+    still routed)."""
+    f = director_site(spine_hosts=0, line_hosts=4)
+    r = route(f, workers=1)
+    assert r.mode == "tree+turns", r.mode_reason
+    every = route(f, workers=1, all_ca_pairs=True)
+    assert np.array_equal(r.tables.ports, every.tables.ports)
+    assert validate_result(r).ok
+
+
+@pytest.mark.parametrize(("links", "seed"), [(6, 3), (15, 4)])
+def test_degraded_director_site_no_global_fallback(links: int, seed: int) -> None:
+    """Degraded director sites that fell back to ``updown``: the tree's
+    routes stay for every destination they serve."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=links, seed=seed)
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert validate_result(r).ok
+    assert check_credit_loops(f, r.tables).ok
+    assert r.oriented is not None
+    tree, lids = _tree_tables(f)
+    keep = lids[~r.oriented]
+    assert np.array_equal(r.tables.ports[:, keep], tree[:, keep])
+
+
+def test_updown_roots_are_every_top_switch() -> None:
+    """A fabric that is no tree is rooted at every top switch, as OpenSM's
+    updn chooses its roots (here: hosts on every switch of a PGFT's top)."""
+    f = pgft(2, (4, 4), (1, 2), (1, 1))
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
+    roles = fabric_roles(f)
+    assert not roles.tree
+    top = np.flatnonzero(roles.switch_role == SwitchRole.ROOT)
+    assert len(top) == 2 and np.array_equal(roles.roots, top)
+    assert len(roles.centres) == 1
+    # the login hosts on the two tops need each other: no up*/down* path
+    # between tops, so one root (the centre) per component
+    r = route(f, workers=1)
+    assert r.mode == "updown" and validate_result(r).ok
+    assert "rooted at one switch per component" in r.mode_reason
+    # a ring has no top: its centre, one per component
+    assert len(fabric_roles(ring(5, 2)).roots) == 1
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibdmchk") is None,
+                    reason="ibdmchk (Debian package ibutils) is not installed")
+def test_ibdmchk_finds_no_credit_loop_in_turned_tables(tmp_path: Path) -> None:
+    """ibutils' ibdmchk on the tables of a degraded director site turned on
+    one VL, every CA pair routed: every path found, no credit loop."""
+    from smroute.cli.route_cmd import hop_table
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import write_tables
+
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=6, seed=3)
+    r = route(f, workers=1, all_ca_pairs=True)
+    assert r.mode == "tree+orient", r.mode_reason
+    fdbs = tmp_path / "opensm.fdbs"
+    write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
+    rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
+    assert rep.missing_paths == 0 and rep.credit_loops is False, rep.stdout[-2000:]
+
+
+# --------------------------------------------------------------------------- option and config key
+def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
+    """``smroute route``: the default reports the aggregation-node pairs no
+    traffic needs; ``--route-all-ca-pairs`` needs them too (then routed)."""
+    import subprocess
+    import sys
+
+    from smroute.fabric.writers import write_topology
+
+    topo = tmp_path / "dir.topo"
+    write_topology(director_site(), topo)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
+                               "--workers", "1", "--out", str(tmp_path / "t.lft"), *args],
+                              capture_output=True, text=True, timeout=300)
+
+    p = run()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "mode:       tree+orient" in p.stdout
+    assert "no traffic needs them" in p.stdout
+    assert "deadlock:   no credit loop" in p.stdout and "on 1 VLs" in p.stdout
+    p = run("--route-all-ca-pairs")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no traffic needs them" not in p.stdout and "valid:" in p.stdout
+
+
+def test_config_key_route_all_ca_pairs(tmp_path: Path) -> None:
+    """The daemon's ``route_all_ca_pairs`` key: a bool, default off."""
+    from smroute.service.config import ConfigError, default_config, load_config
+
+    assert default_config().route_all_ca_pairs is False
+    good = tmp_path / "good.yaml"
+    good.write_text("route_all_ca_pairs: true\n")
+    assert load_config(good).route_all_ca_pairs is True
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("route_all_ca_pairs: 3\n")
+    with pytest.raises(ConfigError, match="route_all_ca_pairs"):
+        load_config(bad)
+    # smroute serve --route-all-ca-pairs overrides the file
+    from smroute.cli.main import build_parser
+    from smroute.cli.serve_cmd import config_from_args
+
+    cfg, over = config_from_args(build_parser().parse_args(["serve", "--route-all-ca-pairs"]))
+    assert cfg.route_all_ca_pairs is True and over == {"route_all_ca_pairs": True}
+    cfg, over = config_from_args(build_parser().parse_args(["serve"]))
+    assert cfg.route_all_ca_pairs is False and not over
+
+
+def test_fabric_summary_counts_the_needed_pairs() -> None:
+    """``smroute fabric summary``: CA pairs that need a route and those that
+    need none, by the same rule (every aggregation node pair on switches not
+    adjacent), in the text and the JSON."""
+    from smroute.fabric.summary import format_summary, summarize
+
+    f = director_site()
+    s = summarize(f)
+    roles = fabric_roles(f)
+    n_ep = int((roles.endport_role >= 0).sum())
+    assert s.ca_pairs_needed + s.ca_pairs_unneeded == n_ep * (n_ep - 1)
+    # 44 switches with one aggregation node each: pairs on switches not adjacent
+    sw = f.switches
+    n = needed_pairs(f, roles, sw, np.flatnonzero(roles.endport_role >= 0))
+    assert s.ca_pairs_unneeded == int((~n.adjacent).sum()) > 0
+    assert s.to_dict()["ca_pairs"]["unneeded"] == s.ca_pairs_unneeded
+    assert any("need none (aggregation nodes" in line for line in format_summary(s))
+
+
+def test_a_resumed_tree_orient_epoch_validates() -> None:
+    """A daemon resuming a ``tree+orient`` epoch routes it again (the turns
+    are not recomputed around stored tables) and gets the same tables, which
+    its validation accepts."""
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = director_site()
+    r = own_tables(route(f, workers=1))
+    assert r.mode == "tree+orient"
+    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
+    assert b.mode == "tree+orient" and b.oriented is not None
+    assert np.array_equal(b.oriented, r.oriented)
+    assert validate_result(b).ok
