@@ -199,7 +199,7 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
             out.append(
                 f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
                 f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):\n".encode())
-            out.append(memoryview(row))
+            out.append(row.data)
             out.append(b"%d lids dumped\n" % counts[r])
             entries += counts[r]
         yield b"".join(out)  # the one copy of the block
