@@ -36,6 +36,7 @@ import numpy as np
 from smroute.fabric.roles import NeededPairs
 from smroute.routing.dmodc import INF, Destinations, hop_counts
 from smroute.routing.topology import NO_LINK, SwitchGraph, next_switch
+from smroute.routing.walk_native import LIBRARY, native_walk
 
 __all__ = ["Validation", "Failure", "validate", "walk"]
 
@@ -117,7 +118,7 @@ class Validation:
 def walk(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, sources: np.ndarray | None = None,
     *, nxt: np.ndarray | None = None, turns: np.ndarray | None = None,
-    max_hops: int | None = None,
+    max_hops: int | None = None, native: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Follow the tables from every switch to every destination.
 
@@ -132,7 +133,9 @@ def walk(
     loops).  Done in chunks of destination columns.  ``turns`` ``(D,)``
     bool: destinations whose routes may turn up after going down (detours:
     a delivered walk is OK); ``max_hops``: the longest walk (default ``2 *
-    max_rank + 2``).
+    max_rank + 2``).  ``native``: the compiled walk
+    (:mod:`smroute.routing.walk_native`, the same results) where built
+    (``None``, the default), always (``True``: an error without it) or never.
 
     Returns ``(status, hops)``, shape ``(S, D)`` (or ``(len(sources), D)``):
     status int8 (OK, DEAD_END, LOOP, UPDOWN), hops int16 (switch-to-switch
@@ -141,7 +144,7 @@ def walk(
     n_sw, n_d = g.n_switches, len(dest.lid)
     status = np.empty((n_sw, n_d), dtype=np.int8)
     hops = np.zeros((n_sw, n_d), dtype=np.int16)
-    for sl, st, hp in _walk_chunks(g, ports, dest, nxt, turns, max_hops):
+    for sl, st, hp in _walk_chunks(g, ports, dest, nxt, turns, max_hops, native):
         status[:, sl], hops[:, sl] = st, hp
     if sources is not None:
         return status[sources], hops[sources]
@@ -150,7 +153,7 @@ def walk(
 
 def _walk_chunks(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, nxt: np.ndarray | None,
-    turns: np.ndarray | None, max_hops: int | None,
+    turns: np.ndarray | None, max_hops: int | None, native: bool | None = None,
 ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
     """:func:`walk` per chunk of destination columns: ``(columns, status
     (S, k), hops (S, k))`` for every switch."""
@@ -158,10 +161,19 @@ def _walk_chunks(
         nxt = next_switch(g)
     if nxt.shape[1] < 256:  # a port past the table leads nowhere
         nxt = np.pad(nxt, ((0, 0), (0, 256 - nxt.shape[1])), constant_values=NO_LINK)
-    n_sw, n_d = g.n_switches, len(dest.lid)
-    rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     if max_hops is None:
         max_hops = 2 * max(g.max_rank, 0) + 2
+    if native is not False and nxt.shape[1] == 256:
+        compiled = native_walk(ports, dest.lid, dest.target, dest.local_port, nxt, g.rank,
+                               turns, max_hops)
+        if compiled is not None:
+            yield from compiled
+            return
+    if native:
+        raise RuntimeError(f"the compiled validation walk is not built ({LIBRARY}: "
+                           "scripts/setup.sh builds it)")
+    n_sw, n_d = g.n_switches, len(dest.lid)
+    rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     sw = np.arange(n_sw)[:, None]
     row = sw * nxt.shape[1]
     by_rank = [np.flatnonzero(g.rank == r) for r in range(max(g.max_rank, -1) + 1)]
