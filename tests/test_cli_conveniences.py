@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from smroute.cli.main import main
-from smroute.cli.progress import Progress
+from smroute.cli.progress import LOG_INTERVAL, Progress
 from smroute.service.metrics import ServiceMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,8 +169,13 @@ class _Clock:
         return self.t
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_phase_lines_bars_and_quiet() -> None:
-    out = io.StringIO()
+    out = _Terminal()
     p = Progress(out, clock=_Clock())
     t = p.start("routing")
     p.fraction("stages", 0, 40)
@@ -200,6 +205,25 @@ def test_progress_phase_lines_bars_and_quiet() -> None:
     assert quiet.getvalue() == "" and q.timings == {"route": 0.25}
 
 
+def test_progress_in_a_log_is_one_line_per_update_at_most() -> None:
+    """Not a terminal: no redrawn bar (no carriage returns, no state twice),
+    a line at the start, at most one per LOG_INTERVAL, and the last."""
+    clock = _Clock()  # 0.25 s per reading
+    out = io.StringIO()
+    p = Progress(out, clock=clock)
+    for k in range(0, 201):
+        p.fraction("throws", k, 200)
+    p.fraction("throws", 200, 200)  # reported again: no second line
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    assert lines[0] == "smroute:   throws: 0/200 (0%)"
+    assert lines[-1] == "smroute:   throws: 200/200 (100%)"
+    assert len(lines) == len(set(lines)) == 1 + 200 // int(LOG_INTERVAL / 0.25)
+    p.fraction("throws", 3, 4)  # a second run of the label starts again
+    assert out.getvalue().splitlines()[-1] == "smroute:   throws: 3/4 (75%)"
+
+
 def test_analyze_progress_bar_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from smroute.fabric.generate import pgft
     from smroute.fabric.writers import write_topology
@@ -211,7 +235,8 @@ def test_analyze_progress_bar_and_quiet(tmp_path: Path, capsys: pytest.CaptureFi
     argv = ["analyze", str(tables), "--fabric", str(topo), "--pattern", "sp"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert re.search(r"smroute:   stages: 100%\|.*\| 31/31 ", err)
+    assert re.search(r"^smroute:   stages: 31/31 \(100%\)$", err, re.M)  # a log: no bar
+    assert "\r" not in err
     assert re.search(r"^smroute:   analysis done in \d+\.\d{3} s", err, re.M)
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

@@ -503,9 +503,34 @@ def test_check_config_cli_in_process(tmp_path, capsys):
                            "1..100000, got 'many'")
     assert cli_main(["check-config", "--json", str(badf)]) == 2
     doc = json.loads(capsys.readouterr().out)
+    msg = f"{badf}:3: limits.max_streams: expected an integer 1..100000, got 'many'"
     assert doc == {"ok": False, "source": str(badf), "key": "limits.max_streams", "line": 3,
-                   "error": f"{badf}:3: limits.max_streams: expected an integer 1..100000, "
-                            "got 'many'"}
+                   "error": msg, "errors": [{"error": msg, "key": "limits.max_streams",
+                                             "line": 3}]}
+
+
+def test_check_config_reports_every_error_in_one_run(tmp_path, capsys):
+    """Four typos, one run: each error with its key path and line, in file
+    order, then the file the config names that does not exist."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workres: 3\nlimits:\n  max_streams: many\n  max_stremas: 4\n"
+                   "log_level: loud\nfabric: missing.lst\nalgorithm: dmodc\n")
+    assert cli_main(["check-config", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2:4] for line in err[:-1]] == [
+        [f"{bad}:1", "workres"], [f"{bad}:3", "limits.max_streams"],
+        [f"{bad}:4", "limits.max_stremas"], [f"{bad}:5", "log_level"],
+        [f"{bad}:6", "fabric"]]
+    assert err[-1] == f"smroute: {bad}: 5 errors"
+    assert cli_main(["check-config", "--json", str(bad)]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert [(e["key"], e["line"]) for e in doc["errors"]] == [
+        ("workres", 1), ("limits.max_streams", 3), ("limits.max_stremas", 4),
+        ("log_level", 5), ("fabric", 6)]
+    assert (doc["key"], doc["line"]) == ("workres", 1)
+    # the daemon still stops at the first one
+    with pytest.raises(ConfigError, match="workres"):
+        load_config(bad)
 
 
 def test_check_config_cli_subprocess(tmp_path):

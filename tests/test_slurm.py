@@ -53,6 +53,7 @@ from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fabric.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.slurm import (
+    HOST_ROLES,
     MAX_NAME,
     TOPOLOGY_YAML_SCHEMA,
     HostMap,
@@ -64,6 +65,7 @@ from smroute.fabric.slurm import (
     parse_host_map,
     slurm_topology,
 )
+from smroute.fabric.slurm_files import hostlist_of
 from smroute.fabric.writers import write_topology
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
@@ -346,6 +348,28 @@ def test_hostlist_compresses_as_slurm_expands() -> None:
     assert sorted(["n10", "n9", "n1"], key=natural_key) == ["n1", "n9", "n10"]
 
 
+def test_guid_names_are_listed_whole_as_slurm_reads_them(tmp_path: Path) -> None:
+    """``ib-<GUID>`` / ``sw-<GUID>`` names end in the digits of a hex GUID, no
+    number of a series: never bracketed (``ib-e09d[7303...,7303...]``); other
+    names are compressed as before, and Slurm's own parser gives them back."""
+    names = ["ib-e09d730300346128", "ib-e09d730300373158", "sw-0002c90310000000",
+             "sw-0002c90310000010", "node01", "node02", "node03"]
+    text = hostlist_of(names)
+    assert text == ("ib-e09d730300346128,ib-e09d730300373158,node[01-03],"
+                    "sw-0002c90310000000,sw-0002c90310000010")
+    assert "[" not in hostlist_of(names[:4])
+    assert sorted(expand_hostlist(text)) == sorted(names)
+    if SCONTROL is None:
+        pytest.skip("scontrol not installed: Slurm's own parser not tried")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\nSlurmctldHost=localhost\nAuthType=auth/none\n"
+                    "CredType=cred/none\n")
+    r = subprocess.run([SCONTROL, "show", "hostnames", text], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, SLURM_CONF=str(conf)))
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == sorted(names)
+
+
 def test_block_sizes() -> None:
     check_block_sizes([4, 16, 64])
     for bad in ([0], [4, 12], [4, 4], [8, 4]):
@@ -373,7 +397,7 @@ def test_host_map_parsing() -> None:
 
 def test_names_from_descriptions_map_and_regex() -> None:
     f, hm = generated_tree()
-    topo = slurm_topology(f, host_map=hm)
+    topo = slurm_topology(f, host_map=hm, include=HOST_ROLES)
     assert [h for h in topo.hosts if not h.startswith("node")] == [
         "dgx01", "gw01", topo.generated[0], "ufm01"]
     assert len(topo.generated) == 1 and re.fullmatch(r"ib-[0-9a-f]{16}", topo.generated[0])
@@ -386,17 +410,20 @@ def test_names_from_descriptions_map_and_regex() -> None:
     assert topo.switch(topo.host_switch[topo.hosts.index("dgx01")]).node == r.attach[mlx0]
     # --unnamed error names the HCA
     with pytest.raises(InputError, match=r"1 host\(s\) have no usable host name.*MT4129"):
-        slurm_topology(f, host_map=hm, unnamed="error")
+        slurm_topology(f, host_map=hm, unnamed="error", include=HOST_ROLES)
     # map by port GUID and by the derived name; a regex
     port_guid = int(f.port_guid[f.port_start[mlx0] + 1])
     hm2 = HostMap(by_guid={**hm.by_guid, port_guid: "dgxA"}, by_desc={"ufm01": "ufm-a"})
-    topo2 = slurm_topology(f, host_map=hm2)
+    topo2 = slurm_topology(f, host_map=hm2, include=HOST_ROLES)
     assert {"dgxA", "dgx01", "ufm-a"} <= set(topo2.hosts) and "ufm01" not in topo2.hosts
-    topo3 = slurm_topology(f, host_map=hm, name_regex=r"^(?P<host>[a-z]+)\d+ ")
+    topo3 = slurm_topology(f, host_map=hm, name_regex=r"^(?P<host>[a-z]+)\d+ ",
+                           include=HOST_ROLES)
     assert {"dgx", "gw", "ufm"} <= set(topo3.hosts)
-    # roles: only compute nodes
-    topo4 = slurm_topology(f, host_map=hm, include=[EndportRole.COMPUTE])
-    assert "ufm01" not in topo4.hosts and topo4.left_out["role"] == 3
+    # roles: only compute nodes, by default (no storage gateway, no UFM server)
+    topo4 = slurm_topology(f, host_map=hm)
+    assert topo4.hosts == slurm_topology(f, host_map=hm, include=[EndportRole.COMPUTE]).hosts
+    assert "ufm01" not in topo4.hosts and "gw01" not in topo4.hosts
+    assert topo4.left_out["role"] == 3
     assert all(s.kind != "hosts" for s in topo4.switches)
 
 
@@ -410,7 +437,7 @@ def test_switch_names() -> None:
     descs[sw[3]] = "MF0;" + "x" * 80 + ":MQM8700/U1"
     f = _with_descs(f, descs)
     hm = HostMap(by_guid={int(f.node_guid[c]): f"n{i}" for i, c in enumerate(f.cas)})
-    names = {s.node: s.name for s in slurm_topology(f, host_map=hm).switches}
+    names = {s.node: s.name for s in slurm_topology(f, host_map=hm, include=HOST_ROLES).switches}
     assert names[sw[0]] == "A09-P1-IBLEAF-01-01"
     assert names[sw[1]] == "hoibp0013"
     assert names[sw[2]] == f"sw-{int(f.node_guid[sw[2]]):016x}"
@@ -418,10 +445,11 @@ def test_switch_names() -> None:
     # duplicates get the GUID; a host map names a switch by GUID
     descs[sw[1]] = descs[sw[0]]
     f2 = _with_descs(f, descs)
-    names2 = {s.node: s.name for s in slurm_topology(f2, host_map=hm).switches}
+    names2 = {s.node: s.name for s in slurm_topology(f2, host_map=hm, include=HOST_ROLES).switches}
     assert names2[sw[0]] == f"A09-P1-IBLEAF-01-01-{int(f.node_guid[sw[0]]):016x}"
     hm3 = HostMap(by_guid={**hm.by_guid, int(f.node_guid[sw[2]]): "core1"})
-    assert "core1" in {s.name for s in slurm_topology(f2, host_map=hm3).switches}
+    topo5 = slurm_topology(f2, host_map=hm3, include=HOST_ROLES)
+    assert "core1" in {s.name for s in topo5.switches}
 
 
 def _with_descs(f: Fabric, descs: list[str]) -> Fabric:
@@ -433,7 +461,7 @@ def _with_descs(f: Fabric, descs: list[str]) -> Fabric:
 # ---------------------------------------------------- generated tree + Slurm
 def test_generated_tree_structure() -> None:
     f, hm = generated_tree()
-    topo = slurm_topology(f, host_map=hm)
+    topo = slurm_topology(f, host_map=hm, include=HOST_ROLES)
     check_structure(f, topo)
     kinds = [s.kind for s in topo.switches]
     assert kinds.count("hosts") == 2 and kinds.count("fabric") == 1
@@ -443,14 +471,14 @@ def test_generated_tree_structure() -> None:
     assert spine.node == ufm.node and len(spine.switches) == 5  # 4 leaves + its hosts
     assert all(s.link_speed == 400 for s in topo.switches if s.kind != "fabric")
     conf = parse_conf(topo.to_conf("gen"))
-    assert conf[spine.name]["Switches"] == hostlist(spine.switches)
+    assert conf[spine.name]["Switches"] == hostlist_of(spine.switches)
     assert "Nodes" not in conf[spine.name]
 
 
 @needs_slurm
 def test_generated_tree_in_slurmctld(tmp_path: Path) -> None:
     f, hm = generated_tree()
-    topo = slurm_topology(f, host_map=hm)
+    topo = slurm_topology(f, host_map=hm, include=HOST_ROLES)
     t0 = time.monotonic()
     with slurmctld(tmp_path, list(topo.hosts), {"topology.conf": topo.to_conf()}) as (env, log):
         shown = show_topology(env)
@@ -464,7 +492,7 @@ def test_generated_tree_in_slurmctld(tmp_path: Path) -> None:
 def test_real_capture_in_slurmctld(path: Path, tmp_path: Path) -> None:
     f = read_fabric(str(path))
     r = fabric_roles(f)
-    topo = slurm_topology(f, r)
+    topo = slurm_topology(f, r, include=HOST_ROLES)
     check_structure(f, topo)
     t0 = time.monotonic()
     with slurmctld(tmp_path, list(topo.hosts), {"topology.conf": topo.to_conf(path.name)}) as (
@@ -520,7 +548,7 @@ def test_schema_rejects_what_slurm_rejects() -> None:
 
 def test_yaml_matches_conf_and_schema() -> None:
     f, hm = generated_tree()
-    topo = slurm_topology(f, host_map=hm)
+    topo = slurm_topology(f, host_map=hm, include=HOST_ROLES)
     doc = _validate_yaml(topo.to_yaml("gen", block_sizes=[1, 2]))
     tree, block = doc
     assert tree["cluster_default"] is True and block["cluster_default"] is False
@@ -537,7 +565,7 @@ def test_yaml_matches_conf_and_schema() -> None:
 
 @pytest.mark.parametrize("path", _real_ids(), ids=lambda p: getattr(p, "name", "none"))
 def test_real_capture_yaml_schema(path: Path) -> None:
-    topo = slurm_topology(read_fabric(str(path)))
+    topo = slurm_topology(read_fabric(str(path)), include=HOST_ROLES)
     _validate_yaml(topo.to_yaml(path.name))
 
 
@@ -550,7 +578,7 @@ def test_yaml_in_slurmctld_if_supported(tmp_path: Path) -> None:
         pytest.skip(f"installed Slurm {version[0]}.{version[1]:02d} predates topology.yaml "
                     "(24.11): validated against the schema written from topology.yaml(5) only")
     f, hm = generated_tree()
-    topo = slurm_topology(f, host_map=hm)
+    topo = slurm_topology(f, host_map=hm, include=HOST_ROLES)
     with slurmctld(tmp_path, list(topo.hosts), {"topology.yaml": topo.to_yaml()},
                    tree=False) as (env, log):
         shown = show_topology(env)
@@ -568,9 +596,16 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "topology.conf"
     assert main(["slurm", "topology", str(fab), "--host-map", str(hmap), "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "no usable host name" in err and "slurm: 20 nodes under" in err
+    # compute hosts only by default: the storage gateway and the UFM server left out
+    assert "no usable host name" in err and "slurm: 18 nodes under" in err
+    assert "left out: 8 aggregation, 3 role" in err
     expected = slurm_topology(read_fabric(str(fab)), host_map=parse_host_map(hmap.read_text()))
     assert parse_conf(out.read_text()) == parse_conf(expected.to_conf())
+    assert main(["slurm", "topology", str(fab), "--host-map", str(hmap), "--out", str(out),
+                 "--roles", "all"]) == 0
+    assert "slurm: 20 nodes under" in capsys.readouterr().err
+    assert {"gw01", "ufm01"} <= set(expand_hostlist(",".join(
+        v.get("Nodes", "") for v in parse_conf(out.read_text()).values())))
     assert main(["slurm", "topology", str(fab), "--host-map", str(hmap), "--format", "yaml",
                  "--block-sizes", "2,4"]) == 0
     _validate_yaml(capsys.readouterr().out)
@@ -587,7 +622,7 @@ def test_scale_11664_hosts() -> None:
     cas = np.flatnonzero((f.node_type == NodeType.CA) & (r.endport_role == EndportRole.COMPUTE))
     hm = HostMap(by_guid={int(g): f"node{i + 1:05d}" for i, g in enumerate(f.node_guid[cas])})
     t0 = time.perf_counter()
-    topo = slurm_topology(f, r, host_map=hm)
+    topo = slurm_topology(f, r, host_map=hm, include=HOST_ROLES)
     conf = topo.to_conf()
     elapsed = time.perf_counter() - t0
     assert len(topo.hosts) == 11664 and topo.left_out["aggregation"] == 1620

@@ -279,7 +279,9 @@ def test_cli_diff_one_change_exit_1(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["diff", str(a), str(b)]) == 1
     out = capsys.readouterr().out
     assert "1 entries, 1 LIDs, 1 LFT blocks" in out
-    assert f"0x{lid:04x}: {int(t.ports[i, lid])} -> {int(new.ports[i, lid])}" in out
+    assert t.lid_desc is not None  # the changed LID is named by its destination
+    assert (f'0x{lid:04x} "{t.lid_desc[lid]}": {int(t.ports[i, lid])} -> '
+            f'{int(new.ports[i, lid])}') in out
     assert main(["diff", "--json", str(a), str(b)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["identical"] is False

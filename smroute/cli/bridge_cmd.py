@@ -8,7 +8,9 @@
 See :mod:`smroute.opensm.bridge`.  ``--dry-run`` prints the fault events the
 current fabric implies, the daemon's dry-run diff per switch and 64-LID block,
 and the diff between OpenSM's file and the daemon's latest epoch; it writes
-nothing (exit 0 no change, 1 a change is pending).
+nothing (exit 0 no change, 1 a change is pending, 4 the daemon cannot be
+reached: told at once).  A bridge started while the daemon is down waits for
+it, retrying with back-off (:mod:`smroute.opensm.connect`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from smroute.cli.inputs import float_range, int_range
+from smroute.opensm.connect import connect_with_retry
 
-__all__ = ["register", "cmd_bridge"]
+__all__ = ["register", "cmd_bridge", "DRY_RUN_CONNECT_S"]
+
+#: Seconds a dry run waits for a daemon that accepted the connection to answer.
+DRY_RUN_CONNECT_S = 30.0
 
 
 def register(subparsers: Any) -> None:
@@ -32,7 +39,10 @@ def register(subparsers: Any) -> None:
         description="Run next to OpenSM: follow the smroute daemon's epochs, write OpenSM's "
         "file-engine LFT file atomically and make OpenSM load it (console reroute or SIGHUP); "
         "re-discover the fabric when OpenSM logs a trap or a heavy sweep and send the "
-        "changes to the daemon as fault events.",
+        "changes to the daemon as fault events. A bridge started while the daemon is down "
+        "logs it and retries with back-off (1 s doubling to 30 s). Exit status: 0 stopped "
+        "(or --dry-run: nothing pending), 1 a change is pending (--dry-run), 2 bad input, "
+        "4 the daemon cannot be reached (--dry-run: told at once).",
     )
     p.add_argument("--daemon", required=True, metavar="ADDR",
                    help="smroute daemon gRPC address (host:port or unix:/path)")
@@ -79,7 +89,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    """Run the bridge until SIGTERM/SIGINT (0), or dry-run (0 nothing pending, 1 pending)."""
+    """Run the bridge until SIGTERM/SIGINT (0), or dry-run (0 nothing pending,
+    1 pending, 4 the daemon cannot be reached)."""
     from smroute.cli.outputs import check_output
     from smroute.errors import InputError
     from smroute.opensm.bridge import Bridge, BridgeOptions
@@ -101,21 +112,44 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         tls_key=Path(args.tls_key) if args.tls_key else None,
         tls_server_name=args.tls_server_name, port_guids=not args.no_port_guids)
     bridge = Bridge(opts)
-    bridge.connect()
     if args.dry_run:
+        _reach_at_once(bridge, args.daemon)
         bridge.load_state()
         res = bridge.dry_run(max_entries=args.max_entries)
         sys.stdout.write("\n".join(res.lines) + "\n")
         bridge.close()
         return 1 if res.pending else 0
-    bridge.initialize()
+    stop = threading.Event()
 
-    def stop(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
         bridge.close()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if not connect_with_retry(bridge, stop=stop):
+        return 0
+    bridge.initialize()
     bridge.start()
     bridge.run()
     bridge.close()
     return 0
+
+
+def _reach_at_once(bridge: Any, address: str) -> None:
+    """Connect for a dry run: a daemon that refuses the connection (or a
+    missing socket) is told at once, a slow one with a message on stderr
+    while waiting; :class:`DaemonUnreachableError` (exit 4) if it does not
+    answer within :data:`DRY_RUN_CONNECT_S`."""
+    from smroute.cli.ctl_connect import probe
+    from smroute.errors import DaemonUnreachableError
+
+    problem = probe(address, 2.0)
+    if problem:
+        raise DaemonUnreachableError(f"cannot reach the daemon at {address}: {problem}")
+    try:
+        bridge.connect(timeout=1.0)
+    except DaemonUnreachableError:
+        print(f"smroute: the daemon at {address} does not answer yet; waiting up to "
+              f"{DRY_RUN_CONNECT_S:g} s", file=sys.stderr, flush=True)
+        bridge.connect(timeout=DRY_RUN_CONNECT_S)

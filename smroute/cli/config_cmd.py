@@ -1,8 +1,8 @@
 """``smroute check-config FILE [--json]``: validate a daemon config file.
 
 Prints the effective configuration (every key, defaults filled in, relative
-paths resolved) and any warnings; on a bad file prints the error naming the
-file, line, key path and what was expected.  The fabric the config names is
+paths resolved) and any warnings; on a bad file prints every error, each naming
+the file, line, key path and what was expected.  The fabric the config names is
 parsed as the daemon would at start (a fabric that does not parse is an error
 naming the fabric file's line and the config's ``fabric`` key).  Exit 0
 valid, 2 invalid.
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from smroute.text import printable
+
 __all__ = ["register", "cmd_check_config"]
 
 
@@ -29,13 +31,14 @@ def register(subparsers: Any) -> None:
         "missing files (fabric, TLS certificates and keys), a fabric that does not parse and "
         "insecure combinations are "
         "reported with the file, line and key path; TLS keys must match their certificates "
-        "and certificates must be within their validity dates. Prints the effective config with "
+        "and certificates must be within their validity dates. Every error is reported in "
+        "one run. Prints the effective config with "
         "defaults filled in, and warnings. Exit status: 0 valid, 2 invalid.",
     )
     p.add_argument("config", metavar="FILE", help="YAML config file (see deploy/smroute.yaml)")
     p.add_argument("--json", action="store_true",
-                   help="print {ok, source, config, warnings} or {ok, source, error, key, line} "
-                   "as JSON")
+                   help="print {ok, source, config, warnings} or {ok, source, error, key, line, "
+                   "errors} as JSON (errors: every error, each {error, key, line})")
     p.add_argument("--no-file-check", action="store_true",
                    help="do not require the files the config names to exist (e.g. when "
                    "checking a config for another machine)")
@@ -72,23 +75,37 @@ def check_fabric(fabric: Path, config: str) -> None:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Validate ``args.config``; print the effective config; 0 if valid."""
+    """Validate ``args.config``; print the effective config; 0 if valid.
+
+    Every error is reported in one run (key path and line of each)."""
     import yaml
 
-    from smroute.service.config import ConfigError, config_to_dict, load_config
+    from smroute.service.config import ConfigError, check_config, config_to_dict
 
-    try:
-        cfg = load_config(args.config, check_files=not args.no_file_check)
-        if cfg.fabric is not None and not args.no_file_check:
+    cfg, errors = check_config(args.config, check_files=not args.no_file_check)
+    if (cfg is not None and cfg.fabric is not None and not args.no_file_check
+            and not any(e.key == "fabric" for e in errors)):
+        try:
             check_fabric(cfg.fabric, args.config)
-    except ConfigError as err:
-        if not args.json:
-            raise
-        doc = {"ok": False, "source": args.config, "error": str(err), "key": err.key,
-               "line": err.line}
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return err.exit_code
+        except ConfigError as err:
+            errors.append(err)
+    if errors:
+        errors.sort(key=lambda e: (e.line is None, e.line or 0))  # file order
+        if args.json:
+            first = errors[0]
+            doc = {"ok": False, "source": args.config, "error": str(first), "key": first.key,
+                   "line": first.line,
+                   "errors": [{"error": str(e), "key": e.key, "line": e.line} for e in errors]}
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            for e in errors:
+                print(f"smroute: error: {printable(str(e))}", file=sys.stderr)
+            if len(errors) > 1:
+                print(f"smroute: {printable(args.config)}: {len(errors)} errors",
+                      file=sys.stderr)
+        return 2
+    assert cfg is not None
     warnings = list(cfg.warnings())
     if cfg.tls is not None and not args.no_file_check:
         from smroute.service.auth import check_tls

@@ -30,8 +30,9 @@ def register(subparsers: Any) -> None:
         "(matched by GUID): changed LIDs with old and new port, the 64-LID blocks a "
         "subnet manager would rewrite, and switches present in one file only. "
         "Formats: opensm-lfts.dump / OpenSM file-engine input, ibroute/dump_fts output, "
-        "opensm.fdbs, smroute JSON (detected). Exit status: 0 identical, 1 different, "
-        "2 bad input.",
+        "opensm.fdbs, smroute JSON (detected). Each changed LID is named by the host or "
+        "switch it leads to (from the tables' comments, or --fabric). Exit status: 0 "
+        "identical, 1 different, 2 bad input.",
     )
     p.add_argument("old", metavar="OLD", help="tables before")
     p.add_argument("new", metavar="NEW", help="tables after")
@@ -41,6 +42,9 @@ def register(subparsers: Any) -> None:
         help="list at most N changed entries (totals and blocks stay complete; default 1000)",
     )
     p.add_argument("--full", action="store_true", help="list every changed entry")
+    p.add_argument("--fabric", metavar="FILE",
+                   help="ibnetdiscover topology naming the host (or switch) of each changed "
+                   "LID (default: the names the tables' comments give)")
     p.add_argument("--out", default="-", metavar="FILE|-",
                    help="write the diff here (a regular file, replaced atomically); - for "
                    "stdout (default)")
@@ -49,7 +53,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Print the diff of ``args.old`` and ``args.new``; 0 if identical, else 1."""
-    from smroute.tables.diff import diff_tables, format_diff
+    from smroute.tables.diff import diff_tables, format_diff, lid_names
 
     if not is_stdout(args.out):
         check_output(args.out)
@@ -57,12 +61,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
     new = load_tables(args.new)
     d = diff_tables(old, new)
     limit = None if args.full else args.max_entries
+    fabric_names = None
+    if args.fabric is not None:
+        from smroute.cli.inputs import load_fabric
+        from smroute.tables.lft import lid_labels
+
+        fabric_names = lid_labels(load_fabric(args.fabric), d.width)[2]
+    names = lid_names(d.width, new.lid_desc, old.lid_desc, fabric_names)
     if args.json:
-        doc = d.to_dict(max_entries=limit)
+        doc = d.to_dict(max_entries=limit, names=names)
         doc["old"], doc["new"] = args.old, args.new
         text = json.dumps(doc, indent=1) + "\n"
     else:
         text = (f"--- {args.old}\n+++ {args.new}\n"
-                + "\n".join(format_diff(d, max_entries=limit)) + "\n")
+                + "\n".join(format_diff(d, max_entries=limit, names=names)) + "\n")
     write_output(args.out, text)
     return 0 if d.identical else 1

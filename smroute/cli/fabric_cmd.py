@@ -39,7 +39,8 @@ def register(subparsers: Any) -> None:
         help="levels, counts, link types, parallel links and anomalies of a topology",
         description="Summarize an ibnetdiscover topology file: switch levels (ranked by "
         "hops from the leaf switches), switch/host counts, link widths and speeds, "
-        "parallel links and anomalies.",
+        "parallel links, anomalies, and the routing mode smroute route takes (tree, "
+        "tree+turns or updown, routed with its defaults to know).",
     )
     s.add_argument("file", metavar="FILE", help="ibnetdiscover topology file")
     add_strict_option(s)
@@ -63,12 +64,20 @@ def register(subparsers: Any) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print the summary of ``args.file``; exit status 0 (anomalies are reported,
     not errors)."""
+    from smroute.errors import RoutingError
     from smroute.fabric.roles import fabric_roles
     from smroute.fabric.summary import format_summary, summarize
+    from smroute.routing.engine import route
 
     fabric = load_fabric(args.file, strict=args.strict)
     roles = fabric_roles(fabric, load_overrides(args))
-    summary = summarize(fabric, source=args.file, max_items=args.max_items, roles=roles)
+    try:  # the mode route takes: decided by the routing itself, with its defaults
+        r = route(fabric, roles=roles, labels=False, workers=1)
+        routing = (r.mode, r.mode_reason)
+    except RoutingError as err:
+        routing = ("none", f"cannot route: {err}")
+    summary = summarize(fabric, source=args.file, max_items=args.max_items, roles=roles,
+                        routing=routing)
     write_output(None, json.dumps(summary.to_dict(), indent=2) + "\n" if args.json
                  else "\n".join(format_summary(summary)) + "\n")
     return 0

@@ -50,7 +50,10 @@ def register(subparsers: Any) -> None:
         description="Route FABRIC with Dmodc and LMC, then choose for every pair of ranks of "
         "the job which of the destination's 2^LMC LIDs to use so that in every stage of the "
         "pattern as few flows as possible share a link. Prints a DLID table an MPI library or "
-        "launcher can load, and the hot-spot degree (HSD) against base LIDs.",
+        "launcher can load, and the hot-spot degree (HSD) against base LIDs. On a fabric "
+        "whose job ports have LMC 0 there is nothing to choose: the table holds the base "
+        "LIDs and a warning says so (exit 0); --lmc above the ports' LMC is an error "
+        "(exit 2).",
     )
     p.add_argument("--fabric", required=True, metavar="F", help="ibnetdiscover topology file")
     add_strict_option(p)
@@ -154,6 +157,11 @@ def cmd_lids(args: argparse.Namespace) -> int:
         raise InputError(f"LMC mismatch: --lmc {lmc} but the job's ports have LMC {have} in "
                          f"{args.fabric} (the subnet manager gave them 2^{have} LIDs)")
     prog.done("read", t, f"{len(ranks)} ranks, LMC {lmc}")
+    if lmc == 0 and args.lmc is None:  # nothing to choose: said, even with -q
+        print(f"smroute: warning: {args.fabric}: the job's ports have LMC 0 (one LID each): "
+              "there is no LID to choose, every DLID is the base LID; give the ports "
+              "2^LMC LIDs in the subnet manager (OpenSM's lmc) to avoid hot spots",
+              file=sys.stderr)
     t = prog.start("routing with dmodc")
     workers = workers_for(len(fabric.switches), len(fabric.lid_to_port), args.workers)
     result = route(fabric, lmc=args.lmc, workers=workers)

@@ -4,6 +4,7 @@ Each command module exposes ``register(subparsers)`` which adds its parser and
 sets ``func`` (taking the parsed ``argparse.Namespace``, returning an exit code).
 Expected errors (:class:`smroute.errors.SmrouteError`) are printed without a
 traceback and turned into their exit code; usage errors exit 2.  Every
+command accepts ``-q/--quiet`` (:mod:`smroute.cli.quiet`).  Every
 message is printed through :func:`smroute.text.printable` (control bytes
 escaped, length bounded), and values argparse echoes are cut short.
 
@@ -33,6 +34,7 @@ from typing import NoReturn
 from smroute import __version__
 from smroute.cli import exit_codes
 from smroute.cli.outputs import drop_stdout
+from smroute.cli.quiet import QuietStream, add_quiet_options
 from smroute.errors import SmrouteError
 from smroute.text import printable
 
@@ -86,6 +88,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     names = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
     for name in names:
         importlib.import_module(f"smroute.cli.{name}").register(sub)
+    add_quiet_options(parser)
     return parser
 
 
@@ -108,6 +111,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as ex:  # argparse has printed the usage error or the help
         return ex.code if isinstance(ex.code, int) else 2
+    quiet = (QuietStream(sys.stderr) if getattr(args, "quiet", False)
+             and getattr(args, "quiet_stream", False) else None)
+    if quiet is not None:  # -q: progress and information lines dropped
+        sys.stderr = quiet  # type: ignore[assignment]
+    try:
+        return _run(args)
+    finally:
+        if quiet is not None:
+            sys.stderr = quiet.finish()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command (see :func:`main`)."""
     try:
         try:
             rc = int(args.func(args) or 0)

@@ -6,11 +6,16 @@ Phase lines, which scripts and tests read, on the given stream (stderr)::
     smroute:   route done in 0.351 s (rank 0.035 s, costs 0.026 s, ...)
 
 and progress bars drawn by `tqdm <https://tqdm.github.io/>`_ on the same
-stream: redrawn in place on a terminal (count, rate, elapsed and remaining
-time), in ASCII and refreshed at most every :data:`LOG_INTERVAL` seconds when
-the stream is a file or a pipe.  Lines written while a bar is open (:meth:`Progress.write`)
-go above it.  ``enabled=False`` (the commands' ``-q/--quiet``) prints nothing
-but keeps the timings, which the route summary prints.
+stream when it is a terminal: redrawn in place (count, rate, elapsed and
+remaining time).  When the stream is a file or a pipe (a log), there is no
+bar to redraw: a plain line per update at most every :data:`LOG_INTERVAL`
+seconds, and one when the work is complete, never the same count twice::
+
+    smroute:   stages: 12/31 (39%)
+
+Lines written while a bar is open (:meth:`Progress.write`) go above it.
+``enabled=False`` (the commands' ``-q/--quiet``) prints nothing but keeps the
+timings, which the route summary prints.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ class Progress:
         self.timings: dict[str, float] = {}
         self._t0 = clock()
         self._bars: dict[str, tqdm[Any]] = {}
+        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+        #: not a terminal: per label, the clock time, count and total of its last line
+        self._logged: dict[str, tuple[float, int, int]] = {}
 
     # ---------------------------------------------------------------- lines
     def write(self, line: str) -> None:
@@ -103,6 +111,9 @@ class Progress:
         if not self.enabled or total <= 0:
             return
         done = min(done, total)
+        if not self._tty:
+            self._log_line(label, done, total)
+            return
         b = self._bars.get(label)
         if b is None or b.total != total or done < b.n:
             b = self.bar(label, total, initial=done)
@@ -110,6 +121,18 @@ class Progress:
         if done >= total:
             b.close()
             self._bars.pop(label, None)
+
+    def _log_line(self, label: str, done: int, total: int) -> None:
+        """A line for a log: the first update, then at most every
+        :data:`LOG_INTERVAL` seconds, and the last (``done == total``)."""
+        now = self.clock()
+        last = self._logged.get(label)
+        same_run = last is not None and last[2] == total and done >= last[1]
+        if last is not None and same_run and (
+                done == last[1] or (done < total and now - last[0] < LOG_INTERVAL)):
+            return
+        self.write(f"{_PREFIX}   {label}: {done}/{total} ({100 * done // total}%)")
+        self._logged[label] = (now, done, total)
 
     def close(self) -> None:
         """Close every open bar (each leaves its last state on its own line)."""

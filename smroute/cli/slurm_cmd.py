@@ -61,8 +61,10 @@ def register(subparsers: Any) -> None:
     t.add_argument("--unnamed", choices=("generate", "error"), default="generate",
                    help="HCAs without a usable name: generate ib-<GUID> with a warning "
                    "(default) or fail")
-    t.add_argument("--roles", default="compute,service,storage,management,io", metavar="LIST",
-                   help="end-port roles that are Slurm nodes (default: every host role)")
+    t.add_argument("--roles", default="compute", metavar="LIST",
+                   help="end-port roles that are Slurm nodes, from compute, service, storage, "
+                   "management, io, or 'all' (default: compute; storage servers, UFM and "
+                   "other management hosts are left out)")
     t.add_argument("--block-sizes", metavar="N,N,...",
                    help="yaml: block_sizes of the block topology (each the previous times a "
                    "power of two); default: none written")
@@ -74,6 +76,8 @@ def _parse_roles(text: str) -> list[Any]:
     from smroute.fabric.slurm import HOST_ROLES
 
     allowed = {r.name.lower(): r for r in HOST_ROLES}
+    if text.strip().lower() == "all":
+        return list(HOST_ROLES)
     out = []
     for tok in (x.strip().lower() for x in text.split(",")):
         if not tok:

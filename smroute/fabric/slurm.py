@@ -7,8 +7,8 @@ Pure: :func:`slurm_topology` takes a :class:`~smroute.fabric.model.Fabric`
 :class:`SlurmTopology`, whose :meth:`~SlurmTopology.to_conf` and
 :meth:`~SlurmTopology.to_yaml` give the files' text.  Deterministic.
 
-**Hosts.**  The end-ports of the roles ``include`` (default: every host role:
-compute, service, storage, management, I/O) are Slurm nodes; SHARP
+**Hosts.**  The end-ports of the roles ``include`` (default: compute only;
+any of compute, service, storage, management, I/O) are Slurm nodes; SHARP
 aggregation nodes, other switch-embedded CAs (a CA whose node GUID is its
 switch's but for the low byte, or which shares its switch's system image GUID)
 and routers are left out.  A host is named, per HCA, by the first of:
@@ -109,6 +109,7 @@ from smroute.fabric.slurm_names import (
 __all__ = [
     "MAX_NAME",
     "HOST_ROLES",
+    "DEFAULT_ROLES",
     "LANE_GBPS",
     "TOPOLOGY_YAML_SCHEMA",
     "HostMap",
@@ -131,6 +132,10 @@ HOST_ROLES: tuple[EndportRole, ...] = (
     EndportRole.COMPUTE, EndportRole.SERVICE, EndportRole.STORAGE,
     EndportRole.MANAGEMENT, EndportRole.IO,
 )
+#: The roles that are Slurm nodes by default: compute hosts only (storage
+#: servers, UFM and other management hosts, I/O and service nodes are not
+#: where jobs run; ``include`` adds them).
+DEFAULT_ROLES: tuple[EndportRole, ...] = (EndportRole.COMPUTE,)
 #: Nominal data rate per lane in Gb/s, index = speed code of
 #: :data:`smroute.fabric.model.SPEEDS` (4x of each is the marketed link rate).
 LANE_GBPS: tuple[float, ...] = (0.0, 2.5, 5.0, 10.0, 10.0, 14.0, 25.0, 50.0, 100.0, 200.0)
@@ -178,7 +183,7 @@ def slurm_topology(
     host_map: HostMap | None = None,
     name_regex: str | re.Pattern[str] | None = None,
     unnamed: str = "generate",
-    include: Collection[EndportRole] = HOST_ROLES,
+    include: Collection[EndportRole] = DEFAULT_ROLES,
 ) -> SlurmTopology:
     """Slurm's view of ``fabric`` (see the module doc).
 
@@ -187,8 +192,8 @@ def slurm_topology(
     ``name_regex`` derives host names from descriptions instead of the first
     word; ``unnamed``: ``"generate"`` (``ib-<GUID>`` and a warning) or
     ``"error"`` (:class:`InputError`) for HCAs without a name; ``include``: the
-    end-port roles that are Slurm nodes (aggregation nodes and routers never
-    are).  :class:`InputError` if no host is left.
+    end-port roles that are Slurm nodes (default :data:`DEFAULT_ROLES`, compute
+    hosts; aggregation nodes and routers never are).  :class:`InputError` if no host is left.
     """
     if unnamed not in ("generate", "error"):
         raise ValueError(f"unnamed must be 'generate' or 'error', not {unnamed!r}")

@@ -6,6 +6,7 @@ writes: :class:`SlurmSwitch`, :class:`SlurmTopology` (``topology.conf`` for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,18 @@ import numpy as np
 from smroute.fabric.slurm_hostlist import hostlist
 from smroute.fabric.slurm_names import MAX_NAME
 
-__all__ = ["TOPOLOGY_YAML_SCHEMA", "SlurmSwitch", "SlurmTopology", "check_block_sizes"]
+__all__ = ["TOPOLOGY_YAML_SCHEMA", "SlurmSwitch", "SlurmTopology", "check_block_sizes",
+           "GUID_NAME", "hostlist_of"]
+
+#: The names made from a GUID (``ib-<node GUID>``, ``sw-<node GUID>``): listed
+#: as they are, since the digits a hex GUID ends in are no number of a series.
+GUID_NAME = re.compile(r"^(?:ib|sw)-[0-9a-f]{16}$")
+
+
+def hostlist_of(names: Sequence[str]) -> str:
+    """:func:`~smroute.fabric.slurm_hostlist.hostlist` of ``names``, the GUID
+    names (:data:`GUID_NAME`) kept whole."""
+    return hostlist(names, literal=GUID_NAME.match)
 
 #: JSON schema of Slurm's ``topology.yaml`` written from ``topology.yaml(5)``
 #: (Slurm 25.05): a list of topologies, each with a unique name, an optional
@@ -147,8 +159,8 @@ class SlurmTopology:
         out = []
         for s in self.switches:
             line = f"SwitchName={s.name} "
-            line += f"Switches={hostlist(s.switches)}" if s.switches else \
-                f"Nodes={hostlist(s.nodes)}"
+            line += f"Switches={hostlist_of(s.switches)}" if s.switches else \
+                f"Nodes={hostlist_of(s.nodes)}"
             if s.link_speed > 0:
                 line += f" LinkSpeed={s.link_speed}"
             out.append(line)
@@ -176,10 +188,10 @@ class SlurmTopology:
         blocks: list[dict[str, Any]] = []
         for s in self.switches:
             if s.switches:
-                sw.append({"switch": s.name, "children": hostlist(s.switches)})
+                sw.append({"switch": s.name, "children": hostlist_of(s.switches)})
             else:
-                sw.append({"switch": s.name, "nodes": hostlist(s.nodes)})
-                blocks.append({"block": s.name, "nodes": hostlist(s.nodes)})
+                sw.append({"switch": s.name, "nodes": hostlist_of(s.nodes)})
+                blocks.append({"block": s.name, "nodes": hostlist_of(s.nodes)})
         block: dict[str, Any] = {}
         if block_sizes:
             block["block_sizes"] = [int(b) for b in block_sizes]

@@ -7,7 +7,7 @@ the natural sort order (``n2`` before ``n10``) both use.  Re-exported by
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -26,9 +26,11 @@ def natural_key(name: str) -> tuple[object, ...]:
     return (tuple(parts), name)
 
 
-def hostlist(names: Iterable[str]) -> str:
+def hostlist(names: Iterable[str], *, literal: Callable[[str], object] | None = None) -> str:
     """Slurm hostlist expression of ``names`` (duplicates dropped): names that
-    end in a number (at most 18 digits, after a non-digit) are grouped by the
+    end in a number (at most 18 digits, after a non-digit), unless ``literal``
+    says a name's digits are no number of a series (``ib-<GUID>``: the tail of
+    a hex GUID), are grouped by the
     text before it (and, for zero-padded numbers and others as wide, their
     width) into
     ``prefix[lo-hi,...]`` ranges of consecutive numbers, each written so that
@@ -41,7 +43,8 @@ def hostlist(names: Iterable[str]) -> str:
         return ""
     keys: list[tuple[str, int]] = []
     nums = np.full(len(uniq), -1, dtype=np.int64)
-    split = [_SPLIT_NUM.match(nm) for nm in uniq]
+    split = [None if literal is not None and literal(nm) else _SPLIT_NUM.match(nm)
+             for nm in uniq]
     padded = {(m.group(1), len(m.group(2))) for m in split
               if m and m.group(2)[0] == "0" and len(m.group(2)) > 1}
     for i, (nm, m) in enumerate(zip(uniq, split, strict=True)):

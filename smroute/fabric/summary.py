@@ -147,6 +147,10 @@ class FabricSummary:
     roles: tuple[dict[str, Any], ...] = ()
     routing_mode: str = "tree"
     why_not_tree: str = ""
+    #: why the routing took ``routing_mode`` (its own words); ``routed``: the
+    #: mode is the one the routing decided (else the roles' tree or updown)
+    routing_reason: str = ""
+    routed: bool = False
     #: ordered CA pairs in one physical component that need a route, and
     #: those that need none (aggregation nodes on switches not adjacent)
     ca_pairs_needed: int = 0
@@ -185,6 +189,8 @@ class FabricSummary:
             "roles": list(self.roles),
             "routing_mode": self.routing_mode,
             "why_not_tree": self.why_not_tree,
+            "routing_reason": self.routing_reason,
+            "routed": self.routed,
             "ca_pairs": {"needed": self.ca_pairs_needed, "unneeded": self.ca_pairs_unneeded},
             "anomalies": {
                 k: {"total": total, "items": list(items)}
@@ -240,12 +246,15 @@ def role_table(roles: FabricRoles) -> tuple[dict[str, Any], ...]:
 
 def summarize(
     fabric: Fabric, *, source: str | None = None, max_items: int = 100,
-    roles: FabricRoles | None = None,
+    roles: FabricRoles | None = None, routing: tuple[str, str] | None = None,
 ) -> FabricSummary:
     """Analyse ``fabric`` (see the module docstring for every definition).
 
     ``max_items`` bounds each item list (anomalies, parallel pairs); totals are
     always exact.  ``roles``: the fabric's roles if already known.
+    ``routing``: the mode the routing took and its reason
+    (``RoutingResult.mode`` and ``mode_reason``: the one source of the mode;
+    without it the summary gives the roles' ``tree`` or ``updown``).
     """
     f = fabric
     lk = _links(f)
@@ -401,8 +410,10 @@ def summarize(
         component_sizes=tuple(int(x) for x in sizes.tolist()),
         anomalies=anomalies,
         roles=role_table(roles),
-        routing_mode=roles.mode,
+        routing_mode=routing[0] if routing is not None else roles.mode,
         why_not_tree=roles.why_not_tree,
+        routing_reason=routing[1] if routing is not None else roles.why_not_tree,
+        routed=routing is not None,
         ca_pairs_needed=needed - unneeded,
         ca_pairs_unneeded=unneeded,
     )
@@ -482,8 +493,9 @@ def format_summary(s: FabricSummary, *, max_lines: int = 20) -> list[str]:
     out.append("Roles (how each was decided):")
     for r in s.roles:
         out.append(f"  {r['kind']:<7} {r['role']:<11} {r['count']:>7}  {r['reason']}")
-    how = "Dmodc over the tree" if s.routing_mode == "tree" else "general up*/down* fallback"
-    out.append(f"Routing: {how}" + (f" ({s.why_not_tree})" if s.why_not_tree else ""))
+    how = "as smroute route runs it" if s.routed else "from the roles, not routed"
+    out.append(f"Routing ({how}): {s.routing_mode}"
+               + (f" ({s.routing_reason})" if s.routing_reason else ""))
     out.append(f"CA pairs: {s.ca_pairs_needed} need a route" + (
         f", {s.ca_pairs_unneeded} need none (aggregation nodes on switches not adjacent)"
         if s.ca_pairs_unneeded else ""))

@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
-from smroute.errors import InputError, SmrouteError
+from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
 from smroute.fabric.ibnetdiscover import parse_topology
 from smroute.fabric.model import Fabric
@@ -136,7 +136,7 @@ class Bridge:
 
     def connect(self, timeout: float = 30.0) -> None:
         """Open the gRPC channel (the daemon's :class:`SmrouteClient`) and wait
-        until the daemon answers."""
+        until the daemon answers (else :class:`DaemonUnreachableError`)."""
         import grpc
 
         from smroute.service.client import SmrouteClient
@@ -152,8 +152,8 @@ class Bridge:
         try:
             self._client.wait_ready(timeout)
         except grpc.FutureTimeoutError:
-            raise BridgeError(f"daemon at {self.opts.daemon} not reachable within "
-                              f"{timeout:g} s") from None
+            raise DaemonUnreachableError(f"cannot reach the daemon at {self.opts.daemon} "
+                                         f"within {timeout:g} s") from None
 
     @property
     def client(self) -> Any:
@@ -333,10 +333,10 @@ class Bridge:
                 raise self._write_failed(epoch, exc) from None
             self.write_retry.succeeded()
             t2 = time.monotonic()
-            blocks = entries = 0
-            if self.last_tables is not None:
-                d = diff_tables(self.last_tables, tables)
-                blocks, entries = int(d.blocks_changed), int(d.entries_changed)
+            old = self.last_tables if self.last_tables is not None else dataclasses.replace(
+                tables, ports=tables.ports[:, :0], _index={})  # first write: every block
+            d = diff_tables(old, tables)
+            blocks, entries = int(d.blocks_changed), int(d.entries_changed)
             self.last_tables = tables
             self.trigger_pending = True
             reply = self.trigger()

@@ -29,16 +29,17 @@ Conditions that are allowed but worth a log line are returned by
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from smroute.routing.engine import ALGORITHMS
+from smroute.service.config_dump import config_to_dict, config_value
 from smroute.service.config_files import dir_problem, file_problem, read_regular
 from smroute.service.listen import LISTEN_EXPECTED
 from smroute.service.peercred import resolve_ids
@@ -76,6 +77,7 @@ __all__ = [
     "format_size",
     "parse_config",
     "load_config",
+    "check_config",
     "default_config",
     "dir_problem",
     "config_to_dict",
@@ -276,10 +278,23 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
     return constructor.construct_object(node, deep=True)
 
 
-def _mapping(node: yaml.Node, key: str, source: str,
-             schema: Mapping[str, Any]) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+@contextlib.contextmanager
+def _collecting(errors: list[ConfigError] | None) -> Iterator[None]:
+    """Append a :class:`ConfigError` raised inside to ``errors`` and go on,
+    or let it through when ``errors`` is ``None``."""
+    try:
+        yield
+    except ConfigError as err:
+        if errors is None:
+            raise
+        errors.append(err)
+
+
+def _mapping(node: yaml.Node, key: str, source: str, schema: Mapping[str, Any],
+             errors: list[ConfigError] | None = None
+             ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
     """``{name: (key_node, value_node)}`` of a YAML mapping, refusing unknown
-    and duplicate keys."""
+    and duplicate keys (each one added to ``errors`` and left out, if given)."""
     where = f"'{key}'" if key else "the top level"
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"expected a mapping of keys at {where}, got a "
@@ -292,14 +307,15 @@ def _mapping(node: yaml.Node, key: str, source: str,
             raise ConfigError(f"expected a key name at {where}, got {name!r}",
                               key=key or None, source=source, line=_line(knode))
         path = f"{key}.{name}" if key else name
-        if name not in schema:
-            known = ", ".join(sorted(schema))
-            raise ConfigError(f"unknown key; expected one of: {known}", key=path,
-                              source=source, line=_line(knode))
-        if name in out:
-            raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
-                              key=path, source=source, line=_line(knode))
-        out[name] = (knode, vnode)
+        with _collecting(errors):
+            if name not in schema:
+                known = ", ".join(sorted(schema))
+                raise ConfigError(f"unknown key; expected one of: {known}", key=path,
+                                  source=source, line=_line(knode))
+            if name in out:
+                raise ConfigError(f"duplicate key (first given on line {_line(out[name][0])})",
+                                  key=path, source=source, line=_line(knode))
+            out[name] = (knode, vnode)
     return out
 
 
@@ -375,9 +391,13 @@ def _compose(text: str, source: str) -> yaml.Node | None:
         raise ConfigError(f"not valid YAML: {err}", source=source) from None
 
 
-def _parse(text: str, source: str, base_dir: Path | None
-           ) -> tuple[ServiceConfig, dict[str, int]]:
-    """The config and the line of each key given (``{"tls.key": 7}``)."""
+def _parse(text: str, source: str, base_dir: Path | None,
+           errors: list[ConfigError] | None = None
+           ) -> tuple[ServiceConfig | None, dict[str, int]]:
+    """The config and the line of each key given (``{"tls.key": 7}``).
+
+    With ``errors``, each bad key is added to it and left at its default, and
+    the config is ``None`` when the keys given do not combine."""
     root = _compose(text, source)
     lines: dict[str, int] = {}
     top: dict[str, Any] = {}
@@ -385,7 +405,7 @@ def _parse(text: str, source: str, base_dir: Path | None
     if root is not None and not (isinstance(root, yaml.ScalarNode)
                                  and root.tag == "tag:yaml.org,2002:null"):
         schema: dict[str, Any] = {**_TOP, **_SECTIONS}
-        for name, (knode, vnode) in _mapping(root, "", source, schema).items():
+        for name, (knode, vnode) in _mapping(root, "", source, schema, errors).items():
             lines[name] = _line(knode)
             if name in _SECTIONS:
                 if isinstance(vnode, yaml.ScalarNode) and vnode.tag.endswith(":null"):
@@ -393,11 +413,15 @@ def _parse(text: str, source: str, base_dir: Path | None
                     continue
                 sub = _SECTIONS[name]
                 sections[name] = {}
-                for sname, (sk, sv) in _mapping(vnode, name, source, sub).items():
-                    lines[f"{name}.{sname}"] = _line(sk)
-                    sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname], source)
+                with _collecting(errors):
+                    for sname, (sk, sv) in _mapping(vnode, name, source, sub, errors).items():
+                        lines[f"{name}.{sname}"] = _line(sk)
+                        with _collecting(errors):
+                            sections[name][sname] = _value(sv, f"{name}.{sname}", sub[sname],
+                                                           source)
             else:
-                top[name] = _value(vnode, name, _TOP[name], source, lines)
+                with _collecting(errors):
+                    top[name] = _value(vnode, name, _TOP[name], source, lines)
     if base_dir is not None:
         for key in _PATH_KEYS:
             sec, _, name = key.rpartition(".")
@@ -419,7 +443,9 @@ def _parse(text: str, source: str, base_dir: Path | None
         cfg = ServiceConfig(**top)
     except ConfigError as err:
         line = lines.get(err.key or "", lines.get((err.key or "").partition(".")[0]))
-        raise err.located(source=source, line=line) from None
+        with _collecting(errors):
+            raise err.located(source=source, line=line) from None
+        return None, lines
     return cfg, lines
 
 
@@ -443,7 +469,9 @@ def parse_config(text: str, source: str = "<config>", *,
     else kept as written.  Raises :class:`ConfigError` (exit code 2) naming
     ``source``, the line, the key path and what was expected.
     """
-    return _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    cfg = _parse(text, source, Path(base_dir) if base_dir is not None else None)[0]
+    assert cfg is not None  # without a list of errors, the first one is raised
+    return cfg
 
 
 def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> ServiceConfig:
@@ -455,42 +483,59 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
     ``fabric_dirs`` entry must be a readable directory, and the TLS
     files must be usable (PEM, key matching the certificate, certificate
     within its validity dates: :func:`smroute.service.auth.check_tls`);
-    otherwise a :class:`ConfigError` names the key and its line.
+    otherwise a :class:`ConfigError` names the key and its line (the first
+    of them: :func:`check_config` gives them all).
     """
+    cfg, errors = check_config(path, check_files=check_files)
+    if errors:
+        raise errors[0]
+    assert cfg is not None
+    return cfg
+
+
+def check_config(path: str | os.PathLike[str], *, check_files: bool = True
+                 ) -> tuple[ServiceConfig | None, list[ConfigError]]:
+    """Every error of the config file ``path`` (in file order, then the
+    files it names), as :func:`load_config` checks it, and the config its
+    good keys make (bad keys at their defaults; ``None`` when the file cannot
+    be read or parsed, or its keys do not combine)."""
     p = Path(path)
     source = str(path)
-    data = read_regular(p, source)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected a "
-                          "small YAML file", source=source)
+    errors: list[ConfigError] = []
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
-                          source=source) from None
-    cfg, lines = _parse(text, source, p.resolve().parent)
-    if check_files:
+        data = read_regular(p, source)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file is larger than {MAX_CONFIG_BYTES} bytes; expected "
+                              "a small YAML file", source=source)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"expected UTF-8 text ({err.reason} at byte {err.start})",
+                              source=source) from None
+        cfg, lines = _parse(text, source, p.resolve().parent, errors)
+    except ConfigError as err:
+        return None, [*errors, err]
+    if check_files and cfg is not None:
         for key in _PATH_KEYS:
-            value = _get(cfg, key)
-            if value is None:
-                continue
-            problem = file_problem(Path(value))
+            value = config_value(cfg, key)
+            problem = file_problem(Path(value)) if value is not None else None
             if problem:
-                raise ConfigError(f"{problem}: {value}", key=key, source=source,
-                                  line=lines.get(key))
+                errors.append(ConfigError(f"{problem}: {value}", key=key, source=source,
+                                          line=lines.get(key)))
         for i, d in enumerate(cfg.fabric_dirs):
             problem = dir_problem(d)
             if problem:
                 key = f"fabric_dirs[{i}]"
-                raise ConfigError(f"{problem}: {d}", key=key, source=source,
-                                  line=lines.get(key, lines.get("fabric_dirs")))
+                errors.append(ConfigError(f"{problem}: {d}", key=key, source=source,
+                                          line=lines.get(key, lines.get("fabric_dirs"))))
         for key, kind in (("mutating_users", "user"), ("mutating_groups", "group"),
                           ("socket_group", "group")):
             names = getattr(cfg, key)
             try:  # names must exist on this host (the daemon resolves them at start)
                 resolve_ids([names] if isinstance(names, str) else names or (), kind)
             except ValueError as err:
-                raise ConfigError(str(err), key=key, source=source, line=lines.get(key)) from None
+                errors.append(ConfigError(str(err), key=key, source=source,
+                                          line=lines.get(key)))
         for sec in ("tls", "metrics_tls"):
             tls = getattr(cfg, sec)
             if tls is None:
@@ -499,33 +544,5 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
                 check_tls(tls)
             except ConfigError as err:
                 key = (err.key or "").replace("tls.", f"{sec}.", 1)
-                raise err.located(source=source, line=lines.get(key)) from None
-    return cfg
-
-
-def _get(cfg: ServiceConfig, key: str) -> Any:
-    obj: Any = cfg
-    for part in key.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, part)
-    return obj
-
-
-def config_to_dict(cfg: ServiceConfig) -> dict[str, Any]:
-    """The effective config as plain JSON/YAML data (paths as strings, sizes
-    as integer bytes, tuples as lists); ``parse_config`` of its YAML dump gives
-    ``cfg`` back."""
-
-    def conv(v: Any) -> Any:
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, Path):
-            return str(v)
-        if isinstance(v, tuple):
-            return [conv(x) for x in v]
-        return v
-
-    out = conv(cfg)
-    assert isinstance(out, dict)
-    return out
+                errors.append(err.located(source=source, line=lines.get(key)))
+    return cfg, errors

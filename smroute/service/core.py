@@ -327,7 +327,7 @@ class RoutingCore:
                        else "no epoch is served")
             what = CAUSES.get(c.cause, c.cause).format(n=len(c.faults))
             if not c.dry_run:
-                self.metric("reroute_failed", "route" if c.full else "routing_error")
+                self.metric("reroute_failed", "route" if c.cause == "route" else "routing_error")
             self.log("error", "reroute_failed", cause=c.cause, events=len(c.faults),
                      serving=cur.id if cur is not None else 0, error=str(err))
             raise ServiceError(Status.FAILED_PRECONDITION,
@@ -359,7 +359,7 @@ class RoutingCore:
             return
         serving = self.store.current.id if self.store.current is not None else 0
         if not c.dry_run:
-            self.metric("reroute_failed", "unrouted_pairs")
+            self.metric("reroute_failed", "route" if c.cause == "route" else "unrouted_pairs")
         self.log("error", "epoch_refused", cause=c.cause, unrouted_ca_pairs=gaps,
                  serving=serving, mode=res.mode, dry_run=c.dry_run)
         raise ServiceError(
@@ -454,7 +454,7 @@ class RoutingCore:
         kinds: dict[str, int] = {}
         for e in events:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
-        for k, n in kinds.items():
+        for k, n in kinds.items() if not dry_run else ():  # a dry run is no fault event
             self.metric("faults_received", n, k)
         job = FaultJob(tuple(events), dry_run=dry_run, received=self.clock(),
                        journaled=journaled)

@@ -14,11 +14,13 @@ Metric names (all prefixed ``smroute_``):
 ``epoch_id``                        gauge      id of the current epoch
 ``table_bytes``                     gauge      bytes of the current epoch's tables
 ``epoch_committed_timestamp_seconds`` gauge    Unix time of the last commit
-``fault_events_total{kind}``        counter    fault events received, per kind
+``fault_events_total{kind}``        counter    fault events received, per kind (no dry run)
 ``requests_total{method,code}``     counter    finished RPCs per method, status code
 ``request_errors_total{method}``    counter    the same, status code not OK
 ``streams_open{method}``            gauge      open server streams
 ``reroute_failures_total{reason}``  counter    reroutes that left the last epoch serving
+``route_rejections_total``          counter    Route requests that could not be routed as
+                                               asked (not reroute failures)
 ``build_info{version}``             gauge      1
 ==================================  =========  ===================================
 
@@ -121,6 +123,10 @@ class ServiceMetrics:
         self.reroute_failures = Counter(
             "smroute_reroute_failures", "Reroutes that failed (the last good epoch kept "
             "serving), per reason.", ["reason"], registry=r)
+        self.route_rejections = Counter(
+            "smroute_route_rejections", "Route requests that could not be routed as asked "
+            "(e.g. an algorithm the fabric does not suit, LIDs that do not fit): the request "
+            "is refused and the epoch served unchanged; not a reroute failure.", registry=r)
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
             "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
@@ -179,7 +185,13 @@ class ServiceMetrics:
         self.streams_open.labels(method=self._method(method)).dec()
 
     def reroute_failed(self, reason: str) -> None:
-        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``)."""
+        """A reroute failed for ``reason`` (a short category, e.g. ``"unroutable"``).
+        ``"route"``: a Route request that could not be routed as asked (the
+        request, not a fault: ``route_rejections_total``, not a reroute failure,
+        so the "tables are stale" alert does not fire on a user's bad Route)."""
+        if reason == "route":
+            self.route_rejections.inc()
+            return
         self.reroute_failures.labels(reason=self._reason(reason)).inc()
 
     # ---- reading

@@ -19,7 +19,7 @@ dict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
-__all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "changed_blocks", "diff_tables",
+__all__ = ["CHUNK_BYTES", "SwitchDiff", "TableDiff", "changed_blocks", "diff_tables", "lid_names",
            "format_diff"]
 
 #: Largest ``(rows x LIDs)`` slab compared at once, in bytes of one table.
@@ -158,16 +158,22 @@ class TableDiff:
             f"{len(self.only_new_guid)} only in new"
         )
 
-    def to_dict(self, max_entries: int | None = None) -> dict[str, Any]:
+    def to_dict(self, max_entries: int | None = None,
+                names: Sequence[str] | None = None) -> dict[str, Any]:
         """JSON-able dict.  ``max_entries``: list at most that many changed
         entries in total (``None``: all); totals and blocks are always complete
-        and ``truncated`` says whether entries were left out."""
+        and ``truncated`` says whether entries were left out.  ``names``: the
+        destination of each LID (:func:`lid_names`), given for the changed LIDs
+        listed as ``{"lid_names": {"LID": name}}``."""
         listed = 0
         switches = []
+        named: dict[str, str] = {}
         for sd in self.switches():
             room = len(sd.lids) if max_entries is None else max(0, max_entries - listed)
             k = min(room, len(sd.lids))
             listed += k
+            named.update((str(lid), n) for lid in sd.lids[:k].tolist()
+                         if (n := _name(names, lid)))
             switches.append({
                 "guid": f"{sd.guid:#018x}",
                 "desc": sd.desc,
@@ -198,6 +204,7 @@ class TableDiff:
             "max_lid": max(self.width - 1, 0),
             "truncated": listed < self.entries_changed,
             "switches": switches,
+            **({"lid_names": named} if names is not None else {}),
             "only_old": [
                 {"guid": f"{g:#018x}", "desc": d}
                 for g, d in zip(self.only_old_guid.tolist(), self.only_old_desc, strict=True)
@@ -311,10 +318,33 @@ def diff_tables(old: ForwardingTables, new: ForwardingTables) -> TableDiff:
     )
 
 
-def format_diff(d: TableDiff, *, max_entries: int | None = 1000) -> list[str]:
+def lid_names(width: int, *descs: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The destination of each LID below ``width``: the first non-empty name
+    the per-LID descriptions ``descs`` give (e.g. the new table's, the old
+    table's, a fabric's :func:`~smroute.tables.lft.lid_labels`); ``None`` if
+    none is given."""
+    given = [d for d in descs if d is not None]
+    if not given:
+        return None
+    return tuple(next((d[lid] for d in given if lid < len(d) and d[lid]), "")
+                 for lid in range(width))
+
+
+def _quoted(name: str) -> str:
+    return f' "{name}"' if name else ""
+
+
+def _name(names: Sequence[str] | None, lid: int) -> str:
+    return names[lid] if names is not None and lid < len(names) else ""
+
+
+def format_diff(d: TableDiff, *, max_entries: int | None = 1000,
+                names: Sequence[str] | None = None) -> list[str]:
     """Human-readable lines: totals, switches only in one table, then per changed
     switch its blocks and ``LID: old -> new`` entries (at most ``max_entries``
-    entries in total, ``None`` for all; a line says how many were left out)."""
+    entries in total, ``None`` for all; a line says how many were left out).
+    ``names``: the destination of each LID (:func:`lid_names`), quoted after
+    the LID."""
     out = [d.summary()]
     for g, desc in zip(d.only_old_guid.tolist(), d.only_old_desc, strict=True):
         out.append(f'- switch {g:#018x} "{desc}": only in old')
@@ -335,7 +365,7 @@ def format_diff(d: TableDiff, *, max_entries: int | None = 1000) -> list[str]:
         k = min(room, len(sd.lids))
         listed += k
         out.extend(
-            f"  0x{lid:04x}: {_port_text(o)} -> {_port_text(n)}"
+            f"  0x{lid:04x}{_quoted(_name(names, lid))}: {_port_text(o)} -> {_port_text(n)}"
             for lid, o, n in zip(
                 sd.lids[:k].tolist(), sd.old_ports[:k].tolist(), sd.new_ports[:k].tolist(),
                 strict=True,

@@ -305,6 +305,11 @@ _HEAD = re.compile(
 _LID_OF = re.compile(r"Lid (\d+)")
 _ENTRY = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b")
 _TRAILER = re.compile(r"^(\d+)\s+(?:valid\s+)?lids dumped$")
+#: The comment of an entry naming its destination: OpenSM ``# Switch portguid 0x..: 'desc'``,
+#: ibroute/dump_fts ``: (Channel Adapter portguid 0x..: 'desc')``.
+_LABEL = re.compile(r"(?:#|:\s*\()\s*(Channel Adapter|Switch|Router) portguid "
+                    r"(0x[0-9a-fA-F]+): '(.*)'\)?\s*$")
+_KIND_OF = {v: k for k, v in _KIND.items()}
 _FDB_HEAD = re.compile(r"^dump_ucast_routes: Switch (0x[0-9a-fA-F]+)\s*$")
 # OpenSM's dump_ucast_routes lines: "0x0001 : 001  : 01   : yes", "... : No 2 hop path
 # possible via port 3!", "0x0002 : 004  : HOPS UNKNOWN", "0x0003 : UNREACHABLE" (no route)
@@ -315,18 +320,32 @@ _TRAILER_FORM = "'N lids dumped' (OpenSM) or 'N valid lids dumped' (ibroute, dum
 
 
 def _assemble(
-    guids: list[int], lids: list[int], descs: list[str], entries: list[tuple[int, int, int]]
+    guids: list[int], lids: list[int], descs: list[str], entries: list[tuple[int, int, int]],
+    labels: dict[int, tuple[int, int, str]] | None = None,
 ) -> ForwardingTables:
+    """The tables; ``labels``: ``{lid: (kind, port GUID, description)}`` of the
+    destinations the entries' comments name (the per-LID labels)."""
     width = max([e[1] for e in entries] + [max(lids, default=0)] + [0]) + 1
     ports = np.full((len(guids), width), NO_ROUTE, dtype=np.uint8)
     if entries:
         e = np.array(entries, dtype=np.int64)
         ports[e[:, 0], e[:, 1]] = e[:, 2]
+    lid_guid = lid_kind = lid_desc = None
+    if labels:
+        lid_kind = np.zeros(width, dtype=np.int8)
+        lid_guid = np.zeros(width, dtype=np.uint64)
+        desc = [""] * width
+        for lid, (kind, guid, text) in labels.items():
+            lid_kind[lid], lid_guid[lid], desc[lid] = kind, guid, text
+        lid_desc = tuple(desc)
     return ForwardingTables(
         switch_guid=np.array(guids, dtype=np.uint64),
         switch_lid=np.array(lids, dtype=np.int64),
         switch_desc=tuple(descs),
         ports=ports,
+        lid_guid=lid_guid,
+        lid_kind=lid_kind,
+        lid_desc=lid_desc,
     )
 
 
@@ -343,7 +362,13 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
     ibroute/dump_fts) whose count is the entries listed (ibroute, dump_fts,
     smroute) or the top of the block's range (OpenSM); every entry lies in the
     block's ``[low-high]`` LID range; the last line is a complete trailer.
+
+    A switch's LID is its header's ``Lid N``, else (``dump_fts`` names switches
+    by their directed-route path) the LID its own entry (port 0) routes.  The
+    destinations the entries' comments name become the per-LID labels
+    (``lid_guid``, ``lid_kind``, ``lid_desc``).
     """
+    labels: dict[int, tuple[int, int, str]] = {}
     guids: list[int] = []
     lids: list[int] = []
     descs: list[str] = []
@@ -404,6 +429,10 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
                     f"{max(block[1], 1)}..{block[2]}, ports 0..255)", source=source, line=no)
             entries.append((len(guids) - 1, lid, port))
             n_block += 1
+            if port == 0 and lids[-1] == 0:  # the switch's own LID
+                lids[-1] = lid
+            if lid not in labels and (lm := _LABEL.search(s)) is not None:
+                labels[lid] = (_KIND_OF[lm.group(1)], int(lm.group(2), 16), lm.group(3))
             continue
         if block is not None:
             expected = f"'0xLID PORT ...' or {_TRAILER_FORM}"
@@ -415,7 +444,7 @@ def parse_lft_dump(lines: Iterable[str], source: str = "<input>") -> ForwardingT
             f"the file ends inside the block of switch {guids[-1]:#018x} (line {block[0]}): "
             f"no trailer ({_TRAILER_FORM}); the file is cut short?", source=source, line=no)
     ends.check(len(guids), len(entries), no)
-    return _assemble(guids, lids, descs, entries)
+    return _assemble(guids, lids, descs, entries, labels)
 
 
 def parse_fdbs(lines: Iterable[str], source: str = "<input>") -> ForwardingTables:
