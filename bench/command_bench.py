@@ -146,7 +146,8 @@ def fabric_file(cache: Path, spec: str, code: Code) -> Path:
     return path
 
 
-def case_command(codes: list[Code], runs: int, tree: Path, out: Path, validate: bool) -> None:
+def case_command(codes: list[Code], runs: int, tree: Path, out: Path,
+                 validate: bool) -> dict[str, float]:
     args = ["route", str(tree), "--no-port-guids", "--out", str(out), "-q"]
     if not validate:
         args.insert(2, "--no-validate")
@@ -156,6 +157,7 @@ def case_command(codes: list[Code], runs: int, tree: Path, out: Path, validate: 
     report(f"smroute route, 11,664-host tree PGFT({TREE}), "
            + ("validation walk" if validate else "no validation, no port GUIDs"),
            got, keys, "smroute " + " ".join(args))
+    return {lab: _median([r["process"] for r in rs]) for lab, rs in got.items()}
 
 
 def case_small(codes: list[Code], runs: int, out: Path) -> None:
@@ -244,12 +246,13 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     t0 = time.perf_counter()
+    whole: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="smroute-bench-") as tmp:
         out = Path(tmp) / "tables.lfts"
         if {"command", "validate"} & set(cases):
             tree = fabric_file(args.cache, TREE, codes[0])
             if "command" in cases:
-                case_command(codes, args.runs, tree, out, validate=False)
+                whole = case_command(codes, args.runs, tree, out, validate=False)
             if "validate" in cases:
                 case_command(codes, args.runs, tree, out, validate=True)
         if "small" in cases:
@@ -262,6 +265,9 @@ def main() -> None:
               f"{got['routing_s']:.1f} s (engine {got['engine']}, {got['measured']}, load "
               f"{got['load']:.1f}" + (f"; cached in {got['cached']}" if "cached" in got else "")
               + ")")
+        for lab, secs in whole.items():
+            print(f"  the whole smroute route command ({lab}, {secs:.2f} s) takes "
+                  f"{secs / got['routing_s']:.1%} of ftree's routing phase alone")
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"benchmark wall time {time.perf_counter() - t0:.1f} s")
 
