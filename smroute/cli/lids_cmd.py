@@ -163,7 +163,8 @@ def cmd_lids(args: argparse.Namespace) -> int:
               "2^LMC LIDs in the subnet manager (OpenSM's lmc) to avoid hot spots",
               file=sys.stderr)
     t = prog.start("routing with dmodc")
-    workers = workers_for(len(fabric.switches), len(fabric.lid_to_port), args.workers)
+    workers = workers_for(len(fabric.switches), len(fabric.lid_to_port) << (args.lmc or 0),
+                          args.workers)
     result = route(fabric, lmc=args.lmc, workers=workers)
     view = routing_view(fabric, result.tables)
     prog.done("route", t)

@@ -166,7 +166,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
 
     t = prog.start(f"routing with {args.algorithm}")
-    workers = workers_for(n_sw, len(fabric.lid_to_port), args.workers)
+    workers = workers_for(n_sw, len(fabric.lid_to_port) << (args.lmc or 0), args.workers)
     result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=workers,
                    overrides=load_overrides(args), max_vls=args.vls,
                    all_ca_pairs=args.route_all_ca_pairs)
