@@ -220,6 +220,8 @@ def main() -> None:
     cat.add_argument("--no-captures", action="store_true", help="only catalogue shapes")
     cat.add_argument("--max-hosts", type=int, metavar="N",
                      help="leave out fabrics with more than N CAs")
+    cat.add_argument("--ibdmchk-max", type=int, default=1500, metavar="N",
+                     help="run ibdmchk on one-VL tables of fabrics up to N CAs (default 1500)")
     cat.add_argument("--site-vls", type=int, default=8,
                      help="data VLs of smroute-vls, as the plugin gets them (default 8)")
     ap.add_argument("--vls", type=int, default=1,

@@ -15,7 +15,8 @@ OpenSM plugin may program).  Per engine:
   management, I/O) at either end, and aggregation node to aggregation node
   on the same or adjacent switches (SHARP's trees follow cables between
   adjacent switches); other aggregation-node pairs are counted apart.
-* **credit loops**: the channel dependency graph of the tables
+* **credit loops**: ibdmchk on one-VL tables of fabrics up to
+  ``--ibdmchk-max`` CAs, and the channel dependency graph of the tables
   (:func:`smroute.analysis.deadlock.check_credit_loops`) on VL 0, or with
   smroute's SLs and SL-to-VL tables where it uses VLs.  OpenSM's dfsssp and
   lash spread routes over VLs this check does not see (their SL-to-VL tables
@@ -138,6 +139,25 @@ def table_metrics(f: Fabric, tables: ForwardingTables, roles: FabricRoles,
     return out
 
 
+def ibdmchk_verdict(f: Fabric, tables: ForwardingTables, work: Path) -> str:
+    """ibdmchk on the tables (written as ``opensm.fdbs`` and
+    ``opensm-subnet.lst``): ``"no credit loop"``, ``"credit loop"``,
+    ``"N missing paths"`` (it stops before the loop check) or why it did not run."""
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import format_fdbs, format_subnet_lst
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "opensm-subnet.lst").write_text(format_subnet_lst(f))
+    (work / "opensm.fdbs").write_text(format_fdbs(tables))
+    try:
+        rep = run_ibdmchk(work / "opensm.fdbs", work / "opensm-subnet.lst", timeout=600)
+    except SmrouteError as err:
+        return f"not run: {str(err).splitlines()[0][:60]}"
+    if rep.credit_loops is None:
+        return f"{rep.missing_paths} missing paths" if rep.missing_paths else "no verdict"
+    return "credit loop" if rep.credit_loops else "no credit loop"
+
+
 def value(e: Row, hs: str, order: str, metric: str) -> float:
     s = e.get("metrics", {}).get("sets", {}).get(hs)
     if not s:
@@ -153,7 +173,8 @@ def complete(e: Row) -> bool:
 
 # ------------------------------------------------------------------ running
 def run_fabric(name: str, fabric: Fabric, work: Path, *, engines: list[str], vls: int,
-               budget: float, seed: int, rp_samples: int, capture: Path | None) -> Row:
+               budget: float, seed: int, rp_samples: int, capture: Path | None,
+               ibdmchk_max: int = 0) -> Row:
     """Simulate, route and measure one fabric (module doc)."""
     row: Row = {"fabric": name, "switches": len(fabric.switches), "cas": len(fabric.cas),
                 "engines": []}
@@ -194,6 +215,9 @@ def run_fabric(name: str, fabric: Fabric, work: Path, *, engines: list[str], vls
             progress(f"{name}: metrics of {e}")
             r["metrics"] = table_metrics(disc, tables, roles, lanes, seed=seed,
                                          rp_samples=rp_samples)
+            if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
+                r["ibdmchk"] = ("not run: VLs" if lanes is not None or e in VL_ENGINES
+                                else ibdmchk_verdict(disc, tables, work / "ibdmchk" / e))
         row["engines"].append(r)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
@@ -231,6 +255,8 @@ def fabric_markdown(r: Row) -> list[str]:
                 miss += f" (+{m['missing_other']} other agg)"
             cl = ("none" if m["credit_loop_free"] else f"{m['cyclic_channels']} ch") + (
                 " (VLs)" if e["engine"] in VL_ENGINES and not m["credit_loop_free"] else "")
+            if e.get("ibdmchk"):
+                cl += f"; ibdmchk: {e['ibdmchk']}"
             if m["vls"] > 1:
                 cl += f", {m['vls']} VLs"
         else:
@@ -368,7 +394,7 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
                 work = args.keep / name if args.keep else Path(tmp)
                 r = run_fabric(name, f, work, engines=engines, vls=args.site_vls,
                                budget=args.timeout, seed=args.seed, rp_samples=args.rp_samples,
-                               capture=cap)
+                               capture=cap, ibdmchk_max=args.ibdmchk_max)
         results.append(r)
         print("\n".join(fabric_markdown(r)), flush=True)
         if args.json:  # after every fabric: a long run keeps what it measured
