@@ -16,8 +16,10 @@ OpenSM plugin may program).  Per engine:
   on the same or adjacent switches (SHARP's trees follow cables between
   adjacent switches); other aggregation-node pairs are counted apart.
 * **credit loops**: ibdmchk on one-VL tables of fabrics up to
-  ``--ibdmchk-max`` CAs, and the channel dependency graph of the tables
-  (:func:`smroute.analysis.deadlock.check_credit_loops`) on VL 0, or with
+  ``--ibdmchk-max`` CAs, and the channel dependency graph of the routes
+  CAs send (:func:`smroute.analysis.deadlock.check_credit_loops` without
+  switch sources, as ibdmchk: OpenSM's nue, free of credit loops for CA
+  traffic, has cycles through the routes of switches' own port 0) on VL 0, or with
   smroute's SLs and SL-to-VL tables where it uses VLs.  OpenSM's dfsssp and
   lash spread routes over VLs this check does not see (their SL-to-VL tables
   are not dumped): a cycle on VL 0 is theirs to break, marked ``(VLs)``.
@@ -118,7 +120,7 @@ def table_metrics(f: Fabric, tables: ForwardingTables, roles: FabricRoles,
     agg = roles.endport_role[view.ep_node] == EndportRole.AGGREGATION
     other = agg[:, None] & agg[None, :] & ~need
     np.fill_diagonal(other, False)
-    loops = check_credit_loops(f, tables, lanes)
+    loops = check_credit_loops(f, tables, lanes, switch_sources=False)
     out: Row = {"needed_pairs": int(need.sum()), "missing_needed": int((need & ~ok).sum()),
                 "other_agg_pairs": int(other.sum()), "missing_other": int((other & ~ok).sum()),
                 "credit_loop_free": loops.ok, "cyclic_channels": loops.cyclic,
