@@ -17,9 +17,10 @@ OpenSM plugin may program).  Per engine:
   adjacent switches); other aggregation-node pairs are counted apart.
 * **credit loops**: ibdmchk on one-VL tables of fabrics up to
   ``--ibdmchk-max`` CAs, and the channel dependency graph of the routes
-  CAs send (:func:`smroute.analysis.deadlock.check_credit_loops` without
-  switch sources, as ibdmchk: OpenSM's nue, free of credit loops for CA
-  traffic, has cycles through the routes of switches' own port 0) on VL 0, or with
+  from CAs to CAs (:func:`smroute.analysis.deadlock.check_credit_loops`
+  without switch sources, on the tables without switch LIDs: what ibdmchk
+  checks; OpenSM's nue, free of credit loops for CA traffic, has cycles
+  through the routes to and from switches' port 0) on VL 0, or with
   smroute's SLs and SL-to-VL tables where it uses VLs.  OpenSM's dfsssp and
   lash spread routes over VLs this check does not see (their SL-to-VL tables
   are not dumped): a cycle on VL 0 is theirs to break, marked ``(VLs)``.
@@ -33,6 +34,7 @@ OpenSM plugin may program).  Per engine:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -51,7 +53,7 @@ from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, switch_
 from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
 from smroute.routing.engine import route
 from smroute.routing.vlassign import VirtualLanes
-from smroute.tables.lft import ForwardingTables
+from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
 Row = dict[str, Any]
 #: smroute's default on one VL and with VLs, then OpenSM's engines.
@@ -110,6 +112,15 @@ def host_orders(f: Fabric, roles: FabricRoles, ep_node: np.ndarray, ep_guid: np.
     return out
 
 
+def ca_destinations(f: Fabric, tables: ForwardingTables) -> ForwardingTables:
+    """``tables`` without the routes to switch LIDs (their columns
+    :data:`~smroute.tables.lft.NO_ROUTE`): what CAs send to CAs."""
+    ports = np.array(tables.ports, copy=True)
+    lids = f.port_lid[f.port_start[f.switches]].astype(np.int64)
+    ports[:, lids[(lids > 0) & (lids < ports.shape[1])]] = NO_ROUTE
+    return dataclasses.replace(tables, ports=ports)
+
+
 def table_metrics(f: Fabric, tables: ForwardingTables, roles: FabricRoles,
                   lanes: VirtualLanes | None, *, seed: int, rp_samples: int) -> Row:
     """Completeness, credit loops and the metrics of one table set."""
@@ -120,7 +131,7 @@ def table_metrics(f: Fabric, tables: ForwardingTables, roles: FabricRoles,
     agg = roles.endport_role[view.ep_node] == EndportRole.AGGREGATION
     other = agg[:, None] & agg[None, :] & ~need
     np.fill_diagonal(other, False)
-    loops = check_credit_loops(f, tables, lanes, switch_sources=False)
+    loops = check_credit_loops(f, ca_destinations(f, tables), lanes, switch_sources=False)
     out: Row = {"needed_pairs": int(need.sum()), "missing_needed": int((need & ~ok).sum()),
                 "other_agg_pairs": int(other.sum()), "missing_other": int((other & ~ok).sum()),
                 "credit_loop_free": loops.ok, "cyclic_channels": loops.cyclic,

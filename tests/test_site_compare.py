@@ -108,3 +108,18 @@ def test_real_run_on_the_smallest_shape(tmp_path: Path) -> None:
         assert eng["updn"]["ibdmchk"] == (f"{miss} missing paths" if miss else "no credit loop")
     md = site.fabric_markdown(r)
     assert md[0] == "#### edr-cs7520-200" and any(ln.startswith("| updn | ok |") for ln in md)
+
+
+def test_ca_destinations_drop_only_switch_lids() -> None:
+    from smroute.routing.engine import route
+    from smroute.tables.lft import NO_ROUTE
+
+    f = build_shape("edr-cs7520-200")
+    t = route(f, workers=1, labels=False).tables
+    ca = site.ca_destinations(f, t)
+    sw_lids = f.port_lid[f.port_start[f.switches]].astype(np.int64)
+    ca_lids = np.setdiff1d(np.flatnonzero(f.lid_to_port >= 0), sw_lids)
+    ca_lids = ca_lids[ca_lids > 0]
+    assert (np.asarray(ca.ports)[:, sw_lids] == NO_ROUTE).all()
+    assert (np.asarray(t.ports)[:, sw_lids] != NO_ROUTE).any()
+    assert np.array_equal(np.asarray(ca.ports)[:, ca_lids], np.asarray(t.ports)[:, ca_lids])
