@@ -14,7 +14,9 @@ OpenSM plugin may program).  Per engine:
   delivered.  Needed: every pair with a host (compute, service, storage,
   management, I/O) at either end, and aggregation node to aggregation node
   on the same or adjacent switches (SHARP's trees follow cables between
-  adjacent switches); other aggregation-node pairs are counted apart.
+  adjacent switches), or from a switch that carries hosts (its table routes
+  every CA anyway): the roles' one rule; other aggregation-node pairs are
+  counted apart.
 * **credit loops**: ibdmchk on one-VL tables of fabrics up to
   ``--ibdmchk-max`` CAs, and the channel dependency graph of the routes
   from CAs to CAs (:func:`smroute.analysis.deadlock.check_credit_loops`
@@ -49,7 +51,7 @@ from smroute.analysis.deadlock import check_credit_loops
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
 from smroute.fabric.model import Fabric
-from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, switch_links
+from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
 from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
 from smroute.routing.engine import route
 from smroute.routing.vlassign import VirtualLanes
@@ -74,20 +76,11 @@ def progress(msg: str) -> None:
 # ------------------------------------------------------------------ pure parts
 def needed_mask(f: Fabric, roles: FabricRoles, ep_node: np.ndarray) -> np.ndarray:
     """``(E, E)`` bool over the view's end-ports: the pairs that need a route
-    (module doc), the diagonal excluded."""
-    agg = roles.endport_role[ep_node] == EndportRole.AGGREGATION
-    need = ~(agg[:, None] & agg[None, :])
-    sw = roles.attach[ep_node]
-    ia = np.flatnonzero(agg)
-    if len(ia):
-        a, b, loop = switch_links(f)
-        sid = np.full(f.n_nodes, 0, dtype=np.int64)
-        sid[f.switches] = np.arange(len(f.switches))
-        adj = np.zeros((len(f.switches),) * 2, dtype=bool)
-        adj[sid[a[~loop]], sid[b[~loop]]] = True
-        adj[sid[b[~loop]], sid[a[~loop]]] = True
-        s = sid[sw[ia]]
-        need[np.ix_(ia, ia)] = (s[:, None] == s[None, :]) | adj[np.ix_(s, s)]
+    (the roles' rule, :func:`~smroute.fabric.roles.needed_pairs`), the
+    diagonal excluded."""
+    rule = needed_pairs(f, roles, f.switches, ep_node)
+    sid = np.searchsorted(f.switches, roles.attach[ep_node])
+    need = rule.mask(sid, sid, rule.agg)
     np.fill_diagonal(need, False)
     return need
 
