@@ -21,6 +21,9 @@ best OpenSM engine that routed each capture completely, per metric
         [--engines dmodc nmodc ftree updn dnup minhop dfsssp sssp nue lash] [--vls 1]
         [--rp-samples 1000]
         [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
+    .venv/bin/python bench/real_fabrics.py --catalogue [--shapes NAME,...] [--no-captures]
+        [--max-hosts N] [--site-vls 8] [--engines smroute smroute-vls updn ...]
+        [--timeout S] [--json FILE]     (bench/site_compare.py)
     .venv/bin/python bench/real_fabrics.py --from-json FILE
 """
 
@@ -205,21 +208,42 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real fabrics folder")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these files (names)")
-    ap.add_argument("--engines", nargs="+", default=list(ENGINES),
-                    help="smroute's (dmodc nmodc) and OpenSM's engines (ftree updn dnup "
-                    "minhop dfsssp sssp nue lash)")
+    ap.add_argument("--engines", nargs="+", default=None,
+                    help="smroute's (dmodc nmodc; with --catalogue: smroute smroute-vls) and "
+                    "OpenSM's engines (ftree updn dnup minhop dfsssp sssp nue lash)")
+    cat = ap.add_argument_group("catalogue mode (bench/site_compare.py)")
+    cat.add_argument("--catalogue", action="store_true",
+                     help="smroute's default (one VL and --site-vls VLs) against OpenSM's "
+                     "engines on the captures and the catalogue shapes: needed pairs, credit "
+                     "loops, metrics over compute hosts and all CAs in GUID and name order")
+    cat.add_argument("--shapes", metavar="NAME,...", help="only these catalogue shapes")
+    cat.add_argument("--no-captures", action="store_true", help="only catalogue shapes")
+    cat.add_argument("--max-hosts", type=int, metavar="N",
+                     help="leave out fabrics with more than N CAs")
+    cat.add_argument("--ibdmchk-max", type=int, default=1500, metavar="N",
+                     help="run ibdmchk on one-VL tables of fabrics up to N CAs (default 1500)")
+    cat.add_argument("--site-vls", type=int, default=8,
+                     help="data VLs of smroute-vls, as the plugin gets them (default 8)")
     ap.add_argument("--vls", type=int, default=1,
                     help="data VLs nmodc may use (2+: detours where a tree has no path)")
     ap.add_argument("--rp-samples", type=int, default=1000, help="random permutations for RP")
     ap.add_argument("--order", choices=("topo", "guid"), default="topo",
                     help="host order of SP and HSD: Dmodc's topological order or port GUIDs")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=900.0, help="per OpenSM run (s)")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="per OpenSM run (s): the time budget of each engine")
     ap.add_argument("--keep", type=Path, help="keep the work directories here")
     ap.add_argument("--json", metavar="FILE", help="write the results here")
     ap.add_argument("--from-json", metavar="FILE", type=Path,
                     help="print the tables of a --json file, run nothing")
     args = ap.parse_args()
+    if args.catalogue:
+        from site_compare import run_catalogue
+
+        run_catalogue(args, machine())
+        return
+    if args.engines is None:
+        args.engines = list(ENGINES)
     if args.from_json:
         try:
             saved = json.loads(args.from_json.read_text())
@@ -227,6 +251,14 @@ def main() -> None:
         except (OSError, ValueError, KeyError, TypeError) as err:
             sys.exit(f"{args.from_json}: not a results file of --json ({err})")
         print(f"Machine (of the run): {ran_on}\n")
+        if saved.get("mode") == "catalogue":
+            from site_compare import fabric_markdown
+            from site_compare import summary as site_summary
+
+            for r in fabrics:
+                print("\n".join(fabric_markdown(r)))
+            print("\n".join(site_summary(fabrics)))
+            return
         for r in fabrics:
             print("\n".join(markdown(r)))
         print("\n".join(summary(fabrics)))

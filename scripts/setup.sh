@@ -31,6 +31,21 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
+# The compiled validation walk (smroute/routing/native/walk.c, loaded by
+# smroute/routing/walk_native.py): rebuilt when its source is newer.  Without a
+# C compiler, or if the build fails, the numpy walk runs (the same results).
+if cc=$(command -v cc || command -v gcc); then
+    walk_lib=build/walk/libsmroute_walk.so
+    if [ ! -f "$walk_lib" ] || [ smroute/routing/native/walk.c -nt "$walk_lib" ]; then
+        mkdir -p build/walk
+        if "$cc" -O2 -shared -fPIC -o "$walk_lib.tmp" smroute/routing/native/walk.c; then
+            mv "$walk_lib.tmp" "$walk_lib"
+        else
+            echo "setup: the compiled validation walk was not built (the numpy walk runs)" >&2
+        fi
+    fi
+fi
+
 # The OpenSM routing-engine plugin (opensm-plugin/, libsmroute.so): when OpenSM
 # is installed, its build dependencies from Debian, then the library in
 # build/opensm-plugin (make: nothing to do when it is up to date).  A failed

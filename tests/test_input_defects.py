@@ -77,6 +77,26 @@ def test_daemon_keeps_its_fabric_when_loadfabric_sends_a_partial_discovery(
         d.stop()
 
 
+def test_loadfabric_logs_how_many_noise_lines_it_skipped(tmp_path: Path) -> None:
+    """Below the budget, LoadFabric accepts noise as the CLI does, and says
+    how much it skipped (a count, no text: the log may not be the client's)."""
+    from service_daemon import start_daemon
+
+    from smroute.service.client import SmrouteClient
+
+    d = start_daemon(tmp_path / "d")
+    try:
+        with SmrouteClient(d.address, timeout=60) as c:
+            noisy = FIXTURE.read_text() + "".join(f"secret {i}\n" for i in range(50))
+            c.load_fabric_text(noisy, "noisy.topo")
+        loaded = [e for e in d.log_events() if e.get("event") == "fabric_loaded"]
+        assert loaded and loaded[-1]["skipped_lines"] == 50
+        assert loaded[-1]["level"] == "warning"
+        assert "secret" not in d.out.read_text()
+    finally:
+        d.stop()
+
+
 def test_serve_with_a_partial_discovery_exits_2(tmp_path: Path) -> None:
     p = tmp_path / "partial.topo"
     p.write_text(PARTIAL)

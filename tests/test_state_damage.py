@@ -14,9 +14,12 @@ run real ``smroute serve`` processes."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import sqlite3
+import subprocess
+import sys
 import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -443,9 +446,15 @@ def test_a_degraded_daemon_serves_nothing_until_confirmed(tmp_path: Path) -> Non
             code, _ = _status(lambda: c.apply_faults([link_down(*B)]))
             assert code == grpc.StatusCode.FAILED_PRECONDITION
             code, msg = _status(lambda: c.route())
-            assert "confirm_state_loss" in msg
-            ep = c.route(confirm_state_loss=True)
+            assert "confirm_state_loss" in msg and "ctl route --confirm-state-loss" in msg
+            # the operator's way out: smroute ctl
+            r = subprocess.run([sys.executable, "-m", "smroute", "ctl", "route",
+                                "--confirm-state-loss", "--json", "--address", d.address],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            ep = c.get_epoch()
             assert ep.id > first and ep.down_links == 1
+            assert json.loads(r.stdout)["id"] == ep.id
             assert c.apply_faults([link_down(*B)]).epoch.id == ep.id + 1
         events = d.log_events()
         assert any(e.get("event") == "state_degraded" for e in events)

@@ -6,7 +6,7 @@
     smroute ctl watch [--count N]                       # epochs as they are committed
     smroute ctl fault down|up link GUID PORT [--dry-run] [--max-entries N]
     smroute ctl fault down|up switch|ca GUID [--dry-run]
-    smroute ctl route [--algorithm A] [--lmc N] [--wait]
+    smroute ctl route [--algorithm A] [--lmc N] [--wait] [--confirm-state-loss]
     smroute ctl load FILE | --server-path PATH | --live [--ca NAME --port N] [--route]
     smroute ctl diff EPOCH_A [EPOCH_B] [--max-entries N]
     smroute ctl tables [--epoch N] [--format opensm|fdbs|json] [--out FILE|-]
@@ -124,6 +124,10 @@ def register(subparsers: Any) -> None:
     s.add_argument("--algorithm", help="routing algorithm (default: the daemon's)")
     s.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (default: the daemon's)")
     s.add_argument("--wait", action="store_true", help="return once the validation is done")
+    s.add_argument("--confirm-state-loss", action="store_true",
+                   help="on a degraded daemon (its state database lost acknowledged "
+                        "faults): accept the loss, route the loaded fabric as it is "
+                        "and serve again once the epoch is committed")
     s = add("load", "load a fabric (it is served once routed: ctl route, or --route)", _load)
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("file", nargs="?", metavar="FILE",
@@ -261,7 +265,8 @@ def _fault(client: SmrouteClient, args: argparse.Namespace) -> int:
 
 
 def _route(client: SmrouteClient, args: argparse.Namespace) -> int:
-    ep = client.route(args.algorithm or "", args.lmc, wait_validation=args.wait)
+    ep = client.route(args.algorithm or "", args.lmc, wait_validation=args.wait,
+                      confirm_state_loss=args.confirm_state_loss)
     _emit(args, to_json(ep), epoch_lines(ep))
     return 0 if _valid(ep) else 1
 

@@ -59,6 +59,7 @@ generators:
   two-switch [--hosts A[,B]] [--parallel P]
   director [--line-cards N] [--spine-cards N] [--asics-per-card N] [--radix N]
            [--hosts-per-asic N] [--device-id ID]
+  catalogue NAME | --list           (named site shapes; own options, see its --help)
 
 then, in this order: --seed S --remove-switches N --remove-links N (seeded
 degradation), --spine-hosts N (service hosts on the first top switch),
@@ -198,6 +199,10 @@ def add_parser(sub: Any) -> None:
                    help="ASIC device id (default 0xcb20; 0xbd36 = InfiniScale IV, whose "
                    "line-card ports ibnetdiscover -g prints as [ext N])")
     _common(g)
+
+    from smroute.cli.catalogue_cmd import add_catalogue_parser
+
+    add_catalogue_parser(gs)  # named site shapes (smroute/cli/catalogue_cmd.py)
 
 
 # --------------------------------------------------------------------------- building

@@ -71,7 +71,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--per-stage", action="store_true", help="also give the HSD of every stage")
     p.add_argument("--seed", type=SEED, default=0,
                    help="tie-breaking seed, 0..2^63-1 (default 0)")
-    add_workers_option(p, help="routing worker processes")
+    add_workers_option(p, help="routing worker processes",
+                       default_text="default: in-process up to 32M switch-to-LID entries, "
+                       "else one per CPU")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_lids)
 
@@ -133,6 +135,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.cli.progress import Progress
     from smroute.routing.engine import route
     from smroute.routing.lidselect import job_lmc, select_lids
+    from smroute.routing.workers import workers_for
 
     if not is_stdout(args.out):
         check_output(args.out)  # fail now, not after the routing
@@ -160,7 +163,9 @@ def cmd_lids(args: argparse.Namespace) -> int:
               "2^LMC LIDs in the subnet manager (OpenSM's lmc) to avoid hot spots",
               file=sys.stderr)
     t = prog.start("routing with dmodc")
-    result = route(fabric, lmc=args.lmc, workers=args.workers)
+    workers = workers_for(len(fabric.switches), len(fabric.lid_to_port) << (args.lmc or 0),
+                          args.workers)
+    result = route(fabric, lmc=args.lmc, workers=workers)
     view = routing_view(fabric, result.tables)
     prog.done("route", t)
     t = prog.start(f"selecting LIDs ({args.pattern}, {pattern.n_stages} stages)")

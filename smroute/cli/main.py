@@ -38,25 +38,26 @@ from smroute.cli.quiet import QuietStream, add_quiet_options
 from smroute.errors import SmrouteError
 from smroute.text import printable
 
+#: Each subcommand and the module under smroute.cli that registers it, in help order.
+COMMANDS: dict[str, str] = {
+    "fabric": "fabric_cmd",
+    "discover": "discover_cmd",
+    "route": "route_cmd",
+    "diff": "diff_cmd",
+    "analyze": "analyze_cmd",
+    "trace": "trace_cmd",
+    "lids": "lids_cmd",
+    "order": "order_cmd",
+    "study": "study_cmd",
+    "serve": "serve_cmd",
+    "ctl": "ctl_cmd",
+    "check-config": "config_cmd",
+    "opensm-bridge": "bridge_cmd",
+    "slurm": "slurm_cmd",
+    "completion": "completion_cmd",
+}
 #: Modules under smroute.cli that register subcommands, in help order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "fabric_cmd",
-    "discover_cmd",
-    "route_cmd",
-    "diff_cmd",
-    "analyze_cmd",
-    "trace_cmd",
-    "lids_cmd",
-    "order_cmd",
-    "study_cmd",
-    "serve_cmd",
-    "ctl_cmd",
-    "config_cmd",
-    "bridge_cmd",
-    "slurm_cmd",
-    "completion_cmd",
-)
-
+COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS.values())
 
 #: Exit status when the pipe broke before the command knew its status.
 EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
@@ -73,7 +74,10 @@ class _Parser(argparse.ArgumentParser):
         super().error(printable(message))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``smroute`` parser; with ``command`` (one of :data:`COMMANDS`) only
+    that subcommand is registered, so a command imports what it uses, not
+    every other command's modules (grpc, plotting, the lab...)."""
     parser = _Parser(
         prog="smroute",
         description="Dmodc routing for InfiniBand fat-trees: ingest, route, analyze, serve.",
@@ -81,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"smroute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    names = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
+    for name in names:
         importlib.import_module(f"smroute.cli.{name}").register(sub)
     add_quiet_options(parser)
     return parser
@@ -100,7 +105,8 @@ def _drop_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` (default: the process's); returns its exit
     status, usage errors (2) and ``--help`` / ``--version`` (0) included."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as ex:  # argparse has printed the usage error or the help

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tqdm import tqdm
+if TYPE_CHECKING:  # imported where a bar is drawn: most commands draw none
+    from tqdm import tqdm
 
 __all__ = ["LOG_INTERVAL", "Progress"]
 
@@ -58,9 +59,15 @@ class Progress:
     # ---------------------------------------------------------------- lines
     def write(self, line: str) -> None:
         """One line on the stream, above any open bar (nothing if disabled)."""
-        if self.enabled:
+        if not self.enabled:
+            return
+        if self._bars:  # above the open bars
+            from tqdm import tqdm
+
             tqdm.write(line, file=self.stream)
-            self.stream.flush()
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
     def start(self, label: str) -> float:
         """Announce a phase; returns its start time."""
@@ -82,6 +89,8 @@ class Progress:
     def bar(self, label: str, total: int, unit: str = "it", initial: int = 0) -> tqdm[Any]:
         """A new bar for ``total`` units of work, ``initial`` of them done
         (replacing any bar of that label)."""
+        from tqdm import tqdm
+
         old = self._bars.pop(label, None)
         if old is not None:
             old.close()

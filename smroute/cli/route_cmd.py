@@ -69,7 +69,9 @@ def register(subparsers: Any) -> None:
                    help="routing algorithm (default dmodc)")
     p.add_argument("--lmc", type=int_range(0, 7), default=None, metavar="N",
                    help="route 2^N LIDs per end-port, 0..7 (default: each port's LMC in FABRIC)")
-    add_workers_option(p, help="worker processes for route computation")
+    add_workers_option(p, help="worker processes for route computation",
+                       default_text="default: in-process up to 32M switch-to-LID entries, "
+                       "else one per CPU")
     p.add_argument("--out", required=True, metavar="FILE|-",
                    help="output file (a regular file, replaced atomically; its directory must "
                    "exist), or - for standard output (the summary then goes to stderr)")
@@ -136,6 +138,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     from smroute.fabric.model import NodeType
     from smroute.routing.engine import route, validate_result
     from smroute.routing.validate import walk
+    from smroute.routing.workers import workers_for
     from smroute.tables.formats import table_files
 
     to_stdout = is_stdout(args.out)
@@ -163,7 +166,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     prog.done("parse", t, f"{n_sw} switches, {n_ca} CAs, {fabric.n_links} links")
 
     t = prog.start(f"routing with {args.algorithm}")
-    result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=args.workers,
+    workers = workers_for(n_sw, len(fabric.lid_to_port) << (args.lmc or 0), args.workers)
+    result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=workers,
                    overrides=load_overrides(args), max_vls=args.vls,
                    all_ca_pairs=args.route_all_ca_pairs)
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))

@@ -30,11 +30,100 @@ def build_topology(
     source: str, skip: Skipper,
 ) -> Fabric:
     """Resolve and check the links of parsed records and build the fabric."""
+    kinds, nports = nodes.kind, nodes.nports
+    e_node, e_port = ports.node, ports.port
+    n_entries = len(e_node)
+    resolved = _resolve_links(nodes, ports)
+    peer, link_first = resolved if resolved is not None else _resolve_links_in_order(
+        nodes, ports, by_guid, where, source)
+
+    _check_topology_lids(nodes, ports, skip)
+
+    b_ = FabricBuilder()
+    try:
+        for n in range(len(kinds)):
+            b_.add_node(
+                kinds[n], nodes.guid[n], nports[n], nodes.desc[n],
+                sysimg_guid=nodes.sysimg[n], vendor_id=nodes.vendor[n],
+                device_id=nodes.device[n],
+            )
+            if kinds[n] == NodeType.SWITCH:
+                g, lid, lmc = nodes.p0[n]
+                b_.set_port(n, 0, guid=g, lid=lid, lmc=lmc)
+        width = np.array(ports.width, dtype=np.int64)
+        speed = np.array(ports.speed, dtype=np.int64)
+        width = np.where(width > 0, width, width[peer]) if n_entries else width
+        speed = np.where(speed > 0, speed, speed[peer]) if n_entries else speed
+        b_.set_ports(e_node, e_port, guid=np.array(ports.guid, dtype=np.uint64),
+                     lid=ports.lid, lmc=ports.lmc, width=width, speed=speed)
+        first = link_first
+        second = peer[first] if n_entries else first
+        en = np.array(e_node, dtype=np.int64)
+        ep = np.array(e_port, dtype=np.int64)
+        if len(first):
+            b_.add_links_rows(en[first], ep[first], en[second], ep[second])
+        return b_.build()
+    except FabricError as exc:  # pre-checked above; kept as a safety net
+        raise TopologyError(exc.message, source=source) from exc
+
+
+def _resolve_links(nodes: NodeRecords, ports: PortLines) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(peer, first)``: each port line's other end (its entry) and the
+    entries that come first in their link, found with numpy; ``None`` if a
+    check fails (a port GUID twice, a link its other end does not list back,
+    a wrong remote port GUID): :func:`_resolve_links_in_order` then finds and
+    names the first defect, in input order."""
+    n_e = len(ports.node)
+    guid = np.array(nodes.guid, dtype=np.uint64)
+    p0 = np.array([g for g, _lid, _lmc in nodes.p0 if g], dtype=np.uint64)
+    own = np.array(ports.guid, dtype=np.uint64)
+    pg = np.concatenate([p0, own[own != 0]])
+    if len(np.unique(pg)) != len(pg):
+        return None
+    if not n_e:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    node = np.array(ports.node, dtype=np.int64)
+    port = np.array(ports.port, dtype=np.int64)
+    rguid = np.array(ports.rguid, dtype=np.uint64)
+    rport = np.array(ports.rport, dtype=np.int64)
+    order = np.argsort(guid, kind="stable")
+    at = np.minimum(np.searchsorted(guid, rguid, sorter=order), len(guid) - 1)
+    b = order[at]
+    if (guid[b] != rguid).any():
+        return None
+    prefix = np.array([PREFIX[k] for k in nodes.kind])
+    if (prefix[b] != np.array(ports.rkind)).any():
+        return None
+    key = node * 256 + port
+    k_order = np.argsort(key, kind="stable")
+    want = b * 256 + rport
+    at = np.minimum(np.searchsorted(key, want, sorter=k_order), n_e - 1)
+    j = k_order[at]
+    idx = np.arange(n_e)
+    if ((key[j] != want) | (rguid[j] != guid[node]) | (rport[j] != port) | (j == idx)).any():
+        return None
+    rpg = np.array(ports.rpguid, dtype=object)
+    given = np.flatnonzero(rpg != -1)
+    if len(given):
+        other = own[j[given]]
+        claimed = np.array(rpg[given].tolist(), dtype=np.uint64) if all(
+            0 <= x < 2**64 for x in rpg[given].tolist()) else None
+        if claimed is None or ((other != 0) & (other != claimed)).any():
+            return None
+    return j, np.flatnonzero(idx < j)
+
+
+def _resolve_links_in_order(
+    nodes: NodeRecords, ports: PortLines, by_guid: dict[int, int], where: dict[int, int],
+    source: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_resolve_links` one port line at a time, raising the
+    :class:`TopologyError` of the first defect in input order."""
 
     def err(msg: str, no: int | None, expected: str | None = None) -> TopologyError:
         return TopologyError(msg, source=source, line=no, expected=expected)
 
-    kinds, nports, nlines, n_guid = nodes.kind, nodes.nports, nodes.line, nodes.guid
+    kinds, nlines, n_guid = nodes.kind, nodes.line, nodes.guid
     e_node, e_port, e_line = ports.node, ports.port, ports.line
     e_rkind, e_rguid, e_rport, e_rpguid = ports.rkind, ports.rguid, ports.rport, ports.rpguid
     e_guid = ports.guid
@@ -80,36 +169,7 @@ def build_topology(
         peer[i] = j
         if i < j:
             link_first.append(i)
-
-    _check_topology_lids(nodes, ports, skip)
-
-    b_ = FabricBuilder()
-    try:
-        for n in range(len(kinds)):
-            b_.add_node(
-                kinds[n], nodes.guid[n], nports[n], nodes.desc[n],
-                sysimg_guid=nodes.sysimg[n], vendor_id=nodes.vendor[n],
-                device_id=nodes.device[n],
-            )
-            if kinds[n] == NodeType.SWITCH:
-                g, lid, lmc = nodes.p0[n]
-                b_.set_port(n, 0, guid=g, lid=lid, lmc=lmc)
-        e_width, e_speed, e_lid, e_lmc = ports.width, ports.speed, ports.lid, ports.lmc
-        for i in range(n_entries):
-            j = peer[i]
-            b_.set_port(
-                e_node[i], e_port[i], guid=e_guid[i], lid=e_lid[i], lmc=e_lmc[i],
-                width=e_width[i] or e_width[j], speed=e_speed[i] or e_speed[j],
-            )
-        first = np.array(link_first, dtype=np.int64)
-        second = np.array(peer, dtype=np.int64)[first] if n_entries else first
-        en = np.array(e_node, dtype=np.int64)
-        ep = np.array(e_port, dtype=np.int64)
-        if len(first):
-            b_.add_links_rows(en[first], ep[first], en[second], ep[second])
-        return b_.build()
-    except FabricError as exc:  # pre-checked above; kept as a safety net
-        raise TopologyError(exc.message, source=source) from exc
+    return np.array(peer, dtype=np.int64), np.array(link_first, dtype=np.int64)
 
 
 def _check_topology_lids(nodes: NodeRecords, ports: PortLines, skip: Skipper) -> None:

@@ -52,7 +52,13 @@ full info), one record per node, records separated by blank lines::
   Quantum-2, ``(port/split)`` or ``(port)`` on Quantum; on CA lines a label
   such as ``(1)`` or ``(B9D0F0/0/0/1)`` before the port GUID:
   ``[1](1)(b0cf0e0300e5b948)``), which is ignored; ibdiagnet prints a CA's port
-  GUID equal to its node GUID, which is accepted as is.
+  GUID equal to its node GUID, which is accepted as is.  The ASICs of a
+  director chassis (CS7500, CS8500, QM9790 class) read
+  ``switchguid=0x<system image guid>(<node guid>)``, the record head naming
+  the ASIC by the GUID in parentheses: where the head's GUID is the one in
+  parentheses and the first is the record's system image GUID, that is the
+  form read (port 0 GUID = node GUID); otherwise the first GUID must be the
+  head's.
 * Not supported: ``--diff`` output (lines prefixed ``<``/``>``), ``-l`` node
   lists, ``-p`` (see :func:`parse_ports_report`; :func:`read_fabric` and
   :func:`detect_format` tell the two apart).

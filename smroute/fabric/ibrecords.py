@@ -13,7 +13,7 @@ fabric is :mod:`smroute.fabric.iblinks`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from smroute.fabric.ibtext import (
@@ -160,6 +160,35 @@ class PortLines:
     rpguid: list[int] = field(default_factory=list)  # remote port GUID, -1 not given
     line: list[int] = field(default_factory=list)
 
+
+
+def _chassis_form(
+    guid: int, first: int, second: int, sysimg: int, bits: int, at: int, no: int,
+    err: Callable[[str, int | None, str | None], TopologyError],
+) -> tuple[int, int]:
+    """Read ``switchguid=0xFIRST(SECOND)`` of a record whose head names node
+    GUID ``guid`` (``!= FIRST``): ``(system image GUID, port-0 GUID)``.
+
+    ibnetdiscover prints ``switchguid=0x<node guid>(<port guid>)``; ibdiagnet
+    prints the ASICs of a director chassis ``switchguid=0x<system image
+    guid>(<node guid>)`` (port 0 of a switch ASIC has the node GUID), so a
+    head naming the GUID in parentheses is that form when the first GUID is
+    the record's system image GUID (its ``sysimgguid=`` line, or the first
+    GUID itself without one).
+    """
+    if second == guid and bits & 8 and (not bits & 4 or sysimg == first):
+        return first, guid
+    if second == guid and bits & 8:
+        raise err(
+            f"node GUID {guid:#018x} is in parentheses on the GUID line (line {at}) "
+            f"but its first GUID {first:#018x} is not the sysimgguid {sysimg:#018x}",
+            no, "switchguid=0x<node guid>(<port guid>) or "
+            "switchguid=0x<sysimgguid>(<node guid>)",
+        )
+    raise err(
+        f"node GUID {guid:#018x} differs from the GUID line's "
+        f"{first:#018x} (line {at})", no, "the same GUID",
+    )
 
 
 def parse_records(
@@ -385,9 +414,8 @@ def parse_records(
                     f"(line {pend_line})", no, f"a {_KIND_NAME[pend_kind]} record head",
                 )
             if pend_guid != guid:
-                raise err(
-                    f"node GUID {guid:#018x} differs from the GUID line's "
-                    f"{pend_guid:#018x} (line {pend_line})", no, "the same GUID",
+                pend_sysimg, pend_pguid = _chassis_form(
+                    guid, pend_guid, pend_pguid, pend_sysimg, pend_bits, pend_line, no, err
                 )
         if kind == NodeType.SWITCH:
             lid = check_range(int(lid_s), 0, 0xFFFF, "LID", no, source) if lid_s else 0

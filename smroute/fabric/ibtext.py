@@ -106,13 +106,15 @@ class ParseWarning:
     """A line a parser skipped (or, in the ports report, a link it dropped).
 
     ``str()`` reads ``SOURCE:LINE: warning: skipped REASON: 'TEXT'`` with the
-    text cut and escaped like error messages.
+    text cut and escaped like error messages.  ``lines``: the lines it stands
+    for (the last warning of a long run counts the ones not shown).
     """
 
     source: str
     line: int | None
     text: str
     reason: str
+    lines: int = 1
 
     def __str__(self) -> str:
         where = self.source + (f":{self.line}" if self.line is not None else "")
@@ -310,7 +312,7 @@ class Skipper:
             if self.warnings and rest > 0:
                 self.out.append(ParseWarning(self.source, None, "",
                                              f"{rest} more lines (not shown; "
-                                             f"{self.count} in all)"))
+                                             f"{self.count} in all)", rest))
         self.warnings = []
 
 

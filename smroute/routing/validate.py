@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smroute.fabric.roles import NeededPairs
-from smroute.routing.dmodc import INF, Destinations, hop_counts
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.topology import NO_LINK, SwitchGraph, next_switch
+from smroute.routing.walk_native import LIBRARY, native_walk
 
 __all__ = ["Validation", "Failure", "validate", "walk"]
 
@@ -117,7 +118,7 @@ class Validation:
 def walk(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, sources: np.ndarray | None = None,
     *, nxt: np.ndarray | None = None, turns: np.ndarray | None = None,
-    max_hops: int | None = None,
+    max_hops: int | None = None, native: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Follow the tables from every switch to every destination.
 
@@ -132,7 +133,9 @@ def walk(
     loops).  Done in chunks of destination columns.  ``turns`` ``(D,)``
     bool: destinations whose routes may turn up after going down (detours:
     a delivered walk is OK); ``max_hops``: the longest walk (default ``2 *
-    max_rank + 2``).
+    max_rank + 2``).  ``native``: the compiled walk
+    (:mod:`smroute.routing.walk_native`, the same results) where built
+    (``None``, the default), always (``True``: an error without it) or never.
 
     Returns ``(status, hops)``, shape ``(S, D)`` (or ``(len(sources), D)``):
     status int8 (OK, DEAD_END, LOOP, UPDOWN), hops int16 (switch-to-switch
@@ -141,7 +144,7 @@ def walk(
     n_sw, n_d = g.n_switches, len(dest.lid)
     status = np.empty((n_sw, n_d), dtype=np.int8)
     hops = np.zeros((n_sw, n_d), dtype=np.int16)
-    for sl, st, hp in _walk_chunks(g, ports, dest, nxt, turns, max_hops):
+    for sl, st, hp in _walk_chunks(g, ports, dest, nxt, turns, max_hops, native):
         status[:, sl], hops[:, sl] = st, hp
     if sources is not None:
         return status[sources], hops[sources]
@@ -150,7 +153,7 @@ def walk(
 
 def _walk_chunks(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, nxt: np.ndarray | None,
-    turns: np.ndarray | None, max_hops: int | None,
+    turns: np.ndarray | None, max_hops: int | None, native: bool | None = None,
 ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
     """:func:`walk` per chunk of destination columns: ``(columns, status
     (S, k), hops (S, k))`` for every switch."""
@@ -158,10 +161,19 @@ def _walk_chunks(
         nxt = next_switch(g)
     if nxt.shape[1] < 256:  # a port past the table leads nowhere
         nxt = np.pad(nxt, ((0, 0), (0, 256 - nxt.shape[1])), constant_values=NO_LINK)
-    n_sw, n_d = g.n_switches, len(dest.lid)
-    rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     if max_hops is None:
         max_hops = 2 * max(g.max_rank, 0) + 2
+    if native is not False and nxt.shape[1] == 256:
+        compiled = native_walk(ports, dest.lid, dest.target, dest.local_port, nxt, g.rank,
+                               turns, max_hops)
+        if compiled is not None:
+            yield from compiled
+            return
+    if native:
+        raise RuntimeError(f"the compiled validation walk is not built ({LIBRARY}: "
+                           "scripts/setup.sh builds it)")
+    n_sw, n_d = g.n_switches, len(dest.lid)
+    rank = np.append(g.rank, -1).astype(np.int8)  # index -1 (no switch): rank -1
     sw = np.arange(n_sw)[:, None]
     row = sw * nxt.shape[1]
     by_rank = [np.flatnonzero(g.rank == r) for r in range(max(g.max_rank, -1) + 1)]
@@ -257,41 +269,55 @@ def validate(
                        "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
                        "ca_pairs_disconnected", "detoured", "ca_pairs_unneeded"), 0)
     failing: list[np.ndarray] = []  # (b, d, status) rows: each chunk's first max_failures
+    n_src = len(sources)
+    src_comp_1 = src_comp[:, 0]
+    some_needed = needed is not None and not needed.every_ca
     for sl, status, hops in chunks:  # counted per chunk of destinations
         tgt = dest.target[sl]
         cost = np.take(src_cost, tgt, axis=1)  # (np.take: C order)
-        same_comp = src_comp == g.component[tgt][None, :]
-        # must deliver: an up*/down* path exists, or an end-port's traffic
-        # enters here and cables join the destination
         ca = ~dest.is_switch[sl]
-        cabled = (ep_count > 0)[:, None] & same_comp & ca[None, :]
-        unneeded = np.zeros(0, dtype=np.int64)
-        if needed is not None and not needed.every_ca:
-            need = needed.mask(sources, tgt, needed.agg[np.where(ca, dest.owner[sl], 0)] & ca)
-            unneeded = np.count_nonzero(cabled & ~need & (cost == INF) & (status == DEAD_END),
-                                        axis=1)
-            cabled &= need
-        required = (cost < INF) | cabled
-        exempt = ~required & (status == DEAD_END)
-        status = np.where(exempt, OK, status)
         ok = status == OK
         n["pairs"] += status.size
-        n["delivered"] += int(np.count_nonzero(ok))
-        n["dead_ends"] += int(np.count_nonzero(status == DEAD_END))
-        n["loops"] += int(np.count_nonzero(status == LOOP))
-        n["updown_violations"] += int(np.count_nonzero(status == UPDOWN))
-        n["non_minimal"] += int(np.count_nonzero(ok & (cost < INF) & (hops > hop_counts(cost))))
-        # CA pairs: CA sources per switch x CA destinations failing from that switch
-        n["ca_pairs_unroutable"] += int(np.count_nonzero(~ok & ca, axis=1) @ ep_count)
-        n["ca_pairs_disconnected"] += int(np.count_nonzero(~same_comp & ca, axis=1) @ ep_count)
-        n["switch_pairs_no_updown"] += int(np.count_nonzero(exempt))
-        if len(unneeded):  # the aggregation nodes' pairs (pairs of hosts are needed)
-            n["ca_pairs_unneeded"] += int(unneeded @ agg_count)
+        # over every pair: the delivered ones' hop counts against the up*/down* costs
+        fin = ok & (cost < INF)
+        n["non_minimal"] += int(np.count_nonzero(
+            fin & (hops > (cost & np.uint8(UP_PHASE - 1)))))
         if turns is not None:
-            n["detoured"] += int(np.count_nonzero(ok & (cost == INF) & ~exempt))
+            n["detoured"] += int(np.count_nonzero(ok & (cost == INF)))
+        # pairs in other physical components, from each source: by the CA columns'
+        comp_ca, per_comp = np.unique(g.component[tgt][ca], return_counts=True)
+        at = np.minimum(np.searchsorted(comp_ca, src_comp_1), max(len(comp_ca) - 1, 0))
+        same = (per_comp[at] * (comp_ca[at] == src_comp_1) if len(comp_ca)
+                else np.zeros(n_src, dtype=np.int64))
+        n["ca_pairs_disconnected"] += int((int(np.count_nonzero(ca)) - same) @ ep_count)
+        # the walks that failed: must they deliver?  an up*/down* path exists, or an
+        # end-port's traffic enters here and cables join the destination
         bi, di = np.nonzero(~ok)
-        bi, di = bi[:max_failures], di[:max_failures]
-        failing.append(np.stack([bi, di + sl.start, status[bi, di]], axis=1))
+        st = status[bi, di]
+        c_f = cost[bi, di]
+        ca_f = ca[di]
+        cabled = (ep_count[bi] > 0) & (src_comp_1[bi] == g.component[tgt[di]]) & ca_f
+        if some_needed:
+            assert needed is not None
+            need = needed.pairs(sources[bi], tgt[di],
+                                needed.agg[np.where(ca_f, dest.owner[sl][di], 0)] & ca_f)
+            unneeded = cabled & ~need & (c_f == INF) & (st == DEAD_END)
+            n["ca_pairs_unneeded"] += int(np.bincount(bi[unneeded], minlength=n_src)
+                                          @ agg_count)
+            cabled &= need
+        exempt = ~((c_f < INF) | cabled) & (st == DEAD_END)
+        st = np.where(exempt, np.int8(OK), st)
+        n["delivered"] += int(np.count_nonzero(ok)) + int(np.count_nonzero(exempt))
+        n["dead_ends"] += int(np.count_nonzero(st == DEAD_END))
+        n["loops"] += int(np.count_nonzero(st == LOOP))
+        n["updown_violations"] += int(np.count_nonzero(st == UPDOWN))
+        n["switch_pairs_no_updown"] += int(np.count_nonzero(exempt))
+        bad = st != OK
+        # CA pairs: CA sources per switch x CA destinations failing from that switch
+        n["ca_pairs_unroutable"] += int(np.bincount(bi[bad & ca_f], minlength=n_src)
+                                        @ ep_count)
+        failing.append(np.stack([bi[bad][:max_failures], di[bad][:max_failures] + sl.start,
+                                 st[bad][:max_failures]], axis=1))
     # the first max_failures failing pairs by source, then destination
     fail = np.concatenate(failing) if failing else np.zeros((0, 3), dtype=np.int64)
     fail = fail[np.lexsort((fail[:, 1], fail[:, 0]))][:max_failures]

@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from smroute.errors import InputError, RoutingError
+from smroute.fabric.ibtext import ParseWarning
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
@@ -198,25 +199,28 @@ class RoutingCore:
         self.pool.close()
 
     # ------------------------------------------------------------ load
-    def parse_fabric_text(self, text: str, source: str) -> Fabric:
+    def parse_fabric_text(self, text: str, source: str,
+                          skipped: list[ParseWarning] | None = None) -> Fabric:
         """Parse ibnetdiscover text (bounded by ``limits.max_topology_bytes``)."""
-        return sources.parse_fabric_text(text, source, self.limits.max_topology_bytes)
+        return sources.parse_fabric_text(text, source, self.limits.max_topology_bytes,
+                                         skipped=skipped)
 
     def read_fabric_path(self, path: str) -> Fabric:
         """The operator's configured topology file (:func:`sources.read_fabric_path`)."""
         return sources.read_fabric_path(path)
 
-    def read_request_path(self, path: str) -> Fabric:
+    def read_request_path(self, path: str, skipped: list[ParseWarning] | None = None
+                          ) -> Fabric:
         """The file a ``LoadFabric(path=...)`` request names, inside
         :attr:`fabric_dirs` only (:func:`sources.read_request_path`)."""
         return sources.read_request_path(path, self.fabric_dirs,
-                                         self.limits.max_topology_bytes)
+                                         self.limits.max_topology_bytes, skipped=skipped)
 
     def discover_fabric(self, ca: str, port: int, timeout: float) -> Fabric:
         """Live discovery (:func:`sources.discover_fabric`)."""
         return sources.discover_fabric(ca, port, timeout)
 
-    def load_fabric(self, fabric: Fabric, source: str) -> Fabric:
+    def load_fabric(self, fabric: Fabric, source: str, skipped_lines: int = 0) -> Fabric:
         """Make ``fabric`` the base fabric (clears down items); does not route."""
         def do() -> Fabric:
             self.durable.fabric_loaded(fabric, source)  # durable before it is answered
@@ -224,8 +228,9 @@ class RoutingCore:
             self.base_source = source
             self.down = DownSet()
             self.state_loss.leave("LoadFabric")
-            self.log("info", "fabric_loaded", source=source, hash=fabric.content_hash,
-                     switches=len(fabric.switches), cas=len(fabric.cas), links=fabric.n_links)
+            self.log("warning" if skipped_lines else "info", "fabric_loaded", source=source,
+                     hash=fabric.content_hash, switches=len(fabric.switches),
+                     cas=len(fabric.cas), links=fabric.n_links, skipped_lines=skipped_lines)
             return fabric
         return self._wait(self.seq.call(do))
 

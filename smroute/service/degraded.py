@@ -41,7 +41,8 @@ class Degraded:
                 Status.FAILED_PRECONDITION,
                 f"degraded, serving no tables: {self.lost}; this ends with the "
                 f"subnet manager's view (RouteSubnet), a LoadFabric, or a Route with "
-                f"confirm_state_loss (routes the down set rebuilt: {down.summary()})")
+                f"confirm_state_loss (`smroute ctl route --confirm-state-loss`; routes "
+                f"the down set rebuilt: {down.summary()})")
 
     def enter(self, lost: str, down: DownSet) -> None:
         """Serve no tables until :meth:`leave` (at start, before serving)."""

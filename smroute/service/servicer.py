@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import grpc
 
 from smroute.errors import InputError, SmrouteError
+from smroute.fabric.ibtext import ParseWarning
 from smroute.service._gen import smroute_pb2 as pb
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
 from smroute.service.core import RoutingCore
@@ -125,12 +126,13 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
                    ) -> pb.LoadFabricResponse:
         core = self.core
         which = request.WhichOneof("source")
+        skipped: list[ParseWarning] = []  # noise lines the parser skipped
         if which == "topology_text":
             source = shown(request.source_name) or "<topology_text>"
-            fabric = core.parse_fabric_text(request.topology_text, source)
+            fabric = core.parse_fabric_text(request.topology_text, source, skipped)
         elif which == "path":
             source = shown(request.path)
-            fabric = core.read_request_path(request.path)
+            fabric = core.read_request_path(request.path, skipped)
         elif which == "live":
             source = "live" + (f":{shown(request.live.ca)}" if request.live.ca else "")
             fabric = core.discover_fabric(request.live.ca, request.live.port,
@@ -138,7 +140,7 @@ class SmrouteServicer(pb_grpc.SmrouteServicer):
         else:
             raise ServiceError(Status.INVALID_ARGUMENT,
                                "no source: expected one of topology_text, path, live")
-        core.load_fabric(fabric, source)
+        core.load_fabric(fabric, source, skipped_lines=sum(w.lines for w in skipped))
         return pb.LoadFabricResponse(fabric=fabric_summary_msg(fabric, source))
 
     @_unary("Route")

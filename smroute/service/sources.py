@@ -24,6 +24,7 @@ from smroute.fabric.ibnetdiscover import (
     read_topology,
     require_switches,
 )
+from smroute.fabric.ibtext import ParseWarning
 from smroute.fabric.model import Fabric
 from smroute.fileio import decompressed
 from smroute.service.errors import ServiceError, Status, echo, shown
@@ -51,11 +52,13 @@ def _whole(fabric: Fabric, source: str, status: Status = Status.INVALID_ARGUMENT
     return fabric
 
 
-def parse_fabric_text(text: str, source: str, max_bytes: int, *, quote: bool = True) -> Fabric:
+def parse_fabric_text(text: str, source: str, max_bytes: int, *, quote: bool = True,
+                      skipped: list[ParseWarning] | None = None) -> Fabric:
     """Parse ibnetdiscover text of at most ``max_bytes`` (``limits.max_topology_bytes``);
     a fabric without a switch is INVALID_ARGUMENT.  ``quote=False`` (a file
     on the server): an error quotes none of the text unless it is
-    ibnetdiscover output at all."""
+    ibnetdiscover output at all.  ``skipped``: the noise lines skipped
+    (within the parser's budget) are appended to it."""
     n = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > \
         max_bytes else len(text)
     if n > max_bytes:
@@ -67,7 +70,7 @@ def parse_fabric_text(text: str, source: str, max_bytes: int, *, quote: bool = T
                            f"{source}: empty topology text; expected ibnetdiscover output")
     lines = text.splitlines()
     try:
-        fabric = parse_topology(lines, source)
+        fabric = parse_topology(lines, source, warnings=skipped)
     except InputError as err:
         if quote or looks_like_ibnetdiscover(lines[: err.line or len(lines)]):
             raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
@@ -92,7 +95,8 @@ def read_fabric_path(path: str) -> Fabric:
         raise ServiceError(code, str(err)) from None
     return _whole(fabric, path)
 
-def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> Fabric:
+def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int, *,
+                      skipped: list[ParseWarning] | None = None) -> Fabric:
     """Parse the topology file a ``LoadFabric(path=...)`` request names.
 
     Only regular files whose real path (symlinks and ``..`` resolved) lies
@@ -157,7 +161,7 @@ def read_request_path(path: str, fabric_dirs: Sequence[str], max_bytes: int) -> 
     except InputError as err:
         raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
     return parse_fabric_text(data.decode("utf-8", errors="replace"), path, max_bytes,
-                             quote=False)
+                             quote=False, skipped=skipped)
 
 
 def discover_fabric(ca: str, port: int, timeout: float) -> Fabric:

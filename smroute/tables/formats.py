@@ -138,33 +138,71 @@ def _lid_template(t: ForwardingTables, lids: np.ndarray, style: str) -> tuple[
     return template, starts + 7, lengths
 
 
+#: ASCII of the three decimal digits of every port number 0..255.
+_PORT_DIGITS = np.array([list(b"%03d" % p) for p in range(256)], dtype=np.uint8)
+#: The same digits and a line end, as one little-endian 32-bit word per port.
+_PORT_LINE_END = np.array([int.from_bytes(b"%03d\n" % p, "little") for p in range(256)],
+                          dtype="<u4")
+#: Switch rows formatted at once (bounds the buffer at ~``_BLOCK`` x a table row).
+_BLOCK = 64
+
+
+def _word_at(offset: int, width: int) -> np.dtype:
+    """A record of ``width`` bytes with a little-endian uint32 ``w`` at ``offset``."""
+    return np.dtype({"names": ["w"], "formats": ["<u4"], "offsets": [offset],
+                     "itemsize": width})
+
+
 def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
-    """The OpenSM ``file``-engine / ``opensm-lfts.dump`` text, one chunk per switch.
+    """The OpenSM ``file``-engine / ``opensm-lfts.dump`` text, in chunks of
+    :data:`_BLOCK` switches.
 
     LIDs without a route are left out (OpenSM then has no route for them).
+    The entry lines are one byte template per LID (shared by all switches),
+    copied for a block of switches at once with the port digits put in by
+    numpy; only the head and count lines are formatted per switch.
     """
     routed_any = (t.ports != NO_ROUTE).any(axis=0)
     lids = np.flatnonzero(routed_any)
     lids = lids[lids > 0]
     template, digit, lengths = _lid_template(t, lids, "opensm")
+    uniform = len(lids) > 0 and bool((lengths == 11).all())
+    width = int(lengths[0]) if uniform else 0
     top = t.max_lid
     entries = 0
     yield (TABLES_HEADER + "\n").encode()
-    for i in range(t.n_switches):
-        p = t.ports[i, lids].astype(np.int64)
-        buf = template.copy()
-        buf[digit] = 48 + p // 100 % 10
-        buf[digit + 1] = 48 + p // 10 % 10
-        buf[digit + 2] = 48 + p % 10
-        keep = p != NO_ROUTE
-        if not keep.all():
-            buf = buf[np.repeat(keep, lengths)]
-        head = (
-            f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
-            f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):\n"
-        ).encode()
-        entries += int(keep.sum())
-        yield head + buf.tobytes() + f"{int(keep.sum())} lids dumped\n".encode()
+    buf = np.tile(template, (min(_BLOCK, t.n_switches), 1))
+    for b0 in range(0, t.n_switches, _BLOCK):
+        b1 = min(b0 + _BLOCK, t.n_switches)
+        ports = t.ports[b0:b1, lids]
+        if uniform:  # lines "0xLLLL PPP\n": the port and line end as one unaligned word
+            words = buf[:b1 - b0].reshape(-1).view(_word_at(7, width))
+            words["w"] = np.take(_PORT_LINE_END, ports).reshape(-1)
+        else:
+            for k in range(3):
+                buf[:b1 - b0, digit + k] = np.take(_PORT_DIGITS[:, k], ports)
+        keep = ports != NO_ROUTE
+        counts = keep.sum(axis=1).tolist()
+        block = buf[:b1 - b0].reshape(-1)
+        if uniform and sum(counts) != (b1 - b0) * len(lids):
+            # leave the unrouted LIDs' lines out: the kept lines of every row, in order
+            block = buf[:b1 - b0].view(f"V{width}")[keep].view(np.uint8)
+        starts = [0, *np.cumsum(np.multiply(counts, width)).tolist()] if uniform else []
+        out: list[bytes | memoryview] = []
+        for r, i in enumerate(range(b0, b1)):
+            if uniform:
+                row = block[starts[r]:starts[r + 1]]
+            else:
+                row = buf[r]
+                if counts[r] != len(lids):  # leave the unrouted LIDs' lines out
+                    row = row[np.repeat(keep[r], lengths)]
+            out.append(
+                f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
+                f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):\n".encode())
+            out.append(row.data)
+            out.append(b"%d lids dumped\n" % counts[r])
+            entries += counts[r]
+        yield b"".join(out)  # the one copy of the block
     yield tables_trailer(t.n_switches, entries).encode()
 
 
