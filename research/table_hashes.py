@@ -3,7 +3,9 @@ refactor of the routing changes no table bit.
 
 Routes, with the code on ``PYTHONPATH``: every fixture (``fixtures/*.topo``),
 every capture of ``--real`` that routes, a few generated shapes (PGFTs,
-k-ary n-trees, a tree with SHARP aggregation nodes, degraded trees) and
+k-ary n-trees, a tree with SHARP aggregation nodes, degraded trees), the
+site shapes of the catalogue whose trees need mode ``tree+orient`` or
+``updown`` (where the code has the catalogue) and
 ``--throws`` of the degradation study's throws (PGFT(2;18,36;1,18;1,1),
 seed 2026, switch and link modes, as ``smroute study degrade`` makes them),
 with every algorithm the code knows that applies (max_vls 1 and 4; the
@@ -41,8 +43,16 @@ from smroute.service.core import RoutingCore
 from smroute.service.faults import FaultEvent
 from smroute.study.degrade import parse_pgft, plan_throw
 
+try:
+    from smroute.fabric.catalogue import build_shape
+except ImportError:  # code older than the catalogue of site shapes
+    build_shape = None
+
 ROOT = Path(__file__).resolve().parent.parent
 ALGS = ("dmodc", "nmodc", "dmodk")
+#: catalogue shapes whose routing ends in tree+orient or updown
+SITES = ("edr-pods-cs7500-core-450", "hdr-cs8500-core-island-900", "edr-3level-1600",
+         "hdr-dgx-a100-1100", "edr-2xcs7500-1150")
 
 
 def digest(res: object) -> str:
@@ -148,6 +158,8 @@ def main() -> None:
                                                       switches=2 + seed)[0]
     for name, f in shapes.items():
         route_all(f"shape:{name}", f, out)
+    for name in SITES if build_shape is not None else ():
+        route_all(f"site:{name}", build_shape(name), out)
     full = parse_pgft("2;18,36;1,18;1,1").build()
     for i in range(args.throws):
         mode = ("switch", "link")[i % 2]
