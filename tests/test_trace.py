@@ -121,7 +121,8 @@ def test_vl_of_each_hop_from_a_lanes_file(routed: tuple[Path, Path], tmp_path: P
     lanes.write_text(
         "smroute-lanes 1\nvls 2\nsls 2\nescape_sl 0\n"
         f"sl 1 {int(f.node_guid[tr.hops[-1].node]):#018x} {tr.dlid:#06x} from {leaf:#018x}\n"
-        f"vl {int(f.node_guid[mid.node]):#018x} {mid.out_port} 0100000000000000\n")
+        f"vl {int(f.node_guid[mid.node]):#018x} {mid.out_port} 0100000000000000\n"
+        "end 1 1\n")
     rc, out, _ = _run(capsys, topo, lfts, "stage97", "stage1", "--lanes", lanes, "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["sl"] == 1
