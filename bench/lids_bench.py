@@ -143,7 +143,7 @@ def run_eval(args: argparse.Namespace) -> None:
 
 def run_strides(args: argparse.Namespace) -> None:
     """Dmodc LMC NID stride ablation: offset i routes with NID t + i * stride."""
-    from smroute.routing import dmodc
+    from smroute.routing import api, dmodc
     from smroute.routing.pool import RoutePool
     from smroute.routing.topology import switch_graph
 
@@ -158,7 +158,7 @@ def run_strides(args: argparse.Namespace) -> None:
         for stride in (1, n_up, n_up + 1):
             dest = dmodc.destinations(g, t, lmc=c.lmc, nid_stride=stride)
             with RoutePool(1) as pool:
-                ports = pool.route(g, cst, pi, dest)
+                ports = pool.run(api.engine(api.DEFAULT), api.Prepared(g, cst, pi, t, dest))
             tab = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
                                    switch_desc=("",) * g.n_switches, ports=ports)
             v = routing_view(f, tab)

@@ -36,7 +36,8 @@ from benchinfo import machine
 
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.routing.engine import ALGORITHMS, route, validate_result
+from smroute.routing.api import names
+from smroute.routing.engine import route, validate_result
 from smroute.routing.pool import RoutePool
 
 #: OpenSM 3.3.23 routing phase on the 11,664-host PGFT (DESIGN.md, measured on ibsim).
@@ -175,7 +176,7 @@ def main() -> None:
     ap.add_argument("--parallel", action="store_true",
                     help="the 11,664 hosts with two cables per leaf-L2 link, 9 L2 per pod")
     ap.add_argument("--algorithm", default="dmodc",
-                    help=f"comma-separated, of {', '.join(ALGORITHMS)} (default dmodc)")
+                    help=f"comma-separated, of {', '.join(names(lab=True))} (default dmodc)")
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
                     help="remove N random switch-to-switch links first")
     ap.add_argument("--seed", type=int, default=1, help="seed of --remove-links")
@@ -183,9 +184,9 @@ def main() -> None:
                     help="also time the validation walk of one result per algorithm")
     args = ap.parse_args()
     algs = tuple(a.strip() for a in args.algorithm.split(",") if a.strip())
-    bad = [a for a in algs if a not in ALGORITHMS]
+    bad = [a for a in algs if a not in names(lab=True)]
     if bad or not algs:
-        sys.exit(f"route_bench.py: --algorithm: expected some of {', '.join(ALGORITHMS)}, "
+        sys.exit(f"route_bench.py: --algorithm: expected some of {', '.join(names(lab=True))}, "
                  f"got {args.algorithm!r}")
     print(f"machine: {machine()}")
     t = time.perf_counter()

@@ -118,3 +118,19 @@ def _is_integration(item: pytest.Item) -> bool:
 def _own_state_directory(tmp_path_factory: pytest.TempPathFactory,
                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path_factory.mktemp("smroute-state")))
+
+
+@pytest.fixture()
+def offer_dmodk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """D-mod-K offered by the daemon as if it were not lab-only: the engine
+    whose tables leave CA pairs of a degraded tree unrouted, for the tests
+    of the commit gate (the same class, so the pool's workers receive it by
+    reference)."""
+    import copy
+    import dataclasses
+
+    from smroute.routing import api
+    d = api.engine("dmodk")
+    offered = copy.copy(d)
+    offered.guarantees = dataclasses.replace(d.guarantees, lab_only=False)  # type: ignore[misc]
+    monkeypatch.setitem(api.REGISTRY, d.name, offered)

@@ -24,17 +24,12 @@ from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
 from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric
-from smroute.routing import detour, dmodc
+from smroute.routing import detour, dmodc, kernel
 from smroute.routing.detour import peer_ports, route_detours
 from smroute.routing.detour_load import link_destinations
 from smroute.routing.dmodc import INF, NO_ROUTE
-from smroute.routing.engine import (
-    RoutingResult,
-    route,
-    turn_destinations,
-    unrouted_connected,
-    validate_result,
-)
+from smroute.routing.engine import RoutingResult, route, unrouted_connected, validate_result
+from smroute.routing.modes import turn_destinations
 from smroute.routing.topology import next_switch, switch_graph
 from smroute.routing.validate import validate
 
@@ -143,7 +138,7 @@ def test_the_escape_takes_what_the_lanes_cannot() -> None:
     c, pi = dmodc.costs_and_dividers(g)
     dest = dmodc.destinations(g, dmodc.topological_nids(g, c))
     ports = np.full((g.n_switches, dest.max_lid + 1), NO_ROUTE, dtype=np.uint8)
-    dmodc.route_block(g, c, pi, dest, np.arange(g.n_switches), ports)
+    kernel.route_block(g, c, pi, dest, np.arange(g.n_switches), ports)
     need = turn_destinations(g, c, dest)
     lanes2, short = route_detours(fabric, g, c, pi, dest, need, ports, max_vls=4)
     assert lanes2.escape_sl == 0 and len(short) > 0

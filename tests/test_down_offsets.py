@@ -1,5 +1,5 @@
 """Nmodc's down-cable offsets of foreign residues
-(smroute.routing.down_offsets) and the shares by capacity that send them:
+(smroute.routing.nmodc.down_offsets) and the shares by capacity that send them:
 Loginoff's capture at or below OpenSM's best engine on every metric, no
 change on complete PGFTs with parallel cables, the pool and the
 incremental reroute equal to a from-scratch route."""
@@ -19,10 +19,11 @@ from smroute.fabric.generate import pgft
 from smroute.fabric.ibnetdiscover import read_fabric
 from smroute.fabric.model import Fabric
 from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.routing import down_offsets, nominal, pool
 from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.nmodc import down_offsets, nominal
+from smroute.routing.nmodc.incremental import nominal_state
 from smroute.routing.pool import RoutePool
-from smroute.service.reroute import nominal_state, reroute
+from smroute.routing.reroute import reroute
 from smroute.tables.diff import diff_tables
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
@@ -83,7 +84,7 @@ def test_offsets_move_only_upper_switches_entries(
     r = route(f, algorithm="nmodc", workers=1, labels=False)
     g = r.graph
     assert validate_result(r).ok and _foreign(r) > 0
-    monkeypatch.setattr(pool, "_offsets", lambda *a: None)
+    monkeypatch.setattr(down_offsets, "offset_foreign", lambda *a: None)
     without = route(f, algorithm="nmodc", workers=1, labels=False).tables.ports
     monkeypatch.undo()
     diff = r.tables.ports != without
@@ -120,7 +121,7 @@ def test_chained_reroutes_with_down_offsets(which: str) -> None:
         assert np.array_equal(r.result.tables.ports, full.tables.ports), k
         assert diff_tables(prev.tables, full.tables).entries_changed == r.diff.entries_changed
         # what the next reroute reads of this one is what it would compute
-        carried, fresh = r.result.nominal, nominal_state(r.result)
+        carried, fresh = r.result.state, nominal_state(r.result)
         assert carried is not None
         assert np.array_equal(carried.slots.slot_grp, fresh.slots.slot_grp)
         assert np.array_equal(carried.share, fresh.share)

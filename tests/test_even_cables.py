@@ -1,4 +1,4 @@
-"""Nmodc's even cables (smroute/routing/even_cables.py): a leaf whose up
+"""Nmodc's even cables (smroute/routing/nmodc/even_cables.py): a leaf whose up
 cables are shared by capacity deals each up group's destinations over the
 group's cables in NID order."""
 
@@ -9,9 +9,9 @@ import pytest
 from test_nominal_routing import _inter_links, leaf_spine_tree
 
 from smroute.fabric.model import Fabric
-from smroute.routing import even_cables, slot_tables
 from smroute.routing.engine import RoutingResult, route, validate_result
-from smroute.service.reroute import reroute
+from smroute.routing.nmodc import even_cables, slot_tables
+from smroute.routing.reroute import reroute
 
 
 def _x5_shaped() -> Fabric:

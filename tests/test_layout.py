@@ -17,7 +17,11 @@
 4. the service's pure modules (core, errors, sources) and everything under
    ``smroute/{fabric,routing,tables,analysis}`` import no ``grpc`` (nor
    ``grpc_*``), neither themselves nor through the smroute modules they import
-   at module level.
+   at module level;
+5. no module outside ``smroute/routing/`` spells a routing engine's name as
+   a string literal (the names: the ``name`` of every class under
+   ``smroute/routing/`` that states ``guarantees``, the engines); it asks the
+   registry (:mod:`smroute.routing.api`) instead.
 
 For 3 and 4 an import inside a function counts too (it runs when the
 function does); one under ``if TYPE_CHECKING:`` does not.  ``from x import y``
@@ -46,14 +50,7 @@ ALLOWED_LONG: dict[str, str] = {}
 #: ``from x import _y`` still present, each with why.  Every one must still be
 #: there (a stale entry fails the test): take it out when the name is made
 #: public or moved.
-ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
-    "smroute/analysis/order.py imports _host_finder from smroute.analysis.patterns":
-        "analysis: goes with the routing-engine interface's clean-up",
-    "smroute/routing/nominal.py imports _dedupe_rows from smroute.routing.dmodc":
-        "routing: the shared kernel module of the engine interface takes it",
-    "smroute/study/plots.py imports _num from smroute.study.results":
-        "study: goes with the routing-engine interface's clean-up",
-}
+ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {}
 
 #: Packages that are the lab, not production, and the lab's one command.
 LAB_PACKAGES = ("smroute.lab", "smroute.study")
@@ -369,3 +366,34 @@ def test_the_pure_core_imports_no_grpc() -> None:
                                + " -> ".join(via + [w]))
                 todo.append((w, via + [w]))
     assert not bad, "the pure core imports grpc: " + "; ".join(bad)
+
+
+def engine_names() -> set[str]:
+    """The registered engines' names, read from the classes under
+    ``smroute/routing/`` that have both ``name = "..."`` and ``guarantees``."""
+    out = set()
+    for name, mod in modules().items():
+        if not in_package(name, ("smroute.routing",)):
+            continue
+        for cls in (n for n in ast.walk(mod.tree) if isinstance(n, ast.ClassDef)):
+            attrs: dict[str, ast.expr | None] = {}
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+                    attrs[stmt.targets[0].id] = stmt.value
+                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    attrs[stmt.target.id] = stmt.value
+            v = attrs.get("name")
+            if "guarantees" in attrs and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                out.add(v.value)
+    return out
+
+
+def test_no_engine_name_as_a_string_outside_routing() -> None:
+    names = engine_names()
+    assert {"dmodc", "nmodc", "dmodk"} <= names
+    bad = [f"{mod.path}:{n.lineno} {n.value!r}"
+           for name, mod in modules().items() if not in_package(name, ("smroute.routing",))
+           for n in ast.walk(mod.tree)
+           if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names]
+    assert not bad, ("engine names spelled outside smroute/routing/ (ask "
+                     "smroute.routing.api instead): " + "; ".join(bad))

@@ -1,4 +1,4 @@
-"""Nmodc (Dmodc with nominal slots, smroute.routing.nominal): Dmodc's tables on
+"""Nmodc (Dmodc with nominal slots, smroute.routing.nmodc.nominal): Dmodc's tables on
 complete PGFTs (and so Zahavi's theorems), Dmodc's guarantees on degraded
 trees (every pair with an up*/down* path delivered, up*/down*, no credit loop
 for ibdmchk), better balance than Dmodc where a damaged switch's modulus
@@ -23,11 +23,12 @@ from smroute.fabric.generate import degrade, pgft, slender_tree
 from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
 from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.writers import format_topology, write_topology
-from smroute.routing import balance, dmodc, nominal, slot_tables
-from smroute.routing.engine import ALGORITHMS, route, validate_result
+from smroute.routing import api, dmodc, kernel
+from smroute.routing.engine import route, validate_result
+from smroute.routing.nmodc import balance, nominal, slot_tables
+from smroute.routing.nmodc import incremental as nmodc_incremental
 from smroute.routing.pool import RoutePool
-from smroute.service import reroute as reroute_mod
-from smroute.service.reroute import reroute
+from smroute.routing.reroute import reroute
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.tables.diff import diff_tables
 
@@ -60,7 +61,7 @@ def _inter_links(f: Fabric) -> np.ndarray:
 
 # ------------------------------------------------------------------ complete trees
 def test_nmodc_is_registered() -> None:
-    assert "nmodc" in ALGORITHMS and "dmodc" in ALGORITHMS
+    assert "nmodc" in api.names() and "dmodc" in api.names()
 
 
 @pytest.mark.parametrize("spec", COMPLETE, ids=_ids)
@@ -157,7 +158,7 @@ def test_a_lost_slots_destinations_spread_over_every_other_slot() -> None:
     """With one slot lost, digit ``r`` probes slot ``j + 1 + r`` first: over
     the ``m - 1`` digits the lost slot's destinations take every other slot
     once (a pseudo-random first probe left some slots twice, others never)."""
-    from smroute.routing.slot_tables import alternatives
+    from smroute.routing.nmodc.slot_tables import alternatives
     for m in (3, 4, 12, 18):
         avail = ~np.eye(m, dtype=bool)  # pattern j lost slot j
         alt = alternatives(avail, m)  # (m, m - 1, m): [pattern, r, slot]
@@ -295,7 +296,7 @@ def test_one_and_two_lookup_kernels_agree() -> None:
     th = plan_throw(full, "link", 2026, 20)  # 475 links removed: many patterns
     r = route(th.fabric, algorithm="nmodc", workers=1, labels=False)
     slots = nominal.packed_slots(nominal.nominal_slots(r.graph))
-    ctx = dmodc.route_context(r.costs, r.dest)
+    ctx = kernel.route_context(r.costs, r.dest)
     rows = np.arange(0, r.graph.n_switches, 7)[:64]
     out = []
     for one in (True, False):
@@ -340,7 +341,7 @@ def test_alternatives_memo_gives_the_same_tables() -> None:
     """The lost slots' alternatives a worker keeps across its blocks are the
     ones :func:`alternatives` computes, for patterns met again and new ones
     alike, and the kernel's tables do not change with the memo."""
-    from smroute.routing.slot_tables import AlternativesMemo, alternatives
+    from smroute.routing.nmodc.slot_tables import AlternativesMemo, alternatives
     rng = np.random.default_rng(7)
     memo = AlternativesMemo()
     for m in (3, 12, 18, 12):
@@ -354,7 +355,7 @@ def test_alternatives_memo_gives_the_same_tables() -> None:
     r = route(plan_throw(full, "link", 2026, 20).fabric, algorithm="nmodc", workers=1,
               labels=False)
     slots = nominal.packed_slots(nominal.nominal_slots(r.graph))
-    ctx = dmodc.route_context(r.costs, r.dest)
+    ctx = kernel.route_context(r.costs, r.dest)
     out = []
     for memo_ in (None, AlternativesMemo()):
         o = np.empty((r.graph.n_switches, r.dest.max_lid + 1), dtype=np.uint8)
@@ -710,7 +711,7 @@ def test_cables_bound_by_their_destinations_are_shared_by_capacity() -> None:
     of their cables (A2A 9: all 9 hosts send through them).  Nmodc fills
     spines 2 and 3 with more of the free destinations, and deals each
     spine's destinations evenly over its 3 cables
-    (:mod:`smroute.routing.even_cables`; by the digit alone one cable took
+    (:mod:`smroute.routing.nmodc.even_cables`; by the digit alone one cable took
     8): at most 7 per cable and A2A 7; so does the 24-host leaf (8 to 6).
     The 5- and 6-host leaves' cables are bound by their sources: they keep
     Dmodc's shares."""
@@ -761,9 +762,9 @@ def test_incremental_reroute_with_redirects_by_load(in_pool: bool,
     with RoutePool(2 if in_pool else 1) as pool:
         worked = []
         if in_pool:
-            monkeypatch.setattr(reroute_mod, "_POOL_PAIRS", 1)
-            rework = pool.rework
-            monkeypatch.setattr(pool, "rework", lambda *a: worked.append(rework(*a)))
+            monkeypatch.setattr(nmodc_incremental, "POOL_PAIRS", 1)
+            run = pool.run
+            monkeypatch.setattr(pool, "run", lambda *a, **k: worked.append(run(*a, **k)))
         for _ in range(3):
             f = f.with_removed(links=rng.choice(inter, size=2, replace=False))
             inter = _inter_links(f)
@@ -872,7 +873,7 @@ def test_nmodc_tables_do_not_depend_on_the_node_order(shape: tuple, seed: int) -
     fabric, _ = degrade(pgft(*shape), np.random.default_rng(seed), links=150)
     other = _nodes_shuffled(fabric, 5)
     assert not np.array_equal(fabric.node_guid, other.node_guid)
-    for alg in ALGORITHMS:
+    for alg in api.names(lab=True):
         a = route(fabric, algorithm=alg, workers=1, labels=False, max_vls=4)
         b = route(other, algorithm=alg, workers=1, labels=False, max_vls=4)
         assert a.mode == b.mode

@@ -12,6 +12,7 @@ the few that need it turn, free of credit loops on one VL.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,8 @@ from smroute.fabric.generate import degrade, pgft
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles, needed_pairs
 from smroute.fabric.shapes import attach_cas, ring, with_aggregation_nodes
-from smroute.routing import dmodc
-from smroute.routing.engine import route, route_destinations, unrouted_connected, validate_result
+from smroute.routing import api
+from smroute.routing.engine import route, unrouted_connected, validate_result
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import switch_graph
 
@@ -51,11 +52,11 @@ def director_site(*, spine_hosts: int = 2, line_hosts: int = 0, remove_links: in
 def _tree_tables(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     """Dmodc's tree tables of ``fabric`` and its destination LIDs, no mode applied."""
     g = switch_graph(fabric, fabric_roles(fabric))
-    c, pi = dmodc.costs_and_dividers(g)
-    _, dest = route_destinations("dmodc", g, c, None)
+    eng = api.engine("dmodc")
+    prep = eng.prepare(g, None, time.perf_counter, {})
     pool = RoutePool(1)
     try:
-        return pool.route(g, c, pi, dest), dest.lid
+        return pool.run(eng, prep), prep.dest.lid
     finally:
         pool.close()
 
@@ -273,4 +274,25 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
     assert b.mode == "tree+orient" and b.oriented is not None
     assert np.array_equal(b.oriented, r.oriented)
+    assert validate_result(b).ok
+
+
+def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
+    """Resume recomputes the structure around stored ``updown`` tables on
+    the graph the routing used: rooted at the centre where end-ports on the
+    top switches need each other (else the walk would follow another
+    orientation than the tables')."""
+    from smroute.service.epochs import own_tables
+    from smroute.service.resume import rebuild_result
+
+    f = pgft(2, (4, 4), (1, 2), (1, 1))
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
+    r = own_tables(route(f, workers=1))
+    assert "rooted at one switch per component" in r.mode_reason
+    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+            "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
+    assert np.array_equal(b.graph.rank, r.graph.rank)
+    assert np.array_equal(b.costs, r.costs)
     assert validate_result(b).ok

@@ -201,11 +201,21 @@ def test_disconnected_pairs_are_not_routing_failures(tmp_path: Path,
     assert DEAD_END == 1
 
 
-def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted() -> None:
+def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from smroute.routing import api
+    from smroute.routing.builtin import Dmodk
     from smroute.service.core import RoutingCore
     from smroute.service.errors import ServiceError
     from smroute.service.servicer import status_code
 
+    class Offered(Dmodk):  # D-mod-K as if the daemon offered it
+        name = "offered-dmodk"
+        guarantees = dataclasses.replace(Dmodk.guarantees, lab_only=False)
+
+    monkeypatch.setitem(api.REGISTRY, Offered.name, Offered())
     f, _ = degrade(pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1]), np.random.default_rng(0), links=6)
     # precondition: D-mod-K (complete trees only) leaves pairs of this one unrouted
     assert validate_result(route(f, workers=1, algorithm="dmodk")).ca_pairs_unroutable > 0
@@ -214,7 +224,7 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted() -> None:
         core.load_fabric(f, "degraded")
         good = core.route("dmodc")
         with pytest.raises(ServiceError) as ei:
-            core.route("dmodk")
+            core.route(Offered.name)
         assert status_code(ei.value)[0] == grpc.StatusCode.FAILED_PRECONDITION
         assert "refused to commit" in str(ei.value) and f"epoch {good.id} keeps serving" in str(
             ei.value)

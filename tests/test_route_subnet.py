@@ -32,9 +32,9 @@ from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.shapegen import ring
 from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.reroute import reroute
 from smroute.service._gen import smroute_pb2 as pb
 from smroute.service._gen import smroute_pb2_grpc as pb_grpc
-from smroute.service.reroute import reroute
 from smroute.service.subnet import switch_hops
 from smroute.service.subnet_check import affected_pairs, delta_validation
 from smroute.service.subnet_rpc import subnet_request
@@ -234,7 +234,7 @@ def test_route_subnet_bad_subnets(stub: pb_grpc.SmrouteStub) -> None:
 
 def test_route_subnet_limits_and_unroutable(tmp_path: Path) -> None:
     cfg = tmp_path / "small.yaml"
-    cfg.write_text("algorithm: dmodk\nlimits:\n  max_topology_bytes: 4096\n")
+    cfg.write_text("algorithm: nmodc\nlimits:\n  max_topology_bytes: 4096\n")
     d = start_daemon(tmp_path / "d", "--config", str(cfg))
     ch = grpc.insecure_channel(d.address)
     try:
@@ -244,8 +244,8 @@ def test_route_subnet_limits_and_unroutable(tmp_path: Path) -> None:
                              timeout=30)
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "limits.max_topology_bytes" in (err.value.details() or "")
-        with pytest.raises(grpc.RpcError) as err:  # Dmodk routes trees only
-            stub.RouteSubnet(subnet_request(ring(4, 2), 0), timeout=30)
+        with pytest.raises(grpc.RpcError) as err:  # no switch has an end-port
+            stub.RouteSubnet(subnet_request(ring(4, 0), 0), timeout=30)
         assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     finally:
         ch.close()

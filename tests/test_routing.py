@@ -13,7 +13,7 @@ import pytest
 
 from smroute.errors import LmcMismatchError, RoutingError
 from smroute.fabric.generate import degrade, pgft
-from smroute.routing import dmodc
+from smroute.routing import dmodc, kernel
 from smroute.routing.engine import route
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import TO_END_PORT, next_switch, switch_graph
@@ -257,21 +257,21 @@ def test_unknown_algorithm_and_bad_lmc() -> None:
 
 
 def test_float_division_equals_integer_division() -> None:
-    """The kernels' float32 ``divmod`` (``dmodc._mod``, ``dmodc.slot_offsets``)
+    """The kernels' float32 ``divmod`` (``kernel._mod``, ``kernel.slot_offsets``)
     equals integer division for every digit below 2**16 and divisors up to
     640 (lost-slot tables of 18 slots have 306 entries), and the integer
     path beyond 2**24 gives the same."""
     q = np.arange(1 << 16, dtype=np.int32)[None, :]
     n = np.arange(1, 641, dtype=np.int32)[:, None]
-    assert np.array_equal(dmodc._mod(q, n), q % n)
-    quot, rem = dmodc._divmod(q, n)
+    assert np.array_equal(kernel._mod(q, n), q % n)
+    quot, rem = kernel._divmod(q, n)
     assert np.array_equal(quot, q // n) and np.array_equal(rem, q % n)
     rng = np.random.default_rng(7)
     tgt = rng.integers(0, 5, q.shape[1])
     div = rng.integers(1, 400, (3, 5))
     start = rng.integers(0, 1000, (3, 5))
     for digits in (q, q + np.int32(1 << 24)):  # float32 path, integer path
-        quot, entry = dmodc.slot_offsets(digits, div, tgt, start, quotient=True)
+        quot, entry = kernel.slot_offsets(digits, div, tgt, start, quotient=True)
         assert np.array_equal(entry, start[:, tgt] + digits % div[:, tgt])
         assert np.array_equal(quot, digits // div[:, tgt])
 

@@ -71,7 +71,7 @@ def test_empty_document_is_the_default_config():
 FULL = """\
 listen: "[::1]:6000"
 workers: 4
-algorithm: dmodk
+algorithm: nmodc
 lmc: 2
 epoch_history: 3
 fabric: topo/fabric.txt
@@ -104,11 +104,18 @@ limits:
 """
 
 
+def test_lab_only_engines_are_not_offered():
+    """D-mod-K routes complete generated trees only: the daemon's config
+    refuses it, naming the engines it offers."""
+    with pytest.raises(ConfigError, match="algorithm.*dmodc.*nmodc"):
+        parse_config("algorithm: dmodk\n", "lab.yaml")
+
+
 def test_every_key_is_read():
     cfg = parse_config(FULL, "full.yaml", base_dir="/etc/smroute")
     assert cfg.listen == "[::1]:6000" and cfg.loopback_only
     assert cfg.listen_address.host == "::1" and cfg.listen_address.port == 6000
-    assert (cfg.workers, cfg.algorithm, cfg.lmc, cfg.epoch_history) == (4, "dmodk", 2, 3)
+    assert (cfg.workers, cfg.algorithm, cfg.lmc, cfg.epoch_history) == (4, "nmodc", 2, 3)
     assert cfg.fabric == Path("/etc/smroute/topo/fabric.txt")
     assert cfg.fabric_dirs == (Path("/var/lib/smroute/fabrics"), Path("/srv/topologies"))
     assert cfg.coalesce_ms == 0.0

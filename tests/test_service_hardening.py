@@ -80,19 +80,19 @@ def test_sighup_keeps_route_rpc_settings_until_the_file_changes_them(tmp_path: P
     try:
         with SmrouteClient(d.address, timeout=60) as c:
             assert (c.get_epoch().algorithm, c.get_epoch().lmc) == ("dmodc", 0)
-            ep = c.route(algorithm="dmodk", lmc=2)  # the operator's choice
-            assert (ep.id, ep.algorithm, ep.lmc) == (2, "dmodk", 2)
+            ep = c.route(algorithm="nmodc", lmc=2)  # the operator's choice
+            assert (ep.id, ep.algorithm, ep.lmc) == (2, "nmodc", 2)
             # a reload of the unchanged file (certificate rotation, say)
             d.signal(signal.SIGHUP)
             _wait_for(lambda: _events(d, "reloaded"), what="reload")
             assert c.get_epoch().id == 2  # no new epoch
             assert not _events(d, "routing_settings_changed")
             ep = c.route()  # the next routing keeps the operator's settings
-            assert (ep.id, ep.algorithm, ep.lmc) == (3, "dmodk", 2)
+            assert (ep.id, ep.algorithm, ep.lmc) == (3, "nmodc", 2)
             f = read_topology(LMC2)
             sw = [int(g) for g in f.node_guid[f.switches]]
             out = c.apply_faults([link_down(sw[0], 1)])  # a reroute, too
-            assert (out.epoch.algorithm, out.epoch.lmc) == ("dmodk", 2)
+            assert (out.epoch.algorithm, out.epoch.lmc) == ("nmodc", 2)
             c.apply_faults([link_up(sw[0], 1)])
             # the file changes lmc: that key takes over; algorithm stays the RPC's
             cfg.write_text(f"fabric: {LMC2}\nalgorithm: dmodc\nlmc: 1\n")
@@ -101,7 +101,7 @@ def test_sighup_keeps_route_rpc_settings_until_the_file_changes_them(tmp_path: P
             [changed] = _events(d, "routing_settings_changed")
             assert changed["lmc"] == 1 and "algorithm" not in changed
             ep = c.route()
-            assert (ep.algorithm, ep.lmc) == ("dmodk", 1)
+            assert (ep.algorithm, ep.lmc) == ("nmodc", 1)
     finally:
         assert d.stop() == 0
 

@@ -20,6 +20,7 @@ def _count(m: ServiceMetrics, name: str, **labels: str) -> float:
     return m.value(name, **labels) or 0.0
 
 
+@pytest.mark.usefixtures("offer_dmodk")
 def test_dry_runs_and_bad_routes_are_not_faults_nor_reroute_failures() -> None:
     f, _ = degrade(pgft(3, [2, 2, 2], [1, 2, 2], [1, 1, 1]), np.random.default_rng(0), links=6)
     m = ServiceMetrics()

@@ -15,6 +15,7 @@ from smroute.fabric.model import Fabric, NodeType
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import dmodc
 from smroute.routing.engine import route
+from smroute.routing.reroute import new_costs, reroute
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import EpochStore, table_checksum
 from smroute.service.faults import (
@@ -27,7 +28,6 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
-from smroute.service.reroute import new_costs, reroute
 from smroute.tables.diff import diff_tables
 
 DIFF_FIELDS = ("common_guid", "old_lid", "new_lid", "entry_switch", "entry_lid", "entry_old",

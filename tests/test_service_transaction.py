@@ -62,6 +62,7 @@ def core() -> Iterator[RoutingCore]:
     c.close()
 
 
+@pytest.mark.usefixtures("offer_dmodk")
 def test_every_path_is_gated_and_a_refusal_keeps_the_last_good_epoch(
         core: RoutingCore, complete: Fabric) -> None:
     sink = core.metrics

@@ -52,8 +52,9 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.analysis.congestion import StageMetrics, evaluate
+from smroute.analysis.jobs import host_finder
 from smroute.analysis.paths import PairPaths, RoutingView, pair_paths
-from smroute.analysis.patterns import CPS, _host_finder, cps
+from smroute.analysis.patterns import CPS, cps
 from smroute.errors import InputError
 
 __all__ = [
@@ -104,7 +105,7 @@ def resolve_hosts(view: RoutingView, entries: Sequence[tuple[int, str]],
     node description, GUID, or host name), in the job's order.  Unknown and
     repeated hosts raise :class:`~smroute.errors.InputError` naming ``source``
     and the line."""
-    find = _host_finder(view)
+    find = host_finder(view)
     hosts: dict[str, int] | None = None
     seen: dict[int, int] = {}
     for no, h in entries:

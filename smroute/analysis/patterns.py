@@ -43,7 +43,6 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.analysis.jobs import (
-    host_finder,
     host_order,
     parse_job,
     random_order,
@@ -84,10 +83,6 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 Stage = tuple[IntArray, IntArray]
-
-#: The host lookup under its former name (:mod:`smroute.analysis.order` imports it from here).
-_host_finder = host_finder
-
 
 # =========================================================================== patterns
 @dataclass(frozen=True, eq=False)

@@ -51,7 +51,7 @@ MAX_TASKS_PER_HOST = 100_000
 def register(subparsers: Any) -> None:
     """Add the ``order`` command to ``subparsers``."""
     from smroute.cli.inputs import add_role_options, add_strict_option, int_range
-    from smroute.routing.engine import ALGORITHMS
+    from smroute.routing import api
 
     p = subparsers.add_parser(
         "order",
@@ -75,7 +75,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", default="-", metavar="FILE|-",
                    help="write here (a regular file, replaced atomically); - for stdout "
                    "(default)")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
+    p.add_argument("--algorithm", choices=api.names(), default=api.DEFAULT,
                    help="the routing whose order to use (default dmodc)")
     add_role_options(p)
     p.set_defaults(func=cmd_order)

@@ -52,7 +52,7 @@ _FORMATS = ("opensm", "fdbs", "json")
 
 def register(subparsers: Any) -> None:
     """Add the ``route`` command to ``subparsers``."""
-    from smroute.routing.engine import ALGORITHMS
+    from smroute.routing import api
 
     p = subparsers.add_parser(
         "route",
@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("fabric", metavar="FABRIC", help="ibnetdiscover topology file")
     add_strict_option(p)
     add_role_options(p)
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="dmodc",
+    p.add_argument("--algorithm", choices=api.names(lab=True), default=api.DEFAULT,
                    help="routing algorithm (default dmodc)")
     p.add_argument("--lmc", type=int_range(0, 7), default=None, metavar="N",
                    help="route 2^N LIDs per end-port, 0..7 (default: each port's LMC in FABRIC)")

@@ -71,6 +71,7 @@ from smroute.lab.simnet import (
     sm_part,
     strip_lids,
 )
+from smroute.routing import api
 from smroute.routing.engine import route
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
@@ -93,14 +94,15 @@ __all__ = [
 #: OpenSM engines compared (those meant for fat-trees or any topology; not
 #: dor and torus-2QoS, which are for meshes and tori).
 OPENSM_ENGINES = ("ftree", "updn", "dnup", "minhop", "dfsssp", "sssp", "nue", "lash")
-#: smroute's own algorithms (routed in-process on the discovered fabric).
-SMROUTE_ENGINES = ("dmodc", "nmodc")
+#: smroute's own engines (routed in-process on the discovered fabric): the
+#: registry's, the default (the reference, one VL) first.
+SMROUTE_ENGINES = (api.DEFAULT, *(e for e in api.names() if e != api.DEFAULT))
 #: Every engine name :func:`run_side_by_side` accepts.
 ENGINES = (*SMROUTE_ENGINES, *OPENSM_ENGINES)
 #: The study's engines unless asked otherwise: Nmodc on request while it is
 #: developed; dnup, nue and lash on request (a light throw of the 1,728-host
 #: study tree: lash 44 s, nue 17 s, dnup 4 s under ibsim).
-DEFAULT_ENGINES = ("dmodc", "ftree", "updn", "minhop", "dfsssp", "sssp")
+DEFAULT_ENGINES = (api.DEFAULT, "ftree", "updn", "minhop", "dfsssp", "sssp")
 #: OpenSM log flags used: 0x47 = ERROR | INFO | VERBOSE (routing-time
 #: markers) | ROUTING (writes opensm-lfts.dump); includes the issue's 0x43.
 LOG_FLAGS = DEFAULT_LOG_FLAGS
@@ -316,7 +318,7 @@ def _hosts_order(disc: Fabric, view: RoutingView, topo: npt.NDArray[np.int64] | 
         return by_guid, "guid"
     first = topo[is_host[topo]]
     rest = by_guid[~np.isin(by_guid, first)]
-    return np.concatenate([first, rest]).astype(np.int64), "dmodc"
+    return np.concatenate([first, rest]).astype(np.int64), api.DEFAULT
 
 
 def _route_in_process(disc: Fabric, algorithm: str, run: EngineRun,
@@ -385,22 +387,23 @@ def run_side_by_side(
                 runs[e].status, runs[e].error, runs[e].tables = "failed", msg, None
 
     res = None
+    ref = api.DEFAULT  # the reference: its NIDs give the topological order
     try:
         t0 = clock()
         res = route(disc, workers=1, labels=False)
         dm_seconds = clock() - t0
     except SmrouteError as err:
-        if "dmodc" in runs:
-            runs["dmodc"].status, runs["dmodc"].error = "failed", str(err).splitlines()[0]
+        if ref in runs:
+            runs[ref].status, runs[ref].error = "failed", str(err).splitlines()[0]
     else:
-        if "dmodc" in runs:
-            runs["dmodc"].tables = res.tables
-            runs["dmodc"].routing_seconds = res.total_seconds
-            runs["dmodc"].wall_seconds = dm_seconds
-            runs["dmodc"].note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
-    for e in SMROUTE_ENGINES[1:]:
+        if ref in runs:
+            runs[ref].tables = res.tables
+            runs[ref].routing_seconds = res.total_seconds
+            runs[ref].wall_seconds = dm_seconds
+            runs[ref].note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
+    for e in SMROUTE_ENGINES[1:]:  # the others with the VLs the subnet manager has
         if e in runs:
-            _route_in_process(disc, e, runs[e], clock, max_vls if e == "nmodc" else 1)
+            _route_in_process(disc, e, runs[e], clock, max_vls)
     tables = {e: r.tables for e, r in runs.items() if r.tables is not None}
     any_t = res.tables if res is not None else next(iter(tables.values()), None)
     if any_t is None:

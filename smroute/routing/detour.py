@@ -36,7 +36,7 @@ at all through the tree's links) get no route to ``t`` (reported by the
 validation walk, by name).
 
 Vectorized over switches and all detour targets at once (``(S, T)``
-matrices); the routes reuse :func:`~smroute.routing.dmodc.route_block`.
+matrices); the routes reuse :func:`~smroute.routing.kernel.route_block`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.model import Fabric, NodeType
-from smroute.routing import dmodc
+from smroute.routing import dmodc, kernel
 from smroute.routing.detour_load import detours_by_load
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
 from smroute.routing.topology import SwitchGraph
@@ -100,11 +100,11 @@ def set_costs(g: SwitchGraph, member: np.ndarray) -> np.ndarray:
     lo_rank, hi_rank = g.rank[lo], g.rank[hi]
     for r in range(g.max_rank):
         sel = lo_rank == r
-        dmodc._relax(down, lo[sel], hi[sel])  # a switch above reaches what is below
+        dmodc.relax(down, lo[sel], hi[sel])  # a switch above reaches what is below
     both = down.copy()
     for r in range(g.max_rank, 0, -1):
         sel = hi_rank == r
-        dmodc._relax(both, hi[sel], lo[sel])  # a switch below goes up first
+        dmodc.relax(both, hi[sel], lo[sel])  # a switch below goes up first
     if both.size and int(np.where(both < INF, both, 0).max()) >= UP_PHASE - 1:
         raise ValueError("up*/down* paths of 127 hops or more")
     out = np.where(both < INF, both + np.uint8(UP_PHASE), np.uint8(INF)).astype(np.uint8)
@@ -163,12 +163,12 @@ def detour_routes(
         sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[cols], target=tgt_of,
                            local_port=np.zeros(k, dtype=np.int64),
                            is_switch=np.zeros(k, dtype=bool), owner=dest.owner[cols])
-        ctx = dmodc.route_context(enc, sub)
+        ctx = kernel.route_context(enc, sub)
         # the targets are columns, not switches: no switch delivers locally
         ctx = dataclasses.replace(ctx, local_target=np.full(k, -1, dtype=np.int64))
         via = np.empty((len(rows), k), dtype=np.uint8)
         for lo in range(0, len(rows), _BLOCK):
-            dmodc.route_block(g, enc, pi, sub, rows[lo:lo + _BLOCK], via[lo:lo + _BLOCK], ctx)
+            kernel.route_block(g, enc, pi, sub, rows[lo:lo + _BLOCK], via[lo:lo + _BLOCK], ctx)
         block = ports[np.ix_(rows, lids)]
         np.copyto(block, via, where=at[rows])
         ports[np.ix_(rows, lids)] = block
@@ -302,10 +302,10 @@ def _escape(g2: SwitchGraph, dest: Destinations, cols: np.ndarray, ports: np.nda
     sub = Destinations(lid=np.arange(k, dtype=np.int64), nid=dest.nid[cols],
                        target=dest.target[cols], local_port=dest.local_port[cols],
                        is_switch=dest.is_switch[cols], owner=dest.owner[cols])
-    ctx = dmodc.route_context(c2, sub)
+    ctx = kernel.route_context(c2, sub)
     via = np.empty((g2.n_switches, k), dtype=np.uint8)
     for lo in range(0, g2.n_switches, _BLOCK):
         rows = np.arange(lo, min(lo + _BLOCK, g2.n_switches))
-        dmodc.route_block(g2, c2, pi2, sub, rows, via[lo:lo + len(rows)], ctx)
+        kernel.route_block(g2, c2, pi2, sub, rows, via[lo:lo + len(rows)], ctx)
     ports[:, dest.lid[cols]] = via
     return c2

@@ -23,11 +23,11 @@ alike:
   fixed, so their path costs are known first, then layer by layer the
   switches in increasing encoded cost (their next hops are decided before
   them) take the closer port of least cost;
-* a port costs ``SPREAD`` more per LID of the same target the switch
+* a port costs ``DETOUR_SPREAD`` more per LID of the same target the switch
   already sends through it (the closed form spreads a target's LIDs, which
   a shift permutation's neighbours are, over the groups);
 * ties keep the closed form's port;
-* destinations are placed in ``BLOCKS`` blocks dealt round-robin in NID
+* destinations are placed in ``DETOUR_BLOCKS`` blocks dealt round-robin in NID
   order (the LIDs of one target in different blocks), each block's load
   added before the next is placed.
 
@@ -56,15 +56,17 @@ import numpy as np
 from smroute.routing.dmodc import Destinations, seen_cost
 from smroute.routing.topology import SwitchGraph, next_switch
 
-__all__ = ["BLOCKS", "link_destinations", "detours_by_load"]
+__all__ = ["DETOUR_BLOCKS", "link_destinations", "detours_by_load"]
 
-#: Blocks of detour destinations placed at once.
-BLOCKS = 16
+#: Blocks of detour destinations placed at once: the link load a placement
+#: sees is updated between blocks (more blocks: better informed choices, at
+#: a walk of the placed routes per block).
+DETOUR_BLOCKS = 16
 #: Added to a port's cost per LID of the same target the switch already
 #: sends through it (a shift permutation's neighbours; 1,728-host tree, 9
 #: switch throws: SP 29 and 31 against 34 and 35 on two, A2A alike; 3 and
 #: more raise A2A).
-SPREAD = 1
+DETOUR_SPREAD = 1
 _CHUNK_ELEMS = 1 << 22  # (source, destination) walks per chunk
 _MARK_ELEMS = 1 << 25  # (link, destination) marks per chunk
 _ENTRIES = 1 << 14  # entries chosen at once
@@ -115,7 +117,7 @@ def link_destinations(nxt: np.ndarray, ports: np.ndarray, lids: np.ndarray,
 def detours_by_load(
     g: SwitchGraph, ports: np.ndarray, dest: Destinations, cols: np.ndarray,
     layer: np.ndarray, enc: tuple[np.ndarray, ...], top: np.ndarray, max_hops: int,
-    blocks: int = BLOCKS,
+    blocks: int = DETOUR_BLOCKS,
 ) -> None:
     """Rechoose, in place in ``ports`` ``(S, W)``, the detour entries of the
     destinations ``cols`` ``(K,)`` (indices into ``dest``) as the module
@@ -204,7 +206,7 @@ def _choose(nxt: np.ndarray, sw_nxt: np.ndarray, is_down: np.ndarray, load: np.n
     for q in prev[js].T:
         tp = ports[xs, np.maximum(q, 0)]
         on = (q >= 0) & (tp < n_p)
-        taken[row[on], tp[on]] += SPREAD
+        taken[row[on], tp[on]] += DETOUR_SPREAD
     x, j = xs[i], js[i]
     cand = load[x, p] + cost[nxt[x, p], j]
     # least cost first, ties to the closed form's port

@@ -25,7 +25,8 @@ import numpy as np
 from smroute.errors import RoutingError
 from smroute.fabric.generate import fabric_tuples
 from smroute.fabric.model import Fabric, NodeType
-from smroute.routing.dmodc import NO_ROUTE, Destinations, route_block
+from smroute.routing.dmodc import NO_ROUTE, Destinations
+from smroute.routing.kernel import route_block
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["PgftShape", "infer_pgft", "route_tables"]

@@ -21,8 +21,9 @@ the first of a few turn switches that keeps the dependencies acyclic).
 Those destinations are then walked for delivery only
 (:attr:`Orientation.turns`).
 
-Pure: arrays in, arrays out; called by the mode chain of
-:mod:`smroute.routing.engine`.
+Pure: arrays in, arrays out; called by the mode chain
+(:mod:`smroute.routing.modes`), whose ``tree+turns`` step routes through
+one turn root per component with :func:`route_turns` too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 from smroute.analysis.deadlock import check_credit_loops, cyclic_core, dependencies
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import NeededPairs
-from smroute.routing import dmodc
+from smroute.routing import kernel
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph
 from smroute.routing.validate import OK, walk
@@ -67,7 +68,7 @@ def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     """``(D,)`` bool: end-port destinations that some switch carrying
     end-ports needs (``needed``) but has no up*/down* path to, although
     cables join them (costs ``c``).  Without aggregation nodes the same as
-    :func:`~smroute.routing.engine.turn_destinations`."""
+    :func:`~smroute.routing.modes.turn_destinations`."""
     src = np.unique(g.ep_switch)
     if not len(src) or not len(dest.lid):
         return np.zeros(len(dest.lid), dtype=bool)
@@ -160,9 +161,9 @@ def route_turns(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
                        local_port=np.zeros(k, dtype=np.int64),
                        is_switch=dest.is_switch[sel], owner=dest.owner[sel])
     via = np.empty((len(rows), k), dtype=np.uint8)
-    ctx = dmodc.route_context(c, sub)
+    ctx = kernel.route_context(c, sub)
     for lo in range(0, len(rows), 256):
-        dmodc.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
+        kernel.route_block(g, c, pi, sub, rows[lo:lo + 256], via[lo:lo + 256], ctx)
     lids = dest.lid[sel]
     block = ports[np.ix_(rows, lids)]
     np.copyto(block, via, where=none[rows])
@@ -269,7 +270,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                                target=dest.target[j:j + 1], local_port=dest.local_port[j:j + 1],
                                is_switch=dest.is_switch[j:j + 1], owner=dest.owner[j:j + 1])
             col = np.empty((g.n_switches, 1), dtype=np.uint8)
-            dmodc.route_block(eg, ec, epi, sub, np.arange(g.n_switches), col)
+            kernel.route_block(eg, ec, epi, sub, np.arange(g.n_switches), col)
             ports[:, lid] = col[:, 0]
             d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
             e = np.concatenate([edges, d.edges])  # repeats do not change the core

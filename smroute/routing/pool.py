@@ -1,14 +1,14 @@
 """Worker pool for route computation, with inputs and outputs in shared memory.
 
-The parent lays every input array and the output table out in one shared
-memory segment (a file under ``/dev/shm``, mapped by every process); tasks
-carry only the segment's path, a small manifest of ``name -> (offset, shape,
-dtype)`` and a range of switch ids.  Workers map the segment once per job,
-compute their switch rows with :func:`smroute.routing.dmodc.route_block` (or
-Nmodc's kernel) and write them into the output table in place: no big array
-is pickled.  For Nmodc a second round of tasks then rechooses the leaves'
-redirects by load, each on whole groups of sibling leaves, which share no
-upper switch (:mod:`smroute.routing.balance`).
+The pool knows no engine: it lays out the arrays an engine prepared
+(:meth:`~smroute.routing.api.Engine.arrays`) and the output table in one
+shared memory segment (a file under ``/dev/shm``, mapped by every process);
+tasks carry only the segment's path, a small manifest of ``name -> (offset,
+shape, dtype)``, the engine (by reference) and a range of switch ids.
+Workers map the segment once per job, run the engine's kernel on their
+switch rows and write them into the output table in place: no big array is
+pickled.  Then the engine's passes (:meth:`~smroute.routing.api.Engine.passes`)
+run over the whole table in order, those with parts one part per task.
 
 The pool (``spawn`` processes, so it is safe to create from a threaded
 daemon) lives as long as its owner; ``workers=1`` computes in the calling
@@ -23,18 +23,16 @@ import ctypes
 import mmap
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
+from typing import Any
 
 import numpy as np
 
-from smroute.routing import balance, down_offsets, even_cables, nominal, slot_tables
-from smroute.routing.dmodc import Destinations, RouteContext, route_block, route_context
-from smroute.routing.slot_tables import AlternativesMemo
-from smroute.routing.topology import SwitchGraph
+from smroute.routing.api import Arrays, Engine, Pass, Prepared
 
 __all__ = ["RoutePool", "SharedArrays"]
 
@@ -98,9 +96,11 @@ def _views(mm: mmap.mmap, manifest: Manifest) -> dict[str, np.ndarray]:
 
 
 _worker_cache: dict[str, dict[str, np.ndarray]] = {}
-#: per job (segment path), what a worker's tasks of that job share: the
-#: routing context, the lost slots' alternatives and Nmodc's redirect dividers
-_job_cache: dict[str, tuple[RouteContext, AlternativesMemo, np.ndarray | None]] = {}
+#: per job (segment path), what a worker's kernel calls of that job share
+#: (the engine's per-job cache)
+_job_cache: dict[str, dict[str, Any]] = {}
+#: rows a kernel call routes at once
+ROW_BLOCK = 64
 
 
 def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
@@ -113,11 +113,6 @@ def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
         arrays = _views(mm, manifest)
         _worker_cache[path] = arrays
     return arrays
-
-
-GRAPH_FIELDS = ("sw_guid", "rank", "grp_first", "grp_count", "grp_switch", "grp_remote",
-                "grp_port_first", "grp_port_count", "grp_ports")
-DEST_FIELDS = ("lid", "nid", "target", "local_port", "is_switch", "owner")
 
 
 #: glibc's ``mallopt`` parameters, its largest mmap threshold (64-bit) and
@@ -143,90 +138,35 @@ def _keep_heap() -> None:
         pass
 
 
-def _balance_task(path: str, manifest: Manifest, leaves: np.ndarray) -> int:
-    """Worker entry: Nmodc's redirects by load of whole sibling groups of
-    ``leaves`` in the shared table (:mod:`smroute.routing.balance`)."""
+def _kernel_task(path: str, manifest: Manifest, engine: Engine, switches: np.ndarray) -> int:
+    """Worker entry: ``engine``'s table rows of ``switches`` (ascending
+    switch ids) in the shared segment."""
     a = _attach(path, manifest)
-    _balance_leaves(a, leaves)
-    return len(leaves)
-
-
-def _balance_leaves(a: dict[str, np.ndarray], leaves: np.ndarray | None) -> None:
-    dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
-    balance.balance_redirects(_graph_from(a), a["c"], a["pi"], dest, a["table"],
-                              nominal.unpacked_slots(a["n_slots"]), leaves)
-
-
-def _offsets(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-             table: np.ndarray, slots: nominal.NominalSlots | None) -> None:
-    """Nmodc's down-cable offsets of foreign residues, on the whole table
-    once the redirects by load are in (:mod:`smroute.routing.down_offsets`)."""
-    assert slots is not None
-    down_offsets.offset_foreign(g, c, pi, dest, table, slots)
-
-
-def _route_task(path: str, manifest: Manifest, switches: np.ndarray) -> int:
-    """Worker entry: compute the table rows of ``switches`` (ascending switch
-    ids) in the shared segment."""
-    a = _attach(path, manifest)
-    _route_rows(a, switches, path)
+    kernel_rows(engine, a, switches, _job_cache.setdefault(path, {}))
     return len(switches)
 
 
-def _route_rows(a: dict[str, np.ndarray], switches: np.ndarray, job: str = "",
-                block: int = 64) -> None:
-    g = _graph_from(a)
-    dest = Destinations(**{f: a["d_" + f] for f in DEST_FIELDS})
+def _pass_task(path: str, manifest: Manifest,
+               run: Callable[[Arrays, np.ndarray | None], None], part: np.ndarray) -> int:
+    """Worker entry: one part of a pass over the shared table."""
+    run(_attach(path, manifest), part)
+    return len(part)
+
+
+def kernel_rows(engine: Engine, a: Arrays, switches: np.ndarray, cache: dict[str, Any],
+                block: int = ROW_BLOCK) -> None:
+    """``engine``'s rows of ``switches`` (ascending) into ``a["table"]``,
+    ``block`` rows a kernel call (a run of consecutive switches is routed
+    in place)."""
     table = a["table"]
-    slots = a.get("n_slots")  # Nmodc's nominal slots, else Dmodc
-    state = _job_cache.get(job) if job else None  # job: the segment's path, in a worker
-    if state is None:
-        rd = nominal.redirect_dividers(g, a["pi"]) if slots is not None else None
-        state = route_context(a["c"], dest), AlternativesMemo(), rd
-        if job:
-            _job_cache[job] = state
-    ctx, memo, rd = state
     for i in range(0, len(switches), block):
         sw = switches[i:i + block]
-        run = int(sw[-1]) - int(sw[0]) + 1 == len(sw)  # a range: routed in place
+        run = int(sw[-1]) - int(sw[0]) + 1 == len(sw)
         out = table[int(sw[0]):int(sw[-1]) + 1] if run else np.empty((len(sw), table.shape[1]),
                                                                        dtype=table.dtype)
-        if slots is None:
-            route_block(g, a["c"], a["pi"], dest, sw, out, ctx)
-        else:
-            nominal.route_block(g, a["c"], a["pi"], dest, sw, out, slots, ctx, memo=memo,
-                                capacity=a["n_share"], redirect=rd)
+        engine.kernel(a, sw, out, cache)
         if not run:
             table[sw] = out
-
-
-def _group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
-    """The nominal leaves in at most ``k`` parts of whole sibling groups
-    (:func:`smroute.routing.balance.sibling_groups`), about even in leaves."""
-    leaves = balance.nominal_leaves(g, slots)
-    if not len(leaves):
-        return []
-    label = balance.sibling_groups(g, slots, leaves)
-    order = np.argsort(label, kind="stable")
-    start = np.r_[True, label[order][1:] != label[order][:-1]]
-    # cut between groups, at the group boundary nearest each k-th of the leaves
-    bounds = np.flatnonzero(start)
-    at = np.searchsorted(bounds, np.linspace(0, len(leaves), k + 1)[1:-1])
-    cuts = np.unique(bounds[np.minimum(at, len(bounds) - 1)])
-    return [p for p in np.split(leaves[order], cuts) if len(p)]
-
-
-def _graph_from(a: dict[str, np.ndarray]) -> SwitchGraph:
-    empty = np.zeros(0, dtype=np.int64)
-    return SwitchGraph(
-        sw_node=empty, sw_guid=a["g_sw_guid"], sw_lid=empty, n_up=empty,
-        grp_switch=a["g_grp_switch"],
-        ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
-        is_leaf=empty.astype(bool), component=empty,
-        rank=a["g_rank"], grp_first=a["g_grp_first"], grp_count=a["g_grp_count"],
-        grp_remote=a["g_grp_remote"], grp_port_first=a["g_grp_port_first"],
-        grp_port_count=a["g_grp_port_count"], grp_ports=a["g_grp_ports"],
-    )
 
 
 class RoutePool:
@@ -262,88 +202,51 @@ class RoutePool:
             self._ex.shutdown(cancel_futures=True)
             self._ex = None
 
-    def route(
-        self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-        slots: nominal.NominalSlots | None = None,
-    ) -> np.ndarray:
-        """Route table of every switch, shape ``(S, max_lid + 1)`` uint8: Dmodc's,
-        or Nmodc's with its nominal ``slots`` (the kernel, then its redirects by
-        load, :func:`smroute.routing.balance.balance_redirects`, per group of
-        sibling leaves, then its down-cable offsets,
-        :mod:`smroute.routing.down_offsets`, and its even cables,
-        :mod:`smroute.routing.even_cables`)."""
-        n = g.n_switches
-        width = dest.max_lid + 1
-        packed = nominal.packed_slots(slots) if slots is not None else None
-        share = slot_tables.may_share(g, c, dest) if slots is not None else None
-        rebalance = slots is not None and g.mode == "tree"
-        with self._shared(g, c, pi, dest, (n, width), packed, share) as shared:
-            if self._ex is None or n < 2 * self.workers:
-                _route_rows(shared.arrays, np.arange(n))
-                if rebalance:
-                    _balance_leaves(shared.arrays, None)
+    def run(self, engine: Engine, prep: Prepared, *, rows: np.ndarray | None = None,
+            table: np.ndarray | None = None, passes: Sequence[Pass] | None = None
+            ) -> np.ndarray:
+        """``engine``'s table of ``prep``, ``(S, max_lid + 1)`` uint8: its
+        kernel on every switch, then its passes in order.  With ``table``
+        ``(S, W)``: its rows ``rows`` (ascending switch ids, default all)
+        routed anew, then ``passes`` (default the engine's), in place in
+        ``table`` (returned)."""
+        n = prep.graph.n_switches
+        shape = table.shape if table is not None else (n, prep.dest.max_lid + 1)
+        rows = np.arange(n) if rows is None else rows
+        steps = engine.passes(prep) if passes is None else passes
+        with self._shared(engine.arrays(prep), shape) as shared:
+            a = shared.arrays
+            if table is not None:
+                a["table"][:] = table
+            # few rows (or switches): in this process, cheaper than the trip
+            if self._ex is None or len(rows) < 2 * self.workers:
+                kernel_rows(engine, a, rows, {})
             else:
-                self._rows_parts(shared, np.arange(n))
-                if rebalance:
-                    assert slots is not None
-                    self._balance_parts(shared, g, slots)
-            if rebalance:
-                _offsets(g, c, pi, dest, shared.arrays["table"], slots)
-            if share is not None:
-                even_cables.deal_up_cables(g, dest, shared.arrays["table"], share)
-            return shared.arrays["table"]
+                self._parts(_kernel_task, shared, engine,
+                            [p for p in np.array_split(rows, 4 * self.workers) if len(p)])
+            here = self._ex is None or shape[0] < 2 * self.workers
+            for step in steps:
+                if here or step.parts is None:
+                    step.run(a, None)
+                else:
+                    self._parts(_pass_task, shared, step.run, step.parts(self.workers))
+            if table is None:
+                return a["table"]
+            table[:] = a["table"]
+            return table
 
-    def rework(self, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-               ports: np.ndarray, slots: nominal.NominalSlots, share: np.ndarray,
-               rows: np.ndarray) -> None:
-        """For an incremental reroute of a heavily damaged tree
-        (:mod:`smroute.service.reroute`), in the workers: Nmodc's rows of the
-        switches ``rows`` (ascending) of ``ports`` ``(S, W)`` uint8 computed in
-        full, then its redirects by load over the whole table
-        (:func:`smroute.routing.balance.balance_redirects`), in place;
-        ``share`` ``(S,)`` bool the switches that may share by capacity.  In
-        this process without workers."""
-        with self._shared(g, c, pi, dest, ports.shape, nominal.packed_slots(slots),
-                          share) as shared:
-            shared.arrays["table"][:] = ports
-            if self._ex is None:
-                _route_rows(shared.arrays, rows)
-                _balance_leaves(shared.arrays, None)
-            else:
-                self._rows_parts(shared, rows)
-                self._balance_parts(shared, g, slots)
-            ports[:] = shared.arrays["table"]
-
-    def _rows_parts(self, shared: SharedArrays, rows: np.ndarray) -> None:
-        """The table rows of ``rows`` in the workers, a few parts each."""
+    def _parts(self, task: Callable[..., int], shared: SharedArrays, what: object,
+               parts: Sequence[np.ndarray]) -> None:
+        """``task(path, manifest, what, part)`` for every part, in the workers."""
         assert self._ex is not None
-        futs = [self._ex.submit(_route_task, shared.path, shared.manifest, part)
-                for part in np.array_split(rows, 4 * self.workers) if len(part)]
-        for f in futs:
-            f.result()
-
-    def _balance_parts(self, shared: SharedArrays, g: SwitchGraph,
-                       slots: nominal.NominalSlots) -> None:
-        """The redirects by load of the shared table, a part of whole sibling
-        groups per worker."""
-        assert self._ex is not None
-        futs = [self._ex.submit(_balance_task, shared.path, shared.manifest, part)
-                for part in _group_parts(g, slots, self.workers)]
+        futs = [self._ex.submit(task, shared.path, shared.manifest, what, part)
+                for part in parts]
         for f in futs:
             f.result()
 
     @staticmethod
     @contextmanager
-    def _shared(
-        g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-        table_shape: tuple[int, int], slots: np.ndarray | None = None,
-        share: np.ndarray | None = None,
-    ) -> Iterator[SharedArrays]:
-        inputs = {"c": c, "pi": pi}
-        if slots is not None and share is not None:
-            inputs["n_slots"], inputs["n_share"] = slots, share
-        inputs.update({"g_" + f: getattr(g, f) for f in GRAPH_FIELDS})
-        inputs.update({"d_" + f: getattr(dest, f) for f in DEST_FIELDS})
+    def _shared(inputs: Arrays, table_shape: tuple[int, ...]) -> Iterator[SharedArrays]:
         shared = SharedArrays.create(inputs, {"table": (table_shape, "u1")})
         try:
             yield shared

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from smroute.routing.engine import ALGORITHMS
+from smroute.routing import api
 from smroute.service.config_dump import config_to_dict, config_value
 from smroute.service.config_files import dir_problem, file_problem, read_regular
 from smroute.service.listen import LISTEN_EXPECTED
@@ -216,7 +216,7 @@ _LISTS: dict[Callable[[Any], Any], Callable[[Any], Any]] = {
 _TOP: dict[str, Callable[[Any], Any]] = {
     "listen": _v_listen(True, False),
     "workers": _v_int(1, 256),
-    "algorithm": _v_choice(*ALGORITHMS),
+    "algorithm": _v_choice(*api.names()),
     "lmc": _v_null_or(_v_int(0, 7)),
     "max_vls": _v_int(1, 15),
     "route_all_ca_pairs": _v_bool,

@@ -29,12 +29,10 @@ from smroute.errors import InputError, RoutingError
 from smroute.fabric.ibtext import ParseWarning
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
-from smroute.routing.engine import (
-    ALGORITHMS,
-    RoutingResult,
-    route,
-)
+from smroute.routing import api
+from smroute.routing.engine import RoutingResult, route
 from smroute.routing.pool import RoutePool
+from smroute.routing.reroute import Reroute, reroute
 from smroute.routing.validate import Validation
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
@@ -63,7 +61,6 @@ from smroute.service.faults import (
 )
 from smroute.service.helper_process import HelperProcess
 from smroute.service.refusals import gate, route_failed
-from smroute.service.reroute import Reroute, reroute
 from smroute.service.resume import Resumed, read_state
 from smroute.service.streams import StreamCounter
 from smroute.service.validator import EpochValidator
@@ -87,7 +84,7 @@ class RoutingCore:
         self,
         *,
         workers: int = 2,
-        algorithm: str = "dmodc",
+        algorithm: str = api.DEFAULT,
         lmc: int | None = None,
         epoch_history: int = 8,
         coalesce_s: float = 0.02,
@@ -104,8 +101,8 @@ class RoutingCore:
         max_vls: int = 1,
         all_ca_pairs: bool = False,
     ) -> None:
-        if algorithm not in ALGORITHMS:
-            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+        if algorithm not in api.names():
+            raise InputError(f"unknown algorithm {algorithm!r}; expected one of {api.names()}")
         self._settings = Settings(algorithm, lmc, max_vls, overrides, all_ca_pairs)
         self.limits = limits or LimitsConfig()
         #: Directories LoadFabric(path=...) may read from (empty: none); the
@@ -153,10 +150,10 @@ class RoutingCore:
         with every other change on the sequencer; they apply from the next
         route or reroute.  Returns the settings in force after."""
         new = dataclasses.replace(self._settings, **changes)
-        if new.algorithm not in ALGORITHMS:
+        if new.algorithm not in api.names():
             raise ServiceError(Status.INVALID_ARGUMENT,
                                f"unknown algorithm {echo(new.algorithm)}; expected one of "
-                               f"{ALGORITHMS}")
+                               f"{api.names()}")
 
         def do() -> Settings:
             self._settings = dataclasses.replace(self._settings, **changes)
@@ -346,11 +343,12 @@ class RoutingCore:
     def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric, s: Settings) -> Reroute:
         """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
         incrementally when ``cur`` routed the same loaded fabric (see
-        smroute.service.reroute), else in full."""
+        smroute.routing.reroute), else in full."""
         same = base is self._epoch_base
-        return reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm, pool=self.pool,
-                       clock=self.clock, incremental=same and self.incremental,
-                       max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
+        rr = reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm, pool=self.pool,
+                     clock=self.clock, incremental=same and self.incremental,
+                     max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
+        return rr if rr.incremental else dataclasses.replace(rr, result=own_tables(rr.result))
 
     # ------------------------------------------------------------ route
     def route(self, algorithm: str = "", lmc: int | None = None, *,
@@ -358,9 +356,9 @@ class RoutingCore:
         """Route the base fabric minus down items in full and commit (cause
         ``route``); the algorithm and LMC become the settings with the commit.
         Refused while :attr:`degraded` unless ``confirm_state_loss``."""
-        if algorithm and algorithm not in ALGORITHMS:
+        if algorithm and algorithm not in api.names():
             raise ServiceError(Status.INVALID_ARGUMENT, f"unknown algorithm {echo(algorithm)}; "
-                               f"expected one of {ALGORITHMS}")
+                               f"expected one of {api.names()}")
         if lmc is not None and not 0 <= lmc <= 7:
             raise ServiceError(Status.INVALID_ARGUMENT, f"lmc must be 0..7, got {lmc}")
 

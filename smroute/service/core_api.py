@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from smroute.fabric.faults import DownSet, FaultEvent
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
+from smroute.routing import api
 from smroute.routing.validate import Validation
 from smroute.service.epochs import Epoch, FaultRecord
 from smroute.tables.diff import TableDiff
@@ -60,7 +61,7 @@ class Settings:
     replaces them on its sequencer thread only: with a committed change, or
     :meth:`~smroute.service.core.RoutingCore.configure` (a config reload)."""
 
-    algorithm: str = "dmodc"
+    algorithm: str = api.DEFAULT
     lmc: int | None = None
     max_vls: int = 1
     overrides: GuidOverrides | None = None

@@ -42,6 +42,7 @@ from smroute.fabric.faults import DownSet, FaultEvent
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import GuidOverrides
+from smroute.routing import api
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.epochs import Epoch
@@ -97,7 +98,7 @@ class Durable:
 
     def __init__(self, store: StateStore | None, *, instance: str = "", log: LogFn = _no_log,
                  configured: str | Path | None = None,
-                 settings: tuple[str, int | None] = ("dmodc", 0)) -> None:
+                 settings: tuple[str, int | None] = (api.DEFAULT, 0)) -> None:
         self.store = store
         self.instance = instance or new_instance_id()
         self.log = log

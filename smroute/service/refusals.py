@@ -9,12 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from smroute.routing.engine import (
-    DMODC_LIKE,
-    RoutingResult,
-    unrouted_connected,
-    validate_result,
-)
+from smroute.routing.engine import RoutingResult, commit_gaps
 from smroute.service.core_api import CAUSES, Change
 from smroute.service.epochs import Epoch
 from smroute.service.errors import ServiceError, Status
@@ -41,13 +36,11 @@ def route_failed(c: Change, cur: Epoch | None, source: str, err: Exception,
 
 def gate(c: Change, res: RoutingResult, cur: Epoch | None, metric: Report, log: Report
          ) -> None:
-    """Refuse tables that leave CA pairs that cables join unrouted.  Dmodc
-    and Nmodc route every such pair by construction (the cheap first-hop
-    check guards it; the background walk follows); other algorithms are
-    walked in full now."""
-    gaps = unrouted_connected(res)
-    if not gaps and res.algorithm not in DMODC_LIKE:
-        gaps = validate_result(res, max_failures=0).ca_pairs_unroutable
+    """Refuse tables that leave CA pairs that cables join unrouted
+    (:func:`~smroute.routing.engine.commit_gaps`: the cheap first-hop check
+    for engines that route every such pair by construction, the background
+    walk following; the full walk now for the others)."""
+    gaps = commit_gaps(res)
     if not gaps:
         return
     serving = cur.id if cur is not None else 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,10 +41,9 @@ from smroute.fabric.faults import DownSet, FaultEvent, degraded_fabric
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, fabric_roles, needed_pairs
-from smroute.routing import dmodc
-from smroute.routing.engine import ALGORITHMS, RoutingResult, route, turn_roots
+from smroute.routing import api, modes
+from smroute.routing.engine import RoutingResult, route
 from smroute.routing.pool import RoutePool
-from smroute.routing.topology import rooted_graph, switch_graph
 from smroute.routing.validate import Validation
 from smroute.service import state_codec as codec
 from smroute.service.config import LimitsConfig
@@ -83,29 +83,25 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
                    roles: FabricRoles, pool: RoutePool | None, max_vls: int = 1
                    ) -> RoutingResult:
     """The routing of ``fabric`` that produced ``tables`` (stored with ``meta``):
-    the structure recomputed in the stored mode around the stored tables (Dmodc,
-    Dmodk); other algorithms, and detours over VLs (with ``max_vls``), are
-    routed again.  :class:`CodecError` if the result does not fit the tables."""
+    the structure recomputed in the stored mode around the stored tables
+    (:attr:`~smroute.routing.api.Guarantees.stateless` engines); other
+    engines, and detours over VLs (with ``max_vls``), are routed again.
+    :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if alg not in ("dmodc", "dmodk") or mode in ("tree+detours", "tree+orient"):
+    if not api.engine(alg).guarantees.stateless or mode in ("tree+detours", "tree+orient"):
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
             raise codec.CodecError(f"{alg} routes this fabric differently now")
         return dataclasses.replace(res, tables=tables)
-    check = None
-    g = switch_graph(fabric, roles) if roles.tree else rooted_graph(fabric, roles, roles.roots)
-    if roles.tree and mode == "tree+turns":
-        check = rooted_graph(fabric, roles, turn_roots(g), like=g)
-    elif roles.tree and mode == "updown":  # the turn-root check failed
-        g = rooted_graph(fabric, roles, turn_roots(g), like=g)
-    c, pi = dmodc.costs_and_dividers(g)
-    nids = dmodc.topological_nids(g, c)
-    dest = dmodc.destinations(g, nids, lmc=lmc)
+    g, _, _ = modes.start(fabric, roles)
+    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
+    g, check = modes.mode_graphs(fabric, roles, mode, needed, lmc)
+    prep = api.engine(alg).prepare(g, lmc, time.perf_counter, {})
+    c, pi, nids, dest = prep.costs, prep.dividers, prep.nids, prep.dest
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
             dest.max_lid + 1 != tables.ports.shape[1]:
         raise codec.CodecError("the stored tables do not fit the stored fabric's switches")
-    needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
     return RoutingResult(alg, tables, g, c, pi, nids, dest, dict(meta["timings"]), mode,
                          str(meta["mode_reason"]), check, int(meta["turn_lids"]), roles,
                          needed=needed)
@@ -257,7 +253,7 @@ def _settings(d: Durable, meta: dict[str, str], log: LogFn) -> tuple[str, int | 
     """An RPC's settings: they survive a restart unless the config's changed
     meanwhile (``None``: the config's stand)."""
     cfg = (meta.get("config_algorithm"), meta.get("config_lmc"))
-    if cfg == (d.settings[0], lmc_text(d.settings[1])) and meta.get("algorithm") in ALGORITHMS:
+    if cfg == (d.settings[0], lmc_text(d.settings[1])) and meta.get("algorithm") in api.names():
         try:
             return meta["algorithm"], lmc_value(meta.get("lmc", ""))
         except ValueError:

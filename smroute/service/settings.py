@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from smroute.errors import InputError
-from smroute.routing.engine import ALGORITHMS
+from smroute.routing import api
 from smroute.service.listen import ListenAddress, parse_listen
 
 __all__ = [
@@ -326,7 +326,7 @@ class ServiceConfig:
 
     ``listen``: gRPC address (``host:port``, ``[v6]:port``, ``unix:/path``).
     ``workers``: routing worker processes.  ``algorithm``: one of
-    :data:`smroute.routing.engine.ALGORITHMS`.  ``lmc``: LIDs per end-port =
+    :func:`smroute.routing.api.names` (no lab-only engine).  ``lmc``: LIDs per end-port =
     2**lmc (0..7); ``None``: each end-port's LMC in the fabric (as ``smroute
     route`` without ``--lmc``).  ``max_vls``: data VLs the subnet manager
     programs (1..15; 2 or more lets a tree take detours over virtual lanes,
@@ -357,7 +357,7 @@ class ServiceConfig:
 
     listen: str = DEFAULT_LISTEN
     workers: int = 2
-    algorithm: str = "dmodc"
+    algorithm: str = api.DEFAULT
     lmc: int | None = None
     max_vls: int = 1
     route_all_ca_pairs: bool = False
@@ -389,8 +389,8 @@ class ServiceConfig:
         except ValueError as err:
             raise ConfigError(str(err), key="listen") from None
         _check_int("workers", self.workers, 1, 256)
-        if self.algorithm not in ALGORITHMS:
-            raise _fail("algorithm", " or ".join(repr(a) for a in ALGORITHMS), self.algorithm)
+        if self.algorithm not in api.names():
+            raise _fail("algorithm", " or ".join(repr(a) for a in api.names()), self.algorithm)
         if self.lmc is not None:
             _check_int("lmc", self.lmc, 0, 7)
         _check_int("max_vls", self.max_vls, 1, 15)

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smroute.fileio import atomic_writer
-from smroute.study.results import Row, _num, complete, outcome_note
+from smroute.routing import api
+from smroute.study.results import Row, complete, number, outcome_note
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -32,11 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_risk", "plot_times", "plot_all", "ENGINE_STYLE"]
 
-#: Colour and marker per engine (Dmodc stands out).
+#: Colours and markers of smroute's engines other than the reference, in
+#: registry order.
+_OWN_STYLES = (("#e377c2", "P"), ("#17becf", "*"), ("#bcbd22", "h"))
+#: Colour and marker per engine (the reference engine, Dmodc, stands out).
 ENGINE_STYLE: dict[str, tuple[str, str]] = {
-    "dmodc": ("#d62728", "o"), "ftree": ("#1f77b4", "s"), "updn": ("#2ca02c", "^"),
+    api.DEFAULT: ("#d62728", "o"), "ftree": ("#1f77b4", "s"), "updn": ("#2ca02c", "^"),
     "minhop": ("#9467bd", "v"), "dfsssp": ("#8c564b", "D"), "sssp": ("#ff7f0e", "x"),
-    "nmodc": ("#e377c2", "P"),
+    **dict(zip([e for e in api.names() if e != api.DEFAULT], _OWN_STYLES, strict=False)),
 }
 
 
@@ -60,7 +64,7 @@ def _series(rows: Sequence[Row], engine: str, metric: str
     mine = [r for r in rows if r["engine"] == engine]
     ok = [r for r in mine if complete(r)]
     x = np.array([float(str(r["removed"])) for r in ok])
-    y = np.array([_num(r.get(metric)) for r in ok])
+    y = np.array([number(r.get(metric)) for r in ok])
     keep = ~np.isnan(y)
     return x[keep], y[keep], outcome_note(mine)
 
@@ -89,7 +93,7 @@ def _draw(ax: Axes, rows: Sequence[Row], metric: str, engines: Sequence[str]) ->
     min-max shaded, the others show their min-max as thin bars."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    ordered = [e for e in engines if e != "dmodc"] + [e for e in engines if e == "dmodc"]
+    ordered = [e for e in engines if e != api.DEFAULT] + [e for e in engines if e == api.DEFAULT]
     k = len(engines)
     for e in ordered:
         color, marker = ENGINE_STYLE.get(e, ("#7f7f7f", "."))
@@ -101,7 +105,7 @@ def _draw(ax: Axes, rows: Sequence[Row], metric: str, engines: Sequence[str]) ->
                    linewidths=0)
         c, med, lo, hi = _bands(x, y)
         label = e + note
-        dm = e == "dmodc"
+        dm = e == api.DEFAULT
         ax.plot(c * shift, med, color=color, marker=marker, ms=4 if dm else 3,
                 lw=2.0 if dm else 1.1, label=label, zorder=3 if dm else 2)
         if dm:

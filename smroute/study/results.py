@@ -32,6 +32,7 @@ import numpy as np
 from smroute.analysis.patterns import CPS
 from smroute.errors import InputError
 from smroute.fileio import atomic_write_text, read_lines
+from smroute.routing import api
 from smroute.text import excerpt
 
 __all__ = [
@@ -123,7 +124,7 @@ def reproduces(new: Row, old: Row, metrics: Sequence[str]) -> bool:
     the CSV stores them; a metric neither row has (NaN or absent) counts as
     the same."""
     for m in metrics:
-        a, b = _num(new.get(m)), _num(old.get(m))
+        a, b = number(new.get(m)), number(old.get(m))
         if math.isnan(a) and math.isnan(b):
             continue
         if math.isnan(a) or not math.isclose(as_stored(a), b, abs_tol=1e-9):
@@ -225,7 +226,8 @@ def done_throws(rows: Iterable[Row], engines: Sequence[str],
     return {k for k, e in have.items() if need <= e and k not in again}
 
 
-def _num(v: object) -> float:
+def number(v: object) -> float:
+    """``v`` as a float if it is a number, else NaN (a CSV cell left empty)."""
     return float(v) if isinstance(v, (int, float)) else math.nan
 
 
@@ -246,10 +248,10 @@ def summary_lines(rows: Sequence[Row], metrics: Sequence[str] = ("a2a", "rp", "s
         n_fail = sum(1 for r in rs if r["status"] != "ok")
         cells = [fab, mode, eng, str(len(ok)), str(n_fail), str(len(rs) - len(ok) - n_fail)]
         for m in metrics:
-            v = np.array([_num(r.get(m)) for r in ok])
+            v = np.array([number(r.get(m)) for r in ok])
             v = v[~np.isnan(v)]
             cells.append(f"{np.median(v):.3g} ({v.max():.3g})" if len(v) else "-")
-        t = np.array([_num(r.get("routing_seconds")) for r in ok])
+        t = np.array([number(r.get("routing_seconds")) for r in ok])
         t = t[~np.isnan(t)]
         cells.append(f"{np.median(t):.3g}" if len(t) else "-")
         table.append(cells)
@@ -273,7 +275,7 @@ def band_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
         line = [f"{label} ({len(throws)})"]
         for e in engines:
             mine = [r for r in in_band if r["engine"] == e]
-            v = np.array([_num(r.get(metric)) for r in mine if complete(r)])
+            v = np.array([number(r.get(metric)) for r in mine if complete(r)])
             v = v[~np.isnan(v)]
             cell = f"{np.median(v):.3g} / {v.max():.3g}" if len(v) else "-"
             line.append(cell + outcome_note(mine))
@@ -287,7 +289,7 @@ def csv_path(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
-                 engines: Sequence[str], ref: str = "dmodc") -> list[list[str]]:
+                 engines: Sequence[str], ref: str = api.DEFAULT) -> list[list[str]]:
     """``ref`` against each other engine on the same throws (both
     :func:`complete`), per
     band: ``W/E/B`` = throws where ``ref`` is worse (higher), equal, better,
@@ -296,7 +298,7 @@ def paired_table(rows: Sequence[Row], fabric: str, mode: str, metric: str,
     val: dict[tuple[int, str], float] = {}
     rem: dict[int, int] = {}
     for r in sel:
-        v = _num(r.get(metric))
+        v = number(r.get(metric))
         if not math.isnan(v):
             val[(int(str(r["throw"])), str(r["engine"]))] = v
             rem[int(str(r["throw"]))] = int(str(r["removed"]))
@@ -403,7 +405,7 @@ def _significant(paired: str) -> bool:
 def _complete_values(by: dict[tuple[int, str], Row], throws: Sequence[int], engine: str,
                      metric: str) -> dict[int, float]:
     """``metric`` of ``engine`` per throw of ``throws`` where its row is complete."""
-    return {t: _num(by[(t, engine)].get(metric)) for t in throws
+    return {t: number(by[(t, engine)].get(metric)) for t in throws
             if (t, engine) in by and complete(by[(t, engine)])}
 
 
@@ -425,27 +427,31 @@ def markdown_report(rows: Sequence[Row], engines: Sequence[str] | None = None,
              "hsd_random": "HSD, CPS in random orders (average over the 7 CPS)",
              "routing_seconds": "routing seconds"}
     out: list[str] = []
+    own = api.names()  # smroute's engines, the reference first; the others are rivals
     for fab, mode in sorted({(str(r["fabric"]), str(r["mode"])) for r in rows}):
         throws = len({r["throw"] for r in rows if r["fabric"] == fab and r["mode"] == mode})
         out += [f"#### {fab}, {mode} degradation ({throws} throws)", ""]
         for m in (*metrics, "routing_seconds"):
             out += [f"{names.get(m, m)}, median / worst:", ""]
             out += _md(band_table(rows, fab, mode, m, engs)) + [""]
-            for ref in ("dmodc", "nmodc"):
+            for ref in own:
                 if m != "routing_seconds" and ref in engs and len(engs) > 1:
                     name = ref.capitalize()
                     out += [f"{name} against each engine on the same throws: throws where "
                             f"{name} is worse / equal / better (largest excess):", ""]
                     out += _md(paired_table(rows, fab, mode, m, engs, ref)) + [""]
-        rivals = [e for e in engs if e not in ("dmodc", "nmodc")]
-        if "nmodc" in engs and rivals:
-            out += ["Nmodc against the best OpenSM engine of each band and metric (the "
+        rivals = [e for e in engs if e not in own]
+        cands = [e for e in own if e != api.DEFAULT and e in engs] if rivals else []
+        for cand in cands:
+            name = api.engine(cand).title
+            out += [f"{name} against the best OpenSM engine of each band and metric (the "
                     "lowest median among the engines complete on every throw of the band; "
-                    "`*` none is), paired on the same throws; `ok`: Nmodc complete on every "
+                    f"`*` none is), paired on the same throws; `ok`: {name} complete on every "
                     "throw, median at or below, worse in at most 5% of the paired throws; "
-                    "`sign p`: the chance of at least that many worse throws if Nmodc were as "
+                    f"`sign p`: the chance of at least that many worse throws if {name} were as "
                     "likely worse as better on each untied throw (one-sided sign test):", ""]
-            out += _md(verdict_table(rows, fab, mode, "nmodc", rivals)) + [""]
+            out += _md(verdict_table(rows, fab, mode, cand, rivals)) + [""]
+        if cands:
             out += ["Every engine by the same bar, each against the best of the OpenSM "
                     "engines other than itself:", ""]
             out += _md(bar_table(rows, fab, mode, engs, rivals, metrics)) + [""]

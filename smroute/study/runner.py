@@ -26,6 +26,7 @@ from smroute.errors import SmrouteError
 from smroute.fabric.ibnetdiscover import read_topology
 from smroute.fabric.model import Fabric
 from smroute.lab.sidebyside import SMROUTE_ENGINES, run_side_by_side
+from smroute.routing import api
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.study.executors import run_unordered
 from smroute.study.results import (
@@ -139,7 +140,7 @@ def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
     permutations, order or fabric: the next resume runs it in full)."""
     if not task.check:
         return rows
-    dm = next((r for r in rows if r["engine"] == "dmodc"), {})
+    dm = next((r for r in rows if r["engine"] == api.DEFAULT), {})
     diff = [f"{k} {dm.get(k, 'none')} != {v:g}" for k, v in task.check
             if not isinstance(got := dm.get(k), (int, float)) or as_stored(got) != v]
     if not diff:
@@ -156,15 +157,15 @@ def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTa
     ibsim alone; Dmodc's check shows the fabric, its LIDs, the host order
     and the permutations are the cached rows' own."""
     have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
-    dm = have.get("dmodc")
-    if not have or dm is None or dm.get("status") != "ok" or "dmodc" not in task.engines:
+    dm = have.get(api.DEFAULT)
+    if not have or dm is None or dm.get("status") != "ok" or api.DEFAULT not in task.engines:
         return None
     missing = [e for e in task.engines if e not in have]
     check = tuple((k, float(v)) for k in METRICS
                   if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v))
     if not check:  # nothing to check the cached rows by
         return None
-    engines = tuple(e for e in task.engines if e in missing or e == "dmodc")
+    engines = tuple(e for e in task.engines if e in missing or e == api.DEFAULT)
     return dataclasses.replace(task, engines=engines, check=check)
 
 

@@ -1,7 +1,7 @@
 """Nmodc's redirects by load (beyond the paper): where a leaf's nominal slot
 does not lead closer to a destination, the up group it takes instead.
 
-Nmodc's kernel (:mod:`smroute.routing.nominal`) sends a destination whose
+Nmodc's kernel (:mod:`smroute.routing.nmodc.nominal`) sends a destination whose
 nominal slot is lost to the other slots in a fixed probe order.  Every leaf
 probes in the same order, so leaves that lost the same slot agree; but a
 leaf that also lacks the first alternative takes a third upper switch, where
@@ -12,7 +12,7 @@ destinations on its hottest up-link came from one to four leaves each).
 
 This pass rechooses those redirected entries, as a leaf's upper switch's
 egress for the destination is known once every table is computed.  The
-candidates are the first ``CHOICES`` closer slots in the probe order and
+candidates are the first ``REDIRECT_CHOICES`` closer slots in the probe order and
 the kernel's choice:
 
 * an upper switch to which another leaf of the sibling group already sends
@@ -21,9 +21,9 @@ the kernel's choice:
 * otherwise the one whose egress link carries the fewest destinations;
 * a slot the leaf already took for another redirected destination of the
   same NID window (``floor(x / m)``, a shift permutation's neighbours)
-  costs ``SPREAD`` more per such destination;
+  costs ``REDIRECT_SPREAD`` more per such destination;
 * the kernel's choice stays unless another is lighter by more than
-  ``KEEP`` destinations (its probe order spreads a shift permutation's
+  ``REDIRECT_KEEP`` destinations (its probe order spreads a shift permutation's
   lost slots over distinct groups), and ties go to the probe order.
 
 Only entries whose upper switches route on up are weighed: a down-link
@@ -31,7 +31,7 @@ from an upper switch reaches the target leaf alone, whose end-ports bound
 its risk (X5's leaves keep their shares by capacity).  Groups of sibling
 leaves share no upper switch, so each is balanced on its own (the worker
 pool runs parts of them in parallel, :mod:`smroute.routing.pool`).  A
-group's destinations are dealt in NID order round-robin into ``BLOCKS``
+group's destinations are dealt in NID order round-robin into ``REDIRECT_BLOCKS``
 blocks, placed block after block: NIDs next to each other see each other's
 load.  Inside a block, an entry with a free upper switch is placed at once
 and, of the others, the first of each destination and sibling group per
@@ -57,28 +57,29 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nominal import NominalSlots, redirect_dividers
+from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
+from smroute.routing.nmodc.slot_tables import probe_offsets
 from smroute.routing.runs import runs
-from smroute.routing.slot_tables import probe_offsets
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
            "balance_redirects"]
 
-#: Blocks of destinations placed at once (load is seen between blocks and rounds).
-BLOCKS = 32
+#: Blocks of destinations placed at once: the load a placement sees is updated
+#: between blocks (more: each choice sees more of the others, a round per block).
+REDIRECT_BLOCKS = 32
 #: The kernel's choice stays unless another is lighter by more than this
-#: many destinations.
-KEEP = 2
+#: many destinations (higher: closer to the kernel's spread, less balance).
+REDIRECT_KEEP = 2
 #: Added to a candidate's cost per entry of the same leaf and NID window
 #: (``floor(x / m)``) already redirected to that slot: the kernel's probe order
 #: spreads a shift permutation's lost slots over distinct groups, and so does
 #: this (1,728-host tree, 13 heavy link throws: SP 247 to 225 in all, A2A 758
 #: to 810).
-SPREAD = 2
+REDIRECT_SPREAD = 2
 #: Candidates weighed per entry besides the kernel's: the first closer slots
 #: in probe order (all 11 on the 1,728-host tree's 64+ band: A2A 31.5 against 33).
-CHOICES = 4
+REDIRECT_CHOICES = 4
 
 
 def _up_cost(c_up: np.ndarray) -> np.ndarray:
@@ -381,7 +382,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     on = red.routes_on & (kern >= 0)
     choice = kern.copy()
     sel = np.flatnonzero(on)
-    # candidates: the first CHOICES closer slots in probe order, the kernel's
+    # candidates: the first REDIRECT_CHOICES closer slots in probe order, the kernel's
     y = dest.nid[d[sel]] // redirect_dividers(g, pi)[sw[sel]]
     first = _first_candidates(red.class_closer, red.entry_class[sel], xr[sel], y, m[sel])
     cand = np.concatenate([first, kern[sel, None]], axis=1)
@@ -390,12 +391,12 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
                     0)
     lk = up_c * 256 + ports[pr.ups[up_c], dest.lid[d[sel]][:, None]]
     # the kernel's choice is settled where its destination has no other
-    # entry in the sibling group and no candidate is lighter by more than KEEP
+    # entry in the sibling group and no candidate is lighter by more than REDIRECT_KEEP
     sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
     n_key = _ids(key, counts=True)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
-    settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + KEEP)
+    settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + REDIRECT_KEEP)
     np.add.at(load, lk[settled, -1], 1)
     rest = ~settled
     if rest.any():
@@ -437,7 +438,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     d_vals, d_of = _dense(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
     n_d = len(d_vals)
     n_carry = n_up * n_d
-    # destinations in NID order, dealt round-robin into BLOCKS blocks: NIDs
+    # destinations in NID order, dealt round-robin into REDIRECT_BLOCKS blocks: NIDs
     # next to each other (a shift permutation's) are placed one after another
     # (ranked per sibling group: groups are independent)
     nid = dest.nid[d]
@@ -448,14 +449,14 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     start_sib = np.r_[True, sib[by_sib][1:] != sib[by_sib][:-1]]
     rank -= rank[np.flatnonzero(start_sib)][np.cumsum(start_sib) - 1]
     block_of = np.empty(n, dtype=np.int64)
-    block_of[by_sib] = rank % BLOCKS
+    block_of[by_sib] = rank % REDIRECT_BLOCKS
     n_sib = int(sib.max(initial=0)) + 1
     # (the leaves of one destination and sibling group by GUID: the first
     # of them leads, whatever the node order of the fabric; one int64 key:
     # 32 blocks, NIDs below 2**16, groups and leaves below 2**20 each)
     order = np.argsort(((block_of * n_nid + nid) * n_sib + sib) * (int(guid.max()) + 1) + guid,
                        kind="stable")
-    starts = np.searchsorted(block_of[order], np.arange(BLOCKS + 1))
+    starts = np.searchsorted(block_of[order], np.arange(REDIRECT_BLOCKS + 1))
     choice = np.full(n, -1, dtype=np.int64)
     # per entry, in placing order: flat indices into carry, taken and load;
     # a missing candidate points past their ends, at a carry that is never
@@ -474,19 +475,19 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     carry_f = np.zeros(n_carry + 1, dtype=bool)
     taken_f = np.zeros(n_taken + 1, dtype=np.int64)
     load_f = np.append(load, np.int64(1) << 40)
-    for bi in range(BLOCKS):
+    for bi in range(REDIRECT_BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
         while len(pend):
             c_k = ck[pend]
             cost = np.where(carry_f[c_k], 0, load_f[lk_o[pend]] + 1)
-            cost += SPREAD * taken_f[tk[pend]]
+            cost += REDIRECT_SPREAD * taken_f[tk[pend]]
             best = np.argmin(cost, axis=1)  # the first of equal costs
             cb = np.take_along_axis(cost, best[:, None], axis=1)[:, 0]
             free = cb == 0
             # an entry without a free upper switch keeps the kernel's unless
-            # it is heavier by more than KEEP; the first such entry of each
+            # it is heavier by more than REDIRECT_KEEP; the first such entry of each
             # destination and sibling group is placed this round
-            best = np.where(~free & (cost[:, -1] <= cb + KEEP), k - 1, best)
+            best = np.where(~free & (cost[:, -1] <= cb + REDIRECT_KEEP), k - 1, best)
             other = np.flatnonzero(~free)
             key = key_o[pend[other]]
             lead = other[np.r_[True, key[1:] != key[:-1]]] if len(other) else other
@@ -512,11 +513,11 @@ def _guid_rank(g: SwitchGraph, leaves: np.ndarray) -> np.ndarray:
 
 def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.ndarray,
                       m: np.ndarray) -> np.ndarray:
-    """``(R, CHOICES)`` int64: the first closer slots (``closer`` ``(C, M)``
+    """``(R, REDIRECT_CHOICES)`` int64: the first closer slots (``closer`` ``(C, M)``
     of each entry's class ``cls`` ``(R,)``) in the probe order of each entry
     (digit ``x``, redirect digit ``y``, nominal arity ``m``;
-    :func:`~smroute.routing.nominal.redirect_dividers`), -1 past the last."""
-    out = np.full((len(x), CHOICES + 1), -1, dtype=np.int64)  # the last: a slot not taken
+    :func:`~smroute.routing.nmodc.nominal.redirect_dividers`), -1 past the last."""
+    out = np.full((len(x), REDIRECT_CHOICES + 1), -1, dtype=np.int64)  # the last: a slot not taken
     flat = np.ascontiguousarray(closer).ravel()
     for mv in np.unique(m).tolist():
         sel = np.flatnonzero(m == mv)
@@ -525,17 +526,17 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
         r = y[sel] % max(mv - 1, 1)
         row = cls[sel] * closer.shape[1]
         got = np.zeros(len(sel), dtype=np.int64)
-        for q in range(mv - 1):  # the entries still short of CHOICES
+        for q in range(mv - 1):  # the entries still short of REDIRECT_CHOICES
             slot = (j0 + 1 + off[r, q]) % mv  # the q-th probed slot
             take = flat[row + slot]
-            out[sel, np.where(take, got, CHOICES)] = slot
+            out[sel, np.where(take, got, REDIRECT_CHOICES)] = slot
             got += take
-            more = got < CHOICES
+            more = got < REDIRECT_CHOICES
             if not more.all():
                 sel, j0, r, row, got = sel[more], j0[more], r[more], row[more], got[more]
                 if not len(sel):
                     break
-    return out[:, :CHOICES]
+    return out[:, :REDIRECT_CHOICES]
 
 
 def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ residue per value of ``x``, and consecutive values of ``x`` spread a
 shift permutation's destinations over the cables.  Where a child sends
 ``u`` a destination of another slot, by capacity (a leaf with more cables
 to ``u`` than to its other up-neighbours,
-:func:`~smroute.routing.slot_tables.capacity_tables`) or as a redirect, that
+:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`) or as a redirect, that
 foreign destination has the ``x`` of a native neighbour and takes its
 cable: the two share it while the other cables of the group idle
 (Loginoff's capture: leaf ib1's extra destinations through ib7 take the
@@ -36,9 +36,9 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nominal import NominalSlots
+from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.nmodc.slot_tables import may_share
 from smroute.routing.runs import runs
-from smroute.routing.slot_tables import may_share
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["port_groups", "foreign_entries", "offset_foreign", "move_entries"]
@@ -66,7 +66,7 @@ def _may_stray(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nominal
     one of their slots' switches reaches going down (not the switch
     itself), through a slot that is lost or does not lead closer (a lost
     slot's alternatives, the redirects by load); or shares by capacity
-    (:func:`~smroute.routing.slot_tables.may_share`).  Elsewhere every slot
+    (:func:`~smroute.routing.nmodc.slot_tables.may_share`).  Elsewhere every slot
     leads closer and the kernel takes the nominal one (a complete PGFT: no
     sender, no work)."""
     targets = np.unique(dest.target)

@@ -4,7 +4,7 @@ destinations over its parallel cables in NID order.
 
 The kernel takes a cable inside a group by Dmodc's next digit, ``floor(x /
 m) mod #cables``.  Where the shares by capacity apply
-(:func:`~smroute.routing.slot_tables.may_share`: a switch whose up cables
+(:func:`~smroute.routing.nmodc.slot_tables.may_share`: a switch whose up cables
 are bound by their destinations), a leaf's groups no longer carry every
 ``m``-th NID, and the digit loads a group's cables unevenly.  On X5's
 capture, leaf 27b0 sends 21 destinations to spine 8530 as 7, 8 and 6 and
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import Destinations
-from smroute.routing.down_offsets import port_groups
+from smroute.routing.nmodc.down_offsets import port_groups
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["deal_up_cables"]
@@ -36,7 +36,7 @@ __all__ = ["deal_up_cables"]
 def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
                    share: np.ndarray) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8 with the end-port destinations each leaf
-    of ``share`` ``(S,)`` bool (:func:`~smroute.routing.slot_tables.may_share`)
+    of ``share`` ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`)
     sends through an up group of two or more cables dealt over that group's
     cables in NID order, round-robin from its first cable (module doc); in
     place, returns ``ports``.  Switch LIDs keep their cables (no data

@@ -68,8 +68,8 @@ takes:
   cable than end-ports below it) and its other up-going destinations, or
   unequal cable counts, load them unevenly, the destinations free to take
   any up group are shared out by water-filling instead of evenly
-  (:func:`~smroute.routing.slot_tables.capacity_tables`), then dealt over
-  a group's cables (:mod:`~smroute.routing.even_cables`; X5: A2A 9 to 7).
+  (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`), then dealt over
+  a group's cables (:mod:`~smroute.routing.nmodc.even_cables`; X5: A2A 9 to 7).
 * **Wrap gaps.**  Where a shift permutation's window would not wrap
   cleanly from the last NID to the first (the leaves' modulus does not
   divide the end-port count), the NIDs get a gap at a leaf boundary
@@ -77,13 +77,13 @@ takes:
   tree with spines and leaves removed).
 * **Redirects by load.**  Once every table is computed, the leaves'
   entries whose nominal slot does not lead closer are rechosen by the load
-  of the upper switches' up-links (:mod:`smroute.routing.balance`): the
+  of the upper switches' up-links (:mod:`smroute.routing.nmodc.balance`): the
   probe order alone lets a leaf missing two slots put a destination on a
   third upper switch by itself, and on heavy damage these pile up (the
   1,728-host study tree with 655 links removed: A2A 87, 45 by load).
   Then an upper switch gives the destinations a child sends it from
   another slot their own parallel down cables
-  (:mod:`smroute.routing.down_offsets`; Loginoff's capture: A2A 20 to 18).
+  (:mod:`smroute.routing.nmodc.down_offsets`; Loginoff's capture: A2A 20 to 18).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an
@@ -102,19 +102,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.graph import components
-from smroute.routing.dmodc import (
-    INF,
-    NO_ROUTE,
-    UP_PHASE,
-    Destinations,
+from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations, dividers
+from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
+from smroute.routing.kernel import (
     RouteContext,
-    _dedupe_rows,
     cable_ports,
+    closer_groups,
+    dedupe_rows,
+    local_routes,
     route_context,
     slot_offsets,
 )
-from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
-from smroute.routing.slot_tables import AlternativesMemo, capacity_tables, occurrences, slot_tables
+from smroute.routing.nmodc.slot_tables import (
+    AlternativesMemo,
+    capacity_tables,
+    occurrences,
+    slot_tables,
+)
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
@@ -294,15 +298,8 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
 
 def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
     """Algorithm 1's dividers with the nominal arities ``arity`` ``(S,)`` in
-    place of the up-counts: ``(S,)`` int64, 1 at the leaves, going up
-    ``Pi[s'] = max over children s of Pi[s] * arity[s]``."""
-    pi = np.ones(g.n_switches, dtype=np.int64)
-    lo, hi = g.up_pairs()
-    lo_rank = g.rank[lo]
-    for r in range(g.max_rank):
-        sel = lo_rank == r
-        np.maximum.at(pi, hi[sel], pi[lo[sel]] * arity[lo[sel]])
-    return pi
+    place of the up-counts (:func:`~smroute.routing.dmodc.dividers`)."""
+    return dividers(g, arity)
 
 
 def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
@@ -347,7 +344,7 @@ def route_block(
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
-    As :func:`smroute.routing.dmodc.route_block`, with ``pi`` the nominal
+    As :func:`smroute.routing.kernel.route_block`, with ``pi`` the nominal
     dividers and ``slot_grp`` ``(S, M)`` the nominal slots with the arity
     folded in (:func:`packed_slots`).  ``one_lookup``: lay every pattern's
     table out per switch as ports (one lookup per destination) or look the
@@ -357,7 +354,7 @@ def route_block(
     blocks, :func:`redirect_dividers` (the same tables, sooner).
     ``capacity``: the switches with shares by capacity, ``(S,)`` bool or
     one for all: ``False`` for switches that cannot share
-    (:func:`~smroute.routing.slot_tables.may_share`) routed to a subset of
+    (:func:`~smroute.routing.nmodc.slot_tables.may_share`) routed to a subset of
     the destinations, where the shares, which weigh the whole row, would see
     only part of it; the pool passes ``may_share`` (shares skipped where
     they cannot apply: the same tables)."""
@@ -370,14 +367,7 @@ def route_block(
     if len(g.grp_remote):
         rd = redirect if redirect is not None else redirect_dividers(g, pi)
         _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd)
-    lo = np.searchsorted(ctx.local_target, switches, side="left")
-    hi = np.searchsorted(ctx.local_target, switches, side="right")
-    cnt_h = hi - lo
-    if cnt_h.any():
-        hb = np.repeat(np.arange(b), cnt_h)
-        hd = ctx.local_order[np.repeat(lo - np.cumsum(cnt_h) + cnt_h, cnt_h)
-                             + np.arange(int(cnt_h.sum()))]
-        out.reshape(b, -1)[hb, dest.lid[hd]] = dest.local_port[hd]
+    local_routes(dest, switches, out, ctx)
 
 
 def packed_slots(slots: NominalSlots) -> np.ndarray:
@@ -408,32 +398,18 @@ def _route_remote(
     Closer groups per (switch, distinct target) exactly as Dmodc's kernel;
     patterns are keyed by the closer nominal slots (up-going) or group
     positions (down-going) and the nominal arity, and each pattern's slot
-    table (:func:`~smroute.routing.slot_tables.slot_tables`, by capacity where
-    :func:`~smroute.routing.slot_tables.capacity_tables` finds a gain) is laid
+    table (:func:`~smroute.routing.nmodc.slot_tables.slot_tables`, by capacity where
+    :func:`~smroute.routing.nmodc.slot_tables.capacity_tables` finds a gain) is laid
     out once per switch as ports."""
     b = len(switches)
     bi = np.arange(b)
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
-    # one column more than any switch has groups: never closer (a lost slot)
-    valid = np.arange(gmax + 1)[None, :] < ng[:, None]
     g0 = g.grp_first[switches]
-    gidx = np.where(valid, g0[:, None] + np.arange(gmax + 1)[None, :], 0)
-    remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
-    rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
-    sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
-    col_of, reps = _dedupe_rows(sub_t)
-    n_u = len(reps)
-    sub_t = sub_t[reps]  # (U', R)
-    cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
-    hop = np.uint8(UP_PHASE - 1)
-    as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
-    as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
-    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
-    pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
-    rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
-    closer = rem_t < cs_t[:, :, None]
-    closer &= (cs_t < INF)[:, :, None]
+    # one column more than any switch has groups: never closer (a lost slot)
+    cl = closer_groups(g, switches, ctx, gmax + 1)
+    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
+    cs_t, closer = cl.cs, cl.closer
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
@@ -452,7 +428,7 @@ def _route_remote(
     packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
     nb = packed.shape[2]
     keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
-    pat_of, first = _dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
+    pat_of, first = dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
     pbits = np.unpackbits(pat_rows[:, :nb], axis=1, bitorder="little")[:, :w].astype(bool)

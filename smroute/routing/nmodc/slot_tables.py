@@ -1,4 +1,4 @@
-"""Nmodc's slot tables (:mod:`smroute.routing.nominal`): per pattern of
+"""Nmodc's slot tables (:mod:`smroute.routing.nmodc.nominal`): per pattern of
 closer groups, the table a destination indexes with its digit.
 
 A table is a run of ``length`` entries in one flat ``value`` array from
@@ -182,7 +182,7 @@ def capacity_tables(
     times over with the fewest entries moved from the groups above their
     share to those below it, so that as few destinations as the shares need
     leave their nominal group (an upper switch gives those foreign
-    destinations their own down cables, :mod:`smroute.routing.down_offsets`).
+    destinations their own down cables, :mod:`smroute.routing.nmodc.down_offsets`).
     ``parallel_resolution`` 10 is tuned on Loginoff's capture (a leaf with 4
     cables to one spine, 3 to the other): 8 to 10 and 15 to 32 reach A2A 18,
     of those 9, 10 and 20 keep the topological shifts' HSD at or below

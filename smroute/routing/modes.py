@@ -1,0 +1,318 @@
+"""The mode chain: how a tree is routed when Dmodc's routes do not serve
+every pair, in one place for every engine (algorithm-free).
+
+``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient`` -> ``updown``:
+
+* ``tree``: the engine's tables over the tree's ranks (:func:`start`).
+* ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
+  (:func:`turn_destinations`); the switches without a path take the
+  engine's route towards a turn root (:func:`turn_roots`), where the route
+  turns towards the destination; every route is then checked to be
+  up*/down* in the orientation towards that root.
+* ``tree+detours`` (``max_vls >= 2``): the check failed; those
+  destinations are routed with detours over virtual lanes instead
+  (:mod:`smroute.routing.detour`).
+* ``tree+orient``: the check failed (and detours were off or could not
+  route every pair): the tree's routes stay for every destination they
+  serve; only the destinations some needed pair lacks a path to take the
+  turn root's routes where the tree has none, accepted when they are
+  delivered and the channel dependencies of all routes are acyclic
+  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
+* ``updown``: the fabric is no tree (towards its top switches, or one root
+  per component where end-ports on top switches need each other:
+  :func:`updown_graph`), or, as the last resort, orienting left some
+  destination without a route: every destination is routed up*/down*
+  towards the turn root.
+
+Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
+:func:`chain` runs the steps after the tree's tables (engines that route
+through closer groups only, :attr:`~smroute.routing.api.Guarantees.closer_groups`);
+a new step plugs in there.  :func:`mode_graphs` gives the graphs a stored
+mode was routed on (resume).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from smroute.fabric.graph import first_per_group
+from smroute.fabric.model import Fabric
+from smroute.fabric.roles import FabricRoles, NeededPairs
+from smroute.routing import dmodc, orient
+from smroute.routing.api import Engine, Prepared
+from smroute.routing.detour import route_detours
+from smroute.routing.dmodc import INF, Destinations
+from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
+from smroute.routing.vlassign import VirtualLanes
+
+__all__ = ["Outcome", "chain", "mode_graphs", "start", "turn_destinations", "turn_roots",
+           "updown_graph"]
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """Where the chain ended: the mode and why, the orientation every route
+    is up*/down* in (``None``: the routed graph's), the LIDs routed through
+    the turn root or with detours, the lanes of ``tree+detours``, the
+    routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s, and
+    ``oriented`` ``(D,)`` bool: the destinations of ``tree+orient`` (else
+    ``None``)."""
+
+    mode: str
+    reason: str
+    check: SwitchGraph | None
+    turn_lids: int
+    lanes: VirtualLanes | None
+    prep: Prepared
+    ports: np.ndarray
+    oriented: np.ndarray | None = None
+
+
+def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
+    """The graph a routing starts on, its mode and why: the tree's ranks
+    (``tree``), else up*/down* towards the roles' roots (``updown``)."""
+    if roles.tree:
+        return switch_graph(fabric, roles), "tree", ""
+    return rooted_graph(fabric, roles, roles.roots), "updown", f"no tree: {roles.why_not_tree}"
+
+
+def updown_graph(fabric: Fabric, roles: FabricRoles, g: SwitchGraph, reason: str,
+                 needed: NeededPairs, lmc: int | None) -> tuple[SwitchGraph, str]:
+    """The graph of a fabric that is no tree (``g`` from :func:`start`,
+    rooted at every top switch) and why: rooted at one switch per component
+    (the roles' centres) instead when a needed pair of end-ports on the top
+    switches has no up*/down* path between them."""
+    if len(roles.roots) <= len(roles.centres):
+        return g, reason
+    c0 = dmodc.costs_and_dividers(g)[0]
+    dest = dmodc.destinations(g, dmodc.topological_nids(g, c0), lmc=lmc)
+    if not orient.needed_turns(g, c0, dest, needed).any():
+        return g, reason
+    return rooted_graph(fabric, roles, roles.centres), (
+        reason + "; end-ports on the top switches need each other: rooted at one switch "
+        "per component")
+
+
+def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPairs,
+                lmc: int | None) -> tuple[SwitchGraph, SwitchGraph | None]:
+    """The graph a routing in ``mode`` (not ``tree+detours`` nor
+    ``tree+orient``) for the pairs ``needed`` was routed on, and its check
+    graph (``tree+turns``: the orientation towards the turn roots; else
+    ``None``)."""
+    g, _, reason = start(fabric, roles)
+    if not roles.tree:
+        return updown_graph(fabric, roles, g, reason, needed, lmc)[0], None
+    if roles.tree and mode == "tree+turns":
+        return g, rooted_graph(fabric, roles, turn_roots(g), like=g)
+    if roles.tree and mode == "updown":  # the turn-root check failed
+        return rooted_graph(fabric, roles, turn_roots(g), like=g), None
+    return g, None
+
+
+def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
+          ports: np.ndarray, mode: str, reason: str, max_vls: int, needed: NeededPairs,
+          route_again: Callable[[SwitchGraph], tuple[Prepared, np.ndarray]]) -> Outcome:
+    """The steps after the tree's tables ``ports`` of ``prep`` (module doc),
+    in mode ``mode`` (``reason``) so far, for the pairs ``needed``;
+    ``route_again(g)``: the engine's routing on another graph (``updown``).
+    ``ports`` is changed in place."""
+    g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
+    none = Outcome(mode, reason, None, 0, None, prep, ports)
+    if mode != "tree" or not engine.guarantees.closer_groups:
+        return none
+    need = turn_destinations(g, c, dest)
+    if not need.any():
+        return none
+    n = int(need.sum())
+    roots = turn_roots(g)
+    g2 = rooted_graph(fabric, roles, roots, like=g)
+    tree_ports = ports.copy()
+    if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
+        return Outcome("tree+turns", (
+            f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree; "
+            "routed through the turn root"), g2, n, None, prep, ports)
+    why = ""
+    if max_vls >= 2:
+        lanes, why = _detours(fabric, g, c, pi, dest, need, ports, max_vls, g2,
+                              engine.guarantees.detours_by_load)
+        if lanes is not None:
+            # every link the routes may take (the escape's too), the tree's ranks
+            check = dataclasses.replace(g2, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf,
+                                        mode=g.mode)
+            return Outcome("tree+detours", (
+                f"{n} destination LIDs have end-port traffic with no up*/down* path in the "
+                f"tree; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
+                check, n, lanes, prep, ports)
+        why = f"; {why}"
+    ports[...] = tree_ports
+    ori, no = orient.orient(fabric, g, c, pi, dest, ports,
+                            (need, orient.needed_turns(g, c, dest, needed)), needed,
+                            (g2, *dmodc.costs_and_dividers(g2)))
+    head = f"the tree's routes through the turn root are not all up*/down* towards it{why}"
+    if ori is not None and ori.complete:
+        k = int(ori.turns.sum())
+        return Outcome("tree+orient" if k else "tree", (
+            f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
+            f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
+    # last resort: one orientation for every destination
+    prep2, ports2 = route_again(g2)
+    return Outcome("updown", (
+        f"{head}, and turning the destinations that need it one at a time left some without "
+        f"a route{f' ({no})' if no else ''}: routed every destination up*/down* towards the "
+        "turn root"), None, 0, None, prep2, ports2)
+
+
+def _detours(
+    fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+    need: np.ndarray, ports: np.ndarray, max_vls: int, escape: SwitchGraph, by_load: bool,
+) -> tuple[VirtualLanes | None, str]:
+    """Route ``need`` ``(D,)`` bool with detours in place in ``ports``:
+    ``(lanes, "")`` if every pair it was for is then routed, else ``(None,
+    why)`` naming a few of the pairs left (``ports`` is then to be discarded)."""
+    lanes, short = route_detours(fabric, g, c, pi, dest, need, ports, max_vls=max_vls,
+                                 escape=escape, by_load=by_load)
+    if not len(short):
+        return lanes, ""
+    l2p = fabric.lid_to_port
+    names = [f"{fabric.describe_node(int(g.sw_node[s]))} -> LID {lid} "
+             f"{fabric.describe_port(int(l2p[lid]))}" for s, lid in short[:3].tolist()]
+    more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+    return None, (f"detours within {max_vls} VLs and {lanes.n_sls} SLs leave {len(short)} "
+                  f"switch-to-LID pairs without a route: {', '.join(names)}{more}")
+
+
+def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
+    """``(D,)`` bool: end-port destinations that some switch carrying
+    end-ports has no up*/down* path to although cables join them (same
+    physical component).  Switch LIDs without an up*/down* path stay unrouted."""
+    src = np.unique(g.ep_switch)
+    if not len(src) or not len(dest.lid):
+        return np.zeros(len(dest.lid), dtype=bool)
+    unreached = c[src] == INF  # (sources, S)
+    if len(np.unique(g.component)) > 1:
+        unreached &= g.component[src][:, None] == g.component[None, :]
+    need_t = unreached.any(axis=0)  # per target switch
+    return need_t[dest.target] & ~dest.is_switch  # switch LIDs never need a turn
+
+
+def turn_roots(g: SwitchGraph) -> np.ndarray:
+    """Switch nodes of the turn roots ``(K,)``, one per physical component:
+    its leaf with the most up groups (lowest GUID on a tie), else its switch
+    with the lowest GUID."""
+    o = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf, g.component))
+    return np.sort(g.sw_node[first_per_group(o, g.component[o])])
+
+
+def _turn_through_roots(
+    g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+    need: np.ndarray, ports: np.ndarray, roots: np.ndarray,
+    g2: SwitchGraph,
+) -> bool:
+    """Route the destinations ``need`` ``(D,)`` bool through the turn roots,
+    in place in ``ports``; whether every route is then delivered and
+    up*/down* in ``g2``'s orientation (else ``ports`` is to be discarded).
+
+    A switch that has an up*/down* path to such a destination keeps Dmodc's
+    entry; one that has none takes Dmodc's entry towards its component's turn
+    root, with the destination's NID (so the load still spreads).  A route
+    then follows the tree towards the root until it meets a switch with a path
+    to the destination, at the latest the root itself: delivered if the root
+    has a path to every such destination and every end-port switch lacking
+    one has a path to the root.
+    """
+    rid = np.searchsorted(g.sw_node, roots)
+    root_of_label = np.zeros(g.n_switches, dtype=np.int64)  # labels are switch ids
+    root_of_label[g.component[rid]] = rid
+    root_of = root_of_label[g.component]
+    sel = np.flatnonzero(need)
+    tgt = dest.target[sel]
+    root = root_of[tgt]
+    if (c[root, tgt] == INF).any():
+        return False
+    none = c[:, tgt] == INF  # (S, K): switches without a path to the destination
+    src = np.unique(g.ep_switch)
+    cut = src[c[src, root_of[src]] == INF]  # end-port switches without a path to the root
+    if (none[cut] & (g.component[cut][:, None] == g.component[tgt][None, :])).any():
+        return False
+    orient.route_turns(g, c, pi, dest, need, root, ports)
+    # where a route towards the root may hop down in g2's orientation, the
+    # switch it reaches may turn up towards the destination: check those rows
+    junction = _down_towards(g, g2, c, root_of) & none.any(axis=1)
+    return _updown_in(g, g2, ports, dest, np.flatnonzero(junction), ~need)
+
+
+def _down_towards(g: SwitchGraph, g2: SwitchGraph, c: np.ndarray,
+                  root_of: np.ndarray) -> np.ndarray:
+    """``(S,)`` bool: switches one of whose Dmodc next hops towards their
+    turn root (``root_of`` ``(S,)`` switch ids) is a ``g2``-down link (a route
+    to the root that is not a shortest path in the cable graph)."""
+    sw, rem = g.grp_switch, g.grp_remote
+    if not len(sw):
+        return np.zeros(g.n_switches, dtype=bool)
+    root = root_of[sw]
+    cs, cr = c[sw, root], c[rem, root]
+    down1 = g.rank[rem] < g.rank[sw]
+    hop = np.uint8(dmodc.UP_PHASE - 1)
+    closer = np.where(cs < dmodc.UP_PHASE, down1 & (cr < cs), ~down1 & ((cr & hop) < (cs & hop)))
+    closer &= cs < INF
+    out = np.zeros(g.n_switches, dtype=bool)
+    out[sw[closer & (g2.rank[rem] < g2.rank[sw])]] = True
+    return out
+
+
+def _updown_in(g1: SwitchGraph, g2: SwitchGraph, ports: np.ndarray, dest: Destinations,
+               junction: np.ndarray, tree_cols: np.ndarray) -> bool:
+    """Whether every route is up*/down* in ``g2``'s orientation (so the
+    tables are free of credit loops).  Every route follows Dmodc's routes in
+    ``g1``'s orientation: towards its destination, or (the columns not in
+    ``tree_cols`` ``(D,)`` bool, from the switches without a path to it)
+    towards the turn root until a switch has a path, where it turns.
+
+    A route leaves ``g2``'s up*/down* only where it enters a switch ``b`` by a
+    ``g2``-down link and leaves it by a ``g2``-up link.  Along ``g1``-routes
+    that needs a *risky* link: a ``g2``-down link into a switch with a
+    ``g2``-up link a ``g1``-route may take next (any, after a ``g1``-up move;
+    a ``g1``-down one after a ``g1``-down move): the rows of those switches
+    are read for every column, a few rows on a complete tree.  At a turn the
+    hop in comes from a route towards the root: the rows ``junction`` ``(J,)``
+    (switches that may hop ``g2``-down towards the root) are read for the
+    turn columns; none on a complete tree.
+    """
+    n = g1.n_switches
+    sw, rem = g1.grp_switch, g1.grp_remote
+    up1 = g1.rank[rem] > g1.rank[sw]
+    up2 = g2.rank[rem] > g2.rank[sw]
+    up_after_up = np.zeros(n, dtype=bool)
+    up_after_up[sw[up2]] = True
+    up_after_down = np.zeros(n, dtype=bool)
+    up_after_down[sw[up2 & ~up1]] = True
+    risky = ~up2 & np.where(up1, up_after_up[rem], up_after_down[rem])
+    # per (switch, port): the link's class, and where it leads
+    cnt = g1.grp_port_count
+    at = (np.repeat(sw, cnt), g1.grp_ports)
+
+    def per_port(flag: np.ndarray) -> np.ndarray:
+        out = np.zeros((n, 256), dtype=bool)
+        out[at] = np.repeat(flag, cnt)
+        return out
+
+    up2_port, risky_port, down2_port = per_port(up2), per_port(risky), per_port(~up2)
+    nxt = next_switch(g1)
+
+    def bad(rows: np.ndarray, lids: np.ndarray, into: np.ndarray) -> bool:
+        """Some entry of ``rows`` x ``lids`` leaves by a port of ``into``
+        ``(S, 256)`` bool to a switch whose entry then goes ``g2``-up."""
+        if not len(rows) or not len(lids):
+            return False
+        p1 = ports[rows][:, lids]
+        hit = into[rows[:, None], p1]  # NO_ROUTE (255) is no link: False
+        hb = nxt[rows[:, None], p1][hit]
+        p2 = ports[hb, lids[np.nonzero(hit)[1]]]
+        return bool(up2_port[hb, p2].any())
+
+    return not (bad(np.unique(sw[risky]), dest.lid, risky_port)
+                or bad(junction, dest.lid[~tree_cols], down2_port))

@@ -1,0 +1,119 @@
+"""The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
+gaps, the nominal kernel, then its whole-table passes in order: redirects by
+load (in parts of whole sibling groups of leaves, which share no upper
+switch), down-cable offsets of foreign residues, even up cables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from smroute.fabric.model import Fabric
+from smroute.routing import dmodc, kernel
+from smroute.routing.api import (
+    Arrays,
+    Guarantees,
+    Pass,
+    Prepared,
+    Runner,
+    base_arrays,
+    dest_from,
+    graph_from,
+)
+from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.incremental import NmodcIncremental
+from smroute.routing.nmodc.slot_tables import AlternativesMemo
+from smroute.routing.reroute import IncrementalHook
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["Nmodc", "balance_pass", "group_parts"]
+
+
+def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
+    """The redirects by load of whole sibling groups of ``leaves`` (``None``:
+    every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.nmodc.balance`)."""
+    balance.balance_redirects(graph_from(a), a["c"], a["pi"], dest_from(a), a["table"],
+                              nominal.unpacked_slots(a["n_slots"]), leaves)
+
+
+def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
+    """The nominal leaves in at most ``k`` parts of whole sibling groups
+    (:func:`smroute.routing.nmodc.balance.sibling_groups`), about even in leaves."""
+    leaves = balance.nominal_leaves(g, slots)
+    if not len(leaves):
+        return []
+    label = balance.sibling_groups(g, slots, leaves)
+    order = np.argsort(label, kind="stable")
+    start = np.r_[True, label[order][1:] != label[order][:-1]]
+    # cut between groups, at the group boundary nearest each k-th of the leaves
+    bounds = np.flatnonzero(start)
+    at = np.searchsorted(bounds, np.linspace(0, len(leaves), k + 1)[1:-1])
+    cuts = np.unique(bounds[np.minimum(at, len(bounds) - 1)])
+    return [p for p in np.split(leaves[order], cuts) if len(p)]
+
+
+class Nmodc:
+    """Nmodc (:mod:`smroute.routing.nmodc.nominal`): Dmodc's tables on a complete
+    PGFT, nominal slots on a degraded one."""
+
+    name = "nmodc"
+    title = "Nmodc"
+    guarantees = Guarantees(closer_groups=True, incremental=True, dmodc_tables=True,
+                            detours_by_load=True)
+    incremental: IncrementalHook | None = NmodcIncremental()
+    pooled = True
+
+    def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
+                timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
+        t = clock()
+        slots = nominal.nominal_slots(g)
+        c = dmodc.costs_and_dividers(g)[0] if costs is None else costs
+        pi = nominal.nominal_dividers(g, slots.arity)
+        t2 = clock()
+        timings["costs"] = t2 - t
+        nids = dmodc.topological_nids(g, c)
+        dest = dmodc.destinations(g, nominal.wrap_gaps(g, nids), lmc=lmc)
+        timings["nids"] = clock() - t2
+        return Prepared(g, c, pi, nids, dest, slots)
+
+    def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
+        assert pool is not None
+        return pool.run(self, prep)
+
+    def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
+        """:func:`~smroute.routing.api.base_arrays`, the packed nominal slots
+        ``n_slots`` and the switches that may share by capacity ``n_share``
+        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`)."""
+        a = base_arrays(prep)
+        a["n_slots"] = nominal.packed_slots(prep.aux)
+        a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
+                        if share is None else share)
+        return a
+
+    def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
+               cache: dict[str, Any]) -> None:
+        if not cache:
+            g, dest = graph_from(a), dest_from(a)
+            cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
+                         memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
+        nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
+                            a["n_slots"], cache["ctx"], memo=cache["memo"],
+                            capacity=a["n_share"], redirect=cache["rd"])
+
+    def passes(self, prep: Prepared) -> Sequence[Pass]:
+        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
+
+        def offsets(a: Arrays, _: np.ndarray | None) -> None:
+            down_offsets.offset_foreign(g, c, pi, dest, a["table"], slots)
+
+        def cables(a: Arrays, _: np.ndarray | None) -> None:
+            even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
+
+        out = []
+        if g.mode == "tree":
+            out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
+            out.append(Pass("offsets", offsets))
+        out.append(Pass("even cables", cables))
+        return out

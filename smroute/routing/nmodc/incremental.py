@@ -1,0 +1,132 @@
+"""Nmodc's part of the incremental reroute (:mod:`smroute.routing.reroute`).
+
+Beside the generic region, a switch whose nominal slots changed (its
+siblings lost or regained their last link to an up-neighbour) is recomputed
+in full, and so is every switch with a changed entry whose cables may be
+shared out by capacity, before or after
+(:func:`smroute.routing.nmodc.slot_tables.may_share`: those shares read the
+switch's whole row).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
+read every table and change only the leaves' entries of their partial
+targets: those entries, before or after the change, get the kernel's back
+(a leaf partial to more than a quarter of the switches, its whole row), and
+the pass is rerun over the whole tables; the down-cable offsets
+(:mod:`smroute.routing.nmodc.down_offsets`) are undone first and redone last,
+then the up cables are dealt evenly again.  What the next reroute reads of
+the previous routing travels in its result (:class:`NominalState`), so a
+chain of reroutes computes each once; a full route's is computed by the
+first reroute after it (:func:`nominal_state`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
+from smroute.routing.engine import RoutingResult
+from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.pool import RoutePool
+from smroute.routing.reroute import IncrementalHook, Region
+
+__all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state"]
+
+#: Partial pairs from which the whole rows and the redirects by load run in
+#: the pool's workers (a heavily damaged tree: 0.84 s in one process with
+#: 1,000 links removed); below, they cost less than the table's trip there.
+POOL_PAIRS = 1 << 16
+
+
+@dataclass(frozen=True, eq=False)
+class NominalState:
+    """What an incremental reroute of an Nmodc routing reads besides its
+    tables: the nominal slots, the switches whose cables may be shared by
+    capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`),
+    the ``(leaf, target)`` pairs of the redirects by load, ``(K,)`` int64
+    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`),
+    and the down-cable offsets ``(u, d, shift)``
+    (:func:`~smroute.routing.nmodc.down_offsets.foreign_entries`)."""
+
+    slots: nominal.NominalSlots
+    share: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray]
+    offsets: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def nominal_state(res: RoutingResult) -> NominalState:
+    """The :class:`NominalState` of an Nmodc routing in mode ``tree``,
+    computed from its graph, costs and tables."""
+    g, c, dest = res.graph, res.costs, res.dest
+    slots = nominal.nominal_slots(g)
+    return NominalState(slots, slot_tables.may_share(g, c, dest),
+                        balance.partial_pairs(g, c, dest, slots).leaf_target,
+                        down_offsets.foreign_entries(g, c, res.dividers, dest, res.tables.ports,
+                                                     slots))
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    was: NominalState
+    share: np.ndarray
+    pairs: balance.PartialPairs
+
+
+class NmodcIncremental(IncrementalHook):
+    """Nmodc's incremental hook (module doc)."""
+
+    def widen(self, prev: RoutingResult, prep: Prepared, region: Region) -> Region:
+        g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
+        was = prev.state if isinstance(prev.state, NominalState) else nominal_state(prev)
+        rows = np.union1d(region.rows, nominal.changed_slots(prev.graph, was.slots, g, slots))
+        # the shares by capacity read a switch's whole row
+        new_share = slot_tables.may_share(g, c, dest)
+        share = was.share | new_share
+        # the redirects by load, before and after, change the leaves'
+        # entries of their partial targets only: those leaves get the
+        # kernel's entries back there (a leaf with more than a quarter of
+        # the switches as partial targets, before and after together, its
+        # whole row)
+        pairs = balance.partial_pairs(g, c, dest, slots)
+        pl, pt = (np.concatenate(a) for a in zip(was.pairs, pairs.leaf_target, strict=True))
+        whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
+        whole[pl] |= share[pl]
+        whole |= share & region.near
+        rows = np.union1d(rows, np.flatnonzero(whole))
+        keep = ~whole[pl]
+        extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
+        return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
+                      extra, _Plan(was, new_share, pairs))
+
+    def column_arrays(self, eng: Engine, prep: Prepared, whole: bool) -> Arrays:
+        # a subset of the columns is routed only for switches that cannot
+        # share their cables by capacity (the shares weigh the whole row)
+        a = base_arrays(prep)
+        a["n_slots"] = nominal.packed_slots(prep.aux)
+        a["n_share"] = np.full(prep.graph.n_switches, whole)
+        return a
+
+    def undo(self, prev: RoutingResult, ports: np.ndarray, region: Region) -> np.ndarray:
+        was = region.data.was
+        down_offsets.move_entries(prev.graph, prev.dest, ports, was.offsets, undo=True)
+        return np.asarray(was.offsets[1], dtype=np.int64)
+
+    def rows_in_pool(self, region: Region, pool: RoutePool | None) -> bool:
+        return pool is not None and len(region.data.pairs.pb) >= POOL_PAIRS
+
+    def redo(self, eng: Engine, prep: Prepared, ports: np.ndarray, region: Region,
+             pool: RoutePool | None) -> tuple[np.ndarray, np.ndarray, Any]:
+        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
+        plan: _Plan = region.data
+        if self.rows_in_pool(region, pool):
+            assert pool is not None
+            balance_only = [p for p in eng.passes(prep) if p.name == "balance"]
+            pool.run(eng, prep, rows=region.rows, table=ports, passes=balance_only)
+        else:
+            ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
+        after = down_offsets.foreign_entries(g, c, pi, dest, ports, slots)
+        ports = down_offsets.move_entries(g, dest, ports, after)
+        # (the switches that share by capacity are whole rows above, or unchanged)
+        even_cables.deal_up_cables(g, dest, ports, plan.share)
+        return ports, np.asarray(after[1], dtype=np.int64), NominalState(
+            slots, plan.share, plan.pairs.leaf_target, after)
