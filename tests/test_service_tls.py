@@ -26,7 +26,7 @@ def test_mutual_tls_restricts_mutations(tmp_path: Path) -> None:
     cfg = tmp_path / "smroute.yaml"
     cfg.write_text(f"fabric: {FIXTURE}\n" + pki.tls_yaml(mutual=True)
                    + "mutating_identities: [operator]\n")
-    d = start_daemon(tmp_path / "d", "--config", str(cfg))
+    d = start_daemon(tmp_path / "d", "--config", str(cfg), listen="127.0.0.1:0")
     try:
         port = d.address.rsplit(":", 1)[1]
         target = f"localhost:{port}"
