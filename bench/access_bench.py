@@ -3,7 +3,7 @@
 Starts two real ``smroute serve`` processes
 (:class:`smroute.lab.processes.DaemonProcess`) on the same generated PGFT:
 one on a Unix socket (the default: every connection goes through the
-credential relay of :mod:`smroute.service.peercred`, which copies its bytes
+credential relay of :mod:`smroute.service.rpc.peercred`, which copies its bytes
 between two sockets), one on loopback TCP (gRPC's own listener).  For each it
 measures the median time of a full ``GetTables`` (the stream of every
 switch's table) and of a ``GetEpoch`` (one small unary call): what the relay
@@ -25,10 +25,10 @@ from pathlib import Path
 
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import pgft
 from smroute.lab.processes import DaemonProcess
-from smroute.service.client import SmrouteClient
+from smroute.service.rpc.client import SmrouteClient
 
 
 def measure(address: str, calls: int) -> tuple[float, float, int]:

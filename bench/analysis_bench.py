@@ -32,7 +32,7 @@ from smroute.analysis.congestion import (
     sp_risk,
 )
 from smroute.analysis.paths import pair_paths, routing_view
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 
 SP_BUDGET_S = 60.0

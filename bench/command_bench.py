@@ -56,7 +56,7 @@ _TIME = re.compile(r"^time:\s+(.*?); total ([\d.]+) s$", re.M)
 #: A process that routes the big tree in a warm pool, once per line read.
 _WARM = """
 import json, sys
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 from smroute.routing.pool import RoutePool
 h, m, w, p = json.loads(sys.argv[1])
@@ -205,7 +205,7 @@ def opensm_ftree(cache: Path, refresh: bool) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).parent))
     from plugin_bench import SweepRun  # OpenSM under ibsim, as that benchmark runs it
 
-    from smroute.fabric.generate import pgft
+    from smroute.fabric.generate.trees import pgft
 
     fabric = pgft(3, [18, 18, 36], [1, 18, 18], [1, 1, 1])
     with tempfile.TemporaryDirectory(prefix="smroute-ftree-") as tmp:

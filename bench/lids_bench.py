@@ -38,9 +38,9 @@ from benchinfo import machine
 
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import shifts
-from smroute.fabric.generate import kary_ntree, pgft
-from smroute.fabric.model import Fabric
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import kary_ntree, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.sidebyside import run_opensm_engines
 from smroute.routing.engine import route
 from smroute.routing.lidselect import select_lids
@@ -195,7 +195,7 @@ def run_rpc(args: argparse.Namespace, f: Fabric) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from service_daemon import start_daemon  # the tests' helper: a real smroute serve
 
-    from smroute.service.client import SmrouteClient, pb
+    from smroute.service.rpc.client import SmrouteClient, pb
 
     with tempfile.TemporaryDirectory(prefix="lids-rpc-", dir=args.tmp) as wd:
         topo = Path(wd) / "pgft-11664-lmc2.topo"

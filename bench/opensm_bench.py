@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate.trees import pgft
 from smroute.fabric.roles import fabric_roles
 from smroute.fileio import atomic_write_text
 from smroute.lab.harness import ChangeFigures, OpenSMChain

@@ -37,7 +37,7 @@ from benchinfo import machine
 from smroute.analysis.order import MAIN_CPS, RankOrder, endport_nids, rank_order
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import CPS
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 
 SPEC = (3, (18, 18, 36), (1, 18, 18), (1, 1, 1))
@@ -105,7 +105,7 @@ def table(jobs: list[Job]) -> str:
 
 def time_cli(f: object, v: RoutingView) -> float:
     from smroute.cli.main import main
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
 
     with tempfile.TemporaryDirectory() as d:
         topo = Path(d) / "big.topo"

@@ -105,7 +105,7 @@ def main() -> None:
     if "json-read" in cases and "json" not in cases:
         cases.insert(0, "json")  # json-read reads what json wrote
 
-    from smroute.fabric.generate import pgft
+    from smroute.fabric.generate.trees import pgft
     from smroute.routing.engine import route
 
     h, m, w, p = SHAPE

@@ -58,16 +58,16 @@ from typing import Any
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.fabric.writers import write_ibsim_net
 from smroute.fileio import atomic_write_text
 from smroute.lab.harness import OpenSMChain, log_unix
 from smroute.lab.processes import DaemonProcess, OpenSMProcess
 from smroute.lab.sim import IbSim, dump_switch_routes
 from smroute.lab.simnet import sim_name
-from smroute.service.client import SmrouteClient
+from smroute.service.rpc.client import SmrouteClient
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import NO_ROUTE

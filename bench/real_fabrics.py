@@ -1,7 +1,7 @@
 """Benchmark: Dmodc against OpenSM's engines on every real fabric capture.
 
 For each file of the real folder (default ``../shared/fabrics/real`` beside
-the checkout): parse it (:func:`smroute.fabric.ibnetdiscover.read_fabric`),
+the checkout): parse it (:func:`smroute.fabric.ibnetdiscover.parse.read_fabric`),
 boot it in ibsim -- the capture itself when it is plain ibnetdiscover text
 that parsed without a warning, else the parsed fabric written as a net file
 -- run the real OpenSM once per engine, route the discovered view with
@@ -43,9 +43,9 @@ from benchinfo import machine
 
 from smroute.analysis.compare import CompareConfig
 from smroute.errors import SmrouteError
-from smroute.fabric.ibnetdiscover import detect_format, read_fabric, require_switches
-from smroute.fabric.ibtext import ParseWarning, read_text_lines
-from smroute.fabric.model import NodeType
+from smroute.fabric.ibnetdiscover.parse import detect_format, read_fabric, require_switches
+from smroute.fabric.ibnetdiscover.text import ParseWarning, read_text_lines
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fileio import atomic_write_text
 from smroute.lab.sidebyside import ENGINES, SMROUTE_ENGINES, SideBySide, run_side_by_side

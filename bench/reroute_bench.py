@@ -42,12 +42,13 @@ import time
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
-from smroute.service.faults import FaultEvent
+from smroute.service.sequencer import FaultEvent
 from smroute.tables.diff import diff_tables
 
 
@@ -121,9 +122,9 @@ def _grpc(args: argparse.Namespace, f: Fabric, links: list[tuple[int, int, int]]
     import tempfile
     from pathlib import Path
 
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
     from smroute.lab.processes import DaemonProcess
-    from smroute.service.client import SmrouteClient, link_down, link_up
+    from smroute.service.rpc.client import SmrouteClient, link_down, link_up
 
     with tempfile.TemporaryDirectory(prefix="smroute-bench-") as tmp:
         topo = Path(tmp) / "fabric.topo"

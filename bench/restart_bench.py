@@ -37,11 +37,12 @@ import grpc
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.lab.processes import DaemonProcess
-from smroute.service.client import SmrouteClient, link_down, link_up, pb
+from smroute.service.rpc.client import SmrouteClient, link_down, link_up, pb
 
 SHAPES = {
     "11664": (3, (18, 18, 36), (1, 18, 18), (1, 1, 1)),

@@ -34,8 +34,8 @@ import time
 import numpy as np
 from benchinfo import machine
 
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.shapes import with_aggregation_nodes
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.routing.api import names
 from smroute.routing.engine import route, validate_result
 from smroute.routing.pool import RoutePool

@@ -50,7 +50,7 @@ from smroute.analysis.congestion import a2a_risk, evaluate
 from smroute.analysis.deadlock import check_credit_loops
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
 from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
 from smroute.routing.engine import route
@@ -344,9 +344,9 @@ def fabrics_to_run(real: Path | None, shapes: list[str] | None, max_hosts: int |
     """(name, fabric or why not, capture to boot as is) of every real capture
     (``real``: the folder, ``None``: none) and catalogue shape (``shapes``:
     names, ``None``: all), those with more than ``max_hosts`` CAs left out."""
-    from smroute.fabric.catalogue import CATALOGUE, build_shape
-    from smroute.fabric.ibnetdiscover import detect_format, read_fabric, require_switches
-    from smroute.fabric.ibtext import ParseWarning, read_text_lines
+    from smroute.fabric.generate.catalogue import CATALOGUE, build_shape
+    from smroute.fabric.ibnetdiscover.parse import detect_format, read_fabric, require_switches
+    from smroute.fabric.ibnetdiscover.text import ParseWarning, read_text_lines
 
     out: list[tuple[str, Fabric | str, Path | None]] = []
     if real is not None:

@@ -30,12 +30,12 @@ import numpy as np
 from smroute.analysis.compare import CompareConfig, compare_tables
 from smroute.analysis.view import routing_view
 from smroute.errors import SmrouteError
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles
-from smroute.fabric.shapes import attach_cas, with_aggregation_nodes
-from smroute.fabric.writers import write_ibsim_net
 from smroute.fileio import read_lines
 from smroute.lab.ibsim import IbSim
 from smroute.lab.sidebyside import LOG_FLAGS

@@ -38,7 +38,7 @@ from smroute.analysis.compare import CompareConfig  # noqa: E402
 from smroute.analysis.congestion import link_loads  # noqa: E402
 from smroute.analysis.paths import pair_paths  # noqa: E402
 from smroute.analysis.view import OK, routing_view  # noqa: E402
-from smroute.fabric.model import Fabric  # noqa: E402
+from smroute.fabric.model.arrays import Fabric  # noqa: E402
 from smroute.lab.sidebyside import run_side_by_side  # noqa: E402
 from smroute.study.degrade import parse_pgft, plan_throw  # noqa: E402
 from smroute.tables.lft import ForwardingTables  # noqa: E402

@@ -30,8 +30,8 @@ if str(ROOT) not in sys.path:
 from smroute.analysis import patterns as P  # noqa: E402
 from smroute.analysis.congestion import a2a_risk, sp_risk  # noqa: E402
 from smroute.analysis.paths import pair_paths, routing_view  # noqa: E402
-from smroute.fabric.generate import parse_tuple  # noqa: E402
-from smroute.fabric.model import Fabric  # noqa: E402
+from smroute.fabric.generate.trees import parse_tuple  # noqa: E402
+from smroute.fabric.model.arrays import Fabric  # noqa: E402
 from smroute.routing.engine import route  # noqa: E402
 from smroute.study.degrade import parse_pgft, plan_throw  # noqa: E402
 from smroute.tables.lft import NO_ROUTE, ForwardingTables  # noqa: E402

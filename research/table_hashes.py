@@ -33,18 +33,19 @@ from pathlib import Path
 import numpy as np
 
 from smroute.errors import SmrouteError
-from smroute.fabric.generate import degrade, kary_ntree, pgft
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, kary_ntree, pgft
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
-from smroute.fabric.shapes import with_aggregation_nodes
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
-from smroute.service.faults import FaultEvent
+from smroute.service.sequencer import FaultEvent
 from smroute.study.degrade import parse_pgft, plan_throw
 
 try:
-    from smroute.fabric.catalogue import build_shape
+    from smroute.fabric.generate.catalogue import build_shape
 except ImportError:  # code older than the catalogue of site shapes
     build_shape = None
 

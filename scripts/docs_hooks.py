@@ -128,7 +128,7 @@ def grpc_reference(proto_root: Path = PROTO_ROOT) -> str:
     fds = _descriptor_set(proto_root)
     out = ["# gRPC API", "",
            "Generated from the comments of `proto/` at each build of this site. "
-           "`smroute.service.client.SmrouteClient` is the Python client of every RPC; "
+           "`smroute.service.rpc.client.SmrouteClient` is the Python client of every RPC; "
            "`smroute ctl` is the command line over it.", ""]
     for f in fds.file:
         locs = {tuple(loc.path): loc for loc in f.source_code_info.location}

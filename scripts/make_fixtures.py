@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Make the committed topology fixtures with the real tools.
 
-For each fixture: generate the fabric (:mod:`smroute.fabric.generate`,
-:mod:`smroute.fabric.shapes`), write it as an ibsim net file without LIDs, boot
+For each fixture: generate the fabric (:mod:`smroute.fabric.generate.trees`,
+:mod:`smroute.fabric.generate.shapes`), write it as an ibsim net file without LIDs, boot
 ``ibsim`` on it, run the real OpenSM once (it assigns the LIDs, with the
 fixture's LMC), then run the real ``ibnetdiscover`` (with the fixture's
 options, e.g. ``-g``) through ``ibsim-run`` and store its output, verbatim, as
@@ -39,15 +39,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from smroute.errors import SmrouteError  # noqa: E402
-from smroute.fabric.generate import degrade, fabric_tuples, parse_tuple, pgft  # noqa: E402
-from smroute.fabric.model import Fabric  # noqa: E402
-from smroute.fabric.shapes import (  # noqa: E402
+from smroute.fabric.generate.shapes import (  # noqa: E402
     IS4_DEVICE_ID,
     attach_cas,
     director,
     two_switch,
     with_aggregation_nodes,
 )
+from smroute.fabric.generate.trees import degrade, fabric_tuples, parse_tuple, pgft  # noqa: E402
+from smroute.fabric.model.arrays import Fabric  # noqa: E402
 from smroute.fileio import atomic_write_text  # noqa: E402
 from smroute.lab.sidebyside import strip_lids  # noqa: E402
 from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm  # noqa: E402
@@ -173,7 +173,7 @@ ALL_FIXTURES: tuple[FixtureSpec, ...] = FIXTURES + SHAPE_FIXTURES
 
 def verify(name: str, lines: list[str], expected: Fabric, lmc: int) -> None:
     """Parse ``lines`` and compare with ``expected``; ``SystemExit`` on mismatch."""
-    from smroute.fabric.ibnetdiscover import parse_topology
+    from smroute.fabric.ibnetdiscover.parse import parse_topology
 
     got = parse_topology(lines, f"{name}.topo")
     problems = []
@@ -195,7 +195,7 @@ def verify(name: str, lines: list[str], expected: Fabric, lmc: int) -> None:
 
 def make(spec: FixtureSpec, out_dir: Path, *, check: bool = True) -> dict[str, float]:
     """Build one fixture; returns the time of each step in seconds."""
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
 
     times: dict[str, float] = {}
     t0 = time.monotonic()

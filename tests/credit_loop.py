@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult
 from smroute.tables.lft import ForwardingTables
 

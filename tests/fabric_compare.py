@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 
 def node_key(f: Fabric) -> list[tuple[object, ...]]:

@@ -34,8 +34,10 @@ from smroute.analysis.paths import (
     trace,
 )
 from smroute.errors import InputError
-from smroute.fabric.generate import degrade, pgft, topological_host_order
-from smroute.fabric.model import Fabric, FabricBuilder, NodeType
+from smroute.fabric.generate.trees import degrade, pgft, topological_host_order
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.model.builder import FabricBuilder
 from smroute.routing.engine import RoutingResult, route
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 

@@ -21,15 +21,15 @@ import pytest
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import InputError
+from smroute.fabric.export.writers import format_topology, write_ibsim_net
 from smroute.fabric.faults import DownSet, FaultEvent, FaultKind, link_key
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
-from smroute.fabric.writers import format_topology, write_ibsim_net
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.harness import wait_for as _wait
 from smroute.opensm.bridge import TRIGGER_RE, Bridge, BridgeError, BridgeOptions
 from smroute.opensm.console import ConsoleError, LogFollower, OpenSMConsole, parse_console_address
-from smroute.service.client import SmrouteClient
+from smroute.service.rpc.client import SmrouteClient
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables
@@ -575,7 +575,7 @@ def test_a_restarted_bridge_resumes_from_its_state(tmp_path: Path) -> None:
 def test_an_epoch_that_failed_validation_is_never_written(tmp_path: Path) -> None:
     """The daemon refuses tables that leave connected pairs unrouted; should an
     epoch's background validation fail anyway, the bridge does not write it."""
-    from smroute.service.client import pb
+    from smroute.service.rpc.client import pb
 
     class Daemon:
         def __init__(self, ok: bool) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 
 from smroute.cli import bridge_cmd
 from smroute.cli.main import main as cli_main
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import format_topology
+from smroute.fabric.export.writers import format_topology
+from smroute.fabric.generate.trees import pgft
 from smroute.lab.harness import wait_for
 from smroute.lab.processes import free_port
 from smroute.opensm.backoff import Backoff

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import write_ibsim_net
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.trees import pgft
 from smroute.lab.harness import wait_for as _wait
 from smroute.opensm.bridge import Bridge, BridgeOptions
 from smroute.opensm.bridge_state import STATE_FILE
-from smroute.service.client import SmrouteClient
+from smroute.service.rpc.client import SmrouteClient
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import read_tables
 

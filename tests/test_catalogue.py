@@ -1,4 +1,4 @@
-"""The catalogue of named site shapes (smroute.fabric.catalogue): sizes, the
+"""The catalogue of named site shapes (smroute.fabric.generate.catalogue): sizes, the
 parts each shape is made of, roles, host orders, both text dialects read back,
 the CLI, and every shape booted in the real ibsim."""
 
@@ -15,12 +15,13 @@ import pytest
 from fabric_compare import assert_same_fabric
 
 from smroute.cli.main import main
-from smroute.fabric.catalogue import CATALOGUE, build_shape, shape_names
-from smroute.fabric.ibdiagwrite import format_ibdiagnet
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric, FabricError, NodeType
+from smroute.fabric.export.ibdiagwrite import format_ibdiagnet
+from smroute.fabric.export.writers import format_topology, write_ibsim_net
+from smroute.fabric.generate.catalogue import CATALOGUE, build_shape, shape_names
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import FabricError, NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
-from smroute.fabric.writers import format_topology, write_ibsim_net
 from smroute.lab.sidebyside import strip_lids
 from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from smroute.cli.main import main
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import write_ibsim_net, write_topology
+from smroute.fabric.export.writers import write_ibsim_net, write_topology
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 from smroute.tables.formats import write_tables
 from smroute.tables.lft import NO_ROUTE, ForwardingTables

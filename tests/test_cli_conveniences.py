@@ -225,8 +225,8 @@ def test_progress_in_a_log_is_one_line_per_update_at_most() -> None:
 
 
 def test_analyze_progress_bar_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
+    from smroute.fabric.generate.trees import pgft
 
     topo, tables = tmp_path / "f.topo", tmp_path / "t.dump"
     write_topology(pgft(2, [4, 8], [1, 4], [1, 1]), topo)

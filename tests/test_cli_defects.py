@@ -32,8 +32,8 @@ import numpy as np
 import pytest
 
 from smroute.cli.main import main
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 from smroute.study.results import RETRY_STATUSES, done_throws, format_rows, read_rows
 from smroute.tables.diff import diff_tables

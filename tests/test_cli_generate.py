@@ -1,5 +1,5 @@
 """``smroute fabric generate``: every generator and transform from the command
-line; the text written parses back (smroute.fabric.ibnetdiscover) to the fabric
+line; the text written parses back (smroute.fabric.ibnetdiscover.parse) to the fabric
 the library builds, in both output formats; bad parameters exit 2."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import pytest
 from fabric_compare import assert_same_fabric
 
 from smroute.cli.main import main
-from smroute.fabric import generate as gen
-from smroute.fabric import shapes
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.writers import chassis_ext_ports, format_topology
+from smroute.fabric.export.writers import chassis_ext_ports, format_topology
+from smroute.fabric.generate import shapes
+from smroute.fabric.generate import trees as gen
+from smroute.fabric.ibnetdiscover.parse import parse_topology, read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,7 @@ def test_route_command_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert rc == 0
     loaded = set(modules)
     for unused in ("grpc", "tqdm", "yaml", "smroute.service.config", "smroute.lab.sim",
-                   "smroute.cli.ctl_cmd", "smroute.fabric.draw", "smroute.analysis.plot"):
+                   "smroute.cli.ctl_cmd", "smroute.fabric.export.draw", "smroute.analysis.plot"):
         assert unused not in loaded, unused
 
 

@@ -13,9 +13,9 @@ from lids_trace import recount
 from smroute.analysis.paths import routing_view
 from smroute.analysis.patterns import shifts
 from smroute.cli.main import main
-from smroute.fabric.generate import kary_ntree
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import kary_ntree
+from smroute.fabric.ibnetdiscover.parse import read_topology
 from smroute.routing.engine import route
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -12,8 +12,8 @@ import pytest
 
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import pgft
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import read_tables, write_tables

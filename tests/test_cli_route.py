@@ -14,9 +14,11 @@ import pytest
 
 from smroute.cli.main import main
 from smroute.cli.route_cmd import hop_table
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, FabricBuilder, NodeType
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.model.builder import FabricBuilder
 from smroute.routing.engine import route, validate_result
 from smroute.routing.validate import validate
 from smroute.tables.diff import diff_tables

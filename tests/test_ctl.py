@@ -17,8 +17,8 @@ import pytest
 from service_daemon import ROOT, DaemonProc, start_daemon
 
 from smroute.cli.main import main
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.service.client import SmrouteClient
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.service.rpc.client import SmrouteClient
 from smroute.tables.formats import read_tables
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-lmc2.topo")
@@ -235,7 +235,7 @@ def test_mutual_tls_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_client_route_subnet_answers_the_served_epoch(daemon: DaemonProc) -> None:
     """SmrouteClient.route_subnet: the subnet of the serving epoch answers it."""
-    from smroute.service.subnet_rpc import subnet_request
+    from smroute.service.rpc.subnet import subnet_request
 
     with SmrouteClient(daemon.address) as c:
         ep = c.get_epoch()

@@ -22,8 +22,8 @@ from smroute.analysis.congestion import a2a_risk
 from smroute.analysis.deadlock import check_credit_loops, cyclic_core, find_cycle
 from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing import detour, dmodc, kernel
 from smroute.routing.detour import peer_ports, route_detours
 from smroute.routing.detour_load import link_destinations
@@ -298,7 +298,7 @@ def test_route_command_writes_the_lanes_file(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
     from smroute.routing.lanesfile import parse_lanes
     from smroute.tables.formats import read_tables
 
@@ -377,10 +377,10 @@ def test_daemon_serves_detours_and_their_lanes(tmp_path: Path) -> None:
     import grpc
     from service_daemon import start_daemon
 
-    from smroute.service._gen import smroute_pb2 as pb
-    from smroute.service._gen import smroute_pb2_grpc as pb_grpc
-    from smroute.service.lanes_rpc import ranges
-    from smroute.service.subnet_rpc import subnet_request
+    from smroute.service.rpc._gen import smroute_pb2 as pb
+    from smroute.service.rpc._gen import smroute_pb2_grpc as pb_grpc
+    from smroute.service.rpc.lanes import ranges
+    from smroute.service.rpc.subnet import subnet_request
 
     fabric = _degraded(648, 400, 0)
     ref = route(fabric, workers=1, max_vls=4)
@@ -439,9 +439,9 @@ def test_a_resumed_detour_epoch_is_routed_again_with_its_lanes() -> None:
     configured max_vls: the same tables (checksum) and lanes; with another
     max_vls the stored tables do not fit."""
     from smroute.fabric.roles import fabric_roles
-    from smroute.service import state_codec as codec
     from smroute.service.epochs import own_tables
-    from smroute.service.resume import rebuild_result
+    from smroute.service.state import codec
+    from smroute.service.state.resume import rebuild_result
 
     f = _degraded(648, 400, 0)
     r = own_tables(route(f, workers=1, max_vls=4))
@@ -462,10 +462,10 @@ def test_the_bridge_never_writes_an_epoch_that_needs_vls(tmp_path: Path) -> None
     leaves an epoch routed over virtual lanes unwritten, saying why."""
     from service_daemon import start_daemon
 
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
     from smroute.opensm.bridge import Bridge
     from smroute.opensm.bridge_state import BridgeOptions
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
 
     topo = tmp_path / "f.topo"
     write_topology(_degraded(648, 400, 0), topo)

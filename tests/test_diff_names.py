@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from smroute.cli.main import main as cli_main
-from smroute.fabric.ibnetdiscover import read_fabric
+from smroute.fabric.ibnetdiscover.parse import read_fabric
 from smroute.tables.formats import read_tables
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -70,8 +70,8 @@ def test_diff_of_captured_dump_fts_names_switch_lids_and_hosts(tmp_path: Path,
 @pytest.mark.real
 @pytest.mark.skipif(not HAVE_TOOLS, reason="ibsim-utils, opensm, infiniband-diags not installed")
 def test_diff_of_live_dump_fts(tmp_path: Path, capsys: Any) -> None:
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
+    from smroute.fabric.generate.trees import pgft
     from smroute.lab.sim import IbSim, dump_switch_routes, run_opensm
 
     write_ibsim_net(pgft(2, [2, 2], [1, 2], [1, 1]), tmp_path / "f.net")

@@ -53,7 +53,7 @@ def test_cli_reference_has_every_command() -> None:
 
 
 def test_grpc_reference_has_every_rpc_message_and_field() -> None:
-    from smroute.service._gen import smroute_pb2
+    from smroute.service.rpc._gen import smroute_pb2
 
     page = hooks.grpc_reference()
     fd = smroute_pb2.DESCRIPTOR

@@ -15,10 +15,10 @@ from test_nominal_routing import _inter_links, leaf_spine_tree
 from smroute.analysis import patterns as P
 from smroute.analysis.compare import CompareConfig, compare_tables
 from smroute.analysis.paths import routing_view
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import read_fabric
-from smroute.fabric.model import Fabric
-from smroute.fabric.shapes import with_aggregation_nodes
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import read_fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.nmodc import down_offsets, nominal
 from smroute.routing.nmodc.incremental import nominal_state

@@ -1,4 +1,4 @@
-"""Pictures: ``smroute fabric draw`` (smroute/fabric/draw.py, smroute/cli/draw_cmd.py)
+"""Pictures: ``smroute fabric draw`` (smroute/fabric/export/draw.py, smroute/cli/draw_cmd.py)
 on generated shapes, degraded trees and the real captures, and ``smroute analyze
 --plot`` (smroute/analysis/plot.py)."""
 
@@ -16,13 +16,15 @@ import pytest
 
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric import shapes
-from smroute.fabric.draw import ANOMALY_NAMES, Drawing, draw_fabric
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.ibnetdiscover import read_fabric, require_switches
-from smroute.fabric.model import Fabric, FabricBuilder, NodeType
+from smroute.fabric.export.draw import ANOMALY_NAMES, Drawing, draw_fabric
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate import shapes
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.ibnetdiscover.parse import read_fabric, require_switches
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.model.builder import FabricBuilder
 from smroute.fabric.roles import EndportRole, fabric_roles
-from smroute.fabric.writers import write_topology
 from smroute.routing.engine import route
 from smroute.tables.formats import write_tables
 

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from smroute.analysis.paths import pair_paths, routing_view
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.lab.harness import OpenSMChain, log_unix, read_conf_snippet
 from smroute.tables.diff import diff_tables

@@ -24,8 +24,9 @@ from test_nominal_routing import _nodes_shuffled
 
 from smroute.analysis.deadlock import check_credit_loops
 from smroute.errors import InputError, RoutingError
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import api, dmodc, kernel
 from smroute.routing.builtin import Dmodc
@@ -34,7 +35,7 @@ from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, reroute
 from smroute.service.core import RoutingCore
 from smroute.service.errors import ServiceError
-from smroute.service.faults import FaultEvent
+from smroute.service.sequencer import FaultEvent
 from smroute.tables.diff import diff_tables
 
 

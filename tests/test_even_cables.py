@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_nominal_routing import _inter_links, leaf_spine_tree
 
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.nmodc import even_cables, slot_tables
 from smroute.routing.reroute import reroute

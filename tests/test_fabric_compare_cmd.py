@@ -12,7 +12,7 @@ import pytest
 
 from smroute.cli.main import main
 from smroute.fabric.compare import compare_fabrics
-from smroute.fabric.ibnetdiscover import read_fabric
+from smroute.fabric.ibnetdiscover.parse import read_fabric
 
 REAL = Path("/work/shared/fabrics/real")
 for _up in Path(__file__).resolve().parents:

@@ -47,14 +47,15 @@ import pytest
 from service_daemon import ROOT, start_daemon
 from test_bridge_errors import fill, small_tmpfs
 
+from smroute.fabric.export.writers import format_topology, write_ibsim_net
 from smroute.fabric.faults import DownSet, FaultEvent, apply_events, degraded_fabric
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.writers import format_topology, write_ibsim_net
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.lab.harness import wait_for as _wait
-from smroute.service.client import SmrouteClient, TablesChecksumError, link_down, link_up, pb
-from smroute.service.store import StateStore
+from smroute.service.rpc.client import SmrouteClient, TablesChecksumError, link_down, link_up, pb
+from smroute.service.state.store import StateStore
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump, read_tables
 from smroute.tables.lft import ForwardingTables

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from script_module import load_script
 
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import (
+from smroute.fabric.export.writers import (
+    format_ibsim_net,
+    format_topology,
+    ibsim_limits,
+    write_ibsim_net,
+    write_topology,
+)
+from smroute.fabric.generate.trees import (
     DEFAULT_GUID_BASE,
     degrade,
     fabric_tuples,
@@ -31,14 +38,8 @@ from smroute.fabric.generate import (
     topological_host_order,
     xgft,
 )
-from smroute.fabric.model import Fabric, FabricError, NodeType
-from smroute.fabric.writers import (
-    format_ibsim_net,
-    format_topology,
-    ibsim_limits,
-    write_ibsim_net,
-    write_topology,
-)
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import FabricError, NodeType
 
 FIG = (3, [2, 2, 3], [1, 2, 2], [1, 2, 1])  # Zahavi / Gliksberg Fig. 1
 

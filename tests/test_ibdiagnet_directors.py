@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from smroute.fabric.ibnetdiscover import TopologyError, parse_topology
+from smroute.fabric.ibnetdiscover.parse import TopologyError, parse_topology
 
 SYS = 0x98039B0300A4B3C0
 LEAF = 0x98039B0300A4B3C8

@@ -19,8 +19,9 @@ import pytest
 from credit_loop import credit_loop_tables, loop_fabric
 
 from smroute.cli.route_cmd import hop_table
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.lab.ibdmchk import IbdmchkReport, parse_ibdmchk, run_ibdmchk
 from smroute.routing.engine import RoutingResult, route
 from smroute.routing.validate import validate
@@ -107,7 +108,7 @@ def test_ibdmchk_report_of_openSM_matches_ours_and_hops_agree(tmp_path: Path) ->
     """OpenSM's own dumps of the same fabric (ibsim, minhop): ibdmchk sees the
     same nodes and switches in both; our subnet.lst lists the same links; our
     hop counts to CAs equal OpenSM's minimal ones."""
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
     from smroute.lab.sim import IbSim, run_opensm
 
     fabric = SHAPES["zahavi-pgft"]()

@@ -1,4 +1,4 @@
-"""ibnetdiscover topology and ports-report parser (smroute.fabric.ibnetdiscover).
+"""ibnetdiscover topology and ports-report parser (smroute.fabric.ibnetdiscover.parse).
 
 Real fixtures in ``tests/data`` were captured from the real tools on ibsim (see
 ``tests/data/README``): ``ibsim -s NET``, ``ibsim-run opensm -o [-l 2]``,
@@ -16,14 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smroute.errors import InputError
-from smroute.fabric.ibnetdiscover import (
+from smroute.fabric.ibnetdiscover.parse import (
     TopologyError,
     parse_ports_report,
     parse_topology,
     read_ports_report,
     read_topology,
 )
-from smroute.fabric.model import SPEEDS, Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import SPEEDS, NodeType
 
 DATA = Path(__file__).resolve().parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -550,8 +551,8 @@ def test_pathological_lines_fail_fast() -> None:
 # Round trip with the ibnetdiscover writer, and the committed fixtures
 # --------------------------------------------------------------------------
 def test_round_trip_of_the_writer() -> None:
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import format_topology
+    from smroute.fabric.export.writers import format_topology
+    from smroute.fabric.generate.trees import pgft
 
     f = pgft(3, [2, 2, 3], [1, 2, 2], [1, 2, 1], lmc=2, speed="HDR")
     g = parse_topology(format_topology(f))

@@ -18,10 +18,10 @@ import pytest
 from smroute.cli import exit_codes
 from smroute.cli.main import main
 from smroute.errors import InputError, LmcMismatchError, RoutingError
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
-from smroute.fabric.ibports import parse_ports_report
-from smroute.fabric.ibtext import NOISE_MAX_LINES, ParseWarning, TopologyError
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.ibnetdiscover.parse import parse_topology, read_topology
+from smroute.fabric.ibnetdiscover.ports import parse_ports_report
+from smroute.fabric.ibnetdiscover.text import NOISE_MAX_LINES, ParseWarning, TopologyError
 from smroute.service.errors import ServiceError, Status
 from smroute.service.sources import parse_fabric_text, read_fabric_path, read_request_path
 from smroute.tables.formats import format_fdbs, format_opensm, parse_fdbs, read_tables
@@ -59,7 +59,7 @@ def test_daemon_keeps_its_fabric_when_loadfabric_sends_a_partial_discovery(
     import grpc
     from service_daemon import start_daemon
 
-    from smroute.service.client import SmrouteClient, link_down
+    from smroute.service.rpc.client import SmrouteClient, link_down
 
     d = start_daemon(tmp_path / "d", fabric=str(FIXTURE))
     try:
@@ -82,7 +82,7 @@ def test_loadfabric_logs_how_many_noise_lines_it_skipped(tmp_path: Path) -> None
     how much it skipped (a count, no text: the log may not be the client's)."""
     from service_daemon import start_daemon
 
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
 
     d = start_daemon(tmp_path / "d")
     try:

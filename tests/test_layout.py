@@ -1,7 +1,7 @@
 """The shape of the code ("one house"), checked by parsing every module under
 ``smroute/`` with :mod:`ast` (nothing is imported):
 
-1. no module outside ``smroute/service/_gen`` (generated) is over
+1. no module outside ``smroute/service/rpc/_gen`` (generated) is over
    :data:`MAX_LINES` lines, but for the explicit :data:`ALLOWED_LONG` set,
    which must not be stale;
 2. no import cycle among smroute modules at module level (imports inside
@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "smroute"
-GENERATED = "smroute/service/_gen/"
+GENERATED = "smroute/service/rpc/_gen/"
 MAX_LINES = 550
 
 #: Modules still over :data:`MAX_LINES`, each with why.  Every one must still be
@@ -249,8 +249,8 @@ def test_the_parser_sees_the_package() -> None:
     assert _base_package(probe, 2) == "smroute"
     pkg = Module("smroute.fabric", "smroute/fabric/__init__.py", True, 1, ast.parse(""))
     assert _base_package(pkg, 1) == "smroute.fabric"
-    # an edge we know: the model re-exports the builder
-    assert "smroute.fabric.builder" in smroute_edges("smroute.fabric.model")
+    # an edge we know: the builder makes a Fabric
+    assert "smroute.fabric.model.arrays" in smroute_edges("smroute.fabric.model.builder")
 
 
 def test_no_module_is_over_the_line_limit() -> None:

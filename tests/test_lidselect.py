@@ -17,8 +17,8 @@ from smroute.analysis.congestion import evaluate
 from smroute.analysis.paths import OK, RoutingView, pair_paths, routing_view, trace
 from smroute.analysis.patterns import cps, explicit, shifts
 from smroute.errors import InputError
-from smroute.fabric.generate import degrade, kary_ntree, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import degrade, kary_ntree, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route
 from smroute.routing.lidselect import _kempe, job_lmc, select_lids
 from smroute.routing.validate import validate

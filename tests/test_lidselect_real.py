@@ -18,8 +18,8 @@ from lids_trace import recount
 
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import shifts
-from smroute.fabric.generate import kary_ntree
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import kary_ntree
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.sidebyside import run_opensm_engines
 from smroute.routing.engine import route
 from smroute.routing.lidselect import job_lmc, select_lids

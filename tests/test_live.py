@@ -32,10 +32,10 @@ from smroute.discovery.hca import (
     read_sysfs,
     read_sysfs_fresh,
 )
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
-from smroute.fabric.model import NodeType
-from smroute.fabric.writers import write_ibsim_net
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology, read_topology
+from smroute.fabric.model.base import NodeType
 from smroute.lab.sim import IbSim, run_opensm
 
 HAVE_IBSIM = shutil.which("ibsim") is not None and shutil.which("opensm") is not None
@@ -276,7 +276,7 @@ def test_daemon_live_source_without_hca_says_so(tmp_path: Path) -> None:
     import grpc
     from service_daemon import start_daemon
 
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
 
     d = start_daemon(tmp_path / "daemon")
     try:

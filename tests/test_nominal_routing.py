@@ -18,11 +18,12 @@ import pytest
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate, sp_risk
 from smroute.analysis.paths import pair_paths, routing_view
-from smroute.fabric.assemble import DEFAULT_GUID_BASE, Level, assemble
-from smroute.fabric.generate import degrade, pgft, slender_tree
-from smroute.fabric.ibnetdiscover import parse_topology, read_fabric
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.writers import format_topology, write_topology
+from smroute.fabric.export.writers import format_topology, write_topology
+from smroute.fabric.generate.assemble import DEFAULT_GUID_BASE, Level, assemble
+from smroute.fabric.generate.trees import degrade, pgft, slender_tree
+from smroute.fabric.ibnetdiscover.parse import parse_topology, read_fabric
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing import api, dmodc, kernel
 from smroute.routing.engine import route, validate_result
 from smroute.routing.nmodc import balance, nominal, slot_tables

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.summary import summarize
-from smroute.fabric.writers import write_ibsim_net
 from smroute.lab.sim import IbSim, OpenSMRun, dump_switch_routes, run_opensm
 from smroute.routing.engine import route
 from smroute.tables.diff import diff_tables

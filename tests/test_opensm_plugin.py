@@ -41,20 +41,20 @@ from certs import make_pki
 
 from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.fabric.shapes import with_aggregation_nodes
-from smroute.fabric.writers import write_ibsim_net
 from smroute.lab.harness import read_conf_snippet
 from smroute.lab.processes import DaemonProcess, OpenSMProcess
 from smroute.lab.sim import IbSim, dump_switch_routes, ibnetdiscover, run_opensm
 from smroute.lab.simnet import sim_name
 from smroute.opensm.console import OpenSMConsole
-from smroute.service._gen import smroute_pb2 as pb
-from smroute.service._gen import smroute_pb2_grpc as pb_grpc
-from smroute.service.client import SmrouteClient
+from smroute.service.rpc._gen import smroute_pb2 as pb
+from smroute.service.rpc._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.rpc.client import SmrouteClient
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import parse_lft_dump
 from smroute.tables.lft import ForwardingTables

@@ -15,7 +15,7 @@ import pytest
 from smroute.cli.main import build_parser
 from smroute.cli.main import main as cli_main
 from smroute.cli.quiet import QuietStream
-from smroute.fabric.ibnetdiscover import read_fabric
+from smroute.fabric.ibnetdiscover.parse import read_fabric
 from smroute.routing.engine import route
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,8 +94,8 @@ def test_quiet_stream_keeps_whole_error_lines() -> None:
 
 def test_lids_on_an_lmc_0_fabric_says_there_is_nothing_to_choose(tmp_path: Path,
                                                                   capsys: Any) -> None:
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
+    from smroute.fabric.generate.trees import pgft
 
     def job_of(topo: Path) -> Path:
         f = read_fabric(str(topo))

@@ -19,9 +19,9 @@ from smroute.analysis.paths import RoutingView, pair_paths, routing_view
 from smroute.analysis.patterns import CPS, cps, shifts
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route
 
 TWO = (2, (4, 8), (1, 4), (1, 1))  # 32 hosts

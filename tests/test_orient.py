@@ -1,7 +1,7 @@
 """Which pairs need a route, and no global fallback on director sites.
 
 Director sites: a two-level tree whose spines are directors (line and spine
-ASICs, as :func:`~smroute.fabric.generate.pgft` wires a three-level PGFT), a
+ASICs, as :func:`~smroute.fabric.generate.trees.pgft` wires a three-level PGFT), a
 SHARP aggregation node on every ASIC including the spine ASICs, service
 hosts on a spine ASIC (``smroute fabric generate ... --agg --spine-hosts``)
 or on line ASICs.  Their traffic has no up*/down* path to some end-ports on
@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from smroute.analysis.deadlock import check_credit_loops
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.shapes import attach_cas, ring, with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles, needed_pairs
-from smroute.fabric.shapes import attach_cas, ring, with_aggregation_nodes
 from smroute.routing import api
 from smroute.routing.engine import route, unrouted_connected, validate_result
 from smroute.routing.pool import RoutePool
@@ -198,7 +198,7 @@ def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
 
     topo = tmp_path / "dir.topo"
     write_topology(director_site(), topo)
@@ -264,7 +264,7 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     are not recomputed around stored tables) and gets the same tables, which
     its validation accepts."""
     from smroute.service.epochs import own_tables
-    from smroute.service.resume import rebuild_result
+    from smroute.service.state.resume import rebuild_result
 
     f = director_site()
     r = own_tables(route(f, workers=1))
@@ -283,7 +283,7 @@ def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
     top switches need each other (else the walk would follow another
     orientation than the tables')."""
     from smroute.service.epochs import own_tables
-    from smroute.service.resume import rebuild_result
+    from smroute.service.state.resume import rebuild_result
 
     f = pgft(2, (4, 4), (1, 2), (1, 1))
     tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]

@@ -28,7 +28,7 @@ import pytest
 
 from smroute.cli.main import build_parser, main
 from smroute.errors import InputError
-from smroute.fabric.ibnetdiscover import (
+from smroute.fabric.ibnetdiscover.parse import (
     ParseWarning,
     TopologyError,
     detect_format,
@@ -38,7 +38,8 @@ from smroute.fabric.ibnetdiscover import (
     read_topology,
     require_switches,
 )
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 REAL_FILES = sorted(p for p in REAL.glob("*") if p.is_file() and p.name != "README.md")

@@ -28,7 +28,8 @@ from smroute.analysis.paths import pair_paths, routing_view
 from smroute.cli.inputs import load_fabric
 from smroute.cli.main import main
 from smroute.cli.route_cmd import hop_table
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fabric.summary import summarize
 from smroute.routing.engine import RoutingResult, route, validate_result

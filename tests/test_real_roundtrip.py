@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from smroute.errors import SmrouteError
-from smroute.fabric.generate import degrade, kary_ntree, parse_tuple, pgft
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.generate.trees import degrade, kary_ntree, parse_tuple, pgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.summary import components, summarize
-from smroute.fabric.writers import write_ibsim_net
 from smroute.lab.sim import (
     IbSim,
     ToolError,

@@ -17,11 +17,12 @@ import pytest
 
 from smroute.analysis.compare import CompareConfig
 from smroute.analysis.paths import RoutingView, routing_view, trace
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import read_fabric
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.export.writers import format_ibsim_net
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import read_fabric
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
-from smroute.fabric.writers import format_ibsim_net
 from smroute.lab.sidebyside import SideBySide, run_side_by_side
 from smroute.lab.simnet import discovery_gap, opensm_error, simulable, sm_node
 from smroute.tables.lft import ForwardingTables

@@ -17,9 +17,10 @@ import pytest
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric import shapes
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate import shapes
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import (
     EndportRole,
     GuidOverrides,
@@ -28,7 +29,6 @@ from smroute.fabric.roles import (
     parse_guid_file,
 )
 from smroute.fabric.summary import format_summary, summarize
-from smroute.fabric.writers import write_topology
 from smroute.routing.engine import route, unrouted_connected, validate_result
 from smroute.routing.validate import DEAD_END
 
@@ -209,7 +209,7 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
     from smroute.routing.builtin import Dmodk
     from smroute.service.core import RoutingCore
     from smroute.service.errors import ServiceError
-    from smroute.service.servicer import status_code
+    from smroute.service.rpc.servicer import status_code
 
     class Offered(Dmodk):  # D-mod-K as if the daemon offered it
         name = "offered-dmodk"

@@ -27,17 +27,18 @@ import numpy as np
 import pytest
 from service_daemon import start_daemon
 
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.shapegen import ring
-from smroute.fabric.shapes import with_aggregation_nodes
+from smroute.fabric.generate.shapegen import ring
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.reroute import reroute
-from smroute.service._gen import smroute_pb2 as pb
-from smroute.service._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.rpc._gen import smroute_pb2 as pb
+from smroute.service.rpc._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.rpc.subnet import subnet_request
 from smroute.service.subnet import switch_hops
 from smroute.service.subnet_check import affected_pairs, delta_validation
-from smroute.service.subnet_rpc import subnet_request
 from smroute.tables.lft import NO_ROUTE
 
 COUNTS = ("pairs", "delivered", "dead_ends", "loops", "updown_violations", "non_minimal",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from smroute.errors import LmcMismatchError, RoutingError
-from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.routing import dmodc, kernel
 from smroute.routing.engine import route
 from smroute.routing.pool import RoutePool
@@ -228,7 +228,8 @@ def test_lmc_routes_every_lid_and_keeps_base_tables() -> None:
 
 
 def test_lids_beyond_unicast_range_are_refused() -> None:
-    from smroute.fabric.model import FabricBuilder, NodeType
+    from smroute.fabric.model.base import NodeType
+    from smroute.fabric.model.builder import FabricBuilder
 
     b = FabricBuilder()
     sw = b.add_node(NodeType.SWITCH, 0x100, 4, "sw")

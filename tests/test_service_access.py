@@ -20,8 +20,8 @@ import grpc
 import pytest
 from service_daemon import ROOT, start_daemon
 
-from smroute.service.client import DEFAULT_TARGET, SmrouteClient, default_target, link_down
 from smroute.service.config import ConfigError, default_config, load_config, parse_config
+from smroute.service.rpc.client import DEFAULT_TARGET, SmrouteClient, default_target, link_down
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
 NOBODY = 65534
@@ -34,7 +34,7 @@ OTHER_GID = 4242
 CLIENT = r"""
 import json, os, sys
 import grpc
-from smroute.service.client import SmrouteClient, link_down, pb
+from smroute.service.rpc.client import SmrouteClient, link_down, pb
 target, guid = sys.argv[1], int(sys.argv[2])
 topology = open(sys.argv[3]).read()
 uid, gid = int(sys.argv[4]), int(sys.argv[5])
@@ -90,7 +90,7 @@ def sockdir() -> Iterator[Path]:
 def _switch_guid(c: SmrouteClient) -> int:
     ep = c.get_epoch(include_down_items=True)
     assert ep.id >= 1
-    from smroute.fabric.ibnetdiscover import read_topology
+    from smroute.fabric.ibnetdiscover.parse import read_topology
 
     fab = read_topology(FIXTURE)
     return int(fab.node_guid[int(fab.switches[0])])
@@ -233,7 +233,7 @@ def test_relay_knows_each_peer_caps_connections_and_cleans_up(tmp_path: Path) ->
 
     from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-    from smroute.service.peercred import CredentialRelay, PeerAllow, PeerCredentials
+    from smroute.service.rpc.peercred import CredentialRelay, PeerAllow, PeerCredentials
 
     errors: list[str] = []
     peers: list[PeerCredentials | None] = []

@@ -16,7 +16,9 @@ import grpc
 import pytest
 from certs import Pki, make_ca, make_cert, make_pki
 
-from smroute.service.auth import (
+from smroute.service.config import ConfigError, TlsConfig, parse_config
+from smroute.service.metrics import ServiceMetrics
+from smroute.service.rpc.auth import (
     MUTATING_METHODS,
     SERVICE_NAME,
     MutationGuard,
@@ -25,8 +27,6 @@ from smroute.service.auth import (
     identity_of,
     server_credentials,
 )
-from smroute.service.config import ConfigError, TlsConfig, parse_config
-from smroute.service.metrics import ServiceMetrics
 
 SVC = f"/{SERVICE_NAME}"
 
@@ -354,8 +354,8 @@ def test_server_credentials_errors(pki, tmp_path: Path):
 def test_check_tls_catches_unusable_files(pki, tmp_path: Path):
     import datetime as dt
 
-    from smroute.service.auth import check_tls
     from smroute.service.config import load_config
+    from smroute.service.rpc.auth import check_tls
 
     good = pki.tls_config(mutual=True)
     assert check_tls(good) == ()
@@ -399,7 +399,7 @@ def test_check_tls_catches_unusable_files(pki, tmp_path: Path):
 def test_certificate_rotation_without_restart(pki, tmp_path: Path):
     """ReloadableServerCredentials: after reload() new handshakes use the new
     server certificate and client CA; the old CA's clients are refused."""
-    from smroute.service.auth import ReloadableServerCredentials
+    from smroute.service.rpc.auth import ReloadableServerCredentials
 
     pki2 = make_pki(tmp_path / "pki2", clients=("operator",))
     creds = ReloadableServerCredentials(pki.tls_config(mutual=True))
@@ -499,7 +499,7 @@ def test_real_daemon_with_mutual_tls(pki, tmp_path):
 
     from service_daemon import ROOT, start_daemon
 
-    from smroute.service.client import SmrouteClient, link_down
+    from smroute.service.rpc.client import SmrouteClient, link_down
 
     fixture = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
     cfg_path = tmp_path / "smroute.yaml"
@@ -517,7 +517,7 @@ def test_real_daemon_with_mutual_tls(pki, tmp_path):
             assert ep.id >= 2
             snap = op.tables()
             assert snap.epoch == ep.id
-            from smroute.fabric.ibnetdiscover import read_topology
+            from smroute.fabric.ibnetdiscover.parse import read_topology
 
             f = read_topology(str(fixture))
             a = int(f.link_a[0])
@@ -576,7 +576,7 @@ def test_real_daemon_survives_reload_that_enables_mutual_tls(pki, tmp_path):
 
     from service_daemon import ROOT, start_daemon
 
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
 
     fixture = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
     cfg_path = tmp_path / "smroute.yaml"
@@ -634,7 +634,7 @@ def test_real_daemon_reload_that_drops_tls_keeps_identity_check(pki, tmp_path):
 
     from service_daemon import ROOT, start_daemon
 
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
 
     fixture = ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo"
     cfg_path = tmp_path / "smroute.yaml"

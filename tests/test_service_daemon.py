@@ -1,5 +1,5 @@
 """End-to-end tests of the routing daemon: a real ``smroute serve`` process on
-loopback, driven by a real gRPC client (smroute.service.client).
+loopback, driven by a real gRPC client (smroute.service.rpc.client).
 
 Tables served are compared with the routing engine's own tables for the same
 (degraded) fabric, matched by switch GUID; diffs with smroute.tables.diff.
@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 from service_daemon import ROOT, DaemonProc, start_daemon
 
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.engine import route
-from smroute.service.client import (
+from smroute.service.epochs import table_checksum
+from smroute.service.rpc.client import (
     SmrouteClient,
     ca_down,
     ca_up,
@@ -31,7 +33,6 @@ from smroute.service.client import (
     switch_down,
     switch_up,
 )
-from smroute.service.epochs import table_checksum
 from smroute.tables.diff import diff_tables
 from smroute.tables.lft import ForwardingTables
 
@@ -564,7 +565,7 @@ def test_unroutable_or_bad_configured_fabric_exit_codes(tmp_path: Path) -> None:
     # only CAs and no switch: a partial discovery, bad input as in `smroute route`
     # (exit 2: systemd's RestartPreventExitStatus=2 does not restart into it)
     f = read_topology(FIXTURE)
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
 
     lonely = tmp_path / "noswitch.topo"
     write_topology(f.with_removed(nodes=f.switches), lonely)
@@ -706,7 +707,7 @@ def test_load_fabric_path_swapped_directory_between_check_and_open(
     import smroute.service.sources as sv
     from smroute.service.core import RoutingCore
     from smroute.service.errors import ServiceError
-    from smroute.service.servicer import status_code
+    from smroute.service.rpc.servicer import status_code
 
     fab, outside = tmp_path / "fab", tmp_path / "outside"
     (fab / "sub").mkdir(parents=True)

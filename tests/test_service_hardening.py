@@ -22,11 +22,11 @@ import grpc
 import pytest
 from service_daemon import ROOT, start_daemon
 
-from smroute.fabric.ibnetdiscover import read_topology
+from smroute.fabric.ibnetdiscover.parse import read_topology
 from smroute.lab.processes import free_port
 from smroute.routing.engine import route
-from smroute.service.client import SmrouteClient, link_down, link_up
 from smroute.service.config import ConfigError, parse_config
+from smroute.service.rpc.client import SmrouteClient, link_down, link_up
 from smroute.tables.diff import diff_tables
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
@@ -191,7 +191,7 @@ FLOOD = textwrap.dedent("""
     import json, sys, threading
     import grpc
     from grpc_reflection.v1alpha import reflection_pb2 as rpb, reflection_pb2_grpc as rgrpc
-    from smroute.service.client import SmrouteClient
+    from smroute.service.rpc.client import SmrouteClient
     address, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     c = SmrouteClient(address)
     done = threading.Event()

@@ -17,9 +17,10 @@ from service_daemon import ROOT, DaemonProc, start_daemon
 
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import Pattern, cps, shifts
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric, NodeType
-from smroute.service.client import SmrouteClient, link_down, link_up, pb
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.service.rpc.client import SmrouteClient, link_down, link_up, pb
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-lmc2.topo")
 

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from service_daemon import ROOT, start_daemon
 
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import NodeType
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.base import NodeType
 from smroute.routing.engine import route
-from smroute.service.client import SmrouteClient, link_down, link_up, pb
 from smroute.service.epochs import table_checksum
+from smroute.service.rpc.client import SmrouteClient, link_down, link_up, pb
 from smroute.tables.diff import diff_tables
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-2level-648.topo")

@@ -10,7 +10,7 @@ import pytest
 
 from smroute.errors import SmrouteError
 from smroute.fabric.faults import FaultEvent
-from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.service.core import RoutingCore
 from smroute.service.errors import ServiceError
 from smroute.service.metrics import ServiceMetrics

@@ -1,4 +1,4 @@
-"""The generated gRPC code is fresh and importable as smroute.service._gen."""
+"""The generated gRPC code is fresh and importable as smroute.service.rpc._gen."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_generated_code_is_fresh_and_a_package() -> None:
     r = subprocess.run([sys.executable, "scripts/gen_proto.py", "--check"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    from smroute.service._gen import smroute_pb2, smroute_pb2_grpc
+    from smroute.service.rpc._gen import smroute_pb2, smroute_pb2_grpc
 
     assert smroute_pb2.DESCRIPTOR.package == "smroute.v1"
     assert smroute_pb2.DESCRIPTOR.name == "smroute/v1/smroute.proto"
@@ -22,7 +22,7 @@ def test_generated_code_is_fresh_and_a_package() -> None:
         "LoadFabric", "Route", "GetTables", "ApplyFaults", "Diff", "Watch", "GetEpoch",
         "Analyze", "SelectLids", "RouteSubnet", "GetLanes"}
     assert hasattr(smroute_pb2_grpc, "SmrouteStub")
-    text = (ROOT / "smroute/service/_gen/smroute_pb2_grpc.py").read_text()
+    text = (ROOT / "smroute/service/rpc/_gen/smroute_pb2_grpc.py").read_text()
     assert "from smroute.v1 import" not in text
 
 

@@ -10,15 +10,16 @@ import time
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import dmodc
 from smroute.routing.engine import route
 from smroute.routing.reroute import new_costs, reroute
 from smroute.routing.topology import SwitchGraph, switch_graph
 from smroute.service.epochs import EpochStore, table_checksum
-from smroute.service.faults import (
+from smroute.service.sequencer import (
     CallJob,
     DownSet,
     FaultEvent,
@@ -211,9 +212,9 @@ def test_sequencer_coalesces_bursts_and_keeps_order() -> None:
 def test_wire_encoded_blocks_equal_message_objects() -> None:
     """GetTables encodes blocks in protobuf wire form with numpy; it must parse
     to exactly the LftBlock messages (block indices >= 128 take 2-byte varints)."""
-    from smroute.service._gen import smroute_pb2 as pb
     from smroute.service.epochs import padded_blocks
-    from smroute.service.messages import _encode_blocks, _encode_full
+    from smroute.service.rpc._gen import smroute_pb2 as pb
+    from smroute.service.rpc.messages import _encode_blocks, _encode_full
 
     rng = np.random.default_rng(0)
     ports = rng.integers(0, 256, size=(3, 20_000), dtype=np.uint8)  # 313 blocks
@@ -284,7 +285,7 @@ def test_route_subnet_answer_does_not_wait_for_the_quiet_period() -> None:
     import time
 
     from smroute.service.core import RoutingCore
-    from smroute.service.subnet_rpc import route_subnet_response, subnet_request
+    from smroute.service.rpc.subnet import route_subnet_response, subnet_request
 
     core = RoutingCore(workers=1, coalesce_s=0.0)
     core.validator.big_pairs, core.validator.quiet_s = 0, 60.0

@@ -21,13 +21,13 @@ import pytest
 from service_daemon import ROOT, start_daemon
 
 from smroute.fabric.faults import DownSet, FaultEvent, apply_events, degraded_fabric
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.harness import wait_for as _wait
 from smroute.routing.engine import route
 from smroute.routing.validate import Failure, Validation
-from smroute.service import state_codec as codec
-from smroute.service.client import (
+from smroute.service.epochs import table_checksum
+from smroute.service.rpc.client import (
     SmrouteClient,
     TablesChecksumError,
     link_down,
@@ -36,8 +36,8 @@ from smroute.service.client import (
     switch_down,
     switch_up,
 )
-from smroute.service.epochs import table_checksum
-from smroute.service.store import (
+from smroute.service.state import codec
+from smroute.service.state.store import (
     APPLICATION_ID,
     SCHEMA_V1,
     SCHEMA_VERSION,
@@ -212,7 +212,7 @@ def test_the_resumed_structure_is_the_routing_s(fixture: str, algorithm: str, mo
     had, in every mode; other algorithms than Dmodc/Dmodk are routed again."""
     from smroute.fabric.roles import fabric_roles
     from smroute.service.epochs import own_tables
-    from smroute.service.resume import rebuild_result
+    from smroute.service.state.resume import rebuild_result
 
     f = read_topology(str(ROOT / "fixtures" / fixture))
     r = own_tables(route(f, algorithm=algorithm, workers=1))
@@ -482,8 +482,8 @@ def test_bridge_resyncs_with_a_restarted_daemon_by_its_instance_id(tmp_path: Pat
     """The daemon is killed and resumes the same epoch id (ids do not go
     backwards): the bridge still notices the new instance, takes the daemon's
     down set, writes the resumed epoch again, and keeps sending changes."""
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
+    from smroute.fabric.generate.trees import pgft
     from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
     from smroute.opensm.bridge import Bridge, BridgeOptions
@@ -536,8 +536,8 @@ def test_a_live_fabric_is_reconciled_after_the_resume(tmp_path: Path) -> None:
     """A daemon that loaded its fabric by live discovery is killed; a link goes
     down meanwhile.  The restarted daemon serves the resumed epoch first, then
     discovers the fabric again, and loads and routes it (its hash differs)."""
-    from smroute.fabric.generate import pgft
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
+    from smroute.fabric.generate.trees import pgft
     from smroute.lab.processes import DaemonProcess
     from smroute.lab.sim import IbSim, run_opensm
 

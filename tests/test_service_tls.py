@@ -14,9 +14,9 @@ import pytest
 from certs import make_ca, make_cert, make_pki
 from service_daemon import ROOT, start_daemon
 
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import NodeType
-from smroute.service.client import SmrouteClient, link_down, link_up
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.base import NodeType
+from smroute.service.rpc.client import SmrouteClient, link_down, link_up
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
 

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 
 from smroute.fabric.faults import DownSet, FaultEvent, apply_events
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import route, validate_result
 from smroute.service.config import load_config
 from smroute.service.core import Change, RoutingCore
-from smroute.service.durable import Durable
 from smroute.service.epochs import table_checksum
 from smroute.service.errors import ServiceError, Status
 from smroute.service.log import Logger
-from smroute.service.server import Daemon
-from smroute.service.store import StateStore
+from smroute.service.rpc.server import Daemon
+from smroute.service.state.durable import Durable
+from smroute.service.state.store import StateStore
 
 
 class Sink:

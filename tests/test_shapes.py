@@ -1,4 +1,4 @@
-"""Real-world shapes (smroute.fabric.shapes): aggregation nodes, hosts on spines,
+"""Real-world shapes (smroute.fabric.generate.shapes): aggregation nodes, hosts on spines,
 two-switch and ring fabrics, directors, split ports -- their structure, the
 ibnetdiscover text written for them parsing back to the same fabric, and the
 real tools (ibsim, OpenSM, ibnetdiscover) booting, routing and discovering them.
@@ -19,10 +19,14 @@ import pytest
 from fabric_compare import assert_same_fabric, node_key, port_attrs
 from script_module import load_script
 
-from smroute.fabric.generate import fabric_tuples, kary_ntree, pgft, xgft
-from smroute.fabric.ibnetdiscover import parse_topology, read_topology
-from smroute.fabric.model import Fabric, FabricError, NodeType, speed_code
-from smroute.fabric.shapes import (
+from smroute.fabric.export.writers import (
+    RDMA_CORE_CHASSIS_DEVICE_IDS,
+    chassis_ext_ports,
+    format_ibsim_net,
+    format_topology,
+    write_ibsim_net,
+)
+from smroute.fabric.generate.shapes import (
     AGGREGATION_NODE_DESC,
     AGGREGATION_NODE_DEVICE_ID,
     CONNECTX7_DEVICE_ID,
@@ -37,13 +41,10 @@ from smroute.fabric.shapes import (
     with_aggregation_nodes,
     with_split_ports,
 )
-from smroute.fabric.writers import (
-    RDMA_CORE_CHASSIS_DEVICE_IDS,
-    chassis_ext_ports,
-    format_ibsim_net,
-    format_topology,
-    write_ibsim_net,
-)
+from smroute.fabric.generate.trees import fabric_tuples, kary_ntree, pgft, xgft
+from smroute.fabric.ibnetdiscover.parse import parse_topology, read_topology
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import FabricError, NodeType, speed_code
 from smroute.lab.sidebyside import strip_lids
 from smroute.lab.sim import IbSim, ibnetdiscover, run_opensm
 

@@ -16,7 +16,7 @@ import pytest
 from smroute.analysis.compare import CompareConfig
 from smroute.analysis.paths import routing_view, trace
 from smroute.errors import SmrouteError
-from smroute.fabric.generate import degrade, parse_tuple, pgft
+from smroute.fabric.generate.trees import degrade, parse_tuple, pgft
 from smroute.lab.sidebyside import ENGINES, _check_lids, run_side_by_side, sm_node
 from smroute.routing.engine import route
 from smroute.tables.lft import ForwardingTables

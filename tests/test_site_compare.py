@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from script_module import BENCH, load_script
 
-from smroute.fabric.catalogue import build_shape
-from smroute.fabric.generate import pgft
-from smroute.fabric.model import NodeType
+from smroute.fabric.generate.catalogue import build_shape
+from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
-from smroute.fabric.shapes import with_aggregation_nodes
 
 site = load_script("site_compare", BENCH)
 

@@ -1,4 +1,4 @@
-"""Slurm topology from the fabric's roles (:mod:`smroute.fabric.slurm`,
+"""Slurm topology from the fabric's roles (:mod:`smroute.fabric.export.slurm`,
 ``smroute slurm topology``), checked by the real Slurm.
 
 * host lists: our compression and expansion agree with each other on random
@@ -16,7 +16,7 @@
   their child switches and nodes, every compute host under the leaf its HCAs
   hang off and no aggregation node;
 * ``topology.yaml`` validated against a JSON schema written from Slurm's
-  ``topology.yaml(5)`` (:data:`~smroute.fabric.slurm.TOPOLOGY_YAML_SCHEMA`);
+  ``topology.yaml(5)`` (:data:`~smroute.fabric.export.slurm.TOPOLOGY_YAML_SCHEMA`);
   the installed Slurm also loads it when it is 24.11 or newer (Debian 12 has
   22.05, which predates topology.yaml: schema only, the test says so);
 * the CLI: formats, ``--out``, warnings, exit status 2 on bad input;
@@ -47,12 +47,7 @@ import yaml
 
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import pgft
-from smroute.fabric.ibnetdiscover import read_fabric
-from smroute.fabric.model import Fabric, NodeType
-from smroute.fabric.roles import EndportRole, fabric_roles
-from smroute.fabric.shapes import attach_cas, with_aggregation_nodes
-from smroute.fabric.slurm import (
+from smroute.fabric.export.slurm import (
     HOST_ROLES,
     MAX_NAME,
     TOPOLOGY_YAML_SCHEMA,
@@ -65,8 +60,14 @@ from smroute.fabric.slurm import (
     parse_host_map,
     slurm_topology,
 )
-from smroute.fabric.slurm_files import hostlist_of
-from smroute.fabric.writers import write_topology
+from smroute.fabric.export.slurm_files import hostlist_of
+from smroute.fabric.export.writers import write_topology
+from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
+from smroute.fabric.generate.trees import pgft
+from smroute.fabric.ibnetdiscover.parse import read_fabric
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.roles import EndportRole, fabric_roles
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
 #: Real captures that do not route (README of the real folder): bad input.

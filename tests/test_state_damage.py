@@ -31,23 +31,23 @@ from service_daemon import ROOT, start_daemon
 
 from smroute.errors import RoutingError
 from smroute.fabric.faults import FaultEvent
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric
-from smroute.service.client import SmrouteClient, link_down
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.service.core import RoutingCore
-from smroute.service.durable import Durable
 from smroute.service.errors import ServiceError, Status
 from smroute.service.metrics import ServiceMetrics
-from smroute.service.resume import catch_up
-from smroute.service.salvage import (
+from smroute.service.rpc.client import SmrouteClient, link_down
+from smroute.service.rpc.subnet import subnet_request
+from smroute.service.state.durable import Durable
+from smroute.service.state.resume import catch_up
+from smroute.service.state.salvage import (
     COLUMNS,
     mark_paths,
     read_high_water,
     row_check,
     write_high_water,
 )
-from smroute.service.store import SCHEMA_VERSION, StateStore
-from smroute.service.subnet_rpc import subnet_request
+from smroute.service.state.store import SCHEMA_VERSION, StateStore
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
 FAB = read_topology(FIXTURE)

@@ -20,7 +20,7 @@ from smroute.analysis.paths import routing_view
 from smroute.analysis.patterns import topological_order
 from smroute.cli.main import main
 from smroute.errors import InputError
-from smroute.fabric.generate import pgft
+from smroute.fabric.generate.trees import pgft
 from smroute.routing.engine import route
 from smroute.study.degrade import amount, equipment, parse_pgft, plan_throw, throw_rngs
 from smroute.study.executors import run_unordered

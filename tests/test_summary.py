@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, FabricBuilder, NodeType, speed_code
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType, speed_code
+from smroute.fabric.model.builder import FabricBuilder
 from smroute.fabric.summary import ANOMALY_KINDS, components, format_summary, summarize
 
 ROOT = Path(__file__).resolve().parent.parent

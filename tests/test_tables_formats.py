@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from smroute.cli.main import main
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route
 from smroute.tables.diff import diff_tables, format_diff
 from smroute.tables.formats import (
@@ -336,7 +336,7 @@ def test_opensm_own_lfts_dump_has_our_shape(
     """Parse the opensm-lfts.dump a real OpenSM minhop run writes and compare
     it with our tables for the same fabric: same switches, same switch LIDs
     (preset LIDs are kept), same routed LIDs, own LID on port 0; then diff."""
-    from smroute.fabric.writers import write_ibsim_net
+    from smroute.fabric.export.writers import write_ibsim_net
     from smroute.lab.sim import IbSim, run_opensm
 
     fabric = pgft(2, [4, 3], [1, 2], [1, 2])

@@ -15,7 +15,7 @@ import pytest
 
 from smroute.analysis.hoptrace import find_endpoint, trace_route
 from smroute.cli.main import main
-from smroute.fabric.ibnetdiscover import read_fabric
+from smroute.fabric.ibnetdiscover.parse import read_fabric
 from smroute.tables.formats import read_tables, write_tables
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
@@ -177,8 +177,8 @@ def test_vls_from_the_lanes_file_route_writes(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """A tree too degraded for up*/down* routes alone, routed with detours over
     VLs: the VL trace prints for each hop is the routing's own."""
-    from smroute.fabric.generate import degrade, pgft
-    from smroute.fabric.writers import write_topology
+    from smroute.fabric.export.writers import write_topology
+    from smroute.fabric.generate.trees import degrade, pgft
     from smroute.routing.engine import route
     from smroute.routing.lanesfile import parse_lanes
 

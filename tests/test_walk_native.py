@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from smroute.fabric.generate import degrade, pgft
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.routing import walk_native
 from smroute.routing.engine import route
 from smroute.routing.topology import next_switch

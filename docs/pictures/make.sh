@@ -11,8 +11,8 @@ import sys
 import numpy as np
 
 from smroute.fabric import shapes
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.writers import write_topology
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.export.writers import write_topology
 
 out = sys.argv[1]
 base = pgft(2, (4, 6), (1, 4), (1, 1))

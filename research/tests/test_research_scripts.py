@@ -13,7 +13,7 @@ import pytest
 
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.cli.main import main
-from smroute.fabric.generate import degrade
+from smroute.fabric.generate.trees import degrade
 from smroute.routing.engine import route
 from smroute.study.degrade import parse_pgft
 from smroute.study.results import band_of, read_rows, write_rows

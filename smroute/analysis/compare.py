@@ -31,7 +31,7 @@ import numpy.typing as npt
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, congestion_risk, evaluate
 from smroute.analysis.paths import pair_paths, routing_view
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.tables.lft import ForwardingTables
 
 __all__ = ["CompareConfig", "TableMetrics", "analyze_tables", "compare_tables", "metric_names"]

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 

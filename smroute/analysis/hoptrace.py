@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from smroute.errors import InputError
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.lanesfile import LanesFile
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 

@@ -1,5 +1,5 @@
 """``smroute fabric generate catalogue NAME``: a named site shape of
-:mod:`smroute.fabric.catalogue` as ibnetdiscover text (the shape's dialect:
+:mod:`smroute.fabric.generate.catalogue` as ibnetdiscover text (the shape's dialect:
 plain ibnetdiscover or ibdiagnet's), or as an ibsim net file;
 ``--list`` prints the catalogue with its host and switch counts.
 """
@@ -38,7 +38,7 @@ def add_catalogue_parser(gs: Any) -> None:
 def catalogue_table() -> list[str]:
     """The catalogue as a markdown table: name, compute hosts, service hosts,
     switch ASICs, directors, dialect, what it models."""
-    from smroute.fabric.catalogue import CATALOGUE, build_shape
+    from smroute.fabric.generate.catalogue import CATALOGUE, build_shape
     from smroute.fabric.roles import EndportRole, fabric_roles
 
     out = ["| name | compute hosts | service hosts | switches | dialect | models |",
@@ -56,9 +56,9 @@ def catalogue_table() -> list[str]:
 
 def cmd_catalogue(args: argparse.Namespace) -> int:
     """Write the shape (or list the catalogue); exit 0, 2 for a bad name."""
-    from smroute.fabric.catalogue import CATALOGUE, build_shape
-    from smroute.fabric.ibdiagwrite import format_ibdiagnet
-    from smroute.fabric.writers import format_ibsim_net, format_topology
+    from smroute.fabric.export.ibdiagwrite import format_ibdiagnet
+    from smroute.fabric.export.writers import format_ibsim_net, format_topology
+    from smroute.fabric.generate.catalogue import CATALOGUE, build_shape
 
     if args.list:
         print("\n".join(catalogue_table()))

@@ -108,7 +108,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     assert cfg is not None
     warnings = list(cfg.warnings())
     if cfg.tls is not None and not args.no_file_check:
-        from smroute.service.auth import check_tls
+        from smroute.service.rpc.auth import check_tls
 
         warnings += check_tls(cfg.tls)  # load_config already raised for unusable files
     data = config_to_dict(cfg)

@@ -62,7 +62,7 @@ from smroute.cli.ctl_render import (
 from smroute.cli.inputs import SEED, int_range
 from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError
-from smroute.service.client import SmrouteClient, pb
+from smroute.service.rpc.client import SmrouteClient, pb
 
 __all__ = ["register"]
 
@@ -244,7 +244,7 @@ def _watch(client: SmrouteClient, args: argparse.Namespace) -> int:
 
 
 def _fault(client: SmrouteClient, args: argparse.Namespace) -> int:
-    from smroute.service import client as cl
+    from smroute.service.rpc import client as cl
 
     if args.kind == "link" and args.port is None:
         raise InputError("fault ... link GUID PORT: the port on GUID is missing")

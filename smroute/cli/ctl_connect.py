@@ -13,7 +13,7 @@ import grpc
 
 from smroute.cli.inputs import float_range
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
-from smroute.service.client import DEFAULT_TARGET, SmrouteClient, default_target
+from smroute.service.rpc.client import DEFAULT_TARGET, SmrouteClient, default_target
 
 __all__ = ["ADDRESS_ENV", "DEFAULT_ADDRESS", "RpcFailed", "add_daemon_options", "address_of",
            "connect", "probe", "rpc_error"]
@@ -118,8 +118,8 @@ def connect(args: argparse.Namespace) -> SmrouteClient:
             f"there? set --address or ${ADDRESS_ENV})")
     creds = None
     if args.tls_ca or args.tls_cert or args.tls_key:
-        from smroute.service.auth import client_credentials
         from smroute.service.config import ConfigError
+        from smroute.service.rpc.auth import client_credentials
 
         try:
             creds = client_credentials(args.tls_ca, args.tls_cert, args.tls_key)

@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from smroute.service._gen import smroute_pb2 as pb
+from smroute.service.rpc._gen import smroute_pb2 as pb
 
 __all__ = ["to_json", "epoch_line", "epoch_lines", "diff_lines", "fault_name",
            "analyze_lines", "lanes_text", "validation_text"]

@@ -50,7 +50,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from smroute.discovery.discover import discover_topology_lines
     from smroute.discovery.hca import local_ports
     from smroute.errors import InputError
-    from smroute.fabric.ibnetdiscover import parse_topology
+    from smroute.fabric.ibnetdiscover.parse import parse_topology
     from smroute.fabric.summary import format_summary, summarize
 
     to_stdout = args.out == STDOUT

@@ -1,7 +1,7 @@
 """``smroute fabric draw FABRIC --out FILE.svg|FILE.png [--removed ORIGINAL]``.
 
-The edge of :mod:`smroute.fabric.draw`: reads the fabric (and the original it
-was degraded from), asks for the :class:`~smroute.fabric.draw.Drawing` and
+The edge of :mod:`smroute.fabric.export.draw`: reads the fabric (and the original it
+was degraded from), asks for the :class:`~smroute.fabric.export.draw.Drawing` and
 renders it with Graphviz's ``dot`` (Debian package ``graphviz``, through the
 PyPI ``graphviz`` package).  ``dot`` is made for layered graphs: it places
 the levels in rows, orders each row to cross as few cables as possible and
@@ -51,7 +51,7 @@ class DrawError(SmrouteError):
 def add_parser(sub: Any) -> None:
     """Add ``draw`` to the ``fabric`` command's subparsers."""
     from smroute.cli.inputs import add_role_options, add_strict_option, int_range
-    from smroute.fabric.draw import MAX_BOXES
+    from smroute.fabric.export.draw import MAX_BOXES
 
     d = sub.add_parser(
         "draw",
@@ -87,7 +87,7 @@ def add_parser(sub: Any) -> None:
 def cmd_draw(args: argparse.Namespace) -> int:
     """Draw ``args.file`` into ``args.out``; prints what was drawn."""
     from smroute.cli.inputs import load_fabric, load_overrides
-    from smroute.fabric.draw import draw_fabric
+    from smroute.fabric.export.draw import draw_fabric
     from smroute.fabric.roles import fabric_roles
 
     to_stdout = is_stdout(args.out)
@@ -123,12 +123,12 @@ def _html(lines: Any, *, title_colour: str = "#000000") -> str:
 
 
 def to_dot(drawing: Any, *, title: str | None = None) -> Any:
-    """The ``graphviz.Digraph`` of a :class:`~smroute.fabric.draw.Drawing`."""
+    """The ``graphviz.Digraph`` of a :class:`~smroute.fabric.export.draw.Drawing`."""
     try:
         import graphviz
     except ImportError as err:  # pragma: no cover - a dependency
         raise DrawError("the Python package graphviz is missing (pip install graphviz)") from err
-    from smroute.fabric.draw import Line
+    from smroute.fabric.export.draw import Line
 
     g = graphviz.Digraph("fabric")
     caption = [Line(title or drawing.title, "title"), *drawing.legend]

@@ -1,7 +1,7 @@
 """``smroute fabric generate GENERATOR ...``: every fabric generator from the
 command line, written as ibnetdiscover text or an ibsim net file.
 
-Generators (:mod:`smroute.fabric.generate`, :mod:`smroute.fabric.shapes`)::
+Generators (:mod:`smroute.fabric.generate.trees`, :mod:`smroute.fabric.generate.shapes`)::
 
     pgft "3;18,18,36;1,18,18;1,1,1" [--rlft] [--hosts-per-leaf N]
     xgft "2;18,36;1,18"             kary-ntree K N
@@ -11,12 +11,12 @@ Generators (:mod:`smroute.fabric.generate`, :mod:`smroute.fabric.shapes`)::
     director [--line-cards N --spine-cards N --asics-per-card N --radix N --hosts-per-asic N]
 
 Then, in this order: seeded degradation (``--seed S --remove-switches N
---remove-links N``: :func:`~smroute.fabric.generate.degrade` with
+--remove-links N``: :func:`~smroute.fabric.generate.trees.degrade` with
 ``numpy.random.default_rng(S)``), ``--spine-hosts N`` service hosts on the
-first top switch (:func:`~smroute.fabric.shapes.attach_cas`), ``--split-ports``
+first top switch (:func:`~smroute.fabric.generate.shapes.attach_cas`), ``--split-ports``
 (every switch with hosts split-ready, its host ports split:
-:func:`~smroute.fabric.shapes.with_split_ports`), ``--agg`` (a SHARP
-aggregation node on every switch: :func:`~smroute.fabric.shapes.with_aggregation_nodes`).
+:func:`~smroute.fabric.generate.shapes.with_split_ports`), ``--agg`` (a SHARP
+aggregation node on every switch: :func:`~smroute.fabric.generate.shapes.with_aggregation_nodes`).
 ``--format topology`` (default) writes what ``ibnetdiscover`` prints
 (``--ext-ports``: with ``[ext N]`` on chassis line-card ports, as
 ``ibnetdiscover -g``), ``--format ibsim`` an ibsim net file; ``--out FILE`` (written
@@ -248,8 +248,8 @@ def _pgft_args(args: argparse.Namespace) -> tuple[int, list[int], list[int], lis
 
 def generate_fabric(args: argparse.Namespace) -> tuple[Any, str]:
     """The generated fabric of ``args`` (before the transforms) and its label."""
-    from smroute.fabric import generate as gen
-    from smroute.fabric import shapes
+    from smroute.fabric.generate import shapes
+    from smroute.fabric.generate import trees as gen
 
     kind = args.generator
     kw = _tree_kwargs(args)
@@ -318,7 +318,7 @@ def _top_switch(fabric: Any) -> int:
 
 def _host_switches(fabric: Any) -> np.ndarray:
     """Switches linked to a CA, ascending."""
-    from smroute.fabric.model import NodeType
+    from smroute.fabric.model.base import NodeType
 
     ca_rows = np.flatnonzero((fabric.node_type[fabric.port_node] == NodeType.CA)
                              & (fabric.port_peer >= 0))
@@ -328,13 +328,9 @@ def _host_switches(fabric: Any) -> np.ndarray:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate, transform and write the fabric (module doc); exit status 0."""
-    from smroute.fabric import shapes
-    from smroute.fabric.generate import degrade
-    from smroute.fabric.writers import (
-        chassis_ext_ports,
-        format_ibsim_net,
-        format_topology,
-    )
+    from smroute.fabric.export.writers import chassis_ext_ports, format_ibsim_net, format_topology
+    from smroute.fabric.generate import shapes
+    from smroute.fabric.generate.trees import degrade
 
     if not is_stdout(args.out):
         check_output(args.out)

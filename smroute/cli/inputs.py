@@ -24,11 +24,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from smroute.errors import InputError
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.tables.lft import ForwardingTables
 
 if TYPE_CHECKING:
-    from smroute.fabric.ibtext import ParseWarning
+    from smroute.fabric.ibnetdiscover.text import ParseWarning
     from smroute.fabric.roles import GuidOverrides
 
 __all__ = [
@@ -171,7 +171,7 @@ def load_fabric(path: str, *, strict: bool = False) -> Fabric:
     Each skipped line is printed to stderr as a warning (``strict``: an error).
     A fabric without any switch (a partial discovery) is an error explaining it.
     """
-    from smroute.fabric.ibnetdiscover import read_fabric, require_switches
+    from smroute.fabric.ibnetdiscover.parse import read_fabric, require_switches
 
     warnings: list[ParseWarning] = []
     try:
@@ -186,7 +186,7 @@ def load_fabric(path: str, *, strict: bool = False) -> Fabric:
 def read_capture_text(path: str) -> str:
     """The text of a capture file (gzip or xz compressed too), for sending
     it as it is (``smroute ctl load``); errors as :func:`load_fabric`."""
-    from smroute.fabric.ibtext import read_text_lines
+    from smroute.fabric.ibnetdiscover.text import read_text_lines
 
     require_regular_file(path, "fabric")
     return "\n".join(guarded(read_text_lines, path)) + "\n"

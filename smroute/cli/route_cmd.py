@@ -135,7 +135,7 @@ def _fmt_s(x: float) -> str:
 def cmd_route(args: argparse.Namespace) -> int:
     """Route ``args.fabric``, write ``args.out``, print the summary; exit status
     0 valid, 1 invalid (module doc)."""
-    from smroute.fabric.model import NodeType
+    from smroute.fabric.model.base import NodeType
     from smroute.routing.engine import route, validate_result
     from smroute.routing.validate import walk
     from smroute.routing.workers import workers_for

@@ -127,7 +127,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the daemon until SIGTERM (0) or SIGINT (130), after a clean shutdown."""
     from smroute.service.log import Logger
-    from smroute.service.server import Daemon
+    from smroute.service.rpc.server import Daemon
 
     cfg, over = config_from_args(args)
     if cfg.fabric is not None:

@@ -1,5 +1,5 @@
 """``smroute slurm topology FABRIC``: Slurm's network topology from the fabric's
-roles (:mod:`smroute.fabric.slurm`).
+roles (:mod:`smroute.fabric.export.slurm`).
 
 ``--format conf`` (default) writes ``topology.conf`` for
 ``TopologyPlugin=topology/tree``; ``--format yaml`` writes ``topology.yaml``
@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
 
 
 def _parse_roles(text: str) -> list[Any]:
-    from smroute.fabric.slurm import HOST_ROLES
+    from smroute.fabric.export.slurm import HOST_ROLES
 
     allowed = {r.name.lower(): r for r in HOST_ROLES}
     if text.strip().lower() == "all":
@@ -92,7 +92,7 @@ def _parse_roles(text: str) -> list[Any]:
 
 
 def _parse_block_sizes(text: str | None) -> list[int] | None:
-    from smroute.fabric.slurm import check_block_sizes
+    from smroute.fabric.export.slurm import check_block_sizes
 
     if not text:
         return None
@@ -107,8 +107,8 @@ def _parse_block_sizes(text: str | None) -> list[int] | None:
 def cmd_topology(args: argparse.Namespace) -> int:
     """Run ``smroute slurm topology``."""
     from smroute.cli.inputs import guarded, load_fabric, load_overrides
+    from smroute.fabric.export.slurm import read_host_map, slurm_topology
     from smroute.fabric.roles import fabric_roles
-    from smroute.fabric.slurm import read_host_map, slurm_topology
 
     if not is_stdout(args.out):
         check_output(args.out)

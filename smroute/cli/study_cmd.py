@@ -181,7 +181,7 @@ def _study_source(args: argparse.Namespace) -> tuple[str, str]:
             raise InputError(f"{spec.label} cannot be built: {err}", source="--pgft") from None
         return f"pgft:{args.pgft}", args.label or spec.label
     from smroute.cli.inputs import guarded
-    from smroute.fabric.ibnetdiscover import read_topology, require_switches
+    from smroute.fabric.ibnetdiscover.parse import read_topology, require_switches
 
     require_switches(guarded(read_topology, args.fabric), args.fabric)  # what a throw reads
     path = Path(args.fabric)

@@ -57,7 +57,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     tables = load_tables(args.tables, fabric, args.fabric)
     lanes = None
     if args.lanes:
-        from smroute.fabric.ibtext import read_text_lines
+        from smroute.fabric.ibnetdiscover.text import read_text_lines
         from smroute.routing.lanesfile import parse_lanes
 
         lanes = parse_lanes(read_text_lines(args.lanes), args.lanes)

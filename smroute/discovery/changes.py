@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 __all__ = ["down_set", "fault_events", "link_keys", "unexpected"]
 

@@ -4,7 +4,7 @@
 live ``LoadFabric`` source call: it checks the local HCA ports first
 (:func:`smroute.discovery.hca.local_ports`), runs ``ibnetdiscover [-C CA] [-P PORT]``
 (infiniband-diags) and returns its topology text, which
-:func:`smroute.fabric.ibnetdiscover.parse_topology` parses like a file.
+:func:`smroute.fabric.ibnetdiscover.parse.parse_topology` parses like a file.
 
 Failures raise :class:`DiscoveryError` saying which of these it is:
 

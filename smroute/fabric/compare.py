@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from smroute.fabric.model import SPEED_GBPS, SPEEDS, Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import SPEED_GBPS, SPEEDS, NodeType
 
 __all__ = ["Cable", "End", "FabricComparison", "compare_fabrics", "format_comparison"]
 

@@ -20,7 +20,8 @@ from enum import StrEnum
 import numpy as np
 
 from smroute.errors import InputError
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 __all__ = [
     "EVENT_KINDS",

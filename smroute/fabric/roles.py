@@ -58,7 +58,8 @@ import numpy.typing as npt
 
 from smroute.errors import InputError
 from smroute.fabric.graph import bfs_distance, components, first_per_group
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 
 __all__ = [
     "EndportRole",

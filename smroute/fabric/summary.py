@@ -53,7 +53,8 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.fabric.graph import components
-from smroute.fabric.model import SPEEDS, Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import SPEEDS, NodeType
 from smroute.fabric.roles import (
     REASONS,
     EndportRole,

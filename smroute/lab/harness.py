@@ -36,9 +36,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
-from smroute.fabric.writers import write_ibsim_net
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.processes import DaemonProcess, OpenSMProcess, free_port
 from smroute.lab.sim import (
     IbSim,
@@ -158,7 +158,7 @@ class OpenSMChain:
 
     def start(self, timeout: float = 120.0) -> ForwardingTables:
         """Start everything; wait until the switches hold the first epoch (returned)."""
-        from smroute.service.client import SmrouteClient
+        from smroute.service.rpc.client import SmrouteClient
 
         t0 = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -274,7 +274,7 @@ class OpenSMChain:
         """
         import numpy as np
 
-        from smroute.fabric.model import NodeType
+        from smroute.fabric.model.base import NodeType
         from smroute.tables.lft import NO_ROUTE
 
         rows = np.flatnonzero((fab.node_type[fab.port_node] == NodeType.CA)

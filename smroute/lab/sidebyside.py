@@ -48,10 +48,10 @@ from smroute.analysis.compare import CompareConfig, TableMetrics, compare_tables
 from smroute.analysis.paths import RoutingView, routing_view
 from smroute.analysis.patterns import topological_order_from
 from smroute.errors import RoutingError, SmrouteError
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.export.writers import write_ibsim_net
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.fabric.writers import write_ibsim_net
 from smroute.fileio import read_lines
 from smroute.lab.sim import (
     DEFAULT_LOG_FLAGS,

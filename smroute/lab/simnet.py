@@ -9,7 +9,7 @@ Two ways into ibsim 0.10:
   ``"H-<node GUID>"``), the capture's LIDs are preset on the ports (OpenSM
   keeps the valid ones and reassigns the rest);
 * a **written** net file (:func:`simulable` then
-  :func:`~smroute.fabric.writers.write_ibsim_net`), for whatever the parser
+  :func:`~smroute.fabric.export.writers.write_ibsim_net`), for whatever the parser
   had to clean up (a ports report, noise lines) or ibsim could not read.
 
 Either way :func:`discovery_gap` compares what ``ibnetdiscover`` finds in
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.summary import components
 
 __all__ = [

@@ -54,8 +54,8 @@ from typing import Any
 from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.fileio import atomic_write_text
 from smroute.opensm.backoff import Backoff
 from smroute.opensm.bridge_state import (
@@ -139,12 +139,12 @@ class Bridge:
         until the daemon answers (else :class:`DaemonUnreachableError`)."""
         import grpc
 
-        from smroute.service.client import SmrouteClient
+        from smroute.service.rpc.client import SmrouteClient
 
         creds = None
         o = self.opts
         if o.tls_ca is not None or o.tls_cert is not None:
-            from smroute.service.auth import client_credentials
+            from smroute.service.rpc.auth import client_credentials
 
             creds = client_credentials(o.tls_ca, o.tls_cert, o.tls_key)
         self._client = SmrouteClient(o.daemon, timeout=o.rpc_timeout, credentials=creds,
@@ -157,7 +157,7 @@ class Bridge:
 
     @property
     def client(self) -> Any:
-        """The connected :class:`~smroute.service.client.SmrouteClient`."""
+        """The connected :class:`~smroute.service.rpc.client.SmrouteClient`."""
         if self._client is None:
             raise BridgeError("not connected to the daemon (connect() first)")
         return self._client
@@ -166,7 +166,7 @@ class Bridge:
         """``fn(*args, **kw)`` with gRPC and checksum errors as :class:`BridgeError`."""
         import grpc
 
-        from smroute.service.client import TablesChecksumError
+        from smroute.service.rpc.client import TablesChecksumError
 
         try:
             return fn(*args, **kw)

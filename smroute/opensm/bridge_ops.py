@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from smroute.fabric.faults import DownSet, FaultEvent
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.opensm.bridge_state import BridgeOptions, BridgeState
 from smroute.tables.lft import ForwardingTables
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from smroute.errors import InputError, SmrouteError
 from smroute.fabric.faults import DownSet, FaultEvent, link_key
-from smroute.fabric.ibnetdiscover import parse_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.parse import parse_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.fileio import atomic_write_text
 from smroute.tables.lft import NO_ROUTE
 
@@ -206,7 +206,7 @@ def _state_link(base: Fabric, item: list[Any]) -> tuple[int, int]:
 def generated_code() -> tuple[Any, Any]:
     """The daemon's generated protobuf and gRPC modules (imported when needed)."""
     try:
-        from smroute.service._gen import smroute_pb2, smroute_pb2_grpc
+        from smroute.service.rpc._gen import smroute_pb2, smroute_pb2_grpc
     except ImportError as exc:  # pragma: no cover - generated code is part of the package
         raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
     return smroute_pb2, smroute_pb2_grpc

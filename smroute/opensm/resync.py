@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from smroute.fabric.faults import DownSet, FaultEvent, FaultEventError, FaultKind, apply_events
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.opensm.bridge_ops import BridgeOps
 from smroute.opensm.bridge_state import BridgeError, generated_code
 

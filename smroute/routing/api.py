@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from smroute.errors import RoutingError
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.dmodc import Destinations
 from smroute.routing.topology import SwitchGraph
 

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing import dmodc, kernel
 from smroute.routing.detour_load import detours_by_load
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations

@@ -7,11 +7,11 @@ for all ``t > l``); then *down* through down-port ``r = a_l + k m_l`` with
 ``k = floor(j / W_l) mod p_l`` (the paper gives only the up rule; picking the
 parallel down-link by the same quotient is the natural extension, and what
 Dmodc's eq. 4 does).  Port numbers follow
-:mod:`smroute.fabric.generate`'s convention (down-port ``r`` is IB port
+:mod:`smroute.fabric.generate.trees`'s convention (down-port ``r`` is IB port
 ``r + 1``, up-port ``q`` is ``m_l p_l + q + 1``).
 
 Node tuples come from the generator's node descriptions, so D-mod-K only
-applies to fabrics made by :func:`smroute.fabric.generate.pgft` (or their
+applies to fabrics made by :func:`smroute.fabric.generate.trees.pgft` (or their
 ibnetdiscover round trip).  Switch LIDs are not end-ports and have no
 D-mod-K index; their columns are routed by Dmodc's rule.
 """
@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.errors import RoutingError
-from smroute.fabric.generate import fabric_tuples
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import fabric_tuples
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.dmodc import NO_ROUTE, Destinations
 from smroute.routing.kernel import route_block
 from smroute.routing.topology import SwitchGraph

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from smroute.errors import RoutingError
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, NeededPairs, fabric_roles, needed_pairs
 from smroute.routing import modes, orient
 from smroute.routing.api import DEFAULT, Prepared, engine

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.graph import first_per_group
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
 from smroute.routing import dmodc, orient
 from smroute.routing.api import Engine, Prepared

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.analysis.deadlock import check_credit_loops, cyclic_core, dependencies
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
 from smroute.routing.dmodc import INF, Destinations

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles, needed_pairs
 from smroute.routing import dmodc
 from smroute.routing.api import Arrays, Engine, Prepared, engine, subset

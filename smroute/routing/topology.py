@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.fabric.graph import bfs_distance, components
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import FabricRoles, fabric_roles
 
 __all__ = ["SwitchGraph", "switch_graph", "rooted_graph"]

@@ -41,8 +41,9 @@ import yaml
 from smroute.routing import api
 from smroute.service.config_dump import config_to_dict, config_value
 from smroute.service.config_files import dir_problem, file_problem, read_regular
-from smroute.service.listen import LISTEN_EXPECTED
-from smroute.service.peercred import resolve_ids
+from smroute.service.rpc.listen import LISTEN_EXPECTED
+from smroute.service.rpc.peercred import resolve_ids
+from smroute.service.rpc.tls import check_tls
 from smroute.service.settings import (
     GRPC_MAX,
     GUID_FILE_KEYS,
@@ -62,7 +63,6 @@ from smroute.service.settings import (
     parse_listen,
     parse_size,
 )
-from smroute.service.tls_files import check_tls
 
 __all__ = [
     "ConfigError",
@@ -482,7 +482,7 @@ def load_config(path: str | os.PathLike[str], *, check_files: bool = True) -> Se
     ``tls.key``, ``tls.client_ca``) must exist and be readable, every
     ``fabric_dirs`` entry must be a readable directory, and the TLS
     files must be usable (PEM, key matching the certificate, certificate
-    within its validity dates: :func:`smroute.service.auth.check_tls`);
+    within its validity dates: :func:`smroute.service.rpc.auth.check_tls`);
     otherwise a :class:`ConfigError` names the key and its line (the first
     of them: :func:`check_config` gives them all).
     """

@@ -3,7 +3,7 @@
 State: the base fabric, the desired down set, the routing :class:`Settings`,
 an :class:`~smroute.service.epochs.EpochStore`, one
 :class:`~smroute.routing.pool.RoutePool` living as long as the daemon, and a
-:class:`~smroute.service.faults.Sequencer` that runs every state change on one
+:class:`~smroute.service.sequencer.Sequencer` that runs every state change on one
 thread (loads, routes, fault batches, subnet views, dry runs, resume and
 setting changes are totally ordered).  What is served changes through one
 transaction, :meth:`RoutingCore.change` (degrade, route, gate, commit,
@@ -12,7 +12,7 @@ committed epochs in the background, newest first.
 
 Errors: every expected failure raises :class:`~smroute.service.errors.ServiceError`
 with a :class:`~smroute.service.errors.Status` and a precise message; the gRPC
-servicer (:mod:`smroute.service.servicer`) maps it to the RPC's status.
+servicer (:mod:`smroute.service.rpc.servicer`) maps it to the RPC's status.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from smroute.errors import InputError, RoutingError
-from smroute.fabric.ibtext import ParseWarning
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.text import ParseWarning
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
 from smroute.routing.engine import RoutingResult, route
@@ -47,10 +47,11 @@ from smroute.service.core_api import (
 )
 from smroute.service.degraded import ENDS, Degraded
 from smroute.service.dryrun import FaultOutcome, would_be
-from smroute.service.durable import Durable, lmc_text
 from smroute.service.epochs import Epoch, EpochStore, own_tables
 from smroute.service.errors import ServiceError, Status, echo
-from smroute.service.faults import (
+from smroute.service.helper_process import HelperProcess
+from smroute.service.refusals import gate, route_failed
+from smroute.service.sequencer import (
     DownSet,
     FaultEvent,
     FaultEventError,
@@ -59,9 +60,8 @@ from smroute.service.faults import (
     apply_events,
     degraded_fabric,
 )
-from smroute.service.helper_process import HelperProcess
-from smroute.service.refusals import gate, route_failed
-from smroute.service.resume import Resumed, read_state
+from smroute.service.state.durable import Durable, lmc_text
+from smroute.service.state.resume import Resumed, read_state
 from smroute.service.streams import StreamCounter
 from smroute.service.validator import EpochValidator
 from smroute.tables.diff import TableDiff, diff_tables
@@ -113,7 +113,7 @@ class RoutingCore:
         self.clock = clock
         self.wallclock = wallclock
         self.store = EpochStore(epoch_history)
-        #: the state database (smroute.service.durable) and this start's instance id
+        #: the state database (smroute.service.state.durable) and this start's instance id
         self.durable = durable or Durable(None)
         self.store.on_validation = self.durable.validation
         self.pool = RoutePool(workers)
@@ -373,7 +373,7 @@ class RoutingCore:
 
     def resume(self) -> Resumed | None:
         """Before serving: take in the state database's last epoch, base
-        fabric, down set and settings (:func:`smroute.service.resume.read_state`)
+        fabric, down set and settings (:func:`smroute.service.state.resume.read_state`)
         through the transaction (the epoch gated, committed with its id);
         degraded, serving nothing, when part of what was acknowledged is lost."""
         def do() -> Resumed | None:

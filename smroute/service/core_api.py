@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from smroute.fabric.faults import DownSet, FaultEvent
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
 from smroute.routing.validate import Validation

@@ -1,5 +1,5 @@
 """The daemon's degraded state (:class:`Degraded`): part of the acknowledged
-state could not be rebuilt at start (:func:`smroute.service.resume.read_state`
+state could not be rebuilt at start (:func:`smroute.service.state.resume.read_state`
 names it), or the state committed last could not be routed again, so no
 tables are served until the operator says what is true now.
 

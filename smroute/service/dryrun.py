@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult
 from smroute.service.epochs import Epoch, FaultRecord
-from smroute.service.faults import DownSet
+from smroute.service.sequencer import DownSet
 from smroute.tables.diff import TableDiff
 
 __all__ = ["FaultOutcome", "would_be"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult
 from smroute.routing.validate import Validation
 from smroute.tables.diff import TableDiff

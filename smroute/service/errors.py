@@ -3,7 +3,7 @@
 The core (:mod:`smroute.service.core`) and the fabric sources raise
 :class:`ServiceError` with a :class:`Status`; the gRPC servicer maps the
 status to the RPC's status code in one place
-(:func:`smroute.service.servicer.status_code`).
+(:func:`smroute.service.rpc.servicer.status_code`).
 
 Request text echoed into a message goes through :func:`echo` (quoted,
 escaped like ``repr``, at most :data:`ECHO_CHARS` characters, with the full

@@ -1,6 +1,6 @@
 """Structured log lines (``json`` or ``key=value`` text) for the daemon and the bridge.
 
-Kept apart from :mod:`smroute.service.server` so that the OpenSM bridge can log
+Kept apart from :mod:`smroute.service.rpc.server` so that the OpenSM bridge can log
 the same way without importing the server (gRPC health, reflection, metrics).
 """
 

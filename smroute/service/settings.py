@@ -1,6 +1,6 @@
 """The routing daemon's settings as frozen dataclasses (:class:`ServiceConfig`,
 :class:`TlsConfig`, :class:`LimitsConfig`), their value parsers (sizes;
-listen addresses come from :mod:`smroute.service.listen`) and the cross-field
+listen addresses come from :mod:`smroute.service.rpc.listen`) and the cross-field
 rules checked in ``__post_init__`` so that ``dataclasses.replace(cfg, ...)``
 (CLI overrides) is validated too.  :mod:`smroute.service.config` reads them
 from YAML.
@@ -17,7 +17,7 @@ from typing import Any
 
 from smroute.errors import InputError
 from smroute.routing import api
-from smroute.service.listen import ListenAddress, parse_listen
+from smroute.service.rpc.listen import ListenAddress, parse_listen
 
 __all__ = [
     "BadValue",
@@ -228,7 +228,7 @@ class LimitsConfig:
     concurrent GetTables streams; ``max_watchers``: concurrent Watch streams
     (counted separately).  ``analyze_max_hosts``: Analyze refuses larger fabrics.
     ``max_streams_per_client``: streams (GetTables, Watch, reflection) one
-    client may hold open (see :mod:`smroute.service.capacity`
+    client may hold open (see :mod:`smroute.service.rpc.capacity`
     for who counts as a client).  ``stream_idle_s``: a Watch stream that sees
     no new epoch for this many seconds is closed with UNAVAILABLE (0: never).
     ``reserved_workers``: RPC worker threads that read-only calls can never
@@ -285,7 +285,7 @@ def default_state_path(env: dict[str, str] | None = None, uid: int | None = None
 
 @dataclass(frozen=True)
 class StateConfig:
-    """The durable state database (:mod:`smroute.service.store`): ``path``, an
+    """The durable state database (:mod:`smroute.service.state.store`): ``path``, an
     SQLite file (``None`` = off: nothing survives a restart; the strings
     ``""`` and ``"none"`` mean ``None`` too, ``"default"``
     :func:`default_state_path`); ``keep_epochs``: committed

@@ -18,14 +18,14 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from smroute.errors import InputError
-from smroute.fabric.ibnetdiscover import (
+from smroute.fabric.ibnetdiscover.parse import (
     looks_like_ibnetdiscover,
     parse_topology,
     read_topology,
     require_switches,
 )
-from smroute.fabric.ibtext import ParseWarning
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.text import ParseWarning
+from smroute.fabric.model.arrays import Fabric
 from smroute.fileio import decompressed
 from smroute.service.errors import ServiceError, Status, echo, shown
 

@@ -1,6 +1,6 @@
 """Open server streams counted against the daemon's limits
 (:class:`StreamCounter`); per-client limits and reserved capacity are
-:mod:`smroute.service.capacity`'s."""
+:mod:`smroute.service.rpc.capacity`'s."""
 
 from __future__ import annotations
 

@@ -33,8 +33,10 @@ import numpy.typing as npt
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import InputError
-from smroute.fabric.model import Fabric, FabricBuilder, NodeType
-from smroute.service.faults import DownSet, FaultEvent
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.model.builder import FabricBuilder
+from smroute.service.sequencer import DownSet, FaultEvent
 
 __all__ = ["MAX_DESC_BYTES", "SubnetArrays", "SubnetError", "compare", "fabric_from_subnet",
            "plan", "switch_hops"]

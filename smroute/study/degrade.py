@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.errors import InputError
-from smroute.fabric.generate import degrade, pgft
-from smroute.fabric.model import Fabric, NodeType
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.text import excerpt
 
 __all__ = [
@@ -58,13 +59,13 @@ class PgftSpec:
     p: tuple[int, ...]
 
     def build(self) -> Fabric:
-        """The complete fabric (:func:`smroute.fabric.generate.pgft`)."""
+        """The complete fabric (:func:`smroute.fabric.generate.trees.pgft`)."""
         return pgft(self.h, self.m, self.w, self.p)
 
     @property
     def nodes(self) -> int:
         """Hosts and switches the fabric has (known before building it; exact
-        Python integers, as :func:`~smroute.fabric.generate.level_sizes` counts)."""
+        Python integers, as :func:`~smroute.fabric.generate.trees.level_sizes` counts)."""
         return sum(math.prod(self.w[:lv] + self.m[lv:]) for lv in range(self.h + 1))
 
     @property

@@ -23,8 +23,8 @@ from typing import Any
 
 from smroute.analysis.compare import CompareConfig
 from smroute.errors import SmrouteError
-from smroute.fabric.ibnetdiscover import read_topology
-from smroute.fabric.model import Fabric
+from smroute.fabric.ibnetdiscover.parse import read_topology
+from smroute.fabric.model.arrays import Fabric
 from smroute.lab.sidebyside import SMROUTE_ENGINES, run_side_by_side
 from smroute.routing import api
 from smroute.study.degrade import parse_pgft, plan_throw

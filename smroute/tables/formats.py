@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from smroute.errors import InputError
-from smroute.fabric.model import SPEED_GBPS, Fabric, NodeType
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import SPEED_GBPS, NodeType
 from smroute.fileio import atomic_writer
 from smroute.tables.json_io import format_json, iter_json, parse_json
 from smroute.tables.lft import NO_ROUTE, ForwardingTables

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.errors import InputError
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 from smroute.text import excerpt
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from smroute.fabric.model import Fabric
+from smroute.fabric.model.arrays import Fabric
 from smroute.routing import dmodc, kernel
 from smroute.routing.api import (
     Arrays,

@@ -1,0 +1,2 @@
+"""What a fabric is written as: ibnetdiscover text, ibsim net
+files, Slurm topology and pictures."""

@@ -1,0 +1,2 @@
+"""Reading ibnetdiscover text: the ``-p`` ports report,
+the ibdiagnet dialect and noise."""
