@@ -42,8 +42,8 @@ from smroute.fabric.export.writers import write_topology
 from smroute.fabric.generate.trees import kary_ntree, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.lab.sidebyside import run_opensm_engines
+from smroute.lids.select import select_lids
 from smroute.routing.engine import route
-from smroute.routing.lidselect import select_lids
 from smroute.tables.lft import ForwardingTables
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ OpenSM plugin may program).  Per engine:
   counted apart.
 * **credit loops**: ibdmchk on one-VL tables of fabrics up to
   ``--ibdmchk-max`` CAs, and the channel dependency graph of the routes
-  from CAs to CAs (:func:`smroute.analysis.deadlock.check_credit_loops`
+  from CAs to CAs (:func:`smroute.routing.deadlock.check_credit_loops`
   without switch sources, on the tables without switch LIDs: what ibdmchk
   checks; OpenSM's nue, free of credit loops for CA traffic, has cycles
   through the routes to and from switches' port 0) on VL 0, or with
@@ -47,12 +47,12 @@ import numpy as np
 
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate
-from smroute.analysis.deadlock import check_credit_loops
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
 from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route
 from smroute.routing.vlassign import VirtualLanes
 from smroute.tables.lft import NO_ROUTE, ForwardingTables

@@ -5,7 +5,7 @@ For each ``nmodc`` row whose ``routing_mode`` is ``tree+detours``: plan the
 throw again (same seed and protocol), route the part of the fabric a subnet
 manager reaches with Nmodc and ``--vls`` VLs, and run the validation walk
 (every switch to every LID) and the channel-dependency check per VL
-(:func:`smroute.analysis.deadlock.check_credit_loops`).  Prints one line per
+(:func:`smroute.routing.deadlock.check_credit_loops`).  Prints one line per
 throw and exits 1 if any throw is not valid or has a credit loop.
 
     .venv/bin/python research/check_study_detours.py docs/study/pgft1728/study.csv --vls 4
@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from smroute.analysis.deadlock import check_credit_loops  # noqa: E402
 from smroute.lab.simnet import sm_part  # noqa: E402
+from smroute.routing.deadlock import check_credit_loops  # noqa: E402
 from smroute.routing.engine import route, validate_result  # noqa: E402
 from smroute.study.degrade import parse_pgft, plan_throw  # noqa: E402
 from smroute.study.results import read_rows  # noqa: E402

@@ -1,6 +1,6 @@
 """Shared by the LID-selection tests: recount a pattern's hot-spot degree by
 tracing every flow with its DLID through the tables (independent of
-:mod:`smroute.routing.lidselect`'s own counters)."""
+:mod:`smroute.lids.select`'s own counters)."""
 
 from __future__ import annotations
 

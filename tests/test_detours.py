@@ -3,7 +3,7 @@ pair routed on heavily degraded trees, deadlock-free by the channel
 dependency check per VL, within the configured VLs, and balanced at least
 as well as the up*/down* fallback.
 
-The credit-loop check (:mod:`smroute.analysis.deadlock`) must find the
+The credit-loop check (:mod:`smroute.routing.deadlock`) must find the
 loop of tables broken on purpose, agree with ibutils' ``ibdmchk`` on
 single-VL tables, and find the loops the same detours would close on a
 single VL (so the VLs are what makes them safe).
@@ -19,12 +19,12 @@ import pytest
 from credit_loop import ON_LOOP, credit_loop_tables, loop_fabric
 
 from smroute.analysis.congestion import a2a_risk
-from smroute.analysis.deadlock import check_credit_loops, cyclic_core, find_cycle
 from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing import detour, dmodc, kernel
+from smroute.routing.deadlock import check_credit_loops, cyclic_core, find_cycle
 from smroute.routing.detour import peer_ports, route_detours
 from smroute.routing.detour_load import link_destinations
 from smroute.routing.dmodc import INF, NO_ROUTE

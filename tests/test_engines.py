@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 from test_nominal_routing import _nodes_shuffled
 
-from smroute.analysis.deadlock import check_credit_loops
 from smroute.errors import InputError, RoutingError
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
@@ -30,6 +29,7 @@ from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import api, dmodc, kernel
 from smroute.routing.builtin import Dmodc
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import RoutingResult, commit_gaps, route, validate_result
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, reroute

@@ -57,7 +57,8 @@ LAB_PACKAGES = ("smroute.lab", "smroute.study")
 LAB_COMMANDS = ("smroute.cli.study_cmd",)
 #: What must run without grpc installed.
 NO_GRPC_MODULES = ("smroute.service.core", "smroute.service.errors", "smroute.service.sources")
-NO_GRPC_PACKAGES = ("smroute.fabric", "smroute.routing", "smroute.tables", "smroute.analysis")
+NO_GRPC_PACKAGES = ("smroute.fabric", "smroute.routing", "smroute.tables", "smroute.analysis",
+                    "smroute.lids")
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,29 @@ def test_no_import_cycle_through_type_checking_imports() -> None:
     found = [c for c in cycles(typing=True) if c not in cycles()]
     assert not found, "import cycles through `if TYPE_CHECKING:` imports: " + "; ".join(
         " -> ".join(c) for c in found)
+
+
+def test_the_pure_core_packages_import_one_way() -> None:
+    """fabric, routing, tables, analysis and lids: no two of them import each
+    other (any import, deferred and type-only ones included), so each can be
+    read with only the ones it names."""
+    core = NO_GRPC_PACKAGES
+    mods = modules()
+
+    def pkg(name: str) -> str | None:
+        return next((p for p in core if in_package(name, (p,))), None)
+
+    deps: dict[str, set[str]] = {p: set() for p in core}
+    for name in mods:
+        src = pkg(name)
+        if src is None:
+            continue
+        for i in imports(name, typing=True):
+            dst = pkg(i.target)
+            if dst is not None and dst != src:
+                deps[src].add(dst)
+    both = sorted(f"{a} <-> {b}" for a in core for b in deps[a] if a < b and a in deps[b])
+    assert not both, "pure-core packages importing each other: " + ", ".join(both)
 
 
 def private_imports() -> list[str]:

@@ -19,8 +19,8 @@ from smroute.analysis.patterns import cps, explicit, shifts
 from smroute.errors import InputError
 from smroute.fabric.generate.trees import degrade, kary_ntree, pgft
 from smroute.fabric.model.arrays import Fabric
+from smroute.lids.select import _kempe, job_lmc, select_lids
 from smroute.routing.engine import RoutingResult, route
-from smroute.routing.lidselect import _kempe, job_lmc, select_lids
 from smroute.routing.validate import validate
 
 _CACHE: dict[str, tuple[Fabric, RoutingResult, RoutingView]] = {}

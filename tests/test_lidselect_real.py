@@ -21,8 +21,8 @@ from smroute.analysis.patterns import shifts
 from smroute.fabric.generate.trees import kary_ntree
 from smroute.fabric.model.arrays import Fabric
 from smroute.lab.sidebyside import run_opensm_engines
+from smroute.lids.select import job_lmc, select_lids
 from smroute.routing.engine import route
-from smroute.routing.lidselect import job_lmc, select_lids
 from smroute.tables.lft import ForwardingTables
 
 pytestmark = [

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.analysis.deadlock import check_credit_loops
 from smroute.fabric.generate.shapes import attach_cas, ring, with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles, needed_pairs
 from smroute.routing import api
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, unrouted_connected, validate_result
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import switch_graph

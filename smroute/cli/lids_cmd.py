@@ -1,5 +1,5 @@
 """``smroute lids``: choose, for a job, which LID of each destination every
-source rank should use (LMC hot-spot avoidance, :mod:`smroute.routing.lidselect`).
+source rank should use (LMC hot-spot avoidance, :mod:`smroute.lids.select`).
 
 The fabric (ibnetdiscover text, with the LIDs and LMC the subnet manager
 assigned) is routed with Dmodc using ``--lmc`` (default: the LMC of the job's
@@ -80,7 +80,7 @@ def register(subparsers: Any) -> None:
 
 def format_selection(sel: Any, hosts: list[str], fmt: str, *, per_stage: bool,
                      fabric: str) -> str:
-    """Render a :class:`~smroute.routing.lidselect.LidSelection` (see module doc)."""
+    """Render a :class:`~smroute.lids.select.LidSelection` (see module doc)."""
     dl = sel.dlids
     n = sel.n
     if fmt == "json":
@@ -133,8 +133,8 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.analysis.patterns import cps, read_job, resolve_job
     from smroute.cli.inputs import load_fabric
     from smroute.cli.progress import Progress
+    from smroute.lids.select import job_lmc, select_lids
     from smroute.routing.engine import route
-    from smroute.routing.lidselect import job_lmc, select_lids
     from smroute.routing.workers import workers_for
 
     if not is_stdout(args.out):

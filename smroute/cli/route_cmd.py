@@ -194,7 +194,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     # routes that turn on purpose (detours over VLs, or mode tree+orient): the
     # channel dependencies of the tables as written, checked again here
     if (result.lanes is not None or result.oriented is not None) and validation is not None:
-        from smroute.analysis.deadlock import check_credit_loops
+        from smroute.routing.deadlock import check_credit_loops
 
         t = prog.start("checking channel dependencies per VL")
         deadlock = check_credit_loops(fabric, tables, result.lanes)

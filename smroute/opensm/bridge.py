@@ -53,7 +53,7 @@ from typing import Any
 
 from smroute.discovery.changes import down_set, fault_events, unexpected
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
-from smroute.fabric.faults import DownSet, FaultEvent, FaultKind
+from smroute.fabric.faults import DownSet, FaultEvent
 from smroute.fabric.ibnetdiscover.parse import parse_topology
 from smroute.fabric.model.arrays import Fabric
 from smroute.fileio import atomic_write_text
@@ -66,13 +66,13 @@ from smroute.opensm.bridge_state import (
     CheckResult,
     DryRun,
     SyncResult,
-    generated_code,
     read_state,
     write_state,
 )
 from smroute.opensm.console import LogFollower, OpenSMConsole
 from smroute.opensm.resync import resync
 from smroute.service.log import Logger
+from smroute.service.rpc.messages import event_msgs
 from smroute.tables.diff import diff_tables
 from smroute.tables.formats import write_tables
 from smroute.tables.lft import ForwardingTables, lid_labels
@@ -373,9 +373,7 @@ class Bridge:
 
     # ------------------------------------------------------------ changes -> faults
     def events_pb(self, events: Sequence[FaultEvent]) -> list[Any]:
-        pb, _ = generated_code()
-        return [pb.FaultEvent(kind=getattr(pb.FaultEvent, FaultKind(e.kind).name),
-                              node_guid=e.guid, port=e.port) for e in events]
+        return event_msgs(events)
 
     def pending(self) -> tuple[list[FaultEvent], DownSet, list[str], float]:
         """Re-discover; return (events, new down set, warnings, discovery seconds)."""

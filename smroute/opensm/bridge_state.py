@@ -26,7 +26,7 @@ from smroute.fileio import atomic_write_text
 from smroute.tables.lft import NO_ROUTE
 
 __all__ = ["BASE_FILE", "STATE_FILE", "BridgeError", "BridgeOptions", "BridgeState",
-           "CheckResult", "DryRun", "SyncResult", "format_dry_run", "generated_code", "read_state",
+           "CheckResult", "DryRun", "SyncResult", "format_dry_run", "read_state",
            "write_state"]
 
 STATE_FILE = "bridge-state.json"
@@ -201,15 +201,6 @@ def _state_link(base: Fabric, item: list[Any]) -> tuple[int, int]:
     row = base.port_row(base.node_by_guid(guid), port)
     links = np.flatnonzero((base.link_a == row) | (base.link_b == row))
     return link_key(base, int(links[0]))
-
-
-def generated_code() -> tuple[Any, Any]:
-    """The daemon's generated protobuf and gRPC modules (imported when needed)."""
-    try:
-        from smroute.service.rpc._gen import smroute_pb2, smroute_pb2_grpc
-    except ImportError as exc:  # pragma: no cover - generated code is part of the package
-        raise BridgeError(f"the daemon's generated gRPC code is missing ({exc})") from None
-    return smroute_pb2, smroute_pb2_grpc
 
 
 def format_dry_run(summary: Any, changes: Sequence[Any], truncated: bool) -> list[str]:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from smroute.fabric.faults import DownSet, FaultEvent, FaultEventError, FaultKind, apply_events
+from smroute.fabric.faults import DownSet, FaultEventError, apply_events
 from smroute.fabric.model.arrays import Fabric
 from smroute.opensm.bridge_ops import BridgeOps
-from smroute.opensm.bridge_state import BridgeError, generated_code
+from smroute.opensm.bridge_state import BridgeError
+from smroute.service.errors import ServiceError
+from smroute.service.rpc.messages import events_from_msgs
 
 __all__ = ["daemon_down_set", "resync"]
 
@@ -26,12 +28,10 @@ def daemon_down_set(base: Fabric, ep: Any) -> DownSet | None:
     """The down set of a daemon ``Epoch`` message read with ``include_down_items``,
     as items of ``base`` (links by the bridge's own first end); ``None`` if an
     item is not in ``base``."""
-    pb, _ = generated_code()
     try:
-        events = [FaultEvent(FaultKind[pb.FaultEvent.Kind.Name(e.kind)].value,
-                             int(e.node_guid), int(e.port)) for e in ep.down_items]
+        events = events_from_msgs(ep.down_items)
         return apply_events(base, DownSet(), events, "daemon down items")
-    except (FaultEventError, KeyError, ValueError):
+    except (FaultEventError, ServiceError):
         return None
 
 

@@ -5,7 +5,7 @@ destination's switch: no up*/down* path reaches it.  Such routes must turn
 up again after going down, which breaks up*/down*'s proof of freedom from
 credit loops; they stay deadlock-free if every down->up turn moves the packet
 to a higher virtual lane (VL) and the routes on each VL are up*/down*
-(:mod:`smroute.routing.vlassign` picks the lanes, :mod:`smroute.analysis.deadlock`
+(:mod:`smroute.routing.vlassign` picks the lanes, :mod:`smroute.routing.deadlock`
 checks them).
 
 Per destination switch ``t`` (every end-port LID on it routes alike) the

@@ -13,7 +13,7 @@ component when every route is up*/down* in the root's orientation (a
 sufficient condition); :func:`orient` accepts turns when the routes of those
 destinations are delivered wherever they are needed and the channel
 dependency graph of the whole table set is acyclic
-(:func:`~smroute.analysis.deadlock.check_credit_loops`): free of credit loops
+(:func:`~smroute.routing.deadlock.check_credit_loops`): free of credit loops
 on one VL, proven rather than implied by one orientation.  It tries every
 destination's first turn switch at once (leaves first, then the highest
 switches), then one destination at a time (:func:`orient_each`: each takes
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.analysis.deadlock import check_credit_loops, cyclic_core, dependencies
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
+from smroute.routing.deadlock import check_credit_loops, cyclic_core, dependencies
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph
 from smroute.routing.validate import OK, walk

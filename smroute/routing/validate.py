@@ -23,7 +23,7 @@ partitioned fabric), never as routing failures.
 Routes with detours (:mod:`smroute.routing.detour`) turn up after going
 down on purpose: for their destination LIDs (``turns``) the walk checks
 delivery only; their freedom from credit loops rests on the virtual lanes,
-checked by :mod:`smroute.analysis.deadlock`.
+checked by :mod:`smroute.routing.deadlock`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ the SL selects a *lane profile*.
   nondecreasing along the route and one higher at each down->up turn.  So
   every VL carries only up*/down* segments of the tree's orientation
   (acyclic) and no packet goes back to a lower VL: no credit loop
-  (:mod:`smroute.analysis.deadlock` checks it).
+  (:mod:`smroute.routing.deadlock` checks it).
 * Targets are coloured greedily (largest ``K_t`` first): a target shares SL
   ``s >= 1`` with the targets already on it when every (switch, input port,
   output port) both use asks for the same VL up to one shift of its profile

@@ -1,5 +1,5 @@
 """The body of the ``SelectLids`` RPC: LID selection
-(:mod:`smroute.routing.lidselect`) for a job on a committed epoch.
+(:mod:`smroute.lids.select`) for a job on a committed epoch.
 
 Request: ``epoch`` (0 = latest), ``hosts`` in rank order (``0x`` node/port
 GUID or node description), ``pattern`` (``shift`` by default, or a
@@ -62,7 +62,7 @@ def select_lids_response(ep: Epoch, request: Any) -> Any:
     """Answer a ``SelectLidsRequest`` on epoch ``ep`` (a ``SelectLidsResponse``).
     Raises :class:`~smroute.errors.InputError` for bad hosts, pattern or LMC."""
     from smroute.analysis.patterns import cps, resolve_job
-    from smroute.routing.lidselect import select_lids
+    from smroute.lids.select import select_lids
     from smroute.service.rpc._gen import smroute_pb2 as pb
 
     hosts = list(request.hosts)

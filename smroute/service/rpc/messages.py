@@ -15,7 +15,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.routing.validate import Validation
 from smroute.service.core import MAX_LISTED_ENTRIES
-from smroute.service.epochs import Epoch, padded_blocks
+from smroute.service.epochs import Epoch, FaultRecord, padded_blocks
 from smroute.service.errors import ServiceError, Status
 from smroute.service.rpc._gen import smroute_pb2 as pb
 from smroute.service.sequencer import FaultEvent
@@ -27,6 +27,7 @@ __all__ = [
     "diff_summary_msg",
     "down_items_msgs",
     "epoch_msg",
+    "event_msgs",
     "events_from_msgs",
     "fabric_summary_msg",
     "table_messages",
@@ -89,8 +90,7 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
         base_fabric_hash=ep.base_hash, algorithm=ep.algorithm, lmc=ep.lmc,
         switches=t.n_switches, max_lid=t.max_lid, tables_sha256=ep.tables_sha256,
         committed_unix_s=ep.committed_at, timings=dict(ep.timings),
-        faults=[pb.FaultEvent(kind=_KIND_ENUM[f.kind], node_guid=f.guid, port=f.port)
-                for f in ep.faults],
+        faults=event_msgs(ep.faults),
         down_links=ep.down[0], down_switches=ep.down[1], down_cas=ep.down[2],
         validation=_validation_msg(validation if validation is not None else "skipped"),
         diff_from_parent=diff_summary_msg(ep.diff),
@@ -117,6 +117,12 @@ def fabric_summary_msg(f: Fabric, source: str) -> pb.FabricSummary:
         routers=int((f.node_type == NodeType.ROUTER).sum()), links=f.n_links,
         max_lid=max(len(f.lid_to_port) - 1, 0), source=source,
     )
+
+
+def event_msgs(events: Iterable[FaultEvent | FaultRecord]) -> list[pb.FaultEvent]:
+    """:class:`FaultEvent` (or an epoch's :class:`FaultRecord`) -> FaultEvent messages."""
+    return [pb.FaultEvent(kind=_KIND_ENUM[e.kind], node_guid=e.guid, port=e.port)
+            for e in events]
 
 
 def events_from_msgs(msgs: Sequence[pb.FaultEvent]) -> list[FaultEvent]:

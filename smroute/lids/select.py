@@ -46,9 +46,9 @@ that is delivered).
 Everything here is pure: arrays in, arrays out; randomness (tie-breaking)
 comes from a passed ``numpy.random.Generator``.
 
-The candidate-path model is :mod:`smroute.routing.lidpaths`, the local search
-(phases 1 and 2) :mod:`smroute.routing.lidsearch`, the Kempe-chain colouring
-:mod:`smroute.routing.lidcolour`.
+The candidate-path model is :mod:`smroute.lids.paths`, the local search
+(phases 1 and 2) :mod:`smroute.lids.search`, the Kempe-chain colouring
+:mod:`smroute.lids.colour`.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ import numpy.typing as npt
 from smroute.analysis.paths import RoutingView
 from smroute.analysis.patterns import Pattern
 from smroute.errors import InputError
-from smroute.routing.lidcolour import exact_stage, kempe
-from smroute.routing.lidpaths import Batch, PathCache, core_paths, pad
-from smroute.routing.lidsearch import local_search
+from smroute.lids.colour import exact_stage, kempe
+from smroute.lids.paths import Batch, PathCache, core_paths, pad
+from smroute.lids.search import local_search
 
 __all__ = [
     "MAX_RANKS",

@@ -1,12 +1,12 @@
-"""The candidate-path model of LMC LID selection (:mod:`smroute.routing.lidselect`).
+"""The candidate-path model of LMC LID selection (:mod:`smroute.lids.select`).
 
 A flow ``s -> d`` may use any of the ``C = 2**LMC`` LIDs of ``d``; its path
 depends only on (source leaf, LID) and is walked through the real tables.
 :func:`core_paths` walks flows to their switch -> switch links,
 :class:`PathCache` keeps the paths of the base LIDs and of the candidates
 walked so far, :class:`Batch` holds the per-(stage, link) load counters of a
-batch of stages that the local search (:mod:`smroute.routing.lidsearch`) and
-the exact colouring (:mod:`smroute.routing.lidcolour`) work on.
+batch of stages that the local search (:mod:`smroute.lids.search`) and
+the exact colouring (:mod:`smroute.lids.colour`) work on.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""The local search of LMC LID selection (:mod:`smroute.routing.lidselect`):
+"""The local search of LMC LID selection (:mod:`smroute.lids.select`):
 phase 1, descent, and phase 2, min-conflicts, both in :func:`local_search`,
-vectorized across the stages of a :class:`~smroute.routing.lidpaths.Batch`.
+vectorized across the stages of a :class:`~smroute.lids.paths.Batch`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from smroute.routing.lidpaths import Batch, pad
+from smroute.lids.paths import Batch, pad
 
 __all__ = ["local_search"]
 
@@ -17,7 +17,7 @@ _BIG = np.int64(1) << 40
 def local_search(b: Batch, cur: np.ndarray, off: np.ndarray, movable: np.ndarray,
                  rng: np.random.Generator, max_rounds: int, movers: int,
                  sideways: float = 0.0) -> tuple[np.ndarray, int, int]:
-    """Local search (:mod:`smroute.routing.lidselect`).  ``cur`` ``(F, H)`` current links+1, ``off``
+    """Local search (:mod:`smroute.lids.select`).  ``cur`` ``(F, H)`` current links+1, ``off``
     ``(F,)`` current offsets (modified), ``movable`` ``(F,)`` bool.  Returns
     ``(cur, moves, rounds)``.
 

@@ -1,10 +1,10 @@
-"""Exact LID selection on 2-level trees (:mod:`smroute.routing.lidselect`).
+"""Exact LID selection on 2-level trees (:mod:`smroute.lids.select`).
 
 Where every candidate path is leaf -> top -> leaf (one link per (leaf, top)),
 a stage is a bipartite multigraph between source and destination leaves whose
 proper edge colourings by top switch are exactly the LID choices with HSD 1:
 :func:`exact_stage` builds that graph for one stage of a
-:class:`~smroute.routing.lidpaths.Batch`, :func:`kempe` colours it with
+:class:`~smroute.lids.paths.Batch`, :func:`kempe` colours it with
 Kempe-chain swaps (König's theorem).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from smroute.routing.lidpaths import Batch
+from smroute.lids.paths import Batch
 
 __all__ = ["exact_stage", "kempe"]
 
