@@ -188,15 +188,9 @@ def _detours(
 def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     """``(D,)`` bool: end-port destinations that some switch carrying
     end-ports has no up*/down* path to although cables join them (same
-    physical component).  Switch LIDs without an up*/down* path stay unrouted."""
-    src = np.unique(g.ep_switch)
-    if not len(src) or not len(dest.lid):
-        return np.zeros(len(dest.lid), dtype=bool)
-    unreached = c[src] == INF  # (sources, S)
-    if len(np.unique(g.component)) > 1:
-        unreached &= g.component[src][:, None] == g.component[None, :]
-    need_t = unreached.any(axis=0)  # per target switch
-    return need_t[dest.target] & ~dest.is_switch  # switch LIDs never need a turn
+    physical component): :func:`~smroute.routing.orient.needed_turns` for
+    every CA pair."""
+    return orient.needed_turns(g, c, dest, None)
 
 
 def turn_roots(g: SwitchGraph) -> np.ndarray:

@@ -64,11 +64,11 @@ def turn_hops(g: SwitchGraph) -> int:
 
 
 def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
-                 needed: NeededPairs) -> np.ndarray:
+                 needed: NeededPairs | None) -> np.ndarray:
     """``(D,)`` bool: end-port destinations that some switch carrying
-    end-ports needs (``needed``) but has no up*/down* path to, although
-    cables join them (costs ``c``).  Without aggregation nodes the same as
-    :func:`~smroute.routing.modes.turn_destinations`."""
+    end-ports needs (``needed``; ``None``: every CA) but has no up*/down*
+    path to, although cables join them (costs ``c``).  Switch LIDs without an
+    up*/down* path stay unrouted: they never need a turn."""
     src = np.unique(g.ep_switch)
     if not len(src) or not len(dest.lid):
         return np.zeros(len(dest.lid), dtype=bool)
@@ -76,7 +76,9 @@ def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     if len(np.unique(g.component)) > 1:
         unreached &= g.component[src][:, None] == g.component[None, :]
     ca = ~dest.is_switch
-    any_t = unreached.any(axis=0)
+    any_t = unreached.any(axis=0)  # per target switch
+    if needed is None:
+        return ca & any_t[dest.target]
     agg_t = (unreached & (needed.every[src][:, None] | needed.adjacent[src])).any(axis=0)
     agg = np.zeros(len(dest.lid), dtype=bool)
     agg[ca] = needed.agg[dest.owner[ca]]
