@@ -21,7 +21,8 @@ import pytest
 from service_daemon import ROOT, start_daemon
 
 from smroute.service.config import ConfigError, default_config, load_config, parse_config
-from smroute.service.rpc.client import DEFAULT_TARGET, SmrouteClient, default_target, link_down
+from smroute.service.rpc.client import SmrouteClient, default_target, link_down
+from smroute.service.rpc.listen import DEFAULT_LISTEN
 
 FIXTURE = str(ROOT / "fixtures" / "pgft-3-2.2.3-1.2.2-1.2.1.topo")
 NOBODY = 65534
@@ -170,12 +171,12 @@ def test_plaintext_tcp_refuses_mutations_unless_allowed_insecure(tmp_path: Path)
 
 
 def test_defaults_and_shipped_config_listen_on_the_unix_socket() -> None:
-    assert default_config().listen == "unix:/run/smroute/smroute.sock" == DEFAULT_TARGET
+    assert default_config().listen == "unix:/run/smroute/smroute.sock" == DEFAULT_LISTEN
     assert default_config().mutating_users == ("root",)
     assert default_config().mutating_groups is None
     shipped = load_config(ROOT / "deploy" / "smroute.yaml", check_files=False)
-    assert shipped.listen == DEFAULT_TARGET and shipped.allow_insecure_mutations is False
-    assert default_target({}) == DEFAULT_TARGET
+    assert shipped.listen == DEFAULT_LISTEN and shipped.allow_insecure_mutations is False
+    assert default_target({}) == DEFAULT_LISTEN
     assert default_target({"SMROUTE_DAEMON": "unix:/x.sock"}) == "unix:/x.sock"
     unit = (ROOT / "deploy" / "smroute.service").read_text()
     for line in ("RuntimeDirectory=smroute", "RestartPreventExitStatus=2", "Group=smroute"):

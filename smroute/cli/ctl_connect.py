@@ -13,15 +13,12 @@ import grpc
 
 from smroute.cli.inputs import float_range
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
-from smroute.service.rpc.client import DEFAULT_TARGET, SmrouteClient, default_target
+from smroute.service.rpc.client import ADDRESS_ENV, SmrouteClient, default_target
+from smroute.service.rpc.listen import DEFAULT_LISTEN
 
-__all__ = ["ADDRESS_ENV", "DEFAULT_ADDRESS", "RpcFailed", "add_daemon_options", "address_of",
+__all__ = ["RpcFailed", "add_daemon_options", "address_of",
            "connect", "probe", "rpc_error"]
 
-#: Environment variable naming the daemon's address (the OpenSM plugin's too).
-ADDRESS_ENV = "SMROUTE_DAEMON"
-#: Where ``smroute serve`` listens by default.
-DEFAULT_ADDRESS = DEFAULT_TARGET
 
 _BAD_INPUT = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
               grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
@@ -38,7 +35,7 @@ class RpcFailed(SmrouteError):
 
 def address_of(args: argparse.Namespace) -> str:
     """``--address``, else the listen address of ``--config``, else
-    ``$SMROUTE_DAEMON``, else :data:`DEFAULT_ADDRESS`."""
+    ``$SMROUTE_DAEMON``, else :data:`DEFAULT_LISTEN`."""
     if args.address:
         return str(args.address)
     if args.config:
@@ -147,7 +144,7 @@ def add_daemon_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     g = p.add_argument_group("daemon")
     g.add_argument("--address", metavar="ADDR", default=d(None),
                    help=f"the daemon: host:port or unix:/path (default ${ADDRESS_ENV}, else "
-                   f"{DEFAULT_ADDRESS})")
+                   f"{DEFAULT_LISTEN})")
     g.add_argument("--config", metavar="FILE", default=d(None),
                    help="take the address from the daemon's config file (its listen:)")
     g.add_argument("--tls-ca", metavar="PEM", default=d(None),

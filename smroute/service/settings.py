@@ -17,12 +17,11 @@ from typing import Any
 
 from smroute.errors import InputError
 from smroute.routing import api
-from smroute.service.rpc.listen import ListenAddress, parse_listen
+from smroute.service.rpc.listen import DEFAULT_LISTEN, ListenAddress, parse_listen
 
 __all__ = [
     "BadValue",
     "ConfigError",
-    "DEFAULT_LISTEN",
     "GRPC_MAX",
     "GUID_FILE_KEYS",
     "LOG_FORMATS",
@@ -304,10 +303,6 @@ class StateConfig:
             raise _fail("state.path", "a file path, or none to keep no state", p)
         _check_int("state.keep_epochs", self.keep_epochs, 1, 10_000)
 
-
-#: Where the daemon listens unless configured otherwise (the systemd unit's
-#: RuntimeDirectory): mode 0660, mutations by peer credentials.
-DEFAULT_LISTEN = "unix:/run/smroute/smroute.sock"
 
 
 def _id_name(v: object) -> bool:

@@ -39,10 +39,11 @@ import numpy as np
 from smroute.service.epochs import table_checksum
 from smroute.service.rpc._gen import smroute_pb2 as pb
 from smroute.service.rpc._gen import smroute_pb2_grpc as pb_grpc
+from smroute.service.rpc.listen import DEFAULT_LISTEN
 from smroute.tables.lft import BLOCK, NO_ROUTE, ForwardingTables
 
 __all__ = [
-    "DEFAULT_TARGET",
+    "ADDRESS_ENV",
     "SmrouteClient",
     "default_target",
     "TablesSnapshot",
@@ -195,20 +196,21 @@ def _fill(row: np.ndarray, blocks: Sequence[pb.LftBlock]) -> None:
     row.reshape(nb, BLOCK)[idx] = np.frombuffer(data, dtype=np.uint8).reshape(-1, BLOCK)
 
 
-#: The daemon's default address (deploy/smroute.yaml, ``smroute serve``
-#: without ``--listen``): what a client connects to unless told otherwise.
-DEFAULT_TARGET = "unix:/run/smroute/smroute.sock"
+#: The environment variable naming the daemon's address (the OpenSM plugin's too).
+ADDRESS_ENV = "SMROUTE_DAEMON"
 
 
 def default_target(env: dict[str, str] | None = None) -> str:
     """``$SMROUTE_DAEMON`` when set (as the OpenSM plugin reads it), else
-    :data:`DEFAULT_TARGET`.  Over the Unix socket the daemon allows mutations
-    by the client process's credentials (root, or the socket's group by
-    default): run as such a user, no certificate needed."""
+    the daemon's default listen address
+    (:data:`~smroute.service.rpc.listen.DEFAULT_LISTEN`).  Over the Unix
+    socket the daemon allows mutations by the client process's credentials
+    (root, or the socket's group by default): run as such a user, no
+    certificate needed."""
     import os
 
-    value = (env if env is not None else os.environ).get("SMROUTE_DAEMON", "").strip()
-    return value or DEFAULT_TARGET
+    value = (env if env is not None else os.environ).get(ADDRESS_ENV, "").strip()
+    return value or DEFAULT_LISTEN
 
 
 class SmrouteClient:

@@ -16,6 +16,11 @@ from typing import Literal
 
 from smroute.errors import InputError
 
+#: Where the daemon listens unless configured otherwise (the systemd unit's
+#: RuntimeDirectory): mode 0660, mutations by peer credentials.  Clients
+#: connect here by default.
+DEFAULT_LISTEN = "unix:/run/smroute/smroute.sock"
+
 __all__ = ["LISTEN_EXPECTED", "ListenAddress", "ListenClaim", "claim_listen", "parse_listen"]
 
 #: sun_path is 108 bytes including the terminating NUL.
