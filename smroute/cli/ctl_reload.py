@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import struct
 
 from smroute.errors import DaemonUnreachableError, InputError, SmrouteError
+from smroute.service.rpc.peercred import socket_credentials
 
 __all__ = ["daemon_pid", "send_reload"]
 
@@ -31,8 +31,7 @@ def daemon_pid(address: str) -> int:
         except OSError as err:
             raise DaemonUnreachableError(
                 f"cannot reach the daemon at {address}: {err.strerror or err}") from None
-        creds = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid = int(struct.unpack("3i", creds)[0])
+        pid = socket_credentials(s).pid
     if pid <= 0:
         raise SmrouteError(f"reload: the peer of {address} has no process id; give --pid PID")
     return pid
