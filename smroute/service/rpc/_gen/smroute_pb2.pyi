@@ -136,7 +136,7 @@ class FaultEvent(_message.Message):
     def __init__(self, kind: _Optional[_Union[FaultEvent.Kind, str]] = ..., node_guid: _Optional[int] = ..., port: _Optional[int] = ...) -> None: ...
 
 class Epoch(_message.Message):
-    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids", "instance_id", "down_items", "resumed", "vls", "sls")
+    __slots__ = ("id", "parent_id", "cause", "fabric_hash", "base_fabric_hash", "algorithm", "lmc", "switches", "max_lid", "tables_sha256", "committed_unix_s", "timings", "faults", "down_links", "down_switches", "down_cas", "validation", "diff_from_parent", "routing_mode", "routing_mode_reason", "turn_lids", "instance_id", "down_items", "resumed", "vls", "sls", "max_vls", "max_vls_reason")
     class TimingsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,8 @@ class Epoch(_message.Message):
     RESUMED_FIELD_NUMBER: _ClassVar[int]
     VLS_FIELD_NUMBER: _ClassVar[int]
     SLS_FIELD_NUMBER: _ClassVar[int]
+    MAX_VLS_FIELD_NUMBER: _ClassVar[int]
+    MAX_VLS_REASON_FIELD_NUMBER: _ClassVar[int]
     id: int
     parent_id: int
     cause: str
@@ -196,7 +198,9 @@ class Epoch(_message.Message):
     resumed: bool
     vls: int
     sls: int
-    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ..., instance_id: _Optional[str] = ..., down_items: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., resumed: _Optional[bool] = ..., vls: _Optional[int] = ..., sls: _Optional[int] = ...) -> None: ...
+    max_vls: int
+    max_vls_reason: str
+    def __init__(self, id: _Optional[int] = ..., parent_id: _Optional[int] = ..., cause: _Optional[str] = ..., fabric_hash: _Optional[str] = ..., base_fabric_hash: _Optional[str] = ..., algorithm: _Optional[str] = ..., lmc: _Optional[int] = ..., switches: _Optional[int] = ..., max_lid: _Optional[int] = ..., tables_sha256: _Optional[str] = ..., committed_unix_s: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., faults: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., down_links: _Optional[int] = ..., down_switches: _Optional[int] = ..., down_cas: _Optional[int] = ..., validation: _Optional[_Union[Validation, _Mapping]] = ..., diff_from_parent: _Optional[_Union[DiffSummary, _Mapping]] = ..., routing_mode: _Optional[str] = ..., routing_mode_reason: _Optional[str] = ..., turn_lids: _Optional[int] = ..., instance_id: _Optional[str] = ..., down_items: _Optional[_Iterable[_Union[FaultEvent, _Mapping]]] = ..., resumed: _Optional[bool] = ..., vls: _Optional[int] = ..., sls: _Optional[int] = ..., max_vls: _Optional[int] = ..., max_vls_reason: _Optional[str] = ...) -> None: ...
 
 class GetEpochRequest(_message.Message):
     __slots__ = ("epoch", "include_down_items")
@@ -459,46 +463,62 @@ class SubnetPort(_message.Message):
     def __init__(self, num: _Optional[int] = ..., guid: _Optional[int] = ..., lid: _Optional[int] = ..., lmc: _Optional[int] = ...) -> None: ...
 
 class SubnetNode(_message.Message):
-    __slots__ = ("guid", "type", "num_ports", "description", "sysimg_guid", "ports")
+    __slots__ = ("guid", "type", "num_ports", "description", "sysimg_guid", "ports", "sl2vl")
     GUID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NUM_PORTS_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SYSIMG_GUID_FIELD_NUMBER: _ClassVar[int]
     PORTS_FIELD_NUMBER: _ClassVar[int]
+    SL2VL_FIELD_NUMBER: _ClassVar[int]
     guid: int
     type: int
     num_ports: int
     description: str
     sysimg_guid: int
     ports: _containers.RepeatedCompositeFieldContainer[SubnetPort]
-    def __init__(self, guid: _Optional[int] = ..., type: _Optional[int] = ..., num_ports: _Optional[int] = ..., description: _Optional[str] = ..., sysimg_guid: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[SubnetPort, _Mapping]]] = ...) -> None: ...
+    sl2vl: bool
+    def __init__(self, guid: _Optional[int] = ..., type: _Optional[int] = ..., num_ports: _Optional[int] = ..., description: _Optional[str] = ..., sysimg_guid: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[SubnetPort, _Mapping]]] = ..., sl2vl: _Optional[bool] = ...) -> None: ...
 
 class SubnetLink(_message.Message):
-    __slots__ = ("guid_a", "port_a", "guid_b", "port_b")
+    __slots__ = ("guid_a", "port_a", "guid_b", "port_b", "vl_cap_a", "op_vls_a", "vl_cap_b", "op_vls_b")
     GUID_A_FIELD_NUMBER: _ClassVar[int]
     PORT_A_FIELD_NUMBER: _ClassVar[int]
     GUID_B_FIELD_NUMBER: _ClassVar[int]
     PORT_B_FIELD_NUMBER: _ClassVar[int]
+    VL_CAP_A_FIELD_NUMBER: _ClassVar[int]
+    OP_VLS_A_FIELD_NUMBER: _ClassVar[int]
+    VL_CAP_B_FIELD_NUMBER: _ClassVar[int]
+    OP_VLS_B_FIELD_NUMBER: _ClassVar[int]
     guid_a: int
     port_a: int
     guid_b: int
     port_b: int
-    def __init__(self, guid_a: _Optional[int] = ..., port_a: _Optional[int] = ..., guid_b: _Optional[int] = ..., port_b: _Optional[int] = ...) -> None: ...
+    vl_cap_a: int
+    op_vls_a: int
+    vl_cap_b: int
+    op_vls_b: int
+    def __init__(self, guid_a: _Optional[int] = ..., port_a: _Optional[int] = ..., guid_b: _Optional[int] = ..., port_b: _Optional[int] = ..., vl_cap_a: _Optional[int] = ..., op_vls_a: _Optional[int] = ..., vl_cap_b: _Optional[int] = ..., op_vls_b: _Optional[int] = ...) -> None: ...
 
 class RouteSubnetRequest(_message.Message):
-    __slots__ = ("nodes", "links", "lmc", "sm", "want_hops")
+    __slots__ = ("nodes", "links", "lmc", "sm", "want_hops", "programs_lanes", "qos", "max_op_vls")
     NODES_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
     LMC_FIELD_NUMBER: _ClassVar[int]
     SM_FIELD_NUMBER: _ClassVar[int]
     WANT_HOPS_FIELD_NUMBER: _ClassVar[int]
+    PROGRAMS_LANES_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    MAX_OP_VLS_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[SubnetNode]
     links: _containers.RepeatedCompositeFieldContainer[SubnetLink]
     lmc: int
     sm: str
     want_hops: bool
-    def __init__(self, nodes: _Optional[_Iterable[_Union[SubnetNode, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[SubnetLink, _Mapping]]] = ..., lmc: _Optional[int] = ..., sm: _Optional[str] = ..., want_hops: _Optional[bool] = ...) -> None: ...
+    programs_lanes: bool
+    qos: bool
+    max_op_vls: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[SubnetNode, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[SubnetLink, _Mapping]]] = ..., lmc: _Optional[int] = ..., sm: _Optional[str] = ..., want_hops: _Optional[bool] = ..., programs_lanes: _Optional[bool] = ..., qos: _Optional[bool] = ..., max_op_vls: _Optional[int] = ...) -> None: ...
 
 class SubnetRoutes(_message.Message):
     __slots__ = ("guid", "lid", "lft", "hops")
