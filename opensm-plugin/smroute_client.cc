@@ -179,6 +179,9 @@ void build_request(const smr_subnet *s, pb::RouteSubnetRequest *req) {
   req->set_lmc(s->lmc);
   req->set_sm(s->sm ? s->sm : "");
   req->set_want_hops(true);
+  req->set_programs_lanes(true);  // path_sl and update_sl2vl (smroute_plugin.c)
+  req->set_qos(s->qos != 0);
+  req->set_max_op_vls(s->max_op_vls);
   req->mutable_nodes()->Reserve(static_cast<int>(s->n_nodes));
   for (size_t i = 0; i < s->n_nodes; i++) {
     const smr_node &n = s->nodes[i];
@@ -188,6 +191,7 @@ void build_request(const smr_subnet *s, pb::RouteSubnetRequest *req) {
     m->set_num_ports(n.num_ports);
     m->set_description(n.desc);
     m->set_sysimg_guid(n.sysimg_guid);
+    m->set_sl2vl(n.sl2vl != 0);
     for (uint32_t k = 0; k < n.n_ports; k++) {
       const smr_port &p = s->ports[n.first_port + k];
       pb::SubnetPort *mp = m->add_ports();
@@ -205,6 +209,10 @@ void build_request(const smr_subnet *s, pb::RouteSubnetRequest *req) {
     m->set_port_a(l.port_a);
     m->set_guid_b(l.guid_b);
     m->set_port_b(l.port_b);
+    m->set_vl_cap_a(l.vl_cap_a);
+    m->set_op_vls_a(l.op_vls_a);
+    m->set_vl_cap_b(l.vl_cap_b);
+    m->set_op_vls_b(l.op_vls_b);
   }
 }
 

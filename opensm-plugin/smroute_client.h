@@ -32,6 +32,7 @@ struct smr_node {
 	char desc[SMR_DESC_LEN + 1]; /* printable ASCII, NUL-terminated */
 	uint32_t first_port;
 	uint32_t n_ports;
+	uint8_t sl2vl;     /* a switch with SL-to-VL tables (port 0's CapabilityMask) */
 };
 
 /* A port with a LID or GUID: a switch's port 0, a CA's or router's port. */
@@ -42,12 +43,15 @@ struct smr_port {
 	uint8_t lmc;
 };
 
-/* One cable, listed once. */
+/* One cable, listed once; each end's PortInfo VLCap and OperationalVLs
+ * (VL codes: 1 VL0 .. 5 VL0-14). */
 struct smr_link {
 	uint64_t guid_a;
 	uint64_t guid_b;
 	uint8_t port_a;
 	uint8_t port_b;
+	uint8_t vl_cap_a, op_vls_a;
+	uint8_t vl_cap_b, op_vls_b;
 };
 
 struct smr_subnet {
@@ -59,6 +63,10 @@ struct smr_subnet {
 	size_t n_links;
 	uint8_t lmc;
 	const char *sm; /* who asks, e.g. "OpenSM 3.3.23" */
+	/* the VL facts: OpenSM's qos and max_op_vls (the plugin answers path_sl
+	 * and programs SL-to-VL tables: it says so in every request) */
+	uint8_t qos;
+	uint8_t max_op_vls;
 };
 
 /* The virtual lanes of an epoch routed with detours (proto message Lanes),

@@ -138,6 +138,11 @@ static int take_snapshot(osm_subn_t *subn, struct snapshot *s)
 		n->num_ports = node->node_info.num_ports;
 		copy_desc(n->desc, node);
 		n->first_port = (uint32_t)s->n_ports;
+		if (n->type == IB_NODE_TYPE_SWITCH) {
+			osm_physp_t *p0 = osm_node_get_physp_ptr(node, 0);
+
+			n->sl2vl = p0 && (p0->port_info.capability_mask & IB_PORT_CAP_HAS_SL_MAP);
+		}
 		for (i = 0; i < node->physp_tbl_size; i++) {
 			osm_physp_t *p = osm_node_get_physp_ptr(node, i);
 			osm_physp_t *r;
@@ -173,6 +178,10 @@ static int take_snapshot(osm_subn_t *subn, struct snapshot *s)
 					l->port_a = (uint8_t)i;
 					l->guid_b = rguid;
 					l->port_b = r->port_num;
+					l->vl_cap_a = ib_port_info_get_vl_cap(&p->port_info);
+					l->op_vls_a = ib_port_info_get_op_vls(&p->port_info);
+					l->vl_cap_b = ib_port_info_get_vl_cap(&r->port_info);
+					l->op_vls_b = ib_port_info_get_op_vls(&r->port_info);
 				}
 			}
 		}
@@ -466,6 +475,8 @@ static int smr_build_lid_matrices(void *context)
 	req.n_links = snap.n_links;
 	req.lmc = subn->opt.lmc;
 	req.sm = OSM_VERSION;
+	req.qos = subn->opt.qos ? 1 : 0;
+	req.max_op_vls = subn->opt.max_op_vls;
 	t1 = now_s();
 	rc = smroute_route(p->client, &req, &p->answer, err, sizeof(err));
 	snapshot_free(&snap);
