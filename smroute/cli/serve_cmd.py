@@ -55,9 +55,10 @@ def register(subparsers: Any) -> None:
                        default_text="default: the config's workers, 2 without one")
     p.add_argument("--algorithm", choices=api.names(), help="routing algorithm")
     p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
-    p.add_argument("--max-vls", type=int_range(1, 15), metavar="N",
+    p.add_argument("--max-vls", type=_max_vls, metavar="N|auto",
                    help="data VLs the subnet manager programs (1..15); 2 or more allows "
-                   "detours over VLs, served through the OpenSM plugin (GetLanes)")
+                   "detours over VLs, served through the OpenSM plugin (GetLanes); auto "
+                   "(the config's default): what the plugin's VL facts allow, else 1")
     p.add_argument("--route-all-ca-pairs", action="store_const", const=True, default=None,
                    help="every CA pair needs a route (default: aggregation nodes need hosts "
                    "and the aggregation nodes of adjacent switches only; the config's "
@@ -85,6 +86,17 @@ _FLAGS = {
     "coalesce_ms": "coalesce_ms",
     "log_format": "log_format", "log_level": "log_level",
 }
+
+
+def _max_vls(text: str) -> Any:
+    """argparse ``type`` of ``--max-vls``: ``auto`` or 1..15."""
+    from smroute.service.vlchoice import parse_max_vls
+    from smroute.text import excerpt
+
+    try:
+        return parse_max_vls(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected {err}, got {excerpt(text)}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

@@ -62,6 +62,7 @@ from smroute.service.settings import (
     format_size,
     parse_listen,
     parse_size,
+    v_max_vls,
 )
 
 __all__ = [
@@ -218,7 +219,7 @@ _TOP: dict[str, Callable[[Any], Any]] = {
     "workers": _v_int(1, 256),
     "algorithm": _v_choice(*api.names()),
     "lmc": _v_null_or(_v_int(0, 7)),
-    "max_vls": _v_int(1, 15),
+    "max_vls": v_max_vls,
     "route_all_ca_pairs": _v_bool,
     "epoch_history": _v_int(2, 10_000),
     "fabric": _v_path(True),

@@ -64,6 +64,7 @@ from smroute.service.state.durable import Durable, lmc_text
 from smroute.service.state.resume import Resumed, read_state
 from smroute.service.streams import StreamCounter
 from smroute.service.validator import EpochValidator
+from smroute.service.vlchoice import AUTO, MaxVls, VlFacts, choose_vls
 from smroute.tables.diff import TableDiff, diff_tables
 
 __all__ = ["Change", "Changed", "FaultOutcome", "Metrics", "RoutingCore", "Settings"]
@@ -98,15 +99,14 @@ class RoutingCore:
         incremental: bool = True,
         overrides: GuidOverrides | None = None,
         durable: Durable | None = None,
-        max_vls: int = 1,
+        max_vls: MaxVls = AUTO,
         all_ca_pairs: bool = False,
     ) -> None:
         if algorithm not in api.names():
             raise InputError(f"unknown algorithm {algorithm!r}; expected one of {api.names()}")
         self._settings = Settings(algorithm, lmc, max_vls, overrides, all_ca_pairs)
         self.limits = limits or LimitsConfig()
-        #: Directories LoadFabric(path=...) may read from (empty: none); the
-        #: daemon replaces the tuple on SIGHUP.
+        #: Directories LoadFabric(path=...) may read from (empty: none; replaced on SIGHUP).
         self.fabric_dirs: tuple[str, ...] = tuple(os.fspath(d) for d in fabric_dirs)
         self.log = log
         self.metrics = metrics
@@ -121,6 +121,7 @@ class RoutingCore:
         self._epoch_base: Fabric | None = None
         self.incremental = incremental
         self.base_source = ""
+        self.vl_facts: VlFacts | None = None  # the base's subnet manager's (max_vls auto)
         self.down = DownSet()
         self.shutting_down = threading.Event()
         #: the degraded state: acknowledged state lost, no tables served
@@ -225,7 +226,7 @@ class RoutingCore:
         def do() -> Fabric:
             self.durable.fabric_loaded(fabric, source)  # durable before it is answered
             self.base = fabric
-            self.base_source = source
+            self.base_source, self.vl_facts = source, None
             self.down = DownSet()
             self.state_loss.leave("LoadFabric")
             self.log("warning" if skipped_lines else "info", "fabric_loaded", source=source,
@@ -265,13 +266,14 @@ class RoutingCore:
         t0, cpu0 = self.clock(), time.thread_time()
         cur = self.store.current
         s = c.settings or self._settings
+        vc = choose_vls(s.max_vls, self.vl_facts)
         if not c.dry_run:  # the desired state, even if routing it fails below
             self.base, self.down = c.base, c.down
             if c.source is not None:
                 self.base_source = c.source
         if (cur is not None and not c.full and not c.dry_run and c.resumed is None
                 and cur.base_hash == c.base.content_hash
-                and c.down.items() == cur.down_items):
+                and c.down.items() == cur.down_items and vc.vls == cur.max_vls):
             if c.cause == "sm":  # the subnet manager's view is what serves
                 self.state_loss.leave(ENDS[c.cause])
             return Changed(cur, None, False)
@@ -281,7 +283,7 @@ class RoutingCore:
         else:
             fabric = degraded_fabric(c.base, c.down)
             t1 = self.clock()
-            res, diff, why, more = self._route_step(c, cur, fabric, s)
+            res, diff, why, more = self._route_step(c, cur, fabric, s, vc.vls)
             timings.update({"degrade": t1 - t0, **more})
         # CPU seconds of this thread (the incremental path runs here only): the
         # figure that does not depend on how busy the machine is
@@ -304,22 +306,22 @@ class RoutingCore:
             cause=c.cause, fabric=fabric, base_hash=c.base.content_hash, result=res,
             algorithm=res.algorithm, lmc=lmc, timings=timings, faults=c.faults,
             down=c.down.counts, committed_at=self.wallclock(), diff=diff,
-            down_items=c.down.items(), instance=self.durable.instance,
-        )
+            down_items=c.down.items(), instance=self.durable.instance, max_vls=vc.vls,
+            max_vls_reason=vc.reason)
         self.durable.committed(ep, c.base, s.lmc)
-        self.metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids)
+        self.metric("epoch_committed", ep.id, ep.tables.nbytes(), res.mode, res.turn_lids, vc.vls)
         self.metric("observe_route", self.clock() - t0, "reroute" if cur and not c.full
                     else "route")
         self.log("info", "epoch_committed", epoch=ep.id, cause=c.cause, mode=res.mode,
                  fabric_hash=fabric.content_hash, faults=len(c.faults),
-                 diff=diff.summary() if diff is not None else "",
-                 seconds={k: round(v, 4) for k, v in timings.items()})
+                 diff=diff.summary() if diff is not None else "", max_vls=vc.vls,
+                 max_vls_reason=vc.reason, seconds={k: round(v, 4) for k, v in timings.items()})
         self.validator.later(ep)
         if c.cause in ENDS:  # (a Route only gets here confirmed, while degraded)
             self.state_loss.leave(ENDS[c.cause])
         return Changed(ep, diff, True, not why, why)
 
-    def _route_step(self, c: Change, cur: Epoch | None, fabric: Fabric, s: Settings
+    def _route_step(self, c: Change, cur: Epoch | None, fabric: Fabric, s: Settings, vls: int
                     ) -> tuple[RoutingResult, TableDiff | None, str, dict[str, float]]:
         """Route ``fabric``: the result, its diff against ``cur``, why it was
         routed in full (``""``: incrementally), the phases' timings; a
@@ -328,26 +330,26 @@ class RoutingCore:
             if c.full or cur is None:
                 res = own_tables(route(fabric, algorithm=s.algorithm, lmc=s.lmc, pool=self.pool,
                                        clock=self.clock, overrides=s.overrides,
-                                       max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs))
+                                       max_vls=vls, all_ca_pairs=s.all_ca_pairs))
                 t = self.clock()
                 diff = diff_tables(cur.tables, res.tables) if cur is not None else None
                 why = "full route" if c.full else "no serving epoch"
                 return res, diff, why, {**res.timings, "diff": self.clock() - t}
-            rr = self._reroute(cur, c.base, fabric, s)
+            rr = self._reroute(cur, c.base, fabric, s, vls)
         except RoutingError as err:
             raise route_failed(c, cur, self.base_source, err, self.metric, self.log) from None
         self.log("debug", "rerouted", incremental=rr.incremental, why_full=rr.reason or None,
                  rows=rr.rows, lids=rr.lids)
         return rr.result, rr.diff, "" if rr.incremental else rr.reason, dict(rr.timings)
 
-    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric, s: Settings) -> Reroute:
+    def _reroute(self, cur: Epoch, base: Fabric, fabric: Fabric, s: Settings, vls: int) -> Reroute:
         """Route ``fabric`` (``base`` minus down items) knowing the serving epoch:
         incrementally when ``cur`` routed the same loaded fabric (see
         smroute.routing.reroute), else in full."""
         same = base is self._epoch_base
         rr = reroute(cur.result, fabric, lmc=s.lmc, algorithm=s.algorithm, pool=self.pool,
                      clock=self.clock, incremental=same and self.incremental,
-                     max_vls=s.max_vls, all_ca_pairs=s.all_ca_pairs)
+                     max_vls=vls, all_ca_pairs=s.all_ca_pairs)
         return rr if rr.incremental else dataclasses.replace(rr, result=own_tables(rr.result))
 
     # ------------------------------------------------------------ route
@@ -380,7 +382,7 @@ class RoutingCore:
             t0, d = time.perf_counter(), self.durable
             if d.store is not None and d.store.moved_aside is not None:
                 self.metric("state_db_moved_aside")
-            st = read_state(d, self.pool, self._settings.max_vls, self.log)
+            st = read_state(d, self.pool, choose_vls(self._settings.max_vls, None).vls, self.log)
             if st is None:
                 return None
             d.resumed(st.stored_base, st.journal_seq)
@@ -504,15 +506,15 @@ class RoutingCore:
             j.future.set_result(FaultOutcome(ch.epoch, ch.diff, n_events, ch.committed))
 
     # ------------------------------------------------------------ subnet manager
-    def route_subnet(self, sm: Fabric, lmc: int, source: str) -> tuple[Epoch, bool]:
-        """Bring the daemon to a subnet manager's view ``sm`` (LMC ``lmc``;
-        cause ``sm``; see :mod:`smroute.service.subnet`): its down items
-        against the base fabric when it is the base minus some links,
-        switches or CAs (rerouted incrementally where possible), else ``sm``
-        becomes the base, routed in full.  Returns the serving epoch and
-        whether it was committed now."""
+    def route_subnet(self, sm: Fabric, lmc: int, source: str, facts: VlFacts | None = None
+                     ) -> tuple[Epoch, bool]:
+        """Bring the daemon to a subnet manager's view ``sm`` (LMC ``lmc``, VL
+        ``facts`` for max_vls auto; cause ``sm``; :mod:`smroute.service.subnet`): its
+        down items against the base when it is the base minus some links, switches
+        or CAs (rerouted incrementally where possible), else ``sm`` becomes the
+        base, routed in full.  Returns the serving epoch and whether committed now."""
         def do() -> tuple[Epoch, bool]:
-            t0 = self.clock()
+            t0, self.vl_facts = self.clock(), facts
             down, why, events = subnet.plan(self.base, self.down, self._settings.lmc, sm, lmc)
             if down is None:
                 self.log("info", "fabric_loaded", source=source, why=why, hash=sm.content_hash,

@@ -17,6 +17,7 @@ from smroute.fabric.roles import GuidOverrides
 from smroute.routing import api
 from smroute.routing.validate import Validation
 from smroute.service.epochs import Epoch, FaultRecord
+from smroute.service.vlchoice import AUTO, MaxVls
 from smroute.tables.diff import TableDiff
 
 __all__ = ["CAUSES", "Change", "Changed", "LogFn", "Metrics", "Settings", "no_log", "records"]
@@ -34,7 +35,7 @@ class Metrics(Protocol):
 
     def observe_route(self, seconds: float, kind: str) -> None: ...
     def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
-                        turn_lids: int = 0) -> None: ...
+                        turn_lids: int = 0, max_vls: int = 1) -> None: ...
     def faults_received(self, n: int, kind: str) -> None: ...
     def request(self, method: str, code: str) -> None: ...
     def stream_opened(self, method: str) -> None: ...
@@ -54,16 +55,18 @@ class Settings:
     """The routing settings: algorithm, LIDs per end-port = 2**lmc (``None``:
     each end-port's LMC in the fabric, as ``smroute route`` without
     ``--lmc``), the data VLs the subnet manager programs (2 or more lets a
-    tree take detours over VLs: routing mode tree+detours), the operator's
-    overrides of the fabric's roles (OpenSM guid files), and whether every
-    CA pair needs a route (``all_ca_pairs``; else the roles' rule,
+    tree take detours over VLs: routing mode tree+detours; ``"auto"``: what
+    the subnet manager's VL facts allow,
+    :func:`~smroute.service.vlchoice.choose_vls`), the operator's overrides
+    of the fabric's roles (OpenSM guid files), and whether every CA pair
+    needs a route (``all_ca_pairs``; else the roles' rule,
     :func:`~smroute.fabric.roles.needed_pairs`).  The core
     replaces them on its sequencer thread only: with a committed change, or
     :meth:`~smroute.service.core.RoutingCore.configure` (a config reload)."""
 
     algorithm: str = api.DEFAULT
     lmc: int | None = None
-    max_vls: int = 1
+    max_vls: MaxVls = AUTO
     overrides: GuidOverrides | None = None
     all_ca_pairs: bool = False
 

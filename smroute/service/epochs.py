@@ -59,7 +59,9 @@ class Epoch:
     committed_at: wall-clock seconds since the epoch; diff: against the parent
     (``None`` for the first epoch or after a new fabric was loaded);
     instance: the serving daemon's instance id; resumed: read from the state
-    database at start rather than computed by this instance.
+    database at start rather than computed by this instance; max_vls: the
+    data VLs the route was allowed, max_vls_reason: why
+    (:func:`smroute.service.vlchoice.choose_vls`).
     """
 
     id: int
@@ -78,6 +80,8 @@ class Epoch:
     down_items: frozenset[tuple[str, int, int]] = field(default_factory=frozenset)
     instance: str = ""
     resumed: bool = False
+    max_vls: int = 1
+    max_vls_reason: str = ""
 
     @property
     def tables(self) -> ForwardingTables:

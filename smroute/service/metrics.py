@@ -139,6 +139,10 @@ class ServiceMetrics:
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "
             "turn root.", registry=r)
+        self.max_vls = Gauge(
+            "smroute_max_vls", "Data VLs the current epoch's route was allowed (max_vls, or "
+            "what max_vls auto chose from the subnet manager's VL facts; the log's "
+            "epoch_committed says why).", registry=r)
         self.state_moved_aside = Counter(
             "smroute_state_db_moved_aside", "State databases found damaged, foreign or of a "
             "newer schema and moved aside.", registry=r)
@@ -162,9 +166,10 @@ class ServiceMetrics:
         self.routes_total.labels(kind=k).inc()
 
     def epoch_committed(self, epoch_id: int, table_bytes: int, mode: str = "tree",
-                        turn_lids: int = 0) -> None:
+                        turn_lids: int = 0, max_vls: int = 1) -> None:
         """Epoch ``epoch_id`` with ``table_bytes`` of tables, routed in ``mode``
-        (``turn_lids`` LIDs through the turn root), is now served."""
+        (``turn_lids`` LIDs through the turn root, ``max_vls`` data VLs
+        allowed), is now served."""
         self.epochs_committed.inc()
         self.epoch_id.set(int(epoch_id))
         self.table_bytes.set(int(table_bytes))
@@ -172,6 +177,7 @@ class ServiceMetrics:
         for m in ROUTING_MODES:
             self.routing_mode.labels(mode=m).set(1 if m == mode else 0)
         self.turn_lids.set(int(turn_lids))
+        self.max_vls.set(int(max_vls))
 
     def faults_received(self, n: int, kind: str) -> None:
         """``n`` fault events of ``kind`` arrived."""

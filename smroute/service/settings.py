@@ -18,6 +18,7 @@ from typing import Any
 from smroute.errors import InputError
 from smroute.routing import api
 from smroute.service.rpc.listen import DEFAULT_LISTEN, ListenAddress, parse_listen
+from smroute.service.vlchoice import AUTO, MaxVls, parse_max_vls
 
 __all__ = [
     "BadValue",
@@ -32,6 +33,7 @@ __all__ = [
     "ServiceConfig",
     "StateConfig",
     "TlsConfig",
+    "v_max_vls",
     "default_config",
     "default_state_path",
     "format_size",
@@ -90,6 +92,14 @@ class BadValue(Exception):
     def __init__(self, expected: str):
         super().__init__(expected)
         self.expected = expected
+
+
+def v_max_vls(v: Any) -> MaxVls:
+    """The config's ``max_vls`` (``auto`` or 1..15); :class:`BadValue` else."""
+    try:
+        return parse_max_vls(v)
+    except ValueError as err:
+        raise BadValue(str(err)) from None
 
 
 # --------------------------------------------------------------------------- sizes
@@ -325,7 +335,9 @@ class ServiceConfig:
     2**lmc (0..7); ``None``: each end-port's LMC in the fabric (as ``smroute
     route`` without ``--lmc``).  ``max_vls``: data VLs the subnet manager
     programs (1..15; 2 or more lets a tree take detours over virtual lanes,
-    served to the OpenSM plugin with their SLs and SL-to-VL tables).
+    served to the OpenSM plugin with their SLs and SL-to-VL tables), or
+    ``"auto"`` (default): what the OpenSM plugin's VL facts allow, one VL for
+    every other source (:func:`smroute.service.vlchoice.choose_vls`).
     ``route_all_ca_pairs``: every CA pair needs a route (default: the roles'
     rule, :func:`~smroute.fabric.roles.needed_pairs`: aggregation nodes need
     hosts and the aggregation nodes of adjacent switches only).
@@ -354,7 +366,7 @@ class ServiceConfig:
     workers: int = 2
     algorithm: str = api.DEFAULT
     lmc: int | None = None
-    max_vls: int = 1
+    max_vls: MaxVls = AUTO
     route_all_ca_pairs: bool = False
     epoch_history: int = 8
     fabric: Path | None = None
@@ -388,7 +400,10 @@ class ServiceConfig:
             raise _fail("algorithm", " or ".join(repr(a) for a in api.names()), self.algorithm)
         if self.lmc is not None:
             _check_int("lmc", self.lmc, 0, 7)
-        _check_int("max_vls", self.max_vls, 1, 15)
+        try:
+            object.__setattr__(self, "max_vls", parse_max_vls(self.max_vls))
+        except ValueError as err:
+            raise _fail("max_vls", str(err), self.max_vls) from None
         _check_int("epoch_history", self.epoch_history, 2, 10_000)
         if isinstance(self.fabric, str) and self.fabric:
             object.__setattr__(self, "fabric", Path(self.fabric))

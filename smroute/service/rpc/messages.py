@@ -98,6 +98,7 @@ def epoch_msg(ep: Epoch, validation: Validation | str | None = None) -> pb.Epoch
         turn_lids=ep.result.turn_lids, instance_id=ep.instance, resumed=ep.resumed,
         vls=ep.result.lanes.n_vls if ep.result.lanes is not None else 1,
         sls=ep.result.lanes.n_sls if ep.result.lanes is not None else 1,
+        max_vls=ep.max_vls, max_vls_reason=ep.max_vls_reason,
     )
 
 

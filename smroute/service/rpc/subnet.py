@@ -3,6 +3,7 @@
 Request -> :class:`~smroute.service.subnet.SubnetArrays` (bounded: the
 serialized request by ``limits.max_topology_bytes``, descriptions by 64
 bytes, ports and LIDs by :func:`~smroute.service.subnet.fabric_from_subnet`)
+and its VL facts (:func:`vl_facts`, for ``max_vls: auto``)
 -> :meth:`RoutingCore.route_subnet` -> the epoch's validation
 (:func:`~smroute.service.subnet_check.answer_validation`) -> the response:
 the epoch, and per switch in ascending GUID order its LFT (``max_lid + 1``
@@ -22,17 +23,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.validate import Validation
 from smroute.service.errors import ServiceError, Status, shown
 from smroute.service.rpc._gen import smroute_pb2 as pb
 from smroute.service.rpc.messages import epoch_msg
 from smroute.service.subnet import SubnetArrays, fabric_from_subnet, switch_hops
 from smroute.service.subnet_check import answer_validation
+from smroute.service.vlchoice import VlFacts
 
 if TYPE_CHECKING:
     from smroute.service.core import RoutingCore
 
-__all__ = ["route_subnet_response", "subnet_arrays", "subnet_request"]
+__all__ = ["route_subnet_response", "subnet_arrays", "subnet_request", "vl_facts"]
 
 #: Seconds a RouteSubnet waits for its epoch's validation without a deadline.
 DEFAULT_WAIT_S = 600.0
@@ -75,25 +78,53 @@ def subnet_arrays(req: pb.RouteSubnetRequest, max_bytes: int) -> SubnetArrays:
         lmc=int(req.lmc), source=f"RouteSubnet from {shown(req.sm) or 'an unnamed SM'}")
 
 
-def subnet_request(f: Fabric, lmc: int, *, sm: str = "", want_hops: bool = True
+def vl_facts(req: pb.RouteSubnetRequest) -> VlFacts:
+    """The request's VL facts as arrays (:class:`~smroute.service.vlchoice.VlFacts`)."""
+    nodes, links = req.nodes, req.links
+    n, nl = len(nodes), len(links)
+
+    def col(name: str, dtype: type = np.int64) -> np.ndarray:
+        return np.fromiter((getattr(x, name) for x in links), dtype, nl)
+    return VlFacts(
+        programs_lanes=bool(req.programs_lanes), qos=bool(req.qos),
+        max_op_vls=int(req.max_op_vls),
+        guid=np.fromiter((x.guid for x in nodes), np.uint64, n),
+        type=np.fromiter((x.type for x in nodes), np.int64, n),
+        sl2vl=np.fromiter((x.sl2vl for x in nodes), bool, n),
+        guid_a=col("guid_a", np.uint64), port_a=col("port_a"), guid_b=col("guid_b", np.uint64),
+        port_b=col("port_b"), vl_cap_a=col("vl_cap_a"), op_vls_a=col("op_vls_a"),
+        vl_cap_b=col("vl_cap_b"), op_vls_b=col("op_vls_b"))
+
+
+def subnet_request(f: Fabric, lmc: int, *, sm: str = "", want_hops: bool = True,
+                   qos: bool | None = None, max_op_vls: int = 5, vl_code: int = 4
                    ) -> pb.RouteSubnetRequest:
     """What a subnet manager that discovered ``f`` sends (its addressed ports:
-    those with a LID or a port GUID; every link)."""
+    those with a LID or a port GUID; every link).  ``qos`` not ``None``: the
+    VL facts of the OpenSM plugin (``programs_lanes``, that ``qos`` and
+    ``max_op_vls``, SL-to-VL tables on every switch, VLCap and
+    OperationalVLs ``vl_code`` on every cable end; ibsim's: VL0-7)."""
     req = pb.RouteSubnetRequest(lmc=lmc, sm=sm, want_hops=want_hops)
+    sw = qos is not None
+    if sw:
+        req.programs_lanes, req.qos, req.max_op_vls = True, bool(qos), max_op_vls
     rows = np.flatnonzero(f.port_exists & ((f.port_lid > 0) | (f.port_guid > 0)))
     at = np.searchsorted(f.port_node[rows], np.arange(f.n_nodes + 1))
     for i in range(f.n_nodes):
         node = req.nodes.add(guid=int(f.node_guid[i]), type=int(f.node_type[i]),
                              num_ports=int(f.num_ports[i]), description=f.node_desc[i],
-                             sysimg_guid=int(f.sysimg_guid[i]))
+                             sysimg_guid=int(f.sysimg_guid[i]),
+                             sl2vl=sw and int(f.node_type[i]) == int(NodeType.SWITCH))
         for r in rows[at[i]:at[i + 1]].tolist():
             node.ports.add(num=int(f.port_num[r]), guid=int(f.port_guid[r]),
                            lid=int(f.port_lid[r]), lmc=int(f.port_lmc[r]))
     ends = zip(f.node_guid[f.port_node[f.link_a]].tolist(), f.port_num[f.link_a].tolist(),
                f.node_guid[f.port_node[f.link_b]].tolist(), f.port_num[f.link_b].tolist(),
                strict=True)
+    code = vl_code if sw else 0
     for ga, pa, gb, pb_ in ends:
-        req.links.add(guid_a=ga, port_a=pa, guid_b=gb, port_b=pb_)
+        req.links.add(guid_a=ga, port_a=pa, guid_b=gb, port_b=pb_, vl_cap_a=code,
+                      op_vls_a=code, vl_cap_b=code, op_vls_b=code)
     return req
 
 
@@ -103,7 +134,7 @@ def route_subnet_response(core: RoutingCore, req: pb.RouteSubnetRequest,
     seconds left of the caller's deadline (``None``: :data:`DEFAULT_WAIT_S`)."""
     s = subnet_arrays(req, core.limits.max_topology_bytes)
     sm = fabric_from_subnet(s)
-    ep, committed = core.route_subnet(sm, s.lmc, s.source)
+    ep, committed = core.route_subnet(sm, s.lmc, s.source, vl_facts(req))
     wait = DEFAULT_WAIT_S if timeout is None else max(timeout, 0.0)
     v = answer_validation(core, ep, wait)
     if not isinstance(v, Validation):

@@ -250,6 +250,7 @@ class Durable:
             "cause": ep.cause, "algorithm": ep.algorithm, "lmc": ep.lmc,
             "lmc_setting": lmc_text(lmc_setting), "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids,
+            "max_vls": ep.max_vls, "max_vls_reason": ep.max_vls_reason,
             "timings": dict(ep.timings), "fabric_hash": ep.fabric_hash,
             "faults": [[f.kind, f.guid, f.port] for f in ep.faults],
             "overrides": {k: sorted(getattr(ov, k)) for k in ("roots", "compute", "io")},

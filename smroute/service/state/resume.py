@@ -120,13 +120,15 @@ def _epoch(row: EpochRow, base: Fabric, pool: RoutePool, max_vls: int, instance:
     tables = ForwardingTables(guid, lid, desc, ports, lg, lk, ld)
     ov = GuidOverrides(*(frozenset(int(x) for x in m["overrides"][k])
                          for k in ("roots", "compute", "io")))
+    max_vls = int(m.get("max_vls", max_vls))  # the VLs it was routed with
     res = rebuild_result(fabric, tables, m, fabric_roles(fabric, ov), pool, max_vls)
     ep = Epoch(id=row.id, parent_id=row.parent_id, cause=str(m["cause"]), fabric=fabric,
                base_hash=row.base_hash, result=res, algorithm=str(m["algorithm"]),
                lmc=int(m["lmc"]), timings=dict(m["timings"]),
                faults=tuple(FaultRecord(str(k), int(g), int(p)) for k, g, p in m["faults"]),
                down=down.counts, committed_at=row.committed_at, diff=None,
-               down_items=down.items(), instance=instance, resumed=True)
+               down_items=down.items(), instance=instance, resumed=True, max_vls=max_vls,
+               max_vls_reason=str(m.get("max_vls_reason", "")))
     if ep.tables_sha256 != row.tables_sha256:
         raise codec.CodecError("the stored tables do not match their SHA-256")
     return ep
