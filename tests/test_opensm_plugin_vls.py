@@ -51,7 +51,7 @@ def committed(rig: Rig) -> dict[int, dict[str, object]]:
 def test_auto_follows_opensms_vl_facts(
         rig_factory: Callable[..., Rig]) -> None:  # noqa: F811 - the imported fixture
     fabric = detour_tree()
-    rig = rig_factory(fabric, conf={"qos": True, "max_op_vls": 5})
+    rig = rig_factory(fabric)  # deploy/opensm-plugin.conf: qos TRUE, max_op_vls 5
     assert rig.sim is not None and rig.osm is not None and rig.daemon is not None
     assert rig.client is not None
 
