@@ -138,6 +138,8 @@ def test_route_load_analyze_lids_lanes(daemon: DaemonProc, tmp_path: Path,
     assert rc == 1 and "RESOURCE_EXHAUSTED" in err and "max_topology_bytes" in err
     rc, out, _ = ctl(daemon, capsys, "route", "--wait")
     assert rc == 0 and "validation: valid" in out
+    # max_vls auto (the default): a loaded file cannot have its VLs programmed
+    assert "  VLs allowed: 1 (max_vls auto: the fabric's source cannot program VLs" in out
     rc, out, _ = ctl(daemon, capsys, "analyze", "--rp-samples", "5", "--json")
     assert rc == 0 and json.loads(out)["end_ports"] > 0
     rc, out, _ = ctl(daemon, capsys, "lids", "host 2.0.0", f"{HOST:#x}", "host 1.0.0",

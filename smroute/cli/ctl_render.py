@@ -98,6 +98,8 @@ def epoch_lines(ep: pb.Epoch) -> Iterator[str]:
     mode = ep.routing_mode + (f" ({ep.routing_mode_reason})" if ep.routing_mode_reason else "")
     yield (f"  routing: {ep.algorithm}, mode {mode or '-'}, LMC {ep.lmc}, {ep.switches} "
            f"switches, max LID {ep.max_lid}, VLs {ep.vls or 1}, SLs {ep.sls or 1}")
+    if ep.max_vls_reason:
+        yield f"  VLs allowed: {ep.max_vls or 1} ({ep.max_vls_reason})"
     yield f"  fabric: {ep.fabric_hash[:16]} (loaded {ep.base_fabric_hash[:16]})"
     yield (f"  down: {ep.down_links} links, {ep.down_switches} switches, {ep.down_cas} CAs")
     yield f"  validation: {validation_text(ep.validation)}"
