@@ -290,3 +290,32 @@ def test_an_integer_setting_ignores_the_facts() -> None:
         assert ep.max_vls == 2 and ep.result.mode == "tree+detours"
     finally:
         core.close()
+
+
+def test_a_resumed_epoch_keeps_the_vls_auto_chose(tmp_path: Path) -> None:
+    """The VLs auto chose are stored with the epoch: a restarted daemon (no
+    facts yet) rebuilds the detour epoch with them, not with one VL; the
+    plugin's next pass with the same facts is answered by that epoch."""
+    from smroute.service.state.durable import Durable
+    from smroute.service.state.store import StateStore
+
+    f = detour_tree()
+    path = tmp_path / "state.db"
+    first = RoutingCore(workers=1, coalesce_s=0.0, durable=Durable(StateStore(path)))
+    try:
+        assert first.resume() is None
+        r = _answer(first, subnet_request(f, 0, qos=True, max_op_vls=3))
+        assert (r.epoch.routing_mode, r.epoch.max_vls) == ("tree+detours", 4)
+        assert first.durable.flush()
+    finally:
+        first.close()
+    again = RoutingCore(workers=1, coalesce_s=0.0, durable=Durable(StateStore(path)))
+    try:
+        res = again.resume()
+        assert res is not None and res.epoch is not None and res.epoch.id == r.epoch.id
+        assert (res.epoch.max_vls, res.epoch.result.mode) == (4, "tree+detours")
+        assert res.epoch.max_vls_reason == r.epoch.max_vls_reason
+        same = _answer(again, subnet_request(f, 0, qos=True, max_op_vls=3))
+        assert (same.epoch.id, same.committed, same.epoch.max_vls) == (r.epoch.id, False, 4)
+    finally:
+        again.close()
