@@ -74,7 +74,8 @@ def test_the_facts_round_trip_through_the_proto() -> None:
     # a subnet manager that sends no facts (an older plugin): it programs no lanes
     old = vl_facts(pb.RouteSubnetRequest.FromString(subnet_request(f, 0).SerializeToString()))
     assert not old.programs_lanes and not old.qos and not old.sl2vl.any()
-    assert choose_vls(AUTO, old).vls == 1
+    c = choose_vls(AUTO, old)
+    assert c.vls == 1 and "programs_lanes unset" in c.reason
 
 
 # ---------------------------------------------------------------- the choice
@@ -109,7 +110,7 @@ def test_auto_is_one_vl_when_opensm_cannot_program_vls(kw: dict[str, object], sa
 def test_auto_is_one_vl_when_the_sm_does_not_program_lanes() -> None:
     facts = dataclasses.replace(facts_of(detour_tree(), qos=True), programs_lanes=False)
     c = choose_vls(AUTO, facts)
-    assert c.vls == 1 and "does not answer path SLs" in c.reason
+    assert c.vls == 1 and "does not say it answers path SLs" in c.reason
 
 
 def test_auto_is_one_vl_when_a_switch_has_no_sl_to_vl_tables() -> None:

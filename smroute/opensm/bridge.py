@@ -318,7 +318,7 @@ class Bridge:
             if ep.vls > 1:  # detours over VLs: the file engine cannot program SLs and VLs
                 self.log("error", "epoch_not_written", epoch=epoch, vls=ep.vls,
                          reason="routed with detours over virtual lanes, which OpenSM's file "
-                         "engine cannot program (use the plugin, or max_vls 1)")
+                         "engine cannot program (use the plugin, or max_vls auto or 1)")
                 return None
             t0 = time.monotonic()
             tables = self.fetch_tables(epoch)

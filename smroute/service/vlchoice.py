@@ -128,7 +128,9 @@ def choose_vls(setting: MaxVls, facts: VlFacts | None) -> VlChoice:
 def _refusal(f: VlFacts) -> str:
     """Why the subnet manager cannot program VLs at all (``""``: it can)."""
     if not f.programs_lanes:
-        return "the subnet manager does not answer path SLs or program SL-to-VL tables"
+        return ("the subnet manager does not say it answers path SLs and programs SL-to-VL "
+                "tables (programs_lanes unset: an SM that cannot, or a plugin that sends no "
+                "VL facts)")
     if not f.qos:
         return "OpenSM's qos is FALSE, so it programs no SL-to-VL tables"
     if data_vls(f.max_op_vls) < 2:
