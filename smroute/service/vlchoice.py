@@ -111,10 +111,11 @@ def choose_vls(setting: MaxVls, facts: VlFacts | None) -> VlChoice:
         return VlChoice(int(setting), f"max_vls {setting}")
     if facts is None:
         return VlChoice(1, f"max_vls auto: {NO_FACTS}")
-    why = _refusal(facts)
+    s2s = _switch_cables(facts)
+    why = _refusal(facts, s2s)
     if why:
         return VlChoice(1, f"max_vls auto: {why}")
-    n, limit = _least_port(facts)
+    n, limit = _least_port(facts, s2s)
     cap = data_vls(facts.max_op_vls)
     if n is None:
         return VlChoice(1, "max_vls auto: no switch-to-switch cable")
@@ -125,7 +126,7 @@ def choose_vls(setting: MaxVls, facts: VlFacts | None) -> VlChoice:
     return VlChoice(n, f"max_vls auto: {limit}")
 
 
-def _refusal(f: VlFacts) -> str:
+def _refusal(f: VlFacts, s2s: np.ndarray) -> str:
     """Why the subnet manager cannot program VLs at all (``""``: it can)."""
     if not f.programs_lanes:
         return ("the subnet manager does not say it answers path SLs and programs SL-to-VL "
@@ -136,7 +137,6 @@ def _refusal(f: VlFacts) -> str:
     if data_vls(f.max_op_vls) < 2:
         return f"OpenSM's max_op_vls {f.max_op_vls} allows 1 data VL"
     sw = f.type == int(NodeType.SWITCH)
-    s2s = _switch_cables(f)
     ends = np.union1d(f.guid_a[s2s], f.guid_b[s2s])
     lacking = np.flatnonzero(sw & ~f.sl2vl.astype(bool) & np.isin(f.guid, ends))
     if lacking.size:
@@ -151,10 +151,11 @@ def _switch_cables(f: VlFacts) -> np.ndarray:
     return np.isin(f.guid_a, switches) & np.isin(f.guid_b, switches)
 
 
-def _least_port(f: VlFacts) -> tuple[int | None, str]:
-    """The least data VLs over both ends of every switch-to-switch cable (by
-    VLCap and OperationalVLs) and the port that sets it (``None``: no cable)."""
-    rows = np.flatnonzero(_switch_cables(f))
+def _least_port(f: VlFacts, s2s: np.ndarray) -> tuple[int | None, str]:
+    """The least data VLs over both ends of the switch-to-switch cables
+    ``s2s`` (by VLCap and OperationalVLs) and the port that sets it
+    (``None``: no cable)."""
+    rows = np.flatnonzero(s2s)
     if not rows.size:
         return None, ""
     codes = np.stack([f.vl_cap_a[rows], f.op_vls_a[rows], f.vl_cap_b[rows], f.op_vls_b[rows]])

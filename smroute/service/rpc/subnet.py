@@ -78,22 +78,19 @@ def subnet_arrays(req: pb.RouteSubnetRequest, max_bytes: int) -> SubnetArrays:
         lmc=int(req.lmc), source=f"RouteSubnet from {shown(req.sm) or 'an unnamed SM'}")
 
 
-def vl_facts(req: pb.RouteSubnetRequest) -> VlFacts:
-    """The request's VL facts as arrays (:class:`~smroute.service.vlchoice.VlFacts`)."""
-    nodes, links = req.nodes, req.links
-    n, nl = len(nodes), len(links)
-
-    def col(name: str, dtype: type = np.int64) -> np.ndarray:
-        return np.fromiter((getattr(x, name) for x in links), dtype, nl)
+def vl_facts(req: pb.RouteSubnetRequest, s: SubnetArrays | None = None) -> VlFacts:
+    """The request's VL facts as arrays (:class:`~smroute.service.vlchoice.VlFacts`);
+    ``s``: its :func:`subnet_arrays`, if already read (nodes and cables)."""
+    s = s if s is not None else subnet_arrays(req, req.ByteSize())
+    links = req.links
+    codes = np.array([(x.vl_cap_a, x.op_vls_a, x.vl_cap_b, x.op_vls_b) for x in links],
+                     dtype=np.int64).reshape(len(links), 4)
     return VlFacts(
         programs_lanes=bool(req.programs_lanes), qos=bool(req.qos),
-        max_op_vls=int(req.max_op_vls),
-        guid=np.fromiter((x.guid for x in nodes), np.uint64, n),
-        type=np.fromiter((x.type for x in nodes), np.int64, n),
-        sl2vl=np.fromiter((x.sl2vl for x in nodes), bool, n),
-        guid_a=col("guid_a", np.uint64), port_a=col("port_a"), guid_b=col("guid_b", np.uint64),
-        port_b=col("port_b"), vl_cap_a=col("vl_cap_a"), op_vls_a=col("op_vls_a"),
-        vl_cap_b=col("vl_cap_b"), op_vls_b=col("op_vls_b"))
+        max_op_vls=int(req.max_op_vls), guid=s.guid, type=s.type,
+        sl2vl=np.fromiter((x.sl2vl for x in req.nodes), bool, len(req.nodes)),
+        guid_a=s.guid_a, port_a=s.port_a, guid_b=s.guid_b, port_b=s.port_b,
+        vl_cap_a=codes[:, 0], op_vls_a=codes[:, 1], vl_cap_b=codes[:, 2], op_vls_b=codes[:, 3])
 
 
 def subnet_request(f: Fabric, lmc: int, *, sm: str = "", want_hops: bool = True,
@@ -134,7 +131,7 @@ def route_subnet_response(core: RoutingCore, req: pb.RouteSubnetRequest,
     seconds left of the caller's deadline (``None``: :data:`DEFAULT_WAIT_S`)."""
     s = subnet_arrays(req, core.limits.max_topology_bytes)
     sm = fabric_from_subnet(s)
-    ep, committed = core.route_subnet(sm, s.lmc, s.source, vl_facts(req))
+    ep, committed = core.route_subnet(sm, s.lmc, s.source, vl_facts(req, s))
     wait = DEFAULT_WAIT_S if timeout is None else max(timeout, 0.0)
     v = answer_validation(core, ep, wait)
     if not isinstance(v, Validation):
