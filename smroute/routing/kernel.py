@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
+from smroute.routing.kernel_native import LIBRARY, native_routes
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
@@ -31,7 +32,9 @@ class RouteContext:
     C-contiguous transpose ``(U, S + 1)``; local_order / local_target:
     destinations sorted by target switch; lid_cols: the table columns of the
     destinations, a slice where their LIDs ascend without a gap (a block's
-    routes are then written as one copy, 28x faster than by index).
+    routes are then written as one copy, 28x faster than by index); rows
+    ``(S, U)`` uint8 C-contiguous: every switch's costs to the targets (``c``
+    itself where every switch is a target), what the compiled kernel reads.
     """
 
     tgt_u: np.ndarray
@@ -41,6 +44,7 @@ class RouteContext:
     local_order: np.ndarray
     local_target: np.ndarray
     lid_cols: slice | np.ndarray
+    rows: np.ndarray
 
 
 def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
@@ -50,8 +54,11 @@ def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
+    every = len(tgt_u) == c.shape[1] and c.flags.c_contiguous and bool(
+        (tgt_u == np.arange(len(tgt_u))).all())
+    rows = c if every else np.take(c, tgt_u, axis=1)
     return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, np.ascontiguousarray(ext.T), order,
-                        dest.target[order], cols)
+                        dest.target[order], cols, rows)
 
 
 #: Integers below this are exact in float32, and so is their division (:func:`_mod`).
@@ -238,6 +245,7 @@ def route_block(
     switches: np.ndarray,
     out: np.ndarray,
     ctx: RouteContext | None = None,
+    native: bool | None = None,
 ) -> None:
     """Closed-form routes (eq. 1-4) of ``switches`` for every destination.
 
@@ -251,6 +259,10 @@ def route_block(
     up groups"), so the ordered candidate lists of eq. 3 and their ports are
     laid out once per (switch, pattern).  Per destination only eq. 3-4's
     arithmetic and one lookup remain.
+
+    ``native``: the compiled kernel (:mod:`smroute.routing.kernel_native`,
+    the same tables) where built (``None``, the default), always (``True``:
+    an error without it) or never.
     """
     out[:] = NO_ROUTE
     b = len(switches)
@@ -259,7 +271,15 @@ def route_block(
     if ctx is None:
         ctx = route_context(c, dest)
     if len(g.grp_remote):
-        _route_remote(g, pi, dest, switches, out, ctx)
+        grp = (g.grp_first, g.grp_count, g.grp_remote, g.grp_port_first, g.grp_port_count,
+               g.grp_ports)
+        if native is False or not native_routes(switches, ctx.rows, ctx.tgt_i, dest.nid,
+                                                ctx.lid_cols, pi, g.rank, grp,
+                                                out.reshape(b, -1)):
+            if native:
+                raise RuntimeError(f"the compiled routing kernel is not built ({LIBRARY}: "
+                                   "scripts/setup.sh builds it)")
+            _route_remote(g, pi, dest, switches, out, ctx)
     local_routes(dest, switches, out, ctx)
 
 

@@ -11,18 +11,18 @@ is the reference, and the tests hold the two to the same results.
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 
+from smroute.routing.native_lib import BUILD, NATIVE, load
+
 __all__ = ["LIBRARY", "SOURCE", "library", "native_walk"]
 
-SOURCE = Path(__file__).resolve().parent / "native" / "walk.c"
+SOURCE = NATIVE / "walk.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
-LIBRARY = Path(__file__).resolve().parents[2] / "build" / "walk" / "libsmroute_walk.so"
+LIBRARY = BUILD / "walk" / "libsmroute_walk.so"
 #: Destination columns walked per call (bounds the memory of one call).
 COLUMNS = 4096
 
@@ -33,12 +33,8 @@ _P = np.ctypeslib.ndpointer
 def library(path: str | None = None) -> ctypes.CDLL | None:
     """The compiled walk at ``path`` (default ``SMROUTE_WALK_LIB`` or
     :data:`LIBRARY`), or ``None`` if absent, unloadable or older than its source."""
-    lib_path = Path(path or os.environ.get("SMROUTE_WALK_LIB") or LIBRARY)
-    try:
-        if SOURCE.exists() and lib_path.stat().st_mtime < SOURCE.stat().st_mtime:
-            return None  # stale: built from an older walk.c
-        lib = ctypes.CDLL(str(lib_path))
-    except OSError:
+    lib = load(SOURCE, LIBRARY, "SMROUTE_WALK_LIB", path)
+    if lib is None:
         return None
     fn = lib.smroute_walk
     fn.restype = ctypes.c_int

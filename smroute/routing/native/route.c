@@ -1,0 +1,253 @@
+/* Dmodc's closed-form routes (eq. 1-4) of smroute.routing.kernel, compiled:
+ * the same tables as the numpy kernel (the reference, tested against this).
+ *
+ * Per switch: the closer port groups of every distinct target (eq. 1) as a
+ * bit mask over the switch's group positions, one pass per group over the
+ * targets' cost row of its remote; equal masks share one ordered slot list
+ * (a hash table); then per destination eq. 3-4: q = nid / Pi[s], the slot
+ * q mod (the closer groups), and in a group of parallel cables the cable
+ * (q div (the closer groups)) mod (its cables).
+ *
+ * Built by scripts/setup.sh into build/kernel/libsmroute_kernel.so (C99, no deps).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { INF = 255, UP_PHASE = 128, NO_ROUTE = 255 };
+
+static uint64_t hash_words(const uint64_t *w, int64_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int64_t i = 0; i < n; i++) {
+        h ^= w[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* One switch's closer-group masks: mask[u * nw ..] for every target u
+ * (vectorised: AVX2 where the processor has it). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void closer_masks(int64_t s, int64_t n_t, const uint8_t *rows, const int64_t *rank,
+                         const int64_t *grp_first, const int64_t *grp_count,
+                         const int64_t *grp_remote, int64_t nw, uint8_t *cs, uint64_t *mask)
+{
+    const uint8_t *own = rows + s * n_t;
+    /* a switch without a route to u (INF) has no closer group: compare with 0 */
+    for (int64_t u = 0; u < n_t; u++)
+        cs[u] = own[u] == INF ? 0 : own[u];
+    memset(mask, 0, sizeof(uint64_t) * (size_t)(n_t * nw));
+    int64_t ng = grp_count[s];
+    for (int64_t k = 0; k < ng; k++) {
+        int64_t r = grp_remote[grp_first[s] + k];
+        const uint8_t *row = rows + r * n_t;
+        int sh = (int)(k & 63);
+        uint64_t *m = mask + (k >> 6);
+        int down = rank[r] < rank[s];
+        if (nw == 1 && down) { /* down: the remote's down-only cost */
+            for (int64_t u = 0; u < n_t; u++) {
+                uint8_t v = row[u];
+                uint8_t seen = v < UP_PHASE ? v : INF;
+                mask[u] |= (uint64_t)(seen < cs[u]) << sh;
+            }
+        } else if (nw == 1) { /* up: UP_PHASE plus its hop count */
+            for (int64_t u = 0; u < n_t; u++) {
+                uint8_t v = row[u];
+                uint8_t seen = v < INF ? (uint8_t)((v & (UP_PHASE - 1)) | UP_PHASE) : INF;
+                mask[u] |= (uint64_t)(seen < cs[u]) << sh;
+            }
+        } else {
+            for (int64_t u = 0; u < n_t; u++) {
+                uint8_t v = row[u];
+                uint8_t seen = down ? (v < UP_PHASE ? v : INF)
+                    : v < INF ? (uint8_t)((v & (UP_PHASE - 1)) | UP_PHASE) : INF;
+                m[u * nw] |= (uint64_t)(seen < cs[u]) << sh;
+            }
+        }
+    }
+}
+
+/* A pattern: its slots' first index, their count and its fastmod multiplier
+ * (Lemire et al., exact for 32-bit operands; 0 for one slot). */
+typedef struct {
+    int64_t start;
+    uint64_t mul;
+    uint32_t len;
+} pattern;
+
+static inline uint32_t fast_mod(uint32_t q, uint64_t mul, uint32_t len)
+{
+    return (uint32_t)(((__uint128_t)(mul * q) * len) >> 64);
+}
+
+static inline uint32_t fast_div(uint32_t q, uint64_t mul, uint32_t len)
+{
+    return len == 1 ? q : (uint32_t)(((__uint128_t)mul * q) >> 64);
+}
+
+/* One value into the columns of destinations d0 .. d1 - 1. */
+static void put_same(uint8_t *row, const int64_t *cols, int64_t col0, int64_t d0, int64_t d1,
+                     uint8_t v)
+{
+    if (cols == NULL)
+        memset(row + col0 + d0, v, (size_t)(d1 - d0));
+    else
+        for (int64_t d = d0; d < d1; d++)
+            row[cols[d]] = v;
+}
+
+/* switches: (B) the rows to route, out row b = switches[b]
+ * n_t, rows: (S, n_t) uint8 the switches' encoded costs to the targets
+ * tgt: (D) int64 each destination's target index; nid (D) int64 (< 2**32);
+ *      cols (D) int64 the table column of each destination, or NULL: col0 + d
+ * pi: (S) int64 the dividers (< 2**32)
+ * pi, rank: (S) int64; grp_*: the SwitchGraph's port groups
+ * out: (B, width) uint8; the destinations' columns are written
+ * Returns 0, or -1 if memory ran out. */
+int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8_t *rows,
+                  int64_t n_d, const int64_t *tgt, const int64_t *nid, const int64_t *cols,
+                  int64_t col0,
+                  const int64_t *pi, const int64_t *rank, const int64_t *grp_first,
+                  const int64_t *grp_count, const int64_t *grp_remote,
+                  const int64_t *grp_port_first, const int64_t *grp_port_count,
+                  const int64_t *grp_ports, uint8_t *out, int64_t width)
+{
+    int64_t gmax = 1;
+    for (int64_t b = 0; b < n_b; b++)
+        if (grp_count[switches[b]] > gmax)
+            gmax = grp_count[switches[b]];
+    int64_t nw = (gmax + 63) / 64;
+    int64_t hsize = 1;
+    while (hsize < 2 * n_t + 2)
+        hsize <<= 1;
+    uint8_t *cs = malloc((size_t)n_t + 1);
+    uint64_t *mask = malloc(sizeof(uint64_t) * (size_t)(n_t * nw + 1));
+    int32_t *pat = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)hsize);
+    int32_t *rep = malloc(sizeof(int32_t) * (size_t)(n_t + 1));  /* a target per pattern */
+    pattern *pats = malloc(sizeof(pattern) * (size_t)(n_t + 1));
+    uint32_t *quot = malloc(sizeof(uint32_t) * (size_t)(n_d + 1));
+    int64_t *runs = malloc(sizeof(int64_t) * (size_t)(n_d + 1));
+    int64_t cap = 4 * gmax + 64; /* slots, grown as patterns come */
+    int64_t *slot_grp = malloc(sizeof(int64_t) * (size_t)cap);
+    uint8_t *slot_port = malloc((size_t)cap);
+    int rc = 0;
+    if (!cs || !mask || !pat || !table || !rep || !pats || !quot || !runs || !slot_grp || !slot_port) {
+        rc = -1;
+        goto done;
+    }
+    int64_t n_runs = 0; /* runs of destinations of one target */
+    for (int64_t d = 0; d < n_d; d++)
+        if (d == 0 || tgt[d] != tgt[d - 1])
+            runs[n_runs++] = d;
+    runs[n_runs] = n_d;
+    int64_t quot_pi = -1; /* the divider of quot */
+    for (int64_t b = 0; b < n_b; b++) {
+        int64_t s = switches[b];
+        uint8_t *row = out + b * width;
+        if (pi[s] != quot_pi) { /* eq. 3's quotients, once per divider */
+            uint32_t div = (uint32_t)pi[s];
+            for (int64_t d = 0; d < n_d; d++)
+                quot[d] = (uint32_t)nid[d] / div;
+            quot_pi = pi[s];
+        }
+        closer_masks(s, n_t, rows, rank, grp_first, grp_count, grp_remote, nw, cs, mask);
+        /* equal masks, one pattern: its closer groups in position order */
+        for (int64_t i = 0; i < hsize; i++)
+            table[i] = -1;
+        int32_t n_p = 0;
+        int64_t n_slots = 0;
+        int parallel = 0;
+        for (int64_t u = 0; u < n_t; u++) {
+            const uint64_t *m = mask + u * nw;
+            uint64_t h = hash_words(m, nw) & (uint64_t)(hsize - 1);
+            for (;;) {
+                int32_t p = table[h];
+                if (p < 0) {
+                    p = n_p++;
+                    table[h] = p;
+                    rep[p] = (int32_t)u;
+                    if (n_slots + gmax > cap) {
+                        cap = 2 * (n_slots + gmax);
+                        int64_t *g2 = realloc(slot_grp, sizeof(int64_t) * (size_t)cap);
+                        if (g2)
+                            slot_grp = g2;
+                        uint8_t *p2 = realloc(slot_port, (size_t)cap);
+                        if (p2)
+                            slot_port = p2;
+                        if (!g2 || !p2) {
+                            rc = -1;
+                            goto done;
+                        }
+                    }
+                    pats[p].start = n_slots;
+                    int32_t len = 0;
+                    for (int64_t w = 0; w < nw; w++)
+                        for (uint64_t x = m[w]; x; x &= x - 1) {
+                            int64_t g = grp_first[s] + w * 64 + __builtin_ctzll(x);
+                            slot_grp[n_slots] = g;
+                            slot_port[n_slots++] = (uint8_t)grp_ports[grp_port_first[g]];
+                            parallel |= grp_port_count[g] != 1;
+                            len++;
+                        }
+                    pats[p].len = (uint32_t)len;
+                    pats[p].mul = len ? UINT64_C(0xFFFFFFFFFFFFFFFF) / (uint64_t)len + 1 : 0;
+                    pat[u] = p;
+                    break;
+                }
+                const uint64_t *mr = mask + (int64_t)rep[p] * nw;
+                if (nw == 1 ? *mr == *m : memcmp(mr, m, sizeof(uint64_t) * (size_t)nw) == 0) {
+                    pat[u] = p;
+                    break;
+                }
+                h = (h + 1) & (uint64_t)(hsize - 1);
+            }
+        }
+        /* eq. 3-4 per destination, a run of destinations of one target at a time */
+        for (int64_t i = 0; i < n_runs; i++) {
+            int64_t d0 = runs[i], d1 = runs[i + 1];
+            const pattern *pt = pats + pat[tgt[d0]];
+            uint32_t len = pt->len;
+            const uint8_t *sp = slot_port + pt->start;
+            const int64_t *sg = slot_grp + pt->start;
+            uint64_t mul = pt->mul;
+            if (len == 0) {
+                put_same(row, cols, col0, d0, d1, NO_ROUTE);
+            } else if (!parallel && len == 1) {
+                put_same(row, cols, col0, d0, d1, sp[0]);
+            } else if (!parallel && cols == NULL) {
+                uint8_t *o = row + col0;
+                for (int64_t d = d0; d < d1; d++)
+                    o[d] = sp[fast_mod(quot[d], mul, len)];
+            } else if (!parallel) {
+                for (int64_t d = d0; d < d1; d++)
+                    row[cols[d]] = sp[fast_mod(quot[d], mul, len)];
+            } else {
+                for (int64_t d = d0; d < d1; d++) {
+                    uint32_t q = quot[d];
+                    int64_t g = sg[fast_mod(q, mul, len)];
+                    uint32_t cnt = (uint32_t)grp_port_count[g];
+                    uint8_t port = (uint8_t)grp_ports[grp_port_first[g]
+                                                      + fast_div(q, mul, len) % cnt];
+                    row[cols == NULL ? col0 + d : cols[d]] = port;
+                }
+            }
+        }
+    }
+done:
+    free(cs);
+    free(mask);
+    free(pat);
+    free(table);
+    free(rep);
+    free(pats);
+    free(quot);
+    free(runs);
+    free(slot_grp);
+    free(slot_port);
+    return rc;
+}
