@@ -15,6 +15,8 @@
 #include <string.h>
 
 enum { INF = 255, UP_PHASE = 128, NO_ROUTE = 255 };
+/* targets per tile of the masks' computation */
+#define TILE 1024
 
 static uint64_t hash_words(const uint64_t *w, int64_t n)
 {
@@ -27,47 +29,54 @@ static uint64_t hash_words(const uint64_t *w, int64_t n)
     return h;
 }
 
-/* One switch's closer-group masks: mask[u * nw ..] for every target u
- * (vectorised: AVX2 where the processor has it). */
+/* Group k's closer bits for every target u, as bit `sh` of bits[u]: the
+ * remote's cost row read as a down move sees it (its down-only cost) or as an
+ * up move does (UP_PHASE plus its hop count), below the switch's own cost. */
+static inline void closer_bits(int64_t n_t, const uint8_t *row, int down, const uint8_t *cs,
+                               int sh, uint8_t *bits)
+{
+    if (down)
+        for (int64_t u = 0; u < n_t; u++) {
+            uint8_t v = row[u];
+            uint8_t seen = v < UP_PHASE ? v : INF;
+            bits[u] |= (uint8_t)((seen < cs[u]) << sh);
+        }
+    else
+        for (int64_t u = 0; u < n_t; u++) {
+            uint8_t v = row[u];
+            uint8_t seen = v < INF ? (uint8_t)((v & (UP_PHASE - 1)) | UP_PHASE) : INF;
+            bits[u] |= (uint8_t)((seen < cs[u]) << sh);
+        }
+}
+
+/* One switch's closer-group masks of targets u0 .. u1 - 1: mask[u * nw ..],
+ * eight groups a byte at a time (vectorised: AVX2 where the processor has it). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-static void closer_masks(int64_t s, int64_t n_t, const uint8_t *rows, const int64_t *rank,
-                         const int64_t *grp_first, const int64_t *grp_count,
-                         const int64_t *grp_remote, int64_t nw, uint8_t *cs, uint64_t *mask)
+static void closer_masks(int64_t s, int64_t n_t, int64_t u0, int64_t u1, const uint8_t *rows,
+                         const int64_t *rank, const int64_t *grp_first,
+                         const int64_t *grp_count, const int64_t *grp_remote, int64_t nw,
+                         uint8_t *cs, uint8_t *bits, uint64_t *mask)
 {
-    const uint8_t *own = rows + s * n_t;
+    const uint8_t *own = rows + s * n_t + u0;
+    int64_t n = u1 - u0;
     /* a switch without a route to u (INF) has no closer group: compare with 0 */
-    for (int64_t u = 0; u < n_t; u++)
+    for (int64_t u = 0; u < n; u++)
         cs[u] = own[u] == INF ? 0 : own[u];
-    memset(mask, 0, sizeof(uint64_t) * (size_t)(n_t * nw));
+    mask += u0 * nw;
+    memset(mask, 0, sizeof(uint64_t) * (size_t)(n * nw));
     int64_t ng = grp_count[s];
-    for (int64_t k = 0; k < ng; k++) {
-        int64_t r = grp_remote[grp_first[s] + k];
-        const uint8_t *row = rows + r * n_t;
-        int sh = (int)(k & 63);
-        uint64_t *m = mask + (k >> 6);
-        int down = rank[r] < rank[s];
-        if (nw == 1 && down) { /* down: the remote's down-only cost */
-            for (int64_t u = 0; u < n_t; u++) {
-                uint8_t v = row[u];
-                uint8_t seen = v < UP_PHASE ? v : INF;
-                mask[u] |= (uint64_t)(seen < cs[u]) << sh;
-            }
-        } else if (nw == 1) { /* up: UP_PHASE plus its hop count */
-            for (int64_t u = 0; u < n_t; u++) {
-                uint8_t v = row[u];
-                uint8_t seen = v < INF ? (uint8_t)((v & (UP_PHASE - 1)) | UP_PHASE) : INF;
-                mask[u] |= (uint64_t)(seen < cs[u]) << sh;
-            }
-        } else {
-            for (int64_t u = 0; u < n_t; u++) {
-                uint8_t v = row[u];
-                uint8_t seen = down ? (v < UP_PHASE ? v : INF)
-                    : v < INF ? (uint8_t)((v & (UP_PHASE - 1)) | UP_PHASE) : INF;
-                m[u * nw] |= (uint64_t)(seen < cs[u]) << sh;
-            }
+    for (int64_t k0 = 0; k0 < ng; k0 += 8) {
+        memset(bits, 0, (size_t)n);
+        for (int64_t k = k0; k < ng && k < k0 + 8; k++) {
+            int64_t r = grp_remote[grp_first[s] + k];
+            closer_bits(n, rows + r * n_t + u0, rank[r] < rank[s], cs, (int)(k - k0), bits);
         }
+        uint64_t *m = mask + (k0 >> 6);
+        int sh = (int)(k0 & 63);
+        for (int64_t u = 0; u < n; u++)
+            m[u * nw] |= (uint64_t)bits[u] << sh;
     }
 }
 
@@ -125,7 +134,8 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     while (hsize < 2 * n_t + 2)
         hsize <<= 1;
     uint8_t *cs = malloc((size_t)n_t + 1);
-    uint64_t *mask = malloc(sizeof(uint64_t) * (size_t)(n_t * nw + 1));
+    uint8_t *bits = malloc((size_t)n_t + 1);
+    uint64_t *masks = malloc(sizeof(uint64_t) * (size_t)(n_b * n_t * nw + 1));
     int32_t *pat = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
     int32_t *table = malloc(sizeof(int32_t) * (size_t)hsize);
     int32_t *rep = malloc(sizeof(int32_t) * (size_t)(n_t + 1));  /* a target per pattern */
@@ -136,7 +146,7 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     int64_t *slot_grp = malloc(sizeof(int64_t) * (size_t)cap);
     uint8_t *slot_port = malloc((size_t)cap);
     int rc = 0;
-    if (!cs || !mask || !pat || !table || !rep || !pats || !quot || !runs || !slot_grp || !slot_port) {
+    if (!cs || !bits || !masks || !pat || !table || !rep || !pats || !quot || !runs || !slot_grp || !slot_port) {
         rc = -1;
         goto done;
     }
@@ -145,6 +155,14 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
         if (d == 0 || tgt[d] != tgt[d - 1])
             runs[n_runs++] = d;
     runs[n_runs] = n_d;
+    /* the block's masks a tile of targets at a time: the remotes' cost rows
+     * stay in the cache while every switch of the block reads them */
+    for (int64_t u0 = 0; u0 < n_t; u0 += TILE) {
+        int64_t u1 = u0 + TILE < n_t ? u0 + TILE : n_t;
+        for (int64_t b = 0; b < n_b; b++)
+            closer_masks(switches[b], n_t, u0, u1, rows, rank, grp_first, grp_count,
+                         grp_remote, nw, cs, bits, masks + b * n_t * nw);
+    }
     int64_t quot_pi = -1; /* the divider of quot */
     for (int64_t b = 0; b < n_b; b++) {
         int64_t s = switches[b];
@@ -155,7 +173,7 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
                 quot[d] = (uint32_t)nid[d] / div;
             quot_pi = pi[s];
         }
-        closer_masks(s, n_t, rows, rank, grp_first, grp_count, grp_remote, nw, cs, mask);
+        const uint64_t *mask = masks + b * n_t * nw;
         /* equal masks, one pattern: its closer groups in position order */
         for (int64_t i = 0; i < hsize; i++)
             table[i] = -1;
@@ -240,7 +258,8 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     }
 done:
     free(cs);
-    free(mask);
+    free(bits);
+    free(masks);
     free(pat);
     free(table);
     free(rep);
