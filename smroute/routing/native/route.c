@@ -15,6 +15,8 @@
 #include <string.h>
 
 enum { INF = 255, UP_PHASE = 128, NO_ROUTE = 255 };
+/* a run of destinations: one eq. 3 quotient, consecutive ones, any */
+enum { RUN_ANY = 0, RUN_SAME = 1, RUN_STEP = 2 };
 /* targets per tile of the masks' computation */
 #define TILE 1024
 
@@ -49,8 +51,9 @@ static inline void closer_bits(int64_t n_t, const uint8_t *row, int down, const 
         }
 }
 
-/* One switch's closer-group masks of targets u0 .. u1 - 1: mask[u * nw ..],
- * eight groups a byte at a time (vectorised: AVX2 where the processor has it). */
+/* One switch's closer-group masks of targets u0 .. u1 - 1 (at most TILE):
+ * mask[u * nw ..], eight groups a byte at a time into bits (nw * 8 rows of
+ * TILE bytes), then put together (vectorised: AVX2 where the processor has it). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
@@ -64,19 +67,29 @@ static void closer_masks(int64_t s, int64_t n_t, int64_t u0, int64_t u1, const u
     /* a switch without a route to u (INF) has no closer group: compare with 0 */
     for (int64_t u = 0; u < n; u++)
         cs[u] = own[u] == INF ? 0 : own[u];
-    mask += u0 * nw;
-    memset(mask, 0, sizeof(uint64_t) * (size_t)(n * nw));
     int64_t ng = grp_count[s];
+    int64_t n_bytes = (ng + 7) / 8;
+    memset(bits, 0, (size_t)(nw * 8 * TILE));
     for (int64_t k0 = 0; k0 < ng; k0 += 8) {
-        memset(bits, 0, (size_t)n);
+        uint8_t *byte = bits + (k0 / 8) * TILE;
         for (int64_t k = k0; k < ng && k < k0 + 8; k++) {
             int64_t r = grp_remote[grp_first[s] + k];
-            closer_bits(n, rows + r * n_t + u0, rank[r] < rank[s], cs, (int)(k - k0), bits);
+            closer_bits(n, rows + r * n_t + u0, rank[r] < rank[s], cs, (int)(k - k0), byte);
         }
-        uint64_t *m = mask + (k0 >> 6);
-        int sh = (int)(k0 & 63);
+    }
+    mask += u0 * nw;
+    for (int64_t w = 0; w < nw; w++) {
+        const uint8_t *b8 = bits + w * 8 * TILE;
+        if (w * 8 >= n_bytes) {
+            for (int64_t u = 0; u < n; u++)
+                mask[u * nw + w] = 0;
+            continue;
+        }
         for (int64_t u = 0; u < n; u++)
-            m[u * nw] |= (uint64_t)bits[u] << sh;
+            mask[u * nw + w] = (uint64_t)b8[u] | (uint64_t)b8[TILE + u] << 8
+                | (uint64_t)b8[2 * TILE + u] << 16 | (uint64_t)b8[3 * TILE + u] << 24
+                | (uint64_t)b8[4 * TILE + u] << 32 | (uint64_t)b8[5 * TILE + u] << 40
+                | (uint64_t)b8[6 * TILE + u] << 48 | (uint64_t)b8[7 * TILE + u] << 56;
     }
 }
 
@@ -134,7 +147,7 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     while (hsize < 2 * n_t + 2)
         hsize <<= 1;
     uint8_t *cs = malloc((size_t)n_t + 1);
-    uint8_t *bits = malloc((size_t)n_t + 1);
+    uint8_t *bits = malloc((size_t)(nw * 8 * TILE));
     uint64_t *masks = malloc(sizeof(uint64_t) * (size_t)(n_b * n_t * nw + 1));
     int32_t *pat = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
     int32_t *table = malloc(sizeof(int32_t) * (size_t)hsize);
@@ -142,11 +155,12 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     pattern *pats = malloc(sizeof(pattern) * (size_t)(n_t + 1));
     uint32_t *quot = malloc(sizeof(uint32_t) * (size_t)(n_d + 1));
     int64_t *runs = malloc(sizeof(int64_t) * (size_t)(n_d + 1));
+    uint8_t *kind = malloc((size_t)n_d + 1);
     int64_t cap = 4 * gmax + 64; /* slots, grown as patterns come */
     int64_t *slot_grp = malloc(sizeof(int64_t) * (size_t)cap);
     uint8_t *slot_port = malloc((size_t)cap);
     int rc = 0;
-    if (!cs || !bits || !masks || !pat || !table || !rep || !pats || !quot || !runs || !slot_grp || !slot_port) {
+    if (!cs || !bits || !masks || !pat || !table || !rep || !pats || !quot || !runs || !kind || !slot_grp || !slot_port) {
         rc = -1;
         goto done;
     }
@@ -172,6 +186,17 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
             for (int64_t d = 0; d < n_d; d++)
                 quot[d] = (uint32_t)nid[d] / div;
             quot_pi = pi[s];
+            /* per run: one quotient, or consecutive ones, or neither */
+            for (int64_t i = 0; i < n_runs; i++) {
+                int64_t d0 = runs[i], d1 = runs[i + 1];
+                uint32_t q0 = quot[d0];
+                int same = 1, step = 1;
+                for (int64_t d = d0 + 1; d < d1; d++) {
+                    same &= quot[d] == q0;
+                    step &= quot[d] == q0 + (uint32_t)(d - d0);
+                }
+                kind[i] = same ? RUN_SAME : step ? RUN_STEP : RUN_ANY;
+            }
         }
         const uint64_t *mask = masks + b * n_t * nw;
         /* equal masks, one pattern: its closer groups in position order */
@@ -237,6 +262,14 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
                 put_same(row, cols, col0, d0, d1, NO_ROUTE);
             } else if (!parallel && len == 1) {
                 put_same(row, cols, col0, d0, d1, sp[0]);
+            } else if (!parallel && kind[i] == RUN_SAME) {
+                put_same(row, cols, col0, d0, d1, sp[fast_mod(quot[d0], mul, len)]);
+            } else if (!parallel && kind[i] == RUN_STEP) { /* the slots in turn */
+                uint32_t r = fast_mod(quot[d0], mul, len);
+                for (int64_t d = d0; d < d1; d++) {
+                    row[cols == NULL ? col0 + d : cols[d]] = sp[r];
+                    r = r + 1 == len ? 0 : r + 1;
+                }
             } else if (!parallel && cols == NULL) {
                 uint8_t *o = row + col0;
                 for (int64_t d = d0; d < d1; d++)
@@ -266,6 +299,7 @@ done:
     free(pats);
     free(quot);
     free(runs);
+    free(kind);
     free(slot_grp);
     free(slot_port);
     return rc;
