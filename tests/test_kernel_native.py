@@ -121,3 +121,11 @@ def test_stale_library_is_not_used(lib, tmp_path: Path) -> None:  # type: ignore
     src = kernel_native.SOURCE.stat().st_mtime
     os.utime(old, (src - 10, src - 10))
     assert kernel_native.library.__wrapped__(str(old)) is None
+
+
+def test_another_library_is_not_used(lib, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A library without the kernel's symbol (another build) is ignored."""
+    other = tmp_path / "other.so"
+    subprocess.run([shutil.which("cc") or "gcc", "-O0", "-shared", "-fPIC", "-o", str(other),
+                    str(kernel_native.SOURCE.parent / "walk.c")], check=True)
+    assert kernel_native.library.__wrapped__(str(other)) is None

@@ -35,9 +35,9 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     """The compiled kernel at ``path`` (default ``SMROUTE_KERNEL_LIB`` or
     :data:`LIBRARY`), or ``None`` if absent, unloadable or older than its source."""
     lib = load(SOURCE, LIBRARY, "SMROUTE_KERNEL_LIB", path)
-    if lib is None:
+    fn = getattr(lib, "smroute_route", None)
+    if lib is None or fn is None:  # absent, or another library
         return None
-    fn = lib.smroute_route
     fn.restype = ctypes.c_int
     fn.argtypes = [
         ctypes.c_int64, _I64, ctypes.c_int64, _P(np.uint8, flags="C"),
