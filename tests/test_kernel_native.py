@@ -2,7 +2,8 @@
 reference), bit for bit: on complete and degraded trees, with aggregation
 nodes, parallel cables, LMC > 0, switches of more than 64 port groups, the
 fixtures (irregular fabrics routed through orientations and detours, which
-reuse the kernel) and the real captures."""
+reuse the kernel) and the real captures; blocks of 1, 7 and 64 switches,
+with the targets collapsed into classes or not."""
 
 from __future__ import annotations
 
@@ -63,7 +64,11 @@ def _same(fabric: Fabric, lib, monkeypatch: pytest.MonkeyPatch,  # type: ignore[
     assert got.mode == ref.mode
     assert np.array_equal(got.tables.ports, ref.tables.ports)
     for block in (1, 7, 64):
-        assert np.array_equal(_blocks(ref, True, block), _blocks(ref, False, block))
+        want = _blocks(ref, False, block)
+        # targets collapsed into classes in every block, in none, as by default
+        for collapse in (0, 10**9, kernel_native.COLLAPSE):
+            monkeypatch.setattr(kernel_native, "COLLAPSE", collapse)
+            assert np.array_equal(_blocks(ref, True, block), want)
 
 
 @pytest.mark.parametrize("case", ["complete", "degraded", "agg", "parallel", "lmc2",

@@ -23,6 +23,10 @@ __all__ = ["LIBRARY", "SOURCE", "library", "native_routes"]
 SOURCE = NATIVE / "route.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
 LIBRARY = BUILD / "kernel" / "libsmroute_kernel.so"
+#: A block's targets are collapsed into classes (those whose costs agree on
+#: every row the block reads) where COLLAPSE x those rows < the block's port
+#: groups (a block of leaves): the closer groups are then compared per class.
+COLLAPSE = 8
 #: NIDs and dividers below this: the numpy kernel's int32 arithmetic is exact.
 _INT32 = 1 << 31
 
@@ -40,10 +44,10 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
         return None
     fn.restype = ctypes.c_int
     fn.argtypes = [
-        ctypes.c_int64, _I64, ctypes.c_int64, _P(np.uint8, flags="C"),
+        ctypes.c_int64, _I64, ctypes.c_int64, ctypes.c_int64, _P(np.uint8, flags="C"),
         ctypes.c_int64, _I64, _I64, ctypes.c_void_p, ctypes.c_int64,
         _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64,
-        _P(np.uint8, flags="C"), ctypes.c_int64,
+        _P(np.uint8, flags="C"), ctypes.c_int64, ctypes.c_int64,
     ]
     return lib
 
@@ -71,10 +75,11 @@ def native_routes(
         return False
     col_arr = None if isinstance(cols, slice) else _i64(cols)
     rc = lib.smroute_route(
-        len(switches), _i64(switches), rows.shape[1], np.ascontiguousarray(rows, dtype=np.uint8),
+        len(switches), _i64(switches), rows.shape[1], rows.shape[0],
+        np.ascontiguousarray(rows, dtype=np.uint8),
         len(nid), _i64(tgt_i), _i64(nid), None if col_arr is None else col_arr.ctypes.data,
         cols.start if isinstance(cols, slice) else 0, _i64(pi), _i64(rank),
-        *(_i64(a) for a in grp), out, out.shape[1] if out.ndim > 1 else out.size)
+        *(_i64(a) for a in grp), out, out.shape[1] if out.ndim > 1 else out.size, COLLAPSE)
     if rc != 0:
         raise MemoryError("the compiled routing kernel ran out of memory")
     return True

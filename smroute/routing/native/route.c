@@ -51,18 +51,19 @@ static inline void closer_bits(int64_t n_t, const uint8_t *row, int down, const 
         }
 }
 
-/* One switch's closer-group masks of targets u0 .. u1 - 1 (at most TILE):
+/* One switch's closer-group masks of targets u0 .. u1 - 1 (at most TILE),
+ * switch x's costs in row ridx[x] of rows:
  * mask[u * nw ..], eight groups a byte at a time into bits (nw * 8 rows of
  * TILE bytes), then put together (vectorised: AVX2 where the processor has it). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void closer_masks(int64_t s, int64_t n_t, int64_t u0, int64_t u1, const uint8_t *rows,
-                         const int64_t *rank, const int64_t *grp_first,
+                         const int32_t *ridx, const int64_t *rank, const int64_t *grp_first,
                          const int64_t *grp_count, const int64_t *grp_remote, int64_t nw,
                          uint8_t *cs, uint8_t *bits, uint64_t *mask)
 {
-    const uint8_t *own = rows + s * n_t + u0;
+    const uint8_t *own = rows + ridx[s] * n_t + u0;
     int64_t n = u1 - u0;
     /* a switch without a route to u (INF) has no closer group: compare with 0 */
     for (int64_t u = 0; u < n; u++)
@@ -74,7 +75,8 @@ static void closer_masks(int64_t s, int64_t n_t, int64_t u0, int64_t u1, const u
         uint8_t *byte = bits + (k0 / 8) * TILE;
         for (int64_t k = k0; k < ng && k < k0 + 8; k++) {
             int64_t r = grp_remote[grp_first[s] + k];
-            closer_bits(n, rows + r * n_t + u0, rank[r] < rank[s], cs, (int)(k - k0), byte);
+            closer_bits(n, rows + ridx[r] * n_t + u0, rank[r] < rank[s], cs, (int)(k - k0),
+                        byte);
         }
     }
     mask += u0 * nw;
@@ -123,20 +125,23 @@ static void put_same(uint8_t *row, const int64_t *cols, int64_t col0, int64_t d0
 }
 
 /* switches: (B) the rows to route, out row b = switches[b]
- * n_t, rows: (S, n_t) uint8 the switches' encoded costs to the targets
+ * n_t, n_sw, rows: (n_sw, n_t) uint8 the switches' encoded costs to the targets
  * tgt: (D) int64 each destination's target index; nid (D) int64 (< 2**32);
  *      cols (D) int64 the table column of each destination, or NULL: col0 + d
  * pi: (S) int64 the dividers (< 2**32)
  * pi, rank: (S) int64; grp_*: the SwitchGraph's port groups
  * out: (B, width) uint8; the destinations' columns are written
+ * collapse: targets are collapsed into classes where collapse x (the rows
+ *      the block reads) < (its port groups)
  * Returns 0, or -1 if memory ran out. */
-int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8_t *rows,
+int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, int64_t n_sw,
+                  const uint8_t *rows,
                   int64_t n_d, const int64_t *tgt, const int64_t *nid, const int64_t *cols,
                   int64_t col0,
                   const int64_t *pi, const int64_t *rank, const int64_t *grp_first,
                   const int64_t *grp_count, const int64_t *grp_remote,
                   const int64_t *grp_port_first, const int64_t *grp_port_count,
-                  const int64_t *grp_ports, uint8_t *out, int64_t width)
+                  const int64_t *grp_ports, uint8_t *out, int64_t width, int64_t collapse)
 {
     int64_t gmax = 1;
     for (int64_t b = 0; b < n_b; b++)
@@ -149,6 +154,17 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     uint8_t *cs = malloc((size_t)n_t + 1);
     uint8_t *bits = malloc((size_t)(nw * 8 * TILE));
     uint64_t *masks = malloc(sizeof(uint64_t) * (size_t)(n_b * n_t * nw + 1));
+    int32_t *ridx = malloc(sizeof(int32_t) * (size_t)(n_sw + 1));
+    int64_t n_rmax = n_b;
+    for (int64_t b = 0; b < n_b; b++)
+        n_rmax += grp_count[switches[b]];
+    int64_t *rlist = malloc(sizeof(int64_t) * (size_t)(n_rmax + 1));
+    uint32_t *th = malloc(sizeof(uint32_t) * (size_t)(n_t + 1));
+    int32_t *cls = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
+    int32_t *crep = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
+    int32_t *pat_c = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
+    uint8_t *okv = malloc((size_t)n_t + 1);
+    uint8_t *sub = NULL;
     int32_t *pat = malloc(sizeof(int32_t) * (size_t)(n_t + 1));
     int32_t *table = malloc(sizeof(int32_t) * (size_t)hsize);
     int32_t *rep = malloc(sizeof(int32_t) * (size_t)(n_t + 1));  /* a target per pattern */
@@ -160,7 +176,9 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
     int64_t *slot_grp = malloc(sizeof(int64_t) * (size_t)cap);
     uint8_t *slot_port = malloc((size_t)cap);
     int rc = 0;
-    if (!cs || !bits || !masks || !pat || !table || !rep || !pats || !quot || !runs || !kind || !slot_grp || !slot_port) {
+    if (!cs || !bits || !masks || !pat || !table || !rep || !pats || !quot || !runs || !kind
+        || !slot_grp || !slot_port || !ridx || !rlist || !th || !cls || !crep || !pat_c
+        || !okv) {
         rc = -1;
         goto done;
     }
@@ -169,13 +187,94 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
         if (d == 0 || tgt[d] != tgt[d - 1])
             runs[n_runs++] = d;
     runs[n_runs] = n_d;
-    /* the block's masks a tile of targets at a time: the remotes' cost rows
-     * stay in the cache while every switch of the block reads them */
-    for (int64_t u0 = 0; u0 < n_t; u0 += TILE) {
-        int64_t u1 = u0 + TILE < n_t ? u0 + TILE : n_t;
+    /* the rows the block reads: its switches' and their remotes' */
+    for (int64_t x = 0; x < n_sw; x++)
+        ridx[x] = -1;
+    int64_t n_r = 0;
+    for (int64_t b = 0; b < n_b; b++) {
+        int64_t s = switches[b];
+        if (ridx[s] < 0) {
+            ridx[s] = (int32_t)n_r;
+            rlist[n_r++] = s;
+        }
+        for (int64_t k = 0; k < grp_count[s]; k++) {
+            int64_t r = grp_remote[grp_first[s] + k];
+            if (ridx[r] < 0) {
+                ridx[r] = (int32_t)n_r;
+                rlist[n_r++] = r;
+            }
+        }
+    }
+    /* targets whose cost columns agree on those rows have the same closer
+     * groups: one class each (hashed, then checked byte for byte; a target
+     * that differs from its class's first is a class of its own).  Worth it
+     * where the rows read are few beside the groups compared (a block of
+     * leaves): else every target is a class of its own. */
+    int64_t n_c = n_t, gsum = n_rmax - n_b;
+    const uint8_t *crows = rows;
+    if (collapse * n_r < gsum) {
+        for (int64_t u = 0; u < n_t; u++)
+            th[u] = 2166136261u;
+        for (int64_t i = 0; i < n_r; i++) {
+            const uint8_t *row = rows + rlist[i] * n_t;
+            for (int64_t u = 0; u < n_t; u++)
+                th[u] = (th[u] ^ row[u]) * 16777619u;
+        }
+        for (int64_t i = 0; i < hsize; i++)
+            table[i] = -1;
+        n_c = 0;
+        for (int64_t u = 0; u < n_t; u++) {
+            uint64_t h = ((uint64_t)th[u] * 0x9e3779b97f4a7c15ULL >> 32) & (uint64_t)(hsize - 1);
+            for (;;) {
+                int32_t c = table[h];
+                if (c < 0) {
+                    table[h] = (int32_t)n_c;
+                    crep[n_c] = (int32_t)u;
+                    cls[u] = (int32_t)n_c++;
+                    break;
+                }
+                if (th[crep[c]] == th[u]) {
+                    cls[u] = c;
+                    break;
+                }
+                h = (h + 1) & (uint64_t)(hsize - 1);
+            }
+            okv[u] = 1;
+        }
+        for (int64_t i = 0; i < n_r; i++) {
+            const uint8_t *row = rows + rlist[i] * n_t;
+            for (int64_t u = 0; u < n_t; u++)
+                okv[u] &= row[u] == row[crep[cls[u]]];
+        }
+        for (int64_t u = 0; u < n_t; u++)
+            if (!okv[u]) {
+                crep[n_c] = (int32_t)u;
+                cls[u] = (int32_t)n_c++;
+            }
+        sub = malloc((size_t)(n_r * n_c + 1)); /* the rows read, one column per class */
+        if (!sub) {
+            rc = -1;
+            goto done;
+        }
+        for (int64_t i = 0; i < n_r; i++) {
+            const uint8_t *row = rows + rlist[i] * n_t;
+            for (int64_t c = 0; c < n_c; c++)
+                sub[i * n_c + c] = row[crep[c]];
+        }
+        crows = sub;
+    } else {
+        for (int64_t x = 0; x < n_sw; x++)
+            ridx[x] = (int32_t)x;
+        for (int64_t u = 0; u < n_t; u++)
+            cls[u] = (int32_t)u;
+    }
+    /* the block's masks per class, a tile of classes at a time: the remotes'
+     * cost rows stay in the cache while every switch of the block reads them */
+    for (int64_t u0 = 0; u0 < n_c; u0 += TILE) {
+        int64_t u1 = u0 + TILE < n_c ? u0 + TILE : n_c;
         for (int64_t b = 0; b < n_b; b++)
-            closer_masks(switches[b], n_t, u0, u1, rows, rank, grp_first, grp_count,
-                         grp_remote, nw, cs, bits, masks + b * n_t * nw);
+            closer_masks(switches[b], n_c, u0, u1, crows, ridx, rank, grp_first, grp_count,
+                         grp_remote, nw, cs, bits, masks + b * n_c * nw);
     }
     int64_t quot_pi = -1; /* the divider of quot */
     for (int64_t b = 0; b < n_b; b++) {
@@ -198,14 +297,14 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
                 kind[i] = same ? RUN_SAME : step ? RUN_STEP : RUN_ANY;
             }
         }
-        const uint64_t *mask = masks + b * n_t * nw;
+        const uint64_t *mask = masks + b * n_c * nw;
         /* equal masks, one pattern: its closer groups in position order */
         for (int64_t i = 0; i < hsize; i++)
             table[i] = -1;
         int32_t n_p = 0;
         int64_t n_slots = 0;
         int parallel = 0;
-        for (int64_t u = 0; u < n_t; u++) {
+        for (int64_t u = 0; u < n_c; u++) {
             const uint64_t *m = mask + u * nw;
             uint64_t h = hash_words(m, nw) & (uint64_t)(hsize - 1);
             for (;;) {
@@ -239,17 +338,19 @@ int smroute_route(int64_t n_b, const int64_t *switches, int64_t n_t, const uint8
                         }
                     pats[p].len = (uint32_t)len;
                     pats[p].mul = len ? UINT64_C(0xFFFFFFFFFFFFFFFF) / (uint64_t)len + 1 : 0;
-                    pat[u] = p;
+                    pat_c[u] = p;
                     break;
                 }
                 const uint64_t *mr = mask + (int64_t)rep[p] * nw;
                 if (nw == 1 ? *mr == *m : memcmp(mr, m, sizeof(uint64_t) * (size_t)nw) == 0) {
-                    pat[u] = p;
+                    pat_c[u] = p;
                     break;
                 }
                 h = (h + 1) & (uint64_t)(hsize - 1);
             }
         }
+        for (int64_t u = 0; u < n_t; u++)
+            pat[u] = pat_c[cls[u]];
         /* eq. 3-4 per destination, a run of destinations of one target at a time */
         for (int64_t i = 0; i < n_runs; i++) {
             int64_t d0 = runs[i], d1 = runs[i + 1];
@@ -293,6 +394,14 @@ done:
     free(cs);
     free(bits);
     free(masks);
+    free(ridx);
+    free(rlist);
+    free(th);
+    free(cls);
+    free(crep);
+    free(pat_c);
+    free(okv);
+    free(sub);
     free(pat);
     free(table);
     free(rep);
