@@ -13,6 +13,8 @@
 
 enum { OK = 0, DEAD_END = 1, LOOP = 2, UPDOWN = 3, UNKNOWN = -1, BUSY = -2 };
 #define BLOCK 64
+/* rows fetched ahead of their use */
+#define AHEAD 8
 
 /* One destination column: pc the output port of every switch (in), st, hp
  * (out), up and stack scratch. */
@@ -123,6 +125,8 @@ int smroute_walk(int64_t n_sw, int64_t n_d, int64_t width, const uint8_t *ports,
         int64_t k = n_d - d0 < BLOCK ? n_d - d0 : BLOCK;
         for (int64_t s = 0; s < n_sw; s++) {
             const uint8_t *row = ports + s * width;
+            if (s + AHEAD < n_sw) /* rows far apart: fetch a few ahead */
+                __builtin_prefetch(row + AHEAD * width + lids[d0]);
             for (int64_t b = 0; b < k; b++)
                 pc[b * n_sw + s] = row[lids[d0 + b]];
         }
@@ -133,6 +137,10 @@ int smroute_walk(int64_t n_sw, int64_t n_d, int64_t width, const uint8_t *ports,
         for (int64_t s = 0; s < n_sw; s++) {
             int8_t *so = status + s * n_d + d0;
             int16_t *ho = hops + s * n_d + d0;
+            if (s + AHEAD < n_sw) {
+                __builtin_prefetch(so + AHEAD * n_d, 1);
+                __builtin_prefetch(ho + AHEAD * n_d, 1);
+            }
             for (int64_t b = 0; b < k; b++) {
                 so[b] = st[b * n_sw + s];
                 ho[b] = hp[b * n_sw + s];
