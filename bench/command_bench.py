@@ -44,7 +44,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchinfo import machine
+from benchinfo import (
+    FTREE_CACHE,
+    FTREE_FILE,
+    Code,
+    WarmRouter,
+    alternate,
+    checkouts,
+    load,
+    machine,
+    report,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = "3;18,18,36;1,18,18;1,1,1"
@@ -53,30 +63,9 @@ SMALL = ROOT / "fixtures" / "pgft-2level-648.topo"
 CASES = ("command", "validate", "small", "big")
 _TIME = re.compile(r"^time:\s+(.*?); total ([\d.]+) s$", re.M)
 
-#: A process that routes the big tree in a warm pool, once per line read.
-_WARM = """
-import json, sys
-from smroute.fabric.generate.trees import pgft
-from smroute.routing.engine import route
-from smroute.routing.pool import RoutePool
-h, m, w, p = json.loads(sys.argv[1])
-fabric = pgft(h, m, w, p)
-with RoutePool(int(sys.argv[2])) as pool:
-    route(fabric, pool=pool, labels=False)
-    print("ready", flush=True)
-    for _ in sys.stdin:
-        r = route(fabric, pool=pool, labels=False)
-        print(json.dumps({"route": sum(r.timings.values()), **r.timings}), flush=True)
-        del r
-"""
 
-
-class Code:
-    """One checkout: its label and the environment that runs it."""
-
-    def __init__(self, label: str, path: Path) -> None:
-        self.label, self.path = label, path
-        self.env = {**os.environ, "PYTHONPATH": str(path)}
+class Command(Code):
+    """A checkout whose ``smroute`` command is timed."""
 
     def smroute(self, args: list[str]) -> dict[str, float]:
         """Run ``smroute ARGS``: the process's wall time and its summary's phases."""
@@ -101,43 +90,7 @@ class Code:
         return out
 
 
-def _median(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def alternate(codes: list[Code], runs: int, one: Any) -> dict[str, list[dict[str, float]]]:
-    """``one(code)`` ``runs`` times per code, in turn, the order reversed every other run."""
-    got: dict[str, list[dict[str, float]]] = {c.label: [] for c in codes}
-    for i in range(runs):
-        for c in codes if i % 2 == 0 else codes[::-1]:
-            got[c.label].append(one(c))
-    return got
-
-
-def report(title: str, got: dict[str, list[dict[str, float]]], keys: list[str],
-           command: str) -> None:
-    labels = list(got)
-    runs = len(next(iter(got.values())))
-    print(f"\n{title}\n  command: {command}\n  medians of {runs} alternating runs (s):")
-    print("  " + f"{'':10s}" + "".join(f"{k:>10s}" for k in keys))
-    for lab in labels:
-        print("  " + f"{lab:10s}" + "".join(
-            f"{_median([r[k] for r in got[lab]]):10.3f}" if all(k in r for r in got[lab])
-            else f"{'-':>10s}" for k in keys))
-    if len(labels) == 2:
-        now, before = got[labels[0]], got[labels[1]]
-        cells = []
-        for k in keys:
-            if all(k in r for r in now + before):
-                ratio = _median([a[k] / b[k] for a, b in zip(now, before, strict=True)
-                                 if b[k] > 0])
-                cells.append(f"{ratio:9.2f}x")
-            else:
-                cells.append(f"{'-':>10s}")
-        print("  " + f"{'now/before':10s}" + "".join(cells))
-
-
-def fabric_file(cache: Path, spec: str, code: Code) -> Path:
+def fabric_file(cache: Path, spec: str, code: Command) -> Path:
     """The ibnetdiscover text of PGFT ``spec``, generated once into ``cache``."""
     path = cache / f"pgft-{spec.replace(';', '_').replace(',', '.')}.topo"
     if not path.exists():
@@ -146,7 +99,7 @@ def fabric_file(cache: Path, spec: str, code: Code) -> Path:
     return path
 
 
-def case_command(codes: list[Code], runs: int, tree: Path, out: Path,
+def case_command(codes: list[Command], runs: int, tree: Path, out: Path,
                  validate: bool) -> dict[str, float]:
     args = ["route", str(tree), "--no-port-guids", "--out", str(out), "-q"]
     if not validate:
@@ -157,10 +110,10 @@ def case_command(codes: list[Code], runs: int, tree: Path, out: Path,
     report(f"smroute route, 11,664-host tree PGFT({TREE}), "
            + ("validation walk" if validate else "no validation, no port GUIDs"),
            got, keys, "smroute " + " ".join(args))
-    return {lab: _median([r["process"] for r in rs]) for lab, rs in got.items()}
+    return {lab: statistics.median([r["process"] for r in rs]) for lab, rs in got.items()}
 
 
-def case_small(codes: list[Code], runs: int, out: Path) -> None:
+def case_small(codes: list[Command], runs: int, out: Path) -> None:
     for extra in ([], ["--workers", "1"]):
         args = ["route", str(SMALL), "--no-validate", "--out", str(out), "-q", *extra]
         got = alternate(codes, runs, lambda c, a=args: c.smroute(a))
@@ -168,30 +121,10 @@ def case_small(codes: list[Code], runs: int, out: Path) -> None:
                got, ["process", "parse", "route", "write"], "smroute " + " ".join(args))
 
 
-def case_big(codes: list[Code], runs: int, workers: int) -> None:
-    spec = json.dumps([3, [32, 32, 40], [1, 32, 32], [1, 1, 1]])
-    procs = {c.label: subprocess.Popen([sys.executable, "-c", _WARM, spec, str(workers)],
-                                       env=c.env, stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, text=True) for c in codes}
-    try:
-        for lab, p in procs.items():
-            assert p.stdout is not None
-            if p.stdout.readline().strip() != "ready":
-                sys.exit(f"{lab}: the warm routing process did not start")
-
-        def one(c: Code) -> dict[str, float]:
-            p = procs[c.label]
-            assert p.stdin is not None and p.stdout is not None
-            p.stdin.write("\n")
-            p.stdin.flush()
-            return dict(json.loads(p.stdout.readline()))
-
-        got = alternate(codes, runs, one)
-    finally:
-        for p in procs.values():
-            if p.stdin is not None:
-                p.stdin.close()
-            p.wait(120)
+def case_big(codes: list[Command], runs: int, workers: int) -> None:
+    cfg = {"shape": [3, [32, 32, 40], [1, 32, 32], [1, 1, 1]], "workers": workers}
+    with WarmRouter(codes, cfg) as warm:
+        got = alternate(codes, runs, warm.one)
     keys = ["route", *[k for k in got[codes[0].label][0] if k != "route"]]
     report(f"routing, 40,960-host PGFT({BIG}), 44,544 LIDs, warm pool of {workers} workers",
            got, keys, f"route(fabric, pool=RoutePool({workers}), labels=False)")
@@ -199,7 +132,7 @@ def case_big(codes: list[Code], runs: int, workers: int) -> None:
 
 def opensm_ftree(cache: Path, refresh: bool) -> dict[str, Any]:
     """OpenSM's ftree routing phase on the 11,664-host tree (cached)."""
-    path = cache / "opensm-ftree-11664.json"
+    path = cache / FTREE_FILE
     if path.exists() and not refresh:
         return dict(json.loads(path.read_text()), cached=str(path))
     sys.path.insert(0, str(Path(__file__).parent))
@@ -233,18 +166,15 @@ def main() -> None:
     ap.add_argument("--opensm-ftree", action="store_true",
                     help="OpenSM's ftree routing phase on the 11,664-host tree (cached)")
     ap.add_argument("--refresh", action="store_true", help="measure OpenSM again")
-    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "smroute-bench")
+    ap.add_argument("--cache", type=Path, default=FTREE_CACHE)
     args = ap.parse_args()
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     if any(c not in CASES for c in cases):
         sys.exit(f"command_bench.py: --cases: expected some of {', '.join(CASES)}")
-    if args.before is not None and not (args.before / "smroute" / "__init__.py").exists():
-        sys.exit(f"command_bench.py: --before {args.before}: no smroute checkout there")
+    codes = [Command(c.label, c.path) for c in checkouts(ROOT, args.before, "command_bench.py")]
     args.cache.mkdir(parents=True, exist_ok=True)
-    codes = [Code("now", ROOT)] + ([Code("before", args.before.resolve())]
-                                   if args.before else [])
     print(f"machine: {machine()}")
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at start: {load()}")
     t0 = time.perf_counter()
     whole: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="smroute-bench-") as tmp:
@@ -268,7 +198,7 @@ def main() -> None:
         for lab, secs in whole.items():
             print(f"  the whole smroute route command ({lab}, {secs:.2f} s) takes "
                   f"{secs / got['routing_s']:.1%} of ftree's routing phase alone")
-    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+    print(f"\nload average at end: {load()}; "
           f"benchmark wall time {time.perf_counter() - t0:.1f} s")
 
 

@@ -5,6 +5,16 @@ peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
         [--parallel] [--algorithm dmodc,nmodc] [--remove-links N [--seed S]] [--validate]
+        [--before DIR]
+
+``--before DIR``: a checkout of the code before (e.g. ``git archive main | tar
+-x -C DIR``; its ``build/`` holds what its ``scripts/setup.sh`` built, if
+anything): each fabric is routed by one warm process per checkout
+(``benchinfo.WarmRouter``) in alternating runs, and the medians of both
+(wall, and the CPU seconds of the process and its workers), the median of
+the runs' ratios and the load average are printed; on the 11,664-host tree
+also against OpenSM ftree's routing phase.  Without ``--algorithm`` each
+checkout routes with its own default.
 
 ``--algorithm``: one or several routing algorithms (comma-separated), timed
 on the same fabric and pool in alternating runs; the ratio to the first
@@ -30,18 +40,18 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from benchinfo import machine
+from benchinfo import WarmRouter, alternate, checkouts, ftree_seconds, load, machine, report
 
 from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
-from smroute.routing.api import names
+from smroute.routing.api import DEFAULT, names
 from smroute.routing.engine import route, validate_result
 from smroute.routing.pool import RoutePool
 
-#: OpenSM 3.3.23 routing phase on the 11,664-host PGFT (DESIGN.md, measured on ibsim).
-OPENSM_FTREE_11664_S = 14.0
+ROOT = Path(__file__).resolve().parents[1]
 
 SHAPES = {
     "11664": (3, (18, 18, 36), (1, 18, 18), (1, 1, 1)),
@@ -162,8 +172,40 @@ def _report(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool,
               f"= {added / table_mib:.2f} x the table; the {workers} workers hold "
               f"{held:.0f} MiB between jobs")
     if name == "11664" and not agg and not degraded:
-        print(f"  OpenSM ftree routing phase on this tree: {OPENSM_FTREE_11664_S:.0f} s "
-              f"-> {alg} is {OPENSM_FTREE_11664_S / med:.0f}x faster")
+        ftree, where = ftree_seconds()
+        print(f"  OpenSM ftree routing phase on this tree: {ftree:.1f} s ({where}) "
+              f"-> {alg} is {ftree / med:.0f}x faster")
+
+
+def bench_before(name: str, before: Path, runs: int, workers: int, agg: bool,
+                 algorithms: tuple[str, ...], remove_links: int, seed: int,
+                 validate: bool) -> None:
+    """Each algorithm (or each checkout's default) on one fabric, this
+    checkout beside ``before``, in alternating runs of warm processes."""
+    h, m, w, p = SHAPES[name]
+    codes = checkouts(ROOT, before, "route_bench.py")
+    j = ",".join
+    fabric = (f"PGFT({h};{j(map(str, m))};{j(map(str, w))};{j(map(str, p))})"
+              + (", an aggregation node per switch" if agg else "")
+              + (f", {remove_links} random links removed (seed {seed})" if remove_links else ""))
+    for alg in algorithms or ("",):
+        cfg = {"shape": [h, list(m), list(w), list(p)], "workers": workers, "algorithm": alg,
+               "agg": agg, "remove_links": remove_links, "seed": seed, "validate": validate}
+        with WarmRouter(codes, cfg) as warm:
+            got = alternate(codes, runs, warm.one)
+        first = got["now"][0]
+        keys = ["route", "cpu", *[k for k in first if k not in ("route", "cpu", "walk",
+                                                                  "walk_cpu")],
+                *(["walk", "walk_cpu"] if validate else [])]
+        report(f"{alg or 'the default algorithm'}: {fabric}, warm pool of {workers} workers",
+               got, keys, f"route(fabric, pool=RoutePool({workers}), labels=False"
+               + (f", algorithm={alg!r})" if alg else ")")
+               + (" then validate_result" if validate else ""))
+        if name == "11664" and not agg and not remove_links:
+            ftree, where = ftree_seconds()
+            print(f"  OpenSM ftree routing phase on this tree: {ftree:.1f} s ({where}); "
+                  + ", ".join(f"{lab} {ftree / statistics.median(r['route'] for r in rs):.0f}x "
+                              "faster" for lab, rs in got.items()))
 
 
 def main() -> None:
@@ -175,27 +217,40 @@ def main() -> None:
                     help="an aggregation node on every switch (SHARP, as on Quantum switches)")
     ap.add_argument("--parallel", action="store_true",
                     help="the 11,664 hosts with two cables per leaf-L2 link, 9 L2 per pod")
-    ap.add_argument("--algorithm", default="dmodc",
-                    help=f"comma-separated, of {', '.join(names(lab=True))} (default dmodc)")
+    ap.add_argument("--algorithm", default="",
+                    help=f"comma-separated, of {', '.join(names(lab=True))} (default: the "
+                    f"default, {DEFAULT}; with --before each checkout's own)")
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
                     help="remove N random switch-to-switch links first")
     ap.add_argument("--seed", type=int, default=1, help="seed of --remove-links")
     ap.add_argument("--validate", action="store_true",
                     help="also time the validation walk of one result per algorithm")
+    ap.add_argument("--before", metavar="DIR", type=Path,
+                    help="a checkout of the code before, run beside this one")
     args = ap.parse_args()
     algs = tuple(a.strip() for a in args.algorithm.split(",") if a.strip())
     bad = [a for a in algs if a not in names(lab=True)]
-    if bad or not algs:
+    if bad:
         sys.exit(f"route_bench.py: --algorithm: expected some of {', '.join(names(lab=True))}, "
                  f"got {args.algorithm!r}")
     print(f"machine: {machine()}")
+    print(f"load average at start: {load()}")
     t = time.perf_counter()
+    if args.before is not None:
+        for name in ["11664-parallel" if args.parallel else "11664"] + (
+                ["40960"] if args.big else []):
+            bench_before(name, args.before, args.runs, args.workers, args.agg, algs,
+                         args.remove_links, args.seed, args.validate)
+        print(f"\nload average at end: {load()}; benchmark wall time "
+              f"{time.perf_counter() - t:.1f} s")
+        return
+    algs = algs or (DEFAULT,)
     bench("11664-parallel" if args.parallel else "11664", args.runs, args.workers, args.agg,
           algs, args.remove_links, args.seed, args.validate)
     if args.big:
         bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed,
               args.validate)
-    print(f"(benchmark wall time {time.perf_counter() - t:.1f} s)")
+    print(f"(load average at end: {load()}; benchmark wall time {time.perf_counter() - t:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -31,19 +31,23 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-# The compiled validation walk (smroute/routing/native/walk.c, loaded by
-# smroute/routing/walk_native.py): rebuilt when its source is newer.  Without a
-# C compiler, or if the build fails, the numpy walk runs (the same results).
+# The compiled validation walk and routing kernel (smroute/routing/native/*.c,
+# loaded by smroute/routing/walk_native.py and kernel_native.py): each rebuilt
+# when its source is newer.  Without a C compiler, or if a build fails, the
+# numpy code runs (the same results).
 if cc=$(command -v cc || command -v gcc); then
-    walk_lib=build/walk/libsmroute_walk.so
-    if [ ! -f "$walk_lib" ] || [ smroute/routing/native/walk.c -nt "$walk_lib" ]; then
-        mkdir -p build/walk
-        if "$cc" -O2 -shared -fPIC -o "$walk_lib.tmp" smroute/routing/native/walk.c; then
-            mv "$walk_lib.tmp" "$walk_lib"
-        else
-            echo "setup: the compiled validation walk was not built (the numpy walk runs)" >&2
+    for spec in walk:walk kernel:route; do
+        dir=${spec%%:*} src=smroute/routing/native/${spec#*:}.c
+        lib=build/$dir/libsmroute_$dir.so
+        if [ ! -f "$lib" ] || [ "$src" -nt "$lib" ]; then
+            mkdir -p "build/$dir"
+            if "$cc" -O3 -shared -fPIC -o "$lib.tmp" "$src"; then
+                mv "$lib.tmp" "$lib"
+            else
+                echo "setup: the compiled $dir was not built (the numpy $dir runs)" >&2
+            fi
         fi
-    fi
+    done
 fi
 
 # The OpenSM routing-engine plugin (opensm-plugin/, libsmroute.so): when OpenSM

@@ -54,10 +54,11 @@ MAX_UNICAST_LID = 0xBFFF
 
 
 
-def relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+def relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray, ext: np.ndarray | None = None) -> None:
     """``c[dst] = min(c[dst], c[src] + 1)`` for every pair, saturating at INF.
 
-    ``c``: ``(S, X)`` uint8, modified in place.  Pairs are grouped by ``dst``
+    ``c``: ``(S, X)`` uint8, modified in place; ``ext``: ``(S + 1, X)``, ``c``
+    and an all-INF row, if ``c`` is its view (else made here, a copy).  Pairs are grouped by ``dst``
     into a padded ``(targets, max degree)`` matrix of source rows (padding
     points at an all-INF row); per chunk of targets (256 KiB of rows, so the
     running minimum stays in the cache) the minimum is taken one source
@@ -73,7 +74,8 @@ def relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
     mat = np.full((len(udst), width), c.shape[0], dtype=np.int64)  # pad -> INF row
     col = np.arange(len(dst)) - np.repeat(first, deg)
     mat[np.repeat(np.arange(len(udst)), deg), col] = src
-    ext = np.vstack([c, np.full((1, c.shape[1]), INF, dtype=c.dtype)])
+    if ext is None:
+        ext = np.vstack([c, np.full((1, c.shape[1]), INF, dtype=c.dtype)])
     step = max(1, (256 << 10) // max(1, c.shape[1]))
     for i in range(0, len(udst), step):
         m = mat[i : i + step]
@@ -118,18 +120,20 @@ def _column_costs(g: SwitchGraph, cols: np.ndarray) -> np.ndarray:
     switches ``cols`` ``(X,)`` int64 (:func:`costs_and_dividers`'s columns:
     each column is relaxed on its own)."""
     n = g.n_switches
-    c = np.full((n, len(cols)), INF, dtype=np.uint8)
+    c_ext = np.full((n + 1, len(cols)), INF, dtype=np.uint8)  # and an all-INF row (relax)
+    c = c_ext[:n]
     ok = np.flatnonzero(g.rank[cols] >= 0)
     c[cols[ok], ok] = 0
     lo, hi = g.up_pairs()
     lo_rank, hi_rank = g.rank[lo], g.rank[hi]
     for r in range(g.max_rank):
         sel = lo_rank == r
-        relax(c, lo[sel], hi[sel])
-    up = c.copy()
+        relax(c, lo[sel], hi[sel], c_ext)
+    up_ext = c_ext.copy()
+    up = up_ext[:n]
     for r in range(g.max_rank, 0, -1):
         sel = hi_rank == r
-        relax(up, hi[sel], lo[sel])
+        relax(up, hi[sel], lo[sel], up_ext)
     if n and int(np.where(up < INF, up, 0).max(initial=0)) >= UP_PHASE - 1:
         raise RoutingError(f"up*/down* paths of {UP_PHASE - 1} hops or more: not a fabric "
                            "smroute can route")

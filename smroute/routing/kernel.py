@@ -11,10 +11,12 @@ eq. 4).  Costs are encoded as :mod:`smroute.routing.dmodc` says.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
+from smroute.routing.kernel_native import LIBRARY, native_routes
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
@@ -25,33 +27,49 @@ __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_row
 class RouteContext:
     """Per-job data shared by every block: distinct targets and their cost columns.
 
-    tgt_u ``(U,)`` distinct target switches; tgt_i ``(D,)`` index of each
-    destination's target in ``tgt_u``; ext ``(S + 1, U)`` uint8 cost columns of
-    the targets with an extra all-INF row (used for padding); ext_t its
-    C-contiguous transpose ``(U, S + 1)``; local_order / local_target:
-    destinations sorted by target switch; lid_cols: the table columns of the
-    destinations, a slice where their LIDs ascend without a gap (a block's
-    routes are then written as one copy, 28x faster than by index).
+    c ``(S, S)`` uint8 the encoded costs; tgt_u ``(U,)`` distinct target
+    switches; tgt_i ``(D,)`` index of each destination's target in ``tgt_u``;
+    local_order / local_target: destinations sorted by target switch;
+    lid_cols: the table columns of the destinations, a slice where their LIDs
+    ascend without a gap (a block's routes are then written as one copy, 28x
+    faster than by index).  Made when first read (the compiled kernel reads
+    ``rows`` only, the numpy kernel ``ext`` and ``ext_t``): ext ``(S + 1,
+    U)`` uint8 cost columns of the targets with an extra all-INF row (used
+    for padding); ext_t its C-contiguous transpose ``(U, S + 1)``; rows ``(S,
+    U)`` uint8 C-contiguous, every switch's costs to the targets (``c``
+    itself where every switch is a target).
     """
 
+    c: np.ndarray
     tgt_u: np.ndarray
     tgt_i: np.ndarray
-    ext: np.ndarray
-    ext_t: np.ndarray
     local_order: np.ndarray
     local_target: np.ndarray
     lid_cols: slice | np.ndarray
 
+    @cached_property
+    def ext(self) -> np.ndarray:
+        c, tgt_u = self.c, self.tgt_u
+        return np.vstack([c[:, tgt_u], np.full((1, len(tgt_u)), INF, dtype=c.dtype)])
+
+    @cached_property
+    def ext_t(self) -> np.ndarray:
+        return np.ascontiguousarray(self.ext.T)
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        c, tgt_u = self.c, self.tgt_u
+        every = len(tgt_u) == c.shape[1] and bool((tgt_u == np.arange(len(tgt_u))).all())
+        return np.ascontiguousarray(c) if every else np.take(c, tgt_u, axis=1)
+
 
 def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
     tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
-    ext = np.vstack([c[:, tgt_u], np.full((1, len(tgt_u)), INF, dtype=c.dtype)])
     order = np.argsort(dest.target, kind="stable")
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
-    return RouteContext(tgt_u, tgt_i.astype(np.int64), ext, np.ascontiguousarray(ext.T), order,
-                        dest.target[order], cols)
+    return RouteContext(c, tgt_u, tgt_i.astype(np.int64), order, dest.target[order], cols)
 
 
 #: Integers below this are exact in float32, and so is their division (:func:`_mod`).
@@ -238,6 +256,7 @@ def route_block(
     switches: np.ndarray,
     out: np.ndarray,
     ctx: RouteContext | None = None,
+    native: bool | None = None,
 ) -> None:
     """Closed-form routes (eq. 1-4) of ``switches`` for every destination.
 
@@ -251,15 +270,35 @@ def route_block(
     up groups"), so the ordered candidate lists of eq. 3 and their ports are
     laid out once per (switch, pattern).  Per destination only eq. 3-4's
     arithmetic and one lookup remain.
+
+    ``native``: the compiled kernel (:mod:`smroute.routing.kernel_native`,
+    the same tables) where built (``None``, the default), always (``True``:
+    an error without it) or never.
     """
-    out[:] = NO_ROUTE
     b = len(switches)
     if b == 0 or len(dest.lid) == 0:
+        out[:] = NO_ROUTE
         return
     if ctx is None:
         ctx = route_context(c, dest)
-    if len(g.grp_remote):
-        _route_remote(g, pi, dest, switches, out, ctx)
+    cols = ctx.lid_cols
+    rows = out.reshape(b, -1)
+    if isinstance(cols, slice):  # the compiled kernel writes the destinations' columns
+        rows[:, :cols.start] = NO_ROUTE
+        rows[:, cols.stop:] = NO_ROUTE
+    else:
+        rows[:] = NO_ROUTE
+    grp = (g.grp_first, g.grp_count, g.grp_remote, g.grp_port_first, g.grp_port_count,
+           g.grp_ports)
+    if len(g.grp_remote) == 0 or native is False or not native_routes(
+            switches, ctx.rows, ctx.tgt_i, dest.nid, cols, pi, g.rank, grp, rows):
+        if native and len(g.grp_remote):
+            raise RuntimeError(f"the compiled routing kernel is not built ({LIBRARY}: "
+                               "scripts/setup.sh builds it)")
+        if isinstance(cols, slice):
+            rows[:, cols] = NO_ROUTE
+        if len(g.grp_remote):
+            _route_remote(g, pi, dest, switches, out, ctx)
     local_routes(dest, switches, out, ctx)
 
 

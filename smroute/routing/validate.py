@@ -41,6 +41,8 @@ from smroute.routing.walk_native import LIBRARY, native_walk
 __all__ = ["Validation", "Failure", "validate", "walk"]
 
 OK, DEAD_END, LOOP, UPDOWN = 0, 1, 2, 3
+#: A hop count no walk reaches (no up*/down* path).
+NO_PATH = np.iinfo(np.int16).max
 REASONS = {DEAD_END: "no route (dead end)", LOOP: "forwarding loop",
            UPDOWN: "not an up*/down* path"}
 _CHUNK = 2048
@@ -257,13 +259,17 @@ def validate(
     agg_count = (np.bincount(g.ep_switch, weights=needed.agg, minlength=g.n_switches)[sources]
                  .astype(np.int64) if needed is not None else ep_count)
     src_cost, src_comp = np.take(costs, sources, axis=0), g.component[sources][:, None]
+    # the up*/down* hop counts, NO_PATH where none: no walk is longer than that
+    src_hop = np.where(src_cost < INF, (src_cost & np.uint8(UP_PHASE - 1)).astype(np.int16),
+                       np.int16(NO_PATH))
+    every = len(sources) == g.n_switches
     chunks: Iterator[tuple[slice, np.ndarray, np.ndarray]]
     if walked is not None:
         all_st, all_hp = walked
         chunks = ((sl, all_st[:, sl], all_hp[:, sl])
                   for sl in (slice(c, c + _CHUNK) for c in range(0, len(dest.lid), _CHUNK)))
     else:
-        chunks = ((sl, st[sources], hp[sources])
+        chunks = ((sl, st, hp) if every else (sl, st[sources], hp[sources])
                   for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops))
     n = dict.fromkeys(("pairs", "delivered", "dead_ends", "loops", "updown_violations",
                        "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
@@ -274,16 +280,19 @@ def validate(
     some_needed = needed is not None and not needed.every_ca
     for sl, status, hops in chunks:  # counted per chunk of destinations
         tgt = dest.target[sl]
-        cost = np.take(src_cost, tgt, axis=1)  # (np.take: C order)
+        hop = np.take(src_hop, tgt, axis=1)  # (np.take: C order)
         ca = ~dest.is_switch[sl]
-        ok = status == OK
+        k = status.shape[1]
+        failed = np.flatnonzero(status)  # the walks not OK (OK is 0)
         n["pairs"] += status.size
         # over every pair: the delivered ones' hop counts against the up*/down* costs
-        fin = ok & (cost < INF)
-        n["non_minimal"] += int(np.count_nonzero(
-            fin & (hops > (cost & np.uint8(UP_PHASE - 1)))))
+        longer = hops > hop
+        n["non_minimal"] += int(np.count_nonzero(longer)) - int(np.count_nonzero(
+            longer.ravel()[failed]))
+        no_path_f = hop.ravel()[failed] == NO_PATH
         if turns is not None:
-            n["detoured"] += int(np.count_nonzero(ok & (cost == INF)))
+            n["detoured"] += int(np.count_nonzero(hop == NO_PATH)) - int(np.count_nonzero(
+                no_path_f))
         # pairs in other physical components, from each source: by the CA columns'
         comp_ca, per_comp = np.unique(g.component[tgt][ca], return_counts=True)
         at = np.minimum(np.searchsorted(comp_ca, src_comp_1), max(len(comp_ca) - 1, 0))
@@ -292,22 +301,21 @@ def validate(
         n["ca_pairs_disconnected"] += int((int(np.count_nonzero(ca)) - same) @ ep_count)
         # the walks that failed: must they deliver?  an up*/down* path exists, or an
         # end-port's traffic enters here and cables join the destination
-        bi, di = np.nonzero(~ok)
-        st = status[bi, di]
-        c_f = cost[bi, di]
+        bi, di = np.divmod(failed, k)
+        st = status.ravel()[failed]
         ca_f = ca[di]
         cabled = (ep_count[bi] > 0) & (src_comp_1[bi] == g.component[tgt[di]]) & ca_f
         if some_needed:
             assert needed is not None
             need = needed.pairs(sources[bi], tgt[di],
                                 needed.agg[np.where(ca_f, dest.owner[sl][di], 0)] & ca_f)
-            unneeded = cabled & ~need & (c_f == INF) & (st == DEAD_END)
+            unneeded = cabled & ~need & no_path_f & (st == DEAD_END)
             n["ca_pairs_unneeded"] += int(np.bincount(bi[unneeded], minlength=n_src)
                                           @ agg_count)
             cabled &= need
-        exempt = ~((c_f < INF) | cabled) & (st == DEAD_END)
+        exempt = no_path_f & ~cabled & (st == DEAD_END)
         st = np.where(exempt, np.int8(OK), st)
-        n["delivered"] += int(np.count_nonzero(ok)) + int(np.count_nonzero(exempt))
+        n["delivered"] += status.size - len(failed) + int(np.count_nonzero(exempt))
         n["dead_ends"] += int(np.count_nonzero(st == DEAD_END))
         n["loops"] += int(np.count_nonzero(st == LOOP))
         n["updown_violations"] += int(np.count_nonzero(st == UPDOWN))

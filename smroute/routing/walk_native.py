@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 
+from smroute.routing.native_lib import BUILD, NATIVE, load
+
 __all__ = ["LIBRARY", "SOURCE", "library", "native_walk"]
 
-SOURCE = Path(__file__).resolve().parent / "native" / "walk.c"
+SOURCE = NATIVE / "walk.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
-LIBRARY = Path(__file__).resolve().parents[2] / "build" / "walk" / "libsmroute_walk.so"
+LIBRARY = BUILD / "walk" / "libsmroute_walk.so"
 #: Destination columns walked per call (bounds the memory of one call).
-COLUMNS = 4096
+COLUMNS = 2048
+#: The most threads walking at once.
+THREADS = 4
 
 _P = np.ctypeslib.ndpointer
 
@@ -33,12 +38,8 @@ _P = np.ctypeslib.ndpointer
 def library(path: str | None = None) -> ctypes.CDLL | None:
     """The compiled walk at ``path`` (default ``SMROUTE_WALK_LIB`` or
     :data:`LIBRARY`), or ``None`` if absent, unloadable or older than its source."""
-    lib_path = Path(path or os.environ.get("SMROUTE_WALK_LIB") or LIBRARY)
-    try:
-        if SOURCE.exists() and lib_path.stat().st_mtime < SOURCE.stat().st_mtime:
-            return None  # stale: built from an older walk.c
-        lib = ctypes.CDLL(str(lib_path))
-    except OSError:
+    lib = load(SOURCE, LIBRARY, "SMROUTE_WALK_LIB", path)
+    if lib is None:
         return None
     fn = lib.smroute_walk
     fn.restype = ctypes.c_int
@@ -54,15 +55,19 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
 def native_walk(
     ports: np.ndarray, lids: np.ndarray, target: np.ndarray, local_port: np.ndarray,
     nxt: np.ndarray, rank: np.ndarray, turns: np.ndarray | None, max_hops: int,
-    chunk: int = COLUMNS, lib: ctypes.CDLL | None = None,
+    chunk: int = COLUMNS, lib: ctypes.CDLL | None = None, threads: int | None = None,
 ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]] | None:
     """``(columns, status (S, k), hops (S, k))`` per chunk of destination
     columns, as the numpy walk yields them, or ``None`` without the library.
     ``nxt`` ``(S, 256)``: the switch behind each port (< 0 none); ``rank``
-    ``(S,)`` the switches' ranks."""
+    ``(S,)`` the switches' ranks.  ``threads``: chunks walked at once
+    (default: the CPUs this process may use, at most :data:`THREADS`)."""
     lib = lib or library()
     if lib is None:
         return None
+    if threads is None:
+        threads = min(THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1)
     n_sw, n_d = int(ports.shape[0]), int(len(lids))
     nxt32 = np.ascontiguousarray(nxt, dtype=np.int32)
     rank8 = np.ascontiguousarray(rank, dtype=np.int8)
@@ -74,15 +79,25 @@ def native_walk(
     table = np.ascontiguousarray(ports, dtype=np.uint8)
     lid64 = np.ascontiguousarray(lids, dtype=np.int64)
 
+    def one(c0: int) -> tuple[slice, np.ndarray, np.ndarray]:
+        sl = slice(c0, min(c0 + chunk, n_d))
+        k = sl.stop - sl.start
+        st = np.empty((n_sw, k), dtype=np.int8)
+        hp = np.empty((n_sw, k), dtype=np.int16)
+        if lib.smroute_walk(n_sw, k, table.shape[1], table, lid64[sl], nxt32, rank8,
+                            tgt[sl], loc[sl], freed[sl], max_hops, st, hp) != 0:
+            raise MemoryError("the compiled validation walk ran out of memory")
+        return sl, st, hp
+
     def chunks() -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-        for c0 in range(0, n_d, chunk):
-            sl = slice(c0, min(c0 + chunk, n_d))
-            k = sl.stop - sl.start
-            st = np.empty((n_sw, k), dtype=np.int8)
-            hp = np.empty((n_sw, k), dtype=np.int16)
-            if lib.smroute_walk(n_sw, k, table.shape[1], table, lid64[sl], nxt32, rank8,
-                                tgt[sl], loc[sl], freed[sl], max_hops, st, hp) != 0:
-                raise MemoryError("the compiled validation walk ran out of memory")
-            yield sl, st, hp
+        # the library runs without the GIL: chunks walk in threads, in order,
+        # a few ahead of the consumer (which counts one while the next walk)
+        starts = deque(range(0, n_d, chunk))
+        with ThreadPoolExecutor(max(1, threads)) as ex:
+            ahead: deque[Future[tuple[slice, np.ndarray, np.ndarray]]] = deque()
+            while starts or ahead:
+                while starts and len(ahead) <= threads:
+                    ahead.append(ex.submit(one, starts.popleft()))
+                yield ahead.popleft().result()
 
     return chunks()

@@ -13,10 +13,12 @@
 
 enum { OK = 0, DEAD_END = 1, LOOP = 2, UPDOWN = 3, UNKNOWN = -1, BUSY = -2 };
 #define BLOCK 64
+/* rows fetched ahead of their use */
+#define AHEAD 8
 
 /* One destination column: pc the output port of every switch (in), st, hp
  * (out), up and stack scratch. */
-static void walk_column(int64_t n_sw, const uint8_t *pc, const int32_t *nxt,
+static void walk_column(int64_t n_sw, int64_t nw, const uint8_t *pc, const int32_t *nxt,
                         const int8_t *rank, int64_t target, int64_t local, int free_turn,
                         int64_t bound, int8_t *st, int16_t *hp, int8_t *up, int64_t *stack)
 {
@@ -42,7 +44,7 @@ static void walk_column(int64_t n_sw, const uint8_t *pc, const int32_t *nxt,
                 break;
             }
             uint8_t p = pc[cur];
-            int32_t nx = nxt[cur * 256 + p];
+            int32_t nx = p < nw ? nxt[cur * nw + p] : -1;
             if (cur == target && (int64_t)p == local)
                 end_st = OK;
             else if (nx < 0)
@@ -63,7 +65,7 @@ static void walk_column(int64_t n_sw, const uint8_t *pc, const int32_t *nxt,
         /* resolve the pairs on the stack, the last first */
         while (depth > 0) {
             int64_t c = stack[--depth];
-            int32_t nx = nxt[c * 256 + pc[c]];
+            int32_t nx = nxt[c * nw + pc[c]]; /* a port that led on */
             int dr = rank[nx] > rank[c] ? 1 : rank[nx] < rank[c] ? -1 : 0;
             if (end_st != LOOP) {
                 int64_t h = (int64_t)end_hp + 1;
@@ -99,30 +101,46 @@ int smroute_walk(int64_t n_sw, int64_t n_d, int64_t width, const uint8_t *ports,
                  int64_t max_hops, int8_t *status, int16_t *hops)
 {
     size_t n = (size_t)n_sw;
+    /* the next switches of the ports in use only: fewer cache lines per walk */
+    int64_t nw = 0;
+    for (int64_t s = 0; s < n_sw; s++)
+        for (int64_t p = 0; p < 256; p++)
+            if (nxt[s * 256 + p] >= 0 && p + 1 > nw)
+                nw = p + 1;
+    int32_t *near = malloc(sizeof(int32_t) * (n * (size_t)nw + 1));
     int64_t *stack = malloc(sizeof(int64_t) * (n + 1));
     int8_t *up = malloc(n);
     uint8_t *pc = malloc(n * BLOCK);
     int8_t *st = malloc(n * BLOCK);
     int16_t *hp = malloc(sizeof(int16_t) * n * BLOCK);
     int rc = 0;
-    if (!stack || !up || !pc || !st || !hp) {
+    if (!near || !stack || !up || !pc || !st || !hp) {
         rc = -1;
         goto out;
     }
+    for (int64_t s = 0; s < n_sw; s++)
+        for (int64_t p = 0; p < nw; p++)
+            near[s * nw + p] = nxt[s * 256 + p];
     for (int64_t d0 = 0; d0 < n_d; d0 += BLOCK) {
         int64_t k = n_d - d0 < BLOCK ? n_d - d0 : BLOCK;
         for (int64_t s = 0; s < n_sw; s++) {
             const uint8_t *row = ports + s * width;
+            if (s + AHEAD < n_sw) /* rows far apart: fetch a few ahead */
+                __builtin_prefetch(row + AHEAD * width + lids[d0]);
             for (int64_t b = 0; b < k; b++)
                 pc[b * n_sw + s] = row[lids[d0 + b]];
         }
         for (int64_t b = 0; b < k; b++)
-            walk_column(n_sw, pc + b * n_sw, nxt, rank, target[d0 + b], local[d0 + b],
+            walk_column(n_sw, nw, pc + b * n_sw, near, rank, target[d0 + b], local[d0 + b],
                         freed[d0 + b] != 0, max_hops + 1, st + b * n_sw, hp + b * n_sw, up,
                         stack);
         for (int64_t s = 0; s < n_sw; s++) {
             int8_t *so = status + s * n_d + d0;
             int16_t *ho = hops + s * n_d + d0;
+            if (s + AHEAD < n_sw) {
+                __builtin_prefetch(so + AHEAD * n_d, 1);
+                __builtin_prefetch(ho + AHEAD * n_d, 1);
+            }
             for (int64_t b = 0; b < k; b++) {
                 so[b] = st[b * n_sw + s];
                 ho[b] = hp[b * n_sw + s];
@@ -130,6 +148,7 @@ int smroute_walk(int64_t n_sw, int64_t n_d, int64_t width, const uint8_t *ports,
         }
     }
 out:
+    free(near);
     free(stack);
     free(up);
     free(pc);
