@@ -19,19 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from smroute.fabric.ibnetdiscover.links import Columns
 from smroute.fabric.ibnetdiscover.records import NodeRecords, PortLines
 from smroute.fabric.ibnetdiscover.text import MAX_UNICAST_LID, SPEED_CODE, WIDTHS, Skipper
 from smroute.fabric.model.base import NodeType
 
-__all__ = ["bulk_records"]
+__all__ = ["bulk_records", "records_of"]
 
 _WS = np.zeros(256, dtype=np.int64)
 _WS[[9, 32]] = 1
-_DEC = np.full(256, 255, dtype=np.uint8)
-_DEC[48:58] = np.arange(10)
-_HEXV = _DEC.copy()
-_HEXV[97:103] = np.arange(10, 16)
-_HEXV[65:71] = np.arange(10, 16)
 #: a remote node's kind letter: ``[A-Za-z?]``
 _LETTER = np.zeros(256, dtype=bool)
 _LETTER[65:91] = _LETTER[97:123] = _LETTER[63] = True
@@ -41,7 +37,6 @@ _Q, _LB, _PAREN, _HASH = ord('"'), ord("["), ord("("), ord("#")
 _BLANK, _COMMENT, _ID, _HEAD, _PORT = 0, 1, 2, 3, 4
 _ID_KEYS = (b"vendid", b"devid", b"sysimgguid", b"switchguid", b"caguid", b"rtguid")
 _GUID_KIND = {3: NodeType.SWITCH, 4: NodeType.CA, 5: NodeType.ROUTER}
-_KINDS = {int(k): k for k in NodeType}
 _WIDTH_TOKENS = tuple((w.encode(), v) for w, v in WIDTHS.items())
 # regex order: FDR10 before FDR
 _SPEED_TOKENS = tuple((s.encode(), SPEED_CODE[s]) for s in
@@ -57,11 +52,29 @@ def _need(ok: np.ndarray | bool) -> None:
         raise _Other
 
 
+def _digit_values(x: np.ndarray, hexa: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(is a digit, its value)`` of ASCII bytes ``x`` (``hexa``: hex digits, either case)."""
+    d = x - np.uint8(48)
+    dec = d < 10
+    if not hexa:
+        return dec, d
+    letter = (x | np.uint8(32)) - np.uint8(97)
+    return dec | (letter < 6), np.where(dec, d, letter + np.uint8(10))
+
+
 class _Scan:
     """Steps over one field at a time of many lines: ``p`` holds each line's position."""
 
     def __init__(self, a: np.ndarray) -> None:
         self.a = a
+        self._windows: dict[int, np.ndarray] = {}
+
+    def window(self, width: int) -> np.ndarray:
+        """Row ``i``: the ``width`` bytes from ``i`` (a view, no copy)."""
+        w = self._windows.get(width)
+        if w is None:
+            w = self._windows[width] = np.lib.stride_tricks.sliding_window_view(self.a, width)
+        return w
 
     def has(self, p: np.ndarray, s: bytes) -> np.ndarray:
         ok = np.ones(len(p), dtype=bool)
@@ -89,18 +102,15 @@ class _Scan:
                                                                               np.ndarray]:
         """``(values, end)`` of 1..``digits`` decimal (``hexa``: hex) digits at ``p``,
         the next character not a digit (a possessive ``[0-9]{1,digits}+``)."""
-        table = _HEXV if hexa else _DEC
-        base = 16 if hexa else 10
         if not len(p):
             return np.zeros(0, dtype=np.uint64 if hexa else np.int64), p
-        span = np.arange(digits + 1)
-        w = table[self.a[p[:, None] + span]] < base
+        w = _digit_values(self.window(digits + 1)[p], hexa)[0]
         n = np.argmin(w, axis=1)  # the first non-digit
         _need((n > 0) & ~w[np.arange(len(p)), n])
         end = p + n
         # the digits right-aligned in ``digits`` columns, zeros before them
-        d = table[self.a[end[:, None] - digits + span[:digits]]]
-        d[span[:digits] < digits - n[:, None]] = 0
+        d = _digit_values(self.window(digits)[end - digits], hexa)[1]
+        d[np.arange(digits) < digits - n[:, None]] = 0
         if hexa:  # 16 nibbles -> 8 big-endian bytes -> uint64
             packed = (d[:, 0::2] << 4) | d[:, 1::2]
             return packed.view(">u8")[:, 0].astype(np.uint64), end
@@ -312,11 +322,10 @@ def _classify(t: _Lines) -> np.ndarray:
     return form
 
 
-def bulk_records(
-    text: str, skip: Skipper
-) -> tuple[NodeRecords, PortLines, dict[int, int], dict[int, int]] | None:
+def bulk_records(text: str, skip: Skipper) -> Columns | None:
     """The records of ``text`` as :func:`~smroute.fabric.ibnetdiscover.records.parse_records`
-    collects them, or ``None`` when a line is in another form or fails a check."""
+    collects them, as arrays (:func:`records_of` makes its lists of them), or
+    ``None`` when a line is in another form or fails a check."""
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text:
@@ -336,8 +345,7 @@ def bulk_records(
         return None
 
 
-def _records(t: _Lines, skip: Skipper) -> tuple[NodeRecords, PortLines, dict[int, int],
-                                                dict[int, int]]:
+def _records(t: _Lines, skip: Skipper) -> Columns:
     form = _classify(t)
     sig = np.flatnonzero(form != _COMMENT)  # comments change nothing
     f = form[sig]
@@ -402,43 +410,42 @@ def _records(t: _Lines, skip: Skipper) -> tuple[NodeRecords, PortLines, dict[int
     if n_ports:
         pn = cols["port"]
         _need((pn >= 1) & (pn <= nports[port_rec]))
-        keys = port_rec * 256 + pn
-        sk = np.sort(keys)
+        sk = np.sort(port_rec * 256 + pn)
         _need(sk[1:] != sk[:-1])
-    else:
-        keys = np.zeros(0, dtype=np.int64)
 
     skip.started = True
     skip.total = len(form)
-    return _lists(t, sig, head_at, port_at, port_rec, keys, h, cols,
-                  (sysimg, vendor, device, pguid))
-
-
-def _lists(t: _Lines, sig: np.ndarray, head_at: np.ndarray, port_at: np.ndarray,
-           port_rec: np.ndarray, keys: np.ndarray, h: _Heads,
-           cols: dict[str, np.ndarray], ids: tuple[np.ndarray, ...]) -> tuple[
-               NodeRecords, PortLines, dict[int, int], dict[int, int]]:
-    """The records as the line loop's lists."""
-    sysimg, vendor, device, pguid = ids
     kind, nports, guid, desc, lid, lmc = h
     sw = kind == int(NodeType.SWITCH)
-    p0 = list(zip(np.where(sw, pguid, 0).tolist(), np.where(sw, lid, 0).tolist(),
-                  np.where(sw, lmc, 0).tolist(), strict=True))
-    guids = guid.tolist()
+    zero = np.zeros(0, dtype=np.int64)
+    u0 = np.zeros(0, dtype=np.uint64)
+    return Columns(
+        kind=kind, guid=guid, nports=nports, desc=desc, sysimg=sysimg, vendor=vendor,
+        device=device, p0_guid=np.where(sw, pguid, 0).astype(np.uint64),
+        p0_lid=np.where(sw, lid, 0), p0_lmc=np.where(sw, lmc, 0), node_line=sig[head_at] + 1,
+        node=port_rec, port=cols.get("port", zero), own=cols.get("own", u0),
+        lid=cols.get("lid", zero), lmc=cols.get("lmc", zero), width=cols.get("width", zero),
+        speed=cols.get("speed", zero), rkind=cols.get("rk", np.zeros(0, dtype=np.uint8)),
+        rguid=cols.get("rg", u0), rport=cols.get("rp", zero), rpguid=cols.get("rpg", u0),
+        given=cols.get("given", np.zeros(0, dtype=bool)), line=sig[port_at] + 1)
+
+
+def records_of(c: Columns) -> tuple[NodeRecords, PortLines, dict[int, int], dict[int, int]]:
+    """The records as the line loop's lists and lookups (node GUID -> node,
+    node * 256 + port -> port line)."""
+    kinds = {int(k): k for k in NodeType}
+    guids = c.guid.tolist()
     nodes = NodeRecords(
-        kind=[_KINDS[k] for k in kind.tolist()], guid=guids, nports=nports.tolist(),
-        desc=desc, sysimg=sysimg.tolist(), vendor=vendor.tolist(),
-        device=device.tolist(), line=(sig[head_at] + 1).tolist(), p0=p0)
-    if not len(port_at):
-        return nodes, PortLines(), dict(zip(guids, range(len(guids)), strict=True)), {}
-    given = cols["given"]
-    rpg = [v if g else -1 for v, g in zip(cols["rpg"].tolist(), given.tolist(), strict=True)]
+        kind=[kinds[k] for k in c.kind.tolist()], guid=guids, nports=c.nports.tolist(),
+        desc=list(c.desc), sysimg=c.sysimg.tolist(), vendor=c.vendor.tolist(),
+        device=c.device.tolist(), line=c.node_line.tolist(),
+        p0=list(zip(c.p0_guid.tolist(), c.p0_lid.tolist(), c.p0_lmc.tolist(), strict=True)))
+    rpg = [v if g else -1 for v, g in zip(c.rpguid.tolist(), c.given.tolist(), strict=True)]
     ports = PortLines(
-        node=port_rec.tolist(), port=cols["port"].tolist(), guid=cols["own"].tolist(),
-        lid=cols["lid"].tolist(), lmc=cols["lmc"].tolist(), width=cols["width"].tolist(),
-        speed=cols["speed"].tolist(), rkind=list(cols["rk"].tobytes().decode()),
-        rguid=cols["rg"].tolist(), rport=cols["rp"].tolist(), rpguid=rpg,
-        line=(sig[port_at] + 1).tolist())
+        node=c.node.tolist(), port=c.port.tolist(), guid=c.own.tolist(), lid=c.lid.tolist(),
+        lmc=c.lmc.tolist(), width=c.width.tolist(), speed=c.speed.tolist(),
+        rkind=list(c.rkind.tobytes().decode()), rguid=c.rguid.tolist(),
+        rport=c.rport.tolist(), rpguid=rpg, line=c.line.tolist())
     by_guid = dict(zip(guids, range(len(guids)), strict=True))
-    where = dict(zip(keys.tolist(), range(len(keys)), strict=True))
+    where = dict(zip((c.node * 256 + c.port).tolist(), range(len(c.node)), strict=True))
     return nodes, ports, by_guid, where

@@ -84,7 +84,8 @@ ports whose LID ranges (``base .. base + 2**lmc - 1``) overlap.
 The record grammar and its line loop are :mod:`smroute.fabric.ibnetdiscover.records`;
 text in the form ``ibnetdiscover`` prints it is read at once with numpy
 (:mod:`smroute.fabric.ibnetdiscover.bulk`) into the same records, the line loop
-reading whatever that does not take; resolving the links and building the fabric is :mod:`smroute.fabric.ibnetdiscover.links`.
+reading whatever that does not take; resolving the links and building the
+fabric is :mod:`smroute.fabric.ibnetdiscover.links`.
 
 Ports report (``ibnetdiscover -p``)
 -----------------------------------
@@ -98,8 +99,8 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from smroute.fabric.ibnetdiscover.bulk import bulk_records
-from smroute.fabric.ibnetdiscover.links import build_topology
+from smroute.fabric.ibnetdiscover.bulk import bulk_records, records_of
+from smroute.fabric.ibnetdiscover.links import build_columns, build_topology
 from smroute.fabric.ibnetdiscover.ports import (
     parse_ports_report,
     read_ports_report,
@@ -151,9 +152,15 @@ def parse_topology(
     """
     skip = Skipper(source, strict, warnings, EXPECTED_ANY)
     try:
-        got = bulk_records(lines, skip) if isinstance(lines, str) else None
-        nodes, ports, by_guid, where = got if got is not None else parse_records(
-            lines, source, skip)
+        cols = bulk_records(lines, skip) if isinstance(lines, str) else None
+        if cols is not None:
+            skip.finish()
+            fabric = build_columns(cols, source, skip)
+            if fabric is not None:
+                return fabric
+            nodes, ports, by_guid, where = records_of(cols)
+        else:
+            nodes, ports, by_guid, where = parse_records(lines, source, skip)
         skip.finish()
         if not nodes.kind:
             raise skip.no_records("node records", "at least one Switch/Ca/Rt record")

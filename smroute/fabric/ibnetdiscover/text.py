@@ -347,7 +347,8 @@ def _lid_problem(lid: int) -> str:
 
 
 def check_lids(
-    lid: Sequence[int], lmc: Sequence[int], line: Sequence[int], name: Callable[[int], str],
+    lid: Sequence[int] | np.ndarray, lmc: Sequence[int] | np.ndarray,
+    line: Sequence[int] | np.ndarray, name: Callable[[int], str],
     skip: Skipper, *, n_switches: int = 0,
 ) -> None:
     """Check the LIDs of every end-port and switch port 0 of a parsed fabric.
