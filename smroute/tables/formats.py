@@ -191,7 +191,8 @@ def _opensm_blocks(t: ForwardingTables) -> Iterator[list[bytes | memoryview]]:
     top = t.max_lid
     entries = 0
     yield [(TABLES_HEADER + "\n").encode()]
-    buf = np.tile(template, (min(_BLOCK, t.n_switches), 1))
+    # (a writable copy: tile returns an empty template itself, read-only)
+    buf = np.tile(template.copy(), (min(_BLOCK, t.n_switches), 1))
     words = buf.view(_word_at(7, width))["w"] if uniform else None
     for b0 in range(0, t.n_switches, _BLOCK):
         b1 = min(b0 + _BLOCK, t.n_switches)
