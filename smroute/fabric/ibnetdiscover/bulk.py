@@ -77,9 +77,9 @@ class _Scan:
         return w
 
     def has(self, p: np.ndarray, s: bytes) -> np.ndarray:
-        ok = np.ones(len(p), dtype=bool)
-        for k, ch in enumerate(s):
-            ok &= self.a[p + k] == ch
+        ok = self.a[p] == s[0]
+        for k in range(1, len(s)):
+            ok &= self.a[p + k] == s[k]
         return ok
 
     def lit(self, p: np.ndarray, s: bytes) -> np.ndarray:
@@ -104,17 +104,17 @@ class _Scan:
         the next character not a digit (a possessive ``[0-9]{1,digits}+``)."""
         if not len(p):
             return np.zeros(0, dtype=np.uint64 if hexa else np.int64), p
-        w = _digit_values(self.window(digits + 1)[p], hexa)[0]
-        n = np.argmin(w, axis=1)  # the first non-digit
-        _need((n > 0) & ~w[np.arange(len(p)), n])
-        end = p + n
-        # the digits right-aligned in ``digits`` columns, zeros before them
-        d = _digit_values(self.window(digits)[end - digits], hexa)[1]
-        d[np.arange(digits) < digits - n[:, None]] = 0
-        if hexa:  # 16 nibbles -> 8 big-endian bytes -> uint64
-            packed = (d[:, 0::2] << 4) | d[:, 1::2]
-            return packed.view(">u8")[:, 0].astype(np.uint64), end
-        return d.astype(np.int64) @ (10 ** np.arange(digits - 1, -1, -1)), end
+        isd, dv = _digit_values(self.window(digits + 1)[p], hexa)
+        n = np.argmin(isd, axis=1)  # the first non-digit
+        _need((n > 0) & ~isd[np.arange(len(p)), n])
+        # the digits left-aligned in ``digits`` columns, zeros after them
+        dv = np.where(np.arange(digits + 1) < n[:, None], dv, 0).astype(np.uint8)[:, :digits]
+        if hexa:  # 16 nibbles -> 8 big-endian bytes -> uint64, shifted right
+            packed = (dv[:, 0::2] << 4) | dv[:, 1::2]
+            left = packed.view(">u8")[:, 0].astype(np.uint64)
+            return left >> (4 * (digits - n)).astype(np.uint64), p + n
+        left = dv.astype(np.int64) @ (10 ** np.arange(digits - 1, -1, -1))
+        return left // 10 ** (digits - n), p + n
 
     def hexa(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.number(p, 16, hexa=True)
@@ -135,9 +135,10 @@ class _Scan:
 class _Lines:
     """The text as bytes, its lines and the position of each line's last quote."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, ascii_text: str | None = None) -> None:
         body = data if data.endswith(b"\n") else data + b"\n"
         self.data = body
+        self.ascii = ascii_text  # the text itself when it is ASCII
         self.a = np.frombuffer(body + _PAD, dtype=np.uint8)
         text = self.a[:len(body)]
         self.end = np.flatnonzero(text == 10)
@@ -159,6 +160,9 @@ class _Lines:
         return q
 
     def text(self, lo: np.ndarray, hi: np.ndarray) -> list[str]:
+        if self.ascii is not None:  # byte offsets are character offsets
+            s = self.ascii
+            return [s[i:j] for i, j in zip(lo.tolist(), hi.tolist(), strict=True)]
         d = self.data
         return [d[i:j].decode() for i, j in zip(lo.tolist(), hi.tolist(), strict=True)]
 
@@ -340,7 +344,7 @@ def bulk_records(text: str, skip: Skipper) -> Columns | None:
     else:
         data = text.encode("ascii")
     try:
-        return _records(_Lines(data), skip)
+        return _records(_Lines(data, text if text.isascii() else None), skip)
     except _Other:
         return None
 
