@@ -111,8 +111,8 @@ class _Scan:
         dv = np.where(np.arange(digits + 1) < n[:, None], dv, 0).astype(np.uint8)[:, :digits]
         if hexa:  # 16 nibbles -> 8 big-endian bytes -> uint64, shifted right
             packed = (dv[:, 0::2] << 4) | dv[:, 1::2]
-            left = packed.view(">u8")[:, 0].astype(np.uint64)
-            return left >> (4 * (digits - n)).astype(np.uint64), p + n
+            word = packed.view(">u8")[:, 0].astype(np.uint64)
+            return word >> (4 * (digits - n)).astype(np.uint64), p + n
         left = dv.astype(np.int64) @ (10 ** np.arange(digits - 1, -1, -1))
         return left // 10 ** (digits - n), p + n
 
