@@ -6,7 +6,11 @@ code in ``DIR`` (``PYTHONPATH=DIR``), in alternating runs (the order reversed
 every other run, so a busy spell of the machine slows both alike), and
 prints medians side by side with the median of the runs' ratios.  The load
 average is printed before and after: on a shared machine the figures of one
-run compare with each other, not with another machine's.
+run compare with each other, not with another machine's; "cpu" (the
+process's user + system time) moves less with the load than the wall times.
+Each checkout runs with its compiled modules kept in ``--cache`` (as an
+installed copy has them; ``PYTHONDONTWRITEBYTECODE`` is ignored), after one
+run per case that is not counted.
 
 Cases (``--cases``, default all but ``big``):
 
@@ -36,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,23 +79,28 @@ with RoutePool(int(sys.argv[2])) as pool:
 class Code:
     """One checkout: its label and the environment that runs it."""
 
-    def __init__(self, label: str, path: Path) -> None:
+    def __init__(self, label: str, path: Path, cache: Path) -> None:
         self.label, self.path = label, path
-        self.env = {**os.environ, "PYTHONPATH": str(path)}
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env = {**env, "PYTHONPATH": str(path),
+                    "PYTHONPYCACHEPREFIX": str(cache / "pycache" / label)}
 
     def smroute(self, args: list[str]) -> dict[str, float]:
         """Run ``smroute ARGS``: the process's wall time and its summary's phases."""
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         cp = subprocess.run([sys.executable, "-m", "smroute", *args], env=self.env,
                             capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if cp.returncode != 0:
             sys.exit(f"{self.label}: smroute {' '.join(args)}: exit {cp.returncode}\n"
                      f"{cp.stderr[-2000:]}")
         m = _TIME.search(cp.stdout)
         if m is None:
             sys.exit(f"{self.label}: no time line in the summary:\n{cp.stdout}")
-        out = {"process": wall, "total": float(m.group(2))}
+        out = {"process": wall, "total": float(m.group(2)),
+               "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime}
         for part in m.group(1).split(", "):
             name, value = part.rsplit(" ", 2)[0], part.rsplit(" ", 2)[1]
             out[name] = float(value)
@@ -106,8 +116,11 @@ def _median(xs: list[float]) -> float:
 
 
 def alternate(codes: list[Code], runs: int, one: Any) -> dict[str, list[dict[str, float]]]:
-    """``one(code)`` ``runs`` times per code, in turn, the order reversed every other run."""
+    """``one(code)`` ``runs`` times per code, in turn, the order reversed every
+    other run, after one run per code that is not counted."""
     got: dict[str, list[dict[str, float]]] = {c.label: [] for c in codes}
+    for c in codes:
+        one(c)
     for i in range(runs):
         for c in codes if i % 2 == 0 else codes[::-1]:
             got[c.label].append(one(c))
@@ -152,8 +165,8 @@ def case_command(codes: list[Code], runs: int, tree: Path, out: Path,
     if not validate:
         args.insert(2, "--no-validate")
     got = alternate(codes, runs, lambda c: c.smroute(args))
-    keys = (["process", "parse", "route", "write", "outside"] if not validate
-            else ["process", "validate"])
+    keys = (["process", "cpu", "parse", "route", "write", "outside"] if not validate
+            else ["process", "cpu", "validate"])
     report(f"smroute route, 11,664-host tree PGFT({TREE}), "
            + ("validation walk" if validate else "no validation, no port GUIDs"),
            got, keys, "smroute " + " ".join(args))
@@ -165,7 +178,7 @@ def case_small(codes: list[Code], runs: int, out: Path) -> None:
         args = ["route", str(SMALL), "--no-validate", "--out", str(out), "-q", *extra]
         got = alternate(codes, runs, lambda c, a=args: c.smroute(a))
         report(f"smroute route, 648-host fixture, {'--workers 1' if extra else 'default workers'}",
-               got, ["process", "parse", "route", "write"], "smroute " + " ".join(args))
+               got, ["process", "cpu", "parse", "route", "write"], "smroute " + " ".join(args))
 
 
 def case_big(codes: list[Code], runs: int, workers: int) -> None:
@@ -241,8 +254,8 @@ def main() -> None:
     if args.before is not None and not (args.before / "smroute" / "__init__.py").exists():
         sys.exit(f"command_bench.py: --before {args.before}: no smroute checkout there")
     args.cache.mkdir(parents=True, exist_ok=True)
-    codes = [Code("now", ROOT)] + ([Code("before", args.before.resolve())]
-                                   if args.before else [])
+    codes = [Code("now", ROOT, args.cache)] + ([Code("before", args.before.resolve(), args.cache)]
+                                               if args.before else [])
     print(f"machine: {machine()}")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     t0 = time.perf_counter()
