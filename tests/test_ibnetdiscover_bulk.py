@@ -209,3 +209,12 @@ def test_add_node_rows_is_add_node_in_a_row() -> None:
                              device_ids=2 * np.arange(4))
     assert got.tolist() == [0, 1, 2, 3]
     assert key(one.build()) == key(rows.build())
+
+
+def test_long_runs_of_blanks_are_left_to_the_line_loop() -> None:
+    """Blanks are stepped over a column at a time: a long run goes to the loop."""
+    text = generated()["pgft-3"]
+    wide = text.replace("\t\t#", " " * 100 + "#", 1)
+    assert bulk_records(text.replace("\t\t#", " " * 60 + "#", 1), Skipper("t", False, [], ""))
+    assert bulk_records(wide, Skipper("t", False, [], "")) is None
+    assert outcome(wide, False) == outcome(wide.splitlines(), False)

@@ -31,6 +31,7 @@ _WS[[9, 32]] = 1
 #: a remote node's kind letter: ``[A-Za-z?]``
 _LETTER = np.zeros(256, dtype=bool)
 _LETTER[65:91] = _LETTER[97:123] = _LETTER[63] = True
+_LONGEST_RUN = 64  # blanks in a row read here
 _PAD = b"\0" * 96  # past the text's end: windows of numbers never leave the array
 _Q, _LB, _PAREN, _HASH = ord('"'), ord("["), ord("("), ord("#")
 # line forms
@@ -87,13 +88,16 @@ class _Scan:
         return p + len(s)
 
     def ws(self, p: np.ndarray, least: int = 0) -> np.ndarray:
-        """Past a run of blanks and tabs (``least``: at least one)."""
+        """Past a run of blanks and tabs (``least``: at least one); runs longer
+        than :data:`_LONGEST_RUN` are left to the line loop (one step per blank)."""
         q = p.copy()
-        while True:
+        for _ in range(_LONGEST_RUN + 1):
             step = _WS[self.a[q]]
             if not step.any():
                 break
             q = q + step
+        else:
+            raise _Other
         if least:
             _need(q > p)
         return q
