@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smroute.fabric.export.writers import format_topology
 from smroute.fabric.generate.shapes import with_aggregation_nodes
@@ -218,3 +220,35 @@ def test_long_runs_of_blanks_are_left_to_the_line_loop() -> None:
     assert bulk_records(text.replace("\t\t#", " " * 60 + "#", 1), Skipper("t", False, [], ""))
     assert bulk_records(wide, Skipper("t", False, [], "")) is None
     assert outcome(wide, False) == outcome(wide.splitlines(), False)
+
+
+#: characters of the grammar, separators and characters str.splitlines and strip treat apart
+NASTY = '"[]()#-=x0123456789abcdefSHRxlidmc \t\r\x0b\x1c\x85\u2028\xa0\x00é?\\'
+_BASES = [generated()["pgft-3"], generated()["pgft-2-agg"]]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(_BASES))),
+       st.lists(st.tuples(st.sampled_from(["del", "dup", "char", "insert", "drop_char"]),
+                          st.integers(0, 10_000), st.integers(0, 10_000),
+                          st.text(alphabet=NASTY, max_size=8)), min_size=1, max_size=3))
+def test_fuzz_whole_text_reads_as_its_lines(base: int,
+                                            ops: list[tuple[str, int, int, str]]) -> None:
+    lines = _BASES[base].split("\n")
+    for op, a, b, text in ops:
+        i = a % len(lines)
+        ln = lines[i]
+        k = b % (len(ln) + 1)
+        if op == "del":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, ln)
+        elif op == "char":
+            lines[i] = ln[:k] + text + ln[k + 1:]
+        elif op == "drop_char":
+            lines[i] = ln[:k] + ln[k + 1:]
+        else:
+            lines.insert(i, text)
+    body = "\n".join(lines)
+    for strict in (False, True):
+        assert outcome(body, strict) == outcome(body.splitlines(), strict)
