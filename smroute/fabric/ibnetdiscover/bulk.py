@@ -37,11 +37,10 @@ _Q, _LB, _PAREN, _HASH = ord('"'), ord("["), ord("("), ord("#")
 # line forms
 _BLANK, _COMMENT, _ID, _HEAD, _PORT = 0, 1, 2, 3, 4
 _ID_KEYS = (b"vendid", b"devid", b"sysimgguid", b"switchguid", b"caguid", b"rtguid")
-_GUID_KIND = {3: NodeType.SWITCH, 4: NodeType.CA, 5: NodeType.ROUTER}
-_WIDTH_TOKENS = tuple((w.encode(), v) for w, v in WIDTHS.items())
-# regex order: FDR10 before FDR
-_SPEED_TOKENS = tuple((s.encode(), SPEED_CODE[s]) for s in
-                      ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR", "???"))
+# the longer first, as the grammar's alternatives ("12x" before "1x", "FDR10" before "FDR")
+_WIDTH_TOKENS = tuple((w.encode(), v) for w, v in sorted(WIDTHS.items(), key=lambda x: -len(x[0])))
+_SPEED_TOKENS = tuple((s.encode(), v) for s, v in sorted(SPEED_CODE.items(),
+                                                         key=lambda x: -len(x[0])))
 
 
 class _Other(Exception):
