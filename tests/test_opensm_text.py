@@ -89,3 +89,15 @@ def test_opensm_text_as_written_one_line_at_a_time(name: str, tmp_path: Path) ->
     assert b"".join(iter_opensm(t)) == want.encode()
     write_tables(t, tmp_path / "lfts")
     assert (tmp_path / "lfts").read_text() == want
+
+
+def test_streamed_pieces_kept_raise_instead_of_reading_another_block() -> None:
+    """A piece is a view of a buffer the next block reuses: kept, it is released."""
+    t = tables(n_sw=150, width=300, seed=1)
+    kept = list(stream_opensm(t))
+    views = [p for p in kept if isinstance(p, memoryview)]
+    assert len(views) == 150
+    with pytest.raises(ValueError, match="released"):
+        bytes(views[0])
+    with pytest.raises(TypeError):
+        b"".join(kept)

@@ -165,9 +165,14 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
 def stream_opensm(t: ForwardingTables) -> Iterator[bytes | memoryview]:
     """The text of :func:`iter_opensm` in pieces that are views of a buffer the
     next block of switches reuses: each piece is valid until the next one is
-    asked for, to be written at once and not kept (no copy of the text is made)."""
+    asked for, to be written at once and not kept (no copy of the text is made;
+    a view kept is released, so using it later raises instead of reading
+    another block's lines)."""
     for pieces in _opensm_blocks(t):
-        yield from pieces
+        for piece in pieces:
+            yield piece
+            if isinstance(piece, memoryview):
+                piece.release()
 
 
 def _opensm_blocks(t: ForwardingTables) -> Iterator[list[bytes | memoryview]]:
