@@ -42,23 +42,32 @@ def load() -> str:
 class Code:
     """One checkout: its label and the environment that runs it."""
 
-    def __init__(self, label: str, path: Path) -> None:
+    def __init__(self, label: str, path: Path, cache: Path | None = None) -> None:
         self.label, self.path = label, path
         self.env = {**os.environ, "PYTHONPATH": str(path)}
+        if cache is not None:  # bytecode kept, as an installed package has it
+            self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+            self.env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache" / label)
 
 
-def checkouts(root: Path, before: Path | None, prog: str) -> list[Code]:
-    """This checkout (``now``) and, with ``before``, that one (``before``);
-    exits with a message if ``before`` holds no smroute checkout."""
+def checkouts(root: Path, before: Path | None, prog: str,
+              cache: Path | None = None) -> list[Code]:
+    """This checkout (``now``) and, with ``before``, that one (``before``),
+    their bytecode kept under ``cache`` when given; exits with a message if
+    ``before`` holds no smroute checkout."""
     if before is not None and not (before / "smroute" / "__init__.py").exists():
         sys.exit(f"{prog}: --before {before}: no smroute checkout there")
-    return [Code("now", root)] + ([Code("before", before.resolve())] if before else [])
+    return [Code("now", root, cache)] + ([Code("before", before.resolve(), cache)]
+                                         if before else [])
 
 
 def alternate(codes: Sequence[Code], runs: int, one: Callable[[Code], dict[str, float]]) -> Runs:
     """``one(code)`` ``runs`` times per code, in turn, the order reversed every
-    other run (a busy spell of the machine slows both alike)."""
+    other run (a busy spell of the machine slows both alike), after one run
+    per code that is not counted."""
     got: Runs = {c.label: [] for c in codes}
+    for c in codes:
+        one(c)
     for i in range(runs):
         for c in codes if i % 2 == 0 else codes[::-1]:
             got[c.label].append(one(c))

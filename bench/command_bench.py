@@ -6,7 +6,11 @@ code in ``DIR`` (``PYTHONPATH=DIR``), in alternating runs (the order reversed
 every other run, so a busy spell of the machine slows both alike), and
 prints medians side by side with the median of the runs' ratios.  The load
 average is printed before and after: on a shared machine the figures of one
-run compare with each other, not with another machine's.
+run compare with each other, not with another machine's; "cpu" (the
+process's user + system time) moves less with the load than the wall times.
+Each checkout runs with its compiled modules kept in ``--cache`` (as an
+installed copy has them; ``PYTHONDONTWRITEBYTECODE`` is ignored), after one
+run per case that is not counted.
 
 Cases (``--cases``, default all but ``big``):
 
@@ -36,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,17 +74,20 @@ class Command(Code):
 
     def smroute(self, args: list[str]) -> dict[str, float]:
         """Run ``smroute ARGS``: the process's wall time and its summary's phases."""
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         cp = subprocess.run([sys.executable, "-m", "smroute", *args], env=self.env,
                             capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if cp.returncode != 0:
             sys.exit(f"{self.label}: smroute {' '.join(args)}: exit {cp.returncode}\n"
                      f"{cp.stderr[-2000:]}")
         m = _TIME.search(cp.stdout)
         if m is None:
             sys.exit(f"{self.label}: no time line in the summary:\n{cp.stdout}")
-        out = {"process": wall, "total": float(m.group(2))}
+        out = {"process": wall, "total": float(m.group(2)),
+               "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime}
         for part in m.group(1).split(", "):
             name, value = part.rsplit(" ", 2)[0], part.rsplit(" ", 2)[1]
             out[name] = float(value)
@@ -105,8 +113,8 @@ def case_command(codes: list[Command], runs: int, tree: Path, out: Path,
     if not validate:
         args.insert(2, "--no-validate")
     got = alternate(codes, runs, lambda c: c.smroute(args))
-    keys = (["process", "parse", "route", "write", "outside"] if not validate
-            else ["process", "validate"])
+    keys = (["process", "cpu", "parse", "route", "write", "outside"] if not validate
+            else ["process", "cpu", "validate"])
     report(f"smroute route, 11,664-host tree PGFT({TREE}), "
            + ("validation walk" if validate else "no validation, no port GUIDs"),
            got, keys, "smroute " + " ".join(args))
@@ -171,7 +179,8 @@ def main() -> None:
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     if any(c not in CASES for c in cases):
         sys.exit(f"command_bench.py: --cases: expected some of {', '.join(CASES)}")
-    codes = [Command(c.label, c.path) for c in checkouts(ROOT, args.before, "command_bench.py")]
+    codes = [Command(c.label, c.path, args.cache)
+             for c in checkouts(ROOT, args.before, "command_bench.py")]
     args.cache.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}")
     print(f"load average at start: {load()}")

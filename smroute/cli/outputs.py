@@ -41,7 +41,7 @@ __all__ = ["STDOUT", "check_output", "drop_stdout", "is_stdout", "write_output",
 #: The ``--out`` value meaning standard output.
 STDOUT = "-"
 
-Data = str | bytes | Iterable[bytes]
+Data = str | bytes | Iterable[bytes | memoryview]
 
 
 def is_stdout(path: str | None) -> bool:
@@ -94,7 +94,7 @@ def drop_stdout() -> None:
         os.close(null)
 
 
-def _chunks(data: Data) -> Iterable[bytes]:
+def _chunks(data: Data) -> Iterable[bytes | memoryview]:
     if isinstance(data, str):
         return (data.encode(),)
     if isinstance(data, bytes | bytearray):

@@ -24,15 +24,16 @@ import mmap
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Pass, Prepared
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = ["RoutePool", "SharedArrays"]
 
@@ -179,7 +180,10 @@ class RoutePool:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._ex: ProcessPoolExecutor | None = None
-        if self.workers > 1:
+        if self.workers > 1:  # imported here: an in-process route needs neither
+            from concurrent.futures import ProcessPoolExecutor
+            from multiprocessing import get_context
+
             self._ex = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"),
                                            initializer=_keep_heap)
             # start the processes now, not on the first (timed) job

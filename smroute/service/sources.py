@@ -68,10 +68,10 @@ def parse_fabric_text(text: str, source: str, max_bytes: int, *, quote: bool = T
     if not text.strip():
         raise ServiceError(Status.INVALID_ARGUMENT,
                            f"{source}: empty topology text; expected ibnetdiscover output")
-    lines = text.splitlines()
     try:
-        fabric = parse_topology(lines, source, warnings=skipped)
+        fabric = parse_topology(text, source, warnings=skipped)
     except InputError as err:
+        lines = text.splitlines()
         if quote or looks_like_ibnetdiscover(lines[: err.line or len(lines)]):
             raise ServiceError(Status.INVALID_ARGUMENT, str(err)) from None
         at = f"{source}:{err.line}" if err.line else source

@@ -49,6 +49,7 @@ __all__ = [
     "format_json",
     "iter_json",
     "iter_opensm",
+    "stream_opensm",
     "parse_lft_dump",
     "parse_fdbs",
     "parse_json",
@@ -156,7 +157,27 @@ def _word_at(offset: int, width: int) -> np.dtype:
 
 def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
     """The OpenSM ``file``-engine / ``opensm-lfts.dump`` text, in chunks of
-    :data:`_BLOCK` switches.
+    :data:`_BLOCK` switches (:func:`stream_opensm` without its copies)."""
+    for pieces in _opensm_blocks(t):
+        yield b"".join(pieces)
+
+
+def stream_opensm(t: ForwardingTables) -> Iterator[bytes | memoryview]:
+    """The text of :func:`iter_opensm` in pieces that are views of a buffer the
+    next block of switches reuses: each piece is valid until the next one is
+    asked for, to be written at once and not kept (no copy of the text is made;
+    a view kept is released, so using it later raises instead of reading
+    another block's lines)."""
+    for pieces in _opensm_blocks(t):
+        for piece in pieces:
+            yield piece
+            if isinstance(piece, memoryview):
+                piece.release()
+
+
+def _opensm_blocks(t: ForwardingTables) -> Iterator[list[bytes | memoryview]]:
+    """The OpenSM text in pieces, a list per block of :data:`_BLOCK` switches
+    (the entry lines views of a buffer reused by the next block).
 
     LIDs without a route are left out (OpenSM then has no route for them).
     The entry lines are one byte template per LID (shared by all switches),
@@ -169,23 +190,29 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
     template, digit, lengths = _lid_template(t, lids, "opensm")
     uniform = len(lids) > 0 and bool((lengths == 11).all())
     width = int(lengths[0]) if uniform else 0
+    # the routed LIDs one run: a slice of the table, no gather
+    cols: slice | np.ndarray = (slice(int(lids[0]), int(lids[-1]) + 1) if len(lids)
+                                and int(lids[-1]) - int(lids[0]) + 1 == len(lids) else lids)
     top = t.max_lid
     entries = 0
-    yield (TABLES_HEADER + "\n").encode()
-    buf = np.tile(template, (min(_BLOCK, t.n_switches), 1))
+    yield [(TABLES_HEADER + "\n").encode()]
+    # (a writable copy: tile returns an empty template itself, read-only)
+    buf = np.tile(template.copy(), (min(_BLOCK, t.n_switches), 1))
+    words = buf.view(_word_at(7, width))["w"] if uniform else None
     for b0 in range(0, t.n_switches, _BLOCK):
         b1 = min(b0 + _BLOCK, t.n_switches)
-        ports = t.ports[b0:b1, lids]
-        if uniform:  # lines "0xLLLL PPP\n": the port and line end as one unaligned word
-            words = buf[:b1 - b0].reshape(-1).view(_word_at(7, width))
-            words["w"] = np.take(_PORT_LINE_END, ports).reshape(-1)
+        ports = t.ports[b0:b1, cols]
+        if words is not None:  # lines "0xLLLL PPP\n": the port and line end as one word
+            np.take(_PORT_LINE_END, ports, out=words[:b1 - b0], mode="clip")
         else:
             for k in range(3):
                 buf[:b1 - b0, digit + k] = np.take(_PORT_DIGITS[:, k], ports)
-        keep = ports != NO_ROUTE
-        counts = keep.sum(axis=1).tolist()
+        full = len(lids) == 0 or int(ports.max()) != NO_ROUTE
+        keep = None if full else ports != NO_ROUTE
+        counts = [len(lids)] * (b1 - b0) if keep is None else np.count_nonzero(
+            keep, axis=1).tolist()
         block = buf[:b1 - b0].reshape(-1)
-        if uniform and sum(counts) != (b1 - b0) * len(lids):
+        if uniform and keep is not None:
             # leave the unrouted LIDs' lines out: the kept lines of every row, in order
             block = buf[:b1 - b0].view(f"V{width}")[keep].view(np.uint8)
         starts = [0, *np.cumsum(np.multiply(counts, width)).tolist()] if uniform else []
@@ -195,7 +222,7 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
                 row = block[starts[r]:starts[r + 1]]
             else:
                 row = buf[r]
-                if counts[r] != len(lids):  # leave the unrouted LIDs' lines out
+                if keep is not None and counts[r] != len(lids):  # unrouted LIDs left out
                     row = row[np.repeat(keep[r], lengths)]
             out.append(
                 f"Unicast lids [0-{top}] of switch Lid {int(t.switch_lid[i])} guid "
@@ -203,8 +230,8 @@ def iter_opensm(t: ForwardingTables) -> Iterator[bytes]:
             out.append(row.data)
             out.append(b"%d lids dumped\n" % counts[r])
             entries += counts[r]
-        yield b"".join(out)  # the one copy of the block
-    yield tables_trailer(t.n_switches, entries).encode()
+        yield out
+    yield [tables_trailer(t.n_switches, entries).encode()]
 
 
 def format_opensm(t: ForwardingTables) -> str:
@@ -266,17 +293,19 @@ def format_subnet_lst(f: Fabric) -> str:
 def table_files(
     t: ForwardingTables, path: str | Path, fmt: str = "opensm", *,
     fabric: Fabric | None = None, hops: np.ndarray | None = None,
-) -> list[tuple[Path, Iterable[bytes]]]:
+) -> list[tuple[Path, Iterable[bytes | memoryview]]]:
     """The files a table set in format ``fmt`` is written as, each with its
-    content as byte chunks (the large formats built lazily): ``PATH`` alone, or for ``fdbs``
-    ``PATH`` (opensm.fdbs) and, given ``fabric``, ``opensm-subnet.lst`` beside it."""
+    content as byte chunks (the large formats built lazily; the OpenSM text's
+    valid until the next is asked for: :func:`stream_opensm`): ``PATH`` alone, or for
+    ``fdbs`` ``PATH`` (opensm.fdbs) and, given ``fabric``, ``opensm-subnet.lst`` beside it."""
     path = Path(path)
     if fmt == "opensm":
-        return [(path, iter_opensm(t))]
+        return [(path, stream_opensm(t))]
     if fmt == "json":
         return [(path, iter_json(t))]
     if fmt == "fdbs":
-        out: list[tuple[Path, Iterable[bytes]]] = [(path, [format_fdbs(t, hops).encode()])]
+        out: list[tuple[Path, Iterable[bytes | memoryview]]] = [
+            (path, [format_fdbs(t, hops).encode()])]
         if fabric is not None:
             out.append((path.with_name("opensm-subnet.lst"),
                         [format_subnet_lst(fabric).encode()]))

@@ -8,6 +8,7 @@ listing each other, LIDs) and builds the :class:`~smroute.fabric.model.Fabric`;
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
@@ -18,7 +19,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError, NodeType
 from smroute.fabric.model.builder import FabricBuilder
 
-__all__ = ["build_topology"]
+__all__ = ["Columns", "build_columns", "build_topology", "columns_of"]
 
 _KIND_NAME = KIND_NAME
 
@@ -27,74 +28,151 @@ def _describe(nodes: NodeRecords, n: int) -> str:
     return f'{PREFIX[nodes.kind[n]]}-{nodes.guid[n]:016x} ("{nodes.desc[n]}")'
 
 
+@dataclass
+class Columns:
+    """Records as arrays: per node (record order) and per port line (input order),
+    the fields of :class:`NodeRecords` and :class:`PortLines`."""
+
+    kind: np.ndarray  # int64 NodeType values
+    guid: np.ndarray  # uint64
+    nports: np.ndarray  # int64
+    desc: list[str]
+    sysimg: np.ndarray  # uint64
+    vendor: np.ndarray  # uint64
+    device: np.ndarray  # uint64
+    p0_guid: np.ndarray  # uint64, switch port 0 (0 otherwise)
+    p0_lid: np.ndarray  # int64
+    p0_lmc: np.ndarray  # int64
+    node_line: np.ndarray  # int64
+    # port lines
+    node: np.ndarray  # int64
+    port: np.ndarray  # int64
+    own: np.ndarray  # uint64 own port GUID, 0 unknown
+    lid: np.ndarray  # int64
+    lmc: np.ndarray  # int64
+    width: np.ndarray  # int64
+    speed: np.ndarray  # int64
+    rkind: np.ndarray  # uint8, the remote's kind letter
+    rguid: np.ndarray  # uint64
+    rport: np.ndarray  # int64
+    rpguid: np.ndarray  # uint64 remote port GUID where given
+    given: np.ndarray  # bool
+    line: np.ndarray  # int64
+
+
+def columns_of(nodes: NodeRecords, ports: PortLines) -> Columns:
+    """The records the line loop collected, as arrays."""
+    i64, u64 = np.int64, np.uint64
+    p0 = nodes.p0
+    rpg = ports.rpguid
+    return Columns(
+        kind=np.array([int(k) for k in nodes.kind], dtype=i64),
+        guid=np.array(nodes.guid, dtype=u64), nports=np.array(nodes.nports, dtype=i64),
+        desc=nodes.desc, sysimg=np.array(nodes.sysimg, dtype=u64),
+        vendor=np.array(nodes.vendor, dtype=u64), device=np.array(nodes.device, dtype=u64),
+        p0_guid=np.array([g for g, _l, _m in p0], dtype=u64),
+        p0_lid=np.array([lid for _g, lid, _m in p0], dtype=i64),
+        p0_lmc=np.array([m for _g, _l, m in p0], dtype=i64),
+        node_line=np.array(nodes.line, dtype=i64),
+        node=np.array(ports.node, dtype=i64), port=np.array(ports.port, dtype=i64),
+        own=np.array(ports.guid, dtype=u64), lid=np.array(ports.lid, dtype=i64),
+        lmc=np.array(ports.lmc, dtype=i64), width=np.array(ports.width, dtype=i64),
+        speed=np.array(ports.speed, dtype=i64),
+        rkind=np.array([ord(k) for k in ports.rkind], dtype=np.uint8),
+        rguid=np.array(ports.rguid, dtype=u64), rport=np.array(ports.rport, dtype=i64),
+        rpguid=np.array([g if g >= 0 else 0 for g in rpg], dtype=u64),
+        given=np.array([g >= 0 for g in rpg], dtype=bool),
+        line=np.array(ports.line, dtype=i64),
+    )
+
+
 def build_topology(
     nodes: NodeRecords, ports: PortLines, by_guid: dict[int, int], where: dict[int, int],
     source: str, skip: Skipper,
 ) -> Fabric:
     """Resolve and check the links of parsed records and build the fabric."""
-    kinds, nports = nodes.kind, nodes.nports
-    e_node, e_port = ports.node, ports.port
-    n_entries = len(e_node)
-    resolved = _resolve_links(nodes, ports)
+    c = columns_of(nodes, ports)
+    resolved = _resolve_links(c)
     peer, link_first = resolved if resolved is not None else _resolve_links_in_order(
         nodes, ports, by_guid, where, source)
-
     _check_topology_lids(nodes, ports, skip)
+    return _fabric(c, peer, link_first, source)
 
+
+class _Defect(Exception):
+    """A check of :func:`build_columns` has something to say."""
+
+
+def _defect(_k: int) -> str:
+    raise _Defect
+
+
+def build_columns(c: Columns, source: str, skip: Skipper) -> Fabric | None:
+    """:func:`build_topology` of records given as arrays, or ``None`` when a
+    check has an error or a warning to give (the caller then builds them
+    from the line loop's lists, which names the lines)."""
+    resolved = _resolve_links(c)
+    if resolved is None:
+        return None
+    sw = np.flatnonzero(c.kind == int(NodeType.SWITCH))
+    ep = np.flatnonzero(c.kind[c.node] != int(NodeType.SWITCH))
+    try:
+        check_lids(np.concatenate([c.p0_lid[sw], c.lid[ep]]),
+                   np.concatenate([c.p0_lmc[sw], c.lmc[ep]]),
+                   np.concatenate([c.node_line[sw], c.line[ep]]), _defect, skip,
+                   n_switches=len(sw))
+    except _Defect:
+        return None
+    return _fabric(c, *resolved, source)
+
+
+def _fabric(c: Columns, peer: np.ndarray, first: np.ndarray, source: str) -> Fabric:
     b_ = FabricBuilder()
     try:
-        for n in range(len(kinds)):
-            b_.add_node(
-                kinds[n], nodes.guid[n], nports[n], nodes.desc[n],
-                sysimg_guid=nodes.sysimg[n], vendor_id=nodes.vendor[n],
-                device_id=nodes.device[n],
-            )
-            if kinds[n] == NodeType.SWITCH:
-                g, lid, lmc = nodes.p0[n]
-                b_.set_port(n, 0, guid=g, lid=lid, lmc=lmc)
-        width = np.array(ports.width, dtype=np.int64)
-        speed = np.array(ports.speed, dtype=np.int64)
-        width = np.where(width > 0, width, width[peer]) if n_entries else width
-        speed = np.where(speed > 0, speed, speed[peer]) if n_entries else speed
-        b_.set_ports(e_node, e_port, guid=np.array(ports.guid, dtype=np.uint64),
-                     lid=ports.lid, lmc=ports.lmc, width=width, speed=speed)
-        first = link_first
+        b_.add_node_rows(c.kind, c.guid, c.nports, c.desc, sysimg_guids=c.sysimg,
+                         vendor_ids=c.vendor, device_ids=c.device)
+        sw = np.flatnonzero(c.kind == int(NodeType.SWITCH))
+        b_.set_ports(sw, np.zeros(len(sw), dtype=np.int64), guid=c.p0_guid[sw],
+                     lid=c.p0_lid[sw], lmc=c.p0_lmc[sw])
+        n_entries = len(c.node)
+        width = np.where(c.width > 0, c.width, c.width[peer]) if n_entries else c.width
+        speed = np.where(c.speed > 0, c.speed, c.speed[peer]) if n_entries else c.speed
+        b_.set_ports(c.node, c.port, guid=c.own, lid=c.lid, lmc=c.lmc, width=width,
+                     speed=speed)
         second = peer[first] if n_entries else first
-        en = np.array(e_node, dtype=np.int64)
-        ep = np.array(e_port, dtype=np.int64)
         if len(first):
-            b_.add_links_rows(en[first], ep[first], en[second], ep[second])
+            b_.add_links_rows(c.node[first], c.port[first], c.node[second], c.port[second])
         return b_.build()
     except FabricError as exc:  # pre-checked above; kept as a safety net
         raise TopologyError(exc.message, source=source) from exc
 
 
-def _resolve_links(nodes: NodeRecords, ports: PortLines) -> tuple[np.ndarray, np.ndarray] | None:
+#: the kind letter of a node id ("S-...") by NodeType value
+_LETTER = np.zeros(4, dtype=np.uint8)
+for _k, _p in PREFIX.items():
+    _LETTER[int(_k)] = ord(_p)
+
+
+def _resolve_links(c: Columns) -> tuple[np.ndarray, np.ndarray] | None:
     """``(peer, first)``: each port line's other end (its entry) and the
     entries that come first in their link, found with numpy; ``None`` if a
     check fails (a port GUID twice, a link its other end does not list back,
     a wrong remote port GUID): :func:`_resolve_links_in_order` then finds and
     names the first defect, in input order."""
-    n_e = len(ports.node)
-    guid = np.array(nodes.guid, dtype=np.uint64)
-    p0 = np.array([g for g, _lid, _lmc in nodes.p0 if g], dtype=np.uint64)
-    own = np.array(ports.guid, dtype=np.uint64)
-    pg = np.concatenate([p0, own[own != 0]])
-    if len(np.unique(pg)) != len(pg):
+    n_e = len(c.node)
+    guid = c.guid
+    pg = np.sort(np.concatenate([c.p0_guid[c.p0_guid != 0], c.own[c.own != 0]]))
+    if (pg[1:] == pg[:-1]).any():
         return None
     if not n_e:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    node = np.array(ports.node, dtype=np.int64)
-    port = np.array(ports.port, dtype=np.int64)
-    rguid = np.array(ports.rguid, dtype=np.uint64)
-    rport = np.array(ports.rport, dtype=np.int64)
+    node, port, rguid, rport = c.node, c.port, c.rguid, c.rport
     order = np.argsort(guid, kind="stable")
     at = np.minimum(np.searchsorted(guid, rguid, sorter=order), len(guid) - 1)
     b = order[at]
     if (guid[b] != rguid).any():
         return None
-    prefix = np.array([PREFIX[k] for k in nodes.kind])
-    if (prefix[b] != np.array(ports.rkind)).any():
+    if (_LETTER[c.kind[b]] != c.rkind).any():
         return None
     key = node * 256 + port
     k_order = np.argsort(key, kind="stable")
@@ -104,13 +182,10 @@ def _resolve_links(nodes: NodeRecords, ports: PortLines) -> tuple[np.ndarray, np
     idx = np.arange(n_e)
     if ((key[j] != want) | (rguid[j] != guid[node]) | (rport[j] != port) | (j == idx)).any():
         return None
-    rpg = np.array(ports.rpguid, dtype=object)
-    given = np.flatnonzero(rpg != -1)
+    given = np.flatnonzero(c.given)
     if len(given):
-        other = own[j[given]]
-        claimed = np.array(rpg[given].tolist(), dtype=np.uint64) if all(
-            0 <= x < 2**64 for x in rpg[given].tolist()) else None
-        if claimed is None or ((other != 0) & (other != claimed)).any():
+        other = c.own[j[given]]
+        if ((other != 0) & (other != c.rpguid[given])).any():
             return None
     return j, np.flatnonzero(idx < j)
 

@@ -82,7 +82,10 @@ unless no port has a LID at all (captured before a subnet manager ran); two
 ports whose LID ranges (``base .. base + 2**lmc - 1``) overlap.
 
 The record grammar and its line loop are :mod:`smroute.fabric.ibnetdiscover.records`;
-resolving the links and building the fabric is :mod:`smroute.fabric.ibnetdiscover.links`.
+text in the form ``ibnetdiscover`` prints it is read at once with numpy
+(:mod:`smroute.fabric.ibnetdiscover.bulk`) into the same records, the line loop
+reading whatever that does not take; resolving the links and building the
+fabric is :mod:`smroute.fabric.ibnetdiscover.links`.
 
 Ports report (``ibnetdiscover -p``)
 -----------------------------------
@@ -96,7 +99,8 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from smroute.fabric.ibnetdiscover.links import build_topology
+from smroute.fabric.ibnetdiscover.bulk import bulk_records, records_of
+from smroute.fabric.ibnetdiscover.links import build_columns, build_topology
 from smroute.fabric.ibnetdiscover.ports import (
     parse_ports_report,
     read_ports_report,
@@ -108,7 +112,7 @@ from smroute.fabric.ibnetdiscover.text import (
     Skipper,
     TopologyError,
     as_text,
-    read_text_lines,
+    read_text,
     with_bom_stripped,
 )
 from smroute.fabric.model.arrays import Fabric
@@ -148,7 +152,15 @@ def parse_topology(
     """
     skip = Skipper(source, strict, warnings, EXPECTED_ANY)
     try:
-        nodes, ports, by_guid, where = parse_records(lines, source, skip)
+        cols = bulk_records(lines, skip) if isinstance(lines, str) else None
+        if cols is not None:
+            skip.finish()
+            fabric = build_columns(cols, source, skip)
+            if fabric is not None:
+                return fabric
+            nodes, ports, by_guid, where = records_of(cols)
+        else:
+            nodes, ports, by_guid, where = parse_records(lines, source, skip)
         skip.finish()
         if not nodes.kind:
             raise skip.no_records("node records", "at least one Switch/Ca/Rt record")
@@ -168,8 +180,7 @@ def read_topology(
 
     Errors name ``path``; a missing or unreadable file is an :class:`InputError`.
     """
-    lines = read_text_lines(path)
-    return parse_topology(lines, os.fspath(path), strict=strict, warnings=warnings)
+    return parse_topology(read_text(path), os.fspath(path), strict=strict, warnings=warnings)
 
 
 _FORMAT_HINT = re.compile(
@@ -188,6 +199,11 @@ def detect_format(lines: Iterable[str]) -> Literal["topology", "ports"]:
     topology text (an id line, a record head, a port line) or like a ports
     report line.  Undecided input is ``"topology"`` (its parser explains).
     """
+    return _decide(lines) or "topology"
+
+
+def _decide(lines: Iterable[str]) -> Literal["topology", "ports"] | None:
+    """:func:`detect_format`, ``None`` when no line decides."""
     for raw in with_bom_stripped(lines):
         line = (raw if type(raw) is str else as_text(raw)).strip()
         if not line or line[0] == "#":
@@ -196,7 +212,17 @@ def detect_format(lines: Iterable[str]) -> Literal["topology", "ports"]:
             return "ports"
         if _FORMAT_HINT(line):
             return "topology"
-    return "topology"
+    return None
+
+
+def _text_format(text: str) -> Literal["topology", "ports"]:
+    """:func:`detect_format` of a whole text, from its first lines where they decide."""
+    head = text[:65536]
+    if len(head) < len(text):
+        got = _decide(head.splitlines()[:-1])  # the last line may go on
+        if got is not None:
+            return got
+    return detect_format(text.splitlines())
 
 
 def looks_like_ibnetdiscover(lines: Iterable[str]) -> bool:
@@ -219,9 +245,9 @@ def read_fabric(
 ) -> Fabric:
     """Read an ``ibnetdiscover`` file in either format (:func:`detect_format`):
     topology text (also ibdiagnet's dialect) or the ``-p`` ports report."""
-    lines = read_text_lines(path)
-    parse = parse_ports_report if detect_format(lines) == "ports" else parse_topology
-    return parse(lines, os.fspath(path), strict=strict, warnings=warnings)
+    text = read_text(path)
+    parse = parse_ports_report if _text_format(text) == "ports" else parse_topology
+    return parse(text, os.fspath(path), strict=strict, warnings=warnings)
 
 
 def require_switches(fabric: Fabric, source: str | None = None) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "check_range",
     "excerpt",
     "is_diagnostic",
+    "read_text",
     "read_text_lines",
     "strip_bom",
     "with_bom_stripped",
@@ -145,9 +146,14 @@ def with_bom_stripped(items: Iterable[object]) -> Iterator[object]:
 
 
 def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
-    """Lines of a capture (gzip or xz compressed too: :func:`smroute.fileio.read_bytes`):
+    """Lines of a capture (:func:`read_text`); any line end."""
+    return read_text(path).splitlines()
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The text of a capture (gzip or xz compressed too: :func:`smroute.fileio.read_bytes`):
     UTF-16 when it starts with a UTF-16 BOM, else UTF-8
-    (a UTF-8 BOM dropped); undecodable bytes become U+FFFD; any line end.
+    (a UTF-8 BOM dropped); undecodable bytes become U+FFFD.
 
     A missing or unreadable file is an :class:`InputError` naming it.
     """
@@ -164,7 +170,7 @@ def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
         text = data.decode("utf-8", "replace")
     if text.startswith(_BOM):
         text = text[1:]
-    return text.splitlines()
+    return text
 
 
 # ----------------------------------------------------------------- noise
@@ -341,7 +347,8 @@ def _lid_problem(lid: int) -> str:
 
 
 def check_lids(
-    lid: Sequence[int], lmc: Sequence[int], line: Sequence[int], name: Callable[[int], str],
+    lid: Sequence[int] | np.ndarray, lmc: Sequence[int] | np.ndarray,
+    line: Sequence[int] | np.ndarray, name: Callable[[int], str],
     skip: Skipper, *, n_switches: int = 0,
 ) -> None:
     """Check the LIDs of every end-port and switch port 0 of a parsed fabric.

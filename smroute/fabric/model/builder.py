@@ -34,7 +34,8 @@ class FabricBuilder:
     ``add_node`` returns the node index.  Port attributes are set with
     ``set_port``; links with ``add_link`` (by node index and port number).
     Bulk (numpy) variants for generators and copies: ``add_nodes`` (many nodes
-    of one type), ``set_ports`` (array attributes), ``add_links_rows``,
+    of one type), ``add_node_rows`` (many nodes of any types), ``set_ports``
+    (array attributes), ``add_links_rows``,
     ``add_node_arrays`` + ``set_port_arrays`` (copy nodes of another fabric).
     ``build`` checks consistency: duplicate node GUIDs, ports out of range and
     ports used by two links raise :class:`FabricError`.
@@ -117,6 +118,41 @@ class FabricBuilder:
         self._sysimg.extend(sysg.tolist())
         self._vendor.extend([vendor_id] * k)
         self._device.extend([device_id] * k)
+        self._nports.extend(npts.tolist())
+        self._desc.extend(descs)
+        return np.arange(first, first + k, dtype=np.int64)
+
+    def add_node_rows(
+        self,
+        kinds: npt.ArrayLike,
+        guids: npt.ArrayLike,
+        num_ports: npt.ArrayLike,
+        descs: list[str] | tuple[str, ...],
+        *,
+        sysimg_guids: npt.ArrayLike = 0,
+        vendor_ids: npt.ArrayLike = 0,
+        device_ids: npt.ArrayLike = 0,
+    ) -> IntArray:
+        """Vectorized :meth:`add_node` for ``K`` nodes of any types, in order:
+        ``kinds`` (K,) NodeType values, the rest as :meth:`add_nodes` (and
+        ``vendor_ids``, ``device_ids`` (K,) or scalar).  Returns the new node
+        indices, shape ``(K,)`` int64, consecutive."""
+        t = np.atleast_1d(np.asarray(kinds, dtype=np.int64))
+        k = int(t.shape[0])
+        g = np.broadcast_to(np.asarray(guids, dtype=np.uint64), (k,))
+        npts = np.broadcast_to(np.asarray(num_ports, dtype=np.int64), (k,))
+        if len(descs) != k:
+            raise FabricError(f"add_node_rows: {k} nodes but {len(descs)} descriptions")
+        bad = (npts < 1) | (npts > 255)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise FabricError(f"node {int(g[i]):#018x}: port count {int(npts[i])} not in 1..255")
+        first = len(self._type)
+        self._type.extend(t.tolist())
+        self._guid.extend(g.tolist())
+        for dst, vals in ((self._sysimg, sysimg_guids), (self._vendor, vendor_ids),
+                          (self._device, device_ids)):
+            dst.extend(np.broadcast_to(np.asarray(vals, dtype=np.uint64), (k,)).tolist())
         self._nports.extend(npts.tolist())
         self._desc.extend(descs)
         return np.arange(first, first + k, dtype=np.int64)
