@@ -1,7 +1,10 @@
 """The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
 gaps, the nominal kernel, then its whole-table passes in order: redirects by
 load (in parts of whole sibling groups of leaves, which share no upper
-switch), down-cable offsets of foreign residues, even up cables."""
+switch), down-cable offsets of foreign residues, even up cables.  Where
+nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
+complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
+and no pass: the same tables, in Dmodc's time."""
 
 from __future__ import annotations
 
@@ -14,15 +17,18 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.routing import dmodc, kernel
 from smroute.routing.api import (
     Arrays,
+    Engine,
     Guarantees,
     Pass,
     Prepared,
     Runner,
     base_arrays,
     dest_from,
+    engine,
     graph_from,
 )
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.reroute import IncrementalHook
@@ -54,9 +60,16 @@ def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.
     return [p for p in np.split(leaves[order], cuts) if len(p)]
 
 
+def dmodc_engine() -> Engine:
+    """Dmodc (:mod:`smroute.routing.builtin`): the engine Nmodc routes a tree
+    with where it routes as Dmodc does (:mod:`smroute.routing.nmodc.as_dmodc`)."""
+    return engine("dmodc")
+
+
 class Nmodc:
     """Nmodc (:mod:`smroute.routing.nmodc.nominal`): Dmodc's tables on a complete
-    PGFT, nominal slots on a degraded one."""
+    PGFT (Dmodc's kernel, :mod:`smroute.routing.nmodc.as_dmodc`), nominal
+    slots on a degraded one."""
 
     name = "nmodc"
     title = "Nmodc"
@@ -67,25 +80,38 @@ class Nmodc:
 
     def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
+        """Dmodc's costs, dividers, NIDs and destinations where the tree
+        routes as Dmodc (``aux``: :data:`~smroute.routing.nmodc.as_dmodc.AS_DMODC`),
+        else the nominal slots (``aux``), the nominal dividers and the NIDs
+        with wrap gaps."""
         t = clock()
-        slots = nominal.nominal_slots(g)
-        c = dmodc.costs_and_dividers(g)[0] if costs is None else costs
-        pi = nominal.nominal_dividers(g, slots.arity)
+        c, pi = dmodc.costs_and_dividers(g) if costs is None else (costs, dmodc.dividers(g))
         t2 = clock()
         timings["costs"] = t2 - t
         nids = dmodc.topological_nids(g, c)
-        dest = dmodc.destinations(g, nominal.wrap_gaps(g, nids), lmc=lmc)
+        gapped = nominal.wrap_gaps(g, nids)
+        dest = dmodc.destinations(g, gapped, lmc=lmc)
+        if gapped is nids and not as_dmodc(g, c, dest):
+            timings["nids"] = clock() - t2
+            return Prepared(g, c, pi, nids, dest, AS_DMODC)
+        slots = nominal.nominal_slots(g)
+        pi = nominal.nominal_dividers(g, slots.arity)
         timings["nids"] = clock() - t2
         return Prepared(g, c, pi, nids, dest, slots)
 
     def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         assert pool is not None
+        if isinstance(prep.aux, AsDmodc):
+            return dmodc_engine().tables(fabric, prep, pool)
         return pool.run(self, prep)
 
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
         """:func:`~smroute.routing.api.base_arrays`, the packed nominal slots
         ``n_slots`` and the switches that may share by capacity ``n_share``
-        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`)."""
+        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`);
+        Dmodc's arrays where the tree routes as Dmodc."""
+        if isinstance(prep.aux, AsDmodc):
+            return dmodc_engine().arrays(prep)
         a = base_arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
@@ -94,6 +120,9 @@ class Nmodc:
 
     def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
                cache: dict[str, Any]) -> None:
+        if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
+            dmodc_engine().kernel(a, switches, out, cache)
+            return
         if not cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
@@ -103,6 +132,8 @@ class Nmodc:
                             capacity=a["n_share"], redirect=cache["rd"])
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
+        if isinstance(prep.aux, AsDmodc):
+            return ()
         g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
 
         def offsets(a: Arrays, _: np.ndarray | None) -> None:
