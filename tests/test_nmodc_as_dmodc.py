@@ -21,6 +21,7 @@ from smroute.routing.nmodc import as_dmodc as as_dmodc_module
 from smroute.routing.nmodc import nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AsDmodc, as_dmodc
 from smroute.routing.pool import RoutePool, kernel_rows
+from smroute.routing.topology import SwitchGraph
 
 #: complete PGFTs Nmodc routes as Dmodc: 2, 3 and 4 levels, parallel cables
 #: (leaf to L2, L2 to spine, both), the 11,664-host tree's shape in small,
@@ -45,10 +46,16 @@ def _prepared(f: Fabric) -> Prepared:
     return engine("nmodc").prepare(g, None, time.perf_counter, {})
 
 
+def _nominal_only(g: SwitchGraph, *_: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = g.n_switches
+    return np.zeros(n, dtype=bool), np.full(n, -1), np.zeros((0, n), dtype=bool)
+
+
 def _full_path(monkeypatch: pytest.MonkeyPatch, f: Fabric) -> np.ndarray:
-    """Nmodc's tables of ``f`` by its nominal kernel and passes."""
+    """Nmodc's tables of ``f`` by its nominal kernel on every row and its passes."""
     with monkeypatch.context() as m:
         m.setattr(nmodc_engine, "as_dmodc", lambda *a: "forced")
+        m.setattr(nmodc_engine, "dmodc_rows", _nominal_only)
         return route(f, algorithm="nmodc", workers=1).tables.ports
 
 
@@ -143,6 +150,23 @@ def test_damaged_trees_keep_nmodc_s_tables(monkeypatch: pytest.MonkeyPatch, shap
         f = degrade(pgft(*shape), np.random.default_rng(seed), links=links)[0]
         got = route(f, algorithm="nmodc", workers=1).tables.ports
         assert np.array_equal(got, _full_path(monkeypatch, f)), (shape, links, seed)
+
+
+@pytest.mark.parametrize("agg", [False, True])
+def test_on_a_damaged_tree_most_rows_are_dmodc_s_kernel_s(monkeypatch: pytest.MonkeyPatch,
+                                                          agg: bool) -> None:
+    """Where one link is lost, the switches around it take Nmodc's kernel
+    and the others Dmodc's (but towards the targets the loss made partial):
+    the same tables, most rows by Dmodc's kernel."""
+    f = degrade(pgft(3, (6, 6, 12), (1, 6, 6), (1, 1, 1)), np.random.default_rng(4), links=2)[0]
+    f = with_aggregation_nodes(f) if agg else f
+    prep = _prepared(f)
+    a = engine("nmodc").arrays(prep)
+    rows, partial = a["n_dmodc"], a["n_partial"]
+    assert 0.8 * len(rows) < rows.sum() < len(rows)
+    assert (a["n_targets"][partial[rows & (partial >= 0)]].any(axis=1)).any()
+    assert np.array_equal(route(f, algorithm="nmodc", workers=1).tables.ports,
+                          _full_path(monkeypatch, f))
 
 
 def test_a_tree_that_lost_a_top_switch_in_every_pod_alike_is_still_routed_as_dmodc() -> None:

@@ -43,6 +43,11 @@ every part of Nmodc gives Dmodc's entries:
 7. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
+On a damaged tree most switches still route as Dmodc does, given Nmodc's
+dividers and NIDs: :func:`dmodc_rows` finds them switch by switch (their
+slots complete and their own, conditions 3 and 4 at the switch, no share by
+capacity there), and Nmodc's kernel routes their rows with Dmodc's.
+
 Every complete PGFT passes (with parallel cables, and with aggregation
 nodes unless they hang off an upper switch with parallel down cables), so
 does such a tree that lost whole top switches of every pod alike;
@@ -58,9 +63,10 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
+from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["AS_DMODC", "AsDmodc", "as_dmodc"]
+__all__ = ["AS_DMODC", "AsDmodc", "as_dmodc", "dmodc_rows"]
 
 
 class AsDmodc:
@@ -194,3 +200,58 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
         if (load != load[0]).any():
             return False
     return True
+
+
+def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
+               share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where Nmodc's kernel (:func:`~smroute.routing.nmodc.nominal.route_block`)
+    gives Dmodc's kernel's entries (:func:`~smroute.routing.kernel.route_block`)
+    with the same dividers and destinations.
+
+    Returns ``(rows, partial, targets)``: ``rows`` ``(S,)`` bool the
+    switches whose nominal slots are their own up groups in order, none
+    lost (or that route with their own groups), with at most one down path
+    to any switch (one closer group going down) and no share by capacity
+    (``share`` ``(S,)`` bool false); their entries are Dmodc's
+    but towards the targets where some but not all of their up groups lead
+    closer: those targets are ``partial`` (``(S,)`` int64, an index into
+    the rows of ``targets`` ``(P, S)`` bool, -1: none), per set of
+    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs."""
+    n = g.n_switches
+    rank = g.rank
+    up = (rank[g.grp_remote] > rank[g.grp_switch]) & (rank[g.grp_switch] >= 0)
+    gid = np.flatnonzero(up)
+    lo = g.grp_switch[gid]
+    at = np.arange(len(gid)) - np.searchsorted(lo, lo)
+    ok = (slots.own | (slots.arity == g.n_up)) & ~share
+    ok[lo[slots.slot_grp[lo, at] != gid]] = False
+    # one down path from a switch to any switch: the paths counted over its
+    # children against the switches its costs put below it
+    down = rank[g.grp_remote] < rank[g.grp_switch]
+    d_sw, d_ch = g.grp_switch[down], g.grp_remote[down]
+    paths = np.ones(n, dtype=np.int64)
+    for r in range(1, g.max_rank + 1):
+        sel = rank[d_sw] == r
+        np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
+    fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
+    if len(fork):
+        ok[fork[np.count_nonzero(c[fork] < UP_PHASE, axis=1) != paths[fork]]] = False
+    # the targets some but not all of a set of up-neighbours are nearest to
+    partial = np.full(n, -1, dtype=np.int64)
+    nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))
+    if not len(nom):
+        return ok, partial, np.zeros((0, n), dtype=bool)
+    width = int(g.n_up[nom].max())
+    ups = np.full((len(nom), width), -1, dtype=np.int64)
+    sel = ok[lo] & ~slots.own[lo] & (g.n_up[lo] >= 3)
+    ups[np.searchsorted(nom, lo[sel]), at[sel]] = g.grp_remote[gid[sel]]
+    sets, set_of = np.unique(ups, axis=0, return_inverse=True)
+    m_of = (sets >= 0).sum(axis=1)
+    targets = np.zeros((len(sets), n), dtype=bool)
+    for m in np.unique(m_of).tolist():
+        ks = np.flatnonzero(m_of == m)
+        hop = c[sets[ks, :m]] & np.uint8(UP_PHASE - 1)  # (K, m, S), INF as 127
+        n_near = np.count_nonzero(hop == hop.min(axis=1)[:, None, :], axis=1)
+        targets[ks] = (n_near > 1) & (n_near < m)
+    partial[nom] = set_of.ravel()
+    return ok, partial, targets

@@ -22,13 +22,13 @@ from smroute.routing.api import (
     Pass,
     Prepared,
     Runner,
-    base_arrays,
     dest_from,
     engine,
     graph_from,
+    subset,
 )
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
-from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc
+from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.reroute import IncrementalHook
@@ -106,30 +106,72 @@ class Nmodc:
         return pool.run(self, prep)
 
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
-        """:func:`~smroute.routing.api.base_arrays`, the packed nominal slots
-        ``n_slots`` and the switches that may share by capacity ``n_share``
-        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`);
-        Dmodc's arrays where the tree routes as Dmodc."""
+        """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
+        packed nominal slots ``n_slots``, the switches that may share by
+        capacity ``n_share`` (default
+        :func:`~smroute.routing.nmodc.slot_tables.may_share`) and those whose
+        rows Dmodc's kernel computes ``n_dmodc``
+        (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`); Dmodc's arrays
+        alone where the tree routes as Dmodc."""
         if isinstance(prep.aux, AsDmodc):
             return dmodc_engine().arrays(prep)
-        a = base_arrays(prep)
+        a = dmodc_engine().arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
+        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
+        a["n_dmodc"], a["n_partial"] = rows, partial
+        a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
         return a
 
     def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
                cache: dict[str, Any]) -> None:
+        """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
+        says they are the same (every row, with Dmodc's arrays alone), but
+        towards their partial targets (``n_partial``, ``n_targets``)."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
-        if not cache:
+        if "g" not in cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
-        nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
-                            a["n_slots"], cache["ctx"], memo=cache["memo"],
-                            capacity=a["n_share"], redirect=cache["rd"])
+        plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
+        if plain.all():
+            dmodc_engine().kernel(a, switches, out, cache.setdefault("dmodc", {}))
+            self._partial(a, switches, out, cache)
+            return
+        if not plain.any():
+            nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
+                                a["n_slots"], cache["ctx"], memo=cache["memo"],
+                                capacity=a["n_share"], redirect=cache["rd"])
+            return
+        for rows, dm in ((np.flatnonzero(plain), True), (np.flatnonzero(~plain), False)):
+            part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
+            self.kernel(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
+                        switches[rows], part, cache)
+            out[rows] = part
+
+    @staticmethod
+    def _partial(a: Arrays, switches: np.ndarray, out: np.ndarray, cache: dict[str, Any]) -> None:
+        """The nominal kernel's entries of ``switches`` (rows of
+        ``n_dmodc``, ``out`` holding Dmodc's) towards their partial
+        targets (the union of theirs: the others' entries there are Dmodc's
+        anyway); they share nothing by capacity, so an entry reads its own
+        column only."""
+        p = a["n_partial"][switches]
+        targets = a["n_targets"]
+        rows = np.flatnonzero(p >= 0)
+        rows = rows[targets[p[rows]].any(axis=1)]
+        if not len(rows):
+            return
+        dest = cache["dest"]
+        sel = np.flatnonzero(targets[np.unique(p[rows])].any(axis=0)[dest.target])
+        part = np.empty((len(rows), len(sel)), dtype=out.dtype)
+        nominal.route_block(cache["g"], a["c"], a["pi"], subset(dest, sel), switches[rows], part,
+                            a["n_slots"], memo=cache["memo"], capacity=False,
+                            redirect=cache["rd"])
+        out[rows[:, None], dest.lid[sel][None, :]] = part
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         if isinstance(prep.aux, AsDmodc):
