@@ -16,8 +16,8 @@ from smroute.fabric.roles import fabric_roles
 from smroute.routing import modes
 from smroute.routing.api import Prepared, engine
 from smroute.routing.engine import route
-from smroute.routing.nmodc import engine as nmodc_engine
 from smroute.routing.nmodc import as_dmodc as as_dmodc_module
+from smroute.routing.nmodc import engine as nmodc_engine
 from smroute.routing.nmodc import nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AsDmodc, as_dmodc
 from smroute.routing.pool import RoutePool, kernel_rows

@@ -47,13 +47,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "lids",
         help="choose per (source, destination) rank the DLID that avoids hot spots (LMC)",
-        description="Route FABRIC with the default engine (Nmodc) and LMC, then choose for every pair of ranks of "
-        "the job which of the destination's 2^LMC LIDs to use so that in every stage of the "
-        "pattern as few flows as possible share a link. Prints a DLID table an MPI library or "
-        "launcher can load, and the hot-spot degree (HSD) against base LIDs. On a fabric "
-        "whose job ports have LMC 0 there is nothing to choose: the table holds the base "
-        "LIDs and a warning says so (exit 0); --lmc above the ports' LMC is an error "
-        "(exit 2).",
+        description="Route FABRIC with the default engine (Nmodc) and LMC, then choose for "
+        "every pair of ranks of the job which of the destination's 2^LMC LIDs to use so "
+        "that in every stage of the pattern as few flows as possible share a link. Prints "
+        "a DLID table an MPI library or launcher can load, and the hot-spot degree (HSD) "
+        "against base LIDs. On a fabric whose job ports have LMC 0 there is nothing to "
+        "choose: the table holds the base LIDs and a warning says so (exit 0); --lmc above "
+        "the ports' LMC is an error (exit 2).",
     )
     p.add_argument("--fabric", required=True, metavar="F", help="ibnetdiscover topology file")
     add_strict_option(p)
