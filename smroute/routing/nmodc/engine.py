@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -34,7 +35,12 @@ from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["Nmodc", "balance_pass", "group_parts"]
+__all__ = ["Nmodc", "balance_pass", "group_parts", "partial_parts", "partial_pass"]
+
+#: what :meth:`Nmodc.arrays` found of a routing's switches
+#: (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`), for its pass's parts
+_ROWS: WeakKeyDictionary[Prepared, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+    WeakKeyDictionary())
 
 
 def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
@@ -58,6 +64,61 @@ def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.
     at = np.searchsorted(bounds, np.linspace(0, len(leaves), k + 1)[1:-1])
     cuts = np.unique(bounds[np.minimum(at, len(bounds) - 1)])
     return [p for p in np.split(leaves[order], cuts) if len(p)]
+
+
+def _mask_groups(rows: np.ndarray, partial: np.ndarray,
+                 targets: np.ndarray) -> list[np.ndarray]:
+    """The switches of ``rows`` (``(S,)`` bool) with partial targets,
+    grouped by the same targets (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`)."""
+    sw = np.flatnonzero(rows & (partial >= 0))
+    sw = sw[targets[partial[sw]].any(axis=1)]
+    if not len(sw):
+        return []
+    sets, set_of = np.unique(partial[sw], return_inverse=True)
+    _, mask_of = np.unique(targets[sets], axis=0, return_inverse=True)
+    group = mask_of.ravel()[set_of.ravel()]
+    order = np.argsort(group, kind="stable")
+    return np.split(sw[order], np.flatnonzero(np.diff(group[order])) + 1)
+
+
+def partial_parts(rows: np.ndarray, partial: np.ndarray, targets: np.ndarray,
+                  k: int) -> list[np.ndarray]:
+    """At most ``k`` parts of whole groups (:func:`_mask_groups`) for
+    :func:`partial_pass`, about even in entries."""
+    groups = _mask_groups(rows, partial, targets)
+    load = [len(grp) * int(targets[partial[grp[0]]].sum()) for grp in groups]
+    parts: list[list[np.ndarray]] = [[] for _ in range(max(k, 1))]
+    sums = [0] * len(parts)
+    for i in np.argsort(load)[::-1].tolist():
+        j = sums.index(min(sums))
+        parts[j].append(groups[i])
+        sums[j] += load[i]
+    return [np.concatenate(p) for p in parts if p]
+
+
+def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
+    """Nmodc's kernel's entries, in ``a["table"]``, of the switches Dmodc's
+    kernel routed (``n_dmodc``) towards their partial targets
+    (``n_partial``, ``n_targets``; ``part``: only those switches, whole
+    groups of :func:`partial_parts`), a kernel call per group of switches
+    with the same partial targets.  They share nothing by capacity, so an
+    entry reads its own column only: the entries of the targets alone are
+    the kernel's on the whole row."""
+    rows = a["n_dmodc"]
+    if part is not None:
+        rows = np.zeros_like(rows)
+        rows[part] = True
+    groups = _mask_groups(rows, a["n_partial"], a["n_targets"])
+    if not groups:
+        return
+    g, dest = graph_from(a), dest_from(a)
+    memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
+    for sw in groups:
+        sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
+        out = np.empty((len(sw), len(sel)), dtype=np.uint8)
+        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
+                            memo=memo, capacity=False, redirect=rd)
+        a["table"][sw[:, None], dest.lid[sel][None, :]] = out
 
 
 def dmodc_engine() -> Engine:
@@ -122,13 +183,15 @@ class Nmodc:
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
+        _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
     def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
                cache: dict[str, Any]) -> None:
         """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
-        says they are the same (every row, with Dmodc's arrays alone), but
-        towards their partial targets (``n_partial``, ``n_targets``)."""
+        says they are the same (every row, with Dmodc's arrays alone); the
+        pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
+        towards their partial targets."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
@@ -139,7 +202,6 @@ class Nmodc:
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
         if plain.all():
             dmodc_engine().kernel(a, switches, out, cache.setdefault("dmodc", {}))
-            self._partial(a, switches, out, cache)
             return
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
@@ -152,27 +214,6 @@ class Nmodc:
                         switches[rows], part, cache)
             out[rows] = part
 
-    @staticmethod
-    def _partial(a: Arrays, switches: np.ndarray, out: np.ndarray, cache: dict[str, Any]) -> None:
-        """The nominal kernel's entries of ``switches`` (rows of
-        ``n_dmodc``, ``out`` holding Dmodc's) towards their partial
-        targets (the union of theirs: the others' entries there are Dmodc's
-        anyway); they share nothing by capacity, so an entry reads its own
-        column only."""
-        p = a["n_partial"][switches]
-        targets = a["n_targets"]
-        rows = np.flatnonzero(p >= 0)
-        rows = rows[targets[p[rows]].any(axis=1)]
-        if not len(rows):
-            return
-        dest = cache["dest"]
-        sel = np.flatnonzero(targets[np.unique(p[rows])].any(axis=0)[dest.target])
-        part = np.empty((len(rows), len(sel)), dtype=out.dtype)
-        nominal.route_block(cache["g"], a["c"], a["pi"], subset(dest, sel), switches[rows], part,
-                            a["n_slots"], memo=cache["memo"], capacity=False,
-                            redirect=cache["rd"])
-        out[rows[:, None], dest.lid[sel][None, :]] = part
-
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         if isinstance(prep.aux, AsDmodc):
             return ()
@@ -184,7 +225,12 @@ class Nmodc:
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
 
-        out = []
+        def parts(k: int) -> list[np.ndarray]:
+            rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
+                                      dmodc_rows(g, c, slots, slot_tables.may_share(g, c, dest)))
+            return partial_parts(rows, partial, targets, k)
+
+        out = [Pass("partial", partial_pass, parts)]
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
             out.append(Pass("offsets", offsets))

@@ -128,7 +128,7 @@ class NmodcIncremental(IncrementalHook):
         plan: _Plan = region.data
         if self.rows_in_pool(region, pool):
             assert pool is not None
-            balance_only = [p for p in eng.passes(prep) if p.name == "balance"]
+            balance_only = [p for p in eng.passes(prep) if p.name in ("partial", "balance")]
             pool.run(eng, prep, rows=region.rows, table=ports, passes=balance_only)
         else:
             ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
