@@ -4,7 +4,11 @@ load (in parts of whole sibling groups of leaves, which share no upper
 switch), down-cable offsets of foreign residues, even up cables.  Where
 nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
 complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
-and no pass: the same tables, in Dmodc's time."""
+and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
+kernel would route as Dmodc's does (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`:
+most of a damaged tree's) take Dmodc's kernel, and a first pass ("partial")
+gives them the nominal kernel's entries towards the targets some but not
+all of their up groups lead closer to."""
 
 from __future__ import annotations
 
