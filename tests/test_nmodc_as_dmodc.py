@@ -188,3 +188,26 @@ def test_a_pool_routes_it_with_dmodc_s_kernel() -> None:
         want = route(f, algorithm="dmodc", pool=pool, lmc=1)
     assert np.array_equal(got.tables.ports, want.tables.ports)
     assert engine("nmodc").passes(_prepared(f)) == ()
+
+
+def test_an_incremental_reroute_in_the_pool_redoes_the_partial_entries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reroute's whole rows in the pool take Dmodc's kernel where they
+    can; the pass "partial" runs with the redirects by load: the same
+    tables as a full route."""
+    from smroute.fabric.model.base import NodeType
+    from smroute.routing.nmodc import incremental
+    from smroute.routing.reroute import reroute
+
+    monkeypatch.setattr(incremental, "POOL_PAIRS", 0)
+    f0 = degrade(pgft(3, (6, 6, 12), (1, 6, 6), (1, 1, 1)), np.random.default_rng(2), links=3)[0]
+    sw = f0.node_type == NodeType.SWITCH
+    inter = np.flatnonzero(sw[f0.port_node[f0.link_a]] & sw[f0.port_node[f0.link_b]])
+    with RoutePool(2) as pool:
+        prev = route(f0, algorithm="nmodc", pool=pool)
+        for k in (0, 7, 21):
+            f1 = f0.with_removed(links=[inter[k]])
+            rr = reroute(prev, f1, lmc=None, pool=pool)
+            assert rr.incremental
+            assert np.array_equal(rr.result.tables.ports,
+                                  route(f1, algorithm="nmodc", workers=1).tables.ports)

@@ -128,8 +128,10 @@ class NmodcIncremental(IncrementalHook):
         plan: _Plan = region.data
         if self.rows_in_pool(region, pool):
             assert pool is not None
-            balance_only = [p for p in eng.passes(prep) if p.name in ("partial", "balance")]
-            pool.run(eng, prep, rows=region.rows, table=ports, passes=balance_only)
+            # the kernel's rows (Dmodc's where it can, then the partial
+            # targets' entries), then the redirects by load
+            steps = [p for p in eng.passes(prep) if p.name in ("partial", "balance")]
+            pool.run(eng, prep, rows=region.rows, table=ports, passes=steps)
         else:
             ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, slots)
