@@ -4,8 +4,8 @@ Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
-        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N [--seed S]] [--validate]
-        [--before DIR]
+        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N] [--remove-switches N]
+        [--seed S] [--validate] [--before DIR]
 
 ``--before DIR``: a checkout of the code before (e.g. ``git archive main | tar
 -x -C DIR``; its ``build/`` holds what its ``scripts/setup.sh`` built, if
@@ -19,8 +19,9 @@ checkout routes with its own default.
 ``--algorithm``: one or several routing algorithms (comma-separated), timed
 on the same fabric and pool in alternating runs; the ratio to the first
 (the median of the runs' ratios) is printed.
-``--remove-links``: time a degraded tree (N random switch-to-switch links
-removed, seeded).
+``--remove-links`` / ``--remove-switches``: time a degraded tree (N random
+switch-to-switch links, or N random switches, removed, seeded; switches
+first).
 ``--validate``: also time the validation walk of one result per algorithm
 (every switch to every LID, as ``smroute route``, the daemon and the
 OpenSM plugin run it before tables leave smroute), median of up to 3 runs.
@@ -90,7 +91,7 @@ def job_memory_mib(pool: RoutePool, fabric, pids: list[int],
 
 def bench(name: str, runs: int, workers: int, agg: bool = False,
           algorithms: tuple[str, ...] = ("dmodc",), remove_links: int = 0,
-          seed: int = 1, validate: bool = False) -> None:
+          seed: int = 1, validate: bool = False, remove_switches: int = 0) -> None:
     """Time every algorithm of ``algorithms`` on one fabric, each in a pool
     of its own (a daemon routes with one algorithm: its workers are warmed
     by that algorithm alone).  The runs alternate between the algorithms
@@ -102,9 +103,11 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
     n_hosts = len(fabric.cas)
     if agg:
         fabric = with_aggregation_nodes(fabric)
-    if remove_links:
-        fabric, _ = degrade(fabric, np.random.default_rng(seed), links=remove_links)
-        print(f"degraded: {remove_links} random switch-to-switch links removed (seed {seed})")
+    if remove_links or remove_switches:
+        fabric, _ = degrade(fabric, np.random.default_rng(seed), switches=remove_switches,
+                            links=remove_links)
+        print(f"degraded: {remove_switches} random switches and {remove_links} random "
+              f"switch-to-switch links removed (seed {seed})")
     timings: dict[str, list[dict[str, float]]] = {alg: [] for alg in algorithms}
     sizes: dict[str, tuple[int, float]] = {}
     job_mib: dict[str, tuple[float, float] | None] = {}
@@ -130,7 +133,7 @@ def bench(name: str, runs: int, workers: int, agg: bool = False,
     totals = {alg: [sum(t.values()) for t in ts] for alg, ts in timings.items()}
     for alg in algorithms:
         _report(name, fabric, n_hosts, runs, workers, agg, alg, (h, m, w, p),
-                bool(remove_links), timings[alg], sizes[alg], job_mib[alg])
+                bool(remove_links or remove_switches), timings[alg], sizes[alg], job_mib[alg])
         if len(algorithms) > 1:
             ratio = statistics.median(a / b for a, b in zip(totals[alg], totals[algorithms[0]],
                                                             strict=True))
@@ -222,7 +225,10 @@ def main() -> None:
                     f"default, {DEFAULT}; with --before each checkout's own)")
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
                     help="remove N random switch-to-switch links first")
-    ap.add_argument("--seed", type=int, default=1, help="seed of --remove-links")
+    ap.add_argument("--remove-switches", type=int, default=0, metavar="N",
+                    help="remove N random switches first")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of --remove-links and --remove-switches")
     ap.add_argument("--validate", action="store_true",
                     help="also time the validation walk of one result per algorithm")
     ap.add_argument("--before", metavar="DIR", type=Path,
@@ -237,6 +243,8 @@ def main() -> None:
     print(f"load average at start: {load()}")
     t = time.perf_counter()
     if args.before is not None:
+        if args.remove_switches:
+            sys.exit("route_bench.py: --remove-switches is not run with --before")
         for name in ["11664-parallel" if args.parallel else "11664"] + (
                 ["40960"] if args.big else []):
             bench_before(name, args.before, args.runs, args.workers, args.agg, algs,
@@ -246,10 +254,10 @@ def main() -> None:
         return
     algs = algs or (DEFAULT,)
     bench("11664-parallel" if args.parallel else "11664", args.runs, args.workers, args.agg,
-          algs, args.remove_links, args.seed, args.validate)
+          algs, args.remove_links, args.seed, args.validate, args.remove_switches)
     if args.big:
         bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed,
-              args.validate)
+              args.validate, args.remove_switches)
     print(f"(load average at end: {load()}; benchmark wall time {time.perf_counter() - t:.1f} s)")
 
 

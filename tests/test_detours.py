@@ -446,7 +446,7 @@ def test_a_resumed_detour_epoch_is_routed_again_with_its_lanes() -> None:
     f = _degraded(648, 400, 0)
     r = own_tables(route(f, workers=1, max_vls=4))
     assert r.mode == "tree+detours" and r.lanes is not None
-    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+    meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
     b = rebuild_result(f, r.tables, meta, fabric_roles(f), None, 4)
     assert b.tables is r.tables and b.mode == r.mode and b.lanes is not None

@@ -127,7 +127,7 @@ def test_dmodc_tables_on_complete_pgfts(eng: api.Engine, shape: tuple, lmc: int)
     if not eng.guarantees.dmodc_tables:
         pytest.skip(f"{eng.name} does not state Dmodc's tables")
     f = pgft(*shape, lmc=lmc)
-    want = route(f, algorithm=api.DEFAULT, workers=1, lmc=lmc)
+    want = route(f, algorithm="dmodc", workers=1, lmc=lmc)
     got = route(f, algorithm=eng.name, workers=1, lmc=lmc)
     assert got.algorithm == eng.name and got.mode == "tree"
     assert _same(got, want)
@@ -236,4 +236,19 @@ def test_the_dummy_is_no_builtin_engine() -> None:
     assert Dummy.name not in api.names(lab=True)
     with pytest.raises(RoutingError):
         route(pgft(2, [2, 2], [1, 2], [1, 1]), algorithm=Dummy.name, workers=1)
-    assert isinstance(api.engine(api.DEFAULT), Dmodc)
+    assert isinstance(api.engine("dmodc"), Dmodc)
+
+
+def test_the_default_is_nmodc_everywhere_none_is_named() -> None:
+    """One switch, api.DEFAULT: the routing, the daemon's settings and its
+    config file's example route with Nmodc unless told otherwise."""
+    from pathlib import Path
+
+    from smroute.service.config import parse_config
+    from smroute.service.settings import ServiceConfig
+
+    assert api.DEFAULT == "nmodc" and api.names()[0] == "nmodc"
+    assert route(pgft(2, [2, 4], [1, 2], [1, 1]), workers=1).algorithm == "nmodc"
+    assert ServiceConfig().algorithm == "nmodc"
+    yaml = Path(__file__).resolve().parent.parent / "deploy" / "smroute.yaml"
+    assert parse_config(yaml.read_text(), str(yaml)).algorithm == "nmodc"

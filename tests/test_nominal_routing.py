@@ -542,7 +542,7 @@ def test_side_by_side_routes_nmodc_beside_dmodc(tmp_path: Path) -> None:
     from smroute.analysis.compare import CompareConfig
     from smroute.lab.sidebyside import DEFAULT_ENGINES, ENGINES, run_side_by_side
 
-    assert "nmodc" in ENGINES and "nmodc" not in DEFAULT_ENGINES
+    assert DEFAULT_ENGINES[:2] == ("nmodc", "dmodc") and set(DEFAULT_ENGINES) < set(ENGINES)
     f, _ = degrade(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), np.random.default_rng(2), links=6)
     engines = ("dmodc", "nmodc", "minhop")  # OpenSM assigns the LIDs
     r = run_side_by_side(f, tmp_path, np.random.default_rng(1), engines=engines,

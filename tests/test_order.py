@@ -33,7 +33,7 @@ _CACHE: dict[tuple, tuple[Fabric, RoutingResult, RoutingView, np.ndarray]] = {}
 
 
 def routed(spec: tuple) -> tuple[Fabric, RoutingResult, RoutingView, np.ndarray]:
-    """Fabric, Dmodc routing, view and each end-port's NID."""
+    """Fabric, its routing (the default engine), view and each end-port's NID."""
     if spec not in _CACHE:
         f = pgft(*spec)
         r = route(f, workers=1)
@@ -221,7 +221,7 @@ def test_cli_hostfile_is_contention_free(topo: Path, tmp_path: Path,
     by_name = {n: e for e, n in enumerate(names)}
     ranks = np.array([by_name[h] for h in lines])
     assert (walked_shift_hsd(v, ranks) == 1).all()
-    assert "order (dmodc): topological order: shift HSD avg 1.000 max 1" in cap.err
+    assert "order (nmodc): topological order: shift HSD avg 1.000 max 1" in cap.err
     assert "recursive-halving" in cap.err and "<- main metric" in cap.err
 
 
@@ -238,7 +238,7 @@ def test_cli_slurm_out_file_and_report(tmp_path: Path, capsys: pytest.CaptureFix
     assert len(text) == 8 and text[0::2] == text[1::2]
     assert sorted(text[0::2]) == ["node1", "node2", "node40", "node9"]
     cap = capsys.readouterr()
-    assert cap.out.startswith("order (dmodc): ") and "input avg" in cap.out
+    assert cap.out.startswith("order (nmodc): ") and "input avg" in cap.out
     assert cap.err == ""
     assert main(["order", "--fabric", str(fab), "--job", str(job), "--out", str(out)]) == 0
     assert out.read_text().splitlines() == text[0::2]

@@ -50,13 +50,14 @@ def director_site(*, spine_hosts: int = 2, line_hosts: int = 0, remove_links: in
 
 
 def _tree_tables(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
-    """Dmodc's tree tables of ``fabric`` and its destination LIDs, no mode applied."""
+    """The default engine's tree tables of ``fabric`` and its destination
+    LIDs, no mode applied."""
     g = switch_graph(fabric, fabric_roles(fabric))
-    eng = api.engine("dmodc")
+    eng = api.engine(api.DEFAULT)
     prep = eng.prepare(g, None, time.perf_counter, {})
     pool = RoutePool(1)
     try:
-        return pool.run(eng, prep), prep.dest.lid
+        return eng.tables(fabric, prep, pool), prep.dest.lid
     finally:
         pool.close()
 
@@ -269,7 +270,7 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     f = director_site()
     r = own_tables(route(f, workers=1))
     assert r.mode == "tree+orient"
-    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+    meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
     b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
     assert b.mode == "tree+orient" and b.oriented is not None
@@ -290,7 +291,7 @@ def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
     f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
     r = own_tables(route(f, workers=1))
     assert "rooted at one switch per component" in r.mode_reason
-    meta = {"algorithm": "dmodc", "lmc_setting": "fabric", "mode": r.mode,
+    meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
     b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
     assert np.array_equal(b.graph.rank, r.graph.rank)

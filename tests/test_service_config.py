@@ -55,7 +55,7 @@ def test_empty_document_is_the_default_config():
         assert parse_config(text) == default_config()
     d = default_config()
     assert d.listen == "unix:/run/smroute/smroute.sock" and d.loopback_only
-    assert d.workers == 2 and d.algorithm == "dmodc" and d.lmc is None  # the fabric's LMC
+    assert d.workers == 2 and d.algorithm == "nmodc" and d.lmc is None  # the fabric's LMC
     assert d.epoch_history == 8 and d.fabric is None and d.coalesce_ms == 20.0
     assert d.fabric_dirs == ()
     assert d.tls is None and d.mutating_identities == ()
@@ -107,7 +107,7 @@ limits:
 def test_lab_only_engines_are_not_offered():
     """D-mod-K routes complete generated trees only: the daemon's config
     refuses it, naming the engines it offers."""
-    with pytest.raises(ConfigError, match="algorithm.*dmodc.*nmodc"):
+    with pytest.raises(ConfigError, match="algorithm.*nmodc.*dmodc"):
         parse_config("algorithm: dmodk\n", "lab.yaml")
 
 

@@ -193,13 +193,13 @@ def test_settings_change_only_on_the_sequencer(core: RoutingCore) -> None:
     core.seq.call(lambda: (started.set(), hold.wait(30)))
     assert started.wait(10)
     done: list[Any] = []
-    t = threading.Thread(target=lambda: done.append(core.configure(algorithm="nmodc", lmc=1)))
+    t = threading.Thread(target=lambda: done.append(core.configure(algorithm="dmodc", lmc=1)))
     t.start()
     t.join(0.3)
-    assert t.is_alive() and core.settings.algorithm == "dmodc"  # queued behind the job
+    assert t.is_alive() and core.settings.algorithm == "nmodc"  # queued behind the job
     hold.set()
     t.join(10)
-    assert done and done[0].algorithm == "nmodc" and core.settings.lmc == 1
+    assert done and done[0].algorithm == "dmodc" and core.settings.lmc == 1
     with pytest.raises(ServiceError) as ei:
         core.configure(algorithm="nope")
     assert ei.value.status == Status.INVALID_ARGUMENT

@@ -183,27 +183,27 @@ def test_bands() -> None:
         "0", "1-3", "1-3", "4-15", "4-15", "16-63", "16-63", "64+", "64+"]
     rows = [{"fabric": "F", "mode": "switch", "throw": t, "removed": rem, "engine": e,
              "status": st, "sp": v}
-            for t, rem, e, st, v in [(0, 0, "dmodc", "ok", 1.0), (0, 0, "ftree", "ok", 1.0),
-                                     (1, 5, "dmodc", "ok", 2.0), (1, 5, "ftree", "failed", 0.0),
-                                     (2, 7, "dmodc", "ok", 4.0), (2, 7, "ftree", "ok", 3.0)]]
-    t = band_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
-    assert t[0] == ["removed (throws)", "dmodc", "ftree"]
+            for t, rem, e, st, v in [(0, 0, "nmodc", "ok", 1.0), (0, 0, "ftree", "ok", 1.0),
+                                     (1, 5, "nmodc", "ok", 2.0), (1, 5, "ftree", "failed", 0.0),
+                                     (2, 7, "nmodc", "ok", 4.0), (2, 7, "ftree", "ok", 3.0)]]
+    t = band_table(rows, "F", "switch", "sp", ["nmodc", "ftree"])
+    assert t[0] == ["removed (throws)", "nmodc", "ftree"]
     assert t[1] == ["0 (1)", "1 / 1", "1 / 1"]
     assert t[2] == ["1-3 (0)", "-", "-"]
     assert t[3] == ["4-15 (2)", "3 / 4", "3 / 3 (1 failed)"]
-    # paired: only throws where both are ok; throw 2 has dmodc worse by 1
-    p = paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
-    assert p == [["removed", "dmodc vs ftree"], ["0", "0/1/0"], ["1-3", "-"],
+    # paired: only throws where both are ok; throw 2 has nmodc worse by 1
+    p = paired_table(rows, "F", "switch", "sp", ["nmodc", "ftree"])
+    assert p == [["removed", "nmodc vs ftree"], ["0", "0/1/0"], ["1-3", "-"],
                  ["4-15", "1/0/0 (+1)"], ["16-63", "-"], ["64+", "-"]]
     # a routing that leaves pairs undelivered is not comparable: counted apart
-    rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "dmodc",
+    rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "nmodc",
                  "status": "ok", "sp": 1.0, "unroutable_pairs": 36})
     rows.append({"fabric": "F", "mode": "switch", "throw": 3, "removed": 20, "engine": "ftree",
                  "status": "ok", "sp": 5.0, "unroutable_pairs": 0})
-    t = band_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])
+    t = band_table(rows, "F", "switch", "sp", ["nmodc", "ftree"])
     assert t[4] == ["16-63 (1)", "- (1 incomplete)", "5 / 5"]
-    assert paired_table(rows, "F", "switch", "sp", ["dmodc", "ftree"])[4] == ["16-63", "-"]
-    md = markdown_report(rows, ["dmodc", "ftree"], metrics=("sp",))
+    assert paired_table(rows, "F", "switch", "sp", ["nmodc", "ftree"])[4] == ["16-63", "-"]
+    md = markdown_report(rows, ["nmodc", "ftree"], metrics=("sp",))
     assert md[0] == "#### F, switch degradation (4 throws)"
     assert "| 4-15 (2) | 3 / 4 | 3 / 3 (1 failed) |" in md
     assert "| 4-15 | 1/0/0 (+1) |" in md
@@ -240,7 +240,7 @@ def test_small_study_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert {(r["mode"], r["throw"]) for r in zero} >= {("switch", 0), ("link", 0)}
     for r in rows:
         assert r["status"] == "ok", r
-        assert r["order"] == "dmodc"
+        assert r["order"] == "nmodc"  # the default's topological order
         assert 0 <= int(str(r["removed"])) < int(str(r["total"]))
         assert float(str(r["routing_seconds"])) >= 0
     for r in zero:
@@ -337,35 +337,35 @@ def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
 @pytest.mark.real
 @needs_ibsim
 def test_resume_adds_engines_beside_cached_rows(tmp_path: Path) -> None:
-    """A study that grows by nmodc and an OpenSM engine (dnup) runs those
-    (and Dmodc, checked) alone beside the cached rows; a cached Dmodc row
+    """A study that grows by dmodc and an OpenSM engine (dnup) runs those
+    (and the default, Nmodc, checked) alone beside the cached rows; a cached Nmodc row
     that does not reproduce marks the throw ``error``, and the next resume
     runs it in full."""
     kw = {"rp_samples": 50, "random_orders": 1}
     csv_file = tmp_path / "study.csv"
-    first = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11, ["dmodc", "minhop"],
+    first = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11, ["nmodc", "minhop"],
                        str(tmp_path / "w"), **kw)
     run_study(first, csv_file)
     cached = {(r["throw"], r["engine"]): r for r in read_rows(csv_file)}
     grown = plan_tasks(f"pgft:{SMALL}", "small", ["link"], 3, 11,
-                       ["dmodc", "nmodc", "minhop", "dnup"], str(tmp_path / "w"), vls=2, **kw)
+                       ["nmodc", "dmodc", "minhop", "dnup"], str(tmp_path / "w"), vls=2, **kw)
     rows = run_study(grown, csv_file)
     got = {(r["throw"], r["engine"]): r for r in rows}
     assert len(got) == 12 and all(r["status"] == "ok" for r in rows)
-    for t in range(3):  # minhop's rows kept as they were (not rerun), Dmodc's reproduced
+    for t in range(3):  # minhop's rows kept as they were (not rerun), Nmodc's reproduced
         assert got[(t, "minhop")] == cached[(t, "minhop")]
-        assert {k: float(f"{got[(t, 'dmodc')][k]:.6g}") for k in METRICS} == \
-            {k: cached[(t, "dmodc")][k] for k in METRICS}
-        assert got[(t, "nmodc")]["routing_mode"] in ("tree", "tree+turns", "tree+detours")
+        assert {k: float(f"{got[(t, 'nmodc')][k]:.6g}") for k in METRICS} == \
+            {k: cached[(t, "nmodc")][k] for k in METRICS}
+        assert got[(t, "dmodc")]["routing_mode"] in ("tree", "tree+turns", "tree+detours")
         assert got[(t, "dnup")]["hosts"] == cached[(t, "minhop")]["hosts"]
-    # a cached Dmodc row from other permutations: that throw's rows turn to error
-    bad = [dict(r, a2a=float(r["a2a"]) + 1) if (r["throw"], r["engine"]) == (1, "dmodc")
-           else r for r in rows if (r["throw"], r["engine"]) not in ((1, "nmodc"), (1, "dnup"))]
+    # a cached Nmodc row from other permutations: that throw's rows turn to error
+    bad = [dict(r, a2a=float(r["a2a"]) + 1) if (r["throw"], r["engine"]) == (1, "nmodc")
+           else r for r in rows if (r["throw"], r["engine"]) not in ((1, "dmodc"), (1, "dnup"))]
     csv_file.write_text(format_rows(bad))
     rows = run_study(grown, csv_file)
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
-    assert t1["dmodc"]["status"] == t1["nmodc"]["status"] == t1["dnup"]["status"] == "error"
-    assert "do not reproduce" in str(t1["dmodc"]["error"])
+    assert t1["nmodc"]["status"] == t1["dmodc"]["status"] == t1["dnup"]["status"] == "error"
+    assert "do not reproduce" in str(t1["nmodc"]["error"])
     rows = run_study(grown, csv_file)  # in full, OpenSM too
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
     assert {r["status"] for r in t1.values()} == {"ok"} and len(t1) == 4
@@ -395,16 +395,16 @@ def test_verdict_table_against_the_best_complete_rival() -> None:
 def test_bar_table_judges_every_engine_against_the_others() -> None:
     rows = [{"fabric": "f", "mode": "link", "throw": t, "seed": 1, "removed": 5, "engine": e,
              "status": "ok", "a2a": v + (t % 2 if e == "minhop" else 0), "unroutable_pairs": 0}
-            for t in range(6) for e, v in (("nmodc", 10), ("dfsssp", 12), ("minhop", 10))]
-    engines = ["nmodc", "dfsssp", "minhop"]
+            for t in range(6) for e, v in (("dmodc", 10), ("dfsssp", 12), ("minhop", 10))]
+    engines = ["dmodc", "dfsssp", "minhop"]
     t = bar_table(rows, "f", "link", engines, engines, metrics=("a2a",))
-    # dfsssp is worse than nmodc on all 6 throws (p = 1/64); minhop worse
-    # on 3 of 6 (p 0.125: a miss, not significant); nmodc is never worse
-    assert t[1:] == [["nmodc", "1 / 1", "0"], ["dfsssp", "0 / 1", "1"], ["minhop", "0 / 1", "0"]]
+    # dfsssp is worse than dmodc on all 6 throws (p = 1/64); minhop worse
+    # on 3 of 6 (p 0.125: a miss, not significant); dmodc is never worse
+    assert t[1:] == [["dmodc", "1 / 1", "0"], ["dfsssp", "0 / 1", "1"], ["minhop", "0 / 1", "0"]]
     # in the report, against the OpenSM engines only: minhop's rival is dfsssp
     md = markdown_report(rows, engines, metrics=("a2a",))
     at = md.index("| engine | ok cells | significant misses |")
-    assert md[at + 2:at + 5] == ["| nmodc | 1 / 1 | 0 |", "| dfsssp | 0 / 1 | 1 |",
+    assert md[at + 2:at + 5] == ["| dmodc | 1 / 1 | 0 |", "| dfsssp | 0 / 1 | 1 |",
                                  "| minhop | 1 / 1 | 0 |"]
 
 

@@ -2,7 +2,7 @@
 source rank should use (LMC hot-spot avoidance, :mod:`smroute.lids.select`).
 
 The fabric (ibnetdiscover text, with the LIDs and LMC the subnet manager
-assigned) is routed with Dmodc using ``--lmc`` (default: the LMC of the job's
+assigned) is routed with the default engine (Nmodc) using ``--lmc`` (default: the LMC of the job's
 ports); the job file lists one host per line in rank order (node description
 or ``0x`` GUID).  Output formats, all with DLIDs in decimal:
 
@@ -47,13 +47,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "lids",
         help="choose per (source, destination) rank the DLID that avoids hot spots (LMC)",
-        description="Route FABRIC with Dmodc and LMC, then choose for every pair of ranks of "
-        "the job which of the destination's 2^LMC LIDs to use so that in every stage of the "
-        "pattern as few flows as possible share a link. Prints a DLID table an MPI library or "
-        "launcher can load, and the hot-spot degree (HSD) against base LIDs. On a fabric "
-        "whose job ports have LMC 0 there is nothing to choose: the table holds the base "
-        "LIDs and a warning says so (exit 0); --lmc above the ports' LMC is an error "
-        "(exit 2).",
+        description="Route FABRIC with the default engine (Nmodc) and LMC, then choose for "
+        "every pair of ranks of the job which of the destination's 2^LMC LIDs to use so "
+        "that in every stage of the pattern as few flows as possible share a link. Prints "
+        "a DLID table an MPI library or launcher can load, and the hot-spot degree (HSD) "
+        "against base LIDs. On a fabric whose job ports have LMC 0 there is nothing to "
+        "choose: the table holds the base LIDs and a warning says so (exit 0); --lmc above "
+        "the ports' LMC is an error (exit 2).",
     )
     p.add_argument("--fabric", required=True, metavar="F", help="ibnetdiscover topology file")
     add_strict_option(p)
@@ -134,6 +134,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
     from smroute.cli.inputs import load_fabric
     from smroute.cli.progress import Progress
     from smroute.lids.select import job_lmc, select_lids
+    from smroute.routing.api import DEFAULT
     from smroute.routing.engine import route
     from smroute.routing.workers import workers_for
 
@@ -162,7 +163,7 @@ def cmd_lids(args: argparse.Namespace) -> int:
               "there is no LID to choose, every DLID is the base LID; give the ports "
               "2^LMC LIDs in the subnet manager (OpenSM's lmc) to avoid hot spots",
               file=sys.stderr)
-    t = prog.start("routing with dmodc")
+    t = prog.start(f"routing with {DEFAULT}")
     workers = workers_for(len(fabric.switches), len(fabric.lid_to_port) << (args.lmc or 0),
                           args.workers)
     result = route(fabric, lmc=args.lmc, workers=workers)

@@ -1,8 +1,8 @@
 """``smroute order``: the MPI rank order of a job's hosts that makes the
 routing's shift permutations contention-free where the fabric allows it.
 
-The fabric (ibnetdiscover text) is routed (``--algorithm``, Dmodc by
-default); the job's hosts are then sorted by the routing's topological NIDs
+The fabric (ibnetdiscover text) is routed (``--algorithm``, the default
+engine, Nmodc, unless named); the job's hosts are then sorted by the routing's topological NIDs
 (:mod:`smroute.analysis.order`).  The job file lists one host per line: a node
 description, a node or port GUID (``0x...``), or a host name (the ``HOST`` of
 CAs described ``"HOST DEVICE"``, e.g. ``node7 mlx5_0``; a host with several
@@ -76,7 +76,7 @@ def register(subparsers: Any) -> None:
                    help="write here (a regular file, replaced atomically); - for stdout "
                    "(default)")
     p.add_argument("--algorithm", choices=api.names(), default=api.DEFAULT,
-                   help="the routing whose order to use (default dmodc)")
+                   help=f"the routing whose order to use (default {api.DEFAULT})")
     add_role_options(p)
     p.set_defaults(func=cmd_order)
 

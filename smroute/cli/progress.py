@@ -2,7 +2,7 @@
 
 Phase lines, which scripts and tests read, on the given stream (stderr)::
 
-    smroute: routing with dmodc...
+    smroute: routing with nmodc...
     smroute:   route done in 0.351 s (rank 0.035 s, costs 0.026 s, ...)
 
 and progress bars drawn by `tqdm <https://tqdm.github.io/>`_ on the same

@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
     add_strict_option(p)
     add_role_options(p)
     p.add_argument("--algorithm", choices=api.names(lab=True), default=api.DEFAULT,
-                   help="routing algorithm (default dmodc)")
+                   help=f"routing algorithm (default {api.DEFAULT})")
     p.add_argument("--lmc", type=int_range(0, 7), default=None, metavar="N",
                    help="route 2^N LIDs per end-port, 0..7 (default: each port's LMC in FABRIC)")
     add_workers_option(p, help="worker processes for route computation",

@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
                    "the config's fabric_dirs; default: none, server-side paths refused)")
     add_workers_option(p, help="routing worker processes",
                        default_text="default: the config's workers, 2 without one")
-    p.add_argument("--algorithm", choices=api.names(), help="routing algorithm")
+    p.add_argument("--algorithm", choices=api.names(),
+                   help=f"routing algorithm (default: the config's, {api.DEFAULT} without one)")
     p.add_argument("--lmc", type=int_range(0, 7), metavar="N", help="LMC (0..7)")
     p.add_argument("--max-vls", type=_max_vls, metavar="N|auto",
                    help="data VLs the subnet manager programs (1..15); 2 or more allows "

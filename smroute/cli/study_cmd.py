@@ -62,7 +62,7 @@ MAX_ORDERS = 10_000
 def register(subparsers: Any) -> None:
     """Add the ``study`` command (``degrade``, ``plot``, ``report``) to ``subparsers``."""
     p = subparsers.add_parser(
-        "study", help="degradation study: Dmodc against OpenSM's engines",
+        "study", help="degradation study: smroute's engines against OpenSM's",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND", required=True)
 

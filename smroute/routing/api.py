@@ -144,8 +144,11 @@ class Engine(Protocol):
 #: Every engine by name, in the order they are offered (read it through
 #: :func:`names` and :func:`engine`, which register the built-in ones first).
 REGISTRY: dict[str, Engine] = {}
-#: The engine used when none is named: Dmodc (the paper).
-DEFAULT = "dmodc"
+#: The engine used when none is named: Nmodc (Dmodc's tables where the tree
+#: lost nothing, in Dmodc's time; nominal slots where it did).  The one
+#: switch: the CLI, the daemon, its config, the plugin's daemon, ``order``,
+#: ``lids`` and the study read it.
+DEFAULT = "nmodc"
 
 
 def _builtin() -> None:

@@ -1,5 +1,5 @@
-"""The built-in routing engines: Dmodc (the paper), Nmodc
-(:mod:`smroute.routing.nmodc`) and D-mod-K (lab-only,
+"""The built-in routing engines: Nmodc (:mod:`smroute.routing.nmodc`, the
+default), Dmodc (the paper) and D-mod-K (lab-only,
 :mod:`smroute.routing.dmodk`), registered in :data:`~smroute.routing.api.REGISTRY`
 in the order they are offered."""
 
@@ -99,6 +99,6 @@ class Dmodk(Dmodc):
         raise NotImplementedError("D-mod-K routes whole tables from the fabric's PGFT tuples")
 
 
+NMODC = register(Nmodc())  # the default (api.DEFAULT): offered first
 DMODC = register(Dmodc())
-NMODC = register(Nmodc())
 DMODK = register(Dmodk())

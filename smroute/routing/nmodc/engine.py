@@ -1,12 +1,20 @@
 """The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
 gaps, the nominal kernel, then its whole-table passes in order: redirects by
 load (in parts of whole sibling groups of leaves, which share no upper
-switch), down-cable offsets of foreign residues, even up cables."""
+switch), down-cable offsets of foreign residues, even up cables.  Where
+nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
+complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
+and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
+kernel would route as Dmodc's does (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`:
+most of a damaged tree's) take Dmodc's kernel, and a first pass ("partial")
+gives them the nominal kernel's entries towards the targets some but not
+all of their up groups lead closer to."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -14,21 +22,29 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.routing import dmodc, kernel
 from smroute.routing.api import (
     Arrays,
+    Engine,
     Guarantees,
     Pass,
     Prepared,
     Runner,
-    base_arrays,
     dest_from,
+    engine,
     graph_from,
+    subset,
 )
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["Nmodc", "balance_pass", "group_parts"]
+__all__ = ["Nmodc", "balance_pass", "group_parts", "partial_parts", "partial_pass"]
+
+#: what :meth:`Nmodc.arrays` found of a routing's switches
+#: (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`), for its pass's parts
+_ROWS: WeakKeyDictionary[Prepared, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+    WeakKeyDictionary())
 
 
 def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
@@ -54,9 +70,71 @@ def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.
     return [p for p in np.split(leaves[order], cuts) if len(p)]
 
 
+def _mask_groups(rows: np.ndarray, partial: np.ndarray,
+                 targets: np.ndarray) -> list[np.ndarray]:
+    """The switches of ``rows`` (``(S,)`` bool) with partial targets,
+    grouped by the same targets (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`)."""
+    sw = np.flatnonzero(rows & (partial >= 0))
+    sw = sw[targets[partial[sw]].any(axis=1)]
+    if not len(sw):
+        return []
+    sets, set_of = np.unique(partial[sw], return_inverse=True)
+    _, mask_of = np.unique(targets[sets], axis=0, return_inverse=True)
+    group = mask_of.ravel()[set_of.ravel()]
+    order = np.argsort(group, kind="stable")
+    return np.split(sw[order], np.flatnonzero(np.diff(group[order])) + 1)
+
+
+def partial_parts(rows: np.ndarray, partial: np.ndarray, targets: np.ndarray,
+                  k: int) -> list[np.ndarray]:
+    """At most ``k`` parts of whole groups (:func:`_mask_groups`) for
+    :func:`partial_pass`, about even in entries."""
+    groups = _mask_groups(rows, partial, targets)
+    load = [len(grp) * int(targets[partial[grp[0]]].sum()) for grp in groups]
+    parts: list[list[np.ndarray]] = [[] for _ in range(max(k, 1))]
+    sums = [0] * len(parts)
+    for i in np.argsort(load)[::-1].tolist():
+        j = sums.index(min(sums))
+        parts[j].append(groups[i])
+        sums[j] += load[i]
+    return [np.concatenate(p) for p in parts if p]
+
+
+def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
+    """Nmodc's kernel's entries, in ``a["table"]``, of the switches Dmodc's
+    kernel routed (``n_dmodc``) towards their partial targets
+    (``n_partial``, ``n_targets``; ``part``: only those switches, whole
+    groups of :func:`partial_parts`), a kernel call per group of switches
+    with the same partial targets.  They share nothing by capacity, so an
+    entry reads its own column only: the entries of the targets alone are
+    the kernel's on the whole row."""
+    rows = a["n_dmodc"]
+    if part is not None:
+        rows = np.zeros_like(rows)
+        rows[part] = True
+    groups = _mask_groups(rows, a["n_partial"], a["n_targets"])
+    if not groups:
+        return
+    g, dest = graph_from(a), dest_from(a)
+    memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
+    for sw in groups:
+        sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
+        out = np.empty((len(sw), len(sel)), dtype=np.uint8)
+        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
+                            memo=memo, capacity=False, redirect=rd)
+        a["table"][sw[:, None], dest.lid[sel][None, :]] = out
+
+
+def dmodc_engine() -> Engine:
+    """Dmodc (:mod:`smroute.routing.builtin`): the engine Nmodc routes a tree
+    with where it routes as Dmodc does (:mod:`smroute.routing.nmodc.as_dmodc`)."""
+    return engine("dmodc")
+
+
 class Nmodc:
     """Nmodc (:mod:`smroute.routing.nmodc.nominal`): Dmodc's tables on a complete
-    PGFT, nominal slots on a degraded one."""
+    PGFT (Dmodc's kernel, :mod:`smroute.routing.nmodc.as_dmodc`), nominal
+    slots on a degraded one."""
 
     name = "nmodc"
     title = "Nmodc"
@@ -67,42 +145,82 @@ class Nmodc:
 
     def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
+        """Dmodc's costs, dividers, NIDs and destinations where the tree
+        routes as Dmodc (``aux``: :data:`~smroute.routing.nmodc.as_dmodc.AS_DMODC`),
+        else the nominal slots (``aux``), the nominal dividers and the NIDs
+        with wrap gaps."""
         t = clock()
-        slots = nominal.nominal_slots(g)
-        c = dmodc.costs_and_dividers(g)[0] if costs is None else costs
-        pi = nominal.nominal_dividers(g, slots.arity)
+        c, pi = dmodc.costs_and_dividers(g) if costs is None else (costs, dmodc.dividers(g))
         t2 = clock()
         timings["costs"] = t2 - t
         nids = dmodc.topological_nids(g, c)
-        dest = dmodc.destinations(g, nominal.wrap_gaps(g, nids), lmc=lmc)
+        gapped = nominal.wrap_gaps(g, nids)
+        dest = dmodc.destinations(g, gapped, lmc=lmc)
+        if gapped is nids and not as_dmodc(g, c, dest):
+            timings["nids"] = clock() - t2
+            return Prepared(g, c, pi, nids, dest, AS_DMODC)
+        slots = nominal.nominal_slots(g)
+        pi = nominal.nominal_dividers(g, slots.arity)
         timings["nids"] = clock() - t2
         return Prepared(g, c, pi, nids, dest, slots)
 
     def tables(self, fabric: Fabric, prep: Prepared, pool: Runner | None) -> np.ndarray:
         assert pool is not None
+        if isinstance(prep.aux, AsDmodc):
+            return dmodc_engine().tables(fabric, prep, pool)
         return pool.run(self, prep)
 
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
-        """:func:`~smroute.routing.api.base_arrays`, the packed nominal slots
-        ``n_slots`` and the switches that may share by capacity ``n_share``
-        (default :func:`~smroute.routing.nmodc.slot_tables.may_share`)."""
-        a = base_arrays(prep)
+        """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
+        packed nominal slots ``n_slots``, the switches that may share by
+        capacity ``n_share`` (default
+        :func:`~smroute.routing.nmodc.slot_tables.may_share`) and those whose
+        rows Dmodc's kernel computes ``n_dmodc``
+        (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`); Dmodc's arrays
+        alone where the tree routes as Dmodc."""
+        if isinstance(prep.aux, AsDmodc):
+            return dmodc_engine().arrays(prep)
+        a = dmodc_engine().arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
+        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
+        a["n_dmodc"], a["n_partial"] = rows, partial
+        a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
+        _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
     def kernel(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
                cache: dict[str, Any]) -> None:
-        if not cache:
+        """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
+        says they are the same (every row, with Dmodc's arrays alone); the
+        pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
+        towards their partial targets."""
+        if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
+            dmodc_engine().kernel(a, switches, out, cache)
+            return
+        if "g" not in cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
-        nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
-                            a["n_slots"], cache["ctx"], memo=cache["memo"],
-                            capacity=a["n_share"], redirect=cache["rd"])
+        plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
+        if plain.all():
+            dmodc_engine().kernel(a, switches, out, cache.setdefault("dmodc", {}))
+            return
+        if not plain.any():
+            nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
+                                a["n_slots"], cache["ctx"], memo=cache["memo"],
+                                capacity=a["n_share"], redirect=cache["rd"])
+            return
+        for rows, dm in ((np.flatnonzero(plain), True), (np.flatnonzero(~plain), False)):
+            part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
+            self.kernel(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
+                        switches[rows], part, cache)
+            out[rows] = part
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
+        if isinstance(prep.aux, AsDmodc):
+            return ()
         g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
 
         def offsets(a: Arrays, _: np.ndarray | None) -> None:
@@ -111,7 +229,12 @@ class Nmodc:
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
 
-        out = []
+        def parts(k: int) -> list[np.ndarray]:
+            rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
+                                      dmodc_rows(g, c, slots, slot_tables.may_share(g, c, dest)))
+            return partial_parts(rows, partial, targets, k)
+
+        out = [Pass("partial", partial_pass, parts)]
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
             out.append(Pass("offsets", offsets))

@@ -30,7 +30,7 @@ from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, s
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
 
-__all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state"]
+__all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state", "slots_of"]
 
 #: Partial pairs from which the whole rows and the redirects by load run in
 #: the pool's workers (a heavily damaged tree: 0.84 s in one process with
@@ -65,6 +65,14 @@ def nominal_state(res: RoutingResult) -> NominalState:
                                                      slots))
 
 
+def slots_of(prep: Prepared) -> nominal.NominalSlots:
+    """The nominal slots of ``prep``: its ``aux``, or computed where the
+    engine prepared it to route as Dmodc (:mod:`smroute.routing.nmodc.as_dmodc`)."""
+    if isinstance(prep.aux, nominal.NominalSlots):
+        return prep.aux
+    return nominal.nominal_slots(prep.graph)
+
+
 @dataclass(frozen=True, eq=False)
 class _Plan:
     was: NominalState
@@ -76,7 +84,7 @@ class NmodcIncremental(IncrementalHook):
     """Nmodc's incremental hook (module doc)."""
 
     def widen(self, prev: RoutingResult, prep: Prepared, region: Region) -> Region:
-        g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
+        g, c, dest, slots = prep.graph, prep.costs, prep.dest, slots_of(prep)
         was = prev.state if isinstance(prev.state, NominalState) else nominal_state(prev)
         rows = np.union1d(region.rows, nominal.changed_slots(prev.graph, was.slots, g, slots))
         # the shares by capacity read a switch's whole row
@@ -102,7 +110,7 @@ class NmodcIncremental(IncrementalHook):
         # a subset of the columns is routed only for switches that cannot
         # share their cables by capacity (the shares weigh the whole row)
         a = base_arrays(prep)
-        a["n_slots"] = nominal.packed_slots(prep.aux)
+        a["n_slots"] = nominal.packed_slots(slots_of(prep))
         a["n_share"] = np.full(prep.graph.n_switches, whole)
         return a
 
@@ -116,12 +124,14 @@ class NmodcIncremental(IncrementalHook):
 
     def redo(self, eng: Engine, prep: Prepared, ports: np.ndarray, region: Region,
              pool: RoutePool | None) -> tuple[np.ndarray, np.ndarray, Any]:
-        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
+        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, slots_of(prep)
         plan: _Plan = region.data
         if self.rows_in_pool(region, pool):
             assert pool is not None
-            balance_only = [p for p in eng.passes(prep) if p.name == "balance"]
-            pool.run(eng, prep, rows=region.rows, table=ports, passes=balance_only)
+            # the kernel's rows (Dmodc's where it can, then the partial
+            # targets' entries), then the redirects by load
+            steps = [p for p in eng.passes(prep) if p.name in ("partial", "balance")]
+            pool.run(eng, prep, rows=region.rows, table=ports, passes=steps)
         else:
             ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
         after = down_offsets.foreign_entries(g, c, pi, dest, ports, slots)

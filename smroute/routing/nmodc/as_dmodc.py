@@ -1,0 +1,257 @@
+"""Where Nmodc routes as Dmodc does: the test that lets the engine skip its
+nominal slots and passes (:class:`~smroute.routing.nmodc.engine.Nmodc`
+then runs Dmodc's kernel and no pass: the same tables, sooner).
+
+Nmodc differs from Dmodc only where something is lost or uneven
+(:mod:`smroute.routing.nmodc.nominal`).  :func:`as_dmodc` proves, from the
+switch graph, the costs and the destinations, that nothing is, i.e. that
+every part of Nmodc gives Dmodc's entries:
+
+1. **Siblings share their up-neighbours** (a switch's siblings: the
+   switches joined to it through shared up-neighbours).  Then the union of
+   a sibling group's up-neighbours is each member's own set, sorted by GUID
+   as Dmodc's groups are: nominal slot ``j`` is up group ``j``.  Every
+   upper switch's children are then one whole sibling group, so the up
+   groups of a switch all reach the same switches going down.
+2. **No group lacks a column of its family** (the lost slots of
+   :func:`~smroute.routing.nmodc.nominal.nominal_slots`: an upper switch
+   removed whole): every group has one up-neighbour in each column of its
+   family.  With 1, the nominal arity is the up-count: Nmodc's dividers are
+   Dmodc's, and no slot is lost.
+3. **Unique down paths**: from every switch, at most one down path to
+   another (counted by a sum over the children against the costs' count of
+   the switches below): a route going down has one closer group, so
+   Nmodc's spread over several (``C[t mod #C]``) never applies.
+4. **No partial pattern**: towards any target, either all of a sibling
+   group's up-neighbours are nearest or exactly one is.  Nmodc's slot
+   tables then hold all ``m`` slots or the one closer group, Dmodc's
+   ``C[x mod #C]`` entry for entry, and the lost-slot redirects never
+   apply, nor do the redirects by load (:mod:`~smroute.routing.nmodc.balance`:
+   their only candidate is the kernel's group).
+5. **No share by capacity**
+   (:func:`~smroute.routing.nmodc.slot_tables.may_share`, from the same
+   counts without the ``(S, T)`` products): no switch may share, or each
+   that may has the same cables on each up group and the same destination
+   LIDs on each from the targets only it leads closer to: the water-filling
+   is then the even spread (no gain) and the kernel keeps its tables; and
+   no leaf that may share has parallel up cables, which the even up cables
+   (:mod:`~smroute.routing.nmodc.even_cables`) would deal.
+6. **No upper switch with both end-ports and parallel down cables**: the
+   down-cable offsets (:mod:`~smroute.routing.nmodc.down_offsets`) move
+   only the foreign residues a child sends (none, by 1, 2, 4 and 5) and
+   those an upper switch's own end-ports send.
+7. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
+   the topological NIDs (the caller checks it).
+
+On a damaged tree most switches still route as Dmodc does, given Nmodc's
+dividers and NIDs: :func:`dmodc_rows` finds them switch by switch (their
+slots complete and their own, conditions 3 and 4 at the switch, no share by
+capacity there), and Nmodc's kernel routes their rows with Dmodc's.
+
+Every complete PGFT passes (with parallel cables, and with aggregation
+nodes unless they hang off an upper switch with parallel down cables), so
+does such a tree that lost whole top switches of every pod alike;
+tests/test_nmodc_as_dmodc.py holds the test to Nmodc's full path on
+complete and damaged trees.  The cost: a few passes over the cost rows of
+the sibling groups' up-neighbours (the 11,664-host tree: 648 of its 1,620
+rows) and of the switches with several down groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smroute.fabric.graph import components
+from smroute.routing.dmodc import UP_PHASE, Destinations
+from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["AS_DMODC", "AsDmodc", "as_dmodc", "dmodc_rows"]
+
+
+class AsDmodc:
+    """The :attr:`~smroute.routing.api.Prepared.aux` of a tree Nmodc routes
+    as Dmodc does (:func:`as_dmodc`): no nominal slots."""
+
+    def __repr__(self) -> str:
+        return "AS_DMODC"
+
+
+AS_DMODC = AsDmodc()
+
+
+def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
+    """``""`` where Nmodc's tables of ``g`` are Dmodc's by the module doc's
+    conditions 1-6 (``c`` ``(S, S)`` the encoded costs, ``dest`` the routed
+    destinations), else the first condition that fails."""
+    n = g.n_switches
+    rank = g.rank
+    if g.mode != "tree" or not n or (rank < 0).any():
+        return "no ranked tree"
+    up = rank[g.grp_remote] > rank[g.grp_switch]
+    gid = np.flatnonzero(up)
+    lo, hi = g.grp_switch[gid], g.grp_remote[gid]  # lo ascending: groups by switch
+    k = g.n_up
+    # 1. siblings share their up-neighbours: label a switch by the smallest
+    # child of its first up-neighbour; every upper switch's children carry
+    # its label, and as many up-neighbours as carry that label
+    rep = np.full(n, n, dtype=np.int64)
+    np.minimum.at(rep, hi, lo)
+    first = np.searchsorted(lo, np.arange(n))  # (S,) each switch's first up group
+    has_up = k > 0
+    label = np.full(n, -1, dtype=np.int64)
+    label[has_up] = rep[hi[np.minimum(first[has_up], len(hi) - 1)]]
+    if not (rep[hi] == label[lo]).all():
+        return "siblings differ in their up-neighbours"
+    uppers = np.flatnonzero(rep < n)
+    per_label = np.bincount(rep[uppers], minlength=n)
+    if not (k[has_up] == per_label[label[has_up]]).all():
+        return "siblings differ in their up-neighbours"
+    # one member per sibling group (its smallest, the label) and its up-neighbours
+    heads = np.flatnonzero(has_up & (label == np.arange(n)))
+    own = label[lo] == lo
+    h_lo, h_hi = lo[own], hi[own]
+    # 2. columns (an upper switch's sibling group; a top is its own) and
+    # families (groups joined through shared columns): a member in each column
+    col = np.where(has_up[h_hi], label[h_hi], n + h_hi)
+    fam = components(3 * n, h_lo, n + col)[h_lo]
+    fc = np.unique(fam * (2 * n) + col)
+    n_cols = np.bincount(fc // (2 * n), minlength=3 * n)
+    g_cols = np.bincount(np.unique(h_lo * (2 * n) + col) // (2 * n), minlength=n)
+    if not ((g_cols[heads] == k[heads]) & (n_cols[fam[np.searchsorted(h_lo, heads)]]
+                                           == k[heads])).all():
+        return "a sibling group lacks a column of its family"
+    # 3. unique down paths: the paths below each switch, counted over its
+    # children, against the switches its costs put below it
+    down = rank[g.grp_remote] < rank[g.grp_switch]
+    d_sw, d_ch = g.grp_switch[down], g.grp_remote[down]
+    w = np.bincount(dest.target, minlength=n).astype(np.int64)  # destination LIDs per switch
+    paths = np.ones(n, dtype=np.int64)
+    below = w.copy()  # destination LIDs at or below, with unique down paths
+    for r in range(1, g.max_rank + 1):
+        sel = rank[d_sw] == r
+        np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
+        np.add.at(below, d_sw[sel], below[d_ch[sel]])
+    # a switch with two children or more is an up-neighbour of their
+    # sibling group, whose up-neighbours all have the same children (1):
+    # one of them per group is counted
+    big = np.bincount(label[has_up], minlength=n)[heads] >= 2
+    fork = hi[np.minimum(first[heads[big]], len(hi) - 1)]
+    if len(fork) and not (np.count_nonzero(c[fork] < UP_PHASE, axis=1) == paths[fork]).all():
+        return "several down paths"
+    # 4. per sibling group, towards every target: all up-neighbours nearest
+    # or one; 5. no share by capacity (may_share's counts: the destination
+    # LIDs the group's up-neighbours reach, less those below the switch)
+    reach = np.zeros(n, dtype=np.int64)  # per head: destination LIDs its switches reach
+    slot = np.full((n, max(int(k.max(initial=0)), 1)), -1, dtype=np.int64)
+    slot[h_lo, np.arange(len(h_lo)) - np.searchsorted(h_lo, h_lo)] = h_hi
+    rows = heads[(k[heads] >= 2) & (k[slot[heads]] > 0).any(axis=1, where=slot[heads] >= 0)]
+    for m in np.unique(k[rows]).tolist():
+        hs = rows[k[rows] == m]
+        # hop counts, INF read as UP_PHASE - 1 (no path is that long)
+        hop = c[slot[hs, :m]] & np.uint8(UP_PHASE - 1)  # (H, m, S)
+        near = hop.min(axis=1)
+        n_near = np.count_nonzero(hop == near[:, None, :], axis=1)
+        if ((n_near > 1) & (n_near < m)).any():
+            return "partial up-going patterns"
+        reach[hs] = (near < UP_PHASE - 1) @ w
+    tops = heads[(k[heads] >= 2) & ~np.isin(heads, rows)]
+    if len(tops):  # tops only: what they have below (their children: the group)
+        kids = np.bincount(label[has_up], weights=below[has_up], minlength=n).astype(np.int64)
+        reach[tops] = kids[tops] + np.where(slot[tops] >= 0, w[slot[tops]], 0).sum(axis=1)
+    cables = np.bincount(g.grp_switch[gid], weights=g.grp_port_count[gid],
+                         minlength=n).astype(np.int64)
+    s = np.flatnonzero(k >= 2)
+    going_up = reach[label[s]] - below[s]
+    share = s[2 * going_up <= (2 * below[s] - 1) * cables[s]]
+    if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
+        return "shares by capacity"
+    # 6. the down-cable offsets of an upper switch's own end-ports
+    par = down & (g.grp_port_count > 1)
+    if par.any():
+        hosts = np.bincount(g.ep_switch, minlength=n) > 0
+        if hosts[g.grp_switch[par]].any():
+            return "end-ports on a switch with parallel down cables"
+    return ""
+
+
+def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray,
+                 label: np.ndarray, slot: np.ndarray, k: np.ndarray, gid: np.ndarray) -> bool:
+    """Whether the switches ``share`` ``(B,)`` that may share by capacity
+    keep their tables (module doc, 5): equal cables and equal loads over
+    each one's up groups ``gid`` (all up groups), no leaf among them with
+    parallel up cables; ``w`` ``(S,)`` destination LIDs per switch,
+    ``label`` / ``slot`` / ``k`` each switch's sibling group, a group head's
+    up-neighbours and their count."""
+    up_sw = g.grp_switch[gid]
+    cab = g.grp_port_count[gid]
+    lo = np.full(g.n_switches, np.iinfo(np.int64).max)
+    hi = np.zeros(g.n_switches, dtype=np.int64)
+    np.minimum.at(lo, up_sw, cab)
+    np.maximum.at(hi, up_sw, cab)
+    if (lo[share] != hi[share]).any() or ((g.rank[share] == 0) & (hi[share] > 1)).any():
+        return False
+    for h in np.unique(label[share]).tolist():
+        ups = slot[h, :k[h]]
+        hop = c[ups] & np.uint8(UP_PHASE - 1)  # (m, S)
+        one = np.count_nonzero(hop == hop.min(axis=0), axis=0) == 1
+        # the targets only one up-neighbour leads closer to, per up-neighbour
+        load = np.bincount(np.argmin(hop, axis=0)[one], weights=w[one], minlength=len(ups))
+        if (load != load[0]).any():
+            return False
+    return True
+
+
+def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
+               share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where Nmodc's kernel (:func:`~smroute.routing.nmodc.nominal.route_block`)
+    gives Dmodc's kernel's entries (:func:`~smroute.routing.kernel.route_block`)
+    with the same dividers and destinations.
+
+    Returns ``(rows, partial, targets)``: ``rows`` ``(S,)`` bool the
+    switches whose nominal slots are their own up groups in order, none
+    lost (or that route with their own groups), with at most one down path
+    to any switch (one closer group going down) and no share by capacity
+    (``share`` ``(S,)`` bool false); their entries are Dmodc's
+    but towards the targets where some but not all of their up groups lead
+    closer: those targets are ``partial`` (``(S,)`` int64, an index into
+    the rows of ``targets`` ``(P, S)`` bool, -1: none), per set of
+    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs."""
+    n = g.n_switches
+    rank = g.rank
+    up = (rank[g.grp_remote] > rank[g.grp_switch]) & (rank[g.grp_switch] >= 0)
+    gid = np.flatnonzero(up)
+    lo = g.grp_switch[gid]
+    at = np.arange(len(gid)) - np.searchsorted(lo, lo)
+    ok = (slots.own | (slots.arity == g.n_up)) & ~share
+    ok[lo[slots.slot_grp[lo, at] != gid]] = False
+    # one down path from a switch to any switch: the paths counted over its
+    # children against the switches its costs put below it
+    down = rank[g.grp_remote] < rank[g.grp_switch]
+    d_sw, d_ch = g.grp_switch[down], g.grp_remote[down]
+    paths = np.ones(n, dtype=np.int64)
+    for r in range(1, g.max_rank + 1):
+        sel = rank[d_sw] == r
+        np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
+    fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
+    if len(fork):
+        ok[fork[np.count_nonzero(c[fork] < UP_PHASE, axis=1) != paths[fork]]] = False
+    # the targets some but not all of a set of up-neighbours are nearest to
+    partial = np.full(n, -1, dtype=np.int64)
+    nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))
+    if not len(nom):
+        return ok, partial, np.zeros((0, n), dtype=bool)
+    width = int(g.n_up[nom].max())
+    ups = np.full((len(nom), width), -1, dtype=np.int64)
+    sel = ok[lo] & ~slots.own[lo] & (g.n_up[lo] >= 3)
+    ups[np.searchsorted(nom, lo[sel]), at[sel]] = g.grp_remote[gid[sel]]
+    sets, set_of = np.unique(ups, axis=0, return_inverse=True)
+    m_of = (sets >= 0).sum(axis=1)
+    targets = np.zeros((len(sets), n), dtype=bool)
+    for m in np.unique(m_of).tolist():
+        ks = np.flatnonzero(m_of == m)
+        hop = c[sets[ks, :m]] & np.uint8(UP_PHASE - 1)  # (K, m, S), INF as 127
+        n_near = np.count_nonzero(hop == hop.min(axis=1)[:, None, :], axis=1)
+        targets[ks] = (n_near > 1) & (n_near < m)
+    partial[nom] = set_of.ravel()
+    return ok, partial, targets
