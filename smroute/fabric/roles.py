@@ -121,10 +121,11 @@ REASONS: tuple[str, ...] = (
     "hop distance from the roots (root_guid_file)",
     "no path to a leaf",
     "not linked to any switch",
+    "few hosts, cabled like switches without hosts above the leaves",
 )
 (_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
  _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,
- _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK) = range(len(REASONS))
+ _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK, _R_LIKE_UPPER) = range(len(REASONS))
 
 # lower-case patterns per hint, matched against lower-cased text (much faster
 # than IGNORECASE; one alternation of all three is slower than three scans)
@@ -419,12 +420,14 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer = np.zeros(n, dtype=bool)
         fewer[la[both & (hosts[la] < hosts[lb])]] = True
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
-        leaf = cand & ~fewer
+        upper = _like_upper(n, la, lb, cand & ~fewer, hosts, is_sw)
+        leaf = cand & ~fewer & ~upper
         rank = bfs_distance(n, src, dst, leaf)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
         sw_reason[cand & fewer] = _R_FEWER
+        sw_reason[upper] = _R_LIKE_UPPER
     max_rank = int(rank.max()) if n else -1
     sw_role = np.full(n, -1, dtype=np.int8)
     sw_role[is_sw] = SwitchRole.UNRANKED
@@ -478,6 +481,34 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
+
+
+def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray, hosts: IntArray,
+                is_sw: BoolArray) -> BoolArray:
+    """``(N,)`` bool: switches of ``leaf`` that are upper switches carrying a
+    few hosts (UFM or storage on a director's line ASIC or on a core switch):
+    fewer than half the median leaf's hosts, and no other leaf with more
+    shares half of its switch neighbours (a leaf shares its spines with the
+    leaves beside it; a core or a director's line ASIC shares few with any
+    leaf)."""
+    lv = np.flatnonzero(leaf)
+    out = np.zeros(n, dtype=bool)
+    if len(lv) < 3:
+        return out
+    weak = lv[2 * hosts[lv] < np.median(hosts[lv])]
+    if not len(weak):
+        return out
+    strong = np.setdiff1d(lv, weak)
+    sws = np.flatnonzero(is_sw)
+    sid = np.full(n, -1, dtype=np.int64)
+    sid[sws] = np.arange(len(sws))
+    adj = np.zeros((len(sws), len(sws)), dtype=np.int32)
+    adj[sid[la], sid[lb]] = adj[sid[lb], sid[la]] = 1
+    rows = adj[sid[weak]]
+    shared = (rows @ adj[sid[strong]].T).max(axis=1)  # (W,): most shared with a strong leaf
+    deg = rows.sum(axis=1)
+    out[weak[(deg > 0) & (2 * shared < deg)]] = True
+    return out
 
 
 def _tree_check(

@@ -34,7 +34,6 @@ mode was routed on (resume).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,11 +113,10 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPai
 
 
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
-          ports: np.ndarray, mode: str, reason: str, max_vls: int, needed: NeededPairs,
-          route_again: Callable[[SwitchGraph], tuple[Prepared, np.ndarray]]) -> Outcome:
+          ports: np.ndarray, mode: str, reason: str, max_vls: int,
+          needed: NeededPairs) -> Outcome:
     """The steps after the tree's tables ``ports`` of ``prep`` (module doc),
-    in mode ``mode`` (``reason``) so far, for the pairs ``needed``;
-    ``route_again(g)``: the engine's routing on another graph (``updown``).
+    in mode ``mode`` (``reason``) so far, for the pairs ``needed``.
     ``ports`` is changed in place."""
     g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
     none = Outcome(mode, reason, None, 0, None, prep, ports)
@@ -153,17 +151,16 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                             (need, orient.needed_turns(g, c, dest, needed)), needed,
                             (g2, *dmodc.costs_and_dividers(g2)))
     head = f"the tree's routes through the turn root are not all up*/down* towards it{why}"
-    if ori is not None and ori.complete:
-        k = int(ori.turns.sum())
-        return Outcome("tree+orient" if k else "tree", (
-            f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
-            f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
-    # last resort: one orientation for every destination
-    prep2, ports2 = route_again(g2)
-    return Outcome("updown", (
-        f"{head}, and turning the destinations that need it one at a time left some without "
-        f"a route{f' ({no})' if no else ''}: routed every destination up*/down* towards the "
-        "turn root"), None, 0, None, prep2, ports2)
+    if ori is None:
+        # no destination can take another orientation free of credit loops:
+        # the tree's routes for every one; the walk reports the needed pairs left
+        return Outcome("tree", f"{head}; no destination could take another orientation "
+                       f"free of credit loops on one VL ({no}): the tree's routes stay",
+                       None, 0, None, prep, ports)
+    k = int(ori.turns.sum())
+    return Outcome("tree+orient" if k else "tree", (
+        f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
+        f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
 
 
 def _detours(

@@ -206,7 +206,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if not candidates:
         return None, why
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape,
+                       stop=False)
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
@@ -214,7 +215,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if why:
         return None, why
     ports[...] = trial
-    tail = f"; {left} destination LIDs left with the tree's routes" if left else ""
+    tail = (f"; {left} destination LIDs no orientation serves free of credit loops keep the "
+            "tree's routes (the needed pairs they leave are reported)") if left else ""
     return Orientation(done, "each destination's turn switch chosen so that the channel "
                        f"dependencies of every route stay acyclic{tail}", not left), ""
 
