@@ -23,6 +23,11 @@ descriptions are only hints:
 Switches: **leaf** switches carry hosts (aggregation nodes do not count).  Of
 two linked switches that both carry hosts, the one with fewer hosts is taken to
 be an upper switch with hosts cabled to it (a fat-tree links no two leaves).
+So is a switch with fewer than half the median leaf's hosts that shares
+fewer than half of its switch neighbours with any leaf with more (a leaf
+shares its spines with the leaves beside it; UFM or storage on a director's
+line ASIC or on a core switch shares few: taken for a leaf, it would turn
+the director or the core upside down).
 Every other switch's **rank** is its BFS distance from the leaves over
 switch-to-switch links (self-looped cables never count); the switches of the
 highest rank are the **roots** (every one of them roots the general

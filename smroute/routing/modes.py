@@ -1,7 +1,8 @@
 """The mode chain: how a tree is routed when Dmodc's routes do not serve
 every pair, in one place for every engine (algorithm-free).
 
-``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient`` -> ``updown``:
+``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient``; ``updown``
+when the fabric is no tree:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
@@ -18,11 +19,13 @@ every pair, in one place for every engine (algorithm-free).
   turn root's routes where the tree has none, accepted when they are
   delivered and the channel dependencies of all routes are acyclic
   (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
-* ``updown``: the fabric is no tree (towards its top switches, or one root
-  per component where end-ports on top switches need each other:
-  :func:`updown_graph`), or, as the last resort, orienting left some
-  destination without a route: every destination is routed up*/down*
-  towards the turn root.
+  A destination no orientation serves free of credit loops keeps the
+  tree's routes; the validation walk reports the needed pairs it leaves.
+  A few destinations the tree cannot serve never change the routes of the
+  others: no step re-routes the whole tree.
+* ``updown``: the fabric is no tree: every destination is routed up*/down*
+  towards its top switches (or one root per component where end-ports on
+  top switches need each other: :func:`updown_graph`).
 
 Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
 :func:`chain` runs the steps after the tree's tables (engines that route
@@ -107,7 +110,7 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPai
         return updown_graph(fabric, roles, g, reason, needed, lmc)[0], None
     if roles.tree and mode == "tree+turns":
         return g, rooted_graph(fabric, roles, turn_roots(g), like=g)
-    if roles.tree and mode == "updown":  # the turn-root check failed
+    if roles.tree and mode == "updown":  # a tree stored as routed towards its turn roots
         return rooted_graph(fabric, roles, turn_roots(g), like=g), None
     return g, None
 

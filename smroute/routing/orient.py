@@ -17,7 +17,9 @@ dependency graph of the whole table set is acyclic
 on one VL, proven rather than implied by one orientation.  It tries every
 destination's first turn switch at once (leaves first, then the highest
 switches), then one destination at a time (:func:`orient_each`: each takes
-the first of a few turn switches that keeps the dependencies acyclic).
+the first of a few turn switches that keeps the dependencies acyclic; a
+destination none serves keeps the tree's routes, and the validation walk
+reports the needed pairs it leaves).
 Those destinations are then walked for delivery only
 (:attr:`Orientation.turns`).
 
@@ -233,9 +235,10 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     graph with its costs and dividers, e.g. the turn root's up*/down*
     orientation) its whole column routed up*/down* in ``escape`` if that
     keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
-    keep the tree's routes; ``stop``: none tried after the first that fails).
-    ``fewest_first``: in order of the switches that lack a path to them,
-    fewest first (else most first)."""
+    keep the tree's routes; ``stop``: none tried after the first that fails,
+    else none with the target switch and kind of one that failed: the same
+    options).  ``fewest_first``: in order of the switches that lack a path
+    to them, fewest first (else most first)."""
     t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
                          switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
                          ports=ports)
@@ -246,7 +249,11 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     used: dict[int, int] = {}
     sel = np.flatnonzero(turns)
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
+    key = dest.target * 2 + needed.agg[dest.owner]  # destinations with the same options
+    failed: set[int] = set()
     for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
+        if int(key[j]) in failed:  # the same options failed for another LID
+            continue
         lid = int(dest.lid[j])
         keep = ports[:, lid].copy()
         one = np.zeros(len(dest.lid), dtype=bool)
@@ -282,6 +289,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 edges, done[j] = e, True
             else:
                 ports[:, lid] = keep
-        if not done[j] and stop:
-            break
+        if not done[j]:
+            failed.add(int(key[j]))
+            if stop:
+                break
     return done
