@@ -428,3 +428,31 @@ def test_ibdmchk_on_the_pods_under_a_director(tmp_path: Path) -> None:
     write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
     rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
     assert rep.missing_paths == 0 and rep.credit_loops is False, rep.stdout[-2000:]
+
+
+def test_acyclic_growth_agrees_with_the_whole_graph_check() -> None:
+    """Growing an acyclic dependency graph edge set by edge set: each set is
+    kept exactly when the whole graph (every kept set and it) has no cycle,
+    and the kept order stays topological."""
+    from smroute.routing.deadlock import AcyclicGrowth, cyclic_core
+
+    rng = np.random.default_rng(7)
+    n = 60
+    a, b = rng.integers(0, n, 120), rng.integers(0, n, 120)
+    s, d = np.minimum(a, b), np.maximum(a, b)
+    keep = s != d
+    edges = s[keep] * n + d[keep]  # forward edges only: acyclic
+    g = AcyclicGrowth(n, edges)
+    kept, accepted, refused = edges, 0, 0
+    for _ in range(200):
+        new = rng.integers(0, n, (rng.integers(1, 4), 2))
+        codes = new[:, 0] * n + new[:, 1]
+        union = np.concatenate([kept, codes])
+        ok = not cyclic_core(n, union // n, union % n).any()
+        assert g.add(codes) is ok
+        if ok:
+            kept, accepted = union, accepted + 1
+        else:
+            refused += 1
+        assert (g.pos[kept // n] < g.pos[kept % n]).all()
+    assert accepted and refused
