@@ -22,12 +22,10 @@ descriptions are only hints:
 
 Switches: **leaf** switches carry hosts (aggregation nodes do not count).  Of
 two linked switches that both carry hosts, the one with fewer hosts is taken to
-be an upper switch with hosts cabled to it (a fat-tree links no two leaves).
-So is a switch with fewer than half the median leaf's hosts that shares
-fewer than half of its switch neighbours with any leaf with more (a leaf
-shares its spines with the leaves beside it; UFM or storage on a director's
-line ASIC or on a core switch shares few: taken for a leaf, it would turn
-the director or the core upside down).
+be an upper switch with hosts cabled to it (a fat-tree links no two leaves);
+so is one with under half the median leaf's hosts sharing under half of its
+switch neighbours with every leaf with more (UFM on a director's line ASIC
+or a core: a leaf shares its spines with the leaves beside it).
 Every other switch's **rank** is its BFS distance from the leaves over
 switch-to-switch links (self-looped cables never count); the switches of the
 highest rank are the **roots** (every one of them roots the general
@@ -62,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.errors import InputError
-from smroute.fabric.graph import bfs_distance, components, first_per_group
+from smroute.fabric.graph import bfs_distance, components, first_per_group, shared_neighbours
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 
@@ -425,7 +423,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer = np.zeros(n, dtype=bool)
         fewer[la[both & (hosts[la] < hosts[lb])]] = True
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
-        upper = _like_upper(n, la, lb, cand & ~fewer, hosts, is_sw)
+        upper = _like_upper(n, la, lb, cand & ~fewer, hosts)
         leaf = cand & ~fewer & ~upper
         rank = bfs_distance(n, src, dst, leaf)
         rank[~is_sw] = -1
@@ -488,31 +486,15 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
     )
 
 
-def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray, hosts: IntArray,
-                is_sw: BoolArray) -> BoolArray:
-    """``(N,)`` bool: switches of ``leaf`` that are upper switches carrying a
-    few hosts (UFM or storage on a director's line ASIC or on a core switch):
-    fewer than half the median leaf's hosts, and no other leaf with more
-    shares half of its switch neighbours (a leaf shares its spines with the
-    leaves beside it; a core or a director's line ASIC shares few with any
-    leaf)."""
+def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
+                hosts: IntArray) -> BoolArray:
+    """``(N,)`` bool: the ``leaf`` switches that are upper ones (module doc)."""
     lv = np.flatnonzero(leaf)
     out = np.zeros(n, dtype=bool)
-    if len(lv) < 3:
-        return out
-    weak = lv[2 * hosts[lv] < np.median(hosts[lv])]
-    if not len(weak):
-        return out
-    strong = np.setdiff1d(lv, weak)
-    sws = np.flatnonzero(is_sw)
-    sid = np.full(n, -1, dtype=np.int64)
-    sid[sws] = np.arange(len(sws))
-    adj = np.zeros((len(sws), len(sws)), dtype=np.int32)
-    adj[sid[la], sid[lb]] = adj[sid[lb], sid[la]] = 1
-    rows = adj[sid[weak]]
-    shared = (rows @ adj[sid[strong]].T).max(axis=1)  # (W,): most shared with a strong leaf
-    deg = rows.sum(axis=1)
-    out[weak[(deg > 0) & (2 * shared < deg)]] = True
+    weak = lv[2 * hosts[lv] < np.median(hosts[lv])] if len(lv) >= 3 else lv[:0]
+    if len(weak):
+        most, deg = shared_neighbours(n, la, lb, weak, np.setdiff1d(lv, weak))
+        out[weak[(deg > 0) & (2 * most < deg)]] = True
     return out
 
 
