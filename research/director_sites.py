@@ -31,8 +31,7 @@ from smroute.analysis.compare import CompareConfig, compare_tables
 from smroute.analysis.view import routing_view
 from smroute.errors import SmrouteError
 from smroute.fabric.export.writers import write_ibsim_net
-from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
-from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.generate.catalogue import director_site
 from smroute.fabric.ibnetdiscover.parse import parse_topology
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles
@@ -58,20 +57,6 @@ SHAPES = [
      ((18, 12, 9), (1, 4, 9), (1, 1, 1)), 0, 6, 10, 2),
 ]
 ENGINES = ("dmodc", "updn", "ftree", "dfsssp")
-
-
-def director_site(m: tuple[int, ...], w: tuple[int, ...], p: tuple[int, ...], spine_hosts: int,
-                  line_hosts: int, remove: int, seed: int) -> Fabric:
-    f = pgft(3, m, w, p)
-    if remove:
-        f, _ = degrade(f, np.random.default_rng(seed), links=remove)
-    f = with_aggregation_nodes(f)
-    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
-    lines = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
-    on = [tops[0]] * spine_hosts + [lines[(3 * k) % len(lines)] for k in range(line_hosts)]
-    descs = [f"service{k:02d} HCA-1" for k in range(spine_hosts)] + [
-        f"{'ufm' if k % 2 == 0 else 'storage'}{k:02d} HCA-1" for k in range(line_hosts)]
-    return attach_cas(f, on, descs) if on else f
 
 
 def opensm_runs(fabric: Fabric, wd: Path, timeout: float) -> tuple[Fabric, dict[str, Any]]:
@@ -120,7 +105,8 @@ def main() -> None:
     for k, (name, (m, w, p), sh, lh, rem, seed) in enumerate(SHAPES):
         if args.only and k not in args.only:
             continue
-        fabric = director_site(m, w, p, sh, lh, rem, seed)
+        fabric = director_site(m, w, p, spine_hosts=sh, line_hosts=lh, remove_links=rem,
+                               seed=seed)
         with tempfile.TemporaryDirectory() as wd:
             disc, runs = opensm_runs(fabric, Path(wd), 900.0)
         r = route(disc, workers=1, labels=False)

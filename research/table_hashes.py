@@ -20,7 +20,10 @@ faults and their repair.  Prints ``case sha256`` per table set, sorted;
 
 ``research/table_hashes.expected.txt`` holds the output of the code before
 the routing engines moved behind one interface (every later run must print
-the same, or say why the tables changed).
+the same, or say why the tables changed), with the 16 table sets of four
+catalogue shapes and one study throw that the ranking of UFM/storage
+switches and the end of the one-root fallback changed
+(``research/orient-ranking.md`` lists them).
 """
 
 from __future__ import annotations

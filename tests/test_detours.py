@@ -52,7 +52,7 @@ def _a2a(fabric: Fabric, r: RoutingResult) -> tuple[int, int]:
 
 
 # (hosts, links removed, seed, max VLs): throws where the tree's routes through
-# the turn root are not up*/down* (today's fallback: updown everywhere); the
+# the turn root are not up*/down* (on one VL: tree+orient, its gaps reported); the
 # last two need the escape (more SLs than there are, or 2 VLs only)
 CASES = [(648, 300, 1, 2), (648, 400, 0, 4), (648, 450, 2, 8), (1728, 1400, 0, 4),
          (1728, 2000, 0, 4), (1728, 2000, 0, 2)]
@@ -64,8 +64,9 @@ def test_detours_route_every_connected_pair_without_credit_loops(
         hosts: int, links: int, seed: int, vls: int, algorithm: str) -> None:
     fabric = _degraded(hosts, links, seed)
     base = route(fabric, algorithm=algorithm, workers=1)
-    # without VLs: turned one destination at a time on one VL, or the last resort
-    assert base.mode in ("tree+orient", "updown"), base.mode_reason
+    # without VLs: turned one destination at a time on one VL, never one
+    # orientation for the whole tree
+    assert base.mode in ("tree", "tree+orient"), base.mode_reason
     r = route(fabric, algorithm=algorithm, workers=1, max_vls=vls)
     assert r.mode == "tree+detours", r.mode_reason
     lanes = r.lanes
@@ -82,10 +83,13 @@ def test_detours_route_every_connected_pair_without_credit_loops(
     assert ck.vls == lanes.n_vls and len(ck.per_vl) == ck.vls
     flat = check_credit_loops(fabric, r.tables)
     assert not flat.ok and flat.cycle and flat.vls == 1
-    # balance: the tree's routes kept where they exist beat the fallback
+    # on one VL the destinations no orientation serves keep the tree's routes
+    # (their pairs reported); with VLs no more pairs are left undeliverable, and
+    # where the same are, the detours balance no worse
     mine, theirs = _a2a(fabric, r), _a2a(fabric, base)
-    assert mine[1] == theirs[1]  # the same pairs (cut off ones) undeliverable
-    assert mine[0] <= theirs[0], (mine, theirs)
+    assert mine[1] <= theirs[1]
+    if mine[1] == theirs[1]:
+        assert mine[0] <= theirs[0], (mine, theirs)
 
 
 def test_layered_detours_change_vl_at_every_turn_only() -> None:
@@ -453,7 +457,7 @@ def test_a_resumed_detour_epoch_is_routed_again_with_its_lanes() -> None:
     assert np.array_equal(b.lanes.exc_key, r.lanes.exc_key)
     assert np.array_equal(b.lanes.lid_target, r.lanes.lid_target)
     assert validate_result(b).ok
-    with pytest.raises(codec.CodecError):  # no VLs configured now: updown tables
+    with pytest.raises(codec.CodecError):  # no VLs configured now: one-VL tables
         rebuild_result(f, r.tables, meta, fabric_roles(f), None, 1)
 
 

@@ -18,35 +18,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.fabric.generate.shapes import attach_cas, ring, with_aggregation_nodes
-from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.generate.catalogue import build_shape, director_site
+from smroute.fabric.generate.shapes import attach_cas, ring
+from smroute.fabric.generate.trees import pgft
 from smroute.fabric.model.arrays import Fabric
-from smroute.fabric.roles import EndportRole, SwitchRole, fabric_roles, needed_pairs
+from smroute.fabric.roles import REASONS, EndportRole, SwitchRole, fabric_roles, needed_pairs
 from smroute.routing import api
 from smroute.routing.deadlock import check_credit_loops
-from smroute.routing.engine import route, unrouted_connected, validate_result
+from smroute.routing.engine import (
+    RoutingResult,
+    commit_gaps,
+    route,
+    unrouted_connected,
+    validate_result,
+)
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import switch_graph
 
-#: a 2-level tree of 32 leaves under 2 directors of 4 line and 2 spine ASICs
-DIRECTORS = "3;18,8,4;1,2,2;1,1,1"
-
-
-def director_site(*, spine_hosts: int = 2, line_hosts: int = 0, remove_links: int = 0,
-                  seed: int = 0) -> Fabric:
-    """The director site above: aggregation nodes on every ASIC, ``spine_hosts``
-    service hosts on the first spine ASIC, ``line_hosts`` UFM/storage hosts
-    spread over the line ASICs, ``remove_links`` random switch links removed."""
-    f = pgft(3, (18, 8, 4), (1, 2, 2), (1, 1, 1))
-    if remove_links:
-        f, _ = degrade(f, np.random.default_rng(seed), links=remove_links)
-    f = with_aggregation_nodes(f)
-    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
-    lines = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
-    on = [tops[0]] * spine_hosts + [lines[(3 * k) % len(lines)] for k in range(line_hosts)]
-    descs = [f"service{k:02d} HCA-1" for k in range(spine_hosts)] + [
-        f"{'ufm' if k % 2 == 0 else 'storage'}{k:02d} HCA-1" for k in range(line_hosts)]
-    return attach_cas(f, on, descs) if on else f
+#: a director site (:func:`~smroute.fabric.generate.catalogue.director_site`)
+#: with two cables cut: its service hosts' and aggregation nodes' traffic
+#: needs another orientation for some destinations
+DEGRADED = {"remove_links": 2, "seed": 0}
 
 
 def _tree_tables(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
@@ -93,33 +85,81 @@ def test_needed_pairs_rule() -> None:
 
 
 # --------------------------------------------------------------------------- no global fallback
-def test_director_site_turns_few_destinations_on_one_vl() -> None:
-    """The generator's director site with service hosts on a spine ASIC fell
-    back to ``updown`` for the whole fabric (the tree's routes through the
-    turn root are not all up*/down* towards it).  Now the destinations that
-    need it turn, every other column is the tree's, every needed pair is
-    delivered and the channel dependencies are acyclic on one VL."""
+def test_service_hosts_on_a_spine_asic_rank_it_above_the_leaves() -> None:
+    """Service hosts on a director's spine ASIC do not make it a leaf (it
+    shares no spine with the leaves): it keeps its rank above the line
+    ASICs, and the tree serves every pair through the turn root."""
     f = director_site()
+    roles = fabric_roles(f)
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
+    assert roles.rank[tops[0]] == roles.max_rank == 2 and roles.hosts[tops[0]] == 2
+    assert roles.switch_role[tops[0]] == SwitchRole.ROOT
+    assert REASONS[roles.reason[tops[0]]] == "highest rank"
+    r = route(f, workers=1)
+    assert r.mode == "tree+turns", r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+
+
+def _kept(f: Fabric, r: RoutingResult) -> None:
+    """Every destination not oriented keeps the tree's column."""
+    tree, lids = _tree_tables(f)
+    oriented = r.oriented
+    keep = lids[~oriented]
+    assert np.array_equal(r.tables.ports[:, keep], tree[:, keep])
+
+
+def test_degraded_director_site_turns_on_one_vl() -> None:
+    """The destinations that need it turn, every other column is the tree's,
+    every needed pair is delivered and the channel dependencies are acyclic
+    on one VL; the aggregation-node pairs no traffic needs are counted."""
+    f = director_site(**DEGRADED)
     r = route(f, workers=1)
     assert r.mode == "tree+orient", r.mode_reason
     assert r.oriented is not None and 0 < r.oriented.sum() == r.turn_lids
-    assert r.turn_lids <= 20  # a handful of destinations, not the fabric
+    assert r.turn_lids < (~r.dest.is_switch).sum() // 2  # not the fabric
     v = validate_result(r)
     assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
     assert unrouted_connected(r) == 0
     ck = check_credit_loops(f, r.tables)
     assert ck.ok and ck.unfinished == 0 and ck.vls == 1, ck.summary()
-    tree, lids = _tree_tables(f)
-    keep = lids[~r.oriented]
-    assert np.array_equal(r.tables.ports[:, keep], tree[:, keep])
-    # the aggregation-node pairs no traffic needs are counted, not a failure
+    _kept(f, r)
     assert v.ca_pairs_unneeded > 0 and "no traffic needs them" in v.summary()
 
 
+def test_a_tree_that_fell_back_to_one_root_keeps_its_routes() -> None:
+    """A degraded director site whose turns the greedy search could not all
+    place fell back to ``updown`` from one root for every destination.  Now
+    every destination that can turn free of credit loops does, the others
+    keep the tree's routes: never one orientation for the whole tree."""
+    f = director_site(remove_links=3, seed=2)
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "no orientation serves" not in r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    assert r.oriented is not None
+    _kept(f, r)
+
+
+def test_destinations_no_orientation_serves_are_reported() -> None:
+    """Cut so many cables that some destinations need more than one turn:
+    those keep the tree's routes, the needed pairs they leave are reported
+    (validation and commit gate fail, as for any unroutable needed pair),
+    the others are served, and the tables stay free of credit loops."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "no orientation serves free of credit loops keep the tree's routes" in r.mode_reason
+    v = validate_result(r)
+    assert not v.ok and v.ca_pairs_unroutable > 0
+    assert commit_gaps(r) == v.ca_pairs_unroutable
+    assert check_credit_loops(f, r.tables).ok
+    _kept(f, r)
+
+
 def test_every_ca_pair_option_routes_the_unneeded_pairs_too() -> None:
-    """``all_ca_pairs``: every CA pair must be delivered (here by the last
-    resort when turning cannot serve them all); by default they are not."""
-    f = director_site()
+    """``all_ca_pairs``: every CA pair must be delivered; by default they
+    are not."""
+    f = director_site(**DEGRADED)
     r = route(f, workers=1, all_ca_pairs=True)
     v = validate_result(r)
     assert v.ok and v.ca_pairs_unneeded == 0, v.summary()
@@ -202,7 +242,7 @@ def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
     from smroute.fabric.export.writers import write_topology
 
     topo = tmp_path / "dir.topo"
-    write_topology(director_site(), topo)
+    write_topology(director_site(**DEGRADED), topo)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
@@ -267,7 +307,7 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     from smroute.service.epochs import own_tables
     from smroute.service.state.resume import rebuild_result
 
-    f = director_site()
+    f = director_site(**DEGRADED)
     r = own_tables(route(f, workers=1))
     assert r.mode == "tree+orient"
     meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
@@ -297,3 +337,123 @@ def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
     assert np.array_equal(b.graph.rank, r.graph.rank)
     assert np.array_equal(b.costs, r.costs)
     assert validate_result(b).ok
+
+
+# --------------------------------------------------------------------------- ranking on sites
+def _compute_metrics(f: Fabric, r: RoutingResult) -> tuple[int, int, float]:
+    """SP, A2A and the median RP (100 random permutations) of ``r``'s tables
+    over the compute hosts in port-GUID order (smroute.analysis)."""
+    from smroute.analysis import patterns
+    from smroute.analysis.congestion import a2a_risk, evaluate
+    from smroute.analysis.paths import pair_paths, routing_view
+
+    view = routing_view(f, r.tables)
+    paths = pair_paths(view)
+    roles = fabric_roles(f)
+    ep = np.flatnonzero(roles.endport_role[view.ep_node] == EndportRole.COMPUTE)
+    o = ep[np.argsort(view.ep_guid[ep], kind="stable")]
+    n = len(o)
+    sp = evaluate(view, paths, patterns.cps("shift", n), o)
+    rp = evaluate(view, paths, patterns.random_permutations(n, np.random.default_rng(1), 100), o)
+    assert sp.total_unroutable == 0 and rp.total_unroutable == 0
+    return int(sp.risk_max), int(a2a_risk(view, paths, o).value), float(rp.risk_median)
+
+
+@pytest.mark.parametrize("algorithm", ["dmodc", "nmodc"])
+def test_ufm_on_a_director_line_asic_does_not_invert_the_core(algorithm: str) -> None:
+    """Three unequal pods under one CS7500 whose first line ASIC carries the
+    UFM host: that ASIC was taken for a leaf, which put the director's spine
+    ASICs below its line ASICs, so 57 destinations turned and the compute
+    hosts' figures were SP 14, RP 12 (OpenSM's nue: 9 and 6).  Ranked as an
+    upper switch, the director keeps its shape: SP <= 10, RP <= 6, every
+    needed pair delivered, no credit loop on one VL."""
+    f = build_shape("edr-pods-cs7500-core-450")
+    roles = fabric_roles(f)
+    ufm = [int(roles.attach[i]) for i, d in enumerate(f.node_desc) if d.startswith("ufm-")]
+    assert ufm and all(roles.rank[s] == 2 for s in ufm)  # a line ASIC, above the pod spines
+    spines = [i for i, d in enumerate(f.node_desc) if "CS7500/S" in d]
+    assert all(roles.rank[s] == roles.max_rank == 3 for s in spines)
+    r = route(f, workers=1, algorithm=algorithm)
+    assert r.mode == "tree+orient" and r.turn_lids <= 20, r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    ck = check_credit_loops(f, r.tables)
+    assert ck.ok and ck.unfinished == 0 and ck.vls == 1, ck.summary()
+    sp, a2a, rp = _compute_metrics(f, r)
+    assert sp <= 10 and a2a <= 24 and rp <= 6, (sp, a2a, rp)
+
+
+def test_ufm_on_a_core_switch_keeps_it_a_core() -> None:
+    """A DGX A100 SuperPOD-like site with UFM and storage on six of its 20
+    core switches: they were taken for leaves (rank 0) and the tree fell
+    back to one root for every destination.  Ranked as cores, the tree
+    serves every pair through the turn root."""
+    f = build_shape("hdr-dgx-a100-1100")
+    roles = fabric_roles(f)
+    cores = [i for i, d in enumerate(f.node_desc) if d.startswith("MF0;core-")]
+    assert sum(roles.hosts[c] > 0 for c in cores) == 6
+    assert all(roles.rank[c] == roles.max_rank == 2 for c in cores)
+    r = route(f, workers=1)
+    assert r.mode == "tree+turns", r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+
+
+def test_a_small_leaf_stays_a_leaf() -> None:
+    """A leaf with one host among leaves with four shares its spines with
+    the leaves beside it: still a leaf (a 3-level PGFT, so its spines' other
+    neighbours are core switches without hosts)."""
+    f = pgft(3, (4, 4, 4), (1, 2, 2), (1, 1, 1))
+    roles = fabric_roles(f)
+    leaf = int(roles.leaves[0])
+    hosts = [i for i in range(f.n_nodes) if roles.attach[i] == leaf]
+    small = f.with_removed(nodes=hosts[1:])
+    r2 = fabric_roles(small)
+    assert len(r2.leaves) == len(roles.leaves) and r2.rank.max() == 2
+    assert route(small, workers=1).mode == "tree"
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibdmchk") is None,
+                    reason="ibdmchk (Debian package ibutils) is not installed")
+def test_ibdmchk_on_the_pods_under_a_director(tmp_path: Path) -> None:
+    """ibutils' ibdmchk on the default's tables of the pods under a CS7500
+    (one VL, every CA pair routed): every path found, no credit loop."""
+    from smroute.cli.route_cmd import hop_table
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import write_tables
+
+    f = build_shape("edr-pods-cs7500-core-450")
+    r = route(f, workers=1, all_ca_pairs=True)
+    assert validate_result(r).ok
+    fdbs = tmp_path / "opensm.fdbs"
+    write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
+    rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
+    assert rep.missing_paths == 0 and rep.credit_loops is False, rep.stdout[-2000:]
+
+
+def test_acyclic_growth_agrees_with_the_whole_graph_check() -> None:
+    """Growing an acyclic dependency graph edge set by edge set: each set is
+    kept exactly when the whole graph (every kept set and it) has no cycle,
+    and the kept order stays topological."""
+    from smroute.routing.deadlock import AcyclicGrowth, cyclic_core
+
+    rng = np.random.default_rng(7)
+    n = 60
+    a, b = rng.integers(0, n, 120), rng.integers(0, n, 120)
+    s, d = np.minimum(a, b), np.maximum(a, b)
+    keep = s != d
+    edges = s[keep] * n + d[keep]  # forward edges only: acyclic
+    g = AcyclicGrowth(n, edges)
+    kept, accepted, refused = edges, 0, 0
+    for _ in range(200):
+        new = rng.integers(0, n, (rng.integers(1, 4), 2))
+        codes = new[:, 0] * n + new[:, 1]
+        union = np.concatenate([kept, codes])
+        ok = not cyclic_core(n, union // n, union % n).any()
+        assert g.add(codes) is ok
+        if ok:
+            kept, accepted = union, accepted + 1
+        else:
+            refused += 1
+        assert (g.pos[kept // n] < g.pos[kept % n]).all()
+    assert accepted and refused

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["bfs_distance", "components", "first_per_group"]
+__all__ = ["bfs_distance", "components", "first_per_group", "shared_neighbours"]
 
 
 def bfs_distance(
@@ -72,3 +72,19 @@ def first_per_group(order: npt.NDArray[np.int64],
     first = np.ones(len(order), dtype=bool)
     first[1:] = labels[1:] != labels[:-1]
     return order[first]
+
+
+def shared_neighbours(n: int, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64],
+                      rows: npt.NDArray[np.int64], cols: npt.NDArray[np.int64]
+                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """For each node of ``rows`` ``(R,)`` in the undirected graph of edges
+    ``a``-``b`` over nodes ``0 .. n-1``: the most distinct neighbours it
+    shares with one node of ``cols`` ``(C,)`` (0 if ``cols`` is empty), and
+    its number of distinct neighbours; ``(R,)`` int64 each."""
+    used = np.unique(np.concatenate([a, b, rows, cols]))
+    at = np.searchsorted(used, np.arange(n)).clip(max=max(len(used) - 1, 0))
+    adj = np.zeros((len(used), len(used)), dtype=np.int32)
+    adj[at[a], at[b]] = adj[at[b], at[a]] = 1
+    r = adj[at[rows]]
+    most = (r @ adj[at[cols]].T).max(axis=1) if len(cols) else np.zeros(len(rows), np.int64)
+    return most.astype(np.int64), r.sum(axis=1).astype(np.int64)

@@ -22,7 +22,10 @@ descriptions are only hints:
 
 Switches: **leaf** switches carry hosts (aggregation nodes do not count).  Of
 two linked switches that both carry hosts, the one with fewer hosts is taken to
-be an upper switch with hosts cabled to it (a fat-tree links no two leaves).
+be an upper switch with hosts cabled to it (a fat-tree links no two leaves);
+so is one with under half the median leaf's hosts sharing under half of its
+switch neighbours with every leaf with more (UFM on a director's line ASIC
+or a core: a leaf shares its spines with the leaves beside it).
 Every other switch's **rank** is its BFS distance from the leaves over
 switch-to-switch links (self-looped cables never count); the switches of the
 highest rank are the **roots** (every one of them roots the general
@@ -57,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.errors import InputError
-from smroute.fabric.graph import bfs_distance, components, first_per_group
+from smroute.fabric.graph import bfs_distance, components, first_per_group, shared_neighbours
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 
@@ -121,10 +124,11 @@ REASONS: tuple[str, ...] = (
     "hop distance from the roots (root_guid_file)",
     "no path to a leaf",
     "not linked to any switch",
+    "few hosts, cabled like switches without hosts above the leaves",
 )
 (_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
  _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,
- _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK) = range(len(REASONS))
+ _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK, _R_LIKE_UPPER) = range(len(REASONS))
 
 # lower-case patterns per hint, matched against lower-cased text (much faster
 # than IGNORECASE; one alternation of all three is slower than three scans)
@@ -419,12 +423,14 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer = np.zeros(n, dtype=bool)
         fewer[la[both & (hosts[la] < hosts[lb])]] = True
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
-        leaf = cand & ~fewer
+        upper = _like_upper(n, la, lb, cand & ~fewer, hosts)
+        leaf = cand & ~fewer & ~upper
         rank = bfs_distance(n, src, dst, leaf)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
         sw_reason[cand & fewer] = _R_FEWER
+        sw_reason[upper] = _R_LIKE_UPPER
     max_rank = int(rank.max()) if n else -1
     sw_role = np.full(n, -1, dtype=np.int8)
     sw_role[is_sw] = SwitchRole.UNRANKED
@@ -478,6 +484,18 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
+
+
+def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
+                hosts: IntArray) -> BoolArray:
+    """``(N,)`` bool: the ``leaf`` switches that are upper ones (module doc)."""
+    lv = np.flatnonzero(leaf)
+    out = np.zeros(n, dtype=bool)
+    weak = lv[2 * hosts[lv] < np.median(hosts[lv])] if len(lv) >= 3 else lv[:0]
+    if len(weak):
+        most, deg = shared_neighbours(n, la, lb, weak, np.setdiff1d(lv, weak))
+        out[weak[(deg > 0) & (2 * most < deg)]] = True
+    return out
 
 
 def _tree_check(

@@ -31,8 +31,8 @@ from smroute.fabric.model.base import NodeType
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
-__all__ = ["Channel", "CreditLoopCheck", "Dependencies", "check_credit_loops", "cyclic_core",
-           "dependencies", "find_cycle"]
+__all__ = ["AcyclicGrowth", "Channel", "CreditLoopCheck", "Dependencies", "check_credit_loops",
+           "cyclic_core", "dependencies", "find_cycle", "topological_order"]
 
 _PAIRS = 1 << 18  # (source, destination) pairs walked at once
 
@@ -100,6 +100,67 @@ def cyclic_core(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         alive &= ~dead
         keep = alive[s] & alive[d]
         s, d = s[keep], d[keep]
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``(n,)`` int64 position of each node of the acyclic graph ``src ->
+    dst`` in a topological order (a permutation of ``0 .. n-1``; every edge
+    goes to a higher position): nodes by their longest path from a node
+    without incoming edges, then by id."""
+    level = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    k = 0
+    while len(s):
+        indeg = np.bincount(d, minlength=n)
+        free = alive & (indeg == 0)
+        if not free.any():
+            raise ValueError("the graph has a cycle")
+        level[free] = k
+        alive &= ~free
+        keep = alive[s]
+        s, d = s[keep], d[keep]
+        k += 1
+    level[alive] = k
+    pos = np.empty(n, dtype=np.int64)
+    pos[np.lexsort((np.arange(n), level))] = np.arange(n)
+    return pos
+
+
+class AcyclicGrowth:
+    """An acyclic dependency graph that grows by sets of edges, each kept
+    only if the graph stays acyclic (:meth:`add`).  A topological order of
+    its nodes is kept: a cycle through new edges lies between the lowest
+    head and the highest tail of the new edges that go against the order,
+    so only the edges there are checked (:func:`cyclic_core`) and only those
+    nodes reordered."""
+
+    def __init__(self, n: int, codes: np.ndarray) -> None:
+        """``codes``: edges as ``before * n + after`` (the graph must be acyclic)."""
+        self.n = n
+        c = np.unique(np.asarray(codes, np.int64))
+        self.src, self.dst = c // n, c % n
+        self.pos = topological_order(n, self.src, self.dst)
+
+    def add(self, codes: np.ndarray) -> bool:
+        """Add the edges ``codes`` if the graph stays acyclic; whether it did."""
+        n, pos = self.n, self.pos
+        c = np.unique(np.asarray(codes, np.int64))
+        s, d = c // n, c % n
+        back = pos[s] >= pos[d]
+        if back.any():
+            lo, hi = int(pos[d[back]].min()), int(pos[s[back]].max())
+            src, dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
+            ps, pd = pos[src], pos[dst]
+            inside = (ps >= lo) & (ps <= hi) & (pd >= lo) & (pd <= hi)
+            ws, wd = src[inside], dst[inside]
+            if cyclic_core(n, ws, wd).any():
+                return False
+            nodes = np.flatnonzero((pos >= lo) & (pos <= hi))
+            order = topological_order(n, ws, wd)[nodes]
+            pos[nodes[np.argsort(order, kind="stable")]] = np.sort(pos[nodes])
+        self.src, self.dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
+        return True
 
 
 def find_cycle(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

@@ -35,8 +35,9 @@ and said in every result:
   the turn root's routes where the tree has none, accepted when they are
   delivered and the channel dependencies of all routes are acyclic
   (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
-  Failing that (the last resort): every destination is routed up*/down*
-  towards the turn root (``updown``).
+  A destination no orientation serves free of credit loops keeps the
+  tree's routes; the needed pairs they leave are the validation walk's to
+  report (never a re-route of the other destinations).
 * ``updown``: the fabric is no tree (roles): every destination is routed
   up*/down* towards the roots of its component (its top switches, or one
   switch per component where end-ports on the top switches need each other).
@@ -58,7 +59,7 @@ from smroute.errors import RoutingError
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, NeededPairs, fabric_roles, needed_pairs
 from smroute.routing import modes, orient
-from smroute.routing.api import DEFAULT, Prepared, engine
+from smroute.routing.api import DEFAULT, engine
 from smroute.routing.dmodc import NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph
@@ -188,12 +189,7 @@ def route(
         t4 = clock()
         timings["routes"] = t4 - t3
 
-        def route_again(g2: SwitchGraph) -> tuple[Prepared, np.ndarray]:
-            prep2 = eng.prepare(g2, lmc, clock, {})
-            return prep2, eng.tables(fabric, prep2, p)
-
-        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed,
-                          route_again)
+        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed)
         if out.reason != reason:
             timings["turns"] = clock() - t4
     finally:

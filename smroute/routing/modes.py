@@ -1,7 +1,8 @@
 """The mode chain: how a tree is routed when Dmodc's routes do not serve
 every pair, in one place for every engine (algorithm-free).
 
-``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient`` -> ``updown``:
+``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient``; ``updown``
+when the fabric is no tree:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
@@ -18,11 +19,13 @@ every pair, in one place for every engine (algorithm-free).
   turn root's routes where the tree has none, accepted when they are
   delivered and the channel dependencies of all routes are acyclic
   (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
-* ``updown``: the fabric is no tree (towards its top switches, or one root
-  per component where end-ports on top switches need each other:
-  :func:`updown_graph`), or, as the last resort, orienting left some
-  destination without a route: every destination is routed up*/down*
-  towards the turn root.
+  A destination no orientation serves free of credit loops keeps the
+  tree's routes; the validation walk reports the needed pairs it leaves.
+  A few destinations the tree cannot serve never change the routes of the
+  others: no step re-routes the whole tree.
+* ``updown``: the fabric is no tree: every destination is routed up*/down*
+  towards its top switches (or one root per component where end-ports on
+  top switches need each other: :func:`updown_graph`).
 
 Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
 :func:`chain` runs the steps after the tree's tables (engines that route
@@ -34,7 +37,6 @@ mode was routed on (resume).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,17 +110,16 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPai
         return updown_graph(fabric, roles, g, reason, needed, lmc)[0], None
     if roles.tree and mode == "tree+turns":
         return g, rooted_graph(fabric, roles, turn_roots(g), like=g)
-    if roles.tree and mode == "updown":  # the turn-root check failed
+    if roles.tree and mode == "updown":  # a tree stored as routed towards its turn roots
         return rooted_graph(fabric, roles, turn_roots(g), like=g), None
     return g, None
 
 
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
-          ports: np.ndarray, mode: str, reason: str, max_vls: int, needed: NeededPairs,
-          route_again: Callable[[SwitchGraph], tuple[Prepared, np.ndarray]]) -> Outcome:
+          ports: np.ndarray, mode: str, reason: str, max_vls: int,
+          needed: NeededPairs) -> Outcome:
     """The steps after the tree's tables ``ports`` of ``prep`` (module doc),
-    in mode ``mode`` (``reason``) so far, for the pairs ``needed``;
-    ``route_again(g)``: the engine's routing on another graph (``updown``).
+    in mode ``mode`` (``reason``) so far, for the pairs ``needed``.
     ``ports`` is changed in place."""
     g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
     none = Outcome(mode, reason, None, 0, None, prep, ports)
@@ -153,17 +154,16 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                             (need, orient.needed_turns(g, c, dest, needed)), needed,
                             (g2, *dmodc.costs_and_dividers(g2)))
     head = f"the tree's routes through the turn root are not all up*/down* towards it{why}"
-    if ori is not None and ori.complete:
-        k = int(ori.turns.sum())
-        return Outcome("tree+orient" if k else "tree", (
-            f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
-            f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
-    # last resort: one orientation for every destination
-    prep2, ports2 = route_again(g2)
-    return Outcome("updown", (
-        f"{head}, and turning the destinations that need it one at a time left some without "
-        f"a route{f' ({no})' if no else ''}: routed every destination up*/down* towards the "
-        "turn root"), None, 0, None, prep2, ports2)
+    if ori is None:
+        # no destination can take another orientation free of credit loops:
+        # the tree's routes for every one; the walk reports the needed pairs left
+        return Outcome("tree", f"{head}; no destination could take another orientation "
+                       f"free of credit loops on one VL ({no}): the tree's routes stay",
+                       None, 0, None, prep, ports)
+    k = int(ori.turns.sum())
+    return Outcome("tree+orient" if k else "tree", (
+        f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
+        f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
 
 
 def _detours(

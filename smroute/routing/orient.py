@@ -17,7 +17,9 @@ dependency graph of the whole table set is acyclic
 on one VL, proven rather than implied by one orientation.  It tries every
 destination's first turn switch at once (leaves first, then the highest
 switches), then one destination at a time (:func:`orient_each`: each takes
-the first of a few turn switches that keeps the dependencies acyclic).
+the first of a few turn switches that keeps the dependencies acyclic; a
+destination none serves keeps the tree's routes, and the validation walk
+reports the needed pairs it leaves).
 Those destinations are then walked for delivery only
 (:attr:`Orientation.turns`).
 
@@ -36,7 +38,7 @@ import numpy as np
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
-from smroute.routing.deadlock import check_credit_loops, cyclic_core, dependencies
+from smroute.routing.deadlock import AcyclicGrowth, check_credit_loops, dependencies
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph
 from smroute.routing.validate import OK, walk
@@ -206,7 +208,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if not candidates:
         return None, why
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape,
+                       stop=False)
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
@@ -214,7 +217,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if why:
         return None, why
     ports[...] = trial
-    tail = f"; {left} destination LIDs left with the tree's routes" if left else ""
+    tail = (f"; {left} destination LIDs no orientation serves free of credit loops keep the "
+            "tree's routes (the needed pairs they leave are reported)") if left else ""
     return Orientation(done, "each destination's turn switch chosen so that the channel "
                        f"dependencies of every route stay acyclic{tail}", not left), ""
 
@@ -223,7 +227,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 dest: Destinations, turns: np.ndarray, needed: NeededPairs,
                 ports: np.ndarray, tries: int = 16,
                 escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-                fewest_first: bool = True, stop: bool = True) -> np.ndarray:
+                fewest_first: bool = True, stop: bool = True, patience: int = 64) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -231,20 +235,28 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     graph with its costs and dividers, e.g. the turn root's up*/down*
     orientation) its whole column routed up*/down* in ``escape`` if that
     keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
-    keep the tree's routes; ``stop``: none tried after the first that fails).
-    ``fewest_first``: in order of the switches that lack a path to them,
-    fewest first (else most first)."""
+    keep the tree's routes; ``stop``: none tried after the first that fails,
+    else none with the target switch and kind of one that failed: the same
+    options, and none after ``patience`` in a row failed: where turns close
+    cycles with the tree's routes, trying every destination costs a
+    dependency check each and serves none).  ``fewest_first``: in order of
+    the switches that lack a path to them, fewest first (else most first)."""
     t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
                          switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
                          ports=ports)
     hops = turn_hops(g) + 1
     dep = dependencies(fabric, t, max_hops=hops)
-    n_ch, edges = dep.n_channels, dep.edges
+    graph = AcyclicGrowth(dep.n_channels, dep.edges)
     done = np.zeros(len(dest.lid), dtype=bool)
     used: dict[int, int] = {}
     sel = np.flatnonzero(turns)
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
+    key = dest.target * 2 + needed.agg[dest.owner]  # destinations with the same options
+    failed: set[int] = set()
+    in_a_row = 0
     for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
+        if int(key[j]) in failed:  # the same options failed for another LID
+            continue
         lid = int(dest.lid[j])
         keep = ports[:, lid].copy()
         one = np.zeros(len(dest.lid), dtype=bool)
@@ -260,9 +272,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         for r in opts:
             route_turns(g, c, pi, dest, one, np.array([r]), ports)
             d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
-            e = np.concatenate([edges, d.edges])  # repeats do not change the core
-            if not d.unfinished and not cyclic_core(n_ch, e // n_ch, e % n_ch).any():
-                edges, done[j] = e, True
+            if not d.unfinished and graph.add(d.edges):
+                done[j] = True
                 used[r] = used.get(r, 0) + 1
                 break
             ports[:, lid] = keep
@@ -275,11 +286,13 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             kernel.route_block(eg, ec, epi, sub, np.arange(g.n_switches), col)
             ports[:, lid] = col[:, 0]
             d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
-            e = np.concatenate([edges, d.edges])  # repeats do not change the core
-            if not d.unfinished and not cyclic_core(n_ch, e // n_ch, e % n_ch).any():
-                edges, done[j] = e, True
+            if not d.unfinished and graph.add(d.edges):
+                done[j] = True
             else:
                 ports[:, lid] = keep
-        if not done[j] and stop:
-            break
+        in_a_row = 0 if done[j] else in_a_row + 1
+        if not done[j]:
+            failed.add(int(key[j]))
+            if stop or in_a_row >= patience:
+                break
     return done

@@ -47,10 +47,11 @@ from smroute.fabric.generate.sitegen import (
     Director,
     Site,
 )
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError
 
-__all__ = ["CATALOGUE", "Shape", "build_shape", "shape_names"]
+__all__ = ["CATALOGUE", "Shape", "build_shape", "director_site", "shape_names"]
 
 _ROWS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -381,3 +382,25 @@ def build_shape(name: str) -> Fabric:
         fabric = attach_cas(fabric, [sw for sw, _ in services], descs,
                             device_id=shape.host_device)
     return with_aggregation_nodes(fabric)
+
+
+def director_site(m: tuple[int, ...] = (18, 8, 4), w: tuple[int, ...] = (1, 2, 2),
+                  p: tuple[int, ...] = (1, 1, 1), *, spine_hosts: int = 2, line_hosts: int = 0,
+                  remove_links: int = 0, seed: int = 0) -> Fabric:
+    """A two-level tree whose spines are directors, wired as the three-level
+    PGFT ``(3; m; w; p)`` (leaves, the directors' line ASICs, their spine
+    ASICs; the default: 32 leaves under 2 directors of 4 line and 2 spine
+    ASICs), ``remove_links`` random switch links removed (generator seeded
+    with ``seed``), a SHARP aggregation node on every ASIC, ``spine_hosts``
+    service hosts on the first spine ASIC and ``line_hosts`` UFM / storage
+    hosts spread over the line ASICs."""
+    f = pgft(3, m, w, p)
+    if remove_links:
+        f, _ = degrade(f, np.random.default_rng(seed), links=remove_links)
+    f = with_aggregation_nodes(f)
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L3")]
+    lines = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    on = [tops[0]] * spine_hosts + [lines[(3 * k) % len(lines)] for k in range(line_hosts)]
+    descs = [f"service{k:02d} HCA-1" for k in range(spine_hosts)] + [
+        f"{'ufm' if k % 2 == 0 else 'storage'}{k:02d} HCA-1" for k in range(line_hosts)]
+    return attach_cas(f, on, descs) if on else f
