@@ -218,7 +218,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         return None, why
     ports[...] = trial
     tail = (f"; {left} destination LIDs no orientation serves free of credit loops keep the "
-            "tree's routes (the needed pairs they leave are reported)") if left else ""
+            "tree's routes (the needed pairs they leave are reported; detours over 2 VLs "
+            "deliver them where the subnet manager programs VLs)") if left else ""
     return Orientation(done, "each destination's turn switch chosen so that the channel "
                        f"dependencies of every route stay acyclic{tail}", not left), ""
 
