@@ -102,8 +102,7 @@ def test_sign_table_marks_significant_losses_and_states_the_se() -> None:
     assert tab[0] == ["removed", "rival", "SP", "HSD random"]
     band0, band4 = tab[1], tab[2]
     assert band0[:3] == ["0 (2)", "minhop", "0/2/0 p 1"]
-    assert band0[3].startswith("0/2/0 p 1; Δ +0 ")  # same values: resolved at any error
-    assert "unresolved" not in band0[3]
+    assert band0[3] == "0/2/0 p 1; Δ 0 (the same values)"  # resolved at any error
     assert band4[0] == "4-15 (7)"
     assert band4[2] == "0/0/7 p 0.016 **loss**"
     # Δ 0.5 with SE sqrt(7 * (0.02^2 + 0.01^2)) / 7 = 0.0085: resolved

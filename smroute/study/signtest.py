@@ -186,7 +186,9 @@ def _groups(rows: Sequence[Row]) -> list[tuple[str, str]]:
 def _cell(p: Paired, precision: tuple[float, float, int] | None) -> str:
     mark = " **loss**" if p.loss else " win" if p.win else ""
     text = f"{p.wins}/{p.ties}/{p.losses} p {p.p:.2g}{mark}"
-    if precision is not None and not math.isnan(precision[0]):
+    if precision is not None and precision[:2] == (0.0, 0.0):
+        text += "; Δ 0 (the same values)"
+    elif precision is not None and not math.isnan(precision[0]):
         diff, se, orders = precision
         err = "SE ?" if math.isnan(se) else f"SE {se:.2g}"
         flag = "" if resolved(diff, se) else " unresolved"
