@@ -218,3 +218,20 @@ def test_cli_orders_and_report_sign_table(tmp_path: Path,
     assert "## The bar: Dmodc against each engine" in text and "| removed | rival | SP |" in text
     assert main(argv[:-2] + ["--orders-bands", "5-9", "--out", str(out)]) == 2
     assert "--orders-bands" in capsys.readouterr().err
+
+
+def test_precision_tasks_rerun_every_complete_engine_of_a_throw() -> None:
+    """An unresolved rival (minhop, no error known) brings its throws back
+    with every engine complete there, the resolved one (dnup, the same
+    values) too, so the rows of a throw keep averaging the same orders; a
+    failed row stays out, and a band with nothing unresolved is skipped."""
+    rows = _rows([0.5, 0.5])
+    rows += [_row(t, "dnup", 5, sp=10.5, hsd_random=3.5) for t in range(2)]
+    rows += [_row(t, "dmodc", 0, sp=1.0, hsd_random=2.0) for t in (7, 8)]
+    rows += [_row(t, "dnup", 0, sp=1.0, hsd_random=2.0) for t in (7, 8)]
+    rows[1]["status"] = "failed"  # minhop on throw 0
+    template = plan_tasks("pgft:2;2,2;1,2;1,1", "F", ["link"], 1, 1,
+                          ["dmodc", "dnup", "minhop"], "/nonexistent")[0]
+    tasks = precision_tasks(rows, template, 50, "dmodc")
+    assert [(t.index, t.engines, t.random_orders, t.reference) for t in tasks] == [
+        (1, ("dmodc", "dnup", "minhop"), 50, "dmodc")]

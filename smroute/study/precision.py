@@ -59,11 +59,13 @@ def precision_tasks(rows: Sequence[Row], template: ThrowTask, orders: int, refer
     random orders: in each band (of ``bands``, default all) whose random-order
     HSD comparison of ``reference`` with a rival of ``template.engines`` is
     not :func:`resolved`, the throws where both delivered every pair and
-    one has fewer orders; each task runs ``reference`` and those rivals."""
+    one has fewer orders; each task runs ``reference`` and every rival that
+    delivered every pair on that throw (a throw's rows average the same
+    orders, so every comparison on it stays paired)."""
     sel = [r for r in rows if r["fabric"] == template.label and r["mode"] == template.mode
            and r["seed"] == template.seed]
     rivals = [e for e in template.engines if e != reference]
-    need: dict[int, set[str]] = {}
+    need: set[int] = set()
     for band, lo, hi in BANDS:
         if bands is not None and band not in bands:
             continue
@@ -82,9 +84,13 @@ def precision_tasks(rows: Sequence[Row], template: ThrowTask, orders: int, refer
                 if min(_orders(a), _orders(b)) < orders or (
                         b.get("hsd_random_paired_with") != reference
                         and abs(float(str(a["hsd_random"])) - float(str(b["hsd_random"]))) > 0):
-                    need.setdefault(t, set()).add(rival)
+                    need.add(t)
+    # every engine complete on a rerun throw gets the new orders, so that
+    # the rows of a throw always average the same orders
+    done = {(int(str(r["throw"])), str(r["engine"])) for r in sel if complete(r)}
     return [dataclasses.replace(template, index=t, random_orders=orders, reference=reference,
-                                engines=(reference, *sorted(need[t])), check=())
+                                engines=(reference, *(e for e in rivals if (t, e) in done)),
+                                check=())
             for t in sorted(need)]
 
 
