@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """How much of the study's random-order HSD verdicts is sampling noise (an
-investigation, not the study).
+investigation, not the study; the study itself refines its unresolved
+random-order HSD comparisons with ``smroute study degrade --orders N``,
+:mod:`smroute.study.precision`, and keeps each row's standard error).
 
 The study averages each throw's random-order HSD over 20 random orders of
 the hosts.  This reruns the throws of some removal bands exactly as the

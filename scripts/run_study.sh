@@ -12,6 +12,12 @@
 # beside its cached rows once Dmodc reproduces its cached row (else it
 # runs again in full on the next run).  Failed OpenSM rows are kept
 # (--keep-failed): OpenSM's fallbacks are deterministic.
+# ORDERS_PRECISE=N then reruns, with N random orders, the throws of the bands
+# where the reference engine's random-order HSD comparison with a rival is
+# unresolved (standard error unknown or not below the mean difference),
+# resumable too: first ORDERS_PRECISE=20 (the study's orders, measures their
+# error), then e.g. ORDERS_PRECISE=1000 for what is still unresolved;
+# PRECISE_BANDS limits it to some removal bands (e.g. 0,1-3,4-15).
 # Runs niced with a 2-process pool (WORKERS); a Dask cluster can be used with
 # SCHEDULER=tcp://host:port.
 #
@@ -31,7 +37,11 @@ OUT=${OUT:-docs/study}
 RERUN=${RERUN:-}   # e.g. RERUN=nmodc: drop nmodc's rows first (after changing it)
 ENGINES=${ENGINES:-dmodc,nmodc,ftree,updn,dnup,minhop,dfsssp,sssp,nue,lash}
 SCRATCH=${SCRATCH:-/tmp/smroute-study-work}
+ORDERS_PRECISE=${ORDERS_PRECISE:-0}
+PRECISE_BANDS=${PRECISE_BANDS:-}
+REFERENCE=${REFERENCE:-}  # the engine judged (default: smroute's default engine)
 extra=()
+if [[ -n "$REFERENCE" ]]; then extra+=(--reference "$REFERENCE"); fi
 if [[ -n "${SCHEDULER:-}" ]]; then extra+=(--scheduler "$SCHEDULER"); fi
 which=${1:-all}
 
@@ -39,7 +49,7 @@ run() {  # name tuple throws
   nice -n 10 "$PY" -m smroute study degrade --pgft "$2" --mode switch,link \
     --throws "$3" --seed "$SEED" --workers "$WORKERS" --workdir "$SCRATCH/$1" \
     --engines "$ENGINES" --vls "$VLS" --random-orders "$ORDERS" --keep-failed --rerun "$RERUN" \
-    --out "$OUT/$1" \
+    --orders "$ORDERS_PRECISE" --orders-bands "$PRECISE_BANDS" --out "$OUT/$1" \
     "${extra[@]}"
 }
 if [[ $which == all || $which == 648 ]]; then
@@ -50,5 +60,5 @@ if [[ $which == all || $which == 1728 ]]; then
 fi
 if [[ $OUT == docs/study ]]; then
   "$PY" -m smroute study report docs/study/pgft648/study.csv docs/study/pgft1728/study.csv \
-    --out docs/study/report.md
+    --out docs/study/report.md ${REFERENCE:+--reference "$REFERENCE"}
 fi

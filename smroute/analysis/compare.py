@@ -81,7 +81,9 @@ class TableMetrics:
     unroutable: ``pairs`` (ordered end-port pairs of the A2A not delivered:
     dead ends or loops), ``rp`` and ``sp`` (flows of those patterns not
     delivered, summed over their stages);
-    hot_link: a description of a link reaching the A2A risk ('' if none).
+    hot_link: a description of a link reaching the A2A risk ('' if none);
+    random_order_hsd: per random order, the HSD averaged over the CPS
+    (``hsd_random`` is their mean; their spread gives its standard error).
     """
 
     name: str
@@ -89,6 +91,7 @@ class TableMetrics:
     values: dict[str, float]
     unroutable: dict[str, int]
     hot_link: str = ""
+    random_order_hsd: tuple[float, ...] = ()
 
 
 def compare_tables(
@@ -121,6 +124,7 @@ def compare_tables(
         sp_unroutable = 0
         topo: dict[str, float] = {}
         rand: dict[str, float] = {}
+        per_order: list[list[float]] = []
         for c, pat in cps_patterns.items():
             m = evaluate(view, paths, pat, o)
             topo[c] = m.hsd_avg
@@ -128,8 +132,8 @@ def compare_tables(
                 values["sp"] = float(m.risk_max)
                 sp_unroutable = m.total_unroutable
             if rand_orders:
-                rand[c] = float(np.mean([evaluate(view, paths, pat, ro).hsd_avg
-                                         for ro in rand_orders]))
+                per_order.append([evaluate(view, paths, pat, ro).hsd_avg for ro in rand_orders])
+                rand[c] = float(np.mean(per_order[-1]))
         if "sp" not in values:
             sp = evaluate(view, paths, P.shifts(n), o) if n >= 2 else None
             values["sp"] = float(sp.risk_max) if sp is not None else 0.0
@@ -145,6 +149,7 @@ def compare_tables(
             unroutable={"pairs": a2a.unroutable, "rp": rp.total_unroutable,
                         "sp": sp_unroutable},
             hot_link=view.describe_link(a2a.link) if a2a.link >= 0 else "",
+            random_order_hsd=tuple(np.mean(per_order, axis=0).tolist()) if per_order else (),
         ))
     return out
 

@@ -37,9 +37,12 @@ from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.cli.progress import Progress
 from smroute.errors import InputError, SmrouteError
 from smroute.lab.sidebyside import DEFAULT_ENGINES, ENGINES
+from smroute.routing import api
 from smroute.study.degrade import MODES, parse_pgft
 from smroute.study.plots import plot_all
+from smroute.study.precision import precision_tasks, run_precision
 from smroute.study.results import (
+    BANDS,
     KEY,
     RETRY_STATUSES,
     compact_table,
@@ -51,12 +54,14 @@ from smroute.study.results import (
 )
 from smroute.study.runner import Progress as ThrowProgress
 from smroute.study.runner import plan_tasks, run_study
+from smroute.study.signtest import sign_markdown
 from smroute.text import excerpt
 
 MAX_THROWS = 100_000
 #: Bounds of --rp-samples and --random-orders (each one a full evaluation per throw).
 MAX_SAMPLES = 1_000_000
 MAX_ORDERS = 10_000
+BAND_LABELS = [label for label, _, _ in BANDS]
 
 
 def register(subparsers: Any) -> None:
@@ -92,6 +97,16 @@ def register(subparsers: Any) -> None:
     d.add_argument("--random-orders", type=int_range(0, MAX_ORDERS), default=3,
                    help="random node orders the CPS HSD is averaged over, "
                    f"0..{MAX_ORDERS:,} (default: 3)")
+    d.add_argument("--orders", type=int_range(0, MAX_ORDERS), default=0, metavar="N",
+                   help="then average the random-order HSD over N random orders (the study's "
+                   "first) on the throws of the bands where its comparison of the reference "
+                   "engine with a rival is unresolved (its standard error unknown or not below "
+                   "the mean difference), for those engines only; resumable (default: 0, none)")
+    d.add_argument("--orders-bands", metavar="BANDS", default="",
+                   help=f"only these removal bands for --orders, from {','.join(BAND_LABELS)} "
+                   "(default: all)")
+    d.add_argument("--reference", metavar="ENGINE", default=api.DEFAULT,
+                   help=f"the engine --orders pairs the others with (default: {api.DEFAULT})")
     d.add_argument("--opensm-timeout", type=float_range(0, above=True), default=600.0,
                    help="seconds per OpenSM run before it counts as timed out (default: 600)")
     d.add_argument("--keep-failed", action="store_true",
@@ -120,6 +135,9 @@ def register(subparsers: Any) -> None:
 
     rp = sub.add_parser("report", help="markdown tables (median / worst per degradation band)")
     rp.add_argument("csv", metavar="CSV", nargs="+")
+    rp.add_argument("--reference", metavar="ENGINE", default=api.DEFAULT,
+                    help="the engine the sign-test section judges against every other "
+                    f"(default: {api.DEFAULT})")
     rp.add_argument("--compact", action="store_true",
                     help="one table per fabric and mode (SP, A2A, RP, HSD per band)")
     rp.add_argument("--out", metavar="FILE|-", default="-",
@@ -211,6 +229,13 @@ def _degrade(args: argparse.Namespace) -> int:
     rerun = _names(args.rerun)
     if any(e not in engines for e in rerun):
         raise InputError(f"--rerun: expected engines of --engines, got {excerpt(args.rerun)}")
+    bands = _names(args.orders_bands)
+    if any(b not in BAND_LABELS for b in bands):
+        raise InputError(f"--orders-bands: expected bands from {','.join(BAND_LABELS)}, "
+                         f"got {excerpt(args.orders_bands)}")
+    if args.orders and args.reference not in engines:
+        raise InputError(f"--reference: expected an engine of --engines, got "
+                         f"{excerpt(args.reference)}")
     if csv_path(out).exists():
         old = read_rows(csv_path(out))  # a study to resume: readable, or an error now
         if rerun:
@@ -236,6 +261,9 @@ def _degrade(args: argparse.Namespace) -> int:
             rows = run_study(tasks, csv_path(out), workers=args.workers,
                              scheduler=args.scheduler, on_throw=on_throw,
                              retry=("error",) if args.keep_failed else RETRY_STATUSES)
+            if args.orders:
+                _precision(args, tasks, rows, out, bands or None, prog)
+                rows = read_rows(csv_path(out))
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -252,6 +280,25 @@ def _degrade(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _precision(args: argparse.Namespace, tasks: list[Any], rows: list[Any], out: Path,
+               bands: list[str] | None, prog: Progress) -> None:
+    """The ``--orders`` pass over each mode's unresolved bands."""
+    todo = [t for mode in dict.fromkeys(t.mode for t in tasks)
+            for t in precision_tasks(rows, next(t for t in tasks if t.mode == mode),
+                                     args.orders, args.reference, bands)]
+    prog.write(f"random-order HSD over {args.orders} orders: {len(todo)} throws to rerun")
+
+    def on_throw(done: int, total: int, task: Any, note: str) -> None:
+        prog.write(f"[{done}/{total}] {task.label} {task.mode} throw {task.index}: {note}")
+        prog.fraction("throws", done, total)
+
+    res = run_precision(todo, csv_path(out), workers=args.workers, scheduler=args.scheduler,
+                        on_throw=on_throw)
+    if res.differ:
+        print(f"smroute: {res.differ} rerun rows did not reproduce their cached A2A, RP, SP "
+              "or HSD-topo and were left as they were", file=sys.stderr)
 
 
 def _plots(rows: list[Any], out: Path) -> None:
@@ -291,7 +338,7 @@ def _report(args: argparse.Namespace) -> int:
                            + ([] if is_stdout(args.out) else ["--out", args.out]))
         lines = ["# Degradation study: full report", "",
                  f"Generated by `{command}` from the CSVs. {REPORT_NOTE}", "",
-                 *markdown_report(rows, engines)]
+                 *markdown_report(rows, engines), *sign_markdown(rows, engines, args.reference)]
         write_output(args.out, "\n".join(lines) + "\n")
         return 0
     for fab, mode in sorted({(str(r["fabric"]), str(r["mode"])) for r in rows}):

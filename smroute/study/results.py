@@ -11,7 +11,12 @@ route), ``unroutable_rp`` / ``unroutable_sp`` (undelivered flows of those
 patterns), ``routing_seconds``, ``wall_seconds``, ``order`` (which node order
 the patterns used), ``hot_link`` (a link at the A2A max), ``error`` and
 ``routing_mode`` (smroute's engines: ``tree``, ``tree+turns``,
-``tree+detours`` or ``updown``).
+``tree+detours`` or ``updown``), then the precision of the random-order
+HSD: ``hsd_random_orders`` (the orders it averages; empty in rows of
+studies that did not record it), ``hsd_random_se`` (its standard error
+over the orders), ``hsd_random_paired_se`` (the standard error of this row's
+value minus that of the engine ``hsd_random_paired_with`` on the same
+orders, the throw's reference engine).
 
 The CSV is rewritten atomically after each throw, so it is always complete
 and a study can resume from it (:func:`done_throws`: throws with a row not
@@ -70,11 +75,13 @@ COLUMNS = (
     "fabric", "mode", "throw", "seed", "total", "removed", "hosts", "engine", "status",
     *METRICS, "unroutable_pairs", "unroutable_rp", "unroutable_sp",
     "routing_seconds", "wall_seconds", "order", "hot_link", "error", "routing_mode",
+    "hsd_random_orders", "hsd_random_se", "hsd_random_paired_se", "hsd_random_paired_with",
 )
 KEY = ("fabric", "mode", "seed", "throw")
 _INT = {"throw", "seed", "total", "removed", "hosts", "unroutable_pairs", "unroutable_rp",
-        "unroutable_sp"}
-_FLOAT = set(METRICS) | {"routing_seconds", "wall_seconds"}
+        "unroutable_sp", "hsd_random_orders"}
+_FLOAT = set(METRICS) | {"routing_seconds", "wall_seconds", "hsd_random_se",
+                         "hsd_random_paired_se"}
 
 #: Degradation bands of the README tables: (label, lowest, highest removed).
 BANDS: tuple[tuple[str, int, float], ...] = (

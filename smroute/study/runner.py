@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smroute.analysis.compare import CompareConfig
+import numpy as np
+
+from smroute.analysis.compare import CompareConfig, TableMetrics
 from smroute.errors import SmrouteError
 from smroute.fabric.ibnetdiscover.parse import read_topology
 from smroute.fabric.model.arrays import Fabric
@@ -52,7 +54,9 @@ class ThrowTask:
     goes (removed afterwards unless ``keep_work``); vls: the data VLs
     ``nmodc`` may use (2+: detours); check: ``(metric, value)`` of a cached
     Dmodc row that this run's Dmodc row must reproduce (a resumed throw that
-    only adds engines beside its cached rows).
+    only adds engines beside its cached rows); reference: the engine the
+    other rows' random-order HSD is paired with for its standard error
+    (default: the default engine).
     """
 
     source: str
@@ -68,6 +72,7 @@ class ThrowTask:
     keep_work: bool = False
     vls: int = 1
     check: tuple[tuple[str, float], ...] = ()
+    reference: str = ""
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -115,6 +120,7 @@ def run_throw(task: ThrowTask) -> list[Row]:
         if not task.keep_work:
             shutil.rmtree(work, ignore_errors=True)
     rows = []
+    ref = task.reference or api.DEFAULT
     for e in task.engines:
         run = sbs.runs[e]
         row: Row = {**_base(task, throw.total, throw.removed), "engine": e,
@@ -125,6 +131,8 @@ def run_throw(task: ThrowTask) -> list[Row]:
         m = sbs.metrics.get(e)
         if m is not None:
             row.update(m.values)
+            row.update(hsd_precision_cells(m.random_order_hsd,
+                                           None if e == ref else sbs.metrics.get(ref)))
             row.update({"unroutable_pairs": m.unroutable["pairs"],
                         "unroutable_rp": m.unroutable["rp"],
                         "unroutable_sp": m.unroutable["sp"], "hot_link": m.hot_link})
@@ -132,6 +140,23 @@ def run_throw(task: ThrowTask) -> list[Row]:
             row["status"], row["error"] = "failed", sbs.error or "no metrics"
         rows.append(row)
     return _checked(task, rows)
+
+
+def hsd_precision_cells(per_order: Sequence[float], ref: TableMetrics | None) -> Row:
+    """The precision columns of a row whose random-order HSD is the mean of
+    ``per_order`` (one value per random order): the orders, the standard
+    error, and that of the difference to ``ref`` (the reference engine's
+    metrics on the same orders; ``None`` for the reference's own row)."""
+    x = np.asarray(per_order, dtype=np.float64)
+    out: Row = {"hsd_random_orders": len(x)}
+    if len(x) < 2:
+        return out
+    out["hsd_random_se"] = float(x.std(ddof=1) / math.sqrt(len(x)))
+    if ref is not None and len(ref.random_order_hsd) == len(x):
+        d = x - np.asarray(ref.random_order_hsd, dtype=np.float64)
+        out["hsd_random_paired_se"] = float(d.std(ddof=1) / math.sqrt(len(x)))
+        out["hsd_random_paired_with"] = ref.name
+    return out
 
 
 def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
@@ -161,8 +186,10 @@ def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTa
     if not have or dm is None or dm.get("status") != "ok" or api.DEFAULT not in task.engines:
         return None
     missing = [e for e in task.engines if e not in have]
+    orders = dm.get("hsd_random_orders") or task.random_orders  # refined rows: not checked
     check = tuple((k, float(v)) for k in METRICS
-                  if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v))
+                  if isinstance(v := dm.get(k), (int, float)) and not math.isnan(v)
+                  and (orders == task.random_orders or not k.startswith("hsd_random")))
     if not check:  # nothing to check the cached rows by
         return None
     engines = tuple(e for e in task.engines if e in missing or e == api.DEFAULT)
