@@ -37,6 +37,9 @@ OpenSM plugin may program).  Per engine:
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import hashlib
+import json
 import math
 import sys
 import time
@@ -49,9 +52,12 @@ from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
+from smroute.fabric.export.writers import format_topology
+from smroute.fabric.ibnetdiscover.parse import parse_topology
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
-from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
+from smroute.fileio import atomic_write_text, atomic_writer, read_bytes
+from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, Simulation, simulate
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route
 from smroute.routing.vlassign import VirtualLanes
@@ -177,56 +183,185 @@ def complete(e: Row) -> bool:
     return e["status"] == "ok" and bool(m) and m["missing_needed"] == 0
 
 
+# ------------------------------------------------------------------ the OpenSM cache
+def fabric_key(f: Fabric) -> str:
+    """The cache key of a fabric: its content hash with its node descriptions
+    (they make the host-name order)."""
+    h = hashlib.sha256(f.content_hash.encode())
+    h.update("\n".join(f.node_desc).encode())
+    return h.hexdigest()[:24]
+
+
+class OpenSMCache:
+    """OpenSM's engine rows, one JSON file per (fabric key, engine), and the
+    discovered fabric of the last simulation, so that a rerun measures only
+    smroute's engines (OpenSM's do not change between runs of the bench).
+
+    An engine row is reused when it was measured with the same seed and RP
+    samples and, for a time-out, a budget at least the one asked (a larger
+    budget runs the engine again).  The metrics in a row were computed by the
+    analysis code of its run: empty the folder when that code changes."""
+
+    def __init__(self, folder: Path, *, seed: int, rp_samples: int) -> None:
+        self.folder = Path(folder)
+        self.seed, self.rp_samples = seed, rp_samples
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str, what: str) -> Path:
+        return self.folder / (f"{key}-{what}" + ("" if what.endswith(".gz") else ".json"))
+
+    def _read(self, path: Path) -> Row | None:
+        try:
+            got = json.loads(read_bytes(path))
+        except (OSError, ValueError, SmrouteError):
+            return None
+        return got if isinstance(got, dict) else None
+
+    def engine(self, key: str, engine: str, budget: float) -> Row | None:
+        """The cached row of ``engine`` on fabric ``key``, or ``None``."""
+        got = self._read(self._path(key, engine))
+        if (got is None or got.get("seed") != self.seed or not isinstance(got.get("row"), dict)
+                or got.get("rp_samples") != self.rp_samples):
+            return None
+        if got["row"].get("status") == "timeout" and float(got.get("budget", 0)) < budget:
+            return None
+        return dict(got["row"])
+
+    def put_engine(self, key: str, engine: str, budget: float, row: Row) -> None:
+        atomic_write_text(self._path(key, engine), json.dumps(
+            {"seed": self.seed, "rp_samples": self.rp_samples, "budget": budget,
+             "row": row}, indent=1) + "\n")
+
+    def discovered(self, key: str) -> tuple[Fabric, Row] | None:
+        """The discovered fabric of ``key`` and its facts (net source, notes,
+        partition), or ``None``."""
+        got = self._read(self._path(key, "fabric.json.gz"))
+        if got is None or not isinstance(got.get("topology"), list):
+            return None
+        try:
+            disc = parse_topology(got["topology"], "ibnetdiscover")
+        except SmrouteError:
+            return None
+        return disc, {k: got.get(k) for k in ("net_source", "notes", "partition")}
+
+    def put_discovered(self, key: str, sim: Simulation) -> None:
+        text = json.dumps({**_facts(sim), "topology": format_topology(sim.fabric)})
+        with atomic_writer(self._path(key, "fabric.json.gz"), "wb") as fh:  # 0.7 MB at 13k CAs
+            fh.write(gzip.compress(text.encode(), mtime=0))
+
+
 # ------------------------------------------------------------------ running
+def _facts(sim: Simulation) -> Row:
+    return {"net_source": sim.net_source, "notes": sim.notes, "partition": sim.partition}
+
+
+def _simulations(name: str, fabric: Fabric, work: Path, opensm: list[str], *, budget: float,
+                 capture: Path | None, cache: OpenSMCache | None, key: str
+                 ) -> tuple[Fabric, Row, dict[str, EngineRun | Row]]:
+    """The discovered fabric, its facts and engine -> run (or cached row) of
+    ``opensm``.  Without a cache: one ibsim for every engine; with one: the
+    cached rows, and one ibsim per engine left (each row is cached as soon
+    as it is measured, by :func:`run_fabric`); no ibsim at all when every
+    engine and the discovered fabric are cached."""
+    runs: dict[str, EngineRun | Row] = {}
+    if cache is None:
+        progress(f"{name}: ibsim and OpenSM ({', '.join(opensm) or 'none'})")
+        sim = simulate(fabric, work, opensm, timeout=budget, capture=capture)
+        runs.update(sim.runs)
+        return sim.fabric, _facts(sim), runs
+    for e in opensm:
+        hit = cache.engine(key, e, budget)
+        if hit is not None:
+            runs[e] = hit
+    todo = [e for e in opensm if e not in runs]
+    found = None if todo else cache.discovered(key)
+    if found is not None:
+        return found[0], found[1], runs
+    return fabric, {}, runs  # run_fabric simulates the engines left, one at a time
+
+
 def run_fabric(name: str, fabric: Fabric, work: Path, *, engines: list[str], vls: int,
                budget: float, seed: int, rp_samples: int, capture: Path | None,
-               ibdmchk_max: int = 0) -> Row:
-    """Simulate, route and measure one fabric (module doc)."""
+               ibdmchk_max: int = 0, cache: OpenSMCache | None = None) -> Row:
+    """Simulate, route and measure one fabric (module doc); with ``cache``,
+    OpenSM's rows come from it where they are there and go to it as they are
+    measured (:class:`OpenSMCache`)."""
     row: Row = {"fabric": name, "switches": len(fabric.switches), "cas": len(fabric.cas),
                 "engines": []}
     opensm = [e for e in engines if e in OPENSM_ENGINES]
+    key = fabric_key(fabric)
     t0 = time.monotonic()
-    progress(f"{name}: ibsim and OpenSM ({', '.join(opensm) or 'none'})")
     try:
-        sim = simulate(fabric, work, opensm, timeout=budget, capture=capture)
+        disc, facts, runs = _simulations(name, fabric, work, opensm, budget=budget, capture=capture,
+                                         cache=cache, key=key)
+        left = [e for e in opensm if e not in runs]
+        if cache is not None:
+            progress(f"{name}: OpenSM cached: {', '.join(runs) or 'none'}; to run: "
+                     f"{', '.join(left) or 'none'}")
+        if cache is not None and (left or not facts):
+            for e in left or [""]:  # "": no engine left, discover the fabric only
+                progress(f"{name}: ibsim and OpenSM {e or '(none)'}")
+                sim = simulate(fabric, work / (e or "discover"), [e] if e else [],
+                               timeout=budget, capture=capture)
+                disc, facts = sim.fabric, _facts(sim)
+                cache.put_discovered(key, sim)
+                if e:
+                    done = _opensm_row(name, disc, sim.runs[e], work, seed=seed,
+                                       rp_samples=rp_samples, ibdmchk_max=ibdmchk_max)
+                    cache.put_engine(key, e, budget, done)
+                    runs[e] = done
     except (SmrouteError, OSError) as err:
         row["error"] = f"cannot simulate: {str(err).splitlines()[0]}"
         return row
-    disc = sim.fabric
     roles = fabric_roles(disc)
-    row.update(net_source=sim.net_source, notes=sim.notes, partition=sim.partition,
-               compute=len(roles.endports(EndportRole.COMPUTE)),
-               aggregation=len(roles.endports(EndportRole.AGGREGATION)))
+    row.update(facts, compute=len(roles.endports(EndportRole.COMPUTE)),
+               aggregation=len(roles.endports(EndportRole.AGGREGATION)), fabric_key=key)
     for e in engines:
-        r: Row = {"engine": e}
-        lanes = None
         if e in OPENSM_ENGINES:
-            run: EngineRun = sim.runs[e]
-            r.update(status=run.status, error=run.error, fallback=run.fallback,
-                     routing_seconds=run.routing_seconds, wall_seconds=round(run.wall_seconds, 2))
-            tables = run.tables
-        else:
-            try:
-                t = time.monotonic()
-                res = route(disc, workers=1, labels=False, max_vls=vls if e == "smroute-vls" else 1)
-            except SmrouteError as err:
-                r.update(status="failed", error=str(err).splitlines()[0])
-                row["engines"].append(r)
+            run = runs[e]
+            if isinstance(run, dict):  # measured already (with the cache)
+                row["engines"].append(run)
                 continue
-            r.update(status="ok", error="", fallback="", routing_seconds=res.total_seconds,
-                     wall_seconds=round(time.monotonic() - t, 2),
-                     mode=res.mode + (f": {res.mode_reason}" if res.mode_reason else ""))
-            tables, lanes = res.tables, res.lanes
-        if tables is not None:
-            progress(f"{name}: metrics of {e}")
-            r["metrics"] = table_metrics(disc, tables, roles, lanes, seed=seed,
-                                         rp_samples=rp_samples)
-            if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
-                r["ibdmchk"] = ("not run: VLs" if lanes is not None or e in VL_ENGINES
-                                else ibdmchk_verdict(disc, tables, work / "ibdmchk" / e))
+            r = _opensm_row(name, disc, run, work, seed=seed, rp_samples=rp_samples,
+                            ibdmchk_max=ibdmchk_max)
+            row["engines"].append(r)
+            continue
+        r = {"engine": e}
+        try:
+            t = time.monotonic()
+            res = route(disc, workers=1, labels=False, max_vls=vls if e == "smroute-vls" else 1)
+        except SmrouteError as err:
+            r.update(status="failed", error=str(err).splitlines()[0])
+            row["engines"].append(r)
+            continue
+        r.update(status="ok", error="", fallback="", routing_seconds=res.total_seconds,
+                 wall_seconds=round(time.monotonic() - t, 2),
+                 mode=res.mode + (f": {res.mode_reason}" if res.mode_reason else ""))
+        progress(f"{name}: metrics of {e}")
+        r["metrics"] = table_metrics(disc, res.tables, roles, res.lanes, seed=seed,
+                                     rp_samples=rp_samples)
+        if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
+            r["ibdmchk"] = ("not run: VLs" if res.lanes is not None
+                            else ibdmchk_verdict(disc, res.tables, work / "ibdmchk" / e))
         row["engines"].append(r)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def _opensm_row(name: str, disc: Fabric, run: EngineRun, work: Path, *, seed: int,
+                rp_samples: int, ibdmchk_max: int) -> Row:
+    """One OpenSM engine's row: its run and the metrics of its tables."""
+    r: Row = {"engine": run.engine, "status": run.status, "error": run.error,
+              "fallback": run.fallback, "routing_seconds": run.routing_seconds,
+              "wall_seconds": round(run.wall_seconds, 2)}
+    if run.tables is not None:
+        progress(f"{name}: metrics of {run.engine}")
+        r["metrics"] = table_metrics(disc, run.tables, fabric_roles(disc), None, seed=seed,
+                                     rp_samples=rp_samples)
+        if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
+            r["ibdmchk"] = ("not run: VLs" if run.engine in VL_ENGINES
+                            else ibdmchk_verdict(disc, run.tables, work / "ibdmchk" / run.engine))
+    return r
 
 
 # ------------------------------------------------------------------ tables
@@ -372,10 +507,7 @@ def fabrics_to_run(real: Path | None, shapes: list[str] | None, max_hosts: int |
 
 def run_catalogue(args: Any, machine: str) -> list[Row]:
     """The catalogue mode of ``bench/real_fabrics.py`` (its ``--catalogue``)."""
-    import json
     import tempfile
-
-    from smroute.fileio import atomic_write_text
 
     engines = args.engines or list(SITE_ENGINES)
     bad = [e for e in engines if e not in SITE_ENGINES]
@@ -389,6 +521,8 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
     todo = fabrics_to_run(real, shapes, args.max_hosts)
     if args.only:
         todo = [x for x in todo if x[0] in set(args.only)]
+    cache = (OpenSMCache(args.opensm_cache, seed=args.seed, rp_samples=args.rp_samples)
+             if getattr(args, "opensm_cache", None) else None)
     print(f"Machine: {machine}\n", flush=True)
     results: list[Row] = []
     for i, (name, f, cap) in enumerate(todo, 1):
@@ -400,7 +534,7 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
                 work = args.keep / name if args.keep else Path(tmp)
                 r = run_fabric(name, f, work, engines=engines, vls=args.site_vls,
                                budget=args.timeout, seed=args.seed, rp_samples=args.rp_samples,
-                               capture=cap, ibdmchk_max=args.ibdmchk_max)
+                               capture=cap, ibdmchk_max=args.ibdmchk_max, cache=cache)
         results.append(r)
         print("\n".join(fabric_markdown(r)), flush=True)
         if args.json:  # after every fabric: a long run keeps what it measured
