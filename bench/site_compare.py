@@ -37,8 +37,6 @@ OpenSM plugin may program).  Per engine:
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import hashlib
 import json
 import math
 import sys
@@ -47,17 +45,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from opensm_cache import OpenSMCache, fabric_key, sim_facts
 
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate
 from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
-from smroute.fabric.export.writers import format_topology
-from smroute.fabric.ibnetdiscover.parse import parse_topology
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
-from smroute.fileio import atomic_write_text, atomic_writer, read_bytes
-from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, Simulation, simulate
+from smroute.fileio import atomic_write_text
+from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route
 from smroute.routing.vlassign import VirtualLanes
@@ -180,81 +177,10 @@ def value(e: Row, hs: str, order: str, metric: str) -> float:
 def complete(e: Row) -> bool:
     """Routed by the engine itself, every needed pair delivered."""
     m = e.get("metrics")
-    return e["status"] == "ok" and bool(m) and m["missing_needed"] == 0
-
-
-# ------------------------------------------------------------------ the OpenSM cache
-def fabric_key(f: Fabric) -> str:
-    """The cache key of a fabric: its content hash with its node descriptions
-    (they make the host-name order)."""
-    h = hashlib.sha256(f.content_hash.encode())
-    h.update("\n".join(f.node_desc).encode())
-    return h.hexdigest()[:24]
-
-
-class OpenSMCache:
-    """OpenSM's engine rows, one JSON file per (fabric key, engine), and the
-    discovered fabric of the last simulation, so that a rerun measures only
-    smroute's engines (OpenSM's do not change between runs of the bench).
-
-    An engine row is reused when it was measured with the same seed and RP
-    samples and, for a time-out, a budget at least the one asked (a larger
-    budget runs the engine again).  The metrics in a row were computed by the
-    analysis code of its run: empty the folder when that code changes."""
-
-    def __init__(self, folder: Path, *, seed: int, rp_samples: int) -> None:
-        self.folder = Path(folder)
-        self.seed, self.rp_samples = seed, rp_samples
-        self.folder.mkdir(parents=True, exist_ok=True)
-
-    def _path(self, key: str, what: str) -> Path:
-        return self.folder / (f"{key}-{what}" + ("" if what.endswith(".gz") else ".json"))
-
-    def _read(self, path: Path) -> Row | None:
-        try:
-            got = json.loads(read_bytes(path))
-        except (OSError, ValueError, SmrouteError):
-            return None
-        return got if isinstance(got, dict) else None
-
-    def engine(self, key: str, engine: str, budget: float) -> Row | None:
-        """The cached row of ``engine`` on fabric ``key``, or ``None``."""
-        got = self._read(self._path(key, engine))
-        if (got is None or got.get("seed") != self.seed or not isinstance(got.get("row"), dict)
-                or got.get("rp_samples") != self.rp_samples):
-            return None
-        if got["row"].get("status") == "timeout" and float(got.get("budget", 0)) < budget:
-            return None
-        return dict(got["row"])
-
-    def put_engine(self, key: str, engine: str, budget: float, row: Row) -> None:
-        atomic_write_text(self._path(key, engine), json.dumps(
-            {"seed": self.seed, "rp_samples": self.rp_samples, "budget": budget,
-             "row": row}, indent=1) + "\n")
-
-    def discovered(self, key: str) -> tuple[Fabric, Row] | None:
-        """The discovered fabric of ``key`` and its facts (net source, notes,
-        partition), or ``None``."""
-        got = self._read(self._path(key, "fabric.json.gz"))
-        if got is None or not isinstance(got.get("topology"), list):
-            return None
-        try:
-            disc = parse_topology(got["topology"], "ibnetdiscover")
-        except SmrouteError:
-            return None
-        return disc, {k: got.get(k) for k in ("net_source", "notes", "partition")}
-
-    def put_discovered(self, key: str, sim: Simulation) -> None:
-        text = json.dumps({**_facts(sim), "topology": format_topology(sim.fabric)})
-        with atomic_writer(self._path(key, "fabric.json.gz"), "wb") as fh:  # 0.7 MB at 13k CAs
-            fh.write(gzip.compress(text.encode(), mtime=0))
+    return e["status"] == "ok" and isinstance(m, dict) and bool(m) and m["missing_needed"] == 0
 
 
 # ------------------------------------------------------------------ running
-def _facts(sim: Simulation) -> Row:
-    return {"net_source": sim.net_source, "notes": sim.notes, "partition": sim.partition}
-
-
 def _simulations(name: str, fabric: Fabric, work: Path, opensm: list[str], *, budget: float,
                  capture: Path | None, cache: OpenSMCache | None, key: str
                  ) -> tuple[Fabric, Row, dict[str, EngineRun | Row]]:
@@ -268,7 +194,7 @@ def _simulations(name: str, fabric: Fabric, work: Path, opensm: list[str], *, bu
         progress(f"{name}: ibsim and OpenSM ({', '.join(opensm) or 'none'})")
         sim = simulate(fabric, work, opensm, timeout=budget, capture=capture)
         runs.update(sim.runs)
-        return sim.fabric, _facts(sim), runs
+        return sim.fabric, sim_facts(sim), runs
     for e in opensm:
         hit = cache.engine(key, e, budget)
         if hit is not None:
@@ -303,7 +229,7 @@ def run_fabric(name: str, fabric: Fabric, work: Path, *, engines: list[str], vls
                 progress(f"{name}: ibsim and OpenSM {e or '(none)'}")
                 sim = simulate(fabric, work / (e or "discover"), [e] if e else [],
                                timeout=budget, capture=capture)
-                disc, facts = sim.fabric, _facts(sim)
+                disc, facts = sim.fabric, sim_facts(sim)
                 cache.put_discovered(key, sim)
                 if e:
                     done = _opensm_row(name, disc, sim.runs[e], work, seed=seed,
@@ -412,48 +338,67 @@ def fabric_markdown(r: Row) -> list[str]:
     return [*out, ""]
 
 
+#: The comparison's columns: (metric, host order); A2A has no order.
+COLUMNS = [(m, o) for o in ORDERS for m in METRICS if not (m == "a2a" and o == "name")]
+Cell = tuple[str, str, float, float, list[str]]
+
+
+def best_cells(r: Row, ours: str, rivals: tuple[str, ...] | None, hs: str = "compute", *,
+               loop_free: bool = True) -> list[Cell | None] | str:
+    """``ours`` against the best rival engine on one fabric, per
+    :data:`COLUMNS` cell: ``(metric, order, ours, best, best engines)``
+    (``None``: no value), or why there is no comparison.  Rivals ``None`` =
+    every OpenSM engine that routed the needed pairs; else those of
+    ``rivals`` that did so free of credit loops (any, with
+    ``loop_free=False``: OpenSM's updn has credit loops where aggregation
+    nodes mislead its root detection, ibdmchk agreeing)."""
+    engines = {e["engine"]: e for e in r.get("engines", [])}
+    mine = engines.get(ours)
+    if rivals is None:
+        pool = [e for n, e in engines.items() if n in OPENSM_ENGINES and complete(e)]
+    else:
+        pool = [e for n, e in engines.items() if n in rivals and complete(e)
+                and (e["metrics"]["credit_loop_free"] or not loop_free)]
+    if mine is None or not complete(mine) or not pool:
+        return ("not routed completely" if mine is not None and not complete(mine)
+                else "no rival routed it completely" if mine is not None else "not run")
+    cells: list[Cell | None] = []
+    for m, o in COLUMNS:
+        v = value(mine, hs, o, m)
+        vals = [(x, e["engine"]) for e in pool if not math.isnan(x := value(e, hs, o, m))]
+        if math.isnan(v) or not vals:
+            cells.append(None)
+            continue
+        best = min(x for x, _ in vals)
+        cells.append((m, o, v, best, [n for x, n in vals if x == best]))
+    return cells
+
+
 def against_best(fabrics: list[Row], ours: str, rivals: tuple[str, ...] | None,
                  hs: str = "compute", *, loop_free: bool = True) -> tuple[list[str], int, int]:
-    """``ours`` against the best rival engine per (fabric, metric, order):
-    rivals ``None`` = every OpenSM engine that routed the needed pairs;
-    else those of ``rivals`` that did so free of credit loops (any, with
-    ``loop_free=False``: OpenSM's updn has credit loops where aggregation
-    nodes mislead its root detection, ibdmchk agreeing).  Cells
-    ``ours <= best (engine)`` or ``>``; ``(markdown, at or below, cells)``."""
-    cols = [(m, o) for o in ORDERS for m in METRICS if not (m == "a2a" and o == "name")]
-    out = ["| fabric | hosts | " + " | ".join(f"{m.upper()} {o}" for m, o in cols) + " |",
-           "|---" * (2 + len(cols)) + "|"]
+    """:func:`best_cells` of every fabric as a table: cells ``ours <= best
+    (engine)`` or ``>``; ``(markdown, at or below, cells)``."""
+    out = ["| fabric | hosts | " + " | ".join(f"{m.upper()} {o}" for m, o in COLUMNS) + " |",
+           "|---" * (2 + len(COLUMNS)) + "|"]
     ok = total = 0
     for r in fabrics:
-        engines = {e["engine"]: e for e in r.get("engines", [])}
-        mine = engines.get(ours)
-        if rivals is None:
-            pool = [e for n, e in engines.items() if n in OPENSM_ENGINES and complete(e)]
-        else:
-            pool = [e for n, e in engines.items() if n in rivals and complete(e)
-                    and (e["metrics"]["credit_loop_free"] or not loop_free)]
-        if mine is None or not complete(mine) or not pool:
-            why = ("not routed completely" if mine is not None and not complete(mine)
-                   else "no rival routed it completely" if mine is not None else "not run")
-            if mine is not None and r.get("compute", 0) >= 2:
-                out.append(f"| {r['fabric']} | {r.get('compute', 0)} | {why} |"
-                           + " |" * (len(cols) - 1))
+        got = best_cells(r, ours, rivals, hs, loop_free=loop_free)
+        if isinstance(got, str):
+            if got != "not run" and r.get("compute", 0) >= 2:
+                out.append(f"| {r['fabric']} | {r.get('compute', 0)} | {got} |"
+                           + " |" * (len(COLUMNS) - 1))
             continue
-        cells = []
-        for m, o in cols:
-            v = value(mine, hs, o, m)
-            vals = [(value(e, hs, o, m), e["engine"]) for e in pool]
-            vals = [x for x in vals if not math.isnan(x[0])]
-            if math.isnan(v) or not vals:
-                cells.append("-")
+        text = []
+        for c in got:
+            if c is None:
+                text.append("-")
                 continue
-            best = min(x for x, _ in vals)
-            who = [n for x, n in vals if x == best]
+            _, _, v, best, who = c
             total += 1
             ok += v <= best
-            cells.append(f"{_n(v)} {'<=' if v <= best else '>'} {_n(best)} "
-                         f"{'/'.join(who[:2])}{f' +{len(who) - 2}' if len(who) > 2 else ''}")
-        out.append(f"| {r['fabric']} | {r.get('compute', 0)} | " + " | ".join(cells) + " |")
+            text.append(f"{_n(v)} {'<=' if v <= best else '>'} {_n(best)} "
+                        f"{'/'.join(who[:2])}{f' +{len(who) - 2}' if len(who) > 2 else ''}")
+        out.append(f"| {r['fabric']} | {r.get('compute', 0)} | " + " | ".join(text) + " |")
     return out, ok, total
 
 
