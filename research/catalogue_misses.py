@@ -63,13 +63,17 @@ def misses(fabrics: list[Row]) -> list[str]:
     return [*out, "", *counts]
 
 
+def _s(v: float) -> str:
+    return f"{v:.0f} s" if v >= 10 else f"{v:.2g} s"
+
+
 def _cell(e: Row) -> str:
     rt, wall = e.get("routing_seconds"), e.get("wall_seconds")
-    t = f"{rt:.3g} s" if isinstance(rt, (int, float)) else "-"
+    t = _s(rt) if isinstance(rt, (int, float)) else "-"
     if isinstance(wall, (int, float)):
-        t += f" ({wall:.2g} s)"
+        t += f" ({_s(wall)})"
     if e["status"] == "timeout":
-        return f"timeout{f' ({wall:.3g} s)' if isinstance(wall, (int, float)) else ''}"
+        return f"timeout{f' ({_s(wall)})' if isinstance(wall, (int, float)) else ''}"
     if e.get("fallback"):
         return f"fell back to {e['fallback']}"
     if e["status"] != "ok":
