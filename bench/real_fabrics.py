@@ -22,7 +22,7 @@ best OpenSM engine that routed each capture completely, per metric
         [--rp-samples 1000]
         [--order topo|guid] [--seed 1] [--timeout 900] [--keep DIR] [--json FILE]
     .venv/bin/python bench/real_fabrics.py --catalogue [--shapes NAME,...] [--no-captures]
-        [--max-hosts N] [--site-vls 8] [--engines smroute smroute-vls updn ...]
+        [--max-hosts N] [--site-vls 8] [--opensm-cache DIR] [--engines smroute smroute-vls updn ...]
         [--timeout S] [--json FILE]     (bench/site_compare.py)
     .venv/bin/python bench/real_fabrics.py --from-json FILE
 """
@@ -222,6 +222,10 @@ def main() -> None:
                      help="leave out fabrics with more than N CAs")
     cat.add_argument("--ibdmchk-max", type=int, default=1500, metavar="N",
                      help="run ibdmchk on one-VL tables of fabrics up to N CAs (default 1500)")
+    cat.add_argument("--opensm-cache", type=Path, metavar="DIR",
+                     help="keep OpenSM's engine rows here (JSON per fabric and engine, keyed by "
+                     "the fabric's content hash) and reuse them: a rerun measures only "
+                     "smroute's engines")
     cat.add_argument("--site-vls", type=int, default=8,
                      help="data VLs of smroute-vls, as the plugin gets them (default 8)")
     ap.add_argument("--vls", type=int, default=1,

@@ -37,6 +37,7 @@ OpenSM plugin may program).  Per engine:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 import time
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from opensm_cache import OpenSMCache, fabric_key, sim_facts
 
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate
@@ -51,6 +53,7 @@ from smroute.analysis.paths import pair_paths, routing_view
 from smroute.errors import SmrouteError
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles, needed_pairs
+from smroute.fileio import atomic_write_text
 from smroute.lab.sidebyside import OPENSM_ENGINES, EngineRun, simulate
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route
@@ -174,59 +177,117 @@ def value(e: Row, hs: str, order: str, metric: str) -> float:
 def complete(e: Row) -> bool:
     """Routed by the engine itself, every needed pair delivered."""
     m = e.get("metrics")
-    return e["status"] == "ok" and bool(m) and m["missing_needed"] == 0
+    return e["status"] == "ok" and isinstance(m, dict) and bool(m) and m["missing_needed"] == 0
 
 
 # ------------------------------------------------------------------ running
+def _simulations(name: str, fabric: Fabric, work: Path, opensm: list[str], *, budget: float,
+                 capture: Path | None, cache: OpenSMCache | None, key: str
+                 ) -> tuple[Fabric, Row, dict[str, EngineRun | Row]]:
+    """The discovered fabric, its facts and engine -> run (or cached row) of
+    ``opensm``.  Without a cache: one ibsim for every engine; with one: the
+    cached rows, and one ibsim per engine left (each row is cached as soon
+    as it is measured, by :func:`run_fabric`); no ibsim at all when every
+    engine and the discovered fabric are cached."""
+    runs: dict[str, EngineRun | Row] = {}
+    if cache is None:
+        progress(f"{name}: ibsim and OpenSM ({', '.join(opensm) or 'none'})")
+        sim = simulate(fabric, work, opensm, timeout=budget, capture=capture)
+        runs.update(sim.runs)
+        return sim.fabric, sim_facts(sim), runs
+    for e in opensm:
+        hit = cache.engine(key, e, budget)
+        if hit is not None:
+            runs[e] = hit
+    todo = [e for e in opensm if e not in runs]
+    found = None if todo else cache.discovered(key)
+    if found is not None:
+        return found[0], found[1], runs
+    return fabric, {}, runs  # run_fabric simulates the engines left, one at a time
+
+
 def run_fabric(name: str, fabric: Fabric, work: Path, *, engines: list[str], vls: int,
                budget: float, seed: int, rp_samples: int, capture: Path | None,
-               ibdmchk_max: int = 0) -> Row:
-    """Simulate, route and measure one fabric (module doc)."""
+               ibdmchk_max: int = 0, cache: OpenSMCache | None = None) -> Row:
+    """Simulate, route and measure one fabric (module doc); with ``cache``,
+    OpenSM's rows come from it where they are there and go to it as they are
+    measured (:class:`OpenSMCache`)."""
     row: Row = {"fabric": name, "switches": len(fabric.switches), "cas": len(fabric.cas),
                 "engines": []}
     opensm = [e for e in engines if e in OPENSM_ENGINES]
+    key = fabric_key(fabric)
     t0 = time.monotonic()
-    progress(f"{name}: ibsim and OpenSM ({', '.join(opensm) or 'none'})")
     try:
-        sim = simulate(fabric, work, opensm, timeout=budget, capture=capture)
+        disc, facts, runs = _simulations(name, fabric, work, opensm, budget=budget, capture=capture,
+                                         cache=cache, key=key)
+        left = [e for e in opensm if e not in runs]
+        if cache is not None:
+            progress(f"{name}: OpenSM cached: {', '.join(runs) or 'none'}; to run: "
+                     f"{', '.join(left) or 'none'}")
+        if cache is not None and (left or not facts):
+            for e in left or [""]:  # "": no engine left, discover the fabric only
+                progress(f"{name}: ibsim and OpenSM {e or '(none)'}")
+                sim = simulate(fabric, work / (e or "discover"), [e] if e else [],
+                               timeout=budget, capture=capture)
+                disc, facts = sim.fabric, sim_facts(sim)
+                cache.put_discovered(key, sim)
+                if e:
+                    done = _opensm_row(name, disc, sim.runs[e], work, seed=seed,
+                                       rp_samples=rp_samples, ibdmchk_max=ibdmchk_max)
+                    cache.put_engine(key, e, budget, done)
+                    runs[e] = done
     except (SmrouteError, OSError) as err:
         row["error"] = f"cannot simulate: {str(err).splitlines()[0]}"
         return row
-    disc = sim.fabric
     roles = fabric_roles(disc)
-    row.update(net_source=sim.net_source, notes=sim.notes, partition=sim.partition,
-               compute=len(roles.endports(EndportRole.COMPUTE)),
-               aggregation=len(roles.endports(EndportRole.AGGREGATION)))
+    row.update(facts, compute=len(roles.endports(EndportRole.COMPUTE)),
+               aggregation=len(roles.endports(EndportRole.AGGREGATION)), fabric_key=key)
     for e in engines:
-        r: Row = {"engine": e}
-        lanes = None
         if e in OPENSM_ENGINES:
-            run: EngineRun = sim.runs[e]
-            r.update(status=run.status, error=run.error, fallback=run.fallback,
-                     routing_seconds=run.routing_seconds, wall_seconds=round(run.wall_seconds, 2))
-            tables = run.tables
-        else:
-            try:
-                t = time.monotonic()
-                res = route(disc, workers=1, labels=False, max_vls=vls if e == "smroute-vls" else 1)
-            except SmrouteError as err:
-                r.update(status="failed", error=str(err).splitlines()[0])
-                row["engines"].append(r)
+            run = runs[e]
+            if isinstance(run, dict):  # measured already (with the cache)
+                row["engines"].append(run)
                 continue
-            r.update(status="ok", error="", fallback="", routing_seconds=res.total_seconds,
-                     wall_seconds=round(time.monotonic() - t, 2),
-                     mode=res.mode + (f": {res.mode_reason}" if res.mode_reason else ""))
-            tables, lanes = res.tables, res.lanes
-        if tables is not None:
-            progress(f"{name}: metrics of {e}")
-            r["metrics"] = table_metrics(disc, tables, roles, lanes, seed=seed,
-                                         rp_samples=rp_samples)
-            if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
-                r["ibdmchk"] = ("not run: VLs" if lanes is not None or e in VL_ENGINES
-                                else ibdmchk_verdict(disc, tables, work / "ibdmchk" / e))
+            r = _opensm_row(name, disc, run, work, seed=seed, rp_samples=rp_samples,
+                            ibdmchk_max=ibdmchk_max)
+            row["engines"].append(r)
+            continue
+        r = {"engine": e}
+        try:
+            t = time.monotonic()
+            res = route(disc, workers=1, labels=False, max_vls=vls if e == "smroute-vls" else 1)
+        except SmrouteError as err:
+            r.update(status="failed", error=str(err).splitlines()[0])
+            row["engines"].append(r)
+            continue
+        r.update(status="ok", error="", fallback="", routing_seconds=res.total_seconds,
+                 wall_seconds=round(time.monotonic() - t, 2),
+                 mode=res.mode + (f": {res.mode_reason}" if res.mode_reason else ""))
+        progress(f"{name}: metrics of {e}")
+        r["metrics"] = table_metrics(disc, res.tables, roles, res.lanes, seed=seed,
+                                     rp_samples=rp_samples)
+        if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
+            r["ibdmchk"] = ("not run: VLs" if res.lanes is not None
+                            else ibdmchk_verdict(disc, res.tables, work / "ibdmchk" / e))
         row["engines"].append(r)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def _opensm_row(name: str, disc: Fabric, run: EngineRun, work: Path, *, seed: int,
+                rp_samples: int, ibdmchk_max: int) -> Row:
+    """One OpenSM engine's row: its run and the metrics of its tables."""
+    r: Row = {"engine": run.engine, "status": run.status, "error": run.error,
+              "fallback": run.fallback, "routing_seconds": run.routing_seconds,
+              "wall_seconds": round(run.wall_seconds, 2)}
+    if run.tables is not None:
+        progress(f"{name}: metrics of {run.engine}")
+        r["metrics"] = table_metrics(disc, run.tables, fabric_roles(disc), None, seed=seed,
+                                     rp_samples=rp_samples)
+        if len(disc.cas) <= ibdmchk_max:  # one VL only: ibdmchk reads no SL-to-VL
+            r["ibdmchk"] = ("not run: VLs" if run.engine in VL_ENGINES
+                            else ibdmchk_verdict(disc, run.tables, work / "ibdmchk" / run.engine))
+    return r
 
 
 # ------------------------------------------------------------------ tables
@@ -277,48 +338,67 @@ def fabric_markdown(r: Row) -> list[str]:
     return [*out, ""]
 
 
+#: The comparison's columns: (metric, host order); A2A has no order.
+COLUMNS = [(m, o) for o in ORDERS for m in METRICS if not (m == "a2a" and o == "name")]
+Cell = tuple[str, str, float, float, list[str]]
+
+
+def best_cells(r: Row, ours: str, rivals: tuple[str, ...] | None, hs: str = "compute", *,
+               loop_free: bool = True) -> list[Cell | None] | str:
+    """``ours`` against the best rival engine on one fabric, per
+    :data:`COLUMNS` cell: ``(metric, order, ours, best, best engines)``
+    (``None``: no value), or why there is no comparison.  Rivals ``None`` =
+    every OpenSM engine that routed the needed pairs; else those of
+    ``rivals`` that did so free of credit loops (any, with
+    ``loop_free=False``: OpenSM's updn has credit loops where aggregation
+    nodes mislead its root detection, ibdmchk agreeing)."""
+    engines = {e["engine"]: e for e in r.get("engines", [])}
+    mine = engines.get(ours)
+    if rivals is None:
+        pool = [e for n, e in engines.items() if n in OPENSM_ENGINES and complete(e)]
+    else:
+        pool = [e for n, e in engines.items() if n in rivals and complete(e)
+                and (e["metrics"]["credit_loop_free"] or not loop_free)]
+    if mine is None or not complete(mine) or not pool:
+        return ("not routed completely" if mine is not None and not complete(mine)
+                else "no rival routed it completely" if mine is not None else "not run")
+    cells: list[Cell | None] = []
+    for m, o in COLUMNS:
+        v = value(mine, hs, o, m)
+        vals = [(x, e["engine"]) for e in pool if not math.isnan(x := value(e, hs, o, m))]
+        if math.isnan(v) or not vals:
+            cells.append(None)
+            continue
+        best = min(x for x, _ in vals)
+        cells.append((m, o, v, best, [n for x, n in vals if x == best]))
+    return cells
+
+
 def against_best(fabrics: list[Row], ours: str, rivals: tuple[str, ...] | None,
                  hs: str = "compute", *, loop_free: bool = True) -> tuple[list[str], int, int]:
-    """``ours`` against the best rival engine per (fabric, metric, order):
-    rivals ``None`` = every OpenSM engine that routed the needed pairs;
-    else those of ``rivals`` that did so free of credit loops (any, with
-    ``loop_free=False``: OpenSM's updn has credit loops where aggregation
-    nodes mislead its root detection, ibdmchk agreeing).  Cells
-    ``ours <= best (engine)`` or ``>``; ``(markdown, at or below, cells)``."""
-    cols = [(m, o) for o in ORDERS for m in METRICS if not (m == "a2a" and o == "name")]
-    out = ["| fabric | hosts | " + " | ".join(f"{m.upper()} {o}" for m, o in cols) + " |",
-           "|---" * (2 + len(cols)) + "|"]
+    """:func:`best_cells` of every fabric as a table: cells ``ours <= best
+    (engine)`` or ``>``; ``(markdown, at or below, cells)``."""
+    out = ["| fabric | hosts | " + " | ".join(f"{m.upper()} {o}" for m, o in COLUMNS) + " |",
+           "|---" * (2 + len(COLUMNS)) + "|"]
     ok = total = 0
     for r in fabrics:
-        engines = {e["engine"]: e for e in r.get("engines", [])}
-        mine = engines.get(ours)
-        if rivals is None:
-            pool = [e for n, e in engines.items() if n in OPENSM_ENGINES and complete(e)]
-        else:
-            pool = [e for n, e in engines.items() if n in rivals and complete(e)
-                    and (e["metrics"]["credit_loop_free"] or not loop_free)]
-        if mine is None or not complete(mine) or not pool:
-            why = ("not routed completely" if mine is not None and not complete(mine)
-                   else "no rival routed it completely" if mine is not None else "not run")
-            if mine is not None and r.get("compute", 0) >= 2:
-                out.append(f"| {r['fabric']} | {r.get('compute', 0)} | {why} |"
-                           + " |" * (len(cols) - 1))
+        got = best_cells(r, ours, rivals, hs, loop_free=loop_free)
+        if isinstance(got, str):
+            if got != "not run" and r.get("compute", 0) >= 2:
+                out.append(f"| {r['fabric']} | {r.get('compute', 0)} | {got} |"
+                           + " |" * (len(COLUMNS) - 1))
             continue
-        cells = []
-        for m, o in cols:
-            v = value(mine, hs, o, m)
-            vals = [(value(e, hs, o, m), e["engine"]) for e in pool]
-            vals = [x for x in vals if not math.isnan(x[0])]
-            if math.isnan(v) or not vals:
-                cells.append("-")
+        text = []
+        for c in got:
+            if c is None:
+                text.append("-")
                 continue
-            best = min(x for x, _ in vals)
-            who = [n for x, n in vals if x == best]
+            _, _, v, best, who = c
             total += 1
             ok += v <= best
-            cells.append(f"{_n(v)} {'<=' if v <= best else '>'} {_n(best)} "
-                         f"{'/'.join(who[:2])}{f' +{len(who) - 2}' if len(who) > 2 else ''}")
-        out.append(f"| {r['fabric']} | {r.get('compute', 0)} | " + " | ".join(cells) + " |")
+            text.append(f"{_n(v)} {'<=' if v <= best else '>'} {_n(best)} "
+                        f"{'/'.join(who[:2])}{f' +{len(who) - 2}' if len(who) > 2 else ''}")
+        out.append(f"| {r['fabric']} | {r.get('compute', 0)} | " + " | ".join(text) + " |")
     return out, ok, total
 
 
@@ -372,10 +452,7 @@ def fabrics_to_run(real: Path | None, shapes: list[str] | None, max_hosts: int |
 
 def run_catalogue(args: Any, machine: str) -> list[Row]:
     """The catalogue mode of ``bench/real_fabrics.py`` (its ``--catalogue``)."""
-    import json
     import tempfile
-
-    from smroute.fileio import atomic_write_text
 
     engines = args.engines or list(SITE_ENGINES)
     bad = [e for e in engines if e not in SITE_ENGINES]
@@ -389,6 +466,8 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
     todo = fabrics_to_run(real, shapes, args.max_hosts)
     if args.only:
         todo = [x for x in todo if x[0] in set(args.only)]
+    cache = (OpenSMCache(args.opensm_cache, seed=args.seed, rp_samples=args.rp_samples)
+             if getattr(args, "opensm_cache", None) else None)
     print(f"Machine: {machine}\n", flush=True)
     results: list[Row] = []
     for i, (name, f, cap) in enumerate(todo, 1):
@@ -400,7 +479,7 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
                 work = args.keep / name if args.keep else Path(tmp)
                 r = run_fabric(name, f, work, engines=engines, vls=args.site_vls,
                                budget=args.timeout, seed=args.seed, rp_samples=args.rp_samples,
-                               capture=cap, ibdmchk_max=args.ibdmchk_max)
+                               capture=cap, ibdmchk_max=args.ibdmchk_max, cache=cache)
         results.append(r)
         print("\n".join(fabric_markdown(r)), flush=True)
         if args.json:  # after every fabric: a long run keeps what it measured

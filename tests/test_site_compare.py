@@ -4,6 +4,7 @@ real run on the smallest catalogue shape."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,68 @@ def test_ca_destinations_drop_only_switch_lids() -> None:
     assert (np.asarray(ca.ports)[:, sw_lids] == NO_ROUTE).all()
     assert (np.asarray(t.ports)[:, sw_lids] != NO_ROUTE).any()
     assert np.array_equal(np.asarray(ca.ports)[:, ca_lids], np.asarray(t.ports)[:, ca_lids])
+
+
+def test_opensm_cache_reuses_a_row_only_for_the_same_seed_samples_and_budget(
+        tmp_path: Path) -> None:
+    f = build_shape("edr-cs7520-200")
+    key = site.fabric_key(f)
+    cache = site.OpenSMCache(tmp_path, seed=1, rp_samples=20)
+    assert cache.engine(key, "updn", 900) is None and cache.discovered(key) is None
+    ok = {"engine": "updn", "status": "ok", "metrics": {"missing_needed": 0}}
+    late = {"engine": "lash", "status": "timeout", "error": "timed out"}
+    cache.put_engine(key, "updn", 300, ok)
+    cache.put_engine(key, "lash", 300, late)
+    assert cache.engine(key, "updn", 900) == ok  # a routed row holds whatever the budget
+    assert cache.engine(key, "lash", 300) == late
+    assert cache.engine(key, "lash", 900) is None  # a larger budget runs it again
+    assert site.OpenSMCache(tmp_path, seed=2, rp_samples=20).engine(key, "updn", 900) is None
+    assert site.OpenSMCache(tmp_path, seed=1, rp_samples=30).engine(key, "updn", 900) is None
+    (tmp_path / f"{key}-nue.json").write_text("{not json")
+    assert cache.engine(key, "nue", 900) is None
+
+
+def test_fabric_key_follows_the_graph_and_the_host_names() -> None:
+    f = build_shape("edr-cs7520-200")
+    assert site.fabric_key(f) == site.fabric_key(build_shape("edr-cs7520-200"))
+    renamed = f.node_desc.copy() if hasattr(f.node_desc, "copy") else list(f.node_desc)
+    renamed[int(f.cas[0])] = "another host"
+    g = dataclasses.replace(f, node_desc=renamed)
+    assert site.fabric_key(g) != site.fabric_key(f)
+    assert site.fabric_key(build_shape("ndr-dgx-h100-1su")) != site.fabric_key(f)
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibsim") is None or shutil.which("opensm") is None,
+                    reason="needs the real ibsim and OpenSM")
+def test_a_cached_rerun_measures_only_smroutes_engines(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    f = build_shape("edr-cs7520-200")
+    cache = site.OpenSMCache(tmp_path / "cache", seed=1, rp_samples=20)
+    kw: dict[str, Any] = dict(engines=["smroute", "updn", "nue"], vls=8, budget=120, seed=1,
+                              rp_samples=20, capture=None, ibdmchk_max=0)
+    first = site.run_fabric("edr-cs7520-200", f, tmp_path / "a", cache=cache, **kw)
+    key = site.fabric_key(f)
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
+        f"{key}-fabric.json.gz", f"{key}-nue.json", f"{key}-updn.json"]
+
+    def no_simulation(*a: Any, **k: Any) -> None:
+        raise AssertionError("simulated although every OpenSM engine is cached")
+
+    monkeypatch.setattr(site, "simulate", no_simulation)
+    again = site.run_fabric("edr-cs7520-200", f, tmp_path / "b", cache=cache,
+                            **{**kw, "engines": ["smroute", "smroute-vls", "updn", "nue"]})
+    assert [e["engine"] for e in again["engines"]] == ["smroute", "smroute-vls", "updn", "nue"]
+    one, two = ({e["engine"]: e for e in r["engines"]} for r in (first, again))
+    for name in ("updn", "nue"):
+        assert two[name] == one[name]
+    # smroute routed the cached discovered fabric: the same tables' metrics as on ibsim's
+    assert two["smroute"]["metrics"] == one["smroute"]["metrics"]
+    assert two["smroute-vls"]["metrics"]["missing_needed"] == 0
+    assert again["compute"] == first["compute"] and again["net_source"] == first["net_source"]
+    disc, facts = cache.discovered(key) or (None, {})
+    assert disc is not None and len(disc.cas) == len(f.cas) and facts["net_source"] == "written"
+    # an engine not cached yet is simulated (and refused here)
+    with pytest.raises(AssertionError, match="simulated although"):
+        site.run_fabric("edr-cs7520-200", f, tmp_path / "c", cache=cache,
+                        **{**kw, "engines": ["smroute", "dnup"]})

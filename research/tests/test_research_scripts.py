@@ -7,6 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -190,3 +191,25 @@ def test_link_classes_count_entry_links_and_loads() -> None:
             for c in top:
                 top[c] += best[c] / 4
         assert loads == pytest.approx(top)
+
+
+def test_catalogue_misses_lists_the_cells_above_the_best_and_the_timeouts() -> None:
+    cm = load_script("catalogue_misses")
+
+    def eng(name: str, sp: float, *, loops: bool = True, status: str = "ok") -> dict[str, Any]:
+        per = {"sp": sp, "hsd": sp, "rp": sp}
+        return {"engine": name, "status": status, "routing_seconds": 0.5, "wall_seconds": 3.0,
+                "metrics": {"missing_needed": 0, "credit_loop_free": loops,
+                            "sets": {"compute": {"a2a": sp, "guid": per, "name": per}}}}
+
+    fabrics = [{"fabric": "f", "compute": 8, "cas": 10, "engines": [
+        eng("smroute", 6), eng("smroute-vls", 3), eng("nue", 4), eng("dfsssp", 2, loops=False),
+        {"engine": "lash", "status": "timeout", "wall_seconds": 900.0}]}]
+    lines = cm.misses(fabrics)
+    # one VL: 6 against nue's 4 in all 7 cells; VLs: 3 against dfsssp's 2
+    assert sum("| one VL / best loop-free one-VL |" in ln for ln in lines) == 7
+    assert "| f | 8 | one VL / best loop-free one-VL | SP guid | 6 | 4 | nue | 1.50 |" in lines
+    assert "| f | 8 | VLs / best of all | A2A | 3 | 2 | dfsssp | 1.50 |" in lines
+    assert "* one VL / best loop-free one-VL: 7 of 7 cells above the best (100%)" in lines
+    row = cm.routing_times(fabrics)[2]
+    assert "| 0.5 s (3 s) |" in row and "| timeout (900 s) |" in row and "| - |" in row
