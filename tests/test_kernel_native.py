@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import native_build
 import numpy as np
 import pytest
 
@@ -30,15 +31,9 @@ REAL = Path("/work/shared/fabrics/real")
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The library scripts/setup.sh builds, compiled here from the same source."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler: the compiled kernel cannot be built (numpy kernel only)")
-    out = tmp_path_factory.mktemp("kernel") / "libsmroute_kernel.so"
-    subprocess.run([cc, "-O3", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(out),
-                    str(kernel_native.SOURCE)], check=True)
-    got = kernel_native.library(str(out))
-    assert got is not None
-    return got
+    out = native_build.build(tmp_path_factory.mktemp("kernel"), kernel_native.SOURCE,
+                             "libsmroute_kernel.so", "-O3", "kernel")
+    return native_build.loaded(kernel_native, out)
 
 
 def _blocks(res, native: bool, block: int) -> np.ndarray:  # type: ignore[no-untyped-def]

@@ -5,9 +5,7 @@ hops elsewhere too), on routed fabrics and on tables broken at random
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
+import native_build
 import numpy as np
 import pytest
 
@@ -22,15 +20,9 @@ from smroute.tables.lft import NO_ROUTE
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The library scripts/setup.sh builds, compiled here from the same source."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler: the compiled walk cannot be built (numpy walk only)")
-    out = tmp_path_factory.mktemp("walk") / "libsmroute_walk.so"
-    subprocess.run([cc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(out),
-                    str(walk_native.SOURCE)], check=True)
-    got = walk_native.library(str(out))
-    assert got is not None
-    return got
+    out = native_build.build(tmp_path_factory.mktemp("walk"), walk_native.SOURCE,
+                             "libsmroute_walk.so", "-O2", "walk")
+    return native_build.loaded(walk_native, out)
 
 
 def _both(res, ports: np.ndarray, lib, turns=None, max_hops=None) -> None:  # type: ignore[no-untyped-def]
