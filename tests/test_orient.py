@@ -35,6 +35,8 @@ from smroute.routing.engine import (
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import switch_graph
 
+ROOT = Path(__file__).resolve().parents[1]
+
 #: a director site (:func:`~smroute.fabric.generate.catalogue.director_site`)
 #: with two cables cut: its service hosts' and aggregation nodes' traffic
 #: needs another orientation for some destinations
@@ -457,3 +459,16 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check() -> None:
             refused += 1
         assert (g.pos[kept // n] < g.pos[kept % n]).all()
     assert accepted and refused
+
+
+@pytest.mark.parametrize("algorithm", api.names())
+def test_turning_one_destination_at_a_time_beside_switch_destinations(algorithm: str) -> None:
+    """A small three-level tree with one link cut turns its destinations one
+    at a time while switch LIDs (whose owner is a switch, not a CA) are
+    among the destinations: valid tables, in mode tree+orient."""
+    from smroute.study.runner import load_fabric, plan_throw
+
+    full = load_fabric(f"file:{ROOT / 'fixtures' / 'pgft-3-2.2.3-1.2.2-1.2.1.topo'}")
+    r = route(plan_throw(full, "link", 4, 0).fabric, algorithm=algorithm, workers=1,
+              labels=False)
+    assert r.mode == "tree+orient" and validate_result(r).ok

@@ -25,6 +25,7 @@ from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.lab.sidebyside import SideBySide, run_side_by_side
 from smroute.lab.simnet import discovery_gap, opensm_error, simulable, sm_node
+from smroute.routing import api
 from smroute.tables.lft import ForwardingTables
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "fabrics" / "real"
@@ -108,7 +109,7 @@ def test_real_capture_side_by_side(name: str,
         assert u.status == "failed" and u.fallback == "minhop" and u.tables is None
         assert "no root nodes were found" in u.error and "updn" not in r.metrics
     # the hosts: every linked end-port but the aggregation nodes, each once
-    assert r.order_kind == "dmodc" and len(r.order) == hosts == len(set(r.order.tolist()))
+    assert r.order_kind == api.DEFAULT and len(r.order) == hosts == len(set(r.order.tolist()))
     tables: ForwardingTables | None = r.runs["dmodc"].tables
     assert tables is not None
     view = routing_view(r.fabric, tables)
@@ -218,7 +219,7 @@ def test_a_capture_ibsim_cannot_read_is_written_and_its_partition_reported(
     assert r.notes[0].startswith("ibsim could not run the capture as a net file")
     assert "1 switches and 1 CAs in 1 other physically disconnected part" in r.partition
     assert r.runs["dmodc"].status == r.runs["minhop"].status == "ok"
-    assert len(r.order) == 2 and r.order_kind == "dmodc"
+    assert len(r.order) == 2 and r.order_kind == api.DEFAULT
     assert r.metrics["dmodc"].unroutable["pairs"] == r.metrics["minhop"].unroutable["pairs"] == 0
 
 

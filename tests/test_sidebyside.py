@@ -18,6 +18,7 @@ from smroute.analysis.paths import routing_view, trace
 from smroute.errors import SmrouteError
 from smroute.fabric.generate.trees import degrade, parse_tuple, pgft
 from smroute.lab.sidebyside import ENGINES, _check_lids, run_side_by_side, sm_node
+from smroute.routing import api
 from smroute.routing.engine import route
 from smroute.tables.lft import ForwardingTables
 
@@ -37,7 +38,7 @@ def test_all_engines_on_a_complete_three_level_tree(tmp_path: Path) -> None:
     r = run_side_by_side(f, tmp_path, np.random.default_rng(1), config=CFG)
     assert list(r.runs) == list(ENGINES)
     assert r.fabric is not None and len(r.fabric.cas) == 64
-    assert r.order_kind == "dmodc" and len(r.order) == 64
+    assert r.order_kind == api.DEFAULT and len(r.order) == 64
     for e, run in r.runs.items():
         assert run.status == "ok", (e, run.error)
         assert run.routing_seconds is not None and run.routing_seconds >= 0

@@ -137,7 +137,8 @@ def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndar
     the high one), -1 if none."""
     sel = np.flatnonzero(turns)
     out = np.full(len(sel), -1, dtype=np.int64)
-    key = dest.target[sel] * 2 + needed.agg[dest.owner[sel]]
+    key = dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
+        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
     for k in np.unique(key).tolist():
         at = np.flatnonzero(key == k)
         opts = turn_options(g, c, dest, int(sel[at[0]]), needed)[0 if low_first else 1]
@@ -252,7 +253,10 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     used: dict[int, int] = {}
     sel = np.flatnonzero(turns)
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
-    key = dest.target * 2 + needed.agg[dest.owner]  # destinations with the same options
+    # destinations with the same options: the target switch and whether an aggregation node
+    key = np.full(len(dest.lid), -1, dtype=np.int64)
+    key[sel] = dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
+        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
     failed: set[int] = set()
     in_a_row = 0
     for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
