@@ -206,7 +206,7 @@ class Nmodc:
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
         if plain.all():
-            dmodc_engine().kernel(a, switches, out, cache.setdefault("dmodc", {}))
+            dmodc_engine().kernel(a, switches, out, cache)  # (the same graph, context)
             return
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
