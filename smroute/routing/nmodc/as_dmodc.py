@@ -63,6 +63,7 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
+from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.topology import SwitchGraph
 
@@ -245,7 +246,9 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     ups = np.full((len(nom), width), -1, dtype=np.int64)
     sel = ok[lo] & ~slots.own[lo] & (g.n_up[lo] >= 3)
     ups[np.searchsorted(nom, lo[sel]), at[sel]] = g.grp_remote[gid[sel]]
-    sets, set_of = np.unique(ups, axis=0, return_inverse=True)
+    # distinct rows in order: big-endian bytes of ups + 1 (>= 0) sort as the rows
+    set_of, first = dedupe_rows((ups + 1).astype(">u8").view(np.uint8).reshape(len(ups), -1))
+    sets = ups[first]
     m_of = (sets >= 0).sum(axis=1)
     targets = np.zeros((len(sets), n), dtype=bool)
     for m in np.unique(m_of).tolist():
@@ -253,5 +256,5 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
         hop = c[sets[ks, :m]] & np.uint8(UP_PHASE - 1)  # (K, m, S), INF as 127
         n_near = np.count_nonzero(hop == hop.min(axis=1)[:, None, :], axis=1)
         targets[ks] = (n_near > 1) & (n_near < m)
-    partial[nom] = set_of.ravel()
+    partial[nom] = set_of
     return ok, partial, targets

@@ -79,8 +79,9 @@ def _mask_groups(rows: np.ndarray, partial: np.ndarray,
     if not len(sw):
         return []
     sets, set_of = np.unique(partial[sw], return_inverse=True)
-    _, mask_of = np.unique(targets[sets], axis=0, return_inverse=True)
-    group = mask_of.ravel()[set_of.ravel()]
+    # the masks' packed bits in their order (big-endian bits: the rows' order)
+    mask_of = kernel.dedupe_rows(np.packbits(targets[sets], axis=1))[0]
+    group = mask_of[set_of.ravel()]
     order = np.argsort(group, kind="stable")
     return np.split(sw[order], np.flatnonzero(np.diff(group[order])) + 1)
 
@@ -205,7 +206,7 @@ class Nmodc:
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
         if plain.all():
-            dmodc_engine().kernel(a, switches, out, cache.setdefault("dmodc", {}))
+            dmodc_engine().kernel(a, switches, out, cache)  # (the same graph, context)
             return
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
