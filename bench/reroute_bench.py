@@ -42,6 +42,7 @@ import time
 import numpy as np
 from benchinfo import machine
 
+from smroute.routing.api import DEFAULT
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
@@ -179,8 +180,8 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="also time the full (non-incremental)"
                     " reroute")
     ap.add_argument("--grpc", action="store_true", help="through a real smroute serve process")
-    ap.add_argument("--algorithm", choices=("dmodc", "nmodc"), default="dmodc",
-                    help="the daemon's routing algorithm (not with --grpc)")
+    ap.add_argument("--algorithm", choices=("dmodc", "nmodc"), default=DEFAULT,
+                    help=f"the daemon's routing algorithm (default {DEFAULT}; not with --grpc)")
     ap.add_argument("--switches", action="store_true",
                     help="also time switches taken down and up (leaves and upper switches)")
     ap.add_argument("--remove-links", type=int, default=0, metavar="N",
