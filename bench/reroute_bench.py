@@ -42,11 +42,11 @@ import time
 import numpy as np
 from benchinfo import machine
 
-from smroute.routing.api import DEFAULT
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
+from smroute.routing.api import DEFAULT
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
 from smroute.service.sequencer import FaultEvent
