@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from smroute.routing import api
-from smroute.study.results import BANDS, Row, complete, number
+from smroute.study.results import BANDS, Row, complete, number, sign_p
 
 __all__ = [
     "ALPHA",
@@ -57,10 +57,10 @@ def sign_test(wins: int, losses: int) -> float:
     uneven as this one either way.  1.0 with no untied throw."""
     if wins < 0 or losses < 0:
         raise ValueError("wins and losses must be >= 0")
-    n, k = wins + losses, min(wins, losses)
-    if n == 0 or wins == losses:
+    if wins == losses:
         return 1.0
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+    # twice the one-sided tail of the larger side (:func:`~smroute.study.results.sign_p`)
+    return min(1.0, 2 * sign_p(max(wins, losses), min(wins, losses)))
 
 
 @dataclass(frozen=True)
