@@ -209,8 +209,7 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if not candidates:
         return None, why
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape,
-                       stop=False)
+    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
@@ -229,7 +228,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 dest: Destinations, turns: np.ndarray, needed: NeededPairs,
                 ports: np.ndarray, tries: int = 16,
                 escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-                fewest_first: bool = True, stop: bool = True, patience: int = 64) -> np.ndarray:
+                fewest_first: bool = True, patience: int = 64) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -237,9 +236,9 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     graph with its costs and dividers, e.g. the turn root's up*/down*
     orientation) its whole column routed up*/down* in ``escape`` if that
     keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
-    keep the tree's routes; ``stop``: none tried after the first that fails,
-    else none with the target switch and kind of one that failed: the same
-    options, and none after ``patience`` in a row failed: where turns close
+    keep the tree's routes; none is tried with the target switch and kind
+    of one that failed: the same options, and none after ``patience`` in a
+    row failed: where turns close
     cycles with the tree's routes, trying every destination costs a
     dependency check each and serves none).  ``fewest_first``: in order of
     the switches that lack a path to them, fewest first (else most first)."""
@@ -298,6 +297,6 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         in_a_row = 0 if done[j] else in_a_row + 1
         if not done[j]:
             failed.add(int(key[j]))
-            if stop or in_a_row >= patience:
+            if in_a_row >= patience:
                 break
     return done

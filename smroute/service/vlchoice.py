@@ -28,7 +28,7 @@ import numpy as np
 from smroute.fabric.model.base import NodeType
 
 __all__ = ["AUTO", "MAX_DATA_VLS", "MaxVls", "VlChoice", "VlFacts", "choose_vls",
-           "data_vls", "max_vls_text", "parse_max_vls"]
+           "data_vls", "parse_max_vls"]
 
 #: The ``max_vls`` setting that chooses from the subnet manager's facts.
 AUTO: Literal["auto"] = "auto"
@@ -58,11 +58,6 @@ def parse_max_vls(v: object) -> MaxVls:
     if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_DATA_VLS:
         return v
     raise ValueError(f"auto or an integer 1..{MAX_DATA_VLS}")
-
-
-def max_vls_text(v: MaxVls) -> str:
-    """The setting as the config writes it."""
-    return str(v)
 
 
 @dataclass(frozen=True)
