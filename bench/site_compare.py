@@ -31,7 +31,9 @@ OpenSM plugin may program).  Per engine:
   ``name``: node descriptions, i.e. host names, ties by port GUID): SP
   (max congestion risk over the shifts), A2A, RP (median over random
   permutations, the same permutations for every engine) and the HSD
-  average of the shift CPS.
+  average of the shift CPS; with each permutation's max and each shift's
+  max flows (``rp_stages``, ``shift_stages``: :mod:`site_stages`), which
+  the comparison pairs.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 
 import numpy as np
 from opensm_cache import OpenSMCache, fabric_key, sim_facts
+from site_stages import encode as encode_stages
 
 from smroute.analysis import patterns as P
 from smroute.analysis.congestion import a2a_risk, evaluate
@@ -143,7 +146,9 @@ def table_metrics(f: Fabric, tables: ForwardingTables, roles: FabricRoles,
             rp = evaluate(view, paths, P.random_permutations(n, np.random.default_rng(seed),
                                                               rp_samples), o)
             row[oname] = {"sp": shift.risk_max, "hsd": round(shift.hsd_avg, 3),
-                          "rp": rp.risk_median, "unroutable": shift.total_unroutable}
+                          "rp": rp.risk_median, "unroutable": shift.total_unroutable,
+                          "rp_stages": encode_stages(rp.risk),
+                          "shift_stages": encode_stages(shift.max_flows)}
         out["sets"][hs] = row
     return out
 
