@@ -107,8 +107,9 @@ class Verdict:
     exact: bool
 
     def mark(self) -> str:
-        """The cell's note: ``""`` for an exact metric, else the test that
-        decides (the significant one with the smallest p, or the weakest)."""
+        """The cell's note: ``""`` for an exact metric, else the test with
+        the smallest p among the significant ones (among all where none is)
+        and the rival it is against where several were tested."""
         if self.exact:
             return ""
         if not self.tests:

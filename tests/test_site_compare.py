@@ -74,14 +74,14 @@ def test_against_best_takes_only_eligible_rivals() -> None:
         _e("smroute", 4), _e("smroute-vls", 3), _e("updn", 5), _e("ftree", 1, missing=3),
         _e("nue", 2, loops=False), _e("dfsssp", 3, loops=False), _e("minhop", 2,
                                                                       status="failed")]}]
-    lines, ok, total = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES)
     # updn only: ftree misses pairs, nue has credit loops, dfsssp and minhop use VLs
     # or are no one-VL engine
     assert (ok, total) == (7, 7) and "4 <= 5 updn" in lines[2]
-    lines, ok, total = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES,
-                                         loop_free=False)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES,
+                                            loop_free=False)
     assert (ok, total) == (0, 7) and "4 > 2 nue" in lines[2]
-    lines, ok, total = site.against_best(fabrics, "smroute-vls", None)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute-vls", None)
     # every complete OpenSM engine: updn 5, nue 2 (loops do not matter here), dfsssp 3
     assert (ok, total) == (0, 7) and "3 > 2 nue" in lines[2]
 
