@@ -440,9 +440,8 @@ def summary(fabrics: list[Row]) -> list[str]:
         lines, ok, total, sig = against_best(fabrics, ours, rivals, loop_free=free)
         out += [f"### {title} (compute hosts)", "", *lines, "",
                 f"{ours}: at or below the best in {ok} of {total} cells; above it in "
-                f"{total - ok} (raw), of which {sig} significant misses (counted: "
-                f"{NOISE_RULE})", ""]
-    return out
+                f"{total - ok} (raw), {sig} of them significant misses", ""]
+    return [*out, f"A miss counts as significant: {NOISE_RULE}.", ""]
 
 
 # ------------------------------------------------------------------ the mode

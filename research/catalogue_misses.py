@@ -69,7 +69,7 @@ def misses(fabrics: list[Row]) -> list[str]:
                            f"{ratio:.2f} | {test} | {'yes' if verdict.significant else 'no'} |")
         counts.append(f"* {title}: {miss} of {total} cells above the best{_share(miss, total)} "
                       f"(raw); {sig} significant misses{_share(sig, total)}")
-    return [*out, "", *counts, "", f"A miss counts: {NOISE_RULE}."]
+    return [*out, "", *counts, "", f"A miss counts as significant: {NOISE_RULE}."]
 
 
 def _s(v: float) -> str:

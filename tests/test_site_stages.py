@@ -107,7 +107,8 @@ def test_the_table_shows_raw_and_significant_misses() -> None:
     assert (ok, total, sig) == (0, 7, 3)
     assert "5 > 4 nue (p 0.88, within noise)" in lines[2] and "| 6 > 5 nue |" in lines[2]
     text = "\n".join(site.summary(fabrics))
-    assert "above it in 7 (raw), of which 3 significant misses" in text
+    assert "above it in 7 (raw), 3 of them significant misses" in text
+    assert "A miss counts as significant: SP and A2A exactly" in text
 
 
 def test_the_cache_re_measures_rows_of_another_format(tmp_path: Path) -> None:
