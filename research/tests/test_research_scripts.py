@@ -218,3 +218,16 @@ def test_catalogue_misses_lists_the_cells_above_the_best_and_the_timeouts() -> N
             "7 significant misses (100%)") in lines
     row = cm.routing_times(fabrics)[2]
     assert "| 0.5 s (3 s) |" in row and "| timeout (900 s) |" in row and "| - |" in row
+
+
+def test_merge_catalogue_keeps_the_header_and_the_last_row_of_a_fabric() -> None:
+    mc = load_script("merge_catalogue")
+    a = {"machine": "m", "mode": "catalogue", "engines": ["smroute", "nue"], "seed": 1,
+         "fabrics": [{"fabric": "x", "v": 1}, {"fabric": "y", "v": 1}]}
+    b = {"machine": "other", "mode": "catalogue", "engines": ["smroute", "lash"], "seed": 1,
+         "fabrics": [{"fabric": "x", "v": 2}]}
+    got = mc.merge([a, b])
+    assert got["machine"] == "m" and got["engines"] == ["smroute", "nue", "lash"]
+    assert got["fabrics"] == [{"fabric": "y", "v": 1}, {"fabric": "x", "v": 2}]
+    with pytest.raises(ValueError):
+        mc.merge([])
