@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 
 site = load_script("site_compare", BENCH)
+stg = sys.modules["site_stages"]
 
 
 def test_aggregation_pairs_are_needed_only_between_adjacent_switches() -> None:
@@ -102,6 +104,11 @@ def test_real_run_on_the_smallest_shape(tmp_path: Path) -> None:
         assert m["credit_loop_free"], name
         assert set(m["sets"]) == {"compute", "cas"}
         assert m["sets"]["compute"]["hosts"] == 201
+        # the per-stage figures the comparison pairs: one per permutation, one per shift
+        rp, shifts = (stg.stages(eng[name], "compute", "name", k) for k in ("rp", "hsd"))
+        assert rp is not None and len(rp) == 20 and np.median(rp) == eng[name][
+            "metrics"]["sets"]["compute"]["name"]["rp"]
+        assert shifts is not None and len(shifts) == 200
     assert f.node_type[0] == NodeType.SWITCH
     if shutil.which("ibdmchk"):
         assert eng["smroute"]["ibdmchk"] == "no credit loop"
