@@ -116,7 +116,8 @@ class Verdict:
             return " (no stages: counted)"
         sig = [t for t in self.tests if t.significant]
         t = min(sig or self.tests, key=lambda t: t.p)
-        return f" (p {t.p:.2g}{f' vs {t.rival}' if len(self.tests) > 1 else ''}, " + (
+        p = f"{t.p:.2g}" if t.p >= 1e-15 else "< 1e-15"  # no "p 0" where it underflows
+        return f" (p {p}{f' vs {t.rival}' if len(self.tests) > 1 else ''}, " + (
             "significant)" if sig else "within noise)")
 
 

@@ -54,6 +54,9 @@ def test_worse_on_clearly_more_stages_is_a_significant_miss() -> None:
     v = stg.significant_miss("hsd", mine, 4.2, [("nue", 4.1, theirs)])
     assert v.significant and v.tests[0].p < stg.ALPHA
     assert v.mark().endswith("significant)")
+    far = stg.significant_miss("hsd", *_split(3000, 0, 0)[:1], 4.2,
+                               [("nue", 4.1, _split(3000, 0, 0)[1])])
+    assert far.tests[0].p == 0.0 and far.mark() == " (p < 1e-15, significant)"
     # better on clearly more stages is no miss, whatever the direction of the p
     v = stg.significant_miss("hsd", theirs, 4.2, [("nue", 4.1, mine)])
     assert not v.significant and v.tests[0].p < stg.ALPHA
