@@ -34,6 +34,7 @@ from smroute.routing.api import (
 )
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
+from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.reroute import IncrementalHook
@@ -188,6 +189,7 @@ class Nmodc:
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
+        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest)
         _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
@@ -196,10 +198,20 @@ class Nmodc:
         """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
         says they are the same (every row, with Dmodc's arrays alone); the
         pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
-        towards their partial targets."""
+        towards their partial targets.  The entries
+        :mod:`~smroute.routing.nmodc.descent` names take the destination's
+        own up-route down."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
+        self._rows(a, switches, out, cache)
+        if len(a.get("n_desc", ())):
+            apply_descent(cache["g"], a["c"], nominal.unpacked_slots(a["n_slots"]), a["pi"],
+                          a["n_desc"], cache["dest"], switches, out)
+
+    def _rows(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
+              cache: dict[str, Any]) -> None:
+        """The kernel's rows before the descent (:meth:`kernel`)."""
         if "g" not in cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
@@ -215,8 +227,8 @@ class Nmodc:
             return
         for rows, dm in ((np.flatnonzero(plain), True), (np.flatnonzero(~plain), False)):
             part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
-            self.kernel(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
-                        switches[rows], part, cache)
+            self._rows(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
+                       switches[rows], part, cache)
             out[rows] = part
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
