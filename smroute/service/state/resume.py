@@ -88,7 +88,8 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     engines, and detours over VLs (with ``max_vls``), are routed again.
     :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if not api.engine(alg).guarantees.stateless or mode in ("tree+detours", "tree+orient"):
+    if not api.engine(alg).guarantees.stateless or \
+            modes.routed_again(str(mode), str(meta["mode_reason"])):
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
@@ -96,7 +97,7 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
         return dataclasses.replace(res, tables=tables)
     g, _, _ = modes.start(fabric, roles)
     needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
-    g, check = modes.mode_graphs(fabric, roles, mode, needed, lmc)
+    g, check = modes.mode_graphs(fabric, roles, mode)
     prep = api.engine(alg).prepare(g, lmc, time.perf_counter, {})
     c, pi, nids, dest = prep.costs, prep.dividers, prep.nids, prep.dest
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
