@@ -147,7 +147,7 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
     those keep the tree's routes, the needed pairs they leave are reported
     (validation and commit gate fail, as for any unroutable needed pair),
     the others are served, and the tables stay free of credit loops."""
-    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=1)
     r = route(f, workers=1)
     assert r.mode == "tree+orient", r.mode_reason
     assert "no orientation serves free of credit loops keep the tree's routes" in r.mode_reason
@@ -157,6 +157,18 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
     assert check_credit_loops(f, r.tables).ok
     _kept(f, r)
 
+
+
+def test_the_other_order_serves_what_the_first_leaves() -> None:
+    """One destination at a time, fewest lacking switches first, leaves some
+    destinations of this site; most first serves them all: the order that
+    serves more is kept (delivered, free of credit loops on one VL)."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "no orientation serves" not in r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    _kept(f, r)
 
 def test_every_ca_pair_option_routes_the_unneeded_pairs_too() -> None:
     """``all_ca_pairs``: every CA pair must be delivered; by default they

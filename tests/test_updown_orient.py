@@ -5,8 +5,9 @@ never one root for the whole fabric.
 
 The fabrics: hosts on every top switch (so no tree), with login hosts on
 the tops that need each other, on a PGFT, a director site (aggregation
-nodes on every ASIC) and a degraded PGFT where some destinations no
-orientation serves free of credit loops on one VL.
+nodes on every ASIC), a degraded PGFT and a 174-switch site shape with
+director spines, where some destinations no orientation serves free of
+credit loops on one VL (reported; detours over two VLs deliver them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from smroute.fabric.generate.catalogue import director_site
+from smroute.fabric.generate.catalogue import build_shape, director_site
 from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
@@ -53,14 +54,28 @@ def _director_tops() -> Fabric:
 
 
 def _degraded_tops() -> Fabric:
-    """Eight cables cut: some destinations need more than one turn."""
+    """Eight cables cut, aggregation nodes on every switch: only one of the
+    two orders of :func:`~smroute.routing.orient.orient_each` serves every
+    destination."""
     f = _logins_on_tops(pgft(3, (4, 4, 4), (1, 2, 2), (1, 1, 1)), "pgft L3")
     f, _ = degrade(f, np.random.default_rng(2), links=8)
     return with_aggregation_nodes(f)
 
 
+def _site_tops() -> Fabric:
+    """The 174-switch site shape (CS7500 directors, an aggregation node on
+    every ASIC) with a login host on every director spine ASIC: their
+    traffic to each other needs a down-up turn that closes credit loops
+    with the other routes on one VL."""
+    f = build_shape("edr-site-174sw")
+    rank = fabric_roles(f).rank
+    top = np.flatnonzero(rank == rank.max())
+    return attach_cas(f, top, [f"login{k:02d} HCA-1" for k in range(len(top))])
+
+
 FABRICS: dict[str, Callable[[], Fabric]] = {
-    "pgft": _pgft_tops, "director": _director_tops, "degraded": _degraded_tops}
+    "pgft": _pgft_tops, "director": _director_tops, "degraded": _degraded_tops,
+    "site": _site_tops}
 
 
 def _all_roots_tables(f: Fabric, algorithm: str) -> np.ndarray:
@@ -90,7 +105,7 @@ def _served_kept(f: Fabric, r: RoutingResult, turned: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("algorithm", ["dmodc", "nmodc"])
-@pytest.mark.parametrize("name", ["pgft", "director"])
+@pytest.mark.parametrize("name", ["pgft", "director", "degraded"])
 def test_one_vl_orients_only_the_destinations_that_need_it(name: str, algorithm: str) -> None:
     """One VL: the destinations the logins need turn, every other column is
     the all-roots up*/down* routing's, every needed pair is delivered and
@@ -109,7 +124,7 @@ def test_one_vl_orients_only_the_destinations_that_need_it(name: str, algorithm:
     assert ck.ok and ck.unfinished == 0 and ck.vls == 1, ck.summary()
 
 
-@pytest.mark.parametrize("name", ["pgft", "director", "degraded"])
+@pytest.mark.parametrize("name", ["pgft", "director", "degraded", "site"])
 def test_vls_take_detours_for_only_those_destinations(name: str) -> None:
     """Two VLs: those destinations take detours; the others keep their
     all-roots routes; delivered and free of credit loops over the lanes."""
@@ -125,11 +140,11 @@ def test_vls_take_detours_for_only_those_destinations(name: str) -> None:
 
 
 def test_destinations_no_orientation_serves_are_reported() -> None:
-    """One VL on the degraded fabric: some destinations need more than one
-    turn; they keep their all-roots routes and the needed pairs they leave
-    are reported (validation and commit gate), the others are served, and
-    the tables stay free of credit loops."""
-    f = _degraded_tops()
+    """One VL on the site: the destinations no turn serves free of credit
+    loops keep their all-roots routes and the needed pairs they leave are
+    reported (validation and commit gate), the others are served, and the
+    tables stay free of credit loops."""
+    f = _site_tops()
     r = route(f, workers=1)
     assert r.mode == "updown+orient", r.mode_reason
     assert "no orientation serves free of credit loops keep their routes up*/down* towards " \

@@ -186,7 +186,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     (:func:`turn_roots`): routed in a copy of ``ports`` (the tree's tables)
     by :func:`route_turns`, judged by :func:`accept` (an empty set: the
     tree's tables are accepted as they are).  If none is accepted, the last
-    set is oriented one destination at a time (:func:`orient_each`).
+    set is oriented one destination at a time (:func:`orient_each`; if that
+    leaves some, again in the other order, the one serving more kept).
     Returns the accepted orientation with its tables written into ``ports``,
     else ``(None, why)`` (``ports`` untouched); ``own``: what the routes of
     ``ports`` are called in the summary."""
@@ -211,6 +212,12 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         return None, why
     trial = ports.copy()
     done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    if done.sum() < candidates[-1].sum():  # some left: the other order may serve more
+        other = ports.copy()
+        more = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, other,
+                           escape=escape, fewest_first=False)
+        if more.sum() > done.sum():
+            trial, done = other, more
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
