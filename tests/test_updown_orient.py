@@ -157,18 +157,24 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
     assert check_credit_loops(f, r.tables).ok
 
 
-def test_a_stored_updown_orient_epoch_resumes() -> None:
-    """Resume routes ``updown+orient`` again (its oriented destinations are
-    not stored) and gets the stored tables: the result validates."""
+@pytest.mark.parametrize(("vls", "mode"), [(1, "updown+orient"), (2, "updown+detours")])
+def test_a_stored_epoch_of_the_new_modes_resumes(vls: int, mode: str) -> None:
+    """Resume routes ``updown+orient`` and ``updown+detours`` again (their
+    oriented destinations and lanes are not stored) and gets the stored
+    tables: the result validates."""
     from smroute.service.epochs import own_tables
     from smroute.service.state.resume import rebuild_result
 
     f = _pgft_tops()
-    r = own_tables(route(f, workers=1))
-    assert r.mode == "updown+orient" and modes.routed_again(r.mode, r.mode_reason)
+    r = own_tables(route(f, workers=1, max_vls=vls))
+    assert r.mode == mode and modes.routed_again(r.mode, r.mode_reason)
     meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
-    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
-    assert b.mode == "updown+orient" and b.oriented is not None
-    assert np.array_equal(b.oriented, r.oriented)
+    b = rebuild_result(f, r.tables, meta, fabric_roles(f), None, vls)
+    assert b.mode == mode
+    if vls == 1:
+        assert b.oriented is not None and np.array_equal(b.oriented, r.oriented)
+    else:
+        assert b.lanes is not None and r.lanes is not None
+        assert np.array_equal(b.lanes.lids, r.lanes.lids)
     assert validate_result(b).ok
