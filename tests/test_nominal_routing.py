@@ -880,3 +880,27 @@ def test_nmodc_tables_do_not_depend_on_the_node_order(shape: tuple, seed: int) -
         assert a.mode == b.mode
         assert diff_tables(a.tables, b.tables).identical, alg
         assert alg != "nmodc" or a.mode == "tree+detours"
+
+
+def test_loginoff_capture_is_at_or_below_opensms_best() -> None:
+    """Loginoff's capture: leaf ib1 has 4 cables to spine ib7 (which has
+    hosts of its own) and 3 to ib8.  Dmodc shares ib1's destinations
+    evenly over the two spines: A2A 20 on the 3 cables.  OpenSM's best
+    (minhop, updn), every CA in the topological order: SP 5, A2A 18, RP 6,
+    HSD of the shifts 3.632.  Nmodc shares by capacity: A2A 18."""
+    from smroute.analysis.compare import CompareConfig, compare_tables
+
+    path = REAL / "loginoff-infiniband_topology-topo"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the shared real captures)")
+    f = read_fabric(path)
+    rs = {a: route(f, algorithm=a, workers=1, labels=False) for a in ("dmodc", "nmodc")}
+    assert validate_result(rs["nmodc"]).ok
+    order = P.topological_order(routing_view(f, rs["dmodc"].tables), rs["dmodc"])
+    got = {m.name: m.values for m in compare_tables(
+        f, {a: r.tables for a, r in rs.items()}, order, np.random.default_rng(1),
+        CompareConfig(rp_samples=1000, random_orders=0))}
+    assert got["dmodc"]["a2a"] == 20
+    v = got["nmodc"]
+    assert v["sp"] <= 5 and v["a2a"] <= 18 and v["rp"] <= 6, v
+    assert v["hsd_topo_shift"] <= 3.632, v

@@ -36,11 +36,7 @@ every part of Nmodc gives Dmodc's entries:
    is then the even spread (no gain) and the kernel keeps its tables; and
    no leaf that may share has parallel up cables, which the even up cables
    (:mod:`~smroute.routing.nmodc.even_cables`) would deal.
-6. **No upper switch with both end-ports and parallel down cables**: the
-   down-cable offsets (:mod:`~smroute.routing.nmodc.down_offsets`) move
-   only the foreign residues a child sends (none, by 1, 2, 4 and 5) and
-   those an upper switch's own end-ports send.
-7. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
+6. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
 On a damaged tree most switches still route as Dmodc does, given Nmodc's
@@ -48,8 +44,7 @@ dividers and NIDs: :func:`dmodc_rows` finds them switch by switch (their
 slots complete and their own, conditions 3 and 4 at the switch, no share by
 capacity there), and Nmodc's kernel routes their rows with Dmodc's.
 
-Every complete PGFT passes (with parallel cables, and with aggregation
-nodes unless they hang off an upper switch with parallel down cables), so
+Every complete PGFT passes (with parallel cables and aggregation nodes), so
 does such a tree that lost whole top switches of every pod alike;
 tests/test_nmodc_as_dmodc.py holds the test to Nmodc's full path on
 complete and damaged trees.  The cost: a few passes over the cost rows of
@@ -167,12 +162,6 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     share = s[2 * going_up <= (2 * below[s] - 1) * cables[s]]
     if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
         return "shares by capacity"
-    # 6. the down-cable offsets of an upper switch's own end-ports
-    par = down & (g.grp_port_count > 1)
-    if par.any():
-        hosts = np.bincount(g.ep_switch, minlength=n) > 0
-        if hosts[g.grp_switch[par]].any():
-            return "end-ports on a switch with parallel down cables"
     return ""
 
 

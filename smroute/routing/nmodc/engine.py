@@ -1,7 +1,7 @@
 """The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
 gaps, the nominal kernel, then its whole-table passes in order: redirects by
 load (in parts of whole sibling groups of leaves, which share no upper
-switch), down-cable offsets of foreign residues, even up cables.  Where
+switch), even up cables.  Where
 nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
 complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
 and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
@@ -32,7 +32,7 @@ from smroute.routing.api import (
     graph_from,
     subset,
 )
-from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
@@ -234,10 +234,7 @@ class Nmodc:
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         if isinstance(prep.aux, AsDmodc):
             return ()
-        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
-
-        def offsets(a: Arrays, _: np.ndarray | None) -> None:
-            down_offsets.offset_foreign(g, c, pi, dest, a["table"], slots)
+        g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
 
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
@@ -250,6 +247,5 @@ class Nmodc:
         out = [Pass("partial", partial_pass, parts)]
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
-            out.append(Pass("offsets", offsets))
         out.append(Pass("even cables", cables))
         return out

@@ -84,9 +84,6 @@ takes:
   probe order alone lets a leaf missing two slots put a destination on a
   third upper switch by itself, and on heavy damage these pile up (the
   1,728-host study tree with 655 links removed: A2A 87, 45 by load).
-  Then an upper switch gives the destinations a child sends it from
-  another slot their own parallel down cables
-  (:mod:`smroute.routing.nmodc.down_offsets`; Loginoff's capture: A2A 20 to 18).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an

@@ -181,8 +181,7 @@ def capacity_tables(
     ``parallel_resolution * #groups`` entries: Dmodc's table that many
     times over with the fewest entries moved from the groups above their
     share to those below it, so that as few destinations as the shares need
-    leave their nominal group (an upper switch gives those foreign
-    destinations their own down cables, :mod:`smroute.routing.nmodc.down_offsets`).
+    leave their nominal group.
     ``parallel_resolution`` 10 is tuned on Loginoff's capture (a leaf with 4
     cables to one spine, 3 to the other): 8 to 10 and 15 to 32 reach A2A 18,
     of those 9, 10 and 20 keep the topological shifts' HSD at or below
