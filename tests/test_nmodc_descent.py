@@ -134,3 +134,13 @@ def test_a_reroute_equals_a_full_route() -> None:
         full = route(f1, workers=1)
         assert np.array_equal(rr.result.tables.ports, full.tables.ports), k
         prev = rr.result
+
+
+def test_the_pool_gives_the_same_descent() -> None:
+    from smroute.routing.pool import RoutePool
+
+    f = pods_under_directors()
+    one = route(f, workers=1, labels=False)
+    with RoutePool(2) as pool:
+        two = route(f, pool=pool, labels=False)
+    assert np.array_equal(one.tables.ports, two.tables.ports)
