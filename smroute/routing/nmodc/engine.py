@@ -213,11 +213,28 @@ class Nmodc:
                                 a["n_slots"], cache["ctx"], memo=cache["memo"],
                                 capacity=a["n_share"], redirect=cache["rd"])
             return
-        for rows, dm in ((np.flatnonzero(plain), True), (np.flatnonzero(~plain), False)):
-            part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
-            self.kernel(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
-                        switches[rows], part, cache)
-            out[rows] = part
+        # Dmodc's kernel on the whole block (compiled: cheaper than a copy of
+        # its rows), then the nominal rows over their entries
+        dmodc_engine().kernel(a, switches, out, cache)
+        rows = np.flatnonzero(~plain)
+        part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
+        self.kernel({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part, cache)
+        out[rows] = part
+
+    def kernel_parts(self, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
+        """``rows`` in parts for the pool's kernel tasks
+        (:func:`smroute.routing.pool.kernel_parts`): the rows of the nominal
+        kernel (not ``n_dmodc``) first, in one part per worker (a kernel call
+        costs them about as much for one row as for dozens), then Dmodc's
+        rows in ``4 * workers`` parts (one for one worker)."""
+        if "n_dmodc" not in a:
+            nominal_rows, plain = rows[:0], rows
+        else:
+            dm = a["n_dmodc"][rows]
+            nominal_rows, plain = rows[~dm], rows[dm]
+        k = 1 if workers == 1 else 4 * workers
+        return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
+                *np.array_split(plain, min(k, max(len(plain), 1)))]
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         if isinstance(prep.aux, AsDmodc):
