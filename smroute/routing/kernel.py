@@ -20,7 +20,7 @@ from smroute.routing.kernel_native import LIBRARY, native_routes
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
-           "local_routes", "route_block", "route_context", "slot_offsets"]
+           "local_routes", "route_block", "route_context", "slot_offsets", "unique_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,7 +211,7 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
-    rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
+    rows_used, row_of = _used_rows(np.concatenate([switches, remote.ravel()]), len(ctx.ext))
     sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
@@ -231,6 +231,37 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
     closer &= (cs_t < INF)[:, :, None]
     return Closer(gidx, valid, down_k, col_of, len(reps), cs_t, closer)
+
+
+def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(m, axis=0, return_inverse=True)`` for ``m`` ``(R, K)``
+    int64 (its distinct rows in lexicographic order, and each row's index
+    among them), by one integer key of the columns' ranks (no sort of
+    structured rows)."""
+    if not m.size:
+        return np.unique(m, axis=0, return_inverse=True)
+    key = np.zeros(len(m), dtype=np.int64)
+    vals = []
+    for k in range(m.shape[1]):
+        v, inv = np.unique(m[:, k], return_inverse=True)
+        key = key * len(v) + inv.ravel()
+        vals.append(v)
+    if np.prod([float(len(v)) for v in vals]) >= 2.0**62:  # the key would overflow
+        return np.unique(m, axis=0, return_inverse=True)
+    keys, row_of = np.unique(key, return_inverse=True)
+    out = np.empty((len(keys), m.shape[1]), dtype=m.dtype)
+    for k in range(m.shape[1] - 1, -1, -1):
+        keys, at = np.divmod(keys, len(vals[k]))
+        out[:, k] = vals[k][at]
+    return out, row_of.ravel()
+
+
+def _used_rows(v: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(v, return_inverse=True)`` for ``v`` in ``0 .. n-1``: by a
+    table over the range, no sort."""
+    present = np.zeros(n, dtype=bool)
+    present[v] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[v]
 
 
 def local_routes(dest: Destinations, switches: np.ndarray, out: np.ndarray,
