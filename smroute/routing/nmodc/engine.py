@@ -32,6 +32,7 @@ from smroute.routing.api import (
     graph_from,
     subset,
 )
+from smroute.routing.dmodc import Destinations
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.incremental import NmodcIncremental
@@ -119,11 +120,46 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     g, dest = graph_from(a), dest_from(a)
     memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
     for sw in groups:
-        sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
-        out = np.empty((len(sw), len(sel)), dtype=np.uint8)
-        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
-                            memo=memo, capacity=False, redirect=rd)
+        sel, out = _partial_entries(a, sw, g, dest, memo, rd)
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
+
+
+def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinations,
+                     memo: AlternativesMemo, rd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sel, out)``: the destinations (indices into ``dest``) on the
+    partial targets of a group of switches ``sw`` with the same ones
+    (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
+    them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
+    :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
+    sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
+    out = np.empty((len(sw), len(sel)), dtype=np.uint8)
+    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
+                        memo=memo, capacity=False, redirect=rd)
+    return sel, out
+
+
+def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
+                    cache: dict[str, Any]) -> None:
+    """The pass "partial" (:func:`partial_pass`) in the kernel phase: the
+    entries of ``switches`` (Dmodc's rows ``out``, in place) towards their
+    partial targets, a kernel call per group of switches with the same
+    ones (:func:`_mask_groups`, the whole group at its first block; the
+    pool's parts hold whole groups, :meth:`Nmodc.kernel_parts`)."""
+    if "p_group" not in cache:
+        groups = _mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+        of = np.full(len(a["n_dmodc"]), -1, dtype=np.int64)
+        for i, grp in enumerate(groups):
+            of[grp] = i
+        cache.update(p_group=of, p_groups=groups, p_done={})
+    at = cache["p_group"][switches]
+    dest = cache["dest"]
+    for i in np.unique(at[at >= 0]).tolist():
+        grp, done = cache["p_groups"][i], cache["p_done"]
+        if i not in done:
+            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"])
+        sel, ent = done[i]
+        rows = np.flatnonzero(at == i)
+        out[rows[:, None], dest.lid[sel][None, :]] = ent[np.searchsorted(grp, switches[rows])]
 
 
 def dmodc_engine() -> Engine:
@@ -143,6 +179,11 @@ class Nmodc:
                             detours_by_load=True)
     incremental: IncrementalHook | None = NmodcIncremental()
     pooled = True
+    #: the entries of the pass "partial" computed in the kernel phase instead
+    #: (:data:`WHOLE`, :meth:`tables`' whole-table route: every row is routed,
+    #: so the kernel tasks give each its own; an incremental reroute's pool
+    #: routes some rows and runs the pass over all)
+    partial_in_kernel = False
 
     def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
@@ -169,7 +210,7 @@ class Nmodc:
         assert pool is not None
         if isinstance(prep.aux, AsDmodc):
             return dmodc_engine().tables(fabric, prep, pool)
-        return pool.run(self, prep)
+        return pool.run(WHOLE, prep)
 
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
         """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
@@ -205,21 +246,22 @@ class Nmodc:
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
-        if plain.all():
-            dmodc_engine().kernel(a, switches, out, cache)  # (the same graph, context)
-            return
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                                 a["n_slots"], cache["ctx"], memo=cache["memo"],
                                 capacity=a["n_share"], redirect=cache["rd"])
             return
         # Dmodc's kernel on the whole block (compiled: cheaper than a copy of
-        # its rows), then the nominal rows over their entries
+        # its rows; the same graph, context), then the nominal rows over theirs
         dmodc_engine().kernel(a, switches, out, cache)
-        rows = np.flatnonzero(~plain)
-        part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
-        self.kernel({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part, cache)
-        out[rows] = part
+        if not plain.all():
+            rows = np.flatnonzero(~plain)
+            part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
+            self.kernel({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part,
+                        cache)
+            out[rows] = part
+        if self.partial_in_kernel:
+            _kernel_partial(a, switches, out, cache)
 
     def kernel_parts(self, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
         """``rows`` in parts for the pool's kernel tasks
@@ -232,11 +274,24 @@ class Nmodc:
         else:
             dm = a["n_dmodc"][rows]
             nominal_rows, plain = rows[~dm], rows[dm]
+        groups: list[np.ndarray] = []
+        if self.partial_in_kernel and len(plain):
+            # each group with the same partial targets whole, the largest first
+            mask = np.zeros(len(a["n_dmodc"]), dtype=bool)
+            mask[plain] = True
+            groups = sorted(_mask_groups(mask, a["n_partial"], a["n_targets"]), key=len,
+                            reverse=True)
+            if groups:
+                mask[np.concatenate(groups)] = False
+                plain = np.flatnonzero(mask)
         k = 1 if workers == 1 else 4 * workers
         return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
-                *np.array_split(plain, min(k, max(len(plain), 1)))]
+                *groups, *np.array_split(plain, min(k, max(len(plain), 1)))]
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
+        """The passes "partial" (none where the kernel computes its entries,
+        :attr:`partial_in_kernel`), "balance" and "offsets" (in mode
+        ``tree``), "even cables"."""
         if isinstance(prep.aux, AsDmodc):
             return ()
         g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
@@ -252,9 +307,15 @@ class Nmodc:
                                       dmodc_rows(g, c, slots, slot_tables.may_share(g, c, dest)))
             return partial_parts(rows, partial, targets, k)
 
-        out = [Pass("partial", partial_pass, parts)]
+        out = [] if self.partial_in_kernel else [Pass("partial", partial_pass, parts)]
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
             out.append(Pass("offsets", offsets))
         out.append(Pass("even cables", cables))
         return out
+
+
+#: Nmodc routing a whole table (:meth:`Nmodc.tables`): the pass "partial"'s
+#: entries in the kernel phase (:attr:`Nmodc.partial_in_kernel`)
+WHOLE = Nmodc()
+WHOLE.partial_in_kernel = True
