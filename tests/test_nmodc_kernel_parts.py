@@ -1,7 +1,8 @@
 """Nmodc's kernel tasks (smroute.routing.nmodc.engine): the nominal kernel's
 rows together (Nmodc.kernel_parts), the partial targets' entries in the
-kernel phase of a whole-table route (engine.WHOLE), and the helpers that
-only run faster (kernel.unique_rows, slot_tables.lids_up_and_below): the
+kernel phase of a whole-table route (engine.WHOLE), one row per set of twin
+switches (twins.twin_rows), and the helpers that only run faster
+(kernel.unique_rows, slot_tables.lids_up_and_below): the
 same tables as the kernel over even blocks of rows followed by the pass
 "partial", on damaged trees with parallel cables, LMC and aggregation nodes,
 in one process and in the pool."""
@@ -20,7 +21,8 @@ from smroute.routing import api, dmodc, kernel
 from smroute.routing.api import Prepared
 from smroute.routing.engine import route
 from smroute.routing.nmodc import engine as nmodc_engine
-from smroute.routing.nmodc import slot_tables
+from smroute.routing.nmodc import nominal, slot_tables
+from smroute.routing.nmodc.twins import twin_rows
 from smroute.routing.pool import RoutePool, kernel_parts
 
 SMALL = (3, (4, 4, 8), (1, 4, 4), (1, 1, 1))
@@ -180,3 +182,30 @@ def test_lids_up_and_below_are_the_weighted_counts(lmc: int) -> None:
     assert np.bincount(big.target).max() >= 256 or lmc == 0
     got_up, got_below = slot_tables.lids_up_and_below(c, big)
     assert np.array_equal(got_up, 5 * up) and np.array_equal(got_below, 5 * below)
+
+
+@pytest.mark.parametrize("case", DAMAGED, ids=_ids)
+def test_twin_rows_are_the_kernels_rows(case: tuple) -> None:
+    """The kernel routes one switch of each set of twins towards their
+    partial targets (twins.twin_rows): every switch's row is the kernel's
+    own; towards every target (the switches among them have no twin), too."""
+    f, lmc = _fabric(case)
+    prep = _prepared(f, lmc)
+    a = api.engine("nmodc").arrays(prep)
+    g, dest = prep.graph, prep.dest
+    rd = nominal.redirect_dividers(g, a["pi"])
+    fewer = 0
+    groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+    every = np.ones(g.n_switches, dtype=bool)
+    for sw, targets in [*((grp, a["n_targets"][a["n_partial"][grp[0]]]) for grp in groups),
+                        (np.flatnonzero(a["n_dmodc"]), every)]:
+        sel = np.flatnonzero(targets[dest.target])
+        first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw,
+                                  np.flatnonzero(targets))
+        assert (np.diff(first) > 0).all() and np.array_equal(first[row_of[first]], first)
+        want = np.empty((len(sw), len(sel)), dtype=np.uint8)
+        nominal.route_block(g, a["c"], a["pi"], api.subset(dest, sel), sw, want, a["n_slots"],
+                            capacity=False, redirect=rd)
+        assert np.array_equal(want[first][row_of], want)
+        fewer += len(sw) - len(first)
+    assert fewer > 0 or case[0] == PARALLEL

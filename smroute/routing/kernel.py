@@ -240,6 +240,8 @@ def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     structured rows)."""
     if not m.size:
         return np.unique(m, axis=0, return_inverse=True)
+    if (m == m[0]).all():  # one distinct row (the common case)
+        return m[:1].copy(), np.zeros(len(m), dtype=np.int64)
     key = np.zeros(len(m), dtype=np.int64)
     vals = []
     for k in range(m.shape[1]):

@@ -37,6 +37,7 @@ from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, s
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
+from smroute.routing.nmodc.twins import twin_rows
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
@@ -131,11 +132,14 @@ def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinatio
     (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
     them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
     :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
-    sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
-    out = np.empty((len(sw), len(sel)), dtype=np.uint8)
-    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
+    mask = a["n_targets"][a["n_partial"][sw[0]]]
+    sel = np.flatnonzero(mask[dest.target])
+    # one switch of each set of twins (the same entries by construction)
+    first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw, np.flatnonzero(mask))
+    out = np.empty((len(first), len(sel)), dtype=np.uint8)
+    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw[first], out, a["n_slots"],
                         memo=memo, capacity=False, redirect=rd)
-    return sel, out
+    return sel, out[row_of]
 
 
 def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
