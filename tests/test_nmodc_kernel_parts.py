@@ -133,10 +133,16 @@ def test_kernel_parts_cover_every_row_once_nominal_rows_first(workers: int) -> N
     nominal_rows = np.flatnonzero(~a["n_dmodc"])
     lead = np.concatenate(parts[:min(workers, len(nominal_rows))])
     assert np.array_equal(lead, nominal_rows)
-    # every group with the same partial targets is one part
+    # every group with the same partial targets in parts of its own, none
+    # of them more than a 4 * workers-th of the rows
     groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
-    as_tuples = {tuple(p.tolist()) for p in parts}
-    assert all(tuple(grp.tolist()) in as_tuples for grp in groups)
+    label = np.full(len(rows), -1)
+    for i, grp in enumerate(groups):
+        label[grp] = i
+    for p in parts:
+        assert len(np.unique(label[p])) == 1
+        assert label[p[0]] < 0 or workers == 1 or len(p) <= -(-len(rows) // (4 * workers))
+    assert {int(x) for p in parts for x in np.unique(label[p])} >= set(range(len(groups)))
     # a subset of rows (an incremental reroute's): those rows only
     sub = rows[::3]
     got = np.concatenate(kernel_parts(nmodc_engine.WHOLE, a, sub, workers))

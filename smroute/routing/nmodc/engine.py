@@ -271,8 +271,12 @@ class Nmodc:
         """``rows`` in parts for the pool's kernel tasks
         (:func:`smroute.routing.pool.kernel_parts`): the rows of the nominal
         kernel (not ``n_dmodc``) first, in one part per worker (a kernel call
-        costs them about as much for one row as for dozens), then Dmodc's
-        rows in ``4 * workers`` parts (one for one worker)."""
+        costs them about as much for one row as for dozens); with
+        :attr:`partial_in_kernel`, each group of switches with the same
+        partial targets (:func:`_mask_groups`, whose entries a process
+        computes once) in parts of its own, the largest first, at most a
+        ``4 * workers``-th of the rows each; then Dmodc's other rows in ``4 *
+        workers`` parts (one part each for one worker)."""
         if "n_dmodc" not in a:
             nominal_rows, plain = rows[:0], rows
         else:
@@ -289,8 +293,10 @@ class Nmodc:
                 mask[np.concatenate(groups)] = False
                 plain = np.flatnonzero(mask)
         k = 1 if workers == 1 else 4 * workers
+        most = -(-len(rows) // k)
+        chunks = [c for grp in groups for c in np.array_split(grp, -(-len(grp) // most))]
         return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
-                *groups, *np.array_split(plain, min(k, max(len(plain), 1)))]
+                *chunks, *np.array_split(plain, min(k, max(len(plain), 1)))]
 
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         """The passes "partial" (none where the kernel computes its entries,
