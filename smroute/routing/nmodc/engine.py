@@ -8,7 +8,12 @@ and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
 kernel would route as Dmodc's does (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`:
 most of a damaged tree's) take Dmodc's kernel, and a first pass ("partial")
 gives them the nominal kernel's entries towards the targets some but not
-all of their up groups lead closer to."""
+all of their up groups lead closer to.  A whole-table route (:data:`WHOLE`)
+computes those entries in the kernel phase instead, once per group of
+switches with the same such targets and one switch of each set of twins
+(:mod:`smroute.routing.nmodc.twins`), and gives the pool's kernel tasks the
+nominal kernel's rows together (:meth:`Nmodc.kernel_parts`): the same
+tables, in less time."""
 
 from __future__ import annotations
 
