@@ -40,6 +40,7 @@ from smroute.routing.api import (
 from smroute.routing.dmodc import Destinations
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
+from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.nmodc.twins import twin_rows
@@ -238,6 +239,7 @@ class Nmodc:
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
+        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest)
         _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
@@ -246,10 +248,22 @@ class Nmodc:
         """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
         says they are the same (every row, with Dmodc's arrays alone); the
         pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
-        towards their partial targets."""
+        towards their partial targets (with :attr:`partial_in_kernel`, this
+        kernel, last).  The entries :mod:`~smroute.routing.nmodc.descent`
+        names take the destination's own up-route down."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
+        self._rows(a, switches, out, cache)
+        if len(a.get("n_desc", ())):
+            apply_descent(cache["g"], a["c"], nominal.unpacked_slots(a["n_slots"]), a["pi"],
+                          a["n_desc"], cache["dest"], switches, out)
+        if self.partial_in_kernel and "n_dmodc" in a:  # (after the descent, as the pass)
+            _kernel_partial(a, switches, out, cache)
+
+    def _rows(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
+              cache: dict[str, Any]) -> None:
+        """The kernel's rows before the descent (:meth:`kernel`)."""
         if "g" not in cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
@@ -266,11 +280,9 @@ class Nmodc:
         if not plain.all():
             rows = np.flatnonzero(~plain)
             part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
-            self.kernel({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part,
-                        cache)
+            self._rows({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part,
+                       cache)
             out[rows] = part
-        if self.partial_in_kernel:
-            _kernel_partial(a, switches, out, cache)
 
     def kernel_parts(self, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
         """``rows`` in parts for the pool's kernel tasks

@@ -11,7 +11,9 @@ targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
 the pass is rerun over the whole tables; the down-cable offsets
 (:mod:`smroute.routing.nmodc.down_offsets`) are undone first and redone last,
-then the up cables are dealt evenly again.  What the next reroute reads of
+then the up cables are dealt evenly again.  The switches of the descent
+(:mod:`smroute.routing.nmodc.descent`), before and after, are recomputed in
+full: a target's entries there read all of its arrivals together.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
 chain of reroutes computes each once; a full route's is computed by the
 first reroute after it (:func:`nominal_state`).
@@ -21,14 +23,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
 from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
+from smroute.routing.topology import SwitchGraph
 
 __all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state", "slots_of"]
 
@@ -36,6 +41,11 @@ __all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state", "s
 #: the pool's workers (a heavily damaged tree: 0.84 s in one process with
 #: 1,000 links removed); below, they cost less than the table's trip there.
 POOL_PAIRS = 1 << 16
+
+#: The descent's keys (:func:`~smroute.routing.nmodc.descent.descent_keys`)
+#: of the graph a reroute widened its region on, for its column blocks
+#: (whose destinations are a subset: the keys read them all).
+_DESCENT: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,6 +111,13 @@ class NmodcIncremental(IncrementalHook):
         whole[pl] |= share[pl]
         whole |= share & region.near
         rows = np.union1d(rows, np.flatnonzero(whole))
+        # the descent's switches, before and after, in full (it reads every
+        # arrival of a target together)
+        keys = descent_keys(g, c, slots, prep.dividers, dest)
+        _DESCENT[g] = keys
+        n = g.n_switches
+        before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
+        rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
@@ -112,6 +129,7 @@ class NmodcIncremental(IncrementalHook):
         a = base_arrays(prep)
         a["n_slots"] = nominal.packed_slots(slots_of(prep))
         a["n_share"] = np.full(prep.graph.n_switches, whole)
+        a["n_desc"] = _DESCENT.get(prep.graph, np.zeros(0, dtype=np.int64))
         return a
 
     def undo(self, prev: RoutingResult, ports: np.ndarray, region: Region) -> np.ndarray:

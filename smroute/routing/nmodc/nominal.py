@@ -43,7 +43,10 @@ takes:
   ``Pi`` above a pod's NID count that digit is the same for the whole pod,
   and Dmodc sends all of a pod's destinations through one down-link.  The
   lowest digit spreads one leaf's end-ports over the closer down-links
-  (selene: SP 18 to 4, A2A 35 to 24, RP 16 to 6).
+  (selene: SP 18 to 4, A2A 35 to 24, RP 16 to 6).  Where it sends every
+  destination that arrives from the other subtrees down one link (strided
+  columns under directors), those take their own up-route's child instead
+  (:mod:`smroute.routing.nmodc.descent`).
 * **Up-going routes.**  With ``x = floor(t / Pi[s])``: a route with a single
   closer group takes it.  Otherwise it takes nominal
   slot ``j = x mod m`` if that slot's group leads closer; the destinations
