@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_nmodc_descent import pods_under_directors
 
 from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
@@ -98,6 +99,27 @@ def test_whole_route_and_kernel_parts_give_the_reference_tables(case: tuple) -> 
         parts_two = two.run(nm, prep)
     for got in (whole_even, whole_one, parts_one, whole_two, parts_two):
         assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("links", [0, 6])
+def test_whole_route_after_the_descent_on_directors(links: int) -> None:
+    """Unequal pods under directors (the descent names entries, some
+    switches have partial targets, others route nominally): the whole-table
+    route gives the tables of the kernel and the pass "partial"."""
+    f = pods_under_directors()
+    if links:
+        f = degrade(f, np.random.default_rng(1), links=links)[0]
+    prep = _prepared(f, None)
+    nm = api.engine("nmodc")
+    a = nm.arrays(prep)
+    assert len(a["n_desc"]) and (~a["n_dmodc"]).any()
+    assert nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+    with RoutePool(1) as one:
+        ref = one.run(_EvenBlocks(nm), prep)
+        whole = one.run(nmodc_engine.WHOLE, prep)
+    with RoutePool(2) as two:
+        whole_two = two.run(nmodc_engine.WHOLE, prep)
+    assert np.array_equal(whole, ref) and np.array_equal(whole_two, ref)
 
 
 def test_the_partial_targets_entries_change_the_tables() -> None:
