@@ -133,7 +133,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     # one of them per group is counted
     big = np.bincount(label[has_up], minlength=n)[heads] >= 2
     fork = hi[np.minimum(first[heads[big]], len(hi) - 1)]
-    if len(fork) and not (np.count_nonzero(c[fork] < UP_PHASE, axis=1) == paths[fork]).all():
+    if len(fork) and not ((c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) == paths[fork]).all():
         return "several down paths"
     # 4. per sibling group, towards every target: all up-neighbours nearest
     # or one; 5. no share by capacity (may_share's counts: the destination
@@ -147,7 +147,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
         # hop counts, INF read as UP_PHASE - 1 (no path is that long)
         hop = c[slot[hs, :m]] & np.uint8(UP_PHASE - 1)  # (H, m, S)
         near = hop.min(axis=1)
-        n_near = np.count_nonzero(hop == near[:, None, :], axis=1)
+        n_near = (hop == near[:, None, :]).sum(axis=1, dtype=np.int32)
         if ((n_near > 1) & (n_near < m)).any():
             return "partial up-going patterns"
         reach[hs] = (near < UP_PHASE - 1) @ w
@@ -225,7 +225,7 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
         np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
     fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
     if len(fork):
-        ok[fork[np.count_nonzero(c[fork] < UP_PHASE, axis=1) != paths[fork]]] = False
+        ok[fork[(c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) != paths[fork]]] = False
     # the targets some but not all of a set of up-neighbours are nearest to
     partial = np.full(n, -1, dtype=np.int64)
     nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))
@@ -243,7 +243,7 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     for m in np.unique(m_of).tolist():
         ks = np.flatnonzero(m_of == m)
         hop = c[sets[ks, :m]] & np.uint8(UP_PHASE - 1)  # (K, m, S), INF as 127
-        n_near = np.count_nonzero(hop == hop.min(axis=1)[:, None, :], axis=1)
+        n_near = (hop == hop.min(axis=1)[:, None, :]).sum(axis=1, dtype=np.int32)
         targets[ks] = (n_near > 1) & (n_near < m)
     partial[nom] = set_of
     return ok, partial, targets

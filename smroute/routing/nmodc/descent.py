@@ -91,7 +91,8 @@ def _closer_down(g: SwitchGraph, c: np.ndarray, s: np.ndarray, tgt: np.ndarray
 def _shared_below(g: SwitchGraph, c: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """``(S,)`` bool: some target lies below two of the switch's children
     (else no target has two closer groups below it: every PGFT)."""
-    below = (c[:, targets] < UP_PHASE).sum(axis=1)
+    every = len(targets) == c.shape[1]  # (targets ascending, distinct: every switch)
+    below = ((c if every else np.take(c, targets, axis=1)) < UP_PHASE).sum(axis=1, dtype=np.int32)
     down = np.flatnonzero(g.rank[g.grp_remote] < g.rank[g.grp_switch]) if len(g.grp_remote) else (
         np.zeros(0, dtype=np.int64))
     children = np.bincount(g.grp_switch[down], weights=below[g.grp_remote[down]],

@@ -112,6 +112,7 @@ from smroute.routing.kernel import (
     local_routes,
     route_context,
     slot_offsets,
+    unique_rows,
 )
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
@@ -466,8 +467,8 @@ def _route_remote(
     rows = np.flatnonzero(lm.any(axis=1))
     digit = x
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
-        kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], redirect[switches[rows]]],
-                                            axis=1), axis=0, return_inverse=True)
+        kinds, kind_of = unique_rows(np.stack([arity[rows], piv[rows], redirect[switches[rows]]],
+                                              axis=1))
         m, p, q = (kinds[:, i, None].astype(np.int32) for i in range(3))
         v = (nid // p % m + m * (nid // q % (m - 1))).astype(np.float32)  # (K, D) j + m * r
         kind = np.zeros(b, dtype=np.intp)
