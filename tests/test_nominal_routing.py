@@ -30,6 +30,7 @@ from smroute.routing.nmodc import balance, nominal, slot_tables
 from smroute.routing.nmodc import incremental as nmodc_incremental
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import reroute
+from smroute.routing.topology import switch_graph
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.tables.diff import diff_tables
 
@@ -904,3 +905,52 @@ def test_loginoff_capture_is_at_or_below_opensms_best() -> None:
     v = got["nmodc"]
     assert v["sp"] <= 5 and v["a2a"] <= 18 and v["rp"] <= 6, v
     assert v["hsd_topo_shift"] <= 3.632, v
+
+
+def _island_tree(leaves: int = 8, hosts: int = 10, spines: int = 5, mgmt: int = 4) -> Fabric:
+    """A 2-level tree (2 cables per leaf and spine) with a management switch
+    of ``mgmt`` hosts hanging off the first leaf (2 cables)."""
+    from smroute.fabric.generate.sitegen import QUANTUM, Site
+
+    site = Site()
+    lv = site.switches([f"MF0;leaf{i}:MQM8790/U1" for i in range(leaves)], 40, QUANTUM)
+    for i, leaf in enumerate(lv):
+        for h in range(hosts):
+            site.host(leaf, f"cn-{i:02d}-{h:02d} HCA-1")
+    sp = site.switches([f"MF0;spine{j}:MQM8790/U1" for j in range(spines)], 40, QUANTUM)
+    for leaf in lv:
+        for s in sp:
+            site.cable(leaf, s, 2)
+    m = site.switch("MF0;mgmt-sw:MQM8700/U1", 40, QUANTUM)
+    site.cable(lv[0], m, 2)
+    for h in range(mgmt):
+        site.host(m, f"mgmt-{h:02d} HCA-1")
+    return site.build(np.random.default_rng(1))
+
+
+def test_a_pendant_management_switch_is_no_nominal_slot() -> None:
+    """The management switch off one leaf ranks above it (few hosts) but
+    nothing routes on through it: the leaves keep the spines' arity (5, not
+    6), so the spines' divider is 5 and the shifts of the compute hosts in
+    name order are contention-free (Dmodc's divider 6: SP 2)."""
+    from smroute.fabric.roles import EndportRole, fabric_roles
+
+    f = _island_tree()
+    g = switch_graph(f, fabric_roles(f))
+    slots = nominal.nominal_slots(g)
+    leaves = np.flatnonzero(g.rank == 0)
+    assert (slots.arity[leaves] == 5).all()
+    assert (nominal.nominal_dividers(g, slots.arity)[g.rank == 1] <= 5).all()
+
+    def name_order_shifts(algorithm: str) -> tuple[int, float]:
+        r = route(f, workers=1, labels=False, algorithm=algorithm)
+        assert validate_result(r).ok
+        view = routing_view(f, r.tables)
+        roles = fabric_roles(f)
+        comp = np.flatnonzero(roles.endport_role[view.ep_node] == EndportRole.COMPUTE)
+        o = comp[np.argsort([f.node_desc[int(n)] for n in view.ep_node[comp]], kind="stable")]
+        sp = evaluate(view, pair_paths(view), P.cps("shift", len(o)), o)
+        return sp.risk_max, sp.hsd_avg
+
+    assert name_order_shifts("nmodc") == (1, 1.0)
+    assert name_order_shifts("dmodc")[0] == 2

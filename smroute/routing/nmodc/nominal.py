@@ -15,7 +15,12 @@ takes:
   nominal arity.  In a complete PGFT siblings share exactly the same
   up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order. A
   degraded switch keeps the slot each surviving up-neighbour has among its
-  siblings.  A group of siblings that lost one up-neighbour whole (an upper
+  siblings.  A pendant up-neighbour (nothing above it and no other switch
+  below: a management switch with a few hosts off one leaf, ranked above
+  it) is no slot: its siblings keep the spines' arity, and the leaf it
+  hangs off routes with its own groups (the management island shape:
+  host-name shift HSD 2.86 to 2.72).  A group of siblings that lost one
+  up-neighbour whole (an upper
   switch removed, not only its links) keeps that slot as a lost slot, found
   through the upper switches' own columns (:func:`_column_slots`): its
   switches keep their intact siblings' modulus (the 1,728-host tree's pod that
@@ -148,10 +153,18 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & (g.rank[g.grp_switch] >= 0)
     gid = np.flatnonzero(up)
     lo, hi = g.grp_switch[gid], g.grp_remote[gid]
+    # a pendant up-neighbour (nothing above it, no other switch below: a
+    # management switch off one leaf) is no slot of its child's siblings;
+    # the child routes with its own groups
+    pendant = ((g.n_up == 0) & (g.grp_count == 1))[hi]
+    with_pendant = np.zeros(n, dtype=bool)
+    with_pendant[lo[pendant]] = True
+    n_pendant = np.bincount(lo[pendant], minlength=n)
     # siblings: a switch as a child (0 .. n-1) joined to its up-neighbours as
     # parents (n .. 2n-1); a component's parents are its members' union
-    comp = components(2 * n, lo, hi + n)[:n]
+    comp = components(2 * n, lo[~pendant], hi[~pendant] + n)[:n]
     o = np.lexsort((g.sw_guid[hi], comp[lo]))
+    o = o[~pendant[o]]
     kc, kh = comp[lo][o], hi[o]
     first = np.ones(len(kc), dtype=bool)
     first[1:] = (kc[1:] != kc[:-1]) | (kh[1:] != kh[:-1])
@@ -168,16 +181,19 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     routes_on = np.zeros(n, dtype=bool)
     np.logical_or.at(routes_on, lo, g.n_up[hi] > 0)
     nominal &= routes_on | (g.rank != 0)
+    nominal &= ~with_pendant
     if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
         nominal[:] = False
-    arity = np.where(nominal, size, g.n_up).astype(np.int64)
+    arity = np.where(nominal, size, g.n_up - n_pendant).astype(np.int64)
     # slot of every up group: its place in the union, or among its own up groups
     keys = uc * n + uh
     ko = np.argsort(keys, kind="stable")
     at = np.searchsorted(keys[ko], comp[lo] * n + hi)
     own = np.arange(len(lo)) - np.searchsorted(lo, lo)  # lo ascending: groups by switch
-    slot = np.where(nominal[lo], u_slot[ko[np.minimum(at, len(ko) - 1)]], own)
-    slot_grp = np.full((n, max(int(arity.max(initial=0)), 1)), -1, dtype=np.int64)
+    union = u_slot[ko[np.minimum(at, len(ko) - 1)]] if len(ko) else own
+    slot = np.where(nominal[lo], union, own)
+    slot_grp = np.full((n, max(int(arity.max(initial=0)), int(g.n_up.max(initial=0)), 1)), -1,
+                       dtype=np.int64)
     slot_grp[lo, slot] = gid
     return NominalSlots(slot_grp, arity, ~nominal)
 
