@@ -19,6 +19,10 @@ from smroute.fileio import atomic_write_text, atomic_writer, read_bytes
 from smroute.lab.sidebyside import Simulation
 
 Row = dict[str, Any]
+#: The format of a cached engine row: rows of another format (older
+#: analysis code, e.g. without the per-stage figures the comparison pairs)
+#: are measured again, not misread.
+FORMAT = 2
 
 
 def sim_facts(sim: Simulation) -> Row:
@@ -39,10 +43,11 @@ class OpenSMCache:
     discovered fabric of the last simulation, so that a rerun measures only
     smroute's engines (OpenSM's do not change between runs of the bench).
 
-    An engine row is reused when it was measured with the same seed and RP
-    samples and, for a time-out, a budget at least the one asked (a larger
-    budget runs the engine again).  The metrics in a row were computed by the
-    analysis code of its run: empty the folder when that code changes."""
+    An engine row is reused when it is of this :data:`FORMAT` and was
+    measured with the same seed and RP samples and, for a time-out, a budget
+    at least the one asked (a larger budget runs the engine again).  The
+    metrics in a row were computed by the analysis code of its run: bump
+    :data:`FORMAT` or empty the folder when that code changes."""
 
     def __init__(self, folder: Path, *, seed: int, rp_samples: int) -> None:
         self.folder = Path(folder)
@@ -62,7 +67,8 @@ class OpenSMCache:
     def engine(self, key: str, engine: str, budget: float) -> Row | None:
         """The cached row of ``engine`` on fabric ``key``, or ``None``."""
         got = self._read(self._path(key, engine))
-        if (got is None or got.get("seed") != self.seed or not isinstance(got.get("row"), dict)
+        if (got is None or got.get("format") != FORMAT or got.get("seed") != self.seed
+                or not isinstance(got.get("row"), dict)
                 or got.get("rp_samples") != self.rp_samples):
             return None
         if got["row"].get("status") == "timeout" and float(got.get("budget", 0)) < budget:
@@ -71,8 +77,8 @@ class OpenSMCache:
 
     def put_engine(self, key: str, engine: str, budget: float, row: Row) -> None:
         atomic_write_text(self._path(key, engine), json.dumps(
-            {"seed": self.seed, "rp_samples": self.rp_samples, "budget": budget,
-             "row": row}, indent=1) + "\n")
+            {"format": FORMAT, "seed": self.seed, "rp_samples": self.rp_samples,
+             "budget": budget, "row": row}, indent=1) + "\n")
 
     def discovered(self, key: str) -> tuple[Fabric, Row] | None:
         """The discovered fabric of ``key`` and its facts (net source, notes,

@@ -8,7 +8,10 @@ Comparisons (compute hosts, both host orders, the bench's own
 :func:`site_compare.best_cells`): smroute on one VL against the best of
 updn, dnup, ftree and nue that routed every needed pair free of credit
 loops; smroute with VLs against the best OpenSM engine that routed every
-needed pair.
+needed pair.  Every cell above the best is listed (the raw misses) with its
+sign test over the paired stages (RP: the same random permutations; shift
+HSD: the same shifts; :mod:`site_stages`); it counts as a significant miss
+by the bench's rule (:data:`site_compare.NOISE_RULE`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from site_compare import ONE_VL_ENGINES, SITE_ENGINES, best_cells  # noqa: E402
+from site_compare import NOISE_RULE, ONE_VL_ENGINES, SITE_ENGINES, best_cells  # noqa: E402
 
 Row = dict[str, Any]
 COMPARISONS: tuple[tuple[str, tuple[str, ...] | None, bool, str], ...] = (
@@ -33,14 +36,18 @@ def _n(v: float) -> str:
     return str(int(v)) if v == int(v) else f"{v:.3g}"
 
 
+def _share(k: int, total: int) -> str:
+    return f" ({100 * k / total:.0f}%)" if total else ""
+
+
 def misses(fabrics: list[Row]) -> list[str]:
     """A table of the cells above the best rival (ratio ours / best) and,
     per comparison, how many cells miss."""
-    out = ["| fabric | hosts | comparison | metric | smroute | best | by | ratio |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| fabric | hosts | comparison | metric | smroute | best | by | ratio | sign test "
+           "| counts |", "|---|---|---|---|---|---|---|---|---|---|"]
     counts: list[str] = []
     for ours, rivals, free, title in COMPARISONS:
-        miss = total = 0
+        miss = total = sig = 0
         for r in fabrics:
             got = best_cells(r, ours, rivals, loop_free=free)
             if isinstance(got, str):
@@ -48,19 +55,21 @@ def misses(fabrics: list[Row]) -> list[str]:
             for c in got:
                 if c is None:
                     continue
-                m, o, v, best, who = c
+                m, o, v, best, who, verdict = c
                 total += 1
-                if v <= best:
+                if v <= best or verdict is None:
                     continue
                 miss += 1
+                sig += verdict.significant
                 ratio = v / best if best else math.inf
                 order = "" if m == "a2a" else f" {o}"
+                test = verdict.mark().strip(" ()") or "exact"
                 out.append(f"| {r['fabric']} | {r.get('compute', 0)} | {title} | "
                            f"{m.upper()}{order} | {_n(v)} | {_n(best)} | {'/'.join(who[:2])} | "
-                           f"{ratio:.2f} |")
-        share = f" ({100 * miss / total:.0f}%)" if total else ""
-        counts.append(f"* {title}: {miss} of {total} cells above the best{share}")
-    return [*out, "", *counts]
+                           f"{ratio:.2f} | {test} | {'yes' if verdict.significant else 'no'} |")
+        counts.append(f"* {title}: {miss} of {total} cells above the best{_share(miss, total)} "
+                      f"(raw); {sig} significant misses{_share(sig, total)}")
+    return [*out, "", *counts, "", f"A miss counts as significant: {NOISE_RULE}."]
 
 
 def _s(v: float) -> str:

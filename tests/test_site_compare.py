@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 
 site = load_script("site_compare", BENCH)
+stg = sys.modules["site_stages"]
 
 
 def test_aggregation_pairs_are_needed_only_between_adjacent_switches() -> None:
@@ -74,14 +76,14 @@ def test_against_best_takes_only_eligible_rivals() -> None:
         _e("smroute", 4), _e("smroute-vls", 3), _e("updn", 5), _e("ftree", 1, missing=3),
         _e("nue", 2, loops=False), _e("dfsssp", 3, loops=False), _e("minhop", 2,
                                                                       status="failed")]}]
-    lines, ok, total = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES)
     # updn only: ftree misses pairs, nue has credit loops, dfsssp and minhop use VLs
     # or are no one-VL engine
     assert (ok, total) == (7, 7) and "4 <= 5 updn" in lines[2]
-    lines, ok, total = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES,
-                                         loop_free=False)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute", site.ONE_VL_ENGINES,
+                                            loop_free=False)
     assert (ok, total) == (0, 7) and "4 > 2 nue" in lines[2]
-    lines, ok, total = site.against_best(fabrics, "smroute-vls", None)
+    lines, ok, total, _ = site.against_best(fabrics, "smroute-vls", None)
     # every complete OpenSM engine: updn 5, nue 2 (loops do not matter here), dfsssp 3
     assert (ok, total) == (0, 7) and "3 > 2 nue" in lines[2]
 
@@ -102,6 +104,11 @@ def test_real_run_on_the_smallest_shape(tmp_path: Path) -> None:
         assert m["credit_loop_free"], name
         assert set(m["sets"]) == {"compute", "cas"}
         assert m["sets"]["compute"]["hosts"] == 201
+        # the per-stage figures the comparison pairs: one per permutation, one per shift
+        rp, shifts = (stg.stages(eng[name], "compute", "name", k) for k in ("rp", "hsd"))
+        assert rp is not None and len(rp) == 20 and np.median(rp) == eng[name][
+            "metrics"]["sets"]["compute"]["name"]["rp"]
+        assert shifts is not None and len(shifts) == 200
     assert f.node_type[0] == NodeType.SWITCH
     if shutil.which("ibdmchk"):
         assert eng["smroute"]["ibdmchk"] == "no credit loop"

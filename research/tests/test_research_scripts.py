@@ -208,8 +208,26 @@ def test_catalogue_misses_lists_the_cells_above_the_best_and_the_timeouts() -> N
     lines = cm.misses(fabrics)
     # one VL: 6 against nue's 4 in all 7 cells; VLs: 3 against dfsssp's 2
     assert sum("| one VL / best loop-free one-VL |" in ln for ln in lines) == 7
-    assert "| f | 8 | one VL / best loop-free one-VL | SP guid | 6 | 4 | nue | 1.50 |" in lines
-    assert "| f | 8 | VLs / best of all | A2A | 3 | 2 | dfsssp | 1.50 |" in lines
-    assert "* one VL / best loop-free one-VL: 7 of 7 cells above the best (100%)" in lines
+    assert ("| f | 8 | one VL / best loop-free one-VL | SP guid | 6 | 4 | nue | 1.50 | exact "
+            "| yes |") in lines
+    assert "| f | 8 | VLs / best of all | A2A | 3 | 2 | dfsssp | 1.50 | exact | yes |" in lines
+    # rows without per-stage figures: RP and HSD cannot be tested and count
+    assert ("| f | 8 | one VL / best loop-free one-VL | RP guid | 6 | 4 | nue | 1.50 | "
+            "no stages: counted | yes |") in lines
+    assert ("* one VL / best loop-free one-VL: 7 of 7 cells above the best (100%) (raw); "
+            "7 significant misses (100%)") in lines
     row = cm.routing_times(fabrics)[2]
     assert "| 0.5 s (3 s) |" in row and "| timeout (900 s) |" in row and "| - |" in row
+
+
+def test_merge_catalogue_keeps_the_header_and_the_last_row_of_a_fabric() -> None:
+    mc = load_script("merge_catalogue")
+    a = {"machine": "m", "mode": "catalogue", "engines": ["smroute", "nue"], "seed": 1,
+         "fabrics": [{"fabric": "x", "v": 1}, {"fabric": "y", "v": 1}]}
+    b = {"machine": "other", "mode": "catalogue", "engines": ["smroute", "lash"], "seed": 1,
+         "fabrics": [{"fabric": "x", "v": 2}]}
+    got = mc.merge([a, b])
+    assert got["machine"] == "m" and got["engines"] == ["smroute", "nue", "lash"]
+    assert got["fabrics"] == [{"fabric": "y", "v": 1}, {"fabric": "x", "v": 2}]
+    with pytest.raises(ValueError):
+        mc.merge([])
