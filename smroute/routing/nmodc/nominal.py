@@ -20,8 +20,8 @@ takes:
   it) is no slot: its siblings keep the spines' arity, and the leaf it
   hangs off routes with its own groups (the management island shape:
   host-name shift HSD 2.86 to 2.72).  A group of siblings that lost one
-  up-neighbour whole (an upper
-  switch removed, not only its links) keeps that slot as a lost slot, found
+  up-neighbour whole (an upper switch removed, not only its links) keeps
+  that slot as a lost slot, found
   through the upper switches' own columns (:func:`_column_slots`): its
   switches keep their intact siblings' modulus (the 1,728-host tree's pod that
   lost an L2 switch: ``x mod 12``, not ``x mod 11``).  Where ``#U(s)`` exceeds
@@ -157,8 +157,6 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     # management switch off one leaf) is no slot of its child's siblings;
     # the child routes with its own groups
     pendant = ((g.n_up == 0) & (g.grp_count == 1))[hi]
-    with_pendant = np.zeros(n, dtype=bool)
-    with_pendant[lo[pendant]] = True
     n_pendant = np.bincount(lo[pendant], minlength=n)
     # siblings: a switch as a child (0 .. n-1) joined to its up-neighbours as
     # parents (n .. 2n-1); a component's parents are its members' union
@@ -181,7 +179,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     routes_on = np.zeros(n, dtype=bool)
     np.logical_or.at(routes_on, lo, g.n_up[hi] > 0)
     nominal &= routes_on | (g.rank != 0)
-    nominal &= ~with_pendant
+    nominal &= n_pendant == 0
     if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
         nominal[:] = False
     arity = np.where(nominal, size, g.n_up - n_pendant).astype(np.int64)
