@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from smroute.study.signtest import ALPHA, sign_test
+from smroute.study.signtest import Paired
 
 Row = dict[str, Any]
 #: The sampled metrics and the key of their stages in a row's ``sets[hs][order]``.
@@ -69,23 +69,25 @@ def stages(e: Row, hs: str, order: str, metric: str) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
-class StageTest:
-    """smroute against one rival over paired stages (lower is better)."""
+class StageTest(Paired):
+    """smroute against one rival over paired stages (lower is better): a
+    :class:`~smroute.study.signtest.Paired` of the stages, smroute's wins
+    the stages where it is lower."""
 
-    rival: str
-    better: int
-    ties: int
-    worse: int
+    rival: str = ""
 
     @property
-    def p(self) -> float:
-        """Two-sided sign test of the untied stages."""
-        return sign_test(self.better, self.worse)
+    def better(self) -> int:
+        return self.wins
+
+    @property
+    def worse(self) -> int:
+        return self.losses
 
     @property
     def significant(self) -> bool:
         """smroute worse on more stages and ``p < ALPHA``."""
-        return self.worse > self.better and self.p < ALPHA
+        return self.loss
 
 
 def paired(mine: np.ndarray, theirs: np.ndarray, rival: str = "") -> StageTest:
@@ -93,7 +95,8 @@ def paired(mine: np.ndarray, theirs: np.ndarray, rival: str = "") -> StageTest:
     a, b = np.asarray(mine), np.asarray(theirs)
     if a.shape != b.shape:
         raise ValueError(f"unpaired stages: {a.shape} against {b.shape}")
-    return StageTest(rival, int((a < b).sum()), int((a == b).sum()), int((a > b).sum()))
+    return StageTest(int((a < b).sum()), int((a == b).sum()), int((a > b).sum()),
+                     rival=rival)
 
 
 @dataclass(frozen=True)

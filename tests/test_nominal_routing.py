@@ -30,6 +30,7 @@ from smroute.routing.nmodc import balance, nominal, slot_tables
 from smroute.routing.nmodc import incremental as nmodc_incremental
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import reroute
+from smroute.routing.topology import switch_graph
 from smroute.study.degrade import parse_pgft, plan_throw
 from smroute.tables.diff import diff_tables
 
@@ -880,3 +881,76 @@ def test_nmodc_tables_do_not_depend_on_the_node_order(shape: tuple, seed: int) -
         assert a.mode == b.mode
         assert diff_tables(a.tables, b.tables).identical, alg
         assert alg != "nmodc" or a.mode == "tree+detours"
+
+
+def test_loginoff_capture_is_at_or_below_opensms_best() -> None:
+    """Loginoff's capture: leaf ib1 has 4 cables to spine ib7 (which has
+    hosts of its own) and 3 to ib8.  Dmodc shares ib1's destinations
+    evenly over the two spines: A2A 20 on the 3 cables.  OpenSM's best
+    (minhop, updn), every CA in the topological order: SP 5, A2A 18, RP 6,
+    HSD of the shifts 3.632.  Nmodc shares by capacity: A2A 18."""
+    from smroute.analysis.compare import CompareConfig, compare_tables
+
+    path = REAL / "loginoff-infiniband_topology-topo"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the shared real captures)")
+    f = read_fabric(path)
+    rs = {a: route(f, algorithm=a, workers=1, labels=False) for a in ("dmodc", "nmodc")}
+    assert validate_result(rs["nmodc"]).ok
+    order = P.topological_order(routing_view(f, rs["dmodc"].tables), rs["dmodc"])
+    got = {m.name: m.values for m in compare_tables(
+        f, {a: r.tables for a, r in rs.items()}, order, np.random.default_rng(1),
+        CompareConfig(rp_samples=1000, random_orders=0))}
+    assert got["dmodc"]["a2a"] == 20
+    v = got["nmodc"]
+    assert v["sp"] <= 5 and v["a2a"] <= 18 and v["rp"] <= 6, v
+    assert v["hsd_topo_shift"] <= 3.632, v
+
+
+def _island_tree(leaves: int = 8, hosts: int = 10, spines: int = 5, mgmt: int = 4) -> Fabric:
+    """A 2-level tree (2 cables per leaf and spine) with a management switch
+    of ``mgmt`` hosts hanging off the first leaf (2 cables)."""
+    from smroute.fabric.generate.sitegen import QUANTUM, Site
+
+    site = Site()
+    lv = site.switches([f"MF0;leaf{i}:MQM8790/U1" for i in range(leaves)], 40, QUANTUM)
+    for i, leaf in enumerate(lv):
+        for h in range(hosts):
+            site.host(leaf, f"cn-{i:02d}-{h:02d} HCA-1")
+    sp = site.switches([f"MF0;spine{j}:MQM8790/U1" for j in range(spines)], 40, QUANTUM)
+    for leaf in lv:
+        for s in sp:
+            site.cable(leaf, s, 2)
+    m = site.switch("MF0;mgmt-sw:MQM8700/U1", 40, QUANTUM)
+    site.cable(lv[0], m, 2)
+    for h in range(mgmt):
+        site.host(m, f"mgmt-{h:02d} HCA-1")
+    return site.build(np.random.default_rng(1))
+
+
+def test_a_pendant_management_switch_is_no_nominal_slot() -> None:
+    """The management switch off one leaf ranks above it (few hosts) but
+    nothing routes on through it: the leaves keep the spines' arity (5, not
+    6), so the spines' divider is 5 and the shifts of the compute hosts in
+    name order are contention-free (Dmodc's divider 6: SP 2)."""
+    from smroute.fabric.roles import EndportRole, fabric_roles
+
+    f = _island_tree()
+    g = switch_graph(f, fabric_roles(f))
+    slots = nominal.nominal_slots(g)
+    leaves = np.flatnonzero(g.rank == 0)
+    assert (slots.arity[leaves] == 5).all()
+    assert (nominal.nominal_dividers(g, slots.arity)[g.rank == 1] <= 5).all()
+
+    def name_order_shifts(algorithm: str) -> tuple[int, float]:
+        r = route(f, workers=1, labels=False, algorithm=algorithm)
+        assert validate_result(r).ok
+        view = routing_view(f, r.tables)
+        roles = fabric_roles(f)
+        comp = np.flatnonzero(roles.endport_role[view.ep_node] == EndportRole.COMPUTE)
+        o = comp[np.argsort([f.node_desc[int(n)] for n in view.ep_node[comp]], kind="stable")]
+        sp = evaluate(view, pair_paths(view), P.cps("shift", len(o)), o)
+        return sp.risk_max, sp.hsd_avg
+
+    assert name_order_shifts("nmodc") == (1, 1.0)
+    assert name_order_shifts("dmodc")[0] == 2

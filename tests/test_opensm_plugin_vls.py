@@ -6,7 +6,9 @@ portinfo``).  The plugin sends those facts with OpenSM's ``qos`` and
 ``max_op_vls`` in every ``RouteSubnet``, and the daemon's choice follows
 them on a degraded tree that needs detours over VLs: with ``qos TRUE`` and
 ``max_op_vls 5`` it routes detours within 8 VLs and OpenSM programs them;
-with ``max_op_vls 2``, within 2; with ``qos FALSE``, on one VL, and the pass
+a restarted daemon reroutes a link event before OpenSM's next pass within
+the same 8 (the facts kept in its state database); with ``max_op_vls 2``,
+within 2; with ``qos FALSE``, on one VL, and the pass
 is still smroute's (an explicit ``max_vls 2`` makes OpenSM fall back to
 updn there instead: tests/test_opensm_plugin.py).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from test_opensm_plugin import (  # noqa: F401 - the fixtures, used by name
     TOOLS,
@@ -30,7 +33,10 @@ from test_opensm_plugin import (  # noqa: F401 - the fixtures, used by name
     wait_for,
 )
 
+from smroute.lab.processes import DaemonProcess
 from smroute.lab.simnet import sim_name
+from smroute.service.rpc._gen import smroute_pb2 as pb
+from smroute.service.rpc.client import SmrouteClient
 
 pytestmark = [
     pytest.mark.real,
@@ -79,9 +85,30 @@ def test_auto_follows_opensms_vl_facts(
         inp = next(iter(got)) if t.any_in_port else t.in_port
         assert got[inp] == lanes_vl(lanes, t.guid, inp, t.out_port), (hex(t.guid), t.out_port)
     first = ep.id
+    before = committed(rig)
+
+    # 1b. the daemon restarts on its state while OpenSM is down: a link event
+    #     rerouted before OpenSM's next pass keeps the 8 VLs (the stored facts)
+    rig.osm.stop()
+    assert rig.client is not None
+    rig.client.close()
+    rig.daemon.stop()
+    rig.daemon = DaemonProcess(None, rig.wd / "daemon-again", listen=rig.address,
+                               log_format="json", state=rig.daemon.state)
+    rig.daemon.start()
+    rig.client = SmrouteClient(rig.daemon.address)
+    assert any(r.get("event") == "state_vl_facts_restored" for r in rig.daemon.log_events())
+    sw = fabric.port_node[fabric.link_a] != fabric.port_node[fabric.link_b]
+    sw &= np.isin(fabric.port_node[fabric.link_b], fabric.switches)
+    sw &= np.isin(fabric.port_node[fabric.link_a], fabric.switches)
+    end = int(fabric.link_a[int(np.flatnonzero(sw)[0])])
+    out = rig.client.apply_faults([pb.FaultEvent(
+        kind=pb.FaultEvent.LINK_DOWN, node_guid=int(fabric.node_guid[fabric.port_node[end]]),
+        port=int(fabric.port_num[end]))])
+    assert out.committed and out.epoch.id > first
+    assert (out.epoch.max_vls, out.epoch.max_vls_reason) == (8, ep.max_vls_reason)
 
     # 2. max_op_vls 2 (VL0-1): the same subnet is routed again within 2 VLs
-    rig.osm.stop()
     rig.start_opensm(name="twovls", conf={"qos": True, "max_op_vls": 2})
     wait_for(lambda: rig.sweep_done(0, "smroute"), 60, "twovls: smroute's sweep")
     text = rig.log_since(0)
@@ -107,6 +134,6 @@ def test_auto_follows_opensms_vl_facts(
 
     # the daemon's log says which VL count each epoch used and why
     recs = committed(rig)
-    assert recs[first]["max_vls"] == 8 and recs[ep2.id]["max_vls"] == 2
+    assert before[first]["max_vls"] == 8 and recs[ep2.id]["max_vls"] == 2
     assert recs[ep3.id]["max_vls"] == 1 and "qos is FALSE" in str(
         recs[ep3.id]["max_vls_reason"])

@@ -33,7 +33,7 @@ from smroute.routing.engine import (
     validate_result,
 )
 from smroute.routing.pool import RoutePool
-from smroute.routing.topology import switch_graph
+from smroute.routing.topology import SwitchGraph, rooted_graph, switch_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEGRADED = {"remove_links": 2, "seed": 0}
 
 
-def _tree_tables(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
-    """The default engine's tree tables of ``fabric`` and its destination
-    LIDs, no mode applied."""
-    g = switch_graph(fabric, fabric_roles(fabric))
+def _tree_tables(fabric: Fabric, g: SwitchGraph | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The default engine's tree tables of ``fabric`` (or its tables on
+    ``g``) and its destination LIDs, no mode applied."""
+    g = g if g is not None else switch_graph(fabric, fabric_roles(fabric))
     eng = api.engine(api.DEFAULT)
     prep = eng.prepare(g, None, time.perf_counter, {})
     pool = RoutePool(1)
@@ -147,7 +147,7 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
     those keep the tree's routes, the needed pairs they leave are reported
     (validation and commit gate fail, as for any unroutable needed pair),
     the others are served, and the tables stay free of credit loops."""
-    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=1)
     r = route(f, workers=1)
     assert r.mode == "tree+orient", r.mode_reason
     assert "no orientation serves free of credit loops keep the tree's routes" in r.mode_reason
@@ -157,6 +157,18 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
     assert check_credit_loops(f, r.tables).ok
     _kept(f, r)
 
+
+
+def test_the_other_order_serves_what_the_first_leaves() -> None:
+    """One destination at a time, fewest lacking switches first, leaves some
+    destinations of this site; most first serves them all: the order that
+    serves more is kept (delivered, free of credit loops on one VL)."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "no orientation serves" not in r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    _kept(f, r)
 
 def test_every_ca_pair_option_routes_the_unneeded_pairs_too() -> None:
     """``all_ca_pairs``: every CA pair must be delivered; by default they
@@ -197,7 +209,8 @@ def test_degraded_director_site_no_global_fallback(links: int, seed: int) -> Non
 
 def test_updown_roots_are_every_top_switch() -> None:
     """A fabric that is no tree is rooted at every top switch, as OpenSM's
-    updn chooses its roots (here: hosts on every switch of a PGFT's top)."""
+    updn chooses its roots (here: hosts on every switch of a PGFT's top),
+    even where end-ports on the top switches need each other: never one."""
     f = pgft(2, (4, 4), (1, 2), (1, 1))
     tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
     f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
@@ -205,12 +218,12 @@ def test_updown_roots_are_every_top_switch() -> None:
     assert not roles.tree
     top = np.flatnonzero(roles.switch_role == SwitchRole.ROOT)
     assert len(top) == 2 and np.array_equal(roles.roots, top)
-    assert len(roles.centres) == 1
     # the login hosts on the two tops need each other: no up*/down* path
-    # between tops, so one root (the centre) per component
+    # between tops, so only their destinations take another orientation
     r = route(f, workers=1)
-    assert r.mode == "updown" and validate_result(r).ok
-    assert "rooted at one switch per component" in r.mode_reason
+    assert r.mode == "updown+orient" and validate_result(r).ok, r.mode_reason
+    assert "rooted at one switch" not in r.mode_reason
+    assert np.array_equal(r.graph.rank, rooted_graph(f, roles, roles.roots).rank)
     # a ring has no top: its centre, one per component
     assert len(fabric_roles(ring(5, 2)).roots) == 1
 
@@ -320,25 +333,38 @@ def test_a_resumed_tree_orient_epoch_validates() -> None:
     assert validate_result(b).ok
 
 
-def test_a_resumed_updown_epoch_rooted_at_the_centres_has_its_graph() -> None:
+def test_a_resumed_updown_epoch_has_its_graph() -> None:
     """Resume recomputes the structure around stored ``updown`` tables on
-    the graph the routing used: rooted at the centre where end-ports on the
-    top switches need each other (else the walk would follow another
-    orientation than the tables')."""
+    the graph the routing used (rooted at every top switch); a stored
+    ``updown`` routing rooted at one switch per component is routed again
+    and resumes only if the tables agree (they no longer do: refused, so
+    the daemon routes the state in force anew)."""
     from smroute.service.epochs import own_tables
+    from smroute.service.state.codec import CodecError
     from smroute.service.state.resume import rebuild_result
 
-    f = pgft(2, (4, 4), (1, 2), (1, 1))
-    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
-    f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
+    f = ring(5, 2)
     r = own_tables(route(f, workers=1))
-    assert "rooted at one switch per component" in r.mode_reason
+    assert r.mode == "updown", r.mode_reason
     meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,
             "mode_reason": r.mode_reason, "turn_lids": r.turn_lids, "timings": {"x": 1.0}}
     b = rebuild_result(f, r.tables, meta, fabric_roles(f), None)
     assert np.array_equal(b.graph.rank, r.graph.rank)
     assert np.array_equal(b.costs, r.costs)
     assert validate_result(b).ok
+
+    f = pgft(2, (4, 4), (1, 2), (1, 1))
+    tops = [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")]
+    f = attach_cas(f, tops, [f"login{k:02d} HCA-1" for k in range(len(tops))])
+    roles = fabric_roles(f)
+    tables = own_tables(route(f, workers=1)).tables
+    tables = type(tables)(tables.switch_guid, tables.switch_lid, tables.switch_desc,
+                          _tree_tables(f, rooted_graph(f, roles, roles.roots[:1]))[0])
+    old = dict(meta, mode="updown", turn_lids=0, mode_reason=(
+        "no tree: hosts on every level; end-ports on the top switches need each other: "
+        "rooted at one switch per component"))
+    with pytest.raises(CodecError, match="routes this fabric differently now"):
+        rebuild_result(f, tables, old, roles, None)
 
 
 # --------------------------------------------------------------------------- ranking on sites

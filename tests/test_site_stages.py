@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from script_module import BENCH, load_script
 
+from smroute.study.signtest import ALPHA
+
 site = load_script("site_compare", BENCH)
 stg = sys.modules["site_stages"]  # the module site_compare itself uses
 cache_mod = sys.modules["opensm_cache"]
@@ -52,14 +54,14 @@ def test_a_median_one_above_within_noise_is_no_significant_miss() -> None:
 def test_worse_on_clearly_more_stages_is_a_significant_miss() -> None:
     mine, theirs = _split(60, 20, 220)
     v = stg.significant_miss("hsd", mine, 4.2, [("nue", 4.1, theirs)])
-    assert v.significant and v.tests[0].p < stg.ALPHA
+    assert v.significant and v.tests[0].p < ALPHA
     assert v.mark().endswith("significant)")
     far = stg.significant_miss("hsd", *_split(3000, 0, 0)[:1], 4.2,
                                [("nue", 4.1, _split(3000, 0, 0)[1])])
     assert far.tests[0].p == 0.0 and far.mark() == " (p < 1e-15, significant)"
     # better on clearly more stages is no miss, whatever the direction of the p
     v = stg.significant_miss("hsd", theirs, 4.2, [("nue", 4.1, mine)])
-    assert not v.significant and v.tests[0].p < stg.ALPHA
+    assert not v.significant and v.tests[0].p < ALPHA
 
 
 def test_ties_are_dropped() -> None:

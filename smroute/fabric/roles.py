@@ -228,8 +228,7 @@ class FabricRoles:
     when not; roots: ``(K,)`` int64 switch nodes the general up*/down*
     fallback is rooted at: per physical component its top switches (rank
     above 0, the highest; or the listed roots), else its centre; empty for
-    a tree.  centres: one root per component (its first listed root, else
-    its centre), for fabrics whose end-ports on top switches need each other.
+    a tree.
     self_loops / same_rank: link ids ``(K,)`` int64 of self-looped cables and
     of links between switches of the same rank (both never used by routing).
     """
@@ -246,7 +245,6 @@ class FabricRoles:
     self_loops: np.ndarray
     same_rank: np.ndarray
     overrides: GuidOverrides = field(default_factory=GuidOverrides)
-    centres: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def leaves(self) -> IntArray:
@@ -476,11 +474,9 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
     ep_count = hosts + np.bincount(attach[is_agg], minlength=n)
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
         f, ep_count, is_sw, src, dst, roots_given | (sw_role == SwitchRole.ROOT))
-    centres = np.zeros(0, dtype=np.int64) if tree else _centres(
-        f, ep_count, is_sw, src, dst, roots_given)
     return FabricRoles(
         endport_role=ep_role, switch_role=sw_role, reason=reason, rank=rank.astype(np.int64),
-        attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots, centres=centres,
+        attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots,
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )

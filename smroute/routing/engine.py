@@ -39,8 +39,13 @@ and said in every result:
   tree's routes; the needed pairs they leave are the validation walk's to
   report (never a re-route of the other destinations).
 * ``updown``: the fabric is no tree (roles): every destination is routed
-  up*/down* towards the roots of its component (its top switches, or one
-  switch per component where end-ports on the top switches need each other).
+  up*/down* towards the roots of its component (its top switches, never
+  one of them alone).
+* ``updown+detours`` / ``updown+orient``: as ``tree+detours`` /
+  ``tree+orient`` for a fabric that is no tree: only the destinations some
+  end-port's traffic has no up*/down* path to towards the top switches
+  (end-ports on top switches that need each other) take detours or another
+  orientation; the others keep their up*/down* routes.
 
 Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`
 (``all_ca_pairs``: every CA pair); :attr:`RoutingResult.needed`.
@@ -175,8 +180,6 @@ def route(
         raise RoutingError("no switch has an end-port attached: nothing to route")
     needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64),
                           every_ca=all_ca_pairs)
-    if mode == "updown":
-        g, reason = modes.updown_graph(fabric, roles, g, reason, needed, lmc)
     t1 = clock()
     timings["rank"] = t1 - t0
     prep = eng.prepare(g, lmc, clock, timings)

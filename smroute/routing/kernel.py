@@ -20,7 +20,7 @@ from smroute.routing.kernel_native import LIBRARY, native_routes
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
-           "local_routes", "route_block", "route_context", "slot_offsets"]
+           "local_routes", "route_block", "route_context", "slot_offsets", "unique_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,11 +33,11 @@ class RouteContext:
     lid_cols: the table columns of the destinations, a slice where their LIDs
     ascend without a gap (a block's routes are then written as one copy, 28x
     faster than by index).  Made when first read (the compiled kernel reads
-    ``rows`` only, the numpy kernel ``ext`` and ``ext_t``): ext ``(S + 1,
-    U)`` uint8 cost columns of the targets with an extra all-INF row (used
-    for padding); ext_t its C-contiguous transpose ``(U, S + 1)``; rows ``(S,
-    U)`` uint8 C-contiguous, every switch's costs to the targets (``c``
-    itself where every switch is a target).
+    ``rows`` only, the numpy kernel ``ext_t``): rows ``(S, U)`` uint8
+    C-contiguous, every switch's costs to the targets (``c`` itself where
+    every switch is a target); ext_t ``(U, S + 1)`` uint8 C-contiguous, its
+    transpose with an extra all-INF column (used for padding); ext its
+    transpose ``(S + 1, U)`` (a view).
     """
 
     c: np.ndarray
@@ -47,20 +47,32 @@ class RouteContext:
     local_target: np.ndarray
     lid_cols: slice | np.ndarray
 
-    @cached_property
+    @property
     def ext(self) -> np.ndarray:
-        c, tgt_u = self.c, self.tgt_u
-        return np.vstack([c[:, tgt_u], np.full((1, len(tgt_u)), INF, dtype=c.dtype)])
+        return self.ext_t.T
 
     @cached_property
     def ext_t(self) -> np.ndarray:
-        return np.ascontiguousarray(self.ext.T)
+        # transposed in blocks of rows (a cache-sized block at a time: 4x
+        # faster than one transposing copy)
+        rows = self.rows
+        n = len(rows)
+        out = np.empty((rows.shape[1], n + 1), dtype=rows.dtype)
+        body = out[:, :n]
+        for i in range(0, n, _BLOCK):
+            body[:, i:i + _BLOCK] = rows[i:i + _BLOCK].T
+        out[:, n] = INF
+        return out
 
     @cached_property
     def rows(self) -> np.ndarray:
         c, tgt_u = self.c, self.tgt_u
         every = len(tgt_u) == c.shape[1] and bool((tgt_u == np.arange(len(tgt_u))).all())
         return np.ascontiguousarray(c) if every else np.take(c, tgt_u, axis=1)
+
+
+#: Rows of the costs transposed at a time (:attr:`RouteContext.ext_t`).
+_BLOCK = 128
 
 
 def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
@@ -208,10 +220,11 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     ng = g.grp_count[switches]
     valid = np.arange(width)[None, :] < ng[:, None]
     gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(width)[None, :], 0)
-    remote = np.where(valid, g.grp_remote[gidx], len(ctx.ext) - 1)
+    n_ext = ctx.ext_t.shape[1]  # the switches and an all-INF row
+    remote = np.where(valid, g.grp_remote[gidx], n_ext - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
-    rows_used, row_of = np.unique(np.concatenate([switches, remote.ravel()]), return_inverse=True)
+    rows_used, row_of = _used_rows(np.concatenate([switches, remote.ravel()]), n_ext)
     sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
@@ -231,6 +244,39 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
     closer &= (cs_t < INF)[:, :, None]
     return Closer(gidx, valid, down_k, col_of, len(reps), cs_t, closer)
+
+
+def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(m, axis=0, return_inverse=True)`` for ``m`` ``(R, K)``
+    int64 (its distinct rows in lexicographic order, and each row's index
+    among them), by one integer key of the columns' ranks (no sort of
+    structured rows)."""
+    if not m.size:
+        return np.unique(m, axis=0, return_inverse=True)
+    if (m == m[0]).all():  # one distinct row (the common case)
+        return m[:1].copy(), np.zeros(len(m), dtype=np.int64)
+    key = np.zeros(len(m), dtype=np.int64)
+    vals = []
+    for k in range(m.shape[1]):
+        v, inv = np.unique(m[:, k], return_inverse=True)
+        key = key * len(v) + inv.ravel()
+        vals.append(v)
+    if np.prod([float(len(v)) for v in vals]) >= 2.0**62:  # the key would overflow
+        return np.unique(m, axis=0, return_inverse=True)
+    keys, row_of = np.unique(key, return_inverse=True)
+    out = np.empty((len(keys), m.shape[1]), dtype=m.dtype)
+    for k in range(m.shape[1] - 1, -1, -1):
+        keys, at = np.divmod(keys, len(vals[k]))
+        out[:, k] = vals[k][at]
+    return out, row_of.ravel()
+
+
+def _used_rows(v: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(v, return_inverse=True)`` for ``v`` in ``0 .. n-1``: by a
+    table over the range, no sort."""
+    present = np.zeros(n, dtype=bool)
+    present[v] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[v]
 
 
 def local_routes(dest: Destinations, switches: np.ndarray, out: np.ndarray,

@@ -1,8 +1,8 @@
-"""The mode chain: how a tree is routed when Dmodc's routes do not serve
-every pair, in one place for every engine (algorithm-free).
+"""The mode chain: how a fabric is routed when the routes of its graph do
+not serve every pair, in one place for every engine (algorithm-free).
 
-``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient``; ``updown``
-when the fabric is no tree:
+``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient``; when the
+fabric is no tree, ``updown`` -> ``updown+detours`` -> ``updown+orient``:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
@@ -24,14 +24,20 @@ when the fabric is no tree:
   A few destinations the tree cannot serve never change the routes of the
   others: no step re-routes the whole tree.
 * ``updown``: the fabric is no tree: every destination is routed up*/down*
-  towards its top switches (or one root per component where end-ports on
-  top switches need each other: :func:`updown_graph`).
+  towards every top switch of its component (the roles' roots, as OpenSM's
+  updn chooses its roots), never towards one.
+* ``updown+detours`` / ``updown+orient``: as ``tree+detours`` /
+  ``tree+orient``, for the destinations some end-port's traffic has no
+  up*/down* path to towards the top switches (end-ports on top switches
+  that need each other): the other destinations keep their up*/down* routes;
+  the needed pairs no orientation serves free of credit loops are reported.
 
 Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
-:func:`chain` runs the steps after the tree's tables (engines that route
+:func:`chain` runs the steps after the engine's tables (engines that route
 through closer groups only, :attr:`~smroute.routing.api.Guarantees.closer_groups`);
 a new step plugs in there.  :func:`mode_graphs` gives the graphs a stored
-mode was routed on (resume).
+mode was routed on (resume); :func:`routed_again`: the stored routings
+resume routes again instead.
 """
 
 from __future__ import annotations
@@ -51,8 +57,30 @@ from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
 from smroute.routing.vlassign import VirtualLanes
 
-__all__ = ["Outcome", "chain", "mode_graphs", "start", "turn_destinations", "turn_roots",
-           "updown_graph"]
+__all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_again", "start",
+           "turn_destinations", "turn_roots"]
+
+
+#: Every mode a routing can end in (:attr:`Outcome.mode`).
+MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown", "updown+detours",
+         "updown+orient")
+
+#: Modes whose by-products (lanes, the oriented destinations) are not
+#: stored with the tables: resume routes them again.
+ROUTED_AGAIN = ("tree+detours", "tree+orient", "updown+detours", "updown+orient")
+
+#: What the reason of an ``updown`` routing rooted at one switch per
+#: component said (stored epochs of an older smroute).
+_ONE_ROOT = "rooted at one switch per component"
+
+
+def routed_again(mode: str, reason: str) -> bool:
+    """Whether resume routes a stored routing in ``mode`` (``reason``) again
+    rather than rebuilding its structure around the stored tables: the
+    modes of :data:`ROUTED_AGAIN`, and ``updown`` routings rooted at one
+    switch per component (no longer made: routed again, they resume only if
+    the tables agree)."""
+    return mode in ROUTED_AGAIN or (mode == "updown" and _ONE_ROOT in reason)
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,32 +110,12 @@ def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
     return rooted_graph(fabric, roles, roles.roots), "updown", f"no tree: {roles.why_not_tree}"
 
 
-def updown_graph(fabric: Fabric, roles: FabricRoles, g: SwitchGraph, reason: str,
-                 needed: NeededPairs, lmc: int | None) -> tuple[SwitchGraph, str]:
-    """The graph of a fabric that is no tree (``g`` from :func:`start`,
-    rooted at every top switch) and why: rooted at one switch per component
-    (the roles' centres) instead when a needed pair of end-ports on the top
-    switches has no up*/down* path between them."""
-    if len(roles.roots) <= len(roles.centres):
-        return g, reason
-    c0 = dmodc.costs_and_dividers(g)[0]
-    dest = dmodc.destinations(g, dmodc.topological_nids(g, c0), lmc=lmc)
-    if not orient.needed_turns(g, c0, dest, needed).any():
-        return g, reason
-    return rooted_graph(fabric, roles, roles.centres), (
-        reason + "; end-ports on the top switches need each other: rooted at one switch "
-        "per component")
-
-
-def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPairs,
-                lmc: int | None) -> tuple[SwitchGraph, SwitchGraph | None]:
-    """The graph a routing in ``mode`` (not ``tree+detours`` nor
-    ``tree+orient``) for the pairs ``needed`` was routed on, and its check
-    graph (``tree+turns``: the orientation towards the turn roots; else
-    ``None``)."""
-    g, _, reason = start(fabric, roles)
-    if not roles.tree:
-        return updown_graph(fabric, roles, g, reason, needed, lmc)[0], None
+def mode_graphs(fabric: Fabric, roles: FabricRoles,
+                mode: str) -> tuple[SwitchGraph, SwitchGraph | None]:
+    """The graph a routing in ``mode`` (none :func:`routed_again` routes
+    again) was routed on, and its check graph (``tree+turns``: the
+    orientation towards the turn roots; else ``None``)."""
+    g, _, _ = start(fabric, roles)
     if roles.tree and mode == "tree+turns":
         return g, rooted_graph(fabric, roles, turn_roots(g), like=g)
     if roles.tree and mode == "updown":  # a tree stored as routed towards its turn roots
@@ -118,12 +126,13 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles, mode: str, needed: NeededPai
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
           ports: np.ndarray, mode: str, reason: str, max_vls: int,
           needed: NeededPairs) -> Outcome:
-    """The steps after the tree's tables ``ports`` of ``prep`` (module doc),
-    in mode ``mode`` (``reason``) so far, for the pairs ``needed``.
-    ``ports`` is changed in place."""
+    """The steps after the tables ``ports`` of ``prep`` (module doc): the
+    tree's (``mode`` ``tree``) or up*/down* towards every top switch
+    (``updown``), ``reason`` so far, for the pairs ``needed``.  ``ports`` is
+    changed in place."""
     g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
     none = Outcome(mode, reason, None, 0, None, prep, ports)
-    if mode != "tree" or not engine.guarantees.closer_groups:
+    if mode not in ("tree", "updown") or not engine.guarantees.closer_groups:
         return none
     need = turn_destinations(g, c, dest)
     if not need.any():
@@ -132,38 +141,46 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     roots = turn_roots(g)
     g2 = rooted_graph(fabric, roles, roots, like=g)
     tree_ports = ports.copy()
-    if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
-        return Outcome("tree+turns", (
-            f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree; "
-            "routed through the turn root"), g2, n, None, prep, ports)
+    if mode == "tree":
+        lacking = f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree"
+        if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
+            return Outcome("tree+turns", f"{lacking}; routed through the turn root", g2, n,
+                           None, prep, ports)
+        head = "the tree's routes through the turn root are not all up*/down* towards it"
+        own, other = "the tree's routes", "the turn root's routes where the tree has none"
+    else:
+        lacking = (f"{reason}; {n} destination LIDs have end-port traffic with no up*/down* "
+                   "path towards the top switches")
+        head = lacking
+        own = "their routes up*/down* towards every top switch"
+        other = "a turn switch's routes where those have none"
     why = ""
     if max_vls >= 2:
         lanes, why = _detours(fabric, g, c, pi, dest, need, ports, max_vls, g2,
                               engine.guarantees.detours_by_load)
         if lanes is not None:
-            # every link the routes may take (the escape's too), the tree's ranks
+            # every link the routes may take (the escape's too), the routed graph's ranks
             check = dataclasses.replace(g2, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf,
                                         mode=g.mode)
-            return Outcome("tree+detours", (
-                f"{n} destination LIDs have end-port traffic with no up*/down* path in the "
-                f"tree; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
+            return Outcome(f"{mode}+detours", (
+                f"{lacking}; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
                 check, n, lanes, prep, ports)
         why = f"; {why}"
     ports[...] = tree_ports
     ori, no = orient.orient(fabric, g, c, pi, dest, ports,
                             (need, orient.needed_turns(g, c, dest, needed)), needed,
-                            (g2, *dmodc.costs_and_dividers(g2)))
-    head = f"the tree's routes through the turn root are not all up*/down* towards it{why}"
+                            (g2, *dmodc.costs_and_dividers(g2)), own)
+    head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:
-        # the tree's routes for every one; the walk reports the needed pairs left
-        return Outcome("tree", f"{head}; no destination could take another orientation "
-                       f"free of credit loops on one VL ({no}): the tree's routes stay",
+        # the routed graph's routes for every one; the walk reports the needed pairs left
+        return Outcome(mode, f"{head}; no destination could take another orientation "
+                       f"free of credit loops on one VL ({no}): {own} stay",
                        None, 0, None, prep, ports)
     k = int(ori.turns.sum())
-    return Outcome("tree+orient" if k else "tree", (
-        f"{head}; {k} destination LIDs take the turn root's routes where the tree has "
-        f"none ({ori.why})"), None, k, None, prep, ports, ori.turns if k else None)
+    return Outcome(f"{mode}+orient" if k else mode, (
+        f"{head}; {k} destination LIDs take {other} ({ori.why})"), None, k, None, prep,
+        ports, ori.turns if k else None)
 
 
 def _detours(

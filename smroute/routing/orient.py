@@ -179,16 +179,18 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
            dest: Destinations, ports: np.ndarray, candidates: Sequence[np.ndarray],
            needed: NeededPairs,
            escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-           ) -> tuple[Orientation | None, str]:
+           own: str = "the tree's routes") -> tuple[Orientation | None, str]:
     """Try each set of destinations of ``candidates`` (``(D,)`` bool, e.g.
     every destination a turn would serve, then only the needed ones) in
     order, each with its turn switches low first, then high
     (:func:`turn_roots`): routed in a copy of ``ports`` (the tree's tables)
     by :func:`route_turns`, judged by :func:`accept` (an empty set: the
     tree's tables are accepted as they are).  If none is accepted, the last
-    set is oriented one destination at a time (:func:`orient_each`).
+    set is oriented one destination at a time (:func:`orient_each`; if that
+    leaves some, again in the other order, the one serving more kept).
     Returns the accepted orientation with its tables written into ``ports``,
-    else ``(None, why)`` (``ports`` untouched)."""
+    else ``(None, why)`` (``ports`` untouched); ``own``: what the routes of
+    ``ports`` are called in the summary."""
     why = ""
     for turns in candidates:
         if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
@@ -210,6 +212,12 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         return None, why
     trial = ports.copy()
     done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    if done.sum() < candidates[-1].sum():  # some left: the other order may serve more
+        other = ports.copy()
+        more = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, other,
+                           escape=escape, fewest_first=False)
+        if more.sum() > done.sum():
+            trial, done = other, more
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
@@ -217,8 +225,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if why:
         return None, why
     ports[...] = trial
-    tail = (f"; {left} destination LIDs no orientation serves free of credit loops keep the "
-            "tree's routes (the needed pairs they leave are reported; detours over 2 VLs "
+    tail = (f"; {left} destination LIDs no orientation serves free of credit loops keep "
+            f"{own} (the needed pairs they leave are reported; detours over 2 VLs "
             "deliver them where the subnet manager programs VLs)") if left else ""
     return Orientation(done, "each destination's turn switch chosen so that the channel "
                        f"dependencies of every route stay acyclic{tail}", not left), ""

@@ -170,6 +170,19 @@ def kernel_rows(engine: Engine, a: Arrays, switches: np.ndarray, cache: dict[str
             table[sw] = out
 
 
+def kernel_parts(engine: Engine, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
+    """``rows`` (ascending) in the parts the kernel tasks route: the
+    engine's ``kernel_parts(a, rows, workers)`` where it has one (rows of
+    unequal cost: each part ascending, parts in the order to run), else
+    ``4 * workers`` even parts (one for one worker)."""
+    own = getattr(engine, "kernel_parts", None)
+    if own is not None:
+        return [p for p in own(a, rows, workers) if len(p)]
+    if workers == 1:
+        return [rows]
+    return [p for p in np.array_split(rows, 4 * workers) if len(p)]
+
+
 class RoutePool:
     """A pool of ``workers`` processes computing route tables.
 
@@ -224,10 +237,12 @@ class RoutePool:
                 a["table"][:] = table
             # few rows (or switches): in this process, cheaper than the trip
             if self._ex is None or len(rows) < 2 * self.workers:
-                kernel_rows(engine, a, rows, {})
+                cache: dict[str, Any] = {}
+                for part in kernel_parts(engine, a, rows, 1):
+                    kernel_rows(engine, a, part, cache)
             else:
                 self._parts(_kernel_task, shared, engine,
-                            [p for p in np.array_split(rows, 4 * self.workers) if len(p)])
+                            kernel_parts(engine, a, rows, self.workers))
             here = self._ex is None or shape[0] < 2 * self.workers
             for step in steps:
                 if here or step.parts is None:

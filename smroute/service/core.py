@@ -36,15 +36,7 @@ from smroute.routing.reroute import Reroute, reroute
 from smroute.routing.validate import Validation
 from smroute.service import sources, subnet
 from smroute.service.config import LimitsConfig
-from smroute.service.core_api import (
-    Change,
-    Changed,
-    LogFn,
-    Metrics,
-    Settings,
-    no_log,
-    records,
-)
+from smroute.service.core_api import Change, Changed, LogFn, Metrics, Settings, no_log, records
 from smroute.service.degraded import ENDS, Degraded
 from smroute.service.dryrun import FaultOutcome, would_be
 from smroute.service.epochs import Epoch, EpochStore, own_tables
@@ -387,6 +379,7 @@ class RoutingCore:
                 return None
             d.resumed(st.stored_base, st.journal_seq)
             self.store.continue_after(st.last_id)
+            self.vl_facts = st.vl_facts  # max_vls auto reroutes with the VLs it was allowed
             s = (dataclasses.replace(self._settings, algorithm=st.settings[0],
                                      lmc=st.settings[1]) if st.settings else self._settings)
             ep = st.epoch
@@ -515,6 +508,7 @@ class RoutingCore:
         base, routed in full.  Returns the serving epoch and whether committed now."""
         def do() -> tuple[Epoch, bool]:
             t0, self.vl_facts = self.clock(), facts
+            self.durable.vl_facts(facts)  # kept for a restart (logged if it cannot be)
             down, why, events = subnet.plan(self.base, self.down, self._settings.lmc, sm, lmc)
             if down is None:
                 self.log("info", "fabric_loaded", source=source, why=why, hash=sm.content_hash,

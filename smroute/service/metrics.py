@@ -45,6 +45,7 @@ from prometheus_client.exposition import generate_latest, start_http_server
 
 from smroute import __version__
 from smroute.errors import InputError
+from smroute.routing.modes import MODES
 
 __all__ = [
     "ServiceMetrics",
@@ -63,7 +64,7 @@ ROUTE_BUCKETS: tuple[float, ...] = (
 MAX_LABEL_VALUES = 64
 MAX_LABEL_LEN = 80
 #: The routing modes of :func:`smroute.routing.engine.route`.
-ROUTING_MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown")
+ROUTING_MODES = MODES
 
 
 class _LabelGuard:
@@ -134,7 +135,8 @@ class ServiceMetrics:
             "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
             "with detours over virtual lanes; tree+orient: Dmodc with the few destinations it "
             "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
-            "up*/down* fallback), 0 for "
+            "up*/down* routing of a fabric that is no tree, towards every top switch; "
+            "updown+detours, updown+orient: as tree+detours, tree+orient there), 0 for "
             "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "

@@ -36,11 +36,7 @@ every part of Nmodc gives Dmodc's entries:
    is then the even spread (no gain) and the kernel keeps its tables; and
    no leaf that may share has parallel up cables, which the even up cables
    (:mod:`~smroute.routing.nmodc.even_cables`) would deal.
-6. **No upper switch with both end-ports and parallel down cables**: the
-   down-cable offsets (:mod:`~smroute.routing.nmodc.down_offsets`) move
-   only the foreign residues a child sends (none, by 1, 2, 4 and 5) and
-   those an upper switch's own end-ports send.
-7. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
+6. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
 On a damaged tree most switches still route as Dmodc does, given Nmodc's
@@ -48,8 +44,7 @@ dividers and NIDs: :func:`dmodc_rows` finds them switch by switch (their
 slots complete and their own, conditions 3 and 4 at the switch, no share by
 capacity there), and Nmodc's kernel routes their rows with Dmodc's.
 
-Every complete PGFT passes (with parallel cables, and with aggregation
-nodes unless they hang off an upper switch with parallel down cables), so
+Every complete PGFT passes (with parallel cables and aggregation nodes), so
 does such a tree that lost whole top switches of every pod alike;
 tests/test_nmodc_as_dmodc.py holds the test to Nmodc's full path on
 complete and damaged trees.  The cost: a few passes over the cost rows of
@@ -138,7 +133,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     # one of them per group is counted
     big = np.bincount(label[has_up], minlength=n)[heads] >= 2
     fork = hi[np.minimum(first[heads[big]], len(hi) - 1)]
-    if len(fork) and not (np.count_nonzero(c[fork] < UP_PHASE, axis=1) == paths[fork]).all():
+    if len(fork) and not ((c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) == paths[fork]).all():
         return "several down paths"
     # 4. per sibling group, towards every target: all up-neighbours nearest
     # or one; 5. no share by capacity (may_share's counts: the destination
@@ -152,7 +147,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
         # hop counts, INF read as UP_PHASE - 1 (no path is that long)
         hop = c[slot[hs, :m]] & np.uint8(UP_PHASE - 1)  # (H, m, S)
         near = hop.min(axis=1)
-        n_near = np.count_nonzero(hop == near[:, None, :], axis=1)
+        n_near = (hop == near[:, None, :]).sum(axis=1, dtype=np.int32)
         if ((n_near > 1) & (n_near < m)).any():
             return "partial up-going patterns"
         reach[hs] = (near < UP_PHASE - 1) @ w
@@ -167,12 +162,6 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     share = s[2 * going_up <= (2 * below[s] - 1) * cables[s]]
     if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
         return "shares by capacity"
-    # 6. the down-cable offsets of an upper switch's own end-ports
-    par = down & (g.grp_port_count > 1)
-    if par.any():
-        hosts = np.bincount(g.ep_switch, minlength=n) > 0
-        if hosts[g.grp_switch[par]].any():
-            return "end-ports on a switch with parallel down cables"
     return ""
 
 
@@ -236,7 +225,7 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
         np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
     fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
     if len(fork):
-        ok[fork[np.count_nonzero(c[fork] < UP_PHASE, axis=1) != paths[fork]]] = False
+        ok[fork[(c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) != paths[fork]]] = False
     # the targets some but not all of a set of up-neighbours are nearest to
     partial = np.full(n, -1, dtype=np.int64)
     nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))
@@ -254,7 +243,7 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     for m in np.unique(m_of).tolist():
         ks = np.flatnonzero(m_of == m)
         hop = c[sets[ks, :m]] & np.uint8(UP_PHASE - 1)  # (K, m, S), INF as 127
-        n_near = np.count_nonzero(hop == hop.min(axis=1)[:, None, :], axis=1)
+        n_near = (hop == hop.min(axis=1)[:, None, :]).sum(axis=1, dtype=np.int32)
         targets[ks] = (n_near > 1) & (n_near < m)
     partial[nom] = set_of
     return ok, partial, targets

@@ -225,10 +225,10 @@ def _closer(pr: PartialPairs, goes_up: np.ndarray,
     lv, li = _dense(pr.pb, len(pr.leaves))
     tv, ti = _dense(pr.pt, len(pr.targets))
     if not (dense if dense is not None else 8 * len(pr.pb) >= len(lv) * len(tv)):
-        ui = pr.slot_ui[pr.pb]  # (P, M)
-        at, t = np.maximum(ui, 0), pr.pt[:, None]
-        closer = (ui >= 0) & (pr.up_cost[at, t] < pr.leaf_cost[pr.pb, pr.pt][:, None])
-        on = (closer & goes_up[at, t]).any(axis=1)
+        ui, n_t = np.take(pr.slot_ui, pr.pb, axis=0), pr.up_cost.shape[1]  # (P, M)
+        at, own = np.maximum(ui, 0) * n_t + pr.pt[:, None], pr.pb * n_t + pr.pt  # flat
+        closer = (ui >= 0) & (np.take(pr.up_cost, at) < np.take(pr.leaf_cost, own)[:, None])
+        on = (closer & np.take(goes_up, at)).any(axis=1)
         return closer[:, :, None], on[:, None], np.arange(len(ui)), np.zeros(len(ui), np.int64)
     ui = pr.slot_ui[lv]  # (B', M)
     at = np.maximum(ui, 0)
@@ -250,8 +250,8 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
     targets, t_of = np.unique(dest.target[eps], return_inverse=True)
-    up_cost = _up_cost(c[ups[:, None], targets[None, :]])
-    leaf_cost = c[leaves[:, None], targets[None, :]]
+    up_cost = _up_cost(np.take(np.take(c, ups, axis=0), targets, axis=1))
+    leaf_cost = np.take(np.take(c, leaves, axis=0), targets, axis=1)
     b, j = np.nonzero(slot_ui >= 0)
     # every sibling group's slots (the union) and its worst upper cost per target
     labels, grp_of = np.unique(sib, return_inverse=True)
@@ -272,7 +272,7 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     pb, pt = pr.pb, pr.pt
     m = slots.arity[leaves]
     width = slot_ui.shape[1]
-    closer, routes_on, li, ti = _closer(pr, c[pr.ups[:, None], targets[None, :]] >= UP_PHASE)
+    closer, routes_on, li, ti = _closer(pr, np.take(c[pr.ups], targets, axis=1) >= UP_PHASE)
     where = pr.siblings[pb] * len(targets) + pt
     if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
         kind = np.dtype(np.uint32 if width <= 32 else np.int64)  # (uint32: 2.8x faster)
@@ -344,8 +344,8 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
         res = (dest.nid[eps] // p) % m
         for j in np.unique(slot_of[us]).tolist():  # a slot's switches share its destinations
             uj, ej = us[slot_of[us] == j], np.flatnonzero(res == j)
-            keep = carried[uj[:, None], t_of[ej][None, :]]
-            egress = ports[ups[uj][:, None], dest.lid[eps[ej]][None, :]]
+            keep = np.take(np.take(carried, uj, axis=0), t_of[ej], axis=1)
+            egress = np.take(np.take(ports, ups[uj], axis=0), dest.lid[eps[ej]], axis=1)
             keys.append((uj[:, None] * 256 + egress)[keep])
     return np.bincount(np.concatenate(keys) if keys else np.zeros(0, np.int64),
                        minlength=len(ups) * 256).astype(np.int64, copy=False)

@@ -1,14 +1,19 @@
 """The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
 gaps, the nominal kernel, then its whole-table passes in order: redirects by
 load (in parts of whole sibling groups of leaves, which share no upper
-switch), down-cable offsets of foreign residues, even up cables.  Where
+switch), even up cables.  Where
 nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
 complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
 and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
 kernel would route as Dmodc's does (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`:
 most of a damaged tree's) take Dmodc's kernel, and a first pass ("partial")
 gives them the nominal kernel's entries towards the targets some but not
-all of their up groups lead closer to."""
+all of their up groups lead closer to.  A whole-table route (:data:`WHOLE`)
+computes those entries in the kernel phase instead, once per group of
+switches with the same such targets and one switch of each set of twins
+(:mod:`smroute.routing.nmodc.twins`), and gives the pool's kernel tasks the
+nominal kernel's rows together (:meth:`Nmodc.kernel_parts`): the same
+tables, in less time."""
 
 from __future__ import annotations
 
@@ -32,10 +37,13 @@ from smroute.routing.api import (
     graph_from,
     subset,
 )
-from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.dmodc import Destinations
+from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
+from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
+from smroute.routing.nmodc.twins import twin_rows
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
@@ -119,11 +127,49 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     g, dest = graph_from(a), dest_from(a)
     memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
     for sw in groups:
-        sel = np.flatnonzero(a["n_targets"][a["n_partial"][sw[0]]][dest.target])
-        out = np.empty((len(sw), len(sel)), dtype=np.uint8)
-        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw, out, a["n_slots"],
-                            memo=memo, capacity=False, redirect=rd)
+        sel, out = _partial_entries(a, sw, g, dest, memo, rd)
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
+
+
+def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinations,
+                     memo: AlternativesMemo, rd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sel, out)``: the destinations (indices into ``dest``) on the
+    partial targets of a group of switches ``sw`` with the same ones
+    (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
+    them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
+    :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
+    mask = a["n_targets"][a["n_partial"][sw[0]]]
+    sel = np.flatnonzero(mask[dest.target])
+    # one switch of each set of twins (the same entries by construction)
+    first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw, np.flatnonzero(mask))
+    out = np.empty((len(first), len(sel)), dtype=np.uint8)
+    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw[first], out, a["n_slots"],
+                        memo=memo, capacity=False, redirect=rd)
+    return sel, out[row_of]
+
+
+def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
+                    cache: dict[str, Any]) -> None:
+    """The pass "partial" (:func:`partial_pass`) in the kernel phase: the
+    entries of ``switches`` (Dmodc's rows ``out``, in place) towards their
+    partial targets, a kernel call per group of switches with the same
+    ones (:func:`_mask_groups`, the whole group at its first block; the
+    pool's parts hold whole groups, :meth:`Nmodc.kernel_parts`)."""
+    if "p_group" not in cache:
+        groups = _mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+        of = np.full(len(a["n_dmodc"]), -1, dtype=np.int64)
+        for i, grp in enumerate(groups):
+            of[grp] = i
+        cache.update(p_group=of, p_groups=groups, p_done={})
+    at = cache["p_group"][switches]
+    dest = cache["dest"]
+    for i in np.unique(at[at >= 0]).tolist():
+        grp, done = cache["p_groups"][i], cache["p_done"]
+        if i not in done:
+            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"])
+        sel, ent = done[i]
+        rows = np.flatnonzero(at == i)
+        out[rows[:, None], dest.lid[sel][None, :]] = ent[np.searchsorted(grp, switches[rows])]
 
 
 def dmodc_engine() -> Engine:
@@ -143,6 +189,11 @@ class Nmodc:
                             detours_by_load=True)
     incremental: IncrementalHook | None = NmodcIncremental()
     pooled = True
+    #: the entries of the pass "partial" computed in the kernel phase instead
+    #: (:data:`WHOLE`, :meth:`tables`' whole-table route: every row is routed,
+    #: so the kernel tasks give each its own; an incremental reroute's pool
+    #: routes some rows and runs the pass over all)
+    partial_in_kernel = False
 
     def prepare(self, g: SwitchGraph, lmc: int | None, clock: Callable[[], float],
                 timings: dict[str, float], costs: np.ndarray | None = None) -> Prepared:
@@ -169,7 +220,7 @@ class Nmodc:
         assert pool is not None
         if isinstance(prep.aux, AsDmodc):
             return dmodc_engine().tables(fabric, prep, pool)
-        return pool.run(self, prep)
+        return pool.run(WHOLE, prep)
 
     def arrays(self, prep: Prepared, share: np.ndarray | None = None) -> Arrays:
         """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
@@ -188,6 +239,7 @@ class Nmodc:
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
+        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest)
         _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
@@ -196,36 +248,80 @@ class Nmodc:
         """Nmodc's rows of ``switches``: Dmodc's kernel's where ``n_dmodc``
         says they are the same (every row, with Dmodc's arrays alone); the
         pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
-        towards their partial targets."""
+        towards their partial targets (with :attr:`partial_in_kernel`, this
+        kernel, last).  The entries :mod:`~smroute.routing.nmodc.descent`
+        names take the destination's own up-route down."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
+        self._rows(a, switches, out, cache)
+        if len(a.get("n_desc", ())):
+            apply_descent(cache["g"], a["c"], nominal.unpacked_slots(a["n_slots"]), a["pi"],
+                          a["n_desc"], cache["dest"], switches, out)
+        if self.partial_in_kernel and "n_dmodc" in a:  # (after the descent, as the pass)
+            _kernel_partial(a, switches, out, cache)
+
+    def _rows(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
+              cache: dict[str, Any]) -> None:
+        """The kernel's rows before the descent (:meth:`kernel`)."""
         if "g" not in cache:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(), rd=nominal.redirect_dividers(g, a["pi"]))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
-        if plain.all():
-            dmodc_engine().kernel(a, switches, out, cache)  # (the same graph, context)
-            return
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                                 a["n_slots"], cache["ctx"], memo=cache["memo"],
                                 capacity=a["n_share"], redirect=cache["rd"])
             return
-        for rows, dm in ((np.flatnonzero(plain), True), (np.flatnonzero(~plain), False)):
+        # Dmodc's kernel on the whole block (compiled: cheaper than a copy of
+        # its rows; the same graph, context), then the nominal rows over theirs
+        dmodc_engine().kernel(a, switches, out, cache)
+        if not plain.all():
+            rows = np.flatnonzero(~plain)
             part = np.empty((len(rows), out.shape[1]), dtype=out.dtype)
-            self.kernel(a if dm else {k: v for k, v in a.items() if k != "n_dmodc"},
-                        switches[rows], part, cache)
+            self._rows({k: v for k, v in a.items() if k != "n_dmodc"}, switches[rows], part,
+                       cache)
             out[rows] = part
 
+    def kernel_parts(self, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
+        """``rows`` in parts for the pool's kernel tasks
+        (:func:`smroute.routing.pool.kernel_parts`): the rows of the nominal
+        kernel (not ``n_dmodc``) first, in one part per worker (a kernel call
+        costs them about as much for one row as for dozens); with
+        :attr:`partial_in_kernel`, each group of switches with the same
+        partial targets (:func:`_mask_groups`, whose entries a process
+        computes once) in parts of its own, the largest first, at most a
+        ``4 * workers``-th of the rows each; then Dmodc's other rows in ``4 *
+        workers`` parts (one part each for one worker)."""
+        if "n_dmodc" not in a:
+            nominal_rows, plain = rows[:0], rows
+        else:
+            dm = a["n_dmodc"][rows]
+            nominal_rows, plain = rows[~dm], rows[dm]
+        groups: list[np.ndarray] = []
+        if self.partial_in_kernel and len(plain):
+            # each group with the same partial targets whole, the largest first
+            mask = np.zeros(len(a["n_dmodc"]), dtype=bool)
+            mask[plain] = True
+            groups = sorted(_mask_groups(mask, a["n_partial"], a["n_targets"]), key=len,
+                            reverse=True)
+            if groups:
+                mask[np.concatenate(groups)] = False
+                plain = np.flatnonzero(mask)
+        k = 1 if workers == 1 else 4 * workers
+        most = -(-len(rows) // k)
+        chunks = [c for grp in groups for c in np.array_split(grp, -(-len(grp) // most))]
+        return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
+                *chunks, *np.array_split(plain, min(k, max(len(plain), 1)))]
+
     def passes(self, prep: Prepared) -> Sequence[Pass]:
+        """The passes "partial" (none where the kernel computes its entries,
+        :attr:`partial_in_kernel`), "balance" (in mode
+        ``tree``), "even cables"."""
         if isinstance(prep.aux, AsDmodc):
             return ()
-        g, c, pi, dest, slots = prep.graph, prep.costs, prep.dividers, prep.dest, prep.aux
-
-        def offsets(a: Arrays, _: np.ndarray | None) -> None:
-            down_offsets.offset_foreign(g, c, pi, dest, a["table"], slots)
+        g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
 
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
@@ -235,9 +331,14 @@ class Nmodc:
                                       dmodc_rows(g, c, slots, slot_tables.may_share(g, c, dest)))
             return partial_parts(rows, partial, targets, k)
 
-        out = [Pass("partial", partial_pass, parts)]
+        out = [] if self.partial_in_kernel else [Pass("partial", partial_pass, parts)]
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
-            out.append(Pass("offsets", offsets))
         out.append(Pass("even cables", cables))
         return out
+
+
+#: Nmodc routing a whole table (:meth:`Nmodc.tables`): the pass "partial"'s
+#: entries in the kernel phase (:attr:`Nmodc.partial_in_kernel`)
+WHOLE = Nmodc()
+WHOLE.partial_in_kernel = True

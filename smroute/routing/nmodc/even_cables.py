@@ -27,10 +27,25 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import Destinations
-from smroute.routing.nmodc.down_offsets import port_groups
+from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["deal_up_cables"]
+__all__ = ["deal_up_cables", "port_groups"]
+
+
+def port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(group (B, 256), place (B, 256))`` int64: the group id holding each
+    port of ``switches`` ``(B,)`` (-1: none) and the port's place in it."""
+    grp = np.full((len(switches), 256), -1, dtype=np.int64)
+    place = np.zeros((len(switches), 256), dtype=np.int64)
+    row = np.full(g.n_switches, -1, dtype=np.int64)
+    row[switches] = np.arange(len(switches))
+    gid = np.flatnonzero(row[g.grp_switch] >= 0)
+    which, at = runs(g.grp_port_first[gid], g.grp_port_count[gid])
+    r = row[g.grp_switch[gid]][which]
+    grp[r, g.grp_ports[at]] = gid[which]
+    place[r, g.grp_ports[at]] = at - g.grp_port_first[gid][which]
+    return grp, place
 
 
 def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,

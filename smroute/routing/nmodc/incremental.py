@@ -9,9 +9,10 @@ switch's whole row).  The redirects by load (:mod:`smroute.routing.nmodc.balance
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
-the pass is rerun over the whole tables; the down-cable offsets
-(:mod:`smroute.routing.nmodc.down_offsets`) are undone first and redone last,
-then the up cables are dealt evenly again.  What the next reroute reads of
+the pass is rerun over the whole tables, then the up cables are dealt
+evenly again.  The switches of the descent
+(:mod:`smroute.routing.nmodc.descent`), before and after, are recomputed in
+full: a target's entries there read all of its arrivals together.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
 chain of reroutes computes each once; a full route's is computed by the
 first reroute after it (:func:`nominal_state`).
@@ -21,14 +22,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
-from smroute.routing.nmodc import balance, down_offsets, even_cables, nominal, slot_tables
+from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
+from smroute.routing.topology import SwitchGraph
 
 __all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state", "slots_of"]
 
@@ -37,6 +41,11 @@ __all__ = ["POOL_PAIRS", "NmodcIncremental", "NominalState", "nominal_state", "s
 #: 1,000 links removed); below, they cost less than the table's trip there.
 POOL_PAIRS = 1 << 16
 
+#: The descent's keys (:func:`~smroute.routing.nmodc.descent.descent_keys`)
+#: of the graph a reroute widened its region on, for its column blocks
+#: (whose destinations are a subset: the keys read them all).
+_DESCENT: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
+
 
 @dataclass(frozen=True, eq=False)
 class NominalState:
@@ -44,25 +53,20 @@ class NominalState:
     tables: the nominal slots, the switches whose cables may be shared by
     capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`),
     the ``(leaf, target)`` pairs of the redirects by load, ``(K,)`` int64
-    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`),
-    and the down-cable offsets ``(u, d, shift)``
-    (:func:`~smroute.routing.nmodc.down_offsets.foreign_entries`)."""
+    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`)."""
 
     slots: nominal.NominalSlots
     share: np.ndarray
     pairs: tuple[np.ndarray, np.ndarray]
-    offsets: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def nominal_state(res: RoutingResult) -> NominalState:
     """The :class:`NominalState` of an Nmodc routing in mode ``tree``,
-    computed from its graph, costs and tables."""
+    computed from its graph and costs."""
     g, c, dest = res.graph, res.costs, res.dest
     slots = nominal.nominal_slots(g)
     return NominalState(slots, slot_tables.may_share(g, c, dest),
-                        balance.partial_pairs(g, c, dest, slots).leaf_target,
-                        down_offsets.foreign_entries(g, c, res.dividers, dest, res.tables.ports,
-                                                     slots))
+                        balance.partial_pairs(g, c, dest, slots).leaf_target)
 
 
 def slots_of(prep: Prepared) -> nominal.NominalSlots:
@@ -101,6 +105,13 @@ class NmodcIncremental(IncrementalHook):
         whole[pl] |= share[pl]
         whole |= share & region.near
         rows = np.union1d(rows, np.flatnonzero(whole))
+        # the descent's switches, before and after, in full (it reads every
+        # arrival of a target together)
+        keys = descent_keys(g, c, slots, prep.dividers, dest)
+        _DESCENT[g] = keys
+        n = g.n_switches
+        before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
+        rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
@@ -112,12 +123,8 @@ class NmodcIncremental(IncrementalHook):
         a = base_arrays(prep)
         a["n_slots"] = nominal.packed_slots(slots_of(prep))
         a["n_share"] = np.full(prep.graph.n_switches, whole)
+        a["n_desc"] = _DESCENT.get(prep.graph, np.zeros(0, dtype=np.int64))
         return a
-
-    def undo(self, prev: RoutingResult, ports: np.ndarray, region: Region) -> np.ndarray:
-        was = region.data.was
-        down_offsets.move_entries(prev.graph, prev.dest, ports, was.offsets, undo=True)
-        return np.asarray(was.offsets[1], dtype=np.int64)
 
     def rows_in_pool(self, region: Region, pool: RoutePool | None) -> bool:
         return pool is not None and len(region.data.pairs.pb) >= POOL_PAIRS
@@ -134,9 +141,7 @@ class NmodcIncremental(IncrementalHook):
             pool.run(eng, prep, rows=region.rows, table=ports, passes=steps)
         else:
             ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
-        after = down_offsets.foreign_entries(g, c, pi, dest, ports, slots)
-        ports = down_offsets.move_entries(g, dest, ports, after)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
-        return ports, np.asarray(after[1], dtype=np.int64), NominalState(
-            slots, plan.share, plan.pairs.leaf_target, after)
+        return ports, np.zeros(0, dtype=np.int64), NominalState(
+            slots, plan.share, plan.pairs.leaf_target)

@@ -15,8 +15,13 @@ takes:
   nominal arity.  In a complete PGFT siblings share exactly the same
   up-neighbours, so ``U(s)`` is the switch's own up groups in Dmodc's order. A
   degraded switch keeps the slot each surviving up-neighbour has among its
-  siblings.  A group of siblings that lost one up-neighbour whole (an upper
-  switch removed, not only its links) keeps that slot as a lost slot, found
+  siblings.  A pendant up-neighbour (nothing above it and no other switch
+  below: a management switch with a few hosts off one leaf, ranked above
+  it) is no slot: its siblings keep the spines' arity, and the leaf it
+  hangs off routes with its own groups (the management island shape:
+  host-name shift HSD 2.86 to 2.72).  A group of siblings that lost one
+  up-neighbour whole (an upper switch removed, not only its links) keeps
+  that slot as a lost slot, found
   through the upper switches' own columns (:func:`_column_slots`): its
   switches keep their intact siblings' modulus (the 1,728-host tree's pod that
   lost an L2 switch: ``x mod 12``, not ``x mod 11``).  Where ``#U(s)`` exceeds
@@ -43,7 +48,10 @@ takes:
   ``Pi`` above a pod's NID count that digit is the same for the whole pod,
   and Dmodc sends all of a pod's destinations through one down-link.  The
   lowest digit spreads one leaf's end-ports over the closer down-links
-  (selene: SP 18 to 4, A2A 35 to 24, RP 16 to 6).
+  (selene: SP 18 to 4, A2A 35 to 24, RP 16 to 6).  Where it sends every
+  destination that arrives from the other subtrees down one link (strided
+  columns under directors), those take their own up-route's child instead
+  (:mod:`smroute.routing.nmodc.descent`).
 * **Up-going routes.**  With ``x = floor(t / Pi[s])``: a route with a single
   closer group takes it.  Otherwise it takes nominal
   slot ``j = x mod m`` if that slot's group leads closer; the destinations
@@ -81,9 +89,6 @@ takes:
   probe order alone lets a leaf missing two slots put a destination on a
   third upper switch by itself, and on heavy damage these pile up (the
   1,728-host study tree with 655 links removed: A2A 87, 45 by load).
-  Then an upper switch gives the destinations a child sends it from
-  another slot their own parallel down cables
-  (:mod:`smroute.routing.nmodc.down_offsets`; Loginoff's capture: A2A 20 to 18).
 
 Every route still takes a closer group, so Dmodc's guarantees hold as they
 are: minimal up*/down* routes (no credit loop), and every pair with an
@@ -112,6 +117,7 @@ from smroute.routing.kernel import (
     local_routes,
     route_context,
     slot_offsets,
+    unique_rows,
 )
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
@@ -147,10 +153,16 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & (g.rank[g.grp_switch] >= 0)
     gid = np.flatnonzero(up)
     lo, hi = g.grp_switch[gid], g.grp_remote[gid]
+    # a pendant up-neighbour (nothing above it, no other switch below: a
+    # management switch off one leaf) is no slot of its child's siblings;
+    # the child routes with its own groups
+    pendant = ((g.n_up == 0) & (g.grp_count == 1))[hi]
+    n_pendant = np.bincount(lo[pendant], minlength=n)
     # siblings: a switch as a child (0 .. n-1) joined to its up-neighbours as
     # parents (n .. 2n-1); a component's parents are its members' union
-    comp = components(2 * n, lo, hi + n)[:n]
+    comp = components(2 * n, lo[~pendant], hi[~pendant] + n)[:n]
     o = np.lexsort((g.sw_guid[hi], comp[lo]))
+    o = o[~pendant[o]]
     kc, kh = comp[lo][o], hi[o]
     first = np.ones(len(kc), dtype=bool)
     first[1:] = (kc[1:] != kc[:-1]) | (kh[1:] != kh[:-1])
@@ -167,16 +179,19 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     routes_on = np.zeros(n, dtype=bool)
     np.logical_or.at(routes_on, lo, g.n_up[hi] > 0)
     nominal &= routes_on | (g.rank != 0)
+    nominal &= n_pendant == 0
     if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
         nominal[:] = False
-    arity = np.where(nominal, size, g.n_up).astype(np.int64)
+    arity = np.where(nominal, size, g.n_up - n_pendant).astype(np.int64)
     # slot of every up group: its place in the union, or among its own up groups
     keys = uc * n + uh
     ko = np.argsort(keys, kind="stable")
     at = np.searchsorted(keys[ko], comp[lo] * n + hi)
     own = np.arange(len(lo)) - np.searchsorted(lo, lo)  # lo ascending: groups by switch
-    slot = np.where(nominal[lo], u_slot[ko[np.minimum(at, len(ko) - 1)]], own)
-    slot_grp = np.full((n, max(int(arity.max(initial=0)), 1)), -1, dtype=np.int64)
+    union = u_slot[ko[np.minimum(at, len(ko) - 1)]] if len(ko) else own
+    slot = np.where(nominal[lo], union, own)
+    slot_grp = np.full((n, max(int(arity.max(initial=0)), int(g.n_up.max(initial=0)), 1)), -1,
+                       dtype=np.int64)
     slot_grp[lo, slot] = gid
     return NominalSlots(slot_grp, arity, ~nominal)
 
@@ -466,8 +481,8 @@ def _route_remote(
     rows = np.flatnonzero(lm.any(axis=1))
     digit = x
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
-        kinds, kind_of = np.unique(np.stack([arity[rows], piv[rows], redirect[switches[rows]]],
-                                            axis=1), axis=0, return_inverse=True)
+        kinds, kind_of = unique_rows(np.stack([arity[rows], piv[rows], redirect[switches[rows]]],
+                                              axis=1))
         m, p, q = (kinds[:, i, None].astype(np.int32) for i in range(3))
         v = (nid // p % m + m * (nid // q % (m - 1))).astype(np.float32)  # (K, D) j + m * r
         kind = np.zeros(b, dtype=np.intp)

@@ -15,7 +15,7 @@ from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "occurrences"]
+           "may_share", "lids_up_and_below", "occurrences"]
 
 
 def probe_offsets(m: int) -> np.ndarray:
@@ -181,8 +181,7 @@ def capacity_tables(
     ``parallel_resolution * #groups`` entries: Dmodc's table that many
     times over with the fewest entries moved from the groups above their
     share to those below it, so that as few destinations as the shares need
-    leave their nominal group (an upper switch gives those foreign
-    destinations their own down cables, :mod:`smroute.routing.nmodc.down_offsets`).
+    leave their nominal group.
     ``parallel_resolution`` 10 is tuned on Loginoff's capture (a leaf with 4
     cables to one spine, 3 to the other): 8 to 10 and 15 to 32 reach A2A 18,
     of those 9, 10 and 20 keep the topological shifts' HSD at or below
@@ -306,18 +305,35 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     switch's entries depend on their own columns only (what an incremental
     reroute needs to know).  On the 11,664-host tree a leaf has 647
     destinations per up cable against 18 below it."""
-    # destination LIDs per target; einsum, not a BLAS product (whose idle
-    # threads spin on the CPU the pool's workers need); exact below 2**53
-    targets, count = np.unique(dest.target, return_counts=True)
-    ct, w = c[:, targets], count.astype(np.float64)
-    going_up = np.einsum("st,t->s", (ct >= UP_PHASE) & (ct < INF), w)
-    below = np.einsum("st,t->s", ct < UP_PHASE, w)
+    going_up, below = lids_up_and_below(c, dest)
     # the groups the kernel counts as up: every one not going down
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
     cables = np.bincount(g.grp_switch[not_down], weights=g.grp_port_count[not_down],
                          minlength=g.n_switches).astype(np.int64)
     return (groups > 1) & (2 * going_up <= (2 * below - 1) * cables)
+
+
+def lids_up_and_below(c: np.ndarray, dest: Destinations) -> tuple[np.ndarray, np.ndarray]:
+    """``(going_up, below)`` ``(S,)``: per switch, the destination LIDs of
+    ``dest`` it reaches going up, and those at or below it (costs ``c``
+    ``(S, S)``).  Sums of bytes where a target has fewer than 256 LIDs
+    (exact), else einsum, not a BLAS product (whose idle threads spin on
+    the CPU the pool's workers need; exact below 2**53)."""
+    count = np.bincount(dest.target, minlength=c.shape[1])
+    if count.max(initial=0) < 256 and c.shape[1] < (1 << 24):
+        w = count.astype(np.uint8)
+        t = np.empty(c.shape, dtype=np.uint8)
+        sums = []
+        for bound in (UP_PHASE, INF):
+            np.less(c, bound, out=t.view(bool))
+            np.multiply(t, w, out=t)
+            sums.append(t.sum(axis=1, dtype=np.uint32).astype(np.int64))
+        return sums[1] - sums[0], sums[0]
+    targets = np.flatnonzero(count)
+    ct, wf = c[:, targets], count[targets].astype(np.float64)
+    return (np.einsum("st,t->s", (ct >= UP_PHASE) & (ct < INF), wf),
+            np.einsum("st,t->s", ct < UP_PHASE, wf))
 
 
 def occurrences(length: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,11 @@ Writes (each durable before the call it belongs to is answered, unless said):
   reroute starts, so an answered call's events survive ``kill -9`` even if
   their epoch was never written.  If the journal cannot be written the call
   fails (UNAVAILABLE) and nothing changes.
+* ``RouteSubnet``: the subnet manager's VL facts (``max_vls: auto``;
+  :mod:`smroute.service.state.vlfacts`) when they changed, before it is
+  routed; cleared by ``LoadFabric``.  If they cannot be written the call
+  goes on (logged): a restart then routes on one VL until the next
+  ``RouteSubnet``.
 * Every commit: the epoch id (ids are never reused after a crash), the
   routing settings and the down set in force (and the base fabric, if it
   came some other way than LoadFabric); then the high-water mark beside the
@@ -55,6 +60,9 @@ from smroute.service.state.salvage import (
     write_high_water,
 )
 from smroute.service.state.store import EpochRow, FabricRow, StateError, StateStore
+from smroute.service.state.vlfacts import KEY as FACTS_KEY
+from smroute.service.state.vlfacts import encode_facts
+from smroute.service.vlchoice import VlFacts
 
 __all__ = ["Durable", "down_of", "file_sha256", "lmc_text", "lmc_value", "new_instance_id"]
 
@@ -109,6 +117,7 @@ class Durable:
         #: the highest epoch id committed (by any instance)
         self.last_epoch_id = 0
         self._base = ""  # content hash of the base fabric stored
+        self._facts: str | None = None  # digest of the VL facts stored (None: unknown)
         self._mark: HighWater | None = None  # the high-water mark written last
         self._q: deque[tuple[Any, ...]] = deque()
         self._cond = threading.Condition()
@@ -136,12 +145,32 @@ class Durable:
         if self.store is None:
             return
         sha = file_sha256(source) if source == self.configured else ""
+        self.vl_facts(None)  # a loaded fabric has none (cleared first: never stale ones)
         row = FabricRow(fabric.content_hash, source, sha, codec.encode_fabric(fabric))
         self._sync("the loaded fabric", lambda s: s.put_fabric(row))
         # the journal is cleared; its positions go on (none of them is missing)
         seq = self._sync("the loaded fabric", lambda s: s.journal_high())
         self._base, self.journal_seq = fabric.content_hash, int(seq or 0)
         self.mark(fabric.content_hash, DownSet())
+
+    def vl_facts(self, facts: VlFacts | None, text: str | None = None) -> None:
+        """Keep the subnet manager's VL facts for the next start when they
+        changed (logged if they cannot be).  ``text``: their stored form as
+        read at start (recorded, not written)."""
+        if self.store is None:
+            return
+        stored = text is not None
+        text = text if text is not None else encode_facts(facts)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest == self._facts or stored:
+            self._facts = digest
+            return
+        try:
+            self.store.set_meta(**{FACTS_KEY: text})
+            self._facts = digest
+        except StateError as err:
+            self._facts = None
+            self.log("error", "state_write_failed", what="the VL facts", error=str(err))
 
     def journal(self, base_hash: str, events: Sequence[FaultEvent]) -> None:
         """Journal a checked batch (before it is rerouted and answered);

@@ -17,11 +17,14 @@ validation result.  Its fabric is the stored base minus its down set; the routin
 structure (roles, switch graph, costs, NIDs, destinations: everything but
 the routes) is recomputed in the epoch's mode (milliseconds; other
 algorithms are routed again and must give the same checksum).  The next id
-follows the highest ever committed.  Catch-up: reroute from the resumed
-epoch to the state in force (``ApplyFaults`` with the step between their
-down sets), route again if a committed epoch was lost, and, for a fabric
-from live discovery, load and route what discovery finds when its hash
-differs.
+follows the highest ever committed.  The subnet manager's VL facts on
+record (:mod:`smroute.service.state.vlfacts`) come back with it, so that
+``max_vls: auto`` reroutes with the VLs it was allowed before the next
+``RouteSubnet`` (none on record: one VL until then, said in the log).
+Catch-up: reroute from the resumed epoch to the state in force
+(``ApplyFaults`` with the step between their down sets), route again if
+a committed epoch was lost, and, for a fabric from live discovery, load
+and route what discovery finds when its hash differs.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ from smroute.service.state.durable import Durable, down_of, lmc_text, lmc_value
 from smroute.service.state.rebuild import InForce, in_force
 from smroute.service.state.salvage import read_high_water
 from smroute.service.state.store import EpochRow, StateError, StateStore
+from smroute.service.state.vlfacts import KEY as FACTS_KEY
+from smroute.service.state.vlfacts import decode_facts
+from smroute.service.vlchoice import AUTO, VlFacts, choose_vls
 from smroute.tables.lft import ForwardingTables, lid_labels
 
 LogFn = Callable[..., None]
@@ -88,7 +94,8 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
     engines, and detours over VLs (with ``max_vls``), are routed again.
     :class:`CodecError` if the result does not fit the tables."""
     alg, lmc, mode = str(meta["algorithm"]), lmc_value(str(meta["lmc_setting"])), meta["mode"]
-    if not api.engine(alg).guarantees.stateless or mode in ("tree+detours", "tree+orient"):
+    if not api.engine(alg).guarantees.stateless or \
+            modes.routed_again(str(mode), str(meta["mode_reason"])):
         res = own_tables(route(fabric, algorithm=alg, lmc=lmc, pool=pool, roles=roles,
                                workers=1 if pool is None else None, max_vls=max_vls))
         if table_checksum(res.tables) != table_checksum(tables):
@@ -96,7 +103,7 @@ def rebuild_result(fabric: Fabric, tables: ForwardingTables, meta: dict[str, Any
         return dataclasses.replace(res, tables=tables)
     g, _, _ = modes.start(fabric, roles)
     needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64))
-    g, check = modes.mode_graphs(fabric, roles, mode, needed, lmc)
+    g, check = modes.mode_graphs(fabric, roles, mode)
     prep = api.engine(alg).prepare(g, lmc, time.perf_counter, {})
     c, pi, nids, dest = prep.costs, prep.dividers, prep.nids, prep.dest
     if not np.array_equal(g.sw_guid, tables.switch_guid) or \
@@ -192,8 +199,9 @@ class Stored:
     validation result, the highest epoch id ever committed, and the routing
     settings an RPC chose that survive the restart (``None``: the config's
     stand); where a damaged database was moved to, the damage seen, what of
-    the acknowledged state was lost (empty: nothing; else no epoch), and the
-    hash of the base fabric as stored in the database (``""``: not stored)."""
+    the acknowledged state was lost (empty: nothing; else no epoch), the
+    hash of the base fabric as stored in the database (``""``: not stored),
+    and the subnet manager's VL facts (``None``: none on record)."""
 
     base: Fabric | None
     base_source: str
@@ -208,6 +216,7 @@ class Stored:
     damage: str = ""
     lost: tuple[str, ...] = ()
     stored_base: str = ""
+    vl_facts: VlFacts | None = None
 
 
 def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored | None:
@@ -239,6 +248,7 @@ def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored 
     ep: Epoch | None = None
     validation: Validation | str = "pending"
     settings = None
+    facts = _vl_facts(d, meta, log) if got.base is not None else None
     if got.base is not None and not got.lost:
         ep, validation = _newest(store, bases, pool, max_vls, d.instance, log)
         if got.high_water is None:  # a database of an older smroute: its first mark
@@ -248,7 +258,33 @@ def read_state(d: Durable, pool: RoutePool, max_vls: int, log: LogFn) -> Stored 
     return Stored(got.base, meta.get("base_source", ""), got.down, got.seq,
                   got.journal_events, ep, validation, got.last_epoch_id, settings,
                   str(store.moved_aside) if store.moved_aside else "", "; ".join(store.damage),
-                  tuple(got.lost), got.base.content_hash if stored and got.base else "")
+                  tuple(got.lost), got.base.content_hash if stored and got.base else "",
+                  facts)
+
+
+def _vl_facts(d: Durable, meta: dict[str, str], log: LogFn) -> VlFacts | None:
+    """The subnet manager's VL facts on record (``max_vls: auto``), said in
+    the log: restored, none (a fabric from another source), or none on
+    record (an older smroute's database, a damaged row): then one VL until
+    the subnet manager's next ``RouteSubnet``."""
+    text = meta.get(FACTS_KEY)
+    until = "max_vls auto routes on one VL until the subnet manager's next RouteSubnet"
+    if text is None:
+        log("warning", "state_vl_facts_missing", message=(
+            f"the state database holds no VL facts (an older smroute's database, or a damaged "
+            f"row): {until}"))
+        return None
+    try:
+        facts = decode_facts(text)
+    except codec.CodecError as err:
+        log("error", "state_vl_facts_unreadable", error=str(err), message=until)
+        return None
+    d.vl_facts(facts, text)
+    if facts is not None:
+        vc = choose_vls(AUTO, facts)
+        log("info", "state_vl_facts_restored", nodes=len(facts.guid), cables=len(facts.guid_a),
+            auto_vls=vc.vls, reason=vc.reason)
+    return facts
 
 
 def _settings(d: Durable, meta: dict[str, str], log: LogFn) -> tuple[str, int | None] | None:
