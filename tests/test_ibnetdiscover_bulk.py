@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_ibnetdiscover import mutate
 
 from smroute.fabric.export.writers import format_topology
 from smroute.fabric.generate.shapes import with_aggregation_nodes
@@ -234,21 +235,6 @@ _BASES = [generated()["pgft-3"], generated()["pgft-2-agg"]]
                           st.text(alphabet=NASTY, max_size=8)), min_size=1, max_size=3))
 def test_fuzz_whole_text_reads_as_its_lines(base: int,
                                             ops: list[tuple[str, int, int, str]]) -> None:
-    lines = _BASES[base].split("\n")
-    for op, a, b, text in ops:
-        i = a % len(lines)
-        ln = lines[i]
-        k = b % (len(ln) + 1)
-        if op == "del":
-            del lines[i]
-        elif op == "dup":
-            lines.insert(i, ln)
-        elif op == "char":
-            lines[i] = ln[:k] + text + ln[k + 1:]
-        elif op == "drop_char":
-            lines[i] = ln[:k] + ln[k + 1:]
-        else:
-            lines.insert(i, text)
-    body = "\n".join(lines)
+    body = "\n".join(mutate(_BASES[base].split("\n"), ops))
     for strict in (False, True):
         assert outcome(body, strict) == outcome(body.splitlines(), strict)

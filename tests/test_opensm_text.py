@@ -9,43 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_opensm_writer import line_by_line
 
 from smroute.fabric.model.base import NodeType
 from smroute.tables.formats import (
-    TABLES_HEADER,
     format_opensm,
     iter_opensm,
     stream_opensm,
-    tables_trailer,
     write_tables,
 )
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
-
-_KIND = {int(NodeType.CA): "Channel Adapter", int(NodeType.SWITCH): "Switch"}
-
-
-def reference(t: ForwardingTables) -> str:
-    """The text one line at a time, as OpenSM's dump prints it."""
-    routed = [lid for lid in range(1, t.max_lid + 1) if (t.ports[:, lid] != NO_ROUTE).any()]
-    out = [TABLES_HEADER]
-    total = 0
-    for i in range(t.n_switches):
-        out.append(f"Unicast lids [0-{t.max_lid}] of switch Lid {int(t.switch_lid[i])} guid "
-                   f"{int(t.switch_guid[i]):#018x} ('{t.switch_desc[i]}'):")
-        n = 0
-        for lid in routed:
-            p = int(t.ports[i, lid])
-            if p == NO_ROUTE:
-                continue
-            label = ""
-            if t.lid_kind is not None and t.lid_guid is not None and t.lid_desc is not None:
-                label = (f" # {_KIND[int(t.lid_kind[lid])]} portguid "
-                         f"{int(t.lid_guid[lid]):#018x}: '{t.lid_desc[lid]}'")
-            out.append(f"0x{lid:04x} {p:03d}{label}")
-            n += 1
-        out.append(f"{n} lids dumped")
-        total += n
-    return "\n".join(out) + "\n" + tables_trailer(t.n_switches, total)
 
 
 def tables(n_sw: int, width: int, *, seed: int, holes: float = 0.0, gap: bool = False,
@@ -83,7 +56,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_opensm_text_as_written_one_line_at_a_time(name: str, tmp_path: Path) -> None:
     t = tables(**CASES[name])  # type: ignore[arg-type]
-    want = reference(t)
+    want = line_by_line(t)
     assert format_opensm(t) == want
     assert b"".join(bytes(p) for p in stream_opensm(t)) == want.encode()
     assert b"".join(iter_opensm(t)) == want.encode()

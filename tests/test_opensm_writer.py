@@ -14,7 +14,7 @@ from smroute.tables.lft import NO_ROUTE, ForwardingTables
 _KIND = {1: "Channel Adapter", 2: "Switch", 3: "Router"}
 
 
-def _plain(t: ForwardingTables) -> str:
+def line_by_line(t: ForwardingTables) -> str:
     """One line at a time, as the format is specified (module doc of formats)."""
     routed = [lid for lid in range(1, t.max_lid + 1) if (t.ports[:, lid] != NO_ROUTE).any()]
     out = [TABLES_HEADER + "\n"]
@@ -69,7 +69,7 @@ def test_numpy_writer_matches_plain_formatting(labels: bool, n_sw: int,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formats, "_BLOCK", 16)  # several blocks, a partial last one
     t = _tables(n_sw, 300, labels, seed=n_sw)
-    assert format_opensm(t) == _plain(t)
+    assert format_opensm(t) == line_by_line(t)
 
 
 def test_numpy_writer_chunks_stay_valid_when_all_are_kept() -> None:
@@ -77,10 +77,10 @@ def test_numpy_writer_chunks_stay_valid_when_all_are_kept() -> None:
     of the iterator does) gives the same text as writing one at a time."""
     t = _tables(200, 500, False, seed=3)
     chunks = list(iter_opensm(t))
-    assert b"".join(chunks).decode() == _plain(t)
+    assert b"".join(chunks).decode() == line_by_line(t)
 
 
 def test_numpy_writer_no_routes_at_all() -> None:
     t = ForwardingTables(np.array([1], dtype=np.uint64), np.array([1]), ("s",),
                          np.full((1, 4), NO_ROUTE, dtype=np.uint8))
-    assert format_opensm(t) == _plain(t)
+    assert format_opensm(t) == line_by_line(t)

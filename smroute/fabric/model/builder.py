@@ -104,23 +104,11 @@ class FabricBuilder:
         """
         g = np.atleast_1d(np.asarray(guids, dtype=np.uint64))
         k = int(g.shape[0])
-        npts = np.broadcast_to(np.asarray(num_ports, dtype=np.int64), (k,))
-        sysg = np.broadcast_to(np.asarray(sysimg_guids, dtype=np.uint64), (k,))
         if len(descs) != k:
             raise FabricError(f"add_nodes: {k} GUIDs but {len(descs)} descriptions")
-        bad = (npts < 1) | (npts > 255)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise FabricError(f"node {int(g[i]):#018x}: port count {int(npts[i])} not in 1..255")
-        first = len(self._type)
-        self._type.extend([int(kind)] * k)
-        self._guid.extend(g.tolist())
-        self._sysimg.extend(sysg.tolist())
-        self._vendor.extend([vendor_id] * k)
-        self._device.extend([device_id] * k)
-        self._nports.extend(npts.tolist())
-        self._desc.extend(descs)
-        return np.arange(first, first + k, dtype=np.int64)
+        return self.add_node_rows(np.full(k, int(kind)), g, num_ports, descs,
+                                  sysimg_guids=sysimg_guids, vendor_ids=vendor_id,
+                                  device_ids=device_id)
 
     def add_node_rows(
         self,
