@@ -207,6 +207,7 @@ def graph_from(a: Arrays) -> SwitchGraph:
         sw_node=empty, sw_guid=a["g_sw_guid"], sw_lid=empty, n_up=empty,
         grp_switch=a["g_grp_switch"],
         ep_row=empty, ep_switch=empty, ep_switch_port=empty, ep_lid=empty, ep_lmc=empty,
+        ep_agg=empty.astype(bool),
         is_leaf=empty.astype(bool), component=empty,
         rank=a["g_rank"], grp_first=a["g_grp_first"], grp_count=a["g_grp_count"],
         grp_remote=a["g_grp_remote"], grp_port_first=a["g_grp_port_first"],

@@ -179,7 +179,11 @@ def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     Leaves are taken in GUID order; each step takes the first remaining leaf
     ``l`` and every remaining leaf at cost ``<= mu`` from it (``mu`` = the
     smallest cost from ``l`` to another remaining leaf), and numbers their
-    end-ports in port order; end-ports on non-leaf switches follow.
+    end-ports in port order; end-ports on non-leaf switches follow, and
+    aggregation nodes come last (in the same switch order): they send no
+    application traffic, and a slot of the leaves' modulus taken by one
+    would leave an up-cable without any (a leaf of 17 hosts and its
+    aggregation node over 18 up-cables).
     Returns ``t`` shape ``(E,)`` int64, a permutation
     of ``0 .. E-1`` aligned with ``g.ep_row``.
     """
@@ -201,8 +205,9 @@ def topological_nids(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     others = others[np.lexsort((g.sw_guid[others], g.rank[others]))]
     pos = np.full(g.n_switches, -1, dtype=np.int64)
     pos[np.concatenate([leaf_order, others])] = np.arange(len(leaf_order) + len(others))
-    # End-ports are sorted by (switch, switch port); re-sort by leaf position.
-    o = np.lexsort((g.ep_switch_port, pos[g.ep_switch]))
+    # End-ports are sorted by (switch, switch port); re-sort by leaf
+    # position, aggregation nodes after every other end-port
+    o = np.lexsort((g.ep_switch_port, pos[g.ep_switch], g.ep_agg))
     t = np.empty(len(o), dtype=np.int64)
     t[o] = np.arange(len(o))
     return t

@@ -34,7 +34,7 @@ import numpy as np
 from smroute.fabric.graph import bfs_distance, components
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
-from smroute.fabric.roles import FabricRoles, fabric_roles
+from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles
 
 __all__ = ["SwitchGraph", "switch_graph", "rooted_graph"]
 
@@ -56,7 +56,8 @@ class SwitchGraph:
     linked to a switch:
         ep_row (int64 port row in the fabric), ep_switch (int64 switch id),
         ep_switch_port (int64 port number on that switch), ep_lid (int64 base
-        LID, 0 if unknown), ep_lmc (int64).
+        LID, 0 if unknown), ep_lmc (int64), ep_agg (bool: an aggregation
+        node, which sends no application traffic).
     """
 
     sw_node: np.ndarray
@@ -76,6 +77,7 @@ class SwitchGraph:
     ep_switch_port: np.ndarray
     ep_lid: np.ndarray
     ep_lmc: np.ndarray
+    ep_agg: np.ndarray
     is_leaf: np.ndarray
     component: np.ndarray
     mode: str = "tree"
@@ -106,7 +108,7 @@ def switch_graph(fabric: Fabric, roles: FabricRoles | None = None) -> SwitchGrap
     roles = roles if roles is not None else fabric_roles(fabric)
     sw_node = fabric.switches
     rank = roles.rank[sw_node].astype(np.int64)
-    return _graph(fabric, rank, rank == 0, lambda src, dst: rank[src] != rank[dst], "tree")
+    return _graph(fabric, roles, rank, rank == 0, lambda src, dst: rank[src] != rank[dst], "tree")
 
 
 def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray,
@@ -145,7 +147,7 @@ def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray,
         return dataclasses.replace(
             like, rank=rank, n_up=np.bincount(like.grp_switch[up], minlength=n_sw).astype(
                 np.int64), is_leaf=is_leaf, mode="updown")
-    return _graph(fabric, rank, is_leaf & reach,
+    return _graph(fabric, roles, rank, is_leaf & reach,
                   lambda src, dst: (rank[src] >= 0) & (rank[dst] >= 0), "updown")
 
 
@@ -161,7 +163,7 @@ def _switch_edges(fabric: Fabric, sw_id: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _graph(
-    fabric: Fabric, rank: np.ndarray, is_leaf: np.ndarray,
+    fabric: Fabric, roles: FabricRoles, rank: np.ndarray, is_leaf: np.ndarray,
     keep: Callable[[np.ndarray, np.ndarray], np.ndarray], mode: str,
 ) -> SwitchGraph:
     """Build a :class:`SwitchGraph` with ``rank`` ``(S,)``, using the switch
@@ -221,6 +223,7 @@ def _graph(
         ep_switch_port=ep_swp,
         ep_lid=fabric.port_lid[ep_row].astype(np.int64),
         ep_lmc=fabric.port_lmc[ep_row].astype(np.int64),
+        ep_agg=roles.endport_role[fabric.port_node[ep_row]] == EndportRole.AGGREGATION,
         is_leaf=np.asarray(is_leaf, dtype=bool),
         component=component.astype(np.int64),
         mode=mode,
