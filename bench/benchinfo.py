@@ -113,9 +113,10 @@ fabric = pgft(*cfg["shape"])
 if cfg.get("agg"):
     from smroute.fabric.generate.shapes import with_aggregation_nodes
     fabric = with_aggregation_nodes(fabric)
-if cfg.get("remove_links"):
+if cfg.get("remove_links") or cfg.get("remove_switches"):
     import numpy as np
-    fabric, _ = degrade(fabric, np.random.default_rng(cfg["seed"]), links=cfg["remove_links"])
+    fabric, _ = degrade(fabric, np.random.default_rng(cfg["seed"]),
+                        switches=cfg.get("remove_switches", 0), links=cfg.get("remove_links", 0))
 kw = {"algorithm": cfg["algorithm"]} if cfg.get("algorithm") else {}
 tick = os.sysconf("SC_CLK_TCK")
 def cpu(pids):
@@ -150,7 +151,8 @@ with RoutePool(cfg["workers"]) as pool:
 class WarmRouter:
     """One long-lived routing process per code (:data:`_WARM`), over the
     PGFT ``cfg["shape"]`` ``[h, m, w, p]`` with ``cfg`` keys workers,
-    algorithm (default: the code's own), agg, remove_links, seed, validate."""
+    algorithm (default: the code's own), agg, remove_links, remove_switches,
+    seed, validate."""
 
     def __init__(self, codes: Sequence[Code], cfg: dict[str, Any]) -> None:
         self.procs = {c.label: subprocess.Popen(

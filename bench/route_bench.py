@@ -30,7 +30,7 @@ OpenSM plugin run it before tables leave smroute), median of up to 3 runs.
 fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
 ``--parallel`` times the 11,664 hosts with parallel cables instead:
 PGFT(3;18,18,36;1,9,18;1,2,1), two cables from each leaf to each of its 9
-L2 switches (Nmodc's down-cable offsets work only where cables are parallel).
+L2 switches.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _report(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool,
 
 def bench_before(name: str, before: Path, runs: int, workers: int, agg: bool,
                  algorithms: tuple[str, ...], remove_links: int, seed: int,
-                 validate: bool) -> None:
+                 validate: bool, remove_switches: int = 0) -> None:
     """Each algorithm (or each checkout's default) on one fabric, this
     checkout beside ``before``, in alternating runs of warm processes."""
     h, m, w, p = SHAPES[name]
@@ -190,10 +190,12 @@ def bench_before(name: str, before: Path, runs: int, workers: int, agg: bool,
     j = ",".join
     fabric = (f"PGFT({h};{j(map(str, m))};{j(map(str, w))};{j(map(str, p))})"
               + (", an aggregation node per switch" if agg else "")
-              + (f", {remove_links} random links removed (seed {seed})" if remove_links else ""))
+              + (f", {remove_switches} random switches and {remove_links} random links "
+                 f"removed (seed {seed})" if remove_links or remove_switches else ""))
     for alg in algorithms or ("",):
         cfg = {"shape": [h, list(m), list(w), list(p)], "workers": workers, "algorithm": alg,
-               "agg": agg, "remove_links": remove_links, "seed": seed, "validate": validate}
+               "agg": agg, "remove_links": remove_links, "remove_switches": remove_switches,
+               "seed": seed, "validate": validate}
         with WarmRouter(codes, cfg) as warm:
             got = alternate(codes, runs, warm.one)
         first = got["now"][0]
@@ -204,7 +206,7 @@ def bench_before(name: str, before: Path, runs: int, workers: int, agg: bool,
                got, keys, f"route(fabric, pool=RoutePool({workers}), labels=False"
                + (f", algorithm={alg!r})" if alg else ")")
                + (" then validate_result" if validate else ""))
-        if name == "11664" and not agg and not remove_links:
+        if name == "11664" and not agg and not remove_links and not remove_switches:
             ftree, where = ftree_seconds()
             print(f"  OpenSM ftree routing phase on this tree: {ftree:.1f} s ({where}); "
                   + ", ".join(f"{lab} {ftree / statistics.median(r['route'] for r in rs):.0f}x "
@@ -243,12 +245,10 @@ def main() -> None:
     print(f"load average at start: {load()}")
     t = time.perf_counter()
     if args.before is not None:
-        if args.remove_switches:
-            sys.exit("route_bench.py: --remove-switches is not run with --before")
         for name in ["11664-parallel" if args.parallel else "11664"] + (
                 ["40960"] if args.big else []):
             bench_before(name, args.before, args.runs, args.workers, args.agg, algs,
-                         args.remove_links, args.seed, args.validate)
+                         args.remove_links, args.seed, args.validate, args.remove_switches)
         print(f"\nload average at end: {load()}; benchmark wall time "
               f"{time.perf_counter() - t:.1f} s")
         return
