@@ -75,13 +75,21 @@ class RouteContext:
 _BLOCK = 128
 
 
-def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
+def route_context(c: np.ndarray, dest: Destinations,
+                  within: RouteContext | None = None) -> RouteContext:
+    """The context of ``dest``; ``within``: a context on the same costs
+    whose targets include ``dest``'s, whose transposed costs (``ext_t``)
+    the new one gathers by rows (no transposition of its own)."""
     tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
     order = np.argsort(dest.target, kind="stable")
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
-    return RouteContext(c, tgt_u, tgt_i.astype(np.int64), order, dest.target[order], cols)
+    ctx = RouteContext(c, tgt_u, tgt_i.astype(np.int64), order, dest.target[order], cols)
+    if within is not None:  # (the cached property's slot, set ahead)
+        ctx.__dict__["ext_t"] = np.take(within.ext_t, np.searchsorted(within.tgt_u, tgt_u),
+                                        axis=0)
+    return ctx
 
 
 #: Integers below this are exact in float32, and so is their division (:func:`_mod`).
