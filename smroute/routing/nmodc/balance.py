@@ -112,11 +112,11 @@ def _uppers(g: SwitchGraph, slots: NominalSlots,
     width = max(int(slots.arity[leaves].max(initial=1)), 1)
     sg = slots.slot_grp[leaves, :width]
     b, j = np.nonzero(sg >= 0)
-    ups, ui = np.unique(g.grp_remote[sg[b, j]], return_inverse=True)
+    ups, ui = keys.dense(g.grp_remote[sg[b, j]], len(g.rank))
     slot_ui = np.full(sg.shape, -1, dtype=np.int64)
     slot_ui[b, j] = ui
     sib = components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
-    return ups, slot_ui, np.unique(sib, return_inverse=True)[1].ravel()  # labels 0, 1, ...
+    return ups, slot_ui, keys.dense(sib, len(leaves))[1]  # labels 0, 1, ...
 
 
 def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
@@ -469,7 +469,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
             cost = np.where(carry_f[c_k], 0, load_f[lk_o[pend]] + 1)
             cost += REDIRECT_SPREAD * taken_f[tk[pend]]
             best = np.argmin(cost, axis=1)  # the first of equal costs
-            cb = np.take_along_axis(cost, best[:, None], axis=1)[:, 0]
+            cb = cost.min(axis=1)
             free = cb == 0
             # an entry without a free upper switch keeps the kernel's unless
             # it is heavier by more than REDIRECT_KEEP; the first such entry of each
@@ -477,7 +477,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
             best = np.where(~free & (cost[:, -1] <= cb + REDIRECT_KEEP), k - 1, best)
             other = np.flatnonzero(~free)
             key = key_o[pend[other]]
-            lead = other[np.r_[True, key[1:] != key[:-1]]] if len(other) else other
+            lead = other[np.concatenate(([True], key[1:] != key[:-1]))] if len(other) else other
             placed = np.concatenate([np.flatnonzero(free), lead])
             pp, bp = pend[placed], best[placed]
             choice[order[pp]] = cand_o[pp, bp]
