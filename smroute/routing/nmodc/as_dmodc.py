@@ -60,6 +60,7 @@ from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["AS_DMODC", "AsDmodc", "as_dmodc", "dmodc_rows"]
@@ -140,7 +141,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     # LIDs the group's up-neighbours reach, less those below the switch)
     reach = np.zeros(n, dtype=np.int64)  # per head: destination LIDs its switches reach
     slot = np.full((n, max(int(k.max(initial=0)), 1)), -1, dtype=np.int64)
-    slot[h_lo, np.arange(len(h_lo)) - np.searchsorted(h_lo, h_lo)] = h_hi
+    slot[h_lo, place_in_runs(h_lo)] = h_hi
     rows = heads[(k[heads] >= 2) & (k[slot[heads]] > 0).any(axis=1, where=slot[heads] >= 0)]
     for m in np.unique(k[rows]).tolist():
         hs = rows[k[rows] == m]
@@ -212,7 +213,7 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     up = (rank[g.grp_remote] > rank[g.grp_switch]) & (rank[g.grp_switch] >= 0)
     gid = np.flatnonzero(up)
     lo = g.grp_switch[gid]
-    at = np.arange(len(gid)) - np.searchsorted(lo, lo)
+    at = place_in_runs(lo)
     ok = (slots.own | (slots.arity == g.n_up)) & ~share
     ok[lo[slots.slot_grp[lo, at] != gid]] = False
     # one down path from a switch to any switch: the paths counted over its

@@ -60,7 +60,7 @@ from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nmodc import keys
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
-from smroute.routing.runs import runs
+from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
@@ -309,7 +309,7 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     # cost of u's children against u's; a leaf's cost to itself is 0)
     o = np.argsort(u, kind="stable")
     b_by_u, u_sorted = b[o], u[o]
-    nth = np.arange(len(u)) - np.searchsorted(u_sorted, u_sorted)
+    nth = place_in_runs(u_sorted)
     n_u, n_t = pr.up_cost.shape
     # (each upper switch's children in a row, padded with an all-0 cost row)
     child = np.full((n_u, int(nth.max(initial=-1)) + 1), len(leaves), dtype=np.int64)

@@ -125,6 +125,7 @@ from smroute.routing.nmodc.slot_tables import (
     occurrences,
     slot_tables,
 )
+from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
@@ -167,7 +168,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     first = np.ones(len(kc), dtype=bool)
     first[1:] = (kc[1:] != kc[:-1]) | (kh[1:] != kh[:-1])
     uc, uh = kc[first], kh[first]  # union members, by component then GUID
-    u_slot = np.arange(len(uc)) - np.searchsorted(uc, uc)
+    u_slot = place_in_runs(uc)
     u_slot, g_size = _column_slots(g, uc, uh, u_slot)
     size = g_size[comp]  # (S,) nominal arity of each switch's siblings
     top = np.zeros(g.max_rank + 2, dtype=np.int64)  # largest up arity per rank (+1: rank -1)
@@ -177,7 +178,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     # as Dmodc does: no upper switch routes on, and a top's down-link reaches
     # one leaf, whose end-ports bound its risk
     routes_on = np.zeros(n, dtype=bool)
-    np.logical_or.at(routes_on, lo, g.n_up[hi] > 0)
+    routes_on[lo[g.n_up[hi] > 0]] = True
     nominal &= routes_on | (g.rank != 0)
     nominal &= n_pendant == 0
     if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
@@ -187,7 +188,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     keys = uc * n + uh
     ko = np.argsort(keys, kind="stable")
     at = np.searchsorted(keys[ko], comp[lo] * n + hi)
-    own = np.arange(len(lo)) - np.searchsorted(lo, lo)  # lo ascending: groups by switch
+    own = place_in_runs(lo)  # lo ascending: groups by switch
     union = u_slot[ko[np.minimum(at, len(ko) - 1)]] if len(ko) else own
     slot = np.where(nominal[lo], union, own)
     slot_grp = np.full((n, max(int(arity.max(initial=0)), int(g.n_up.max(initial=0)), 1)), -1,
