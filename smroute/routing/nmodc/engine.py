@@ -296,9 +296,11 @@ class Nmodc:
         costs them about as much for one row as for dozens); with
         :attr:`partial_in_kernel`, each group of switches with the same
         partial targets (:func:`_mask_groups`, whose entries a process
-        computes once) in parts of its own, the largest first, at most a
-        ``4 * workers``-th of the rows each; then Dmodc's other rows in ``4 *
-        workers`` parts (one part each for one worker)."""
+        computes once) whole, the largest first: one larger than a ``4 *
+        workers``-th of the rows in parts of its own of at most that many,
+        the others together in parts up to that many (fewer tasks, each with
+        a kernel call per block); then Dmodc's other rows in ``4 * workers``
+        parts (one part each for one worker)."""
         if "n_dmodc" not in a:
             nominal_rows, plain = rows[:0], rows
         else:
@@ -316,7 +318,17 @@ class Nmodc:
                 plain = np.flatnonzero(mask)
         k = 1 if workers == 1 else 4 * workers
         most = -(-len(rows) // k)
-        chunks = [c for grp in groups for c in np.array_split(grp, -(-len(grp) // most))]
+        chunks = [c for grp in groups if len(grp) > most
+                  for c in np.array_split(grp, -(-len(grp) // most))]
+        # the smaller groups together, whole, up to as many rows a part
+        small: list[np.ndarray] = []
+        for grp in (grp for grp in groups if len(grp) <= most):
+            if small and sum(map(len, small)) + len(grp) > most:
+                chunks.append(np.sort(np.concatenate(small)))
+                small = []
+            small.append(grp)
+        if small:
+            chunks.append(np.sort(np.concatenate(small)))
         return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
                 *chunks, *np.array_split(plain, min(k, max(len(plain), 1)))]
 
