@@ -64,6 +64,19 @@ class RouteContext:
         out[:, n] = INF
         return out
 
+    def ext_columns(self, rows_used: np.ndarray) -> np.ndarray:
+        """``ext_t[:, rows_used]`` ``(U, R)`` uint8 C-contiguous
+        (``rows_used`` ascending, ``S`` the all-INF row), from ``ext_t``
+        where it is made or most rows are read, else from ``c`` directly
+        (a few switches' rows: no transposition of every switch's)."""
+        n = self.c.shape[0]
+        if "ext_t" in self.__dict__ or 4 * len(rows_used) > n:
+            return np.take(self.ext_t, rows_used, axis=1)
+        real = rows_used[rows_used < n]
+        out = np.full((len(self.tgt_u), len(rows_used)), INF, dtype=np.uint8)
+        out[:, :len(real)] = np.take(np.take(self.c, real, axis=0), self.tgt_u, axis=1).T
+        return out
+
     @cached_property
     def rows(self) -> np.ndarray:
         c, tgt_u = self.c, self.tgt_u
@@ -75,21 +88,17 @@ class RouteContext:
 _BLOCK = 128
 
 
-def route_context(c: np.ndarray, dest: Destinations,
-                  within: RouteContext | None = None) -> RouteContext:
-    """The context of ``dest``; ``within``: a context on the same costs
-    whose targets include ``dest``'s, whose transposed costs (``ext_t``)
-    the new one gathers by rows (no transposition of its own)."""
-    tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
+def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
+    # the distinct targets (switch ids) by a table over the switches, no sort
+    present = np.zeros(c.shape[1], dtype=bool)
+    present[dest.target] = True
+    tgt_u = np.flatnonzero(present)
+    tgt_i = (np.cumsum(present) - 1)[dest.target]
     order = np.argsort(dest.target, kind="stable")
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
-    ctx = RouteContext(c, tgt_u, tgt_i.astype(np.int64), order, dest.target[order], cols)
-    if within is not None:  # (the cached property's slot, set ahead)
-        ctx.__dict__["ext_t"] = np.take(within.ext_t, np.searchsorted(within.tgt_u, tgt_u),
-                                        axis=0)
-    return ctx
+    return RouteContext(c, tgt_u, tgt_i.astype(np.int64), order, dest.target[order], cols)
 
 
 #: Integers below this are exact in float32, and so is their division (:func:`_mod`).
@@ -228,12 +237,12 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     ng = g.grp_count[switches]
     valid = np.arange(width)[None, :] < ng[:, None]
     gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(width)[None, :], 0)
-    n_ext = ctx.ext_t.shape[1]  # the switches and an all-INF row
+    n_ext = ctx.c.shape[0] + 1  # the switches and an all-INF row
     remote = np.where(valid, g.grp_remote[gidx], n_ext - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
     rows_used, row_of = _used_rows(np.concatenate([switches, remote.ravel()]), n_ext)
-    sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
+    sub_t = ctx.ext_columns(rows_used)  # (U, R)
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)

@@ -132,23 +132,19 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
 
 
 def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinations,
-                     memo: AlternativesMemo, rd: np.ndarray,
-                     ctx: kernel.RouteContext | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     memo: AlternativesMemo, rd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sel, out)``: the destinations (indices into ``dest``) on the
     partial targets of a group of switches ``sw`` with the same ones
     (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
     them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
-    :func:`~smroute.routing.nmodc.nominal.route_block`'s; ``ctx``: the
-    context of ``dest``, whose transposed costs the group's gathers)."""
+    :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
     mask = a["n_targets"][a["n_partial"][sw[0]]]
     sel = np.flatnonzero(mask[dest.target])
     # one switch of each set of twins (the same entries by construction)
     first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw, np.flatnonzero(mask))
     out = np.empty((len(first), len(sel)), dtype=np.uint8)
-    sub = subset(dest, sel)
-    nominal.route_block(g, a["c"], a["pi"], sub, sw[first], out, a["n_slots"],
-                        kernel.route_context(a["c"], sub, ctx), memo=memo, capacity=False,
-                        redirect=rd)
+    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw[first], out, a["n_slots"],
+                        memo=memo, capacity=False, redirect=rd)
     return sel, out[row_of]
 
 
@@ -170,8 +166,7 @@ def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
     for i in np.unique(at[at >= 0]).tolist():
         grp, done = cache["p_groups"][i], cache["p_done"]
         if i not in done:
-            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"],
-                                       cache["ctx"])
+            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"])
         sel, ent = done[i]
         rows = np.flatnonzero(at == i)
         out[rows[:, None], dest.lid[sel][None, :]] = ent[np.searchsorted(grp, switches[rows])]
