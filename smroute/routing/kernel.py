@@ -70,11 +70,14 @@ class RouteContext:
         where it is made or most rows are read, else from ``c`` directly
         (a few switches' rows: no transposition of every switch's)."""
         n = self.c.shape[0]
-        if "ext_t" in self.__dict__ or 4 * len(rows_used) > n:
+        if "ext_t" in self.__dict__ or 2 * len(rows_used) > n:
             return np.take(self.ext_t, rows_used, axis=1)
         real = rows_used[rows_used < n]
+        got = np.take(self.c, real, axis=0)
+        if len(self.tgt_u) != self.c.shape[1]:  # (else every switch is a target, in order)
+            got = np.take(got, self.tgt_u, axis=1)
         out = np.full((len(self.tgt_u), len(rows_used)), INF, dtype=np.uint8)
-        out[:, :len(real)] = np.take(np.take(self.c, real, axis=0), self.tgt_u, axis=1).T
+        out[:, :len(real)] = got.T
         return out
 
     @cached_property
