@@ -247,3 +247,34 @@ def test_twin_rows_are_the_kernels_rows(case: tuple) -> None:
         assert np.array_equal(want[first][row_of], want)
         fewer += len(sw) - len(first)
     assert fewer > 0 or case[0] == PARALLEL
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_balance_parts_whole_sibling_groups_even_in_work(k: int) -> None:
+    """The pass "balance"'s parts cover the nominal leaves once, each
+    sibling group whole; a leaf that lost a slot weighs
+    LOST_SLOT_WEIGHT leaves when the parts are cut."""
+    from smroute.routing.nmodc import balance
+
+    f, _ = degrade(pgft(*SHARES), np.random.default_rng(0), links=6)
+    prep = _prepared(f, None)
+    g, slots = prep.graph, prep.aux
+    parts = nmodc_engine.group_parts(g, slots, k)
+    leaves = balance.nominal_leaves(g, slots)
+    assert np.array_equal(np.sort(np.concatenate(parts)), leaves)
+    label = balance.sibling_groups(g, slots, leaves)
+    at = {int(s): i for i, p in enumerate(parts) for s in p}
+    for lab in np.unique(label):
+        assert len({at[int(s)] for s in leaves[label == lab]}) == 1
+    assert len(parts) <= k
+    if k == 2:  # the cut sits nearer the weighted middle than any other group boundary
+        width = slots.slot_grp.shape[1]
+        lost = ((slots.slot_grp[leaves, :width] < 0)
+                & (np.arange(width)[None, :] < slots.arity[leaves][:, None])).any(axis=1)
+        assert lost.any()
+        w = {int(s): (nmodc_engine.LOST_SLOT_WEIGHT if x else 1)
+             for s, x in zip(leaves, lost, strict=True)}
+        half = sum(w.values()) / 2
+        first = sum(w[int(s)] for s in parts[0])
+        last = label[np.searchsorted(leaves, parts[0][-1])]  # its last group, by label order
+        assert first >= half > first - sum(w[int(s)] for s in leaves[label == last])
