@@ -110,7 +110,9 @@ def descent_keys(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, pi: np.ndar
     none = np.zeros(0, dtype=np.int64)
     if g.mode != "tree" or not len(dest.lid) or int(g.rank.max(initial=0)) < 1:
         return none
-    multi = _shared_below(g, c, np.unique(dest.target))
+    present = np.zeros(n, dtype=bool)  # the distinct targets, by a table (no sort)
+    present[dest.target] = True
+    multi = _shared_below(g, c, np.flatnonzero(present))
     if not multi.any():
         return none
     chain = up_chain(g, slots, pi, dest.nid, dest.target)
