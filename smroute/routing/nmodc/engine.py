@@ -139,34 +139,63 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     g, dest = graph_from(a), dest_from(a)
     memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
     for sw in groups:
-        sel, out = _partial_entries(a, sw, g, dest, memo, rd)
+        sel, out = _partial_entries(a, [sw], g, dest, memo, rd)[0]
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
 
 
-def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinations,
-                     memo: AlternativesMemo, rd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sel, out)``: the destinations (indices into ``dest``) on the
-    partial targets of a group of switches ``sw`` with the same ones
-    (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
-    them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
-    :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
-    mask = a["n_targets"][a["n_partial"][sw[0]]]
-    sel = np.flatnonzero(mask[dest.target])
-    # one switch of each set of twins (the same entries by construction)
-    first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw, np.flatnonzero(mask))
-    out = np.empty((len(first), len(sel)), dtype=np.uint8)
-    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw[first], out, a["n_slots"],
-                        memo=memo, capacity=False, redirect=rd)
-    return sel, out[row_of]
+#: Entries a kernel call costs about as much as (its fixed part): groups of
+#: switches with the same partial targets are routed in one call where the
+#: entries it adds stay below this many per call saved (:func:`_partial_entries`).
+CALL_ENTRIES = 30_000
+
+
+def _partial_entries(a: Arrays, groups: list[np.ndarray], g: SwitchGraph, dest: Destinations,
+                     memo: AlternativesMemo, rd: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group of switches with the same partial targets (:func:`_mask_groups`),
+    ``(sel, out)``: the destinations (indices into ``dest``) on its partial
+    targets, and Nmodc's kernel's entries of its switches towards them
+    ``(len(group), len(sel))`` uint8 (``memo`` / ``rd``: as
+    :func:`~smroute.routing.nmodc.nominal.route_block`'s), routed for one
+    switch of each set of twins.  The groups' twins in one kernel call
+    towards all their partial targets where that adds fewer entries than
+    :data:`CALL_ENTRIES` per call saved: an entry reads its own column only
+    (no share by capacity), so each group's are the same."""
+    sels, twins = [], []
+    for grp in groups:
+        mask = a["n_targets"][a["n_partial"][grp[0]]]
+        sels.append(np.flatnonzero(mask[dest.target]))
+        # one switch of each set of twins (the same entries by construction)
+        twins.append(twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, grp, np.flatnonzero(mask)))
+    n_f, n_d = [len(t[0]) for t in twins], [len(x) for x in sels]
+    alone = sum(f * d for f, d in zip(n_f, n_d, strict=True))
+    if sum(n_f) * sum(n_d) <= alone + CALL_ENTRIES * (len(groups) - 1):
+        batches = [list(range(len(groups)))]
+    else:
+        batches = [[i] for i in range(len(groups))]
+    got: list[tuple[np.ndarray, np.ndarray]] = [(sels[0], sels[0])] * len(groups)
+    for batch in batches:
+        sel = np.unique(np.concatenate([sels[i] for i in batch]))
+        rows = np.concatenate([groups[i][twins[i][0]] for i in batch])
+        out = np.empty((len(rows), len(sel)), dtype=np.uint8)
+        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), rows, out, a["n_slots"],
+                            memo=memo, capacity=False, redirect=rd)
+        at = 0
+        for i in batch:
+            first, row_of = twins[i]
+            cols = np.searchsorted(sel, sels[i])
+            got[i] = (sels[i], np.take(out[at + row_of], cols, axis=1))
+            at += len(first)
+    return got
 
 
 def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
                     cache: dict[str, Any]) -> None:
     """The pass "partial" (:func:`partial_pass`) in the kernel phase: the
     entries of ``switches`` (Dmodc's rows ``out``, in place) towards their
-    partial targets, a kernel call per group of switches with the same
-    ones (:func:`_mask_groups`, the whole group at its first block; the
-    pool's parts hold whole groups, :meth:`Nmodc.kernel_parts`)."""
+    partial targets, for the groups of switches with the same ones
+    (:func:`_mask_groups`) a block meets first, each group whole
+    (:func:`_partial_entries`; the pool's parts hold whole groups,
+    :meth:`Nmodc.kernel_parts`)."""
     if "p_group" not in cache:
         groups = _mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
         of = np.full(len(a["n_dmodc"]), -1, dtype=np.int64)
@@ -174,11 +203,15 @@ def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
             of[grp] = i
         cache.update(p_group=of, p_groups=groups, p_done={})
     at = cache["p_group"][switches]
-    dest = cache["dest"]
-    for i in np.unique(at[at >= 0]).tolist():
-        grp, done = cache["p_groups"][i], cache["p_done"]
-        if i not in done:
-            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"])
+    dest, done = cache["dest"], cache["p_done"]
+    seen = np.unique(at[at >= 0]).tolist()
+    todo = [i for i in seen if i not in done]
+    if todo:  # the block's groups not seen yet, together
+        done.update(zip(todo, _partial_entries(a, [cache["p_groups"][i] for i in todo],
+                                               cache["g"], dest, cache["memo"], cache["rd"]),
+                        strict=True))
+    for i in seen:
+        grp = cache["p_groups"][i]
         sel, ent = done[i]
         rows = np.flatnonzero(at == i)
         got = ent[np.searchsorted(grp, switches[rows])]
