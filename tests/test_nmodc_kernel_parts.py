@@ -278,3 +278,26 @@ def test_balance_parts_whole_sibling_groups_even_in_work(k: int) -> None:
         first = sum(w[int(s)] for s in parts[0])
         last = label[np.searchsorted(leaves, parts[0][-1])]  # its last group, by label order
         assert first >= half > first - sum(w[int(s)] for s in leaves[label == last])
+
+
+@pytest.mark.parametrize("case", DAMAGED, ids=_ids)
+def test_partial_entries_of_groups_together_are_each_groups_alone(
+        case: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups with the same partial targets routed in one kernel call
+    (their twins towards all their targets) get each group's entries alone."""
+    from smroute.routing.nmodc.slot_tables import AlternativesMemo
+
+    f, lmc = _fabric(case)
+    prep = _prepared(f, lmc)
+    a = nmodc_engine.WHOLE.arrays(prep)
+    groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+    if len(groups) < 2:
+        pytest.skip("fewer than two groups with partial targets on this tree")
+    g, dest = prep.graph, prep.dest
+    rd = nominal.redirect_dividers(g, a["pi"])
+    alone = [nmodc_engine._partial_entries(a, [grp], g, dest, AlternativesMemo(), rd)[0]
+             for grp in groups]
+    monkeypatch.setattr(nmodc_engine, "CALL_ENTRIES", 1 << 40)  # always together
+    together = nmodc_engine._partial_entries(a, groups, g, dest, AlternativesMemo(), rd)
+    for (s1, e1), (s2, e2) in zip(alone, together, strict=True):
+        assert np.array_equal(s1, s2) and np.array_equal(e1, e2)
