@@ -156,8 +156,8 @@ def test_kernel_parts_cover_every_row_once_nominal_rows_first(workers: int) -> N
     lead = np.concatenate(parts[:min(workers, len(nominal_rows))])
     assert np.array_equal(lead, nominal_rows)
     # every group with the same partial targets whole in one part (with
-    # other whole groups), or, larger than a 4 * workers-th of the rows, in
-    # parts of its own; no such part larger than that
+    # other whole groups) of at most a 4 * workers-th of the rows, or, larger
+    # than that, in parts of its own of at most a workers-th of the rows
     groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
     label = np.full(len(rows), -1)
     for i, grp in enumerate(groups):
@@ -168,9 +168,11 @@ def test_kernel_parts_cover_every_row_once_nominal_rows_first(workers: int) -> N
         if got[0] < 0:  # Dmodc's other rows: no group
             assert len(got) == 1
             continue
-        assert len(p) <= most
-        if len(got) > 1:  # whole groups
+        if len(got) > 1 or len(groups[got[0]]) <= most:  # whole groups
+            assert len(p) <= most
             assert all(np.isin(groups[i], p).all() for i in got)
+        else:
+            assert len(p) <= -(-len(rows) // workers)
     for grp in groups:
         if len(grp) <= most:
             assert sum(np.isin(grp, p).any() for p in parts) == 1

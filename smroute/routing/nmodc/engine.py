@@ -343,10 +343,11 @@ class Nmodc:
         :attr:`partial_in_kernel`, each group of switches with the same
         partial targets (:func:`_mask_groups`, whose entries a process
         computes once) whole, the largest first: one larger than a ``4 *
-        workers``-th of the rows in parts of its own of at most that many,
-        the others together in parts up to that many (fewer tasks, each with
-        a kernel call per block); then Dmodc's other rows in ``4 * workers``
-        parts (one part each for one worker)."""
+        workers``-th of the rows in parts of its own of at most a
+        ``workers``-th of the rows, the others together in parts up to a ``4 *
+        workers``-th (fewer tasks, each with a kernel call per block); then
+        Dmodc's other rows in ``4 * workers`` parts (one part each for one
+        worker)."""
         if "n_dmodc" not in a:
             nominal_rows, plain = rows[:0], rows
         else:
@@ -363,9 +364,11 @@ class Nmodc:
                 mask[np.concatenate(groups)] = False
                 plain = np.flatnonzero(mask)
         k = 1 if workers == 1 else 4 * workers
-        most = -(-len(rows) // k)
+        most, per_worker = -(-len(rows) // k), -(-len(rows) // workers)
+        # (a large group in as few parts as a worker's share allows: each
+        # process routing a part of it computes the group's entries)
         chunks = [c for grp in groups if len(grp) > most
-                  for c in np.array_split(grp, -(-len(grp) // most))]
+                  for c in np.array_split(grp, -(-len(grp) // per_worker))]
         # the smaller groups together, whole, up to as many rows a part
         small: list[np.ndarray] = []
         for grp in (grp for grp in groups if len(grp) <= most):
