@@ -303,3 +303,25 @@ def test_partial_entries_of_groups_together_are_each_groups_alone(
     together = nmodc_engine._partial_entries(a, groups, g, dest, AlternativesMemo(), rd)
     for (s1, e1), (s2, e2) in zip(alone, together, strict=True):
         assert np.array_equal(s1, s2) and np.array_equal(e1, e2)
+
+
+@pytest.mark.parametrize("case", DAMAGED, ids=_ids)
+def test_known_counts_below_give_the_same_rows_and_descent_keys(case: tuple) -> None:
+    """dmodc_rows and descent_keys read the switches below each switch
+    from the counts given (Nmodc.arrays counts them once) as from the costs."""
+    from smroute.routing.nmodc.as_dmodc import dmodc_rows
+    from smroute.routing.nmodc.descent import descent_keys
+
+    f, lmc = _fabric(case)
+    prep = _prepared(f, lmc)
+    g, c, slots = prep.graph, prep.costs, prep.aux
+    below = (c < dmodc.UP_PHASE).sum(axis=1, dtype=np.int32)
+    share = slot_tables.may_share(g, c, prep.dest)
+    for x, y in zip(dmodc_rows(g, c, slots, share), dmodc_rows(g, c, slots, share, below),
+                    strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(descent_keys(g, c, slots, prep.dividers, prep.dest),
+                          descent_keys(g, c, slots, prep.dividers, prep.dest, below))
+    # and the counts are read: wrong ones give other rows
+    wrong = dmodc_rows(g, c, slots, share, below + 1)[0]
+    assert not np.array_equal(wrong, dmodc_rows(g, c, slots, share)[0])

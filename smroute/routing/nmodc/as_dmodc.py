@@ -193,8 +193,8 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
     return True
 
 
-def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
-               share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, share: np.ndarray,
+               below: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where Nmodc's kernel (:func:`~smroute.routing.nmodc.nominal.route_block`)
     gives Dmodc's kernel's entries (:func:`~smroute.routing.kernel.route_block`)
     with the same dividers and destinations.
@@ -207,7 +207,9 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     but towards the targets where some but not all of their up groups lead
     closer: those targets are ``partial`` (``(S,)`` int64, an index into
     the rows of ``targets`` ``(P, S)`` bool, -1: none), per set of
-    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs."""
+    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs;
+    ``below`` ``(S,)`` the switches at or below each (``c < UP_PHASE`` per
+    row) if known."""
     n = g.n_switches
     rank = g.rank
     up = (rank[g.grp_remote] > rank[g.grp_switch]) & (rank[g.grp_switch] >= 0)
@@ -226,7 +228,9 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
         np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
     fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
     if len(fork):
-        ok[fork[(c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) != paths[fork]]] = False
+        n_below = (below[fork] if below is not None
+                   else (c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32))
+        ok[fork[n_below != paths[fork]]] = False
     # the targets some but not all of a set of up-neighbours are nearest to
     partial = np.full(n, -1, dtype=np.int64)
     nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))

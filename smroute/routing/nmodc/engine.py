@@ -37,7 +37,7 @@ from smroute.routing.api import (
     graph_from,
     subset,
 )
-from smroute.routing.dmodc import Destinations
+from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
@@ -287,10 +287,14 @@ class Nmodc:
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
-        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
+        # the switches at or below each (read by both of these)
+        below = (prep.costs < UP_PHASE).sum(axis=1, dtype=np.int32)
+        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"],
+                                            below)
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
-        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest)
+        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest,
+                                   below)
         _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
