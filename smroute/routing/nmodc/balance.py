@@ -91,7 +91,8 @@ def _up_cost(c_up: np.ndarray) -> np.ndarray:
 def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(which, e)``: for every index ``i`` of ``pick`` ``(K,)`` (target
     indices), each destination ``e`` (index into ``t_of``) on that target."""
-    by_t = np.argsort(t_of, kind="stable")
+    # (a stable sort of 16-bit keys is a radix sort: 10x faster)
+    by_t = np.argsort(t_of.astype(np.uint16) if n_t <= 1 << 16 else t_of, kind="stable")
     n_on = np.bincount(t_of, minlength=n_t)
     which, at = runs((np.cumsum(n_on) - n_on)[pick], n_on[pick])
     return which, by_t[at]
