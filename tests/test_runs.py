@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smroute.routing.runs import place_in_runs, runs
+from smroute.routing.runs import place_in_runs, runs, stable_order
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -26,3 +26,10 @@ def test_runs_expands_each_run() -> None:
     which, at = runs(np.array([5, 0, 9]), np.array([2, 0, 3]))
     np.testing.assert_array_equal(which, [0, 0, 2, 2, 2])
     np.testing.assert_array_equal(at, [5, 6, 9, 10, 11])
+
+
+@pytest.mark.parametrize("top", [1, 300, 1 << 16, (1 << 16) + 1, 1 << 40])
+def test_stable_order_is_a_stable_argsort(top: int) -> None:
+    rng = np.random.default_rng(top % 1000)
+    v = rng.integers(0, top, 5000)
+    np.testing.assert_array_equal(stable_order(v, top), np.argsort(v, kind="stable"))

@@ -17,6 +17,7 @@ import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
 from smroute.routing.kernel_native import LIBRARY, native_routes
+from smroute.routing.runs import stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
@@ -97,7 +98,7 @@ def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
     present[dest.target] = True
     tgt_u = np.flatnonzero(present)
     tgt_i = (np.cumsum(present) - 1)[dest.target]
-    order = np.argsort(dest.target, kind="stable")
+    order = stable_order(dest.target, c.shape[1])
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
