@@ -228,7 +228,7 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     ups, slot_ui, sib = _uppers(g, slots, leaves)
     width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
-    targets, t_of = np.unique(dest.target[eps], return_inverse=True)
+    targets, t_of = keys.dense(dest.target[eps], len(c))
     up_cost = _up_cost(np.take(np.take(c, ups, axis=0), targets, axis=1))
     leaf_cost = np.take(np.take(c, leaves, axis=0), targets, axis=1)
     b, j = np.nonzero(slot_ui >= 0)
