@@ -258,7 +258,7 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     # count, so it never beats a down-only cost and compares hops otherwise.
     hop = np.uint8(UP_PHASE - 1)
     as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
-    as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
+    as_up = (sub_t & hop) | np.uint8(UP_PHASE)  # (INF has every low bit set: stays INF)
     down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
     rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
