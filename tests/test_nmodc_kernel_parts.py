@@ -155,15 +155,27 @@ def test_kernel_parts_cover_every_row_once_nominal_rows_first(workers: int) -> N
     nominal_rows = np.flatnonzero(~a["n_dmodc"])
     lead = np.concatenate(parts[:min(workers, len(nominal_rows))])
     assert np.array_equal(lead, nominal_rows)
-    # every group with the same partial targets in parts of its own, none
-    # of them more than a 4 * workers-th of the rows
+    # every group with the same partial targets whole in one part (with
+    # other whole groups) of at most a 4 * workers-th of the rows, or, larger
+    # than that, in parts of its own of at most a workers-th of the rows
     groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
     label = np.full(len(rows), -1)
     for i, grp in enumerate(groups):
         label[grp] = i
+    most = len(rows) if workers == 1 else -(-len(rows) // (4 * workers))
     for p in parts:
-        assert len(np.unique(label[p])) == 1
-        assert label[p[0]] < 0 or workers == 1 or len(p) <= -(-len(rows) // (4 * workers))
+        got = np.unique(label[p])
+        if got[0] < 0:  # Dmodc's other rows: no group
+            assert len(got) == 1
+            continue
+        if len(got) > 1 or len(groups[got[0]]) <= most:  # whole groups
+            assert len(p) <= most
+            assert all(np.isin(groups[i], p).all() for i in got)
+        else:
+            assert len(p) <= -(-len(rows) // workers)
+    for grp in groups:
+        if len(grp) <= most:
+            assert sum(np.isin(grp, p).any() for p in parts) == 1
     assert {int(x) for p in parts for x in np.unique(label[p])} >= set(range(len(groups)))
     # a subset of rows (an incremental reroute's): those rows only
     sub = rows[::3]
@@ -237,3 +249,79 @@ def test_twin_rows_are_the_kernels_rows(case: tuple) -> None:
         assert np.array_equal(want[first][row_of], want)
         fewer += len(sw) - len(first)
     assert fewer > 0 or case[0] == PARALLEL
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_balance_parts_whole_sibling_groups_even_in_work(k: int) -> None:
+    """The pass "balance"'s parts cover the nominal leaves once, each
+    sibling group whole; a leaf that lost a slot weighs
+    LOST_SLOT_WEIGHT leaves when the parts are cut."""
+    from smroute.routing.nmodc import balance
+
+    f, _ = degrade(pgft(*SHARES), np.random.default_rng(0), links=6)
+    prep = _prepared(f, None)
+    g, slots = prep.graph, prep.aux
+    parts = nmodc_engine.group_parts(g, slots, k)
+    leaves = balance.nominal_leaves(g, slots)
+    assert np.array_equal(np.sort(np.concatenate(parts)), leaves)
+    label = balance.sibling_groups(g, slots, leaves)
+    at = {int(s): i for i, p in enumerate(parts) for s in p}
+    for lab in np.unique(label):
+        assert len({at[int(s)] for s in leaves[label == lab]}) == 1
+    assert len(parts) <= k
+    if k == 2:  # the cut sits nearer the weighted middle than any other group boundary
+        width = slots.slot_grp.shape[1]
+        lost = ((slots.slot_grp[leaves, :width] < 0)
+                & (np.arange(width)[None, :] < slots.arity[leaves][:, None])).any(axis=1)
+        assert lost.any()
+        w = {int(s): (nmodc_engine.LOST_SLOT_WEIGHT if x else 1)
+             for s, x in zip(leaves, lost, strict=True)}
+        half = sum(w.values()) / 2
+        first = sum(w[int(s)] for s in parts[0])
+        last = label[np.searchsorted(leaves, parts[0][-1])]  # its last group, by label order
+        assert first >= half > first - sum(w[int(s)] for s in leaves[label == last])
+
+
+@pytest.mark.parametrize("case", DAMAGED, ids=_ids)
+def test_partial_entries_of_groups_together_are_each_groups_alone(
+        case: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups with the same partial targets routed in one kernel call
+    (their twins towards all their targets) get each group's entries alone."""
+    from smroute.routing.nmodc.slot_tables import AlternativesMemo
+
+    f, lmc = _fabric(case)
+    prep = _prepared(f, lmc)
+    a = nmodc_engine.WHOLE.arrays(prep)
+    groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
+    if len(groups) < 2:
+        pytest.skip("fewer than two groups with partial targets on this tree")
+    g, dest = prep.graph, prep.dest
+    rd = nominal.redirect_dividers(g, a["pi"])
+    alone = [nmodc_engine._partial_entries(a, [grp], g, dest, AlternativesMemo(), rd)[0]
+             for grp in groups]
+    monkeypatch.setattr(nmodc_engine, "CALL_ENTRIES", 1 << 40)  # always together
+    together = nmodc_engine._partial_entries(a, groups, g, dest, AlternativesMemo(), rd)
+    for (s1, e1), (s2, e2) in zip(alone, together, strict=True):
+        assert np.array_equal(s1, s2) and np.array_equal(e1, e2)
+
+
+@pytest.mark.parametrize("case", DAMAGED, ids=_ids)
+def test_known_counts_below_give_the_same_rows_and_descent_keys(case: tuple) -> None:
+    """dmodc_rows and descent_keys read the switches below each switch
+    from the counts given (Nmodc.arrays counts them once) as from the costs."""
+    from smroute.routing.nmodc.as_dmodc import dmodc_rows
+    from smroute.routing.nmodc.descent import descent_keys
+
+    f, lmc = _fabric(case)
+    prep = _prepared(f, lmc)
+    g, c, slots = prep.graph, prep.costs, prep.aux
+    below = (c < dmodc.UP_PHASE).sum(axis=1, dtype=np.int32)
+    share = slot_tables.may_share(g, c, prep.dest)
+    for x, y in zip(dmodc_rows(g, c, slots, share), dmodc_rows(g, c, slots, share, below),
+                    strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(descent_keys(g, c, slots, prep.dividers, prep.dest),
+                          descent_keys(g, c, slots, prep.dividers, prep.dest, below))
+    # and the counts are read: wrong ones give other rows
+    wrong = dmodc_rows(g, c, slots, share, below + 1)[0]
+    assert not np.array_equal(wrong, dmodc_rows(g, c, slots, share)[0])

@@ -299,5 +299,8 @@ def seen_cost(c: np.ndarray, down: np.ndarray | bool) -> np.ndarray:
     its own (eq. 1): read as its down-only cost (INF without one) where the
     link goes ``down`` to it, else as ``UP_PHASE`` plus its hop count; the
     neighbour leads closer where the result is below the switch's cost."""
-    as_up = np.where(c < INF, (c & np.uint8(UP_PHASE - 1)) | np.uint8(UP_PHASE), np.uint8(INF))
+    # (INF has every low bit set: read as up, it stays INF)
+    as_up = (np.asarray(c, dtype=np.uint8) & np.uint8(UP_PHASE - 1)) | np.uint8(UP_PHASE)
+    if down is False:
+        return as_up
     return np.where(down, np.where(c < UP_PHASE, c, np.uint8(INF)), as_up).astype(np.uint8)

@@ -17,6 +17,7 @@ import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
 from smroute.routing.kernel_native import LIBRARY, native_routes
+from smroute.routing.runs import stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
@@ -64,6 +65,22 @@ class RouteContext:
         out[:, n] = INF
         return out
 
+    def ext_columns(self, rows_used: np.ndarray) -> np.ndarray:
+        """``ext_t[:, rows_used]`` ``(U, R)`` uint8 C-contiguous
+        (``rows_used`` ascending, ``S`` the all-INF row), from ``ext_t``
+        where it is made or most rows are read, else from ``c`` directly
+        (a few switches' rows: no transposition of every switch's)."""
+        n = self.c.shape[0]
+        if "ext_t" in self.__dict__ or 2 * len(rows_used) > n:
+            return np.take(self.ext_t, rows_used, axis=1)
+        real = rows_used[rows_used < n]
+        got = np.take(self.c, real, axis=0)
+        if len(self.tgt_u) != self.c.shape[1]:  # (else every switch is a target, in order)
+            got = np.take(got, self.tgt_u, axis=1)
+        out = np.full((len(self.tgt_u), len(rows_used)), INF, dtype=np.uint8)
+        out[:, :len(real)] = got.T
+        return out
+
     @cached_property
     def rows(self) -> np.ndarray:
         c, tgt_u = self.c, self.tgt_u
@@ -76,8 +93,12 @@ _BLOCK = 128
 
 
 def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
-    tgt_u, tgt_i = np.unique(dest.target, return_inverse=True)
-    order = np.argsort(dest.target, kind="stable")
+    # the distinct targets (switch ids) by a table over the switches, no sort
+    present = np.zeros(c.shape[1], dtype=bool)
+    present[dest.target] = True
+    tgt_u = np.flatnonzero(present)
+    tgt_i = (np.cumsum(present) - 1)[dest.target]
+    order = stable_order(dest.target, c.shape[1])
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
     cols = slice(int(lid[0]), int(lid[-1]) + 1) if run else lid
@@ -220,12 +241,12 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     ng = g.grp_count[switches]
     valid = np.arange(width)[None, :] < ng[:, None]
     gidx = np.where(valid, g.grp_first[switches][:, None] + np.arange(width)[None, :], 0)
-    n_ext = ctx.ext_t.shape[1]  # the switches and an all-INF row
+    n_ext = ctx.c.shape[0] + 1  # the switches and an all-INF row
     remote = np.where(valid, g.grp_remote[gidx], n_ext - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
     rows_used, row_of = _used_rows(np.concatenate([switches, remote.ravel()]), n_ext)
-    sub_t = np.take(ctx.ext_t, rows_used, axis=1)  # (U, R)
+    sub_t = ctx.ext_columns(rows_used)  # (U, R)
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
@@ -237,7 +258,7 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     # count, so it never beats a down-only cost and compares hops otherwise.
     hop = np.uint8(UP_PHASE - 1)
     as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
-    as_up = np.where(sub_t < INF, (sub_t & hop) | np.uint8(UP_PHASE), np.uint8(INF))
+    as_up = (sub_t & hop) | np.uint8(UP_PHASE)  # (INF has every low bit set: stays INF)
     down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
     rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)

@@ -60,6 +60,7 @@ from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["AS_DMODC", "AsDmodc", "as_dmodc", "dmodc_rows"]
@@ -140,7 +141,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     # LIDs the group's up-neighbours reach, less those below the switch)
     reach = np.zeros(n, dtype=np.int64)  # per head: destination LIDs its switches reach
     slot = np.full((n, max(int(k.max(initial=0)), 1)), -1, dtype=np.int64)
-    slot[h_lo, np.arange(len(h_lo)) - np.searchsorted(h_lo, h_lo)] = h_hi
+    slot[h_lo, place_in_runs(h_lo)] = h_hi
     rows = heads[(k[heads] >= 2) & (k[slot[heads]] > 0).any(axis=1, where=slot[heads] >= 0)]
     for m in np.unique(k[rows]).tolist():
         hs = rows[k[rows] == m]
@@ -192,8 +193,8 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
     return True
 
 
-def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
-               share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, share: np.ndarray,
+               below: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where Nmodc's kernel (:func:`~smroute.routing.nmodc.nominal.route_block`)
     gives Dmodc's kernel's entries (:func:`~smroute.routing.kernel.route_block`)
     with the same dividers and destinations.
@@ -206,13 +207,15 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
     but towards the targets where some but not all of their up groups lead
     closer: those targets are ``partial`` (``(S,)`` int64, an index into
     the rows of ``targets`` ``(P, S)`` bool, -1: none), per set of
-    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs."""
+    up-neighbours over every target.  ``c`` ``(S, S)`` the encoded costs;
+    ``below`` ``(S,)`` the switches at or below each (``c < UP_PHASE`` per
+    row) if known."""
     n = g.n_switches
     rank = g.rank
     up = (rank[g.grp_remote] > rank[g.grp_switch]) & (rank[g.grp_switch] >= 0)
     gid = np.flatnonzero(up)
     lo = g.grp_switch[gid]
-    at = np.arange(len(gid)) - np.searchsorted(lo, lo)
+    at = place_in_runs(lo)
     ok = (slots.own | (slots.arity == g.n_up)) & ~share
     ok[lo[slots.slot_grp[lo, at] != gid]] = False
     # one down path from a switch to any switch: the paths counted over its
@@ -225,7 +228,9 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots,
         np.add.at(paths, d_sw[sel], paths[d_ch[sel]])
     fork = np.flatnonzero(ok & (np.bincount(d_sw, minlength=n) >= 2))
     if len(fork):
-        ok[fork[(c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32) != paths[fork]]] = False
+        n_below = (below[fork] if below is not None
+                   else (c[fork] < UP_PHASE).sum(axis=1, dtype=np.int32))
+        ok[fork[n_below != paths[fork]]] = False
     # the targets some but not all of a set of up-neighbours are nearest to
     partial = np.full(n, -1, dtype=np.int64)
     nom = np.flatnonzero(ok & ~slots.own & (g.n_up >= 3))

@@ -51,15 +51,16 @@ probe position), never per destination.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
+from smroute.routing.nmodc import keys
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
-from smroute.routing.runs import runs
+from smroute.routing.runs import place_in_runs, runs, stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
@@ -90,7 +91,7 @@ def _up_cost(c_up: np.ndarray) -> np.ndarray:
 def _on_targets(t_of: np.ndarray, n_t: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(which, e)``: for every index ``i`` of ``pick`` ``(K,)`` (target
     indices), each destination ``e`` (index into ``t_of``) on that target."""
-    by_t = np.argsort(t_of, kind="stable")
+    by_t = stable_order(t_of, n_t)
     n_on = np.bincount(t_of, minlength=n_t)
     which, at = runs((np.cumsum(n_on) - n_on)[pick], n_on[pick])
     return which, by_t[at]
@@ -111,11 +112,11 @@ def _uppers(g: SwitchGraph, slots: NominalSlots,
     width = max(int(slots.arity[leaves].max(initial=1)), 1)
     sg = slots.slot_grp[leaves, :width]
     b, j = np.nonzero(sg >= 0)
-    ups, ui = np.unique(g.grp_remote[sg[b, j]], return_inverse=True)
+    ups, ui = keys.dense(g.grp_remote[sg[b, j]], len(g.rank))
     slot_ui = np.full(sg.shape, -1, dtype=np.int64)
     slot_ui[b, j] = ui
     sib = components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
-    return ups, slot_ui, np.unique(sib, return_inverse=True)[1].ravel()  # labels 0, 1, ...
+    return ups, slot_ui, keys.dense(sib, len(leaves))[1]  # labels 0, 1, ...
 
 
 def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
@@ -189,28 +190,6 @@ class _Redirected:
     routes_on: np.ndarray
 
 
-def _dense(i: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, inverse)``: the distinct values of ``i`` ``(P,)`` (all in
-    ``0 .. n-1``), sorted, and each element's index among them (O(P + n))."""
-    present = np.zeros(n, dtype=bool)
-    present[i] = True
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[i]
-
-
-def _ids(key: np.ndarray, counts: bool = False) -> np.ndarray:
-    """``(R,)`` int64 for ``key`` ``(R,)`` int64 ``>= 0``: each element's
-    index among the distinct values, sorted (``np.unique``'s inverse), or
-    with ``counts`` how many elements equal it; by a table over the values'
-    range where it is small, no sort."""
-    top = int(key.max(initial=-1)) + 1
-    if top > 4 * len(key) + (1 << 20):
-        _, inv, n = np.unique(key, return_inverse=True, return_counts=True)
-        return n[inv.ravel()] if counts else inv.ravel()
-    if counts:
-        return np.bincount(key, minlength=top)[key]
-    return _dense(key, top)[1]
-
-
 def _closer(pr: PartialPairs, goes_up: np.ndarray,
             dense: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``: the
@@ -222,8 +201,8 @@ def _closer(pr: PartialPairs, goes_up: np.ndarray,
     where the pairs fill an eighth of that grid or more, else one cell per
     pair (``T' = 1``: a few damaged leaves, an incremental reroute);
     ``dense`` forces either (the same pairs' bits)."""
-    lv, li = _dense(pr.pb, len(pr.leaves))
-    tv, ti = _dense(pr.pt, len(pr.targets))
+    lv, li = keys.dense(pr.pb, len(pr.leaves))
+    tv, ti = keys.dense(pr.pt, len(pr.targets))
     if not (dense if dense is not None else 8 * len(pr.pb) >= len(lv) * len(tv)):
         ui, n_t = np.take(pr.slot_ui, pr.pb, axis=0), pr.up_cost.shape[1]  # (P, M)
         at, own = np.maximum(ui, 0) * n_t + pr.pt[:, None], pr.pb * n_t + pr.pt  # flat
@@ -249,7 +228,7 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     ups, slot_ui, sib = _uppers(g, slots, leaves)
     width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
-    targets, t_of = np.unique(dest.target[eps], return_inverse=True)
+    targets, t_of = keys.dense(dest.target[eps], len(c))
     up_cost = _up_cost(np.take(np.take(c, ups, axis=0), targets, axis=1))
     leaf_cost = np.take(np.take(c, leaves, axis=0), targets, axis=1)
     b, j = np.nonzero(slot_ui >= 0)
@@ -272,19 +251,25 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     pb, pt = pr.pb, pr.pt
     m = slots.arity[leaves]
     width = slot_ui.shape[1]
-    closer, routes_on, li, ti = _closer(pr, np.take(c[pr.ups], targets, axis=1) >= UP_PHASE)
-    where = pr.siblings[pb] * len(targets) + pt
+    # the closer slots of one pair of each key (:func:`~smroute.routing.nmodc.keys.pair_keys`),
+    # read by all of its pairs
+    first, of = keys.pair_keys(slot_ui, pr.siblings, pr.leaf_cost, pb, pt)
+    closer, routes_on, li, ti = _closer(replace(pr, pb=pb[first], pt=pt[first]),
+                                        np.take(c[pr.ups], targets, axis=1) >= UP_PHASE)
+    where = pr.siblings[pb[first]] * len(targets) + pt[first]
     if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
         kind = np.dtype(np.uint32 if width <= 32 else np.int64)  # (uint32: 2.8x faster)
         code = np.zeros((closer.shape[0], closer.shape[2]), dtype=kind)  # (B', T')
         for j in range(width):
             code |= np.left_shift(closer[:, j].astype(kind), kind.type(j))
-        pair_class = np.unique((where << width) | code[li, ti].astype(np.int64),
-                               return_inverse=True)[1].ravel()
+        key_class = np.unique((where << width) | code[li, ti].astype(np.int64),
+                              return_inverse=True)[1].ravel()
     else:
-        bits = np.packbits(closer, axis=1).transpose(0, 2, 1)[li, ti]  # (P, bytes)
-        pair_class = np.unique(np.concatenate([where[:, None], bits.astype(np.int64)], axis=1),
-                               axis=0, return_inverse=True)[1].ravel()
+        bits = np.packbits(closer, axis=1).transpose(0, 2, 1)[li, ti]  # (K, bytes)
+        key_class = np.unique(np.concatenate([where[:, None], bits.astype(np.int64)], axis=1),
+                              axis=0, return_inverse=True)[1].ravel()
+    # (a key's pairs share its class: the same distinct values, the same ids)
+    pair_class, li, ti = key_class[of], li[of], ti[of]
     # a class's representative: its leaf with the smallest GUID (the same
     # whatever the node order of the fabric)
     o = np.lexsort((g.sw_guid[leaves[pb]], pair_class))
@@ -322,13 +307,15 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     u = pr.slot_ui[b, j]
     # carried[u, t]: a leaf below u reaches target t through u (the highest
     # cost of u's children against u's; a leaf's cost to itself is 0)
-    o = np.argsort(u, kind="stable")
+    o = stable_order(u, len(pr.ups))
     b_by_u, u_sorted = b[o], u[o]
-    nth = np.arange(len(u)) - np.searchsorted(u_sorted, u_sorted)
-    highest = np.zeros(pr.up_cost.shape, dtype=np.uint8)
-    for k in range(int(nth.max(initial=-1)) + 1):
-        sel = nth == k
-        highest[u_sorted[sel]] = np.maximum(highest[u_sorted[sel]], pr.leaf_cost[b_by_u[sel]])
+    nth = place_in_runs(u_sorted)
+    n_u, n_t = pr.up_cost.shape
+    # (each upper switch's children in a row, padded with an all-0 cost row)
+    child = np.full((n_u, int(nth.max(initial=-1)) + 1), len(leaves), dtype=np.int64)
+    child[u_sorted, nth] = b_by_u
+    padded = np.concatenate([pr.leaf_cost, np.zeros((1, n_t), dtype=pr.leaf_cost.dtype)])
+    highest = np.take(padded, child, axis=0).max(axis=1, initial=0)
     carried = pr.up_cost < highest
     # u's slot, arity and divider (one per upper switch: its siblings')
     slot_of = np.zeros(len(ups), dtype=np.int64)
@@ -338,7 +325,7 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
     pi_of = np.ones(len(ups), dtype=np.int64)
     pi_of[u] = pi[leaves[b]]
     eps, t_of = pr.eps, pr.t_of
-    keys = []
+    links = []
     for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
         us = np.flatnonzero((m_of == m) & (pi_of == p))
         res = (dest.nid[eps] // p) % m
@@ -346,8 +333,8 @@ def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: 
             uj, ej = us[slot_of[us] == j], np.flatnonzero(res == j)
             keep = np.take(np.take(carried, uj, axis=0), t_of[ej], axis=1)
             egress = np.take(np.take(ports, ups[uj], axis=0), dest.lid[eps[ej]], axis=1)
-            keys.append((uj[:, None] * 256 + egress)[keep])
-    return np.bincount(np.concatenate(keys) if keys else np.zeros(0, np.int64),
+            links.append((uj[:, None] * 256 + egress)[keep])
+    return np.bincount(np.concatenate(links) if links else np.zeros(0, np.int64),
                        minlength=len(ups) * 256).astype(np.int64, copy=False)
 
 
@@ -394,7 +381,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     # entry in the sibling group and no candidate is lighter by more than REDIRECT_KEEP
     sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
-    n_key = _ids(key, counts=True)
+    n_key = keys.ids(key, counts=True)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
     settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + REDIRECT_KEEP)
     np.add.at(load, lk[settled, -1], 1)
@@ -406,7 +393,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
         choice[r] = _place(cand[rest], up_c[rest], lk[rest], d[r], sib[rest], window,
                            _guid_rank(g, pr.leaves)[rows[r]], len(pr.ups), load, dest)
     # every pair of the class takes the same slot, through its own group
-    by_cls = np.argsort(red.entry_class, kind="stable")
+    by_cls = stable_order(red.entry_class, int(red.pair_class.max(initial=-1)) + 1)
     which, ent = _on_targets(red.entry_class[by_cls], int(red.pair_class.max()) + 1,
                              red.pair_class)
     ent = by_cls[ent]
@@ -432,10 +419,10 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     int64 slots."""
     n, k = cand.shape
     valid = cand >= 0
-    win = _ids(window)
+    win = keys.ids(window)
     n_slot = int(cand.max(initial=0)) + 1
     n_taken = (len(win) and int(win.max()) + 1) * n_slot
-    d_vals, d_of = _dense(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
+    d_vals, d_of = keys.dense(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
     n_d = len(d_vals)
     n_carry = n_up * n_d
     # destinations in NID order, dealt round-robin into REDIRECT_BLOCKS blocks: NIDs
@@ -482,7 +469,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
             cost = np.where(carry_f[c_k], 0, load_f[lk_o[pend]] + 1)
             cost += REDIRECT_SPREAD * taken_f[tk[pend]]
             best = np.argmin(cost, axis=1)  # the first of equal costs
-            cb = np.take_along_axis(cost, best[:, None], axis=1)[:, 0]
+            cb = cost.min(axis=1)
             free = cb == 0
             # an entry without a free upper switch keeps the kernel's unless
             # it is heavier by more than REDIRECT_KEEP; the first such entry of each
@@ -490,7 +477,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
             best = np.where(~free & (cost[:, -1] <= cb + REDIRECT_KEEP), k - 1, best)
             other = np.flatnonzero(~free)
             key = key_o[pend[other]]
-            lead = other[np.r_[True, key[1:] != key[:-1]]] if len(other) else other
+            lead = other[np.concatenate(([True], key[1:] != key[:-1]))] if len(other) else other
             placed = np.concatenate([np.flatnonzero(free), lead])
             pp, bp = pend[placed], best[placed]
             choice[order[pp]] = cand_o[pp, bp]

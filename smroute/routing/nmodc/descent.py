@@ -88,11 +88,17 @@ def _closer_down(g: SwitchGraph, c: np.ndarray, s: np.ndarray, tgt: np.ndarray
     return gid, closer
 
 
-def _shared_below(g: SwitchGraph, c: np.ndarray, targets: np.ndarray) -> np.ndarray:
+def _shared_below(g: SwitchGraph, c: np.ndarray, targets: np.ndarray,
+                  n_below: np.ndarray | None = None) -> np.ndarray:
     """``(S,)`` bool: some target lies below two of the switch's children
-    (else no target has two closer groups below it: every PGFT)."""
+    (else no target has two closer groups below it: every PGFT); ``n_below``:
+    the switches at or below each switch if known."""
     every = len(targets) == c.shape[1]  # (targets ascending, distinct: every switch)
-    below = ((c if every else np.take(c, targets, axis=1)) < UP_PHASE).sum(axis=1, dtype=np.int32)
+    if every and n_below is not None:
+        below = n_below
+    else:
+        below = ((c if every else np.take(c, targets, axis=1)) < UP_PHASE).sum(axis=1,
+                                                                               dtype=np.int32)
     down = np.flatnonzero(g.rank[g.grp_remote] < g.rank[g.grp_switch]) if len(g.grp_remote) else (
         np.zeros(0, dtype=np.int64))
     children = np.bincount(g.grp_switch[down], weights=below[g.grp_remote[down]],
@@ -101,16 +107,19 @@ def _shared_below(g: SwitchGraph, c: np.ndarray, targets: np.ndarray) -> np.ndar
 
 
 def descent_keys(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, pi: np.ndarray,
-                 dest: Destinations) -> np.ndarray:
+                 dest: Destinations, below: np.ndarray | None = None) -> np.ndarray:
     """Sorted ``(K,)`` int64 keys ``switch * S + target`` of the targets a
     switch sends its arrivals to by their own up-routes (module doc): the
     low digit sends every arrival of the target's closer groups through
-    one group, their up-routes through more."""
+    one group, their up-routes through more.  ``below``: the switches at
+    or below each switch (``c < UP_PHASE`` per row) if known."""
     n = len(g.rank)
     none = np.zeros(0, dtype=np.int64)
     if g.mode != "tree" or not len(dest.lid) or int(g.rank.max(initial=0)) < 1:
         return none
-    multi = _shared_below(g, c, np.unique(dest.target))
+    present = np.zeros(n, dtype=bool)  # the distinct targets, by a table (no sort)
+    present[dest.target] = True
+    multi = _shared_below(g, c, np.flatnonzero(present), below)
     if not multi.any():
         return none
     chain = up_chain(g, slots, pi, dest.nid, dest.target)

@@ -37,7 +37,7 @@ from smroute.routing.api import (
     graph_from,
     subset,
 )
-from smroute.routing.dmodc import Destinations
+from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
@@ -62,18 +62,30 @@ def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
                               nominal.unpacked_slots(a["n_slots"]), leaves)
 
 
+#: A leaf that lost a nominal slot weighs as many leaves in the parts of the
+#: pass "balance" (:func:`group_parts`; the 11,664-host tree with 50 links
+#: or 5 switches removed: the parts' times within 4% of each other).
+LOST_SLOT_WEIGHT = 6
+
+
 def group_parts(g: SwitchGraph, slots: nominal.NominalSlots, k: int) -> list[np.ndarray]:
     """The nominal leaves in at most ``k`` parts of whole sibling groups
-    (:func:`smroute.routing.nmodc.balance.sibling_groups`), about even in leaves."""
+    (:func:`smroute.routing.nmodc.balance.sibling_groups`), about even in
+    work: a leaf that lost a nominal slot (partial towards every target)
+    weighs :data:`LOST_SLOT_WEIGHT` leaves."""
     leaves = balance.nominal_leaves(g, slots)
     if not len(leaves):
         return []
     label = balance.sibling_groups(g, slots, leaves)
     order = np.argsort(label, kind="stable")
     start = np.r_[True, label[order][1:] != label[order][:-1]]
-    # cut between groups, at the group boundary nearest each k-th of the leaves
+    width = slots.slot_grp.shape[1]
+    lost = ((slots.slot_grp[leaves, :width] < 0)
+            & (np.arange(width)[None, :] < slots.arity[leaves][:, None])).any(axis=1)
+    weight = np.concatenate([[0], np.cumsum(np.where(lost[order], LOST_SLOT_WEIGHT, 1))])
+    # cut between groups, at the group boundary nearest each k-th of the weight
     bounds = np.flatnonzero(start)
-    at = np.searchsorted(bounds, np.linspace(0, len(leaves), k + 1)[1:-1])
+    at = np.searchsorted(weight[bounds], np.linspace(0, weight[-1], k + 1)[1:-1])
     cuts = np.unique(bounds[np.minimum(at, len(bounds) - 1)])
     return [p for p in np.split(leaves[order], cuts) if len(p)]
 
@@ -127,34 +139,63 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     g, dest = graph_from(a), dest_from(a)
     memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"])
     for sw in groups:
-        sel, out = _partial_entries(a, sw, g, dest, memo, rd)
+        sel, out = _partial_entries(a, [sw], g, dest, memo, rd)[0]
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
 
 
-def _partial_entries(a: Arrays, sw: np.ndarray, g: SwitchGraph, dest: Destinations,
-                     memo: AlternativesMemo, rd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sel, out)``: the destinations (indices into ``dest``) on the
-    partial targets of a group of switches ``sw`` with the same ones
-    (:func:`_mask_groups`), and Nmodc's kernel's entries of ``sw`` towards
-    them ``(len(sw), len(sel))`` uint8 (``memo`` / ``rd``: as
-    :func:`~smroute.routing.nmodc.nominal.route_block`'s)."""
-    mask = a["n_targets"][a["n_partial"][sw[0]]]
-    sel = np.flatnonzero(mask[dest.target])
-    # one switch of each set of twins (the same entries by construction)
-    first, row_of = twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, sw, np.flatnonzero(mask))
-    out = np.empty((len(first), len(sel)), dtype=np.uint8)
-    nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), sw[first], out, a["n_slots"],
-                        memo=memo, capacity=False, redirect=rd)
-    return sel, out[row_of]
+#: Entries a kernel call costs about as much as (its fixed part): groups of
+#: switches with the same partial targets are routed in one call where the
+#: entries it adds stay below this many per call saved (:func:`_partial_entries`).
+CALL_ENTRIES = 30_000
+
+
+def _partial_entries(a: Arrays, groups: list[np.ndarray], g: SwitchGraph, dest: Destinations,
+                     memo: AlternativesMemo, rd: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group of switches with the same partial targets (:func:`_mask_groups`),
+    ``(sel, out)``: the destinations (indices into ``dest``) on its partial
+    targets, and Nmodc's kernel's entries of its switches towards them
+    ``(len(group), len(sel))`` uint8 (``memo`` / ``rd``: as
+    :func:`~smroute.routing.nmodc.nominal.route_block`'s), routed for one
+    switch of each set of twins.  The groups' twins in one kernel call
+    towards all their partial targets where that adds fewer entries than
+    :data:`CALL_ENTRIES` per call saved: an entry reads its own column only
+    (no share by capacity), so each group's are the same."""
+    sels, twins = [], []
+    for grp in groups:
+        mask = a["n_targets"][a["n_partial"][grp[0]]]
+        sels.append(np.flatnonzero(mask[dest.target]))
+        # one switch of each set of twins (the same entries by construction)
+        twins.append(twin_rows(g, a["c"], a["n_slots"], a["pi"], rd, grp, np.flatnonzero(mask)))
+    n_f, n_d = [len(t[0]) for t in twins], [len(x) for x in sels]
+    alone = sum(f * d for f, d in zip(n_f, n_d, strict=True))
+    if sum(n_f) * sum(n_d) <= alone + CALL_ENTRIES * (len(groups) - 1):
+        batches = [list(range(len(groups)))]
+    else:
+        batches = [[i] for i in range(len(groups))]
+    got: list[tuple[np.ndarray, np.ndarray]] = [(sels[0], sels[0])] * len(groups)
+    for batch in batches:
+        sel = np.unique(np.concatenate([sels[i] for i in batch]))
+        rows = np.concatenate([groups[i][twins[i][0]] for i in batch])
+        out = np.empty((len(rows), len(sel)), dtype=np.uint8)
+        nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), rows, out, a["n_slots"],
+                            memo=memo, capacity=False, redirect=rd)
+        at = 0
+        for i in batch:
+            first, row_of = twins[i]
+            cols = np.searchsorted(sel, sels[i])
+            got[i] = (sels[i], np.take(out[at + row_of], cols, axis=1))
+            at += len(first)
+    return got
 
 
 def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
                     cache: dict[str, Any]) -> None:
     """The pass "partial" (:func:`partial_pass`) in the kernel phase: the
     entries of ``switches`` (Dmodc's rows ``out``, in place) towards their
-    partial targets, a kernel call per group of switches with the same
-    ones (:func:`_mask_groups`, the whole group at its first block; the
-    pool's parts hold whole groups, :meth:`Nmodc.kernel_parts`)."""
+    partial targets, for the groups of switches with the same ones
+    (:func:`_mask_groups`) a block meets first, each group whole
+    (:func:`_partial_entries`; the pool's parts hold whole groups,
+    :meth:`Nmodc.kernel_parts`)."""
     if "p_group" not in cache:
         groups = _mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
         of = np.full(len(a["n_dmodc"]), -1, dtype=np.int64)
@@ -162,14 +203,24 @@ def _kernel_partial(a: Arrays, switches: np.ndarray, out: np.ndarray,
             of[grp] = i
         cache.update(p_group=of, p_groups=groups, p_done={})
     at = cache["p_group"][switches]
-    dest = cache["dest"]
-    for i in np.unique(at[at >= 0]).tolist():
-        grp, done = cache["p_groups"][i], cache["p_done"]
-        if i not in done:
-            done[i] = _partial_entries(a, grp, cache["g"], dest, cache["memo"], cache["rd"])
+    dest, done = cache["dest"], cache["p_done"]
+    seen = np.unique(at[at >= 0]).tolist()
+    todo = [i for i in seen if i not in done]
+    if todo:  # the block's groups not seen yet, together
+        done.update(zip(todo, _partial_entries(a, [cache["p_groups"][i] for i in todo],
+                                               cache["g"], dest, cache["memo"], cache["rd"]),
+                        strict=True))
+    for i in seen:
+        grp = cache["p_groups"][i]
         sel, ent = done[i]
         rows = np.flatnonzero(at == i)
-        out[rows[:, None], dest.lid[sel][None, :]] = ent[np.searchsorted(grp, switches[rows])]
+        got = ent[np.searchsorted(grp, switches[rows])]
+        if len(rows) == len(switches):  # (whole rows by a slice: 6x faster than by pairs)
+            out[:, dest.lid[sel]] = got
+        else:
+            part = out[rows]
+            part[:, dest.lid[sel]] = got
+            out[rows] = part
 
 
 def dmodc_engine() -> Engine:
@@ -236,10 +287,14 @@ class Nmodc:
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
-        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"])
+        # the switches at or below each (read by both of these)
+        below = (prep.costs < UP_PHASE).sum(axis=1, dtype=np.int32)
+        rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"],
+                                            below)
         a["n_dmodc"], a["n_partial"] = rows, partial
         a["n_targets"] = targets if len(targets) else np.zeros((1, len(rows)), dtype=bool)
-        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest)
+        a["n_desc"] = descent_keys(prep.graph, prep.costs, prep.aux, prep.dividers, prep.dest,
+                                   below)
         _ROWS[prep] = (rows, partial, a["n_targets"])
         return a
 
@@ -291,9 +346,12 @@ class Nmodc:
         costs them about as much for one row as for dozens); with
         :attr:`partial_in_kernel`, each group of switches with the same
         partial targets (:func:`_mask_groups`, whose entries a process
-        computes once) in parts of its own, the largest first, at most a
-        ``4 * workers``-th of the rows each; then Dmodc's other rows in ``4 *
-        workers`` parts (one part each for one worker)."""
+        computes once) whole, the largest first: one larger than a ``4 *
+        workers``-th of the rows in parts of its own of at most a
+        ``workers``-th of the rows, the others together in parts up to a ``4 *
+        workers``-th (fewer tasks, each with a kernel call per block); then
+        Dmodc's other rows in ``4 * workers`` parts (one part each for one
+        worker)."""
         if "n_dmodc" not in a:
             nominal_rows, plain = rows[:0], rows
         else:
@@ -310,8 +368,20 @@ class Nmodc:
                 mask[np.concatenate(groups)] = False
                 plain = np.flatnonzero(mask)
         k = 1 if workers == 1 else 4 * workers
-        most = -(-len(rows) // k)
-        chunks = [c for grp in groups for c in np.array_split(grp, -(-len(grp) // most))]
+        most, per_worker = -(-len(rows) // k), -(-len(rows) // workers)
+        # (a large group in as few parts as a worker's share allows: each
+        # process routing a part of it computes the group's entries)
+        chunks = [c for grp in groups if len(grp) > most
+                  for c in np.array_split(grp, -(-len(grp) // per_worker))]
+        # the smaller groups together, whole, up to as many rows a part
+        small: list[np.ndarray] = []
+        for grp in (grp for grp in groups if len(grp) <= most):
+            if small and sum(map(len, small)) + len(grp) > most:
+                chunks.append(np.sort(np.concatenate(small)))
+                small = []
+            small.append(grp)
+        if small:
+            chunks.append(np.sort(np.concatenate(small)))
         return [*np.array_split(nominal_rows, min(workers, max(len(nominal_rows), 1))),
                 *chunks, *np.array_split(plain, min(k, max(len(plain), 1)))]
 

@@ -125,6 +125,7 @@ from smroute.routing.nmodc.slot_tables import (
     occurrences,
     slot_tables,
 )
+from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
@@ -167,8 +168,9 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     first = np.ones(len(kc), dtype=bool)
     first[1:] = (kc[1:] != kc[:-1]) | (kh[1:] != kh[:-1])
     uc, uh = kc[first], kh[first]  # union members, by component then GUID
-    u_slot = np.arange(len(uc)) - np.searchsorted(uc, uc)
-    u_slot, g_size = _column_slots(g, uc, uh, u_slot)
+    u_slot = place_in_runs(uc)
+    # (without a pendant up-neighbour the siblings' components are the columns')
+    u_slot, g_size = _column_slots(g, uc, uh, u_slot, None if pendant.any() else comp)
     size = g_size[comp]  # (S,) nominal arity of each switch's siblings
     top = np.zeros(g.max_rank + 2, dtype=np.int64)  # largest up arity per rank (+1: rank -1)
     np.maximum.at(top, g.rank + 1, g.n_up)
@@ -177,7 +179,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     # as Dmodc does: no upper switch routes on, and a top's down-link reaches
     # one leaf, whose end-ports bound its risk
     routes_on = np.zeros(n, dtype=bool)
-    np.logical_or.at(routes_on, lo, g.n_up[hi] > 0)
+    routes_on[lo[g.n_up[hi] > 0]] = True
     nominal &= routes_on | (g.rank != 0)
     nominal &= n_pendant == 0
     if g.mode != "tree":  # the general up*/down* orientation: no PGFT levels
@@ -187,7 +189,7 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     keys = uc * n + uh
     ko = np.argsort(keys, kind="stable")
     at = np.searchsorted(keys[ko], comp[lo] * n + hi)
-    own = np.arange(len(lo)) - np.searchsorted(lo, lo)  # lo ascending: groups by switch
+    own = place_in_runs(lo)  # lo ascending: groups by switch
     union = u_slot[ko[np.minimum(at, len(ko) - 1)]] if len(ko) else own
     slot = np.where(nominal[lo], union, own)
     slot_grp = np.full((n, max(int(arity.max(initial=0)), int(g.n_up.max(initial=0)), 1)), -1,
@@ -196,8 +198,8 @@ def nominal_slots(g: SwitchGraph) -> NominalSlots:
     return NominalSlots(slot_grp, arity, ~nominal)
 
 
-def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray,
-                  u_slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray, u_slot: np.ndarray,
+                  up_comp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Slots for the up-neighbours a sibling group lost whole (a switch
     removed, not only its links).  ``uc`` / ``uh`` ``(U,)`` int64: the
     union members (sibling group label, up-neighbour), ``u_slot`` their
@@ -219,13 +221,16 @@ def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray,
     survivors (the 1,728-host tree with 64+ switches removed: median SP 21
     against 24 with every group on columns).  A family with a group that has two members in
     one column, or whose complete groups disagree, keeps its groups' own
-    unions."""
+    unions.  ``up_comp``: the components of the switches joined by every up
+    link (child 0 .. n-1, parent n .. 2n-1) if known."""
     n = g.n_switches
     size = np.bincount(uc, minlength=n)
     if not len(uc):
         return u_slot, size
-    plo, phi = g.up_pairs()
-    col = components(2 * n, plo, phi + n)[:n][uh]  # (U,) column of each member
+    if up_comp is None:  # (U,) column of each member
+        plo, phi = g.up_pairs()
+        up_comp = components(2 * n, plo, phi + n)[:n]
+    col = up_comp[uh]
     fam_of = components(2 * n, uc, col + n)[:n]  # per group label: its family
     fam = fam_of[uc]
     # columns per family; groups with two members in one column are no PGFT's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
-from smroute.routing.runs import runs
+from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
@@ -55,7 +55,7 @@ def alternatives(avail: np.ndarray, m: int) -> np.ndarray:
     flat_out, flat_avail = out.reshape(-1), avail.reshape(-1)
     taken = np.zeros(n_p * (m - 1) * m, dtype=np.int16)  # [(p * (m - 1) + r) * m + slot]
     lost_p, lost_j = np.nonzero(~avail)  # by pattern, then slot: the serving order
-    rank = np.arange(len(lost_p)) - np.searchsorted(lost_p, lost_p)
+    rank = place_in_runs(lost_p)
     n_avail = avail.sum(axis=1)
     for q in range(int(rank.max(initial=-1)) + 1):  # the q-th lost slot of every pattern
         sel = rank == q
