@@ -39,11 +39,11 @@ from smroute.fabric.ibnetdiscover.parse import read_fabric  # noqa: E402
 from smroute.fabric.roles import fabric_roles  # noqa: E402
 from smroute.routing import dmodc  # noqa: E402
 from smroute.routing.engine import route  # noqa: E402
-from smroute.routing.nmodc import nominal  # noqa: E402
+from smroute.routing.nmodc import wrap  # noqa: E402
 from smroute.routing.topology import SwitchGraph  # noqa: E402
 
 REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "fabrics" / "real"
-NIDS, GAPS = dmodc.topological_nids, nominal.wrap_gaps
+NIDS, GAPS = dmodc.topological_nids, wrap.wrap_gaps
 
 
 def _with_leaf(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
@@ -71,11 +71,11 @@ def main() -> None:
         roles = fabric_roles(f)
         print(name)
         for label, (nids, gaps) in VARIANTS.items():
-            dmodc.topological_nids, nominal.wrap_gaps = nids, gaps  # type: ignore[assignment]
+            dmodc.topological_nids, wrap.wrap_gaps = nids, gaps  # type: ignore[assignment]
             try:
                 r = route(f, workers=1, labels=False, max_vls=1, algorithm="nmodc")
             finally:
-                dmodc.topological_nids, nominal.wrap_gaps = NIDS, GAPS  # type: ignore[assignment]
+                dmodc.topological_nids, wrap.wrap_gaps = NIDS, GAPS  # type: ignore[assignment]
             view = routing_view(f, r.tables)
             paths = pair_paths(view)
             orders = site_compare.host_orders(f, roles, view.ep_node, view.ep_guid)["compute"]

@@ -20,6 +20,7 @@ from smroute.routing.nmodc import as_dmodc as as_dmodc_module
 from smroute.routing.nmodc import engine as nmodc_engine
 from smroute.routing.nmodc import nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AsDmodc, as_dmodc
+from smroute.routing.nmodc.wrap import wrap_gaps
 from smroute.routing.pool import RoutePool, kernel_rows
 from smroute.routing.topology import SwitchGraph
 
@@ -115,7 +116,7 @@ def test_a_complete_pgft_nmodc_changes_is_not_routed_as_dmodc(
     assert not isinstance(prep.aux, AsDmodc)
     g = prep.graph
     if why == "wrap gaps":
-        assert nominal.wrap_gaps(g, prep.nids) is not prep.nids
+        assert wrap_gaps(g, prep.nids) is not prep.nids
     else:
         assert as_dmodc(g, prep.costs, prep.dest) == why
     got = route(f, algorithm="nmodc", workers=1).tables.ports

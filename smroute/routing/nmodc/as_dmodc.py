@@ -36,7 +36,7 @@ every part of Nmodc gives Dmodc's entries:
    is then the even spread (no gain) and the kernel keeps its tables; and
    no leaf that may share has parallel up cables, which the even up cables
    (:mod:`~smroute.routing.nmodc.even_cables`) would deal.
-6. **No wrap gap**: :func:`~smroute.routing.nmodc.nominal.wrap_gaps` keeps
+6. **No wrap gap**: :func:`~smroute.routing.nmodc.wrap.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
 On a damaged tree most switches still route as Dmodc does, given Nmodc's

@@ -44,6 +44,7 @@ from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.nmodc.twins import twin_rows
+from smroute.routing.nmodc.wrap import wrap_gaps
 from smroute.routing.reroute import IncrementalHook
 from smroute.routing.topology import SwitchGraph
 
@@ -257,7 +258,7 @@ class Nmodc:
         t2 = clock()
         timings["costs"] = t2 - t
         nids = dmodc.topological_nids(g, c)
-        gapped = nominal.wrap_gaps(g, nids)
+        gapped = wrap_gaps(g, nids)
         dest = dmodc.destinations(g, gapped, lmc=lmc)
         if gapped is nids and not as_dmodc(g, c, dest):
             timings["nids"] = clock() - t2

@@ -80,9 +80,9 @@ takes:
   a group's cables (:mod:`~smroute.routing.nmodc.even_cables`; X5: A2A 9 to 7).
 * **Wrap gaps.**  Where a shift permutation's window would not wrap
   cleanly from the last NID to the first (the leaves' modulus does not
-  divide the end-port count), the NIDs get a gap at a leaf boundary
-  (:func:`wrap_gaps`; 2-level trees with equal leaves: the 648-host study
-  tree with spines and leaves removed).
+  divide the host count), the NIDs get a gap at a leaf boundary
+  (:mod:`~smroute.routing.nmodc.wrap`; 2-level trees with equal leaves:
+  the 648-host study tree with spines and leaves removed).
 * **Redirects by load.**  Once every table is computed, the leaves'
   entries whose nominal slot does not lead closer are rechosen by the load
   of the upper switches' up-links (:mod:`smroute.routing.nmodc.balance`): the
@@ -128,7 +128,7 @@ from smroute.routing.nmodc.slot_tables import (
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers", "wrap_gaps",
+__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers",
            "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block", "changed_slots"]
 
 
@@ -267,62 +267,6 @@ def _column_slots(g: SwitchGraph, uc: np.ndarray, uh: np.ndarray, u_slot: np.nda
     g_size = size.copy()
     g_size[uc[use]] = n_cols[fam[use]]
     return out, g_size
-
-
-def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
-    """Nmodc's NIDs: the topological NIDs ``t`` ``(E,)`` int64 (a permutation
-    of ``0 .. E-1``), with a gap at a leaf boundary where a shift
-    permutation's window would not wrap cleanly; ``(E,)`` int64, ``t`` itself
-    where none is needed.
-
-    A leaf of ``w`` hosts sends a shift's ``w`` flows to ``w`` consecutive
-    NIDs, and with ``m`` up cables (equal groups: the group from ``x``, the
-    cable from the quotient, eq. 4) takes ``x mod m``: ``w = q m + r``
-    consecutive NIDs load a cable at most ``q + 1`` times.  Across a
-    boundary where the NIDs jump by ``r + e`` (mod ``m``) instead of the
-    leaf's ``w``, a window still does so if and only if ``0 <= e <= m - r``
-    (``e = 0`` where ``r = 0``).  The cyclic shift wraps from the last NID
-    of the ``E`` hosts on the leaves to 0 (the end-ports numbered after them
-    are few or send no application traffic), a jump of ``e0 = -E mod m``:
-    beyond ``m - r`` a window there loads a cable ``q + 2`` times (the
-    648-host 2-level tree with 4 spines and 4 leaves removed: 576 hosts,
-    ``e0 = 12 > 14 - 4``, shift-permutation risk 3 where ftree has 2).  Gaps
-    of ``e0 - (m - r)`` in all, at most ``m - r`` each, spread over the leaf
-    boundaries, bring the wrap back into range.  Only where every leaf has
-    ``w`` hosts and ``m`` up cables and no upper switch routes on (a 2-level
-    tree: one modulus for every pair); elsewhere ``t``.
-    """
-    leaves = g.leaves
-    _, hi = g.up_pairs()
-    if g.mode != "tree" or not len(leaves) or not len(t) or (g.n_up[hi] > 0).any():
-        return t
-    cables = np.unique(g.grp_port_count[g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0)])
-    m = int(g.n_up[leaves[0]]) * int(cables.max(initial=1))
-    o = np.argsort(t)
-    host = g.is_leaf[g.ep_switch[o]] & ~g.ep_agg[o]  # first; the others take the last gap
-    n = int(np.argmin(host)) if not host.all() else len(o)
-    if n == 0 or host[n:].any():
-        return t
-    sw = g.ep_switch[o[:n]]
-    first = np.r_[True, sw[1:] != sw[:-1]]
-    size = np.diff(np.r_[np.flatnonzero(first), len(sw)])
-    w = int(size[0])
-    if (m < 2 or len(cables) != 1 or (g.n_up[leaves] != g.n_up[leaves[0]]).any()
-            or (size != w).any() or w % m == 0):
-        return t
-    need = (-n) % m - (m - w % m)
-    if need <= 0:
-        return t
-    k = -(-need // (m - w % m))  # gaps of at most m - r
-    if k >= len(size):
-        return t
-    gap = np.zeros(len(size), dtype=np.int64)
-    gap[(np.arange(1, k + 1) * len(size)) // (k + 1)] = need // k + (np.arange(k) < need % k)
-    shift = np.full(len(t), need, dtype=np.int64)
-    shift[:n] = np.cumsum(gap)[np.cumsum(first) - 1]
-    out = np.empty_like(t)
-    out[o] = np.arange(len(t)) + shift
-    return out
 
 
 def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
