@@ -178,11 +178,15 @@ def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per:
 
 
 def leaves_dirs(leaves: int, hosts: int | list[int], kinds: list[str], cables: int, *,
-                leaf_radix: int = 40, leaf_device: int = QUANTUM, line_svc: int = 0,
+                leaf_radix: int = 0, leaf_device: int = QUANTUM, line_svc: int = 0,
                 line_svc_dirs: int = 1, island: bool = False, style: str = "std") -> Plan:
     """Leaves cabled ``cables`` times to each director (kinds may differ);
     ``line_svc`` UFM/storage hosts on the line ASICs of the first
-    ``line_svc_dirs`` directors."""
+    ``line_svc_dirs`` directors; leaves of 40 ports (64-port NDR ones under
+    QM9790s unless ``leaf_radix`` is given)."""
+    if not leaf_radix:
+        ndr = "qm9790" in kinds
+        leaf_radix, leaf_device = (64, QUANTUM2) if ndr else (40, leaf_device)
     site = Site(speed=SPEED[leaf_device], host_device=CONNECTX6)
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], leaf_radix,
                        leaf_device)
@@ -616,7 +620,7 @@ def main() -> int:
             try:
                 made = v.make()
             except Exception as err:  # a recipe that does not fit: say so, go on
-                print(f"| {v.family} | {v.params} | build failed: {err} |", flush=True)
+                print(f"| v{i:03d} {v.family} | {v.params} | build failed: {err} |", flush=True)
                 continue
             f = made
             lines = format_ibdiagnet(f) if v.dialect == "ibdiagnet" else format_topology(f)
