@@ -233,7 +233,7 @@ def test_twin_rows_are_the_kernels_rows(case: tuple) -> None:
     prep = _prepared(f, lmc)
     a = api.engine("nmodc").arrays(prep)
     g, dest = prep.graph, prep.dest
-    rd = nominal.redirect_dividers(g, a["pi"])
+    rd = nominal.redirect_dividers(g, a["pi"], len(prep.nids))
     fewer = 0
     groups = nmodc_engine._mask_groups(a["n_dmodc"], a["n_partial"], a["n_targets"])
     every = np.ones(g.n_switches, dtype=bool)

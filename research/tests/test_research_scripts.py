@@ -231,3 +231,29 @@ def test_merge_catalogue_keeps_the_header_and_the_last_row_of_a_fabric() -> None
     assert got["fabrics"] == [{"fabric": "y", "v": 1}, {"fabric": "x", "v": 2}]
     with pytest.raises(ValueError):
         mc.merge([])
+
+
+def test_unseen_sweep_builds_variants_and_reports_each_run(tmp_path: Path, capsys: Any,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The sweep's variants build as captures are written (the ibdiagnet
+    dialect included, the file parses back to the same switches and CAs),
+    and a run prints one line per variant: modes, exit codes, figures."""
+    sw = load_script("unseen_sweep")
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+
+    names = {f"{v.family} {v.params}": v for v in sw.variants()}
+    assert len(names) > 250
+    v = names["dirs L16 h20 cs7500+cs8500 c4 line_svc2/1dir ibdiagnet"]
+    assert v.dialect == "ibdiagnet"
+    f = v.make()
+    (tmp_path / "d.topo").write_text("\n".join(sw.format_ibdiagnet(f)) + "\n")
+    back = read_fabric(tmp_path / "d.topo")
+    assert (len(back.switches), len(back.cas)) == (len(f.switches), len(f.cas)) == (130, 452)
+    lmc = names["lmc L10 h18 S6 c2 LMC 1"].make()
+    ca_ports = lmc.port_lid[lmc.node_type[lmc.port_node] != 2]
+    assert (ca_ports[ca_ports > 0] % 2 == 0).all()  # LMC 1: aligned base LIDs
+    monkeypatch.setattr(sys, "argv", ["unseen_sweep", "--only", "single switch, 1 host"])
+    assert sw.main() == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if "single switch" in ln]
+    assert len(rows) == 1 and "| 1/1 | tree | 0 |" in rows[0] and "miss 0/0" in rows[0]

@@ -30,7 +30,8 @@ every part of Nmodc gives Dmodc's entries:
    their only candidate is the kernel's group).
 5. **No share by capacity**
    (:func:`~smroute.routing.nmodc.slot_tables.may_share`, from the same
-   counts without the ``(S, T)`` products): no switch may share, or each
+   counts without the ``(S, T)`` products, and a switch whose up groups
+   have unequal cable counts): no switch may share, or each
    that may has the same cables on each up group and the same destination
    LIDs on each from the targets only it leads closer to: the water-filling
    is then the even spread (no gain) and the kernel keeps its tables; and
@@ -60,6 +61,7 @@ from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.nmodc.slot_tables import unequal_cables
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
@@ -160,7 +162,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
                          minlength=n).astype(np.int64)
     s = np.flatnonzero(k >= 2)
     going_up = reach[label[s]] - below[s]
-    share = s[2 * going_up <= (2 * below[s] - 1) * cables[s]]
+    share = s[(2 * going_up <= (2 * below[s] - 1) * cables[s]) | unequal_cables(g, up)[s]]
     if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
         return "shares by capacity"
     return ""

@@ -30,7 +30,7 @@ from smroute.routing.dmodc import Destinations
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["deal_up_cables", "port_groups"]
+__all__ = ["deal_up_cables", "lmc_offsets", "port_groups"]
 
 
 def port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,13 +48,25 @@ def port_groups(g: SwitchGraph, switches: np.ndarray) -> tuple[np.ndarray, np.nd
     return grp, place
 
 
+def lmc_offsets(dest: Destinations, eps: np.ndarray) -> np.ndarray:
+    """``(K,)`` int64: the LMC offset of each end-port destination ``eps``
+    (indices into ``dest``): its LID less its end-port's base LID."""
+    own = dest.owner[eps]
+    base = np.full(int(own.max(initial=-1)) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(base, own, dest.lid[eps])
+    return (dest.lid[eps] - base[own]).astype(np.int64)
+
+
 def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
                    share: np.ndarray) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8 with the end-port destinations each leaf
     of ``share`` ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`)
     sends through an up group of two or more cables dealt over that group's
-    cables in NID order, round-robin from its first cable (module doc); in
-    place, returns ``ports``.  Switch LIDs keep their cables (no data
+    cables in NID order, round-robin from its first cable (module doc), each
+    LMC offset on its own (offset ``i`` from cable ``i``: the base LIDs alone
+    carry most traffic, and dealt together with the other LIDs of their
+    end-ports they would all take one cable of each group); in place,
+    returns ``ports``.  Switch LIDs keep their cables (no data
     traffic).  Upper switches keep theirs: in a complete PGFT with parallel
     up cables Dmodc sends an L2 switch's up-going destinations through one
     cable of each group (PGFT(3;2,2,2;1,2,2;1,2,2), where ``may_share``
@@ -65,19 +77,22 @@ def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     if not len(switches):
         return ports
     eps = np.flatnonzero(~dest.is_switch)
-    lids = dest.lid[eps[np.argsort(dest.nid[eps], kind="stable")]]  # (E,) in NID order
+    off = lmc_offsets(dest, eps)
+    o = np.lexsort((dest.nid[eps], off))  # per LMC offset, in NID order
+    lids, off = dest.lid[eps[o]], off[o]  # (E,)
     grp, _ = port_groups(g, switches)  # (B, 256)
     dealt = (g.rank[g.grp_remote] >= g.rank[g.grp_switch]) & (g.grp_port_count >= 2)
     gid = np.take_along_axis(grp, ports[switches[:, None], lids[None, :]].astype(np.int64),
                              axis=1)  # (B, E)
     on = gid >= 0
     on[on] = dealt[gid[on]]
-    b, e = np.nonzero(on)  # row by row, each row's columns in NID order
-    key = b * len(g.grp_switch) + gid[b, e]
+    b, e = np.nonzero(on)  # row by row, each row's columns per offset in NID order
+    key = (b * len(g.grp_switch) + gid[b, e]) * (int(off.max(initial=0)) + 1) + off[e]
     order = np.argsort(key, kind="stable")
     b, e, key = b[order], e[order], key[order]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # ([0] for none: no run)
     rank = np.arange(len(key)) - np.repeat(first, np.diff(np.r_[first, len(key)]))
+    rank += off[e]  # LID offset i of an end-port starts its deal at cable i
     gr = gid[b, e]
     ports[switches[b], lids[e]] = g.grp_ports[g.grp_port_first[gr] + rank % g.grp_port_count[gr]]
     return ports

@@ -122,6 +122,7 @@ class NmodcIncremental(IncrementalHook):
         # share their cables by capacity (the shares weigh the whole row)
         a = base_arrays(prep)
         a["n_slots"] = nominal.packed_slots(slots_of(prep))
+        a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # not the columns'
         a["n_share"] = np.full(prep.graph.n_switches, whole)
         a["n_desc"] = _DESCENT.get(prep.graph, np.zeros(0, dtype=np.int64))
         return a
@@ -140,7 +141,8 @@ class NmodcIncremental(IncrementalHook):
             steps = [p for p in eng.passes(prep) if p.name in ("partial", "balance")]
             pool.run(eng, prep, rows=region.rows, table=ports, passes=steps)
         else:
-            ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs)
+            ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs,
+                                              n_eps=len(g.ep_switch))
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         return ports, np.zeros(0, dtype=np.int64), NominalState(

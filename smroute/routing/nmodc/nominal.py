@@ -275,7 +275,7 @@ def nominal_dividers(g: SwitchGraph, arity: np.ndarray) -> np.ndarray:
     return dividers(g, arity)
 
 
-def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
+def redirect_dividers(g: SwitchGraph, pi: np.ndarray, n_eps: int) -> np.ndarray:
     """The divider of a lost slot's next digit, ``(S,)`` int64: the
     dividers ``pi`` ``(S,)`` of the top switches above each switch (the
     largest, where it reaches several), ``pi`` itself at a top.
@@ -290,13 +290,21 @@ def redirect_dividers(g: SwitchGraph, pi: np.ndarray) -> np.ndarray:
     with an L2 switch and a spine of another column removed, on columns
     (:func:`_column_slots`): 24 destinations on one link, 15 with ``rd``).
     ``floor(t / rd) mod (m - 1)`` with ``rd`` the tops' divider is a digit
-    no switch above consumes."""
+    no switch above consumes; where the ``n_eps`` end-ports do not reach ``rd
+    (m - 1)`` (few leaves under a large director: it piles the redirects
+    up), a leaf's is ``n_eps // (m - 1)`` unless an up switch's arity is ``m - 1``."""
     rd = pi.astype(np.int64).copy()
     lo, hi = g.up_pairs()
     lo_rank = g.rank[lo]
     for r in range(int(lo_rank.max(initial=-1)), -1, -1):
         sel = lo_rank == r
         np.maximum.at(rd, lo[sel], rd[hi[sel]])
+    m = np.ones(len(rd), dtype=np.int64)  # the arity, from the dividers above
+    np.maximum.at(m, lo, pi[hi].astype(np.int64) // np.maximum(pi[lo].astype(np.int64), 1))
+    minus_one = np.zeros(len(rd), dtype=bool)
+    np.logical_or.at(minus_one, lo, m[hi] == m[lo] - 1)
+    short = (m >= 3) & (n_eps < rd * (m - 1)) & (g.rank == 0) & ~minus_one
+    rd[short] = np.maximum(n_eps // (m[short] - 1), 1)
     return rd
 
 
@@ -338,7 +346,7 @@ def route_block(
     if ctx is None:
         ctx = route_context(c, dest)
     if len(g.grp_remote):
-        rd = redirect if redirect is not None else redirect_dividers(g, pi)
+        rd = redirect if redirect is not None else redirect_dividers(g, pi, len(g.ep_switch))
         _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd)
     local_routes(dest, switches, out, ctx)
 

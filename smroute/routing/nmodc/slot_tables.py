@@ -241,6 +241,10 @@ def capacity_tables(
                                                                    initial=0.0)
     src = below[sw].astype(np.float64)
     gain = np.minimum(even, src) - np.minimum(filled, src) >= 0.5
+    # groups of unequal cables: a permutation loads a cable by the
+    # destinations it carries, whatever the sources below
+    uneq = (np.where(inside, cab, 0).max(axis=1) > np.where(inside, cab, np.inf).min(axis=1))
+    gain |= uneq & (even - filled >= 0.5)
     if not gain.any():
         return tables, pat_of
     sw, fp, k, inside = sw[gain], fp[gain], k[gain], inside[gain]
@@ -311,7 +315,19 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
     cables = np.bincount(g.grp_switch[not_down], weights=g.grp_port_count[not_down],
                          minlength=g.n_switches).astype(np.int64)
-    return (groups > 1) & (2 * going_up <= (2 * below - 1) * cables)
+    return (groups > 1) & ((2 * going_up <= (2 * below - 1) * cables)
+                           | unequal_cables(g, not_down))
+
+
+def unequal_cables(g: SwitchGraph, groups: np.ndarray) -> np.ndarray:
+    """``(S,)`` bool: the switches whose ``groups`` ``(G,)`` bool (e.g. their
+    up groups) have unequal cable counts (a parallel cable lost)."""
+    sw, cnt = g.grp_switch[groups], g.grp_port_count[groups].astype(np.int64)
+    hi = np.zeros(g.n_switches, dtype=np.int64)
+    lo = np.full(g.n_switches, np.iinfo(np.int64).max, dtype=np.int64)
+    np.maximum.at(hi, sw, cnt)
+    np.minimum.at(lo, sw, cnt)
+    return lo < hi
 
 
 def lids_up_and_below(c: np.ndarray, dest: Destinations) -> tuple[np.ndarray, np.ndarray]:
