@@ -296,7 +296,7 @@ def test_partial_entries_of_groups_together_are_each_groups_alone(
     if len(groups) < 2:
         pytest.skip("fewer than two groups with partial targets on this tree")
     g, dest = prep.graph, prep.dest
-    rd = nominal.redirect_dividers(g, a["pi"])
+    rd = nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0]))
     alone = [nmodc_engine._partial_entries(a, [grp], g, dest, AlternativesMemo(), rd)[0]
              for grp in groups]
     monkeypatch.setattr(nmodc_engine, "CALL_ENTRIES", 1 << 40)  # always together

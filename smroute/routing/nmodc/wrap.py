@@ -18,8 +18,9 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     where none is needed.
 
     A leaf of ``w`` hosts sends a shift's ``w`` flows to ``w`` consecutive
-    NIDs, and with ``m`` up cables (equal groups: the group from ``x``, the
-    cable from the quotient, eq. 4) takes ``x mod m``: ``w = q m + r``
+    NIDs, and with ``m`` up cables (the groups times the cables of a
+    complete group: the group from ``x``, the cable from the quotient, eq.
+    4) takes ``x mod m``: ``w = q m + r``
     consecutive NIDs load a cable at most ``q + 1`` times.  Across a
     boundary where the NIDs jump by ``r + e`` (mod ``m``) instead of the
     leaf's ``w``, a window still does so if and only if ``0 <= e <= m - r``
@@ -38,8 +39,10 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     _, hi = g.up_pairs()
     if g.mode != "tree" or not len(leaves) or not len(t) or (g.n_up[hi] > 0).any():
         return t
-    cables = np.unique(g.grp_port_count[g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0)])
-    m = int(g.n_up[leaves[0]]) * int(cables.max(initial=1))
+    # the cables of a complete group (a lost cable keeps the NIDs: no reroute
+    # in full for one cable)
+    up = g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0)
+    m = int(g.n_up[leaves[0]]) * int(g.grp_port_count[up].max(initial=1))
     o = np.argsort(t)
     host = g.is_leaf[g.ep_switch[o]] & ~g.ep_agg[o]  # first; the others take the last gap
     n = int(np.argmin(host)) if not host.all() else len(o)
@@ -49,7 +52,7 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     first = np.r_[True, sw[1:] != sw[:-1]]
     size = np.diff(np.r_[np.flatnonzero(first), len(sw)])
     w = int(size[0])
-    if (m < 2 or len(cables) != 1 or (g.n_up[leaves] != g.n_up[leaves[0]]).any()
+    if (m < 2 or (g.n_up[leaves] != g.n_up[leaves[0]]).any()
             or (size != w).any() or w % m == 0):
         return t
     need = (-n) % m - (m - w % m)
