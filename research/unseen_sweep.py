@@ -140,6 +140,20 @@ def two_level(leaves: int, hosts: int | list[int], spines: int, cables: int, *,
     return Plan(site, svc)
 
 
+def _pod_spines(site: Site, groups: list[list[int]], spines: int, cables: int, radix: int,
+                device: int) -> list[list[int]]:
+    """Per pod, ``spines`` spines, each cabled to every leaf of the pod."""
+    sps = []
+    for g, lv in enumerate(groups):
+        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
+                           radix, device)
+        for leaf in lv:
+            for s in sp:
+                site.cable(leaf, s, cables)
+        sps.append(sp)
+    return sps
+
+
 def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per: int,
                 cables: int = 1, core_cables: int = 1, *, radix: int = 40,
                 device: int = QUANTUM, core_svc: int = 0, spine_svc: int = 0,
@@ -156,14 +170,7 @@ def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per:
         groups.append(lv)
     if island:
         _island(site, groups[0][0], radix, device)
-    sps = []
-    for g, lv in enumerate(groups):
-        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
-                           radix, device)
-        for leaf in lv:
-            for s in sp:
-                site.cable(leaf, s, cables)
-        sps.append(sp)
+    sps = _pod_spines(site, groups, spines, cables, radix, device)
     cores = [[site.switch(f"MF0;core-{j + 1:02d}-{k + 1:02d}:MQM/U1", radix, device)
               for k in range(cores_per)] for j in range(spines)]
     for sp in sps:
@@ -227,14 +234,7 @@ def pods_dirs(pods: list[int], hosts: int, spines: int, up: int, kinds: list[str
         _hosts(site, lv, _per(hosts, n), "std", start)
         start += n
         groups.append(lv)
-    flat = []
-    for g, lv in enumerate(groups):
-        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
-                           radix, device)
-        for leaf in lv:
-            for s in sp:
-                site.cable(leaf, s, cables)
-        flat += sp
+    flat = [s for sp in _pod_spines(site, groups, spines, cables, radix, device) for s in sp]
     dirs = [_dir(site, k, kd) for k, kd in enumerate(kinds)]
     for s in flat:
         for d in dirs:
