@@ -57,11 +57,11 @@ def _throws(text: str) -> list[int]:
     return out
 
 
-def merged(cached: Sequence[Row], new: Sequence[Row]) -> tuple[list[Row], int]:
+def merged(cached: Sequence[Row], new: Sequence[Row]) -> tuple[list[Row], list[int]]:
     """The cached rows with ``new`` (rows of ``dmodc`` and ``nmodc``) in
     place of their throws' cached Nmodc rows, which stay as engine
-    :data:`CACHED`; and how many new Dmodc rows differ from their cached
-    row in a metric (0: the study's protocol)."""
+    :data:`CACHED`; and the throws whose new Dmodc row differs from its
+    cached row in a metric (none: the study's protocol)."""
     def key(r: Row) -> tuple[object, ...]:
         return r["fabric"], r["mode"], r["seed"], r["throw"]
 
@@ -69,14 +69,14 @@ def merged(cached: Sequence[Row], new: Sequence[Row]) -> tuple[list[Row], int]:
     rerun = {key(r) for r in new}
     out = [dict(r, engine=CACHED) if r["engine"] == "nmodc" and key(r) in rerun else r
            for r in cached if not (r["engine"] == "dmodc" and key(r) in rerun)]
-    differ = 0
+    differ: list[int] = []
     for r in new:
         r = {k: as_stored(v) if isinstance(v, float) and not math.isnan(v) else v
              for k, v in r.items()}
         old = by.get((key(r), r["engine"]))
         if r["engine"] == "dmodc" and old is not None and not reproduces(
                 r, old, [m for m in METRICS if m in old]):
-            differ += 1
+            differ.append(int(str(r["throw"])))
         out.append(r)
     return out, differ
 
@@ -130,8 +130,9 @@ def main() -> int:
                   file=sys.stderr, flush=True)
     rows, differ = merged(cached, new)
     if differ:
-        print(f"warning: {differ} Dmodc rows differ from the CSV's: not the study's protocol "
-              "(other code, seed, VLs or random orders?)", file=sys.stderr)
+        print(f"warning: {len(differ)} Dmodc rows differ from the CSV's (throws "
+              f"{', '.join(map(str, sorted(differ)))}): not the study's protocol (other code, "
+              "seed, VLs or random orders?)", file=sys.stderr)
     rivals = [e for e in OPENSM_ENGINES if any(r["engine"] == e for r in rows)]
     print(f"{label} {args.mode}, {len(throws)} throws rerun: Nmodc against the best OpenSM "
           "engine")

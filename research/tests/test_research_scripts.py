@@ -106,7 +106,7 @@ def test_nmodc_dev_reproduces_the_study_and_keeps_the_cached_rows(tmp_path: Path
                 else r for r in cached]
     new = [dict(r) for r in cached if r["throw"] == 1]
     merged, differ = dev.merged(rows_off, new)
-    assert differ == 1
+    assert differ == [1]
     assert sorted(r["engine"] for r in merged if r["throw"] == 1) == ["dmodc", "nmodc",
                                                                        "nmodc-csv"]
 
