@@ -126,3 +126,18 @@ def test_lid_check_names_the_switch() -> None:
     bad = ForwardingTables(t.switch_guid, lids, t.switch_desc, t.ports)
     msg = _check_lids(bad, f)
     assert f"{int(t.switch_guid[2]):#018x}" in msg and "LIDs changed" in msg
+
+
+def test_the_default_engine_gets_the_vls_the_others_one(tmp_path: Path) -> None:
+    """The study's protocol: ``max_vls`` is the default engine's (Nmodc,
+    detours over VLs where the tree has no path); Dmodc stays the paper's, on
+    one VL. A damaged PGFT whose tree needs detours: Nmodc routes it over
+    VLs, Dmodc orients it on one."""
+    from smroute.study.degrade import parse_pgft, plan_throw
+
+    th = plan_throw(parse_pgft("3;4,4,4;1,4,4;1,1,1").build(), "switch", 2026, 44)
+    r = run_side_by_side(th.fabric, tmp_path, np.random.default_rng(1), config=CFG,
+                         engines=("nmodc", "dmodc"), max_vls=4)
+    assert api.DEFAULT == "nmodc"
+    assert r.runs["nmodc"].note.startswith("tree+detours"), r.runs["nmodc"].note
+    assert r.runs["dmodc"].note.startswith("tree+orient"), r.runs["dmodc"].note

@@ -323,11 +323,11 @@ def _hosts_order(disc: Fabric, view: RoutingView, topo: npt.NDArray[np.int64] | 
 
 
 def _route_in_process(disc: Fabric, algorithm: str, run: EngineRun,
-                      clock: Callable[[], float], max_vls: int) -> None:
-    """Route ``disc`` with one of smroute's algorithms into ``run``."""
+                      clock: Callable[[], float]) -> None:
+    """Route ``disc`` with one of smroute's algorithms into ``run``, on one VL."""
     try:
         t0 = clock()
-        res = route(disc, algorithm=algorithm, workers=1, labels=False, max_vls=max_vls)
+        res = route(disc, algorithm=algorithm, workers=1, labels=False, max_vls=1)
     except SmrouteError as err:
         run.status, run.error = "failed", str(err).splitlines()[0]
         return
@@ -356,8 +356,9 @@ def run_side_by_side(
     :func:`simulate`.  ``order``: ``"topo"`` (Dmodc's topological order of
     the hosts, port-GUID order if Dmodc fails) or ``"guid"``.  ``rng`` draws
     the random permutations and orders of the metrics (shared by all
-    engines).  ``max_vls``: the data VLs ``nmodc`` may use (2+: detours
-    where the tree has no path; Dmodc stays the paper's).  Without an OpenSM
+    engines).  ``max_vls``: the data VLs the default engine (Nmodc) may
+    use (2+: detours where the tree has no path); the others stay on one
+    VL (Dmodc stays the paper's).  Without an OpenSM
     engine nothing is simulated: smroute's engines route the part of
     ``fabric`` a subnet manager would reach (:func:`sm_part`), with its LIDs.
     Nothing is raised for a fabric or engine that fails: see the module doc.
@@ -391,7 +392,7 @@ def run_side_by_side(
     ref = api.DEFAULT  # the reference: its NIDs give the topological order
     try:
         t0 = clock()
-        res = route(disc, workers=1, labels=False)
+        res = route(disc, workers=1, labels=False, max_vls=max_vls)
         dm_seconds = clock() - t0
     except SmrouteError as err:
         if ref in runs:
@@ -402,9 +403,9 @@ def run_side_by_side(
             runs[ref].routing_seconds = res.total_seconds
             runs[ref].wall_seconds = dm_seconds
             runs[ref].note = res.mode + (f": {res.mode_reason}" if res.mode_reason else "")
-    for e in SMROUTE_ENGINES[1:]:  # the others with the VLs the subnet manager has
+    for e in SMROUTE_ENGINES[1:]:  # the others on one VL
         if e in runs:
-            _route_in_process(disc, e, runs[e], clock, max_vls)
+            _route_in_process(disc, e, runs[e], clock)
     tables = {e: r.tables for e, r in runs.items() if r.tables is not None}
     any_t = res.tables if res is not None else next(iter(tables.values()), None)
     if any_t is None:
