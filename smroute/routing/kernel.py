@@ -17,7 +17,7 @@ import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
 from smroute.routing.kernel_native import LIBRARY, native_routes
-from smroute.routing.runs import stable_order
+from smroute.routing.runs import dense, stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["Closer", "RouteContext", "cable_ports", "closer_groups", "dedupe_rows",
@@ -93,11 +93,7 @@ _BLOCK = 128
 
 
 def route_context(c: np.ndarray, dest: Destinations) -> RouteContext:
-    # the distinct targets (switch ids) by a table over the switches, no sort
-    present = np.zeros(c.shape[1], dtype=bool)
-    present[dest.target] = True
-    tgt_u = np.flatnonzero(present)
-    tgt_i = (np.cumsum(present) - 1)[dest.target]
+    tgt_u, tgt_i = dense(dest.target, c.shape[1])  # the distinct targets, no sort
     order = stable_order(dest.target, c.shape[1])
     lid = dest.lid
     run = len(lid) and bool((np.diff(lid) == 1).all())
@@ -245,7 +241,7 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     remote = np.where(valid, g.grp_remote[gidx], n_ext - 1)
     # Targets whose cost columns agree on every row this block reads have the
     # same closer-group patterns: collapse them (exact byte comparison).
-    rows_used, row_of = _used_rows(np.concatenate([switches, remote.ravel()]), n_ext)
+    rows_used, row_of = dense(np.concatenate([switches, remote.ravel()]), n_ext)
     sub_t = ctx.ext_columns(rows_used)  # (U, R)
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
@@ -290,14 +286,6 @@ def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         keys, at = np.divmod(keys, len(vals[k]))
         out[:, k] = vals[k][at]
     return out, row_of.ravel()
-
-
-def _used_rows(v: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(v, return_inverse=True)`` for ``v`` in ``0 .. n-1``: by a
-    table over the range, no sort."""
-    present = np.zeros(n, dtype=bool)
-    present[v] = True
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[v]
 
 
 def local_routes(dest: Destinations, switches: np.ndarray, out: np.ndarray,

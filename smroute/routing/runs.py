@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["place_in_runs", "runs", "stable_order"]
+__all__ = ["dense", "place_in_runs", "runs", "stable_order"]
 
 
 def runs(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,3 +35,13 @@ def stable_order(v: np.ndarray, top: int) -> np.ndarray:
     .. top - 1``: as 16-bit keys where they fit (a radix sort, 10x faster on
     ten thousand keys)."""
     return np.argsort(v.astype(np.uint16) if top <= 1 << 16 else v, kind="stable")
+
+
+def dense(i: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, inverse)``: the distinct values of ``i`` ``(P,)`` (all in
+    ``0 .. n-1``), sorted, and each element's index among them
+    (``np.unique(i, return_inverse=True)`` by a table over the range, no
+    sort: O(P + n))."""
+    present = np.zeros(n, dtype=bool)
+    present[i] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[i]

@@ -176,13 +176,10 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
     parallel up cables; ``w`` ``(S,)`` destination LIDs per switch,
     ``label`` / ``slot`` / ``k`` each switch's sibling group, a group head's
     up-neighbours and their count."""
-    up_sw = g.grp_switch[gid]
-    cab = g.grp_port_count[gid]
-    lo = np.full(g.n_switches, np.iinfo(np.int64).max)
     hi = np.zeros(g.n_switches, dtype=np.int64)
-    np.minimum.at(lo, up_sw, cab)
-    np.maximum.at(hi, up_sw, cab)
-    if (lo[share] != hi[share]).any() or ((g.rank[share] == 0) & (hi[share] > 1)).any():
+    np.maximum.at(hi, g.grp_switch[gid], g.grp_port_count[gid])
+    if (unequal_cables(g, gid)[share].any()
+            or ((g.rank[share] == 0) & (hi[share] > 1)).any()):
         return False
     for h in np.unique(label[share]).tolist():
         ups = slot[h, :k[h]]

@@ -60,6 +60,7 @@ from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nmodc import keys
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
+from smroute.routing.runs import dense as distinct
 from smroute.routing.runs import place_in_runs, runs, stable_order
 from smroute.routing.topology import SwitchGraph
 
@@ -112,11 +113,11 @@ def _uppers(g: SwitchGraph, slots: NominalSlots,
     width = max(int(slots.arity[leaves].max(initial=1)), 1)
     sg = slots.slot_grp[leaves, :width]
     b, j = np.nonzero(sg >= 0)
-    ups, ui = keys.dense(g.grp_remote[sg[b, j]], len(g.rank))
+    ups, ui = distinct(g.grp_remote[sg[b, j]], len(g.rank))
     slot_ui = np.full(sg.shape, -1, dtype=np.int64)
     slot_ui[b, j] = ui
     sib = components(len(leaves) + len(ups), b, len(leaves) + ui)[:len(leaves)]
-    return ups, slot_ui, keys.dense(sib, len(leaves))[1]  # labels 0, 1, ...
+    return ups, slot_ui, distinct(sib, len(leaves))[1]  # labels 0, 1, ...
 
 
 def sibling_groups(g: SwitchGraph, slots: NominalSlots, leaves: np.ndarray) -> np.ndarray:
@@ -201,8 +202,8 @@ def _closer(pr: PartialPairs, goes_up: np.ndarray,
     where the pairs fill an eighth of that grid or more, else one cell per
     pair (``T' = 1``: a few damaged leaves, an incremental reroute);
     ``dense`` forces either (the same pairs' bits)."""
-    lv, li = keys.dense(pr.pb, len(pr.leaves))
-    tv, ti = keys.dense(pr.pt, len(pr.targets))
+    lv, li = distinct(pr.pb, len(pr.leaves))
+    tv, ti = distinct(pr.pt, len(pr.targets))
     if not (dense if dense is not None else 8 * len(pr.pb) >= len(lv) * len(tv)):
         ui, n_t = np.take(pr.slot_ui, pr.pb, axis=0), pr.up_cost.shape[1]  # (P, M)
         at, own = np.maximum(ui, 0) * n_t + pr.pt[:, None], pr.pb * n_t + pr.pt  # flat
@@ -228,7 +229,7 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     ups, slot_ui, sib = _uppers(g, slots, leaves)
     width = slot_ui.shape[1]
     eps = np.flatnonzero(~dest.is_switch)
-    targets, t_of = keys.dense(dest.target[eps], len(c))
+    targets, t_of = distinct(dest.target[eps], len(c))
     up_cost = _up_cost(np.take(np.take(c, ups, axis=0), targets, axis=1))
     leaf_cost = np.take(np.take(c, leaves, axis=0), targets, axis=1)
     b, j = np.nonzero(slot_ui >= 0)
@@ -422,7 +423,7 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     win = keys.ids(window)
     n_slot = int(cand.max(initial=0)) + 1
     n_taken = (len(win) and int(win.max()) + 1) * n_slot
-    d_vals, d_of = keys.dense(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
+    d_vals, d_of = distinct(d, int(d.max(initial=0)) + 1)  # the destinations numbered densely
     n_d = len(d_vals)
     n_carry = n_up * n_d
     # destinations in NID order, dealt round-robin into REDIRECT_BLOCKS blocks: NIDs

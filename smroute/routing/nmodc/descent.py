@@ -30,6 +30,7 @@ import numpy as np
 
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.runs import dense
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["apply_descent", "descent_keys", "up_chain"]
@@ -117,9 +118,7 @@ def descent_keys(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, pi: np.ndar
     none = np.zeros(0, dtype=np.int64)
     if g.mode != "tree" or not len(dest.lid) or int(g.rank.max(initial=0)) < 1:
         return none
-    present = np.zeros(n, dtype=bool)  # the distinct targets, by a table (no sort)
-    present[dest.target] = True
-    multi = _shared_below(g, c, np.flatnonzero(present), below)
+    multi = _shared_below(g, c, dense(dest.target, n)[0], below)  # per distinct target
     if not multi.any():
         return none
     chain = up_chain(g, slots, pi, dest.nid, dest.target)

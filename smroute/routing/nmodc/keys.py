@@ -1,22 +1,15 @@
 """Integer keys for the redirects by load (:mod:`smroute.routing.nmodc.balance`):
-dense ids over a small range by a table (no sort), and the partial pairs
-grouped by what their closer slots depend on."""
+ids of keys (by a table over their range where it is small, no sort), and
+the partial pairs grouped by what their closer slots depend on."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from smroute.routing.kernel import dedupe_rows
+from smroute.routing.runs import dense
 
-__all__ = ["dense", "ids", "pair_keys"]
-
-
-def dense(i: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, inverse)``: the distinct values of ``i`` ``(P,)`` (all in
-    ``0 .. n-1``), sorted, and each element's index among them (O(P + n))."""
-    present = np.zeros(n, dtype=bool)
-    present[i] = True
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[i]
+__all__ = ["ids", "pair_keys"]
 
 
 def ids(key: np.ndarray, counts: bool = False) -> np.ndarray:

@@ -320,8 +320,9 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
 
 
 def unequal_cables(g: SwitchGraph, groups: np.ndarray) -> np.ndarray:
-    """``(S,)`` bool: the switches whose ``groups`` ``(G,)`` bool (e.g. their
-    up groups) have unequal cable counts (a parallel cable lost)."""
+    """``(S,)`` bool: the switches whose ``groups`` (a ``(G,)`` bool mask or
+    group ids; e.g. their up groups) have unequal cable counts (a parallel
+    cable lost)."""
     sw, cnt = g.grp_switch[groups], g.grp_port_count[groups].astype(np.int64)
     hi = np.zeros(g.n_switches, dtype=np.int64)
     lo = np.full(g.n_switches, np.iinfo(np.int64).max, dtype=np.int64)
