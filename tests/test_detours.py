@@ -24,7 +24,8 @@ from smroute.analysis.view import routing_view
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing import detour, dmodc, kernel
-from smroute.routing.deadlock import check_credit_loops, cyclic_core, find_cycle
+from smroute.routing.acyclic import cyclic_core, find_cycle
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import peer_ports, route_detours
 from smroute.routing.detour_load import link_destinations
 from smroute.routing.dmodc import INF, NO_ROUTE

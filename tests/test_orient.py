@@ -459,22 +459,24 @@ def test_ibdmchk_on_the_pods_under_a_director(tmp_path: Path) -> None:
     assert rep.missing_paths == 0 and rep.credit_loops is False, rep.stdout[-2000:]
 
 
-def test_acyclic_growth_agrees_with_the_whole_graph_check() -> None:
-    """Growing an acyclic dependency graph edge set by edge set: each set is
-    kept exactly when the whole graph (every kept set and it) has no cycle,
-    and the kept order stays topological."""
-    from smroute.routing.deadlock import AcyclicGrowth, cyclic_core
+@pytest.mark.parametrize(("n", "m", "rounds", "width"), [(60, 120, 200, 4), (300, 900, 600, 12)])
+def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds: int,
+                                                         width: int) -> None:
+    """Growing an acyclic dependency graph edge set by edge set (sets with
+    several edges against the order, enough kept sets that the index is
+    rebuilt): each set is kept exactly when the whole graph (every kept set
+    and it) has no cycle, and the kept order stays topological."""
+    from smroute.routing.acyclic import AcyclicGrowth, cyclic_core
 
     rng = np.random.default_rng(7)
-    n = 60
-    a, b = rng.integers(0, n, 120), rng.integers(0, n, 120)
+    a, b = rng.integers(0, n, m), rng.integers(0, n, m)
     s, d = np.minimum(a, b), np.maximum(a, b)
     keep = s != d
     edges = s[keep] * n + d[keep]  # forward edges only: acyclic
     g = AcyclicGrowth(n, edges)
     kept, accepted, refused = edges, 0, 0
-    for _ in range(200):
-        new = rng.integers(0, n, (rng.integers(1, 4), 2))
+    for _ in range(rounds):
+        new = rng.integers(0, n, (rng.integers(1, width), 2))
         codes = new[:, 0] * n + new[:, 1]
         union = np.concatenate([kept, codes])
         ok = not cyclic_core(n, union // n, union % n).any()
@@ -484,7 +486,9 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check() -> None:
         else:
             refused += 1
         assert (g.pos[kept // n] < g.pos[kept % n]).all()
-    assert accepted and refused
+        assert np.array_equal(np.sort(g.pos), np.arange(n))
+    assert accepted > 10 and refused
+    assert accepted * 2 > AcyclicGrowth.REINDEX * len(edges)  # the index was rebuilt
 
 
 @pytest.mark.parametrize("algorithm", api.names())
@@ -498,3 +502,23 @@ def test_turning_one_destination_at_a_time_beside_switch_destinations(algorithm:
     r = route(plan_throw(full, "link", 4, 0).fabric, algorithm=algorithm, workers=1,
               labels=False)
     assert r.mode == "tree+orient" and validate_result(r).ok
+
+
+def test_dependencies_of_some_lids_beside_the_others_are_the_whole_sets() -> None:
+    """The dependencies towards some LIDs merged with those towards every
+    other LID (the fixed routes an orientation does not change) are the
+    whole table set's, and their loop check reads the same."""
+    from smroute.routing.deadlock import channel_links, dependencies, loop_check, merged
+
+    f = pgft(3, (2, 2, 3), (1, 2, 2), (1, 2, 1))
+    r = route(f, workers=1, labels=False)
+    whole = dependencies(f, r.tables, max_hops=12)
+    links = channel_links(f)
+    some = np.flatnonzero(f.lid_to_port >= 0)[::3]
+    parts = merged(dependencies(f, r.tables, max_hops=12, skip=some, links=links),
+                   dependencies(f, r.tables, max_hops=12, lids=some, links=links))
+    assert len(some) and 0 < len(parts.edges)
+    assert np.array_equal(parts.edges, whole.edges) and np.array_equal(parts.used, whole.used)
+    assert (parts.pairs, parts.unfinished) == (whole.pairs, whole.unfinished)
+    a, b = loop_check(f, parts), check_credit_loops(f, r.tables, max_hops=12)
+    assert (a.summary(), a.per_vl, a.cyclic) == (b.summary(), b.per_vl, b.cyclic)

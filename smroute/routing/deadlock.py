@@ -28,11 +28,12 @@ import numpy as np
 
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
+from smroute.routing.acyclic import cyclic_core, find_cycle
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
-__all__ = ["AcyclicGrowth", "Channel", "CreditLoopCheck", "Dependencies", "check_credit_loops",
-           "cyclic_core", "dependencies", "find_cycle", "topological_order"]
+__all__ = ["Channel", "ChannelLinks", "CreditLoopCheck", "Dependencies", "channel_links",
+           "check_credit_loops", "dependencies", "loop_check", "merged"]
 
 _PAIRS = 1 << 18  # (source, destination) pairs walked at once
 
@@ -85,107 +86,6 @@ class CreditLoopCheck:
                 f"one cycle: {ring}")
 
 
-def cyclic_core(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """``(n,)`` bool: the nodes of the directed graph ``src -> dst`` (``(E,)``
-    node ids) left after repeatedly removing every node without an incoming
-    or without an outgoing edge -- empty iff the graph is acyclic."""
-    alive = np.ones(n, dtype=bool)
-    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    while True:
-        indeg = np.bincount(d, minlength=n)
-        outdeg = np.bincount(s, minlength=n)
-        dead = alive & ((indeg == 0) | (outdeg == 0))
-        if not dead.any():
-            return alive
-        alive &= ~dead
-        keep = alive[s] & alive[d]
-        s, d = s[keep], d[keep]
-
-
-def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """``(n,)`` int64 position of each node of the acyclic graph ``src ->
-    dst`` in a topological order (a permutation of ``0 .. n-1``; every edge
-    goes to a higher position): nodes by their longest path from a node
-    without incoming edges, then by id."""
-    level = np.zeros(n, dtype=np.int64)
-    alive = np.ones(n, dtype=bool)
-    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    k = 0
-    while len(s):
-        indeg = np.bincount(d, minlength=n)
-        free = alive & (indeg == 0)
-        if not free.any():
-            raise ValueError("the graph has a cycle")
-        level[free] = k
-        alive &= ~free
-        keep = alive[s]
-        s, d = s[keep], d[keep]
-        k += 1
-    level[alive] = k
-    pos = np.empty(n, dtype=np.int64)
-    pos[np.lexsort((np.arange(n), level))] = np.arange(n)
-    return pos
-
-
-class AcyclicGrowth:
-    """An acyclic dependency graph that grows by sets of edges, each kept
-    only if the graph stays acyclic (:meth:`add`).  A topological order of
-    its nodes is kept: a cycle through new edges lies between the lowest
-    head and the highest tail of the new edges that go against the order,
-    so only the edges there are checked (:func:`cyclic_core`) and only those
-    nodes reordered."""
-
-    def __init__(self, n: int, codes: np.ndarray) -> None:
-        """``codes``: edges as ``before * n + after`` (the graph must be acyclic)."""
-        self.n = n
-        c = np.unique(np.asarray(codes, np.int64))
-        self.src, self.dst = c // n, c % n
-        self.pos = topological_order(n, self.src, self.dst)
-
-    def add(self, codes: np.ndarray) -> bool:
-        """Add the edges ``codes`` if the graph stays acyclic; whether it did."""
-        n, pos = self.n, self.pos
-        c = np.unique(np.asarray(codes, np.int64))
-        s, d = c // n, c % n
-        back = pos[s] >= pos[d]
-        if back.any():
-            lo, hi = int(pos[d[back]].min()), int(pos[s[back]].max())
-            src, dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
-            ps, pd = pos[src], pos[dst]
-            inside = (ps >= lo) & (ps <= hi) & (pd >= lo) & (pd <= hi)
-            ws, wd = src[inside], dst[inside]
-            if cyclic_core(n, ws, wd).any():
-                return False
-            nodes = np.flatnonzero((pos >= lo) & (pos <= hi))
-            order = topological_order(n, ws, wd)[nodes]
-            pos[nodes[np.argsort(order, kind="stable")]] = np.sort(pos[nodes])
-        self.src, self.dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
-        return True
-
-
-def find_cycle(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """One cycle of the directed graph ``src -> dst`` as node ids in edge
-    order (``(k,)`` int64, the first node not repeated), empty if acyclic."""
-    alive = cyclic_core(n, src, dst)
-    if not alive.any():
-        return np.zeros(0, dtype=np.int64)
-    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    keep = alive[s] & alive[d]
-    s, d = s[keep], d[keep]
-    o = np.argsort(s, kind="stable")
-    s, d = s[o], d[o]
-    first = np.searchsorted(s, np.arange(n))
-    nxt = d[np.minimum(first, len(d) - 1)]  # every live node has a live successor
-    seen: dict[int, int] = {}
-    path: list[int] = []
-    x = int(np.flatnonzero(alive)[0])
-    while x not in seen:
-        seen[x] = len(path)
-        path.append(x)
-        x = int(nxt[x])
-    return np.asarray(path[seen[x]:], dtype=np.int64)
-
-
 @dataclass(frozen=True, eq=False)
 class Dependencies:
     """The channel dependencies of some routes (:func:`dependencies`):
@@ -202,18 +102,32 @@ class Dependencies:
     link: np.ndarray
 
 
-def dependencies(
-    fabric: Fabric, tables: ForwardingTables, lanes: VirtualLanes | None = None, *,
-    switch_sources: bool = True, max_hops: int | None = None, lids: np.ndarray | None = None,
-) -> Dependencies:
-    """The channel dependencies of ``tables`` over ``fabric`` (module doc),
-    for the destination ``lids`` only if given (else every LID a port owns)."""
+@dataclass(frozen=True, eq=False)
+class ChannelLinks:
+    """A fabric's switch ports as :func:`dependencies` follows them
+    (:func:`channel_links`): per switch (the fabric's switches in node
+    order) and port, the switch behind it ``nxt`` (-1: none, or a CA), the
+    port there ``peer``, the link id ``link`` (-1: none); ``first_ep`` ``(S,)``
+    the first port of each switch linked to an end-port (-1: none)."""
+
+    nxt: np.ndarray
+    peer: np.ndarray
+    link: np.ndarray
+    first_ep: np.ndarray
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link.max(initial=-1)) + 1
+
+
+def channel_links(fabric: Fabric) -> ChannelLinks:
+    """The :class:`ChannelLinks` of ``fabric`` (reused by the
+    :func:`dependencies` of many table sets on one fabric)."""
     sw = fabric.switches
     n_sw = len(sw)
     sw_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
     sw_id[sw] = np.arange(n_sw)
     n_p = int(fabric.num_ports[sw].max(initial=0)) + 1
-    # per switch port: the switch behind it, the port there, its link id
     nxt = np.full((n_sw, n_p), -1, dtype=np.int64)
     peer = np.zeros((n_sw, n_p), dtype=np.int64)
     rows = np.flatnonzero(fabric.port_peer >= 0)
@@ -227,19 +141,40 @@ def dependencies(
     link = np.full((n_sw, n_p), -1, dtype=np.int64)
     to_sw = far_sw >= 0
     link[s_of[to_sw], p_of[to_sw]] = np.arange(int(to_sw.sum()))
-    n_link = int(to_sw.sum())
-    width = tables.ports.shape[1]
-    # destinations: LIDs a port owns; sources: switches (with the port a route enters by)
-    l2p = fabric.lid_to_port[:width]
-    dlids = np.flatnonzero(l2p >= 0)
-    dlids = dlids[dlids > 0]
-    if lids is not None:
-        dlids = dlids[np.isin(dlids, lids)]
-    lft = _aligned(tables, fabric.node_guid[sw], dlids)  # columns: dlids' positions
     ep_rows = rows[~to_sw]  # switch ports linked to an end-port
     ep_sw = sw_id[fabric.port_node[ep_rows]]
     first_ep = np.full(n_sw, -1, dtype=np.int64)
     first_ep[ep_sw[::-1]] = fabric.port_num[ep_rows[::-1]]
+    return ChannelLinks(nxt, peer, link, first_ep)
+
+
+def dependencies(
+    fabric: Fabric, tables: ForwardingTables, lanes: VirtualLanes | None = None, *,
+    switch_sources: bool = True, max_hops: int | None = None, lids: np.ndarray | None = None,
+    skip: np.ndarray | None = None, links: ChannelLinks | None = None,
+) -> Dependencies:
+    """The channel dependencies of ``tables`` over ``fabric`` (module doc),
+    towards the destination ``lids`` only if given (else every LID a port
+    owns), but ``skip``; ``links``: the fabric's :func:`channel_links` if
+    already known."""
+    cl = links or channel_links(fabric)
+    nxt, peer, link = cl.nxt, cl.peer, cl.link
+    n_sw, n_p = nxt.shape
+    n_link = cl.n_links
+    width = tables.ports.shape[1]
+    # destinations: LIDs a port owns; sources: switches (with the port a route enters by)
+    l2p = fabric.lid_to_port[:width]
+    if lids is not None:
+        dlids = np.unique(np.asarray(lids, dtype=np.int64))
+        dlids = dlids[(dlids > 0) & (dlids < len(l2p))]
+        dlids = dlids[l2p[dlids] >= 0]
+    else:
+        dlids = np.flatnonzero(l2p >= 0)
+        dlids = dlids[dlids > 0]
+    if skip is not None:
+        dlids = dlids[~np.isin(dlids, skip)]
+    lft = _aligned(tables, fabric.node_guid[fabric.switches], dlids)  # columns: dlids'
+    first_ep = cl.first_ep
     src = np.flatnonzero(first_ep >= 0) if not switch_sources else np.arange(n_sw)
     src_in = np.where(first_ep[src] >= 0, first_ep[src], 0)
     limit = max_hops if max_hops is not None else n_sw + 1
@@ -277,6 +212,14 @@ def dependencies(
     return Dependencies(e, u, n_link * n_vl, len(src) * len(dlids), unfinished, link)
 
 
+def merged(*deps: Dependencies) -> Dependencies:
+    """The dependencies of the routes of all ``deps`` (of one fabric) together."""
+    return Dependencies(distinct(np.concatenate([d.edges for d in deps])),
+                        distinct(np.concatenate([d.used for d in deps])), deps[0].n_channels,
+                        sum(d.pairs for d in deps), sum(d.unfinished for d in deps),
+                        deps[0].link)
+
+
 def check_credit_loops(
     fabric: Fabric, tables: ForwardingTables, lanes: VirtualLanes | None = None, *,
     switch_sources: bool = True, max_hops: int | None = None,
@@ -287,7 +230,12 @@ def check_credit_loops(
     in node order (the routing's); table rows are matched by GUID.
     ``max_hops``: stop a route after that many switch hops (default: the
     switch count + 1)."""
-    dep = dependencies(fabric, tables, lanes, switch_sources=switch_sources, max_hops=max_hops)
+    return loop_check(fabric, dependencies(fabric, tables, lanes, switch_sources=switch_sources,
+                                           max_hops=max_hops))
+
+
+def loop_check(fabric: Fabric, dep: Dependencies) -> CreditLoopCheck:
+    """The :class:`CreditLoopCheck` of the dependencies ``dep`` of routes over ``fabric``."""
     e, u, n_ch, link = dep.edges, dep.used, dep.n_channels, dep.link
     n_vl = 16
     sw = fabric.switches

@@ -38,14 +38,22 @@ import numpy as np
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
-from smroute.routing.deadlock import AcyclicGrowth, check_credit_loops, dependencies
+from smroute.routing.acyclic import AcyclicGrowth
+from smroute.routing.deadlock import (
+    ChannelLinks,
+    Dependencies,
+    channel_links,
+    dependencies,
+    loop_check,
+    merged,
+)
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph
 from smroute.routing.validate import OK, walk
 from smroute.tables.lft import ForwardingTables
 
-__all__ = ["Orientation", "accept", "needed_turns", "orient", "orient_each", "route_turns",
-           "turn_hops", "turn_options", "turn_roots"]
+__all__ = ["Fixed", "Orientation", "accept", "dependencies_with", "fixed_routes", "needed_turns",
+           "orient", "orient_each", "route_turns", "turn_hops", "turn_options", "turn_roots"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +65,41 @@ class Orientation:
     turns: np.ndarray
     why: str
     complete: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Fixed:
+    """The channel dependencies ``rest`` of the routes towards every LID
+    but ``lids`` (those an orientation may change) in some tables, and the
+    fabric's ``links``: a check of other routes towards ``lids`` only
+    follows those (:func:`dependencies_with`)."""
+
+    rest: Dependencies
+    lids: np.ndarray
+    links: ChannelLinks
+
+
+def fixed_routes(fabric: Fabric, g: SwitchGraph, ports: np.ndarray, lids: np.ndarray) -> Fixed:
+    """The :class:`Fixed` routes of the tables ``ports`` (rows: ``g``'s
+    switches) but those towards ``lids``."""
+    links = channel_links(fabric)
+    return Fixed(dependencies(fabric, _tables(fabric, g, ports), max_hops=turn_hops(g) + 1,
+                              links=links, skip=lids), np.asarray(lids, np.int64), links)
+
+
+def dependencies_with(fabric: Fabric, g: SwitchGraph, ports: np.ndarray,
+                      fixed: Fixed) -> Dependencies:
+    """The channel dependencies of every route of ``ports``, whose routes
+    towards LIDs other than ``fixed.lids`` are ``fixed``'s."""
+    return merged(fixed.rest, dependencies(fabric, _tables(fabric, g, ports),
+                                           max_hops=turn_hops(g) + 1, lids=fixed.lids,
+                                           links=fixed.links))
+
+
+def _tables(fabric: Fabric, g: SwitchGraph, ports: np.ndarray) -> ForwardingTables:
+    return ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
+                            switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
+                            ports=ports)
 
 
 def turn_hops(g: SwitchGraph) -> int:
@@ -88,10 +131,11 @@ def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
 
 
 def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray,
-           turns: np.ndarray, needed: NeededPairs, c: np.ndarray) -> str:
+           turns: np.ndarray, needed: NeededPairs, c: np.ndarray, fixed: Fixed) -> str:
     """Why the tables ``ports`` with ``turns`` ``(D,)`` bool routed through
     the turn root are not accepted ("" if they are): a needed pair of those
-    destinations left undelivered, or a credit loop."""
+    destinations left undelivered, or a credit loop (of every route, those
+    towards LIDs other than ``fixed.lids`` being ``fixed``'s)."""
     cols = np.flatnonzero(turns)
     src = np.unique(g.ep_switch)
     sub = Destinations(lid=dest.lid[cols], nid=dest.nid[cols], target=dest.target[cols],
@@ -105,10 +149,7 @@ def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray
     lost = int(np.count_nonzero(need & (status != OK)))
     if lost:
         return f"{lost} needed switch-to-LID pairs of them undelivered through the turn root"
-    t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
-                         switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
-                         ports=ports)
-    check = check_credit_loops(fabric, t, max_hops=turn_hops(g) + 1)
+    check = loop_check(fabric, dependencies_with(fabric, g, ports, fixed))
     return "" if check.ok and not check.unfinished else check.summary()
 
 
@@ -192,9 +233,13 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     else ``(None, why)`` (``ports`` untouched); ``own``: what the routes of
     ``ports`` are called in the summary."""
     why = ""
+    fixed: Fixed | None = None
     for turns in candidates:
         if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
             return Orientation(turns, "no needed pair lacks an up*/down* path"), ""
+        if fixed is None:  # the routes no trial changes, followed once
+            fixed = fixed_routes(fabric, g, ports,
+                                 dest.lid[np.logical_or.reduce(list(candidates))])
         tried: list[np.ndarray] = []
         for low in (True, False):
             root = turn_roots(g, c, dest, turns, needed, low_first=low)
@@ -203,25 +248,26 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             tried.append(root)
             trial = ports.copy()
             route_turns(g, c, pi, dest, turns, root, trial)
-            why = accept(fabric, g, dest, trial, turns, needed, c)
+            why = accept(fabric, g, dest, trial, turns, needed, c, fixed)
             if not why:
                 ports[...] = trial
                 return Orientation(turns, "the channel dependencies of every route are "
                                    "acyclic"), ""
-    if not candidates:
+    if fixed is None:
         return None, why
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape)
+    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape,
+                       fixed=fixed)
     if done.sum() < candidates[-1].sum():  # some left: the other order may serve more
         other = ports.copy()
         more = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, other,
-                           escape=escape, fewest_first=False)
+                           escape=escape, fewest_first=False, fixed=fixed)
         if more.sum() > done.sum():
             trial, done = other, more
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
-    why = accept(fabric, g, dest, trial, done, needed, c)
+    why = accept(fabric, g, dest, trial, done, needed, c, fixed)
     if why:
         return None, why
     ports[...] = trial
@@ -236,7 +282,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 dest: Destinations, turns: np.ndarray, needed: NeededPairs,
                 ports: np.ndarray, tries: int = 16,
                 escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-                fewest_first: bool = True, patience: int = 64) -> np.ndarray:
+                fewest_first: bool = True, patience: int = 64,
+                fixed: Fixed | None = None) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -249,12 +296,13 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     row failed: where turns close
     cycles with the tree's routes, trying every destination costs a
     dependency check each and serves none).  ``fewest_first``: in order of
-    the switches that lack a path to them, fewest first (else most first)."""
-    t = ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
-                         switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
-                         ports=ports)
+    the switches that lack a path to them, fewest first (else most first).
+    ``fixed``: the routes of ``ports`` towards the other LIDs
+    (:func:`fixed_routes`, else followed here)."""
+    fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
+    t = _tables(fabric, g, ports)
     hops = turn_hops(g) + 1
-    dep = dependencies(fabric, t, max_hops=hops)
+    dep = dependencies_with(fabric, g, ports, fixed)
     graph = AcyclicGrowth(dep.n_channels, dep.edges)
     done = np.zeros(len(dest.lid), dtype=bool)
     used: dict[int, int] = {}
@@ -283,7 +331,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                                   + low[:tries // 2].tolist() + high[:4].tolist()))
         for r in opts:
             route_turns(g, c, pi, dest, one, np.array([r]), ports)
-            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
+            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]),
+                             links=fixed.links)
             if not d.unfinished and graph.add(d.edges):
                 done[j] = True
                 used[r] = used.get(r, 0) + 1
@@ -297,7 +346,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             col = np.empty((g.n_switches, 1), dtype=np.uint8)
             kernel.route_block(eg, ec, epi, sub, np.arange(g.n_switches), col)
             ports[:, lid] = col[:, 0]
-            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]))
+            d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]),
+                             links=fixed.links)
             if not d.unfinished and graph.add(d.edges):
                 done[j] = True
             else:

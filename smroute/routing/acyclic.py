@@ -1,0 +1,203 @@
+"""Directed graphs as edge arrays (the channel dependency graphs of
+:mod:`smroute.routing.deadlock`): cycles by peeling (:func:`cyclic_core`,
+:func:`find_cycle`), a topological order (:func:`topological_order`) and an
+acyclic graph grown by sets of edges (:class:`AcyclicGrowth`).  Pure numpy,
+loops per level of a search, never per node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["AcyclicGrowth", "cyclic_core", "find_cycle", "topological_order"]
+
+
+def cyclic_core(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: the nodes of the directed graph ``src -> dst`` (``(E,)``
+    node ids) left after repeatedly removing every node without an incoming
+    or without an outgoing edge -- empty iff the graph is acyclic."""
+    alive = np.ones(n, dtype=bool)
+    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    while True:
+        indeg = np.bincount(d, minlength=n)
+        outdeg = np.bincount(s, minlength=n)
+        dead = alive & ((indeg == 0) | (outdeg == 0))
+        if not dead.any():
+            return alive
+        alive &= ~dead
+        keep = alive[s] & alive[d]
+        s, d = s[keep], d[keep]
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``(n,)`` int64 position of each node of the acyclic graph ``src ->
+    dst`` in a topological order (a permutation of ``0 .. n-1``; every edge
+    goes to a higher position): nodes by their longest path from a node
+    without incoming edges, then by id."""
+    level = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    k = 0
+    while len(s):
+        indeg = np.bincount(d, minlength=n)
+        free = alive & (indeg == 0)
+        if not free.any():
+            raise ValueError("the graph has a cycle")
+        level[free] = k
+        alive &= ~free
+        keep = alive[s]
+        s, d = s[keep], d[keep]
+        k += 1
+    level[alive] = k
+    pos = np.empty(n, dtype=np.int64)
+    pos[np.lexsort((np.arange(n), level))] = np.arange(n)
+    return pos
+
+
+def find_cycle(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """One cycle of the directed graph ``src -> dst`` as node ids in edge
+    order (``(k,)`` int64, the first node not repeated), empty if acyclic."""
+    alive = cyclic_core(n, src, dst)
+    if not alive.any():
+        return np.zeros(0, dtype=np.int64)
+    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    keep = alive[s] & alive[d]
+    s, d = s[keep], d[keep]
+    o = np.argsort(s, kind="stable")
+    s, d = s[o], d[o]
+    first = np.searchsorted(s, np.arange(n))
+    nxt = d[np.minimum(first, len(d) - 1)]  # every live node has a live successor
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    x = int(np.flatnonzero(alive)[0])
+    while x not in seen:
+        seen[x] = len(path)
+        path.append(x)
+        x = int(nxt[x])
+    return np.asarray(path[seen[x]:], dtype=np.int64)
+
+
+class AcyclicGrowth:
+    """An acyclic graph that grows by sets of edges, each kept only if the
+    graph stays acyclic (:meth:`add`), with a topological order of its
+    nodes (:attr:`pos`).
+
+    A set's edges that go against the order (*back* edges) are the only way
+    a cycle can form, and every node of such a cycle lies between the lowest
+    head and the highest tail of them, is reached from a back edge's head
+    and reaches a back edge's tail: only those nodes are checked
+    (:func:`cyclic_core`) and reordered (the nodes reached from the heads
+    move up, those reaching the tails move down, the ones that are both take
+    a topological order of their own: the batch form of Pearce and Kelly's
+    dynamic topological order).  The searches follow an index of the edges
+    by tail and by head, rebuilt once the edges added since outnumber
+    :data:`REINDEX` of them."""
+
+    #: the share of edges added since the last index that triggers a new one
+    REINDEX = 0.125
+
+    def __init__(self, n: int, codes: np.ndarray) -> None:
+        """``codes``: edges as ``before * n + after`` (the graph must be acyclic)."""
+        self.n = n
+        c = np.unique(np.asarray(codes, np.int64))
+        self.src, self.dst = c // n, c % n
+        self.pos = topological_order(n, self.src, self.dst)
+        self._index()
+
+    def _index(self) -> None:
+        self._out = _Index(self.src, self.dst, self.n)
+        self._in = _Index(self.dst, self.src, self.n)
+        self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
+
+    def add(self, codes: np.ndarray) -> bool:
+        """Add the edges ``codes`` if the graph stays acyclic; whether it did."""
+        n, pos = self.n, self.pos
+        c = np.unique(np.asarray(codes, np.int64))
+        s, d = c // n, c % n
+        back = pos[s] >= pos[d]
+        if back.any():
+            lo, hi = int(pos[d[back]].min()), int(pos[s[back]].max())
+            es = np.concatenate([self._new_src, s])  # edges beside the index
+            ed = np.concatenate([self._new_dst, d])
+            out, into = (self._out, _Index(es, ed)), (self._in, _Index(ed, es))
+            fwd = _reach(out, np.unique(d[back]), pos, lo, hi)
+            bwd = _reach(into, np.unique(s[back]), pos, lo, hi)
+            both = np.flatnonzero(fwd & bwd)
+            local = np.full(n, -1, dtype=np.int64)
+            local[both] = np.arange(len(both))
+            ws, wd = _among(out, both, n)
+            ws, wd = local[ws], local[wd]
+            if cyclic_core(len(both), ws, wd).any():
+                return False
+            self._reorder(np.flatnonzero(bwd & ~fwd), both, ws, wd,
+                          np.flatnonzero(fwd & ~bwd))
+        self.src, self.dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
+        self._new_src = np.concatenate([self._new_src, s])
+        self._new_dst = np.concatenate([self._new_dst, d])
+        if len(self._new_src) > self.REINDEX * len(self.src):
+            self._index()
+        return True
+
+    def _reorder(self, down: np.ndarray, both: np.ndarray, ws: np.ndarray, wd: np.ndarray,
+                 up: np.ndarray) -> None:
+        """Give the nodes ``down`` (reach a back edge's tail only), ``both``
+        (with the edges ``ws -> wd`` among them, as positions in ``both``)
+        and ``up`` (reached from a
+        back edge's head only) their own positions again, in that order:
+        ``down`` and ``up`` keep their relative orders (so each node of
+        ``down`` moves down and each of ``up`` moves up, past no edge of the
+        rest), ``both`` a topological order of its edges."""
+        pos = self.pos
+        mid = both[np.argsort(topological_order(len(both), ws, wd))]
+        nodes = np.concatenate([down[np.argsort(pos[down])], mid, up[np.argsort(pos[up])]])
+        pos[nodes] = np.sort(pos[nodes])
+
+
+class _Index:
+    """Edges ``a -> b`` indexed by ``a``: with ``n``, compressed rows of
+    the nodes ``0 .. n-1``, else searched (few edges)."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, n: int | None = None) -> None:
+        o = np.argsort(a, kind="stable")
+        self.at, self.to = a[o], b[o]
+        self.start = None if n is None else np.searchsorted(self.at, np.arange(n + 1))
+
+    def ends(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The edges out of ``nodes``: ``(from, to)``."""
+        if self.start is None:
+            lo = np.searchsorted(self.at, nodes, "left")
+            k = np.searchsorted(self.at, nodes, "right") - lo
+        else:
+            lo = self.start[nodes]
+            k = self.start[nodes + 1] - lo
+        first = np.repeat(lo - np.cumsum(k) + k, k)
+        return np.repeat(nodes, k), self.to[first + np.arange(int(k.sum()))]
+
+
+def _reach(index: tuple[_Index, ...], start: np.ndarray, pos: np.ndarray, lo: int,
+           hi: int) -> np.ndarray:
+    """``(n,)`` bool: the nodes reached from ``start`` by the edges of
+    ``index``, through nodes at positions ``lo .. hi``."""
+    n = len(pos)
+    seen = np.zeros(n, dtype=bool)
+    tag = np.empty(n, dtype=np.int64)
+    seen[start] = True
+    front = start
+    while len(front):
+        nxt = np.concatenate([ix.ends(front)[1] for ix in index])
+        p = pos[nxt]
+        nxt = nxt[(p >= lo) & (p <= hi) & ~seen[nxt]]
+        tag[nxt] = np.arange(len(nxt))  # one of each node: the last one
+        nxt = nxt[tag[nxt] == np.arange(len(nxt))]
+        seen[nxt] = True
+        front = nxt
+    return seen
+
+
+def _among(index: tuple[_Index, ...], nodes: np.ndarray, n: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of ``index`` between ``nodes`` (of ``n``)."""
+    inside = np.zeros(n, dtype=bool)
+    inside[nodes] = True
+    a, b = (np.concatenate(x) for x in zip(*(ix.ends(nodes) for ix in index), strict=True))
+    keep = inside[b]
+    return a[keep], b[keep]
