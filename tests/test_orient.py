@@ -517,7 +517,7 @@ def test_dependencies_of_some_lids_beside_the_others_are_the_whole_sets() -> Non
     some = np.flatnonzero(f.lid_to_port >= 0)[::3]
     parts = merged(dependencies(f, r.tables, max_hops=12, skip=some, links=links),
                    dependencies(f, r.tables, max_hops=12, lids=some, links=links))
-    assert len(some) and 0 < len(parts.edges)
+    assert len(some) and len(parts.edges) > 0
     assert np.array_equal(parts.edges, whole.edges) and np.array_equal(parts.used, whole.used)
     assert (parts.pairs, parts.unfinished) == (whole.pairs, whole.unfinished)
     a, b = loop_check(f, parts), check_credit_loops(f, r.tables, max_hops=12)
