@@ -119,15 +119,17 @@ class AcyclicGrowth:
             es = np.concatenate([self._new_src, s])  # edges beside the index
             ed = np.concatenate([self._new_dst, d])
             out, into = (self._out, _Index(es, ed)), (self._in, _Index(ed, es))
-            fwd = _reach(out, np.unique(d[back]), pos, lo, hi)
-            bwd = _reach(into, np.unique(s[back]), pos, lo, hi)
-            both = np.flatnonzero(fwd & bwd)
+            heads, tails = np.unique(d[back]), np.unique(s[back])
+            fwd = _reach(out, heads, pos, lo, hi)
+            # those reached from a head that reach a tail: the paths between stay reached
+            both = np.flatnonzero(_reach(into, tails[fwd[tails]], pos, lo, hi, fwd))
             local = np.full(n, -1, dtype=np.int64)
             local[both] = np.arange(len(both))
             ws, wd = _among(out, both, n)
             ws, wd = local[ws], local[wd]
             if cyclic_core(len(both), ws, wd).any():
                 return False
+            bwd = _reach(into, tails, pos, lo, hi)
             self._reorder(np.flatnonzero(bwd & ~fwd), both, ws, wd,
                           np.flatnonzero(fwd & ~bwd))
         self.src, self.dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
@@ -174,9 +176,10 @@ class _Index:
 
 
 def _reach(index: tuple[_Index, ...], start: np.ndarray, pos: np.ndarray, lo: int,
-           hi: int) -> np.ndarray:
+           hi: int, within: np.ndarray | None = None) -> np.ndarray:
     """``(n,)`` bool: the nodes reached from ``start`` by the edges of
-    ``index``, through nodes at positions ``lo .. hi``."""
+    ``index``, through nodes at positions ``lo .. hi`` (and of ``within``
+    ``(n,)`` bool if given)."""
     n = len(pos)
     seen = np.zeros(n, dtype=bool)
     tag = np.empty(n, dtype=np.int64)
@@ -185,7 +188,8 @@ def _reach(index: tuple[_Index, ...], start: np.ndarray, pos: np.ndarray, lo: in
     while len(front):
         nxt = np.concatenate([ix.ends(front)[1] for ix in index])
         p = pos[nxt]
-        nxt = nxt[(p >= lo) & (p <= hi) & ~seen[nxt]]
+        keep = (p >= lo) & (p <= hi) & ~seen[nxt]
+        nxt = nxt[keep if within is None else keep & within[nxt]]
         tag[nxt] = np.arange(len(nxt))  # one of each node: the last one
         nxt = nxt[tag[nxt] == np.arange(len(nxt))]
         seen[nxt] = True
