@@ -39,6 +39,7 @@ from site_compare import table_metrics  # noqa: E402
 from smroute.errors import SmrouteError  # noqa: E402
 from smroute.fabric.export.ibdiagwrite import format_ibdiagnet  # noqa: E402
 from smroute.fabric.export.writers import format_topology  # noqa: E402
+from smroute.fabric.generate.catalogue import core_tier  # noqa: E402
 from smroute.fabric.generate.shapes import (  # noqa: E402
     attach_cas,
     with_aggregation_nodes,
@@ -171,13 +172,7 @@ def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per:
     if island:
         _island(site, groups[0][0], radix, device)
     sps = _pod_spines(site, groups, spines, cables, radix, device)
-    cores = [[site.switch(f"MF0;core-{j + 1:02d}-{k + 1:02d}:MQM/U1", radix, device)
-              for k in range(cores_per)] for j in range(spines)]
-    for sp in sps:
-        for j, s in enumerate(sp):
-            for c in cores[j]:
-                site.cable(s, c, core_cables)
-    flat_c = [c for grp in cores for c in grp]
+    flat_c = core_tier(site, sps, cores_per, core_cables, radix, device, "MQM")
     flat_s = [s for sp in sps for s in sp]
     svc = [(flat_c[k % len(flat_c)], f"stor-{k + 1:02d} HCA-1") for k in range(core_svc)]
     svc += [(flat_s[(3 * k) % len(flat_s)], f"ufm-{k + 1:02d} HCA-1") for k in range(spine_svc)]
@@ -273,12 +268,7 @@ def superpod(units: int, nodes: int | list[int], spines_per: int, cables: int, *
                 site.cable(leaf, x, cables)
         sps.append(sp)
     if cores_per:
-        cores = [[site.switch(f"MF0;core-{j + 1:02d}-{k + 1:02d}:MQM9700/U1", 64, QUANTUM2)
-                  for k in range(cores_per)] for j in range(spines_per)]
-        for sp in sps:
-            for j, x in enumerate(sp):
-                for c in cores[j]:
-                    site.cable(x, c, core_cables)
+        core_tier(site, sps, cores_per, core_cables, 64, QUANTUM2, "MQM9700")
     svc = [(leaves[-1][k % 8], f"ufm-{k + 1:02d} HCA-1") for k in range(leaf_svc)]
     return Plan(site, svc)
 

@@ -51,7 +51,7 @@ from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError
 
-__all__ = ["CATALOGUE", "Shape", "build_shape", "director_site", "shape_names"]
+__all__ = ["CATALOGUE", "Shape", "build_shape", "core_tier", "director_site", "shape_names"]
 
 _ROWS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -112,7 +112,7 @@ def _spines(site: Site, groups: list[list[int]], per_group: int, cables: int, ra
     return out
 
 
-def _cores(site: Site, spines: list[list[int]], per_index: int, cables: int, radix: int,
+def core_tier(site: Site, spines: list[list[int]], per_index: int, cables: int, radix: int,
            device: int, model: str) -> list[int]:
     """A core tier: spine ``j`` of every group cabled to each of the
     ``per_index`` cores of core group ``j`` with ``cables`` cables."""
@@ -221,7 +221,7 @@ def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, 
         sp = _spines(site, groups, spines, cables, radix, device, model)
         flat = [s for g in sp for s in g]
         if core == "switches":
-            cores = _cores(site, sp, cores_per_index, core_cables, radix, device, model)
+            cores = core_tier(site, sp, cores_per_index, core_cables, radix, device, model)
             svc_at = cores
         else:
             m, line, spine, dradix, ddev = dir_shape
@@ -253,7 +253,7 @@ def _superpod(units: int, nodes: int | list[int], spines_per: int, cables: int,
         flat = [s for g in sp for s in g]
         top = flat
         if cores_per_index:
-            top = _cores(site, sp, cores_per_index, core_cables, radix, device, model)
+            top = core_tier(site, sp, cores_per_index, core_cables, radix, device, model)
         svc = [leaves[-1][r] for r in range(8)] if not any(site.free_ports(t) for t in top) \
             else top
         return site, (_services(site, svc, "ufm", ufm)
