@@ -45,8 +45,9 @@ CHUNK = 64
 def pod_leaves(g: SwitchGraph, slots: NominalSlots,
                leaves: np.ndarray | None = None) -> np.ndarray:
     """``(B,)`` int64 the nominal leaves (of ``leaves``, default all) whose
-    sibling group lacks one of their nominal slots in every member: an
-    upper switch the whole group lost."""
+    sibling group lacks one of their nominal slots in every member (an
+    upper switch the whole group lost) and lacks nothing else: every member
+    has the same slots, so all take the same closer groups."""
     cand = nominal_leaves(g, slots)
     if not len(cand):
         return cand
@@ -55,8 +56,11 @@ def pod_leaves(g: SwitchGraph, slots: NominalSlots,
     have = slots.slot_grp[cand, :width] >= 0
     within = np.arange(width)[None, :] < slots.arity[cand][:, None]
     seen = np.zeros((int(label.max()) + 1, width), dtype=bool)
+    every = np.ones_like(seen)
     np.logical_or.at(seen, label, have)
-    out = cand[(within & ~seen[label]).any(axis=1)]
+    np.logical_and.at(every, label, have)
+    same = (seen == every).all(axis=1)[label]
+    out = cand[same & (within & ~seen[label]).any(axis=1)]
     return out if leaves is None else np.intersect1d(out, leaves)
 
 
