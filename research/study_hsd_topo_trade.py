@@ -12,7 +12,9 @@ topological order, the study's metrics of:
 * ``intra``: Nmodc's tables, with the leaves that lost an up-neighbour
   (fewer upper switches than the most a leaf has) taking Dmodc's entries
   towards the hosts under their own upper switches (their pod: the upper
-  switch routes those down, no upper digit is consumed);
+  switch routes those down, no upper digit is consumed; since
+  :mod:`smroute.routing.nmodc.pod_routes`, Nmodc's own tables wherever the
+  pod's leaves lost the same upper switches and nothing else);
 * ``target``: Nmodc's tables, with every leaf taking Dmodc's entries towards
   the hosts of the leaves that lost an up-neighbour (Dmodc's
   ``x mod #C`` over the surviving upper switches for every destination of a

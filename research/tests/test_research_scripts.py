@@ -264,7 +264,8 @@ def test_hsd_topo_trade_hybrids_take_dmodc_entries_where_they_say() -> None:
     tables but for the damaged pod's leaves towards their own pod, and
     ``target`` but for every leaf towards the damaged pod's hosts: there
     Dmodc's entries, elsewhere Nmodc's; both deliver every pair (the
-    metrics count no undelivered flow).  The sign test is two-sided."""
+    metrics count no undelivered flow); ``intra`` is what Nmodc now routes
+    itself.  The sign test is two-sided."""
     tr = load_script("study_hsd_topo_trade")
     assert tr.sign_p(0, 0) == 1.0 and tr.sign_p(3, 3) == 1.0
     assert tr.sign_p(10, 0) == pytest.approx(2 / 1024) and tr.sign_p(0, 10) == tr.sign_p(10, 0)
@@ -292,4 +293,6 @@ def test_hsd_topo_trade_hybrids_take_dmodc_entries_where_they_say() -> None:
         assert (hyb[name].ports[rows] == n.ports[rows]).all()
         hv = routing_view(fab, hyb[name])
         assert (pair_paths(hv).status == OK).all()
-    assert not np.array_equal(hyb["intra"].ports, n.ports)
+    # Nmodc's own pod routes (routing/nmodc/pod_routes.py) are the intra hybrid
+    assert np.array_equal(hyb["intra"].ports, n.ports)
+    assert not np.array_equal(hyb["target"].ports, n.ports)
