@@ -70,23 +70,23 @@ def pod_targets(g: SwitchGraph, c: np.ndarray, leaves: np.ndarray,
     ``leaves`` ``(B,)`` reaches by going up to an upper switch that goes
     down to it, with every closer upper switch going down (eq. 1)."""
     up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
+    row = np.full(len(g.rank), -1, dtype=np.int64)
+    row[leaves] = np.arange(len(leaves))
+    gid = np.flatnonzero(up & (row[g.grp_switch] >= 0))
+    r = row[g.grp_switch[gid]]
+    o = np.argsort(r, kind="stable")
+    r, ups = r[o], g.grp_remote[gid[o]]
+    k = np.arange(len(r)) - np.searchsorted(r, r)  # place among the leaf's up groups
+    nbr = np.full((len(leaves), int(k.max(initial=-1)) + 1), -1, dtype=np.int64)
+    nbr[r, k] = ups  # (B, K) the upper neighbours, -1 past the last
     out = np.zeros((len(leaves), len(targets)), dtype=bool)
-    hop = hop_counts(c[:, targets])  # (S, T)
     for a in range(0, len(leaves), CHUNK):
-        blk = leaves[a:a + CHUNK]
-        row = np.full(len(g.rank), -1, dtype=np.int64)
-        row[blk] = np.arange(len(blk))
-        gid = np.flatnonzero(up & (row[g.grp_switch] >= 0))
-        r, u = row[g.grp_switch[gid]], g.grp_remote[gid]
-        mine = c[blk[r]][:, targets]  # (G, T) the leaf's own costs
-        going_up = (mine >= UP_PHASE) & (mine < INF)
-        closer = going_up & (hop[u] + 1 == hop[blk[r]]) & (hop[u] < INF)
-        down = c[u][:, targets] < UP_PHASE
-        n_closer = np.zeros((len(blk), len(targets)), dtype=np.int64)
-        n_down = np.zeros_like(n_closer)
-        np.add.at(n_closer, r, closer)
-        np.add.at(n_down, r, closer & down)
-        out[a:a + len(blk)] = (n_closer > 0) & (n_down == n_closer)
+        blk, nb = leaves[a:a + CHUNK], nbr[a:a + CHUNK]
+        mine = c[blk][:, targets]  # (b, T)
+        theirs = c[np.maximum(nb, 0)][:, :, targets]  # (b, K, T)
+        closer = ((nb >= 0)[:, :, None] & ((mine >= UP_PHASE) & (mine < INF))[:, None, :]
+                  & (hop_counts(theirs) + 1 == hop_counts(mine)[:, None, :]))
+        out[a:a + len(blk)] = closer.any(axis=1) & ~(closer & (theirs >= UP_PHASE)).any(axis=1)
     return out
 
 
