@@ -159,3 +159,15 @@ def test_a_reroute_equals_a_full_route(full: Fabric) -> None:
         assert rr.incremental
         assert np.array_equal(rr.result.tables.ports, nmodc(f).tables.ports)
         prev = rr.result
+
+
+def test_the_pool_gives_the_same_tables(full: Fabric) -> None:
+    """The pass runs in parts of whole sibling groups in the pool's workers:
+    the same tables as in one process."""
+    from smroute.routing.pool import RoutePool
+
+    fab = without(full, "pgft L2 1.2.0", "pgft L2 3.5.0", "pgft L3 2.0.0")
+    one = nmodc(fab)
+    with RoutePool(2) as pool:
+        two = route(fab, algorithm="nmodc", pool=pool, labels=False)
+    assert np.array_equal(one.tables.ports, two.tables.ports)
