@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from smroute.analysis.paths import pair_paths, routing_view
+from smroute.analysis.paths import OK, pair_paths, routing_view
 from smroute.cli.main import main
 from smroute.fabric.generate.trees import degrade
 from smroute.routing.engine import route
@@ -257,3 +257,42 @@ def test_unseen_sweep_builds_variants_and_reports_each_run(tmp_path: Path, capsy
     assert sw.main() == 0
     rows = [ln for ln in capsys.readouterr().out.splitlines() if "single switch" in ln]
     assert len(rows) == 1 and "| 1/1 | tree | 0 |" in rows[0] and "miss 0/0" in rows[0]
+
+
+def test_hsd_topo_trade_hybrids_take_dmodc_entries_where_they_say() -> None:
+    """On a 3-level tree that lost one L2 switch, ``intra`` is Nmodc's
+    tables but for the damaged pod's leaves towards their own pod, and
+    ``target`` but for every leaf towards the damaged pod's hosts: there
+    Dmodc's entries, elsewhere Nmodc's; both deliver every pair (the
+    metrics count no undelivered flow); ``intra`` is what Nmodc now routes
+    itself.  The sign test is two-sided."""
+    tr = load_script("study_hsd_topo_trade")
+    assert tr.sign_p(0, 0) == 1.0 and tr.sign_p(3, 3) == 1.0
+    assert tr.sign_p(10, 0) == pytest.approx(2 / 1024) and tr.sign_p(0, 10) == tr.sign_p(10, 0)
+    full = parse_pgft("3;4,4,4;1,4,4;1,1,1").build()
+    l2 = next(i for i, d in enumerate(full.node_desc) if d.startswith("pgft L2 1.2"))
+    fab = full.with_removed(nodes=[l2])
+    res = {a: route(fab, algorithm=a, workers=1, labels=False) for a in ("dmodc", "nmodc")}
+    d, n = res["dmodc"].tables, res["nmodc"].tables
+    hyb = tr.hybrids(fab, d, n)
+    view = routing_view(fab, d)
+    pod, damaged, _ = tr.leaf_facts(view)
+    assert damaged.sum() == 4 and len(set(pod[damaged].tolist())) == 1
+    leaf_row = np.searchsorted(view.leaves, view.ep_leaf)
+    for name, src_ok, dst_ok in (
+            ("intra", damaged, lambda i: (pod[leaf_row] == pod[i]) & (leaf_row != i)),
+            ("target", np.ones(len(damaged), bool), lambda i: damaged[leaf_row] & (leaf_row != i))):
+        for i, leaf in enumerate(view.leaves.tolist()):
+            row = view.table_row[leaf]
+            sel = dst_ok(i) if src_ok[i] else np.zeros(len(leaf_row), bool)
+            lids = view.ep_lid
+            assert (hyb[name].ports[row, lids[sel]] == d.ports[row, lids[sel]]).all()
+            assert (hyb[name].ports[row, lids[~sel]] == n.ports[row, lids[~sel]]).all()
+        upper = np.setdiff1d(np.arange(view.n_switches), view.leaves)
+        rows = view.table_row[upper]
+        assert (hyb[name].ports[rows] == n.ports[rows]).all()
+        hv = routing_view(fab, hyb[name])
+        assert (pair_paths(hv).status == OK).all()
+    # Nmodc's own pod routes (routing/nmodc/pod_routes.py) are the intra hybrid
+    assert np.array_equal(hyb["intra"].ports, n.ports)
+    assert not np.array_equal(hyb["target"].ports, n.ports)

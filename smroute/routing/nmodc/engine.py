@@ -1,7 +1,9 @@
 """The Nmodc engine: Dmodc's costs with the nominal dividers, NIDs with wrap
 gaps, the nominal kernel, then its whole-table passes in order: redirects by
-load (in parts of whole sibling groups of leaves, which share no upper
-switch), even up cables.  Where
+load, then the routes inside the pods that lost an upper switch (both in
+parts of whole sibling groups of leaves, which share no upper switch:
+:mod:`~smroute.routing.nmodc.balance`, :mod:`~smroute.routing.nmodc.pod_routes`),
+even up cables.  Where
 nothing is lost or uneven (:mod:`smroute.routing.nmodc.as_dmodc`: every
 complete PGFT), it routes with Dmodc's dividers and NIDs, Dmodc's kernel
 and no pass: the same tables, in Dmodc's time.  Elsewhere the switches its
@@ -42,6 +44,7 @@ from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
+from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
 from smroute.routing.nmodc.twins import twin_rows
 from smroute.routing.nmodc.wrap import wrap_gaps
@@ -58,10 +61,12 @@ _ROWS: WeakKeyDictionary[Prepared, tuple[np.ndarray, np.ndarray, np.ndarray]] = 
 
 def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
     """The redirects by load of whole sibling groups of ``leaves`` (``None``:
-    every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.nmodc.balance`)."""
-    balance.balance_redirects(graph_from(a), a["c"], a["pi"], dest_from(a), a["table"],
-                              nominal.unpacked_slots(a["n_slots"]), leaves,
+    every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.nmodc.balance`),
+    then the routes inside their pods (:mod:`smroute.routing.nmodc.pod_routes`)."""
+    g, dest, slots = graph_from(a), dest_from(a), nominal.unpacked_slots(a["n_slots"])
+    balance.balance_redirects(g, a["c"], a["pi"], dest, a["table"], slots, leaves,
                               n_eps=int(a["n_eps"][0]))
+    pod_routes(g, a["c"], a["pi"], dest, a["table"], slots, leaves)
 
 
 #: A leaf that lost a nominal slot weighs as many leaves in the parts of the

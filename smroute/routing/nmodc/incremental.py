@@ -30,6 +30,7 @@ from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
 from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.descent import descent_keys
+from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
 from smroute.routing.topology import SwitchGraph
@@ -143,6 +144,7 @@ class NmodcIncremental(IncrementalHook):
         else:
             ports = balance.balance_redirects(g, c, pi, dest, ports, slots, pairs=plan.pairs,
                                               n_eps=len(g.ep_switch))
+            pod_routes(g, c, pi, dest, ports, slots)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
