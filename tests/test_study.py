@@ -370,6 +370,18 @@ def test_resume_adds_engines_beside_cached_rows(tmp_path: Path) -> None:
     t1 = {r["engine"]: r for r in rows if r["throw"] == 1}
     assert {r["status"] for r in t1.values()} == {"ok"} and len(t1) == 4
     assert t1["minhop"]["wall_seconds"] != cached[(1, "minhop")]["wall_seconds"]
+    # the default's rows dropped (computed again after a change): Dmodc is checked
+    # instead, and OpenSM's rows stay as they were
+    kept = {(r["throw"], r["engine"]): r for r in read_rows(csv_file)}
+    csv_file.write_text(format_rows([r for r in kept.values() if r["engine"] != "nmodc"]))
+    run_study(grown, csv_file)
+    again = {(r["throw"], r["engine"]): r for r in read_rows(csv_file)}
+    assert len(again) == 12 and {r["status"] for r in again.values()} == {"ok"}
+    for t in range(3):
+        assert again[(t, "minhop")] == kept[(t, "minhop")]
+        assert again[(t, "dnup")] == kept[(t, "dnup")]
+        assert {k: again[(t, "nmodc")][k] for k in METRICS} == \
+            {k: kept[(t, "nmodc")][k] for k in METRICS}
 
 
 def test_verdict_table_against_the_best_complete_rival() -> None:

@@ -52,9 +52,10 @@ class ThrowTask:
     source: ``"pgft:<tuple>"`` or ``"file:<ibnetdiscover path>"``; label: the
     fabric's name in the CSV; workroot: where the throw's scratch directory
     goes (removed afterwards unless ``keep_work``); vls: the data VLs
-    ``nmodc`` may use (2+: detours); check: ``(metric, value)`` of a cached
-    Dmodc row that this run's Dmodc row must reproduce (a resumed throw that
-    only adds engines beside its cached rows); reference: the engine the
+    ``nmodc`` may use (2+: detours); check: ``(metric, value)`` of the cached
+    row of smroute's engine ``checked`` that this run's row of it must
+    reproduce (a resumed throw that only adds engines beside its cached
+    rows); reference: the engine the
     other rows' random-order HSD is paired with for its standard error
     (default: the default engine).
     """
@@ -72,6 +73,7 @@ class ThrowTask:
     keep_work: bool = False
     vls: int = 1
     check: tuple[tuple[str, float], ...] = ()
+    checked: str = ""
     reference: str = ""
 
     @property
@@ -160,31 +162,34 @@ def hsd_precision_cells(per_order: Sequence[float], ref: TableMetrics | None) ->
 
 
 def _checked(task: ThrowTask, rows: list[Row]) -> list[Row]:
-    """``rows``, or ``status=error`` rows if Dmodc's row does not reproduce
-    ``task.check`` (the cached rows of the throw came from other
-    permutations, order or fabric: the next resume runs it in full)."""
+    """``rows``, or ``status=error`` rows if the row of ``task.checked`` does
+    not reproduce ``task.check`` (the cached rows of the throw came from
+    other permutations, order or fabric: the next resume runs it in full)."""
     if not task.check:
         return rows
-    dm = next((r for r in rows if r["engine"] == api.DEFAULT), {})
+    dm = next((r for r in rows if r["engine"] == task.checked), {})
     diff = [f"{k} {dm.get(k, 'none')} != {v:g}" for k, v in task.check
             if not isinstance(got := dm.get(k), (int, float)) or as_stored(got) != v]
     if not diff:
         return rows
-    why = ("the cached rows of this throw do not reproduce (Dmodc's "
+    why = (f"the cached rows of this throw do not reproduce ({task.checked}'s "
            f"{', '.join(diff[:3])}): it runs again in full on the next resume")
     return [{**r, "status": "error", "error": why} for r in rows]
 
 
 def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTask | None:
     """``task`` reduced to the engines missing from its cached rows ``old``
-    (plus Dmodc, checked against its cached row), if the cached Dmodc row is
-    ``ok``; else ``None`` (run in full).  A missing OpenSM engine runs under
-    ibsim alone; Dmodc's check shows the fabric, its LIDs, the host order
-    and the permutations are the cached rows' own."""
+    (plus one of smroute's engines with a cached ``ok`` row, the default
+    first, checked against that row: the others when the default's rows
+    are being computed again), else ``None`` (run in full).  A missing
+    OpenSM engine runs under ibsim alone; the check shows the fabric, its
+    LIDs, the host order and the permutations are the cached rows' own."""
     have = {str(r["engine"]): r for r in old if r.get("status") not in retry}
-    dm = have.get(api.DEFAULT)
-    if not have or dm is None or dm.get("status") != "ok" or api.DEFAULT not in task.engines:
+    checked = next((e for e in SMROUTE_ENGINES if e in task.engines and e in have
+                    and have[e].get("status") == "ok"), None)
+    if checked is None:
         return None
+    dm = have[checked]
     missing = [e for e in task.engines if e not in have]
     orders = dm.get("hsd_random_orders") or task.random_orders  # refined rows: not checked
     check = tuple((k, float(v)) for k in METRICS
@@ -192,8 +197,8 @@ def _resumed(task: ThrowTask, old: list[Row], retry: Collection[str]) -> ThrowTa
                   and (orders == task.random_orders or not k.startswith("hsd_random")))
     if not check:  # nothing to check the cached rows by
         return None
-    engines = tuple(e for e in task.engines if e in missing or e == api.DEFAULT)
-    return dataclasses.replace(task, engines=engines, check=check)
+    engines = tuple(e for e in task.engines if e in missing or e == checked)
+    return dataclasses.replace(task, engines=engines, check=check, checked=checked)
 
 
 def plan_tasks(source: str, label: str, modes: Sequence[str], throws: int, seed: int,
