@@ -58,10 +58,11 @@ import numpy as np
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nmodc import keys
+from smroute.routing.nmodc.load import nominal_load
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
 from smroute.routing.runs import dense as distinct
-from smroute.routing.runs import place_in_runs, runs, stable_order
+from smroute.routing.runs import runs, stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
@@ -295,50 +296,6 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     return _Redirected(pr, pair_class, class_closer, pb[rep[cls]], eps[e], x, cls, on)
 
 
-def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
-                  red: _Redirected) -> np.ndarray:
-    """``(U * 256,)`` int64: per egress link ``(upper switch index, port)``
-    of the upper switches, the end-port destinations the leaves' nominal
-    slots send through it.  Siblings share their nominal slots, so an upper
-    switch takes the destinations of its slot ``j`` (``x mod m == j``) on
-    the targets it leads some leaf below it closer to."""
-    pr = red.pairs
-    ups, leaves = pr.ups, pr.leaves
-    b, j = np.nonzero(pr.slot_ui >= 0)
-    u = pr.slot_ui[b, j]
-    # carried[u, t]: a leaf below u reaches target t through u (the highest
-    # cost of u's children against u's; a leaf's cost to itself is 0)
-    o = stable_order(u, len(pr.ups))
-    b_by_u, u_sorted = b[o], u[o]
-    nth = place_in_runs(u_sorted)
-    n_u, n_t = pr.up_cost.shape
-    # (each upper switch's children in a row, padded with an all-0 cost row)
-    child = np.full((n_u, int(nth.max(initial=-1)) + 1), len(leaves), dtype=np.int64)
-    child[u_sorted, nth] = b_by_u
-    padded = np.concatenate([pr.leaf_cost, np.zeros((1, n_t), dtype=pr.leaf_cost.dtype)])
-    highest = np.take(padded, child, axis=0).max(axis=1, initial=0)
-    carried = pr.up_cost < highest
-    # u's slot, arity and divider (one per upper switch: its siblings')
-    slot_of = np.zeros(len(ups), dtype=np.int64)
-    slot_of[u] = j
-    m_of = np.ones(len(ups), dtype=np.int64)
-    m_of[u] = slots.arity[leaves[b]]
-    pi_of = np.ones(len(ups), dtype=np.int64)
-    pi_of[u] = pi[leaves[b]]
-    eps, t_of = pr.eps, pr.t_of
-    links = []
-    for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
-        us = np.flatnonzero((m_of == m) & (pi_of == p))
-        res = (dest.nid[eps] // p) % m
-        for j in np.unique(slot_of[us]).tolist():  # a slot's switches share its destinations
-            uj, ej = us[slot_of[us] == j], np.flatnonzero(res == j)
-            keep = np.take(np.take(carried, uj, axis=0), t_of[ej], axis=1)
-            egress = np.take(np.take(ports, ups[uj], axis=0), dest.lid[eps[ej]], axis=1)
-            links.append((uj[:, None] * 256 + egress)[keep])
-    return np.bincount(np.concatenate(links) if links else np.zeros(0, np.int64),
-                       minlength=len(ups) * 256).astype(np.int64, copy=False)
-
-
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
                       ports: np.ndarray, slots: NominalSlots,
                       leaves: np.ndarray | None = None,
@@ -358,7 +315,7 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     red = _redirected(g, c, pi, dest, slots, pr)
     if not len(red.rows):
         return ports
-    load = _nominal_load(pi, dest, ports, slots, red)
+    load = nominal_load(pi, dest, ports, slots, red.pairs)
     # every redirected entry of a class: its candidate slots, the kernel's
     pr, rows, d, xr = red.pairs, red.rows, red.dests, red.x
     sw = pr.leaves[rows]

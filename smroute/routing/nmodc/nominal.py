@@ -119,6 +119,7 @@ from smroute.routing.kernel import (
     slot_offsets,
     unique_rows,
 )
+from smroute.routing.nmodc import native
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
@@ -432,18 +433,23 @@ def _route_remote(
             per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
-    nid = dest.nid.astype(np.int32)
-    x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
-        nid[None, :] // piv[:, None].astype(np.int32))
     # a down-going route with several closer groups takes C[t mod #C]
     spread = down_bu.T & (pat_len > 1)  # (B, U')
-    if spread.any():
-        x = np.where(np.take(spread, tgt, axis=1), nid[None, :], x)
     # a table with lost slots: entry j + m * r, r the redirect digit
     lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
     lossy[:len(pat_rows)] = is_lossy
     lm = lossy[pat_of]  # (B, U')
     parallel = bool((g.grp_port_count[grp_lut][~dead] > 1).any())
+    if native.nominal_ports(dest.nid, tgt, ctx.lid_cols, piv, spread, lm,
+                            (arity, piv, redirect[switches]), pat_len, start[pat_of], val, dead,
+                            g.grp_port_first[grp_lut], g.grp_port_count[grp_lut], g.grp_ports,
+                            occurrences(length, val) if parallel else None, out):
+        return  # (compiled: the same ports as below, the reference)
+    nid = dest.nid.astype(np.int32)
+    x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
+        nid[None, :] // piv[:, None].astype(np.int32))
+    if spread.any():
+        x = np.where(np.take(spread, tgt, axis=1), nid[None, :], x)
     rows = np.flatnonzero(lm.any(axis=1))
     digit = x
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)

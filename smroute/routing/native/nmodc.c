@@ -1,0 +1,85 @@
+/* Nmodc's per-destination steps, compiled: the same results as the numpy
+ * code of smroute.routing.nmodc (the reference, tested against this).
+ *
+ * smroute_nominal_ports: the nominal kernel's last step (nominal.py,
+ * _route_remote), once every switch's slot tables are laid out: per switch
+ * and destination the digit (eq. 3 or a lost slot's j + m r), the table
+ * entry, its lookup column and the port (a group's cables in turn).
+ *
+ * smroute_up_load: the destinations the leaves' nominal slots send through
+ * each egress link of their upper switches (balance.py, _nominal_load).
+ *
+ * Built by scripts/setup.sh into build/nmodc/libsmroute_nmodc.so (C99, no deps).
+ */
+#include <stdint.h>
+
+enum { NO_ROUTE = 255 };
+
+/* Ports of `b` switches towards `d` destinations into out (row stride
+ * `stride`, column lid_col[e]).  Per destination e: nid[e] and its target
+ * column tgt[e] (of n_u).  Per switch s: its digits xs[xi[s]] (eq. 3, (., d))
+ * and a lost slot's vs[vi[s]] ((., d)); per (s, target): spread (the NID
+ * itself is the digit), lossy (the digit is a lost slot's), the table's
+ * length and first entry.  val[entry]: the lookup column (of n_col); per
+ * (s, column): dead, the group's first cable (into ports) and cable count;
+ * occ / count per entry (NULL: one cable a group): the entry's turn among
+ * those of its value (quot * count + occ, quot = x / length, x the digit
+ * without a lost slot's), its cable turn mod the count.  Every value is
+ * below 2**31 (32-bit division). */
+void smroute_nominal_ports(
+    int64_t b, int64_t d, int64_t n_u, const uint32_t *nid, const int64_t *tgt,
+    const int64_t *lid_col, const uint32_t *xs, const int64_t *xi, const uint32_t *vs,
+    const int64_t *vi, const uint8_t *spread, const uint8_t *lossy, const int64_t *length,
+    const int64_t *first, const int64_t *val, int64_t n_col, const uint8_t *dead,
+    const int64_t *cable0, const int64_t *cables, const int64_t *ports, const int32_t *occ,
+    const int32_t *count, uint8_t *out, int64_t stride)
+{
+    for (int64_t s = 0; s < b; s++) {
+        const uint32_t *xr = xs + xi[s] * d, *vr = vs + vi[s] * d;
+        const uint8_t *sp = spread + s * n_u, *lo = lossy + s * n_u, *dd = dead + s * n_col;
+        const int64_t *len = length + s * n_u, *f0 = first + s * n_u;
+        const int64_t *c0 = cable0 + s * n_col, *cn = cables + s * n_col;
+        uint8_t *row = out + s * stride;
+        for (int64_t e = 0; e < d; e++) {
+            const int64_t t = tgt[e];
+            const uint32_t x = sp[t] ? nid[e] : xr[e];
+            const uint32_t n = (uint32_t)len[t];
+            const int64_t ent = f0[t] + (lo[t] ? vr[e] : x) % n;
+            const int64_t col = val[ent];
+            uint8_t port = NO_ROUTE;
+            if (!dd[col]) {
+                int64_t at = c0[col];
+                if (count) {
+                    const uint32_t turn = (x / n) * (uint32_t)count[ent] + (uint32_t)occ[ent];
+                    at += turn % (uint32_t)cn[col];
+                }
+                port = (uint8_t)ports[at];
+            }
+            row[lid_col[e]] = port;
+        }
+    }
+}
+
+/* load[u * 256 + port] += 1 for every upper switch u (of n_up) and
+ * destination e whose residue is u's slot: e = by_res[key[u]][i] for i in
+ * first[key[u]][slot[u]] .. first[key[u]][slot[u] + 1] - 1 (by_res (n_keys,
+ * n_e): the destinations by residue mod the arity of group key, first
+ * (n_keys, n_first)), where u carries t_of[e] (carried (n_up, n_t)), port =
+ * ports[up[u], lid[e]] (row stride `stride`). */
+void smroute_up_load(
+    int64_t n_up, int64_t n_e, int64_t n_first, int64_t n_t, const int64_t *key,
+    const int64_t *slot, const int64_t *by_res, const int64_t *first, const uint8_t *carried,
+    const int64_t *t_of, const int64_t *up, const int64_t *lid, const uint8_t *ports,
+    int64_t stride, int64_t *load)
+{
+    for (int64_t u = 0; u < n_up; u++) {
+        const int64_t *order = by_res + key[u] * n_e, *at = first + key[u] * n_first;
+        const uint8_t *cr = carried + u * n_t, *pr = ports + up[u] * stride;
+        int64_t *lu = load + u * 256;
+        for (int64_t i = at[slot[u]]; i < at[slot[u] + 1]; i++) {
+            const int64_t e = order[i];
+            if (cr[t_of[e]])
+                lu[pr[lid[e]]]++;
+        }
+    }
+}

@@ -1,0 +1,135 @@
+"""Nmodc's per-destination steps compiled (``smroute/routing/native/nmodc.c``):
+the nominal kernel's ports once its slot tables are laid out
+(:mod:`smroute.routing.nmodc.nominal`) and the load of the upper switches'
+egress links (:mod:`smroute.routing.nmodc.balance`).
+
+``scripts/setup.sh`` builds it into ``build/nmodc/libsmroute_nmodc.so``
+(``SMROUTE_NMODC_LIB`` names another place); without it (no compiler, an
+installed package without the build tree, a library older than its source)
+:func:`nominal_ports` and :func:`up_load` return ``None`` / ``False`` and the
+numpy code runs: that one is the reference, and the tests hold the two to
+the same tables.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+
+import numpy as np
+
+from smroute.routing.kernel import unique_rows
+from smroute.routing.native_lib import BUILD, NATIVE, load
+
+__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "up_load"]
+
+SOURCE = NATIVE / "nmodc.c"
+#: Where scripts/setup.sh puts the library (the repository's build tree).
+LIBRARY = BUILD / "nmodc" / "libsmroute_nmodc.so"
+
+_P = np.ctypeslib.ndpointer
+_I64 = _P(np.int64, flags="C")
+_U32 = _P(np.uint32, flags="C")
+_U8 = _P(np.uint8, flags="C")
+_N = ctypes.c_int64
+#: NIDs, table lengths and cable turns below this: 32-bit arithmetic is exact.
+_LIMIT = 1 << 31
+
+
+@cache
+def library(path: str | None = None) -> ctypes.CDLL | None:
+    """The compiled steps at ``path`` (default ``SMROUTE_NMODC_LIB`` or
+    :data:`LIBRARY`), or ``None`` if absent, unloadable or older than its source."""
+    lib = load(SOURCE, LIBRARY, "SMROUTE_NMODC_LIB", path)
+    ports = getattr(lib, "smroute_nominal_ports", None)
+    count = getattr(lib, "smroute_up_load", None)
+    if lib is None or ports is None or count is None:  # absent, or another library
+        return None
+    ports.restype = None
+    ports.argtypes = [_N, _N, _N, _U32, _I64, _I64, _U32, _I64, _U32, _I64, _U8, _U8, _I64,
+                      _I64, _I64, _N, _U8, _I64, _I64, _I64, ctypes.c_void_p, ctypes.c_void_p,
+                      _U8, _N]
+    count.restype = None
+    count.argtypes = [_N, _N, _N, _N, _I64, _I64, _I64, _I64, _U8, _I64, _I64, _I64, _U8,
+                      _N, _I64]
+    return lib
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _u8(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.uint8)
+
+
+def nominal_ports(nid: np.ndarray, tgt: np.ndarray, lid_cols: slice | np.ndarray,
+                  piv: np.ndarray, spread: np.ndarray, lossy: np.ndarray,
+                  kinds: tuple[np.ndarray, np.ndarray, np.ndarray], length: np.ndarray,
+                  first: np.ndarray, val: np.ndarray, dead: np.ndarray, cable0: np.ndarray,
+                  cables: np.ndarray, ports: np.ndarray,
+                  turns: tuple[np.ndarray, np.ndarray] | None, out: np.ndarray) -> bool:
+    """The nominal kernel's ports of ``B`` switches towards ``D`` destinations
+    into ``out`` ``(B, W)`` uint8 (C-contiguous) at the columns ``lid_cols``, as its numpy
+    code writes them, or ``False`` (nothing written) without the library.
+    ``nid`` / ``tgt`` ``(D,)``: NIDs, target columns (of ``U``); ``piv``
+    ``(B,)`` dividers; ``spread`` / ``lossy`` ``(B, U)`` bool: the NID is
+    the digit, the digit is a lost slot's (``kinds``: its arity, divider and
+    redirect divider ``(B,)``); ``length`` / ``first`` ``(B, U)``: each
+    target's slot table; ``val`` ``(F,)`` every entry's lookup column;
+    ``dead`` / ``cable0`` / ``cables`` ``(B, C)``: per lookup column, no
+    route, the group's first cable (into ``ports``) and cable count;
+    ``turns``: per entry its occurrence and count among those of its value
+    (parallel cables; ``None``: one cable a group)."""
+    lib = library()
+    if lib is None or out.dtype != np.uint8 or not out.flags.c_contiguous:
+        return False
+    b, d = len(piv), len(nid)
+    if d and max(int(nid.max()), int(length.max(initial=1))) >= _LIMIT:
+        return False
+    if turns is not None and int(turns[1].max(initial=0)) * (int(nid.max()) + 1) >= _LIMIT:
+        return False
+    rows = out.reshape(b, -1)  # (a view: contiguous)
+    cols = np.arange(rows.shape[1])[lid_cols] if isinstance(lid_cols, slice) else lid_cols
+    v = nid.astype(np.uint32)
+    # the digits per distinct divider, a lost slot's per (arity, divider, redirect divider)
+    pv, xi = np.unique(piv, return_inverse=True)
+    xs = v[None, :] // pv[:, None].astype(np.uint32)
+    kv, vi = unique_rows(np.stack(kinds, axis=1) * np.asarray(lossy.any(axis=1))[:, None])
+    m, p, q = (np.maximum(kv[:, i, None], 2 if i == 0 else 1).astype(np.uint32)
+               for i in range(3))
+    vs = v // p % m + m * (v // q % (m - 1))
+    occ, count = (None, None) if turns is None else (
+        np.ascontiguousarray(t, dtype=np.int32) for t in turns)
+    lib.smroute_nominal_ports(
+        b, d, spread.shape[1], v, _i64(tgt), _i64(cols), xs, _i64(xi.ravel()),
+        np.ascontiguousarray(vs), _i64(vi.ravel()), _u8(spread), _u8(lossy), _i64(length),
+        _i64(first), _i64(val), dead.shape[1], _u8(dead), _i64(cable0), _i64(cables),
+        _i64(ports), None if occ is None else occ.ctypes.data,
+        None if count is None else count.ctypes.data, rows, rows.shape[1])
+    return True
+
+
+def up_load(key: np.ndarray, slot: np.ndarray, res: np.ndarray, carried: np.ndarray,
+            t_of: np.ndarray, up: np.ndarray, lid: np.ndarray,
+            ports: np.ndarray) -> np.ndarray | None:
+    """``(U * 256,)`` int64: per egress link ``(u, port)`` of ``U`` upper
+    switches, the destinations ``e`` (of ``E``) whose residue ``res[key[u],
+    e]`` (``res`` ``(K, E)`` int64 ``>= 0``) is ``u``'s slot ``slot[u]``
+    and whose target ``t_of[e]`` ``u`` carries (``carried`` ``(U, T)``
+    bool), through port ``ports[up[u], lid[e]]``; ``None`` without the library."""
+    lib = library()
+    if lib is None or ports.dtype != np.uint8 or not ports.flags.c_contiguous:
+        return None
+    n_e = res.shape[1]
+    top = max(int(res.max(initial=0)), int(slot.max(initial=0))) + 1
+    # per key, the destinations by residue and where each residue's run starts
+    by_res = np.argsort(res, axis=1, kind="stable")
+    counts = np.zeros((len(res), top + 1), dtype=np.int64)
+    np.add.at(counts, (np.arange(len(res))[:, None], res + 1), 1)
+    first = np.cumsum(counts, axis=1)
+    load_ = np.zeros(len(key) * 256, dtype=np.int64)
+    lib.smroute_up_load(len(key), n_e, top + 1, carried.shape[1], _i64(key), _i64(slot),
+                        _i64(by_res), _i64(first), _u8(carried), _i64(t_of), _i64(up), _i64(lid),
+                        ports, ports.shape[1], load_)
+    return load_
