@@ -6,14 +6,20 @@
  * and destination the digit (eq. 3 or a lost slot's j + m r), the table
  * entry, its lookup column and the port (a group's cables in turn).
  *
+ * smroute_pattern_keys: the nominal kernel's pattern key of every switch
+ * and collapsed target (nominal.py, _route_remote): the closer groups (eq.
+ * 1), read through the nominal slots where the route goes up, as packed
+ * bits, and the nominal arity.
+ *
  * smroute_up_load: the destinations the leaves' nominal slots send through
  * each egress link of their upper switches (balance.py, _nominal_load).
  *
  * Built by scripts/setup.sh into build/nmodc/libsmroute_nmodc.so (C99, no deps).
  */
 #include <stdint.h>
+#include <string.h>
 
-enum { NO_ROUTE = 255 };
+enum { INF = 255, UP_PHASE = 128, NO_ROUTE = 255 };
 
 /* Ports of `b` switches towards `d` destinations into out (row stride
  * `stride`, column lid_col[e]).  Per destination e: nid[e] and its target
@@ -56,6 +62,49 @@ void smroute_nominal_ports(
                 port = (uint8_t)ports[at];
             }
             row[lid_col[e]] = port;
+        }
+    }
+}
+
+/* Pattern keys into out ((b, n_u, nb + 1) bytes) of `b` switches towards
+ * n_u collapsed targets: sub (n_u, r) the targets' costs of every row the
+ * block reads, row_sw[s] each switch's row and row_rem (b, g) its groups'
+ * remotes' (padding: an all-INF row); down (b, g): the group leads down.
+ * Group k is closer where the remote's cost, read as a down move sees it
+ * (its down-only cost, else INF) or as an up move does (UP_PHASE plus its
+ * hop count), is below the switch's own (below INF).  Where the switch
+ * goes up to the target and has nominal slots (not own[s]): bit j of the
+ * key is slot j's group (spos (b, n_slot), the padding position g - 1 for
+ * none) and the last byte its arity; else bit k is group k (k < g - 1). */
+void smroute_pattern_keys(
+    int64_t b, int64_t n_u, int64_t r, const uint8_t *sub, const int64_t *row_sw,
+    const int64_t *row_rem, int64_t g, const uint8_t *down, const uint8_t *own,
+    const int64_t *arity, const int64_t *spos, int64_t n_slot, int64_t nb, uint8_t *closer,
+    uint8_t *out)
+{
+    for (int64_t s = 0; s < b; s++) {
+        const int64_t *rem = row_rem + s * g, *sp = spos + s * n_slot;
+        const uint8_t *dn = down + s * g;
+        for (int64_t u = 0; u < n_u; u++) {
+            const uint8_t *row = sub + u * r;
+            const uint8_t cs = row[row_sw[s]];
+            uint8_t *key = out + (s * n_u + u) * (nb + 1);
+            memset(key, 0, (size_t)(nb + 1));
+            if (cs == INF)
+                continue;
+            for (int64_t k = 0; k < g; k++) {
+                const uint8_t v = row[rem[k]];
+                const uint8_t seen = dn[k] ? (v < UP_PHASE ? v : INF) : ((v & (UP_PHASE - 1)) | UP_PHASE);
+                closer[k] = seen < cs;
+            }
+            if (cs >= UP_PHASE && !own[s]) {
+                for (int64_t j = 0; j < n_slot; j++)
+                    key[j >> 3] |= (uint8_t)(closer[sp[j]] << (j & 7));
+                key[nb] = (uint8_t)arity[s];
+            } else {
+                for (int64_t k = 0; k < g - 1; k++)
+                    key[k >> 3] |= (uint8_t)(closer[k] << (k & 7));
+            }
         }
     }
 }

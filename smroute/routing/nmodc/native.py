@@ -18,10 +18,10 @@ from functools import cache
 
 import numpy as np
 
-from smroute.routing.kernel import unique_rows
+from smroute.routing.kernel import Closer, unique_rows
 from smroute.routing.native_lib import BUILD, NATIVE, load
 
-__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "up_load"]
+__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "up_load"]
 
 SOURCE = NATIVE / "nmodc.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
@@ -43,8 +43,11 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     lib = load(SOURCE, LIBRARY, "SMROUTE_NMODC_LIB", path)
     ports = getattr(lib, "smroute_nominal_ports", None)
     count = getattr(lib, "smroute_up_load", None)
-    if lib is None or ports is None or count is None:  # absent, or another library
+    keys = getattr(lib, "smroute_pattern_keys", None)
+    if lib is None or ports is None or count is None or keys is None:  # absent, or another
         return None
+    keys.restype = None
+    keys.argtypes = [_N, _N, _N, _U8, _I64, _I64, _N, _U8, _U8, _I64, _I64, _N, _N, _U8, _U8]
     ports.restype = None
     ports.argtypes = [_N, _N, _N, _U32, _I64, _I64, _U32, _I64, _U32, _I64, _U8, _U8, _I64,
                       _I64, _I64, _N, _U8, _I64, _I64, _I64, ctypes.c_void_p, ctypes.c_void_p,
@@ -108,6 +111,26 @@ def nominal_ports(nid: np.ndarray, tgt: np.ndarray, lid_cols: slice | np.ndarray
         _i64(ports), None if occ is None else occ.ctypes.data,
         None if count is None else count.ctypes.data, rows, rows.shape[1])
     return True
+
+
+def pattern_keys(cl: Closer, own: np.ndarray, arity: np.ndarray, spos: np.ndarray,
+                 nb: int) -> np.ndarray | None:
+    """``(B, U', nb + 1)`` uint8: the nominal kernel's pattern key of each
+    switch and collapsed target of ``cl`` (made without its closer bits:
+    :func:`~smroute.routing.kernel.closer_groups`), as its numpy code builds
+    it: the closer groups as bits (read through the nominal slots, ``spos``
+    ``(B, M)`` their group positions, where the switch goes up and is not
+    ``own``) and the nominal ``arity`` there; ``None`` without the library."""
+    lib = library()
+    if lib is None or cl.sub is None or cl.row_of is None:
+        return None
+    b, width = cl.valid.shape
+    sub = np.ascontiguousarray(cl.sub, dtype=np.uint8)
+    out = np.empty((b, cl.n_u, nb + 1), dtype=np.uint8)
+    lib.smroute_pattern_keys(b, cl.n_u, sub.shape[1], sub, _i64(cl.row_of[:b]),
+                             _i64(cl.row_of[b:]), width, _u8(cl.down), _u8(own), _i64(arity),
+                             _i64(spos), spos.shape[1], nb, np.zeros(width, np.uint8), out)
+    return out
 
 
 def up_load(key: np.ndarray, slot: np.ndarray, res: np.ndarray, carried: np.ndarray,

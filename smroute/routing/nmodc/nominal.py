@@ -389,27 +389,29 @@ def _route_remote(
     gmax = max(int(ng.max()), 1)
     g0 = g.grp_first[switches]
     # one column more than any switch has groups: never closer (a lost slot)
-    cl = closer_groups(g, switches, ctx, gmax + 1)
-    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
-    cs_t, closer = cl.cs, cl.closer
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
     own = sg[:, 0] == -3  # routes as Dmodc: its closer groups, C[x mod #C]
     arity = np.where(own, 0, np.where(sg[:, -1] == -2, np.argmax(sg == -2, axis=1), n_slot))
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
-    up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
     w = max(gmax, n_slot)
-    bits = np.zeros((n_u, b, -(-w // 8) * 8), dtype=bool)  # whole bytes: a flat packbits
-    nominal_up = up_bu & ~own[None, :]
-    np.logical_and(closer[:, :, :gmax], ~nominal_up[:, :, None], out=bits[:, :, :gmax])
-    at_slot = (bi[:, None] * closer.shape[2] + spos).ravel()  # (np.take: C order)
-    bits[:, :, :n_slot] |= np.take(closer.reshape(n_u, -1), at_slot, axis=1).reshape(
-        n_u, b, n_slot) & nominal_up[:, :, None]
-    mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
-    packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
-    nb = packed.shape[2]
-    keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
+    nb = -(-w // 8)
+    cl = closer_groups(g, switches, ctx, gmax + 1, closer=native.library() is None)
+    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
+    cs_t, closer = cl.cs, cl.closer
+    up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
+    keyb = native.pattern_keys(cl, own, arity, spos, nb)  # (B, U', nb + 1), compiled
+    if keyb is None:  # (the reference)
+        bits = np.zeros((n_u, b, nb * 8), dtype=bool)  # whole bytes: a flat packbits
+        nominal_up = up_bu & ~own[None, :]
+        np.logical_and(closer[:, :, :gmax], ~nominal_up[:, :, None], out=bits[:, :, :gmax])
+        at_slot = (bi[:, None] * closer.shape[2] + spos).ravel()  # (np.take: C order)
+        bits[:, :, :n_slot] |= np.take(closer.reshape(n_u, -1), at_slot, axis=1).reshape(
+            n_u, b, n_slot) & nominal_up[:, :, None]
+        mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
+        packed = np.packbits(bits, bitorder="little").reshape(n_u, b, nb)  # (U', B, nb)
+        keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
     pat_of, first = dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
