@@ -11,12 +11,16 @@
  * 1), read through the nominal slots where the route goes up, as packed
  * bits, and the nominal arity.
  *
+ * smroute_place: the placing rounds of the redirects by load (balance.py,
+ * _place).
+ *
  * smroute_up_load: the destinations the leaves' nominal slots send through
  * each egress link of their upper switches (balance.py, _nominal_load).
  *
  * Built by scripts/setup.sh into build/nmodc/libsmroute_nmodc.so (C99, no deps).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { INF = 255, UP_PHASE = 128, NO_ROUTE = 255 };
@@ -131,4 +135,85 @@ void smroute_up_load(
                 lu[pr[lid[e]]]++;
         }
     }
+}
+
+/* The redirected entries' slots, block after block (starts[i] ..
+ * starts[i + 1] - 1 of n entries in placing order), in rounds: each pending
+ * entry weighs its k candidates (flat indices ck / lk / tk (n, k) into
+ * carry, load and taken) at the state the round starts from, cost 0 where
+ * carry is set, else load + 1, plus spread * taken; an entry with a free
+ * candidate (cost 0) takes the first such, and of the others the first of
+ * each run of equal key[] takes the last candidate (the kernel's) unless
+ * another is lighter by more than `keep` (the first lightest); then the
+ * state is updated (taken for both, carry and load for the latter) and the
+ * others wait for the next round.  choice[order[i]] = cand[i, chosen].
+ * Returns -1 if out of memory, else 0. */
+int smroute_place(
+    int64_t n, int64_t k, int64_t n_blocks, const int64_t *starts, const int64_t *ck,
+    const int64_t *lk, const int64_t *tk, const int64_t *cand, const int64_t *key,
+    const int64_t *order, int64_t spread, int64_t keep, uint8_t *carry, int64_t *load,
+    int64_t *taken, int64_t *choice)
+{
+    int64_t *pend = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *best = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    uint8_t *state = malloc((size_t)(n > 0 ? n : 1));
+    if (!pend || !best || !state) {
+        free(pend);
+        free(best);
+        free(state);
+        return -1;
+    }
+    for (int64_t blk = 0; blk < n_blocks; blk++) {
+        int64_t np_ = 0;
+        for (int64_t i = starts[blk]; i < starts[blk + 1]; i++)
+            pend[np_++] = i;
+        while (np_) {
+            for (int64_t p = 0; p < np_; p++) {
+                const int64_t i = pend[p];
+                int64_t lo = 0, at = 0, last = 0;
+                for (int64_t c = 0; c < k; c++) {
+                    const int64_t f = i * k + c;
+                    const int64_t cost = (carry[ck[f]] ? 0 : load[lk[f]] + 1) + spread * taken[tk[f]];
+                    if (c == 0 || cost < lo) {
+                        lo = cost;
+                        at = c;
+                    }
+                    last = cost;
+                }
+                state[p] = lo == 0;
+                best[p] = (lo != 0 && last <= lo + keep) ? k - 1 : at;
+            }
+            int have = 0;
+            int64_t prev = 0;
+            for (int64_t p = 0; p < np_; p++) {
+                if (state[p])
+                    continue;
+                const int64_t kk = key[pend[p]];
+                if (!have || kk != prev)
+                    state[p] = 2;
+                prev = kk;
+                have = 1;
+            }
+            int64_t left = 0;
+            for (int64_t p = 0; p < np_; p++) {
+                const int64_t i = pend[p];
+                if (!state[p]) {
+                    pend[left++] = i;
+                    continue;
+                }
+                const int64_t f = i * k + best[p];
+                choice[order[i]] = cand[f];
+                taken[tk[f]]++;
+                if (state[p] == 2) {
+                    carry[ck[f]] = 1;
+                    load[lk[f]]++;
+                }
+            }
+            np_ = left;
+        }
+    }
+    free(pend);
+    free(best);
+    free(state);
+    return 0;
 }

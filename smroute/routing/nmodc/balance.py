@@ -57,7 +57,7 @@ import numpy as np
 
 from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nmodc import keys
+from smroute.routing.nmodc import keys, native
 from smroute.routing.nmodc.load import nominal_load
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
@@ -420,6 +420,10 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     carry_f = np.zeros(n_carry + 1, dtype=bool)
     taken_f = np.zeros(n_taken + 1, dtype=np.int64)
     load_f = np.append(load, np.int64(1) << 40)
+    if native.place(starts, ck, lk_o, tk, cand_o, key_o, order, REDIRECT_SPREAD, REDIRECT_KEEP,
+                    carry_f, load_f, taken_f, choice):  # (compiled: the rounds below)
+        load[:] = load_f[:-1]
+        return choice
     for bi in range(REDIRECT_BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
         while len(pend):

@@ -21,7 +21,7 @@ import numpy as np
 from smroute.routing.kernel import Closer, unique_rows
 from smroute.routing.native_lib import BUILD, NATIVE, load
 
-__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "up_load"]
+__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "place", "up_load"]
 
 SOURCE = NATIVE / "nmodc.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
@@ -46,6 +46,11 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     keys = getattr(lib, "smroute_pattern_keys", None)
     if lib is None or ports is None or count is None or keys is None:  # absent, or another
         return None
+    place = getattr(lib, "smroute_place", None)
+    if place is None:
+        return None
+    place.restype = ctypes.c_int
+    place.argtypes = [_N, _N, _N, *([_I64] * 7), _N, _N, _U8, _I64, _I64, _I64]
     keys.restype = None
     keys.argtypes = [_N, _N, _N, _U8, _I64, _I64, _N, _U8, _U8, _I64, _I64, _N, _N, _U8, _U8]
     ports.restype = None
@@ -156,3 +161,27 @@ def up_load(key: np.ndarray, slot: np.ndarray, res: np.ndarray, carried: np.ndar
                         _i64(by_res), _i64(first), _u8(carried), _i64(t_of), _i64(up), _i64(lid),
                         ports, ports.shape[1], load_)
     return load_
+
+
+def place(starts: np.ndarray, ck: np.ndarray, lk: np.ndarray, tk: np.ndarray,
+          cand: np.ndarray, key: np.ndarray, order: np.ndarray, spread: int, keep: int,
+          carry: np.ndarray, load_: np.ndarray, taken: np.ndarray, choice: np.ndarray) -> bool:
+    """The placing rounds of the redirects by load
+    (:func:`smroute.routing.nmodc.balance.balance_redirects`), as its numpy
+    loop runs them: per block of entries (``starts``), in placing order, the
+    candidates' flat indices ``ck`` / ``lk`` / ``tk`` ``(R, K)`` into
+    ``carry`` (bool), ``load_`` and ``taken`` (int64, updated in place),
+    ``cand`` ``(R, K)`` the slots, ``key`` ``(R,)`` the destination and
+    sibling group, ``order`` each entry's place in ``choice`` (written);
+    ``False`` (nothing done) without the library."""
+    lib = library()
+    if lib is None or carry.dtype != np.bool_ or not all(
+            a.dtype == np.int64 and a.flags.c_contiguous for a in (load_, taken, choice)):
+        return False
+    n, k = cand.shape
+    rc = lib.smroute_place(n, k, len(starts) - 1, _i64(starts), _i64(ck), _i64(lk), _i64(tk),
+                           _i64(cand), _i64(key), _i64(order), spread, keep, carry.view(np.uint8),
+                           load_, taken, choice)
+    if rc != 0:
+        raise MemoryError("the compiled redirects by load ran out of memory")
+    return True
