@@ -69,9 +69,10 @@ class RouteContext:
         """``ext_t[:, rows_used]`` ``(U, R)`` uint8 C-contiguous
         (``rows_used`` ascending, ``S`` the all-INF row), from ``ext_t``
         where it is made or most rows are read, else from ``c`` directly
-        (a few switches' rows: no transposition of every switch's)."""
+        (a few switches' rows, or a job whose compiled kernel reads ``rows``
+        and routes its other blocks: no transposition of every switch's)."""
         n = self.c.shape[0]
-        if "ext_t" in self.__dict__ or 2 * len(rows_used) > n:
+        if "ext_t" in self.__dict__ or (2 * len(rows_used) > n and "rows" not in self.__dict__):
             return np.take(self.ext_t, rows_used, axis=1)
         real = rows_used[rows_used < n]
         got = np.take(self.c, real, axis=0)
