@@ -14,6 +14,10 @@
  * smroute_place: the placing rounds of the redirects by load (balance.py,
  * _place).
  *
+ * smroute_first_slots: the first closer slots in a lost slot's probe
+ * order, the candidates of the redirects by load (balance.py,
+ * _first_candidates).
+ *
  * smroute_up_load: the destinations the leaves' nominal slots send through
  * each egress link of their upper switches (balance.py, _nominal_load).
  *
@@ -140,7 +144,8 @@ void smroute_up_load(
 /* The redirected entries' slots, block after block (starts[i] ..
  * starts[i + 1] - 1 of n entries in placing order), in rounds: each pending
  * entry weighs its k candidates (flat indices ck / lk / tk (n, k) into
- * carry, load and taken) at the state the round starts from, cost 0 where
+ * carry, load (of n_load, and one past it: 2**40) and taken) at the state
+ * the round starts from, cost 0 where
  * carry is set, else load + 1, plus spread * taken; an entry with a free
  * candidate (cost 0) takes the first such, and of the others the first of
  * each run of equal key[] takes the last candidate (the kernel's) unless
@@ -152,8 +157,9 @@ int smroute_place(
     int64_t n, int64_t k, int64_t n_blocks, const int64_t *starts, const int64_t *ck,
     const int64_t *lk, const int64_t *tk, const int64_t *cand, const int64_t *key,
     const int64_t *order, int64_t spread, int64_t keep, uint8_t *carry, int64_t *load,
-    int64_t *taken, int64_t *choice)
+    int64_t n_load, int64_t *taken, int64_t *choice)
 {
+    int64_t past = (int64_t)1 << 40; /* load[n_load]: a missing candidate's, never the lightest */
     int64_t *pend = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     int64_t *best = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     uint8_t *state = malloc((size_t)(n > 0 ? n : 1));
@@ -173,7 +179,8 @@ int smroute_place(
                 int64_t lo = 0, at = 0, last = 0;
                 for (int64_t c = 0; c < k; c++) {
                     const int64_t f = i * k + c;
-                    const int64_t cost = (carry[ck[f]] ? 0 : load[lk[f]] + 1) + spread * taken[tk[f]];
+                    const int64_t held = lk[f] == n_load ? past : load[lk[f]];
+                    const int64_t cost = (carry[ck[f]] ? 0 : held + 1) + spread * taken[tk[f]];
                     if (c == 0 || cost < lo) {
                         lo = cost;
                         at = c;
@@ -206,7 +213,10 @@ int smroute_place(
                 taken[tk[f]]++;
                 if (state[p] == 2) {
                     carry[ck[f]] = 1;
-                    load[lk[f]]++;
+                    if (lk[f] == n_load)
+                        past++;
+                    else
+                        load[lk[f]]++;
                 }
             }
             np_ = left;
@@ -216,4 +226,27 @@ int smroute_place(
     free(best);
     free(state);
     return 0;
+}
+
+/* Of the entries sel[0 .. n - 1], all of nominal arity m: the first `most`
+ * slots closer (closer[cls[i] * width + slot]) in the probe order of digit
+ * x[i] and redirect digit y[i] (slot (x mod m + 1 + off[r, q]) mod m for q =
+ * 0 .. m - 2, r = y mod (m - 1); off (m - 1, m - 1), stride n_off) into
+ * out[i] (row stride `stride`, untouched past the last found). */
+void smroute_first_slots(
+    int64_t n, const int64_t *sel, const int64_t *cls, const int64_t *x, const int64_t *y,
+    int64_t m, const int64_t *off, int64_t n_off, const uint8_t *closer, int64_t width,
+    int64_t most, int64_t *out, int64_t stride)
+{
+    const int64_t digits = m - 1 > 1 ? m - 1 : 1;
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t i = sel[e], j0 = x[i] % m, r = y[i] % digits;
+        const uint8_t *row = closer + cls[i] * width;
+        int64_t got = 0;
+        for (int64_t q = 0; q < m - 1 && got < most; q++) {
+            const int64_t slot = (j0 + 1 + off[r * n_off + q]) % m;
+            if (row[slot])
+                out[i * stride + got++] = slot;
+        }
+    }
 }

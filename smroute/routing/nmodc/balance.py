@@ -321,7 +321,8 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     sw = pr.leaves[rows]
     m = slots.arity[sw]
     width = pr.slot_ui.shape[1]
-    kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]]
+    kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]].astype(
+        np.int64)
     # only where an upper switch routes on up: a down-link from it reaches
     # the target leaf alone, whose end-ports bound its risk
     on = red.routes_on & (kern >= 0)
@@ -419,11 +420,10 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     # (window, slot): redirects taken
     carry_f = np.zeros(n_carry + 1, dtype=bool)
     taken_f = np.zeros(n_taken + 1, dtype=np.int64)
-    load_f = np.append(load, np.int64(1) << 40)
     if native.place(starts, ck, lk_o, tk, cand_o, key_o, order, REDIRECT_SPREAD, REDIRECT_KEEP,
-                    carry_f, load_f, taken_f, choice):  # (compiled: the rounds below)
-        load[:] = load_f[:-1]
+                    carry_f, load, taken_f, choice):  # (compiled: the rounds below)
         return choice
+    load_f = np.append(load, np.int64(1) << 40)
     for bi in range(REDIRECT_BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
         while len(pend):
@@ -471,6 +471,8 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
     for mv in np.unique(m).tolist():
         sel = np.flatnonzero(m == mv)
         off = probe_offsets(mv)  # (mv - 1, mv - 1)
+        if native.first_slots(closer, cls, x, y, mv, off, sel, out):
+            continue  # (compiled: the probing below)
         j0 = x[sel] % mv
         r = y[sel] % max(mv - 1, 1)
         row = cls[sel] * closer.shape[1]
@@ -489,9 +491,9 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
 
 
 def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
-    """``(B, 256)`` int64: the slot whose group (``grp`` ``(B, M)`` group
+    """``(B, 256)`` int16: the slot whose group (``grp`` ``(B, M)`` group
     ids, -1 none) holds each port of each leaf, -1 for none."""
-    out = np.full((len(grp), 256), -1, dtype=np.int64)
+    out = np.full((len(grp), 256), -1, dtype=np.int16)  # (slots below 2**15)
     b, j = np.nonzero(grp >= 0)
     gid = grp[b, j]
     which, at = runs(g.grp_port_first[gid], g.grp_port_count[gid])

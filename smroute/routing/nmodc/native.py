@@ -21,7 +21,8 @@ import numpy as np
 from smroute.routing.kernel import Closer, unique_rows
 from smroute.routing.native_lib import BUILD, NATIVE, load
 
-__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "place", "up_load"]
+__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "place", "first_slots",
+           "up_load"]
 
 SOURCE = NATIVE / "nmodc.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
@@ -47,10 +48,13 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     if lib is None or ports is None or count is None or keys is None:  # absent, or another
         return None
     place = getattr(lib, "smroute_place", None)
-    if place is None:
+    first = getattr(lib, "smroute_first_slots", None)
+    if place is None or first is None:
         return None
+    first.restype = None
+    first.argtypes = [_N, *([_I64] * 4), _N, _I64, _N, _U8, _N, _N, _I64, _N]
     place.restype = ctypes.c_int
-    place.argtypes = [_N, _N, _N, *([_I64] * 7), _N, _N, _U8, _I64, _I64, _I64]
+    place.argtypes = [_N, _N, _N, *([_I64] * 7), _N, _N, _U8, _I64, _N, _I64, _I64]
     keys.restype = None
     keys.argtypes = [_N, _N, _N, _U8, _I64, _I64, _N, _U8, _U8, _I64, _I64, _N, _N, _U8, _U8]
     ports.restype = None
@@ -170,7 +174,8 @@ def place(starts: np.ndarray, ck: np.ndarray, lk: np.ndarray, tk: np.ndarray,
     (:func:`smroute.routing.nmodc.balance.balance_redirects`), as its numpy
     loop runs them: per block of entries (``starts``), in placing order, the
     candidates' flat indices ``ck`` / ``lk`` / ``tk`` ``(R, K)`` into
-    ``carry`` (bool), ``load_`` and ``taken`` (int64, updated in place),
+    ``carry`` (bool), ``load_`` (one past its end: a missing candidate,
+    2**40) and ``taken`` (int64, updated in place),
     ``cand`` ``(R, K)`` the slots, ``key`` ``(R,)`` the destination and
     sibling group, ``order`` each entry's place in ``choice`` (written);
     ``False`` (nothing done) without the library."""
@@ -181,7 +186,25 @@ def place(starts: np.ndarray, ck: np.ndarray, lk: np.ndarray, tk: np.ndarray,
     n, k = cand.shape
     rc = lib.smroute_place(n, k, len(starts) - 1, _i64(starts), _i64(ck), _i64(lk), _i64(tk),
                            _i64(cand), _i64(key), _i64(order), spread, keep, carry.view(np.uint8),
-                           load_, taken, choice)
+                           load_, len(load_), taken, choice)
     if rc != 0:
         raise MemoryError("the compiled redirects by load ran out of memory")
+    return True
+
+
+def first_slots(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.ndarray, m: int,
+                off: np.ndarray, sel: np.ndarray, out: np.ndarray) -> bool:
+    """Into ``out`` ``(R, K + 1)`` int64 rows ``sel`` (entries of nominal
+    arity ``m``): the first ``K`` closer slots (``closer`` ``(C, M)`` bool of
+    each entry's class ``cls``) in the probe order of its digit ``x`` and
+    redirect digit ``y`` (``off``: the arity's probe offsets), as the numpy
+    probing of :mod:`smroute.routing.nmodc.balance` finds them; ``False``
+    (nothing written) without the library."""
+    lib = library()
+    if lib is None or out.dtype != np.int64 or not out.flags.c_contiguous:
+        return False
+    flat = np.ascontiguousarray(closer).view(np.uint8)
+    lib.smroute_first_slots(len(sel), _i64(sel), _i64(cls), _i64(x), _i64(y), m, _i64(off),
+                            off.shape[1], flat, closer.shape[1], out.shape[1] - 1, out,
+                            out.shape[1])
     return True
