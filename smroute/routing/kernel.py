@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
-from smroute.routing.kernel_native import LIBRARY, native_routes
+from smroute.routing.kernel_native import LIBRARY, library, native_routes
 from smroute.routing.runs import dense, stable_order
 from smroute.routing.topology import SwitchGraph
 
@@ -68,11 +68,11 @@ class RouteContext:
     def ext_columns(self, rows_used: np.ndarray) -> np.ndarray:
         """``ext_t[:, rows_used]`` ``(U, R)`` uint8 C-contiguous
         (``rows_used`` ascending, ``S`` the all-INF row), from ``ext_t``
-        where it is made or most rows are read, else from ``c`` directly
-        (a few switches' rows, or a job whose compiled kernel reads ``rows``
-        and routes its other blocks: no transposition of every switch's)."""
+        where it is made or most rows are read by the numpy kernel, else
+        from ``c`` directly (a few switches' rows, or a block beside those
+        the compiled kernel routes: no transposition of every switch's)."""
         n = self.c.shape[0]
-        if "ext_t" in self.__dict__ or (2 * len(rows_used) > n and "rows" not in self.__dict__):
+        if "ext_t" in self.__dict__ or (2 * len(rows_used) > n and library() is None):
             return np.take(self.ext_t, rows_used, axis=1)
         real = rows_used[rows_used < n]
         got = np.take(self.c, real, axis=0)
