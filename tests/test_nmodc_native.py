@@ -113,6 +113,13 @@ def test_load_compiled_and_numpy_agree(lib, monkeypatch: pytest.MonkeyPatch) -> 
         got = load.nominal_load(res.dividers, res.dest, table, slots, pr)
         want = load.nominal_load(res.dividers, res.dest, table, slots, pr, compiled=False)
         assert got.sum() > 0 and np.array_equal(got, want)
+        # some upper switches' links alone: theirs as in the whole count, the others 0
+        used = np.arange(len(pr.ups)) % 3 == 1
+        for compiled in (True, False):
+            part = load.nominal_load(res.dividers, res.dest, table, slots, pr, used,
+                                     compiled=compiled).reshape(-1, 256)
+            assert np.array_equal(part[used], want.reshape(-1, 256)[used])
+            assert not part[~used].any()
 
 
 def test_without_the_library_numpy_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -315,7 +315,6 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     red = _redirected(g, c, pi, dest, slots, pr)
     if not len(red.rows):
         return ports
-    load = nominal_load(pi, dest, ports, slots, red.pairs)
     # every redirected entry of a class: its candidate slots, the kernel's
     pr, rows, d, xr = red.pairs, red.rows, red.dests, red.x
     sw = pr.leaves[rows]
@@ -341,6 +340,9 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
     n_key = keys.ids(key, counts=True)
+    used = np.zeros(len(pr.ups), dtype=bool)  # (the load of the candidates' links alone)
+    used[up_c[valid]] = True
+    load = nominal_load(pi, dest, ports, slots, pr, used)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
     settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + REDIRECT_KEEP)
     np.add.at(load, lk[settled, -1], 1)
