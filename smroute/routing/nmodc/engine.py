@@ -97,7 +97,7 @@ def _mask_groups(rows: np.ndarray, partial: np.ndarray,
     """The switches of ``rows`` (``(S,)`` bool) with partial targets,
     grouped by the same targets (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`)."""
     sw = np.flatnonzero(rows & (partial >= 0))
-    sw = sw[targets.any(axis=1)[partial[sw]]]
+    sw = sw[np.asarray(targets.any(axis=1))[partial[sw]]]
     if not len(sw):
         return []
     sets, set_of = np.unique(partial[sw], return_inverse=True)
