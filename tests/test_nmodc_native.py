@@ -147,3 +147,24 @@ def test_another_library_is_not_used(lib, tmp_path: Path) -> None:  # type: igno
     subprocess.run([shutil.which("cc") or "gcc", "-O0", "-shared", "-fPIC", "-o", str(other),
                     str(native.SOURCE.parent / "walk.c")], check=True)
     assert native.library.__wrapped__(str(other)) is None
+
+
+def test_components_compiled_and_numpy_agree(lib, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Connected components by union-find give fabric.graph's labels (the
+    smallest node of each component) on random graphs and a tree's up links;
+    an edge outside the nodes falls back to the reference (its error)."""
+    from smroute.fabric import graph
+
+    monkeypatch.setattr(native, "library", lambda path=None: lib)
+    rng = np.random.default_rng(0)
+    for n, m in ((1, 0), (10, 0), (500, 300), (3000, 9000)):
+        for _ in range(5):
+            a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+            assert np.array_equal(native.components(n, a, b), graph.components(n, a, b))
+    res = route(_tree(links=30), algorithm="nmodc", workers=1, labels=False)
+    lo, hi = res.graph.up_pairs()
+    n = res.graph.n_switches
+    assert np.array_equal(native.components(2 * n, lo, hi + n),
+                          graph.components(2 * n, lo, hi + n))
+    with pytest.raises(IndexError):
+        native.components(3, np.array([0]), np.array([3]))

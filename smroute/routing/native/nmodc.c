@@ -18,6 +18,8 @@
  * order, the candidates of the redirects by load (balance.py,
  * _first_candidates).
  *
+ * smroute_components: connected components (fabric/graph.py, components).
+ *
  * smroute_up_load: the destinations the leaves' nominal slots send through
  * each egress link of their upper switches (balance.py, _nominal_load).
  *
@@ -249,4 +251,31 @@ void smroute_first_slots(
                 out[i * stride + got++] = slot;
         }
     }
+}
+
+static int64_t root_of(int64_t *parent, int64_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* label[i]: the smallest node of i's connected component, for n nodes and
+ * the m edges a[e] - b[e] (union-find: a root is its set's smallest node). */
+void smroute_components(int64_t n, int64_t m, const int64_t *a, const int64_t *b,
+                        int64_t *label)
+{
+    for (int64_t i = 0; i < n; i++)
+        label[i] = i;
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t ra = root_of(label, a[e]), rb = root_of(label, b[e]);
+        if (ra < rb)
+            label[rb] = ra;
+        else if (rb < ra)
+            label[ra] = rb;
+    }
+    for (int64_t i = 0; i < n; i++)
+        label[i] = root_of(label, i);
 }

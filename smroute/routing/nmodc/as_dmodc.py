@@ -57,9 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.nmodc.slot_tables import unequal_cables
 from smroute.routing.runs import place_in_runs

@@ -55,10 +55,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
 from smroute.routing.nmodc import keys, native
 from smroute.routing.nmodc.load import nominal_load
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
 from smroute.routing.runs import dense as distinct

@@ -18,11 +18,12 @@ from functools import cache
 
 import numpy as np
 
+from smroute.fabric import graph
 from smroute.routing.kernel import Closer, unique_rows
 from smroute.routing.native_lib import BUILD, NATIVE, load
 
-__all__ = ["LIBRARY", "SOURCE", "library", "nominal_ports", "pattern_keys", "place", "first_slots",
-           "up_load"]
+__all__ = ["LIBRARY", "SOURCE", "components", "first_slots", "library", "nominal_ports",
+           "pattern_keys", "place", "up_load"]
 
 SOURCE = NATIVE / "nmodc.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
@@ -51,6 +52,11 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     first = getattr(lib, "smroute_first_slots", None)
     if place is None or first is None:
         return None
+    comp = getattr(lib, "smroute_components", None)
+    if comp is None:
+        return None
+    comp.restype = None
+    comp.argtypes = [_N, _N, _I64, _I64, _I64]
     first.restype = None
     first.argtypes = [_N, *([_I64] * 4), _N, _I64, _N, _U8, _N, _N, _I64, _N]
     place.restype = ctypes.c_int
@@ -208,3 +214,17 @@ def first_slots(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.ndarra
                             off.shape[1], flat, closer.shape[1], out.shape[1] - 1, out,
                             out.shape[1])
     return True
+
+
+def components(n_nodes: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`smroute.fabric.graph.components` (the reference, which runs
+    without the library or with an edge outside ``0 .. n_nodes - 1``),
+    compiled: ``(n_nodes,)`` int64 the smallest node of each node's component."""
+    lib = library()
+    ea, eb = _i64(a), _i64(b)
+    if lib is None or (len(ea) and min(int(ea.min()), int(eb.min())) < 0) or (
+            len(ea) and max(int(ea.max()), int(eb.max())) >= n_nodes):
+        return graph.components(n_nodes, a, b)
+    label = np.empty(n_nodes, dtype=np.int64)
+    lib.smroute_components(n_nodes, len(ea), ea, eb, label)
+    return label

@@ -106,7 +106,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations, dividers
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.kernel import (
@@ -120,6 +119,7 @@ from smroute.routing.kernel import (
     unique_rows,
 )
 from smroute.routing.nmodc import native
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
