@@ -45,14 +45,24 @@ def _tree(links: int = 0, switches: int = 0, seed: int = 1, parallel: bool = Fal
     return f
 
 
+def _counted(step, calls: list[str]):  # type: ignore[no-untyped-def]
+    """``step``, noting each call in ``calls``."""
+    def run(*args, **kw):  # type: ignore[no-untyped-def]
+        calls.append(step.__name__)
+        return step(*args, **kw)
+    return run
+
+
 def _same(fabric: Fabric, lib, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
           workers: int = 1) -> int:
     """Nmodc's tables with the library and without are equal; returns how
-    many times the compiled steps ran."""
+    many times the compiled kernel and redirect steps ran."""
     monkeypatch.setattr(native, "library", lambda path=None: None)
     ref = route(fabric, algorithm="nmodc", workers=1, labels=False)
-    calls = []
-    monkeypatch.setattr(native, "library", lambda path=None: calls.append(1) or lib)
+    monkeypatch.setattr(native, "library", lambda path=None: lib)
+    calls: list[str] = []
+    for name in ("nominal_ports", "pattern_keys", "up_load", "place", "first_slots"):
+        monkeypatch.setattr(native, name, _counted(getattr(native, name), calls))
     got = route(fabric, algorithm="nmodc", workers=workers, labels=False)
     assert got.mode == ref.mode
     assert np.array_equal(got.tables.ports, ref.tables.ports)
