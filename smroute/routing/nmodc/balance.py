@@ -299,14 +299,16 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
                       ports: np.ndarray, slots: NominalSlots,
                       leaves: np.ndarray | None = None,
-                      pairs: PartialPairs | None = None, *, n_eps: int) -> np.ndarray:
+                      pairs: PartialPairs | None = None, *, n_eps: int,
+                      redirect: np.ndarray | None = None) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's kernel tables of ``dest`` (with its
     encoded costs ``c`` ``(S, S)``, nominal dividers ``pi`` ``(S,)`` and
     ``slots``), with the leaves' redirected entries rechosen by load (module
     doc), in place; returns ``ports``.  ``leaves``: only these (whole sibling
     groups, :func:`sibling_groups`; default every nominal leaf): the groups
     are independent, so the pool runs them in parallel.  ``pairs``: the
-    partial pairs of ``leaves`` if known (:func:`partial_pairs`); ``n_eps``: the end-ports."""
+    partial pairs of ``leaves`` if known (:func:`partial_pairs`); ``n_eps``: the end-ports;
+    ``redirect``: their redirect dividers if known (:func:`redirect_dividers`)."""
     pr = pairs if pairs is not None else partial_pairs(g, c, dest, slots, leaves)
     busy = np.zeros(int(pr.siblings.max(initial=-1)) + 1, dtype=bool)
     busy[pr.siblings[pr.pb]] = True
@@ -328,7 +330,8 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first REDIRECT_CHOICES closer slots in probe order, the kernel's
-    y = dest.nid[d[sel]] // redirect_dividers(g, pi, n_eps)[sw[sel]]
+    rd = redirect if redirect is not None else redirect_dividers(g, pi, n_eps)
+    y = dest.nid[d[sel]] // rd[sw[sel]]
     first = _first_candidates(red.class_closer, red.entry_class[sel], xr[sel], y, m[sel])
     cand = np.concatenate([first, kern[sel, None]], axis=1)
     valid = cand >= 0

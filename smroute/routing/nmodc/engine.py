@@ -59,9 +59,18 @@ _ROWS: WeakKeyDictionary[Prepared, tuple[np.ndarray, np.ndarray, np.ndarray]] = 
 def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
     """The redirects by load of whole sibling groups of ``leaves`` (``None``:
     every nominal leaf) in ``a["table"]`` (:mod:`smroute.routing.nmodc.balance`)."""
-    balance.balance_redirects(graph_from(a), a["c"], a["pi"], dest_from(a), a["table"],
+    g = graph_from(a)
+    balance.balance_redirects(g, a["c"], a["pi"], dest_from(a), a["table"],
                               nominal.unpacked_slots(a["n_slots"]), leaves,
-                              n_eps=int(a["n_eps"][0]))
+                              n_eps=int(a["n_eps"][0]), redirect=_redirect(a, g))
+
+
+def _redirect(a: Arrays, g: SwitchGraph) -> np.ndarray:
+    """The redirect dividers (:func:`~smroute.routing.nmodc.nominal.redirect_dividers`):
+    ``a["n_rd"]`` where :meth:`Nmodc.arrays` made them (once for every task)."""
+    if "n_rd" in a:
+        return a["n_rd"]
+    return nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0]))
 
 
 #: A leaf that lost a nominal slot weighs as many leaves in the parts of the
@@ -139,7 +148,7 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     if not groups:
         return
     g, dest = graph_from(a), dest_from(a)
-    memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0]))
+    memo, rd = AlternativesMemo(), _redirect(a, g)
     for sw in groups:
         sel, out = _partial_entries(a, [sw], g, dest, memo, rd)[0]
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
@@ -288,6 +297,7 @@ class Nmodc:
         a = dmodc_engine().arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # every end-port's
+        a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
         # the switches at or below each (read by both of these)
@@ -326,7 +336,7 @@ class Nmodc:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(),
-                         rd=nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0])))
+                         rd=_redirect(a, g))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
