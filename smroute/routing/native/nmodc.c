@@ -1,5 +1,5 @@
-/* Nmodc's per-destination steps, compiled: the same results as the numpy
- * code of smroute.routing.nmodc (the reference, tested against this).
+/* Nmodc's steps over many small arrays, compiled: the same results as the
+ * numpy code of smroute.routing.nmodc (the reference, tested against this).
  *
  * smroute_nominal_ports: the nominal kernel's last step (nominal.py,
  * _route_remote), once every switch's slot tables are laid out: per switch
@@ -21,7 +21,7 @@
  * smroute_components: connected components (fabric/graph.py, components).
  *
  * smroute_up_load: the destinations the leaves' nominal slots send through
- * each egress link of their upper switches (balance.py, _nominal_load).
+ * each egress link of their upper switches (load.py, nominal_load).
  *
  * Built by scripts/setup.sh into build/nmodc/libsmroute_nmodc.so (C99, no deps).
  */

@@ -1,14 +1,17 @@
-"""Nmodc's per-destination steps compiled (``smroute/routing/native/nmodc.c``):
-the nominal kernel's ports once its slot tables are laid out
-(:mod:`smroute.routing.nmodc.nominal`) and the load of the upper switches'
-egress links (:mod:`smroute.routing.nmodc.balance`).
+"""Nmodc's steps over many small arrays, compiled
+(``smroute/routing/native/nmodc.c``): the nominal kernel's pattern keys and
+its ports once the slot tables are laid out
+(:mod:`smroute.routing.nmodc.nominal`); the redirects by load's candidates,
+the load of the upper switches' egress links and the placing rounds
+(:mod:`smroute.routing.nmodc.balance`, :mod:`smroute.routing.nmodc.load`);
+connected components (:func:`smroute.fabric.graph.components`).
 
 ``scripts/setup.sh`` builds it into ``build/nmodc/libsmroute_nmodc.so``
 (``SMROUTE_NMODC_LIB`` names another place); without it (no compiler, an
 installed package without the build tree, a library older than its source)
-:func:`nominal_ports` and :func:`up_load` return ``None`` / ``False`` and the
-numpy code runs: that one is the reference, and the tests hold the two to
-the same tables.
+each function returns ``None`` / ``False`` (:func:`components`: the numpy
+result) and the numpy code runs: that one is the reference, and the tests
+hold the two to the same tables.
 """
 
 from __future__ import annotations
