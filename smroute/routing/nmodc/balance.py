@@ -279,12 +279,15 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     class_closer = closer[li[rep], :, ti[rep]]  # (C, M)
     # per class, the destinations on its target whose nominal slot x mod m
     # is one of its slots that do not lead closer
-    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
+    rep_leaf = pb[rep]
+    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[rep_leaf][:, None]))
     parts = []
-    lm, lp = m[pb[rep[lc]]], pi[leaves[pb[rep[lc]]]]
-    base = int(lp.max(initial=0)) + 1
-    for mv, p in (divmod(k, base) for k in np.unique(lm * base + lp).tolist()):
-        sel = np.flatnonzero((lm == mv) & (lp == p))
+    # each class's arity and divider, as one key (a class's pairs share them)
+    base = int(pi[leaves].max(initial=0)) + 1
+    kind = (m[rep_leaf] * base + pi[leaves[rep_leaf]])[lc]
+    for k in np.unique(kind).tolist():
+        mv, p = divmod(k, base)
+        sel = np.flatnonzero(kind == k)
         res = (dest.nid[eps] // p) % mv
         which, e = _on_targets(t_of * mv + res, len(targets) * mv,
                                pt[rep[lc[sel]]] * mv + ls[sel])
