@@ -185,7 +185,9 @@ def _partial_entries(a: Arrays, groups: list[np.ndarray], g: SwitchGraph, dest: 
         batches = [[i] for i in range(len(groups))]
     got: list[tuple[np.ndarray, np.ndarray]] = [(sels[0], sels[0])] * len(groups)
     for batch in batches:
-        sel = np.unique(np.concatenate([sels[i] for i in batch]))
+        union = np.zeros(len(dest.lid), dtype=bool)  # (sorted and distinct, no sort)
+        union[np.concatenate([sels[i] for i in batch])] = True
+        sel = np.flatnonzero(union)
         rows = np.concatenate([groups[i][twins[i][0]] for i in batch])
         out = np.empty((len(rows), len(sel)), dtype=np.uint8)
         nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), rows, out, a["n_slots"],
