@@ -388,7 +388,6 @@ def _route_remote(
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
     g0 = g.grp_first[switches]
-    # one column more than any switch has groups: never closer (a lost slot)
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
@@ -397,6 +396,7 @@ def _route_remote(
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
     w = max(gmax, n_slot)
     nb = -(-w // 8)
+    # one column more than any switch has groups: never closer (a lost slot)
     cl = closer_groups(g, switches, ctx, gmax + 1, closer=native.library() is None)
     gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
     cs_t, closer = cl.cs, cl.closer
