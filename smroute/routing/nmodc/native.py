@@ -37,7 +37,7 @@ _I64 = _P(np.int64, flags="C")
 _U32 = _P(np.uint32, flags="C")
 _U8 = _P(np.uint8, flags="C")
 _N = ctypes.c_int64
-#: NIDs, table lengths and cable turns below this: 32-bit arithmetic is exact.
+#: NIDs, dividers, table lengths and cable turns below this: 32-bit arithmetic is exact.
 _LIMIT = 1 << 31
 
 
@@ -106,7 +106,8 @@ def nominal_ports(nid: np.ndarray, tgt: np.ndarray, lid_cols: slice | np.ndarray
     if lib is None or out.dtype != np.uint8 or not out.flags.c_contiguous:
         return False
     b, d = len(piv), len(nid)
-    if d and max(int(nid.max()), int(length.max(initial=1))) >= _LIMIT:
+    if d and max(int(nid.max()), int(length.max(initial=1)), int(piv.max(initial=1)),
+                 *(int(k.max(initial=1)) for k in kinds)) >= _LIMIT:
         return False
     if turns is not None and int(turns[1].max(initial=0)) * (int(nid.max()) + 1) >= _LIMIT:
         return False
