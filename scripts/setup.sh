@@ -31,12 +31,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-# The compiled validation walk and routing kernel (smroute/routing/native/*.c,
-# loaded by smroute/routing/walk_native.py and kernel_native.py): each rebuilt
-# when its source is newer.  Without a C compiler, or if a build fails, the
-# numpy code runs (the same results).
+# The compiled validation walk, routing kernel and Nmodc steps
+# (smroute/routing/native/*.c, loaded by smroute/routing/walk_native.py,
+# kernel_native.py and nmodc/native.py): each rebuilt when its source is
+# newer.  Without a C compiler, or if a build fails, the numpy code runs (the
+# same results).
 if cc=$(command -v cc || command -v gcc); then
-    for spec in walk:walk kernel:route; do
+    for spec in walk:walk kernel:route nmodc:nmodc; do
         dir=${spec%%:*} src=smroute/routing/native/${spec#*:}.c
         lib=build/$dir/libsmroute_$dir.so
         if [ ! -f "$lib" ] || [ "$src" -nt "$lib" ]; then

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations
-from smroute.routing.kernel_native import LIBRARY, native_routes
+from smroute.routing.kernel_native import LIBRARY, library, native_routes
 from smroute.routing.runs import dense, stable_order
 from smroute.routing.topology import SwitchGraph
 
@@ -68,10 +68,11 @@ class RouteContext:
     def ext_columns(self, rows_used: np.ndarray) -> np.ndarray:
         """``ext_t[:, rows_used]`` ``(U, R)`` uint8 C-contiguous
         (``rows_used`` ascending, ``S`` the all-INF row), from ``ext_t``
-        where it is made or most rows are read, else from ``c`` directly
-        (a few switches' rows: no transposition of every switch's)."""
+        where it is made or most rows are read by the numpy kernel, else
+        from ``c`` directly (a few switches' rows, or a block beside those
+        the compiled kernel routes: no transposition of every switch's)."""
         n = self.c.shape[0]
-        if "ext_t" in self.__dict__ or 2 * len(rows_used) > n:
+        if "ext_t" in self.__dict__ or (2 * len(rows_used) > n and library() is None):
             return np.take(self.ext_t, rows_used, axis=1)
         real = rows_used[rows_used < n]
         got = np.take(self.c, real, axis=0)
@@ -217,7 +218,10 @@ class Closer:
     valid ``(B, G)`` bool a group is there; down ``(B, G)`` bool it leads
     down; col_of ``(U,)`` the collapsed target of each distinct target of the
     context; n_u: collapsed targets; cs ``(U', B)`` uint8 the switches' costs
-    to them; closer ``(U', B, G)`` bool: the group leads closer."""
+    to them; closer ``(U', B, G)`` bool: the group leads closer (empty
+    where not asked for: sub ``(U', R)`` uint8, the collapsed targets' costs
+    of the ``R`` rows the block reads, and row_of ``(B + B * G,)`` the
+    switches' rows then their groups' remotes', from which it is computed)."""
 
     gidx: np.ndarray
     valid: np.ndarray
@@ -226,13 +230,16 @@ class Closer:
     n_u: int
     cs: np.ndarray
     closer: np.ndarray
+    sub: np.ndarray | None = None
+    row_of: np.ndarray | None = None
 
 
 def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
-                  width: int) -> Closer:
+                  width: int, closer: bool = True) -> Closer:
     """Eq. 1 for ``switches`` over ``width`` group positions (at least the
     most groups a switch of the block has), per distinct target; targets
-    whose cost columns agree on every row the block reads are collapsed."""
+    whose cost columns agree on every row the block reads are collapsed.
+    Without ``closer``: the costs it is computed from instead (:class:`Closer`)."""
     b = len(switches)
     ng = g.grp_count[switches]
     valid = np.arange(width)[None, :] < ng[:, None]
@@ -246,6 +253,10 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     col_of, reps = dedupe_rows(sub_t)
     sub_t = sub_t[reps]  # (U', R)
     cs_t = np.take(sub_t, row_of[:b], axis=1)  # (U', B)
+    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
+    if not closer:
+        return Closer(gidx, valid, down_k, col_of, len(reps), cs_t,
+                      np.zeros((0, 0, 0), dtype=bool), sub_t, row_of)
     # closer[u, b, k]: group k of switch b leads closer to target u (eq. 1):
     # below the switch, down to a shorter down-only path; else up, one hop
     # nearer.  One comparison does both: a remote reached by a down link is
@@ -255,12 +266,11 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
     hop = np.uint8(UP_PHASE - 1)
     as_down = np.where(sub_t < UP_PHASE, sub_t, np.uint8(INF))
     as_up = (sub_t & hop) | np.uint8(UP_PHASE)  # (INF has every low bit set: stays INF)
-    down_k = g.rank[np.where(valid, remote, 0)] < g.rank[switches][:, None]  # (B, G)
     pick = row_of[b:].reshape(remote.shape) + np.where(down_k, 0, sub_t.shape[1])
     rem_t = np.take(np.concatenate([as_down, as_up], axis=1), pick, axis=1)  # (U', B, G)
-    closer = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
-    closer &= (cs_t < INF)[:, :, None]
-    return Closer(gidx, valid, down_k, col_of, len(reps), cs_t, closer)
+    near = rem_t < cs_t[:, :, None]  # padding groups read the all-INF row: never closer
+    near &= (cs_t < INF)[:, :, None]
+    return Closer(gidx, valid, down_k, col_of, len(reps), cs_t, near)
 
 
 def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -57,9 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.nmodc.slot_tables import unequal_cables
 from smroute.routing.runs import place_in_runs
@@ -238,7 +238,9 @@ def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, share: np.nda
     width = int(g.n_up[nom].max())
     ups = np.full((len(nom), width), -1, dtype=np.int64)
     sel = ok[lo] & ~slots.own[lo] & (g.n_up[lo] >= 3)
-    ups[np.searchsorted(nom, lo[sel]), at[sel]] = g.grp_remote[gid[sel]]
+    row = np.zeros(n, dtype=np.int64)  # (each switch's row: no search)
+    row[nom] = np.arange(len(nom))
+    ups[row[lo[sel]], at[sel]] = g.grp_remote[gid[sel]]
     # distinct rows in order: big-endian bytes of ups + 1 (>= 0) sort as the rows
     set_of, first = dedupe_rows((ups + 1).astype(">u8").view(np.uint8).reshape(len(ups), -1))
     sets = ups[first]

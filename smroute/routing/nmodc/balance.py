@@ -55,13 +55,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nmodc import keys
+from smroute.routing.nmodc import keys, native
+from smroute.routing.nmodc.load import nominal_load
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
 from smroute.routing.nmodc.slot_tables import probe_offsets
 from smroute.routing.runs import dense as distinct
-from smroute.routing.runs import place_in_runs, runs, stable_order
+from smroute.routing.runs import runs, stable_order
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["nominal_leaves", "sibling_groups", "PartialPairs", "partial_pairs",
@@ -278,12 +279,15 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     class_closer = closer[li[rep], :, ti[rep]]  # (C, M)
     # per class, the destinations on its target whose nominal slot x mod m
     # is one of its slots that do not lead closer
-    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[pb[rep]][:, None]))
+    rep_leaf = pb[rep]
+    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[rep_leaf][:, None]))
     parts = []
-    lm, lp = m[pb[rep[lc]]], pi[leaves[pb[rep[lc]]]]
-    base = int(lp.max(initial=0)) + 1
-    for mv, p in (divmod(k, base) for k in np.unique(lm * base + lp).tolist()):
-        sel = np.flatnonzero((lm == mv) & (lp == p))
+    # each class's arity and divider, as one key (a class's pairs share them)
+    base = int(pi[leaves].max(initial=0)) + 1
+    kind = (m[rep_leaf] * base + pi[leaves[rep_leaf]])[lc]
+    for k in np.unique(kind).tolist():
+        mv, p = divmod(k, base)
+        sel = np.flatnonzero(kind == k)
         res = (dest.nid[eps] // p) % mv
         which, e = _on_targets(t_of * mv + res, len(targets) * mv,
                                pt[rep[lc[sel]]] * mv + ls[sel])
@@ -295,61 +299,19 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     return _Redirected(pr, pair_class, class_closer, pb[rep[cls]], eps[e], x, cls, on)
 
 
-def _nominal_load(pi: np.ndarray, dest: Destinations, ports: np.ndarray, slots: NominalSlots,
-                  red: _Redirected) -> np.ndarray:
-    """``(U * 256,)`` int64: per egress link ``(upper switch index, port)``
-    of the upper switches, the end-port destinations the leaves' nominal
-    slots send through it.  Siblings share their nominal slots, so an upper
-    switch takes the destinations of its slot ``j`` (``x mod m == j``) on
-    the targets it leads some leaf below it closer to."""
-    pr = red.pairs
-    ups, leaves = pr.ups, pr.leaves
-    b, j = np.nonzero(pr.slot_ui >= 0)
-    u = pr.slot_ui[b, j]
-    # carried[u, t]: a leaf below u reaches target t through u (the highest
-    # cost of u's children against u's; a leaf's cost to itself is 0)
-    o = stable_order(u, len(pr.ups))
-    b_by_u, u_sorted = b[o], u[o]
-    nth = place_in_runs(u_sorted)
-    n_u, n_t = pr.up_cost.shape
-    # (each upper switch's children in a row, padded with an all-0 cost row)
-    child = np.full((n_u, int(nth.max(initial=-1)) + 1), len(leaves), dtype=np.int64)
-    child[u_sorted, nth] = b_by_u
-    padded = np.concatenate([pr.leaf_cost, np.zeros((1, n_t), dtype=pr.leaf_cost.dtype)])
-    highest = np.take(padded, child, axis=0).max(axis=1, initial=0)
-    carried = pr.up_cost < highest
-    # u's slot, arity and divider (one per upper switch: its siblings')
-    slot_of = np.zeros(len(ups), dtype=np.int64)
-    slot_of[u] = j
-    m_of = np.ones(len(ups), dtype=np.int64)
-    m_of[u] = slots.arity[leaves[b]]
-    pi_of = np.ones(len(ups), dtype=np.int64)
-    pi_of[u] = pi[leaves[b]]
-    eps, t_of = pr.eps, pr.t_of
-    links = []
-    for m, p in sorted(set(zip(m_of.tolist(), pi_of.tolist(), strict=True))):
-        us = np.flatnonzero((m_of == m) & (pi_of == p))
-        res = (dest.nid[eps] // p) % m
-        for j in np.unique(slot_of[us]).tolist():  # a slot's switches share its destinations
-            uj, ej = us[slot_of[us] == j], np.flatnonzero(res == j)
-            keep = np.take(np.take(carried, uj, axis=0), t_of[ej], axis=1)
-            egress = np.take(np.take(ports, ups[uj], axis=0), dest.lid[eps[ej]], axis=1)
-            links.append((uj[:, None] * 256 + egress)[keep])
-    return np.bincount(np.concatenate(links) if links else np.zeros(0, np.int64),
-                       minlength=len(ups) * 256).astype(np.int64, copy=False)
-
-
 def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
                       ports: np.ndarray, slots: NominalSlots,
                       leaves: np.ndarray | None = None,
-                      pairs: PartialPairs | None = None, *, n_eps: int) -> np.ndarray:
+                      pairs: PartialPairs | None = None, *, n_eps: int,
+                      redirect: np.ndarray | None = None) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8, Nmodc's kernel tables of ``dest`` (with its
     encoded costs ``c`` ``(S, S)``, nominal dividers ``pi`` ``(S,)`` and
     ``slots``), with the leaves' redirected entries rechosen by load (module
     doc), in place; returns ``ports``.  ``leaves``: only these (whole sibling
     groups, :func:`sibling_groups`; default every nominal leaf): the groups
     are independent, so the pool runs them in parallel.  ``pairs``: the
-    partial pairs of ``leaves`` if known (:func:`partial_pairs`); ``n_eps``: the end-ports."""
+    partial pairs of ``leaves`` if known (:func:`partial_pairs`); ``n_eps``: the end-ports;
+    ``redirect``: their redirect dividers if known (:func:`redirect_dividers`)."""
     pr = pairs if pairs is not None else partial_pairs(g, c, dest, slots, leaves)
     busy = np.zeros(int(pr.siblings.max(initial=-1)) + 1, dtype=bool)
     busy[pr.siblings[pr.pb]] = True
@@ -358,20 +320,21 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     red = _redirected(g, c, pi, dest, slots, pr)
     if not len(red.rows):
         return ports
-    load = _nominal_load(pi, dest, ports, slots, red)
     # every redirected entry of a class: its candidate slots, the kernel's
     pr, rows, d, xr = red.pairs, red.rows, red.dests, red.x
     sw = pr.leaves[rows]
     m = slots.arity[sw]
     width = pr.slot_ui.shape[1]
-    kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]]
+    kern = _port_slots(g, slots.slot_grp[pr.leaves, :width])[rows, ports[sw, dest.lid[d]]].astype(
+        np.int64)
     # only where an upper switch routes on up: a down-link from it reaches
     # the target leaf alone, whose end-ports bound its risk
     on = red.routes_on & (kern >= 0)
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first REDIRECT_CHOICES closer slots in probe order, the kernel's
-    y = dest.nid[d[sel]] // redirect_dividers(g, pi, n_eps)[sw[sel]]
+    rd = redirect if redirect is not None else redirect_dividers(g, pi, n_eps)
+    y = dest.nid[d[sel]] // rd[sw[sel]]
     first = _first_candidates(red.class_closer, red.entry_class[sel], xr[sel], y, m[sel])
     cand = np.concatenate([first, kern[sel, None]], axis=1)
     valid = cand >= 0
@@ -383,6 +346,9 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     sib = pr.siblings[rows[sel]]
     key = d[sel] * (int(sib.max(initial=0)) + 1) + sib
     n_key = keys.ids(key, counts=True)
+    used = np.zeros(len(pr.ups), dtype=bool)  # (the load of the candidates' links alone)
+    used[up_c[valid]] = True
+    load = nominal_load(pi, dest, ports, slots, pr, used)
     cost = np.where(valid, load[lk], np.iinfo(np.int64).max)
     settled = (n_key == 1) & (cost[:, -1] <= cost.min(axis=1) + REDIRECT_KEEP)
     np.add.at(load, lk[settled, -1], 1)
@@ -462,6 +428,9 @@ def _place(cand: np.ndarray, up_c: np.ndarray, lk: np.ndarray, d: np.ndarray, si
     # (window, slot): redirects taken
     carry_f = np.zeros(n_carry + 1, dtype=bool)
     taken_f = np.zeros(n_taken + 1, dtype=np.int64)
+    if native.place(starts, ck, lk_o, tk, cand_o, key_o, order, REDIRECT_SPREAD, REDIRECT_KEEP,
+                    carry_f, load, taken_f, choice):  # (compiled: the rounds below)
+        return choice
     load_f = np.append(load, np.int64(1) << 40)
     for bi in range(REDIRECT_BLOCKS):
         pend = np.arange(starts[bi], starts[bi + 1])
@@ -510,6 +479,8 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
     for mv in np.unique(m).tolist():
         sel = np.flatnonzero(m == mv)
         off = probe_offsets(mv)  # (mv - 1, mv - 1)
+        if native.first_slots(closer, cls, x, y, mv, off, sel, out):
+            continue  # (compiled: the probing below)
         j0 = x[sel] % mv
         r = y[sel] % max(mv - 1, 1)
         row = cls[sel] * closer.shape[1]
@@ -528,9 +499,9 @@ def _first_candidates(closer: np.ndarray, cls: np.ndarray, x: np.ndarray, y: np.
 
 
 def _port_slots(g: SwitchGraph, grp: np.ndarray) -> np.ndarray:
-    """``(B, 256)`` int64: the slot whose group (``grp`` ``(B, M)`` group
+    """``(B, 256)`` int16: the slot whose group (``grp`` ``(B, M)`` group
     ids, -1 none) holds each port of each leaf, -1 for none."""
-    out = np.full((len(grp), 256), -1, dtype=np.int64)
+    out = np.full((len(grp), 256), -1, dtype=np.int16)  # (slots below 2**15)
     b, j = np.nonzero(grp >= 0)
     gid = grp[b, j]
     which, at = runs(g.grp_port_first[gid], g.grp_port_count[gid])

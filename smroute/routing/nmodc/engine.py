@@ -65,8 +65,16 @@ def balance_pass(a: Arrays, leaves: np.ndarray | None) -> None:
     then the routes inside their pods (:mod:`smroute.routing.nmodc.pod_routes`)."""
     g, dest, slots = graph_from(a), dest_from(a), nominal.unpacked_slots(a["n_slots"])
     balance.balance_redirects(g, a["c"], a["pi"], dest, a["table"], slots, leaves,
-                              n_eps=int(a["n_eps"][0]))
+                              n_eps=int(a["n_eps"][0]), redirect=_redirect(a, g))
     pod_routes(g, a["c"], a["pi"], dest, a["table"], slots, leaves)
+
+
+def _redirect(a: Arrays, g: SwitchGraph) -> np.ndarray:
+    """The redirect dividers (:func:`~smroute.routing.nmodc.nominal.redirect_dividers`):
+    ``a["n_rd"]`` where :meth:`Nmodc.arrays` made them (once for every task)."""
+    if "n_rd" in a:
+        return a["n_rd"]
+    return nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0]))
 
 
 #: A leaf that lost a nominal slot weighs as many leaves in the parts of the
@@ -102,7 +110,7 @@ def _mask_groups(rows: np.ndarray, partial: np.ndarray,
     """The switches of ``rows`` (``(S,)`` bool) with partial targets,
     grouped by the same targets (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`)."""
     sw = np.flatnonzero(rows & (partial >= 0))
-    sw = sw[targets[partial[sw]].any(axis=1)]
+    sw = sw[np.asarray(targets.any(axis=1))[partial[sw]]]
     if not len(sw):
         return []
     sets, set_of = np.unique(partial[sw], return_inverse=True)
@@ -144,7 +152,7 @@ def partial_pass(a: Arrays, part: np.ndarray | None) -> None:
     if not groups:
         return
     g, dest = graph_from(a), dest_from(a)
-    memo, rd = AlternativesMemo(), nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0]))
+    memo, rd = AlternativesMemo(), _redirect(a, g)
     for sw in groups:
         sel, out = _partial_entries(a, [sw], g, dest, memo, rd)[0]
         a["table"][sw[:, None], dest.lid[sel][None, :]] = out
@@ -181,7 +189,9 @@ def _partial_entries(a: Arrays, groups: list[np.ndarray], g: SwitchGraph, dest: 
         batches = [[i] for i in range(len(groups))]
     got: list[tuple[np.ndarray, np.ndarray]] = [(sels[0], sels[0])] * len(groups)
     for batch in batches:
-        sel = np.unique(np.concatenate([sels[i] for i in batch]))
+        union = np.zeros(len(dest.lid), dtype=bool)  # (sorted and distinct, no sort)
+        union[np.concatenate([sels[i] for i in batch])] = True
+        sel = np.flatnonzero(union)
         rows = np.concatenate([groups[i][twins[i][0]] for i in batch])
         out = np.empty((len(rows), len(sel)), dtype=np.uint8)
         nominal.route_block(g, a["c"], a["pi"], subset(dest, sel), rows, out, a["n_slots"],
@@ -293,6 +303,7 @@ class Nmodc:
         a = dmodc_engine().arrays(prep)
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # every end-port's
+        a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
         # the switches at or below each (read by both of these)
@@ -331,7 +342,7 @@ class Nmodc:
             g, dest = graph_from(a), dest_from(a)
             cache.update(g=g, dest=dest, ctx=kernel.route_context(a["c"], dest),
                          memo=AlternativesMemo(),
-                         rd=nominal.redirect_dividers(g, a["pi"], int(a["n_eps"][0])))
+                         rd=_redirect(a, g))
         plain = a["n_dmodc"][switches] if "n_dmodc" in a else np.zeros(len(switches), bool)
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,

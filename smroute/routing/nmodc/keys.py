@@ -18,7 +18,9 @@ def ids(key: np.ndarray, counts: bool = False) -> np.ndarray:
     with ``counts`` how many elements equal it; by a table over the values'
     range where it is small, no sort."""
     top = int(key.max(initial=-1)) + 1
-    if top > 4 * len(key) + (1 << 20):
+    if counts and top <= 64 * len(key) + (1 << 22):  # (a count table: cheap even sparse)
+        return np.bincount(key, minlength=top)[key]
+    if top > 16 * len(key) + (1 << 14):  # (a sort of R keys: cheaper than a sparse table)
         _, inv, n = np.unique(key, return_inverse=True, return_counts=True)
         return n[inv.ravel()] if counts else inv.ravel()
     if counts:

@@ -106,7 +106,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, NO_ROUTE, UP_PHASE, Destinations, dividers
 from smroute.routing.dmodc import costs_and_dividers as dmodc_costs
 from smroute.routing.kernel import (
@@ -119,6 +118,8 @@ from smroute.routing.kernel import (
     slot_offsets,
     unique_rows,
 )
+from smroute.routing.nmodc import native
+from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
@@ -387,28 +388,30 @@ def _route_remote(
     ng = g.grp_count[switches]
     gmax = max(int(ng.max()), 1)
     g0 = g.grp_first[switches]
-    # one column more than any switch has groups: never closer (a lost slot)
-    cl = closer_groups(g, switches, ctx, gmax + 1)
-    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
-    cs_t, closer = cl.cs, cl.closer
     # up-going patterns read the closer bits through the nominal slots
     sg = slot_grp[switches]  # (B, M)
     n_slot = sg.shape[1]
     own = sg[:, 0] == -3  # routes as Dmodc: its closer groups, C[x mod #C]
     arity = np.where(own, 0, np.where(sg[:, -1] == -2, np.argmax(sg == -2, axis=1), n_slot))
     spos = np.where(sg >= 0, sg - g0[:, None], gmax)  # group position; gmax: none
-    up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
     w = max(gmax, n_slot)
-    bits = np.zeros((n_u, b, -(-w // 8) * 8), dtype=bool)  # whole bytes: a flat packbits
-    nominal_up = up_bu & ~own[None, :]
-    np.logical_and(closer[:, :, :gmax], ~nominal_up[:, :, None], out=bits[:, :, :gmax])
-    at_slot = (bi[:, None] * closer.shape[2] + spos).ravel()  # (np.take: C order)
-    bits[:, :, :n_slot] |= np.take(closer.reshape(n_u, -1), at_slot, axis=1).reshape(
-        n_u, b, n_slot) & nominal_up[:, :, None]
-    mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
-    packed = np.packbits(bits, bitorder="little").reshape(n_u, b, -1)  # (U', B, nb)
-    nb = packed.shape[2]
-    keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
+    nb = -(-w // 8)
+    # one column more than any switch has groups: never closer (a lost slot)
+    cl = closer_groups(g, switches, ctx, gmax + 1, closer=native.library() is None)
+    gidx, valid, down_k, col_of, n_u = cl.gidx, cl.valid, cl.down, cl.col_of, cl.n_u
+    cs_t, closer = cl.cs, cl.closer
+    up_bu = (cs_t >= UP_PHASE) & (cs_t < INF)  # (U', B)
+    keyb = native.pattern_keys(cl, own, arity, spos, nb)  # (B, U', nb + 1), compiled
+    if keyb is None:  # (the reference)
+        bits = np.zeros((n_u, b, nb * 8), dtype=bool)  # whole bytes: a flat packbits
+        nominal_up = up_bu & ~own[None, :]
+        np.logical_and(closer[:, :, :gmax], ~nominal_up[:, :, None], out=bits[:, :, :gmax])
+        at_slot = (bi[:, None] * closer.shape[2] + spos).ravel()  # (np.take: C order)
+        bits[:, :, :n_slot] |= np.take(closer.reshape(n_u, -1), at_slot, axis=1).reshape(
+            n_u, b, n_slot) & nominal_up[:, :, None]
+        mkey = np.where(nominal_up, arity[None, :], 0).astype(np.uint8)
+        packed = np.packbits(bits, bitorder="little").reshape(n_u, b, nb)  # (U', B, nb)
+        keyb = np.concatenate([packed, mkey[:, :, None]], axis=2).transpose(1, 0, 2)
     pat_of, first = dedupe_rows(np.ascontiguousarray(keyb.reshape(b * n_u, nb + 1)))
     pat_rows = keyb.reshape(b * n_u, nb + 1)[first]
     pat_of = pat_of.reshape(b, n_u)
@@ -432,18 +435,23 @@ def _route_remote(
             per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
-    nid = dest.nid.astype(np.int32)
-    x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
-        nid[None, :] // piv[:, None].astype(np.int32))
     # a down-going route with several closer groups takes C[t mod #C]
     spread = down_bu.T & (pat_len > 1)  # (B, U')
-    if spread.any():
-        x = np.where(np.take(spread, tgt, axis=1), nid[None, :], x)
     # a table with lost slots: entry j + m * r, r the redirect digit
     lossy = np.zeros(len(length), dtype=bool)  # (capacity tables, appended, have none)
     lossy[:len(pat_rows)] = is_lossy
     lm = lossy[pat_of]  # (B, U')
     parallel = bool((g.grp_port_count[grp_lut][~dead] > 1).any())
+    if native.nominal_ports(dest.nid, tgt, ctx.lid_cols, piv, spread, lm,
+                            (arity, piv, redirect[switches]), pat_len, start[pat_of], val, dead,
+                            g.grp_port_first[grp_lut], g.grp_port_count[grp_lut], g.grp_ports,
+                            occurrences(length, val) if parallel else None, out):
+        return  # (compiled: the same ports as below, the reference)
+    nid = dest.nid.astype(np.int32)
+    x = (nid // np.int32(piv[0]))[None, :] if bool((piv == piv[0]).all()) else (
+        nid[None, :] // piv[:, None].astype(np.int32))
+    if spread.any():
+        x = np.where(np.take(spread, tgt, axis=1), nid[None, :], x)
     rows = np.flatnonzero(lm.any(axis=1))
     digit = x
     if len(rows):  # the switches with lost slots, by (arity, divider, redirect divider)
