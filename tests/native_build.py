@@ -3,6 +3,7 @@ test, with the flags scripts/setup.sh uses and warnings as errors."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,3 +29,17 @@ def loaded(module: Any, path: Path) -> Any:
     got = module.library(str(path))
     assert got is not None
     return got
+
+
+def refuses_stale_and_foreign(module: Any, lib: Any, tmp: Path) -> None:
+    """``module.library`` ignores a library older than its source and one
+    built from another source (without its symbols): the numpy code runs."""
+    old = tmp / "old.so"
+    shutil.copy(lib._name, old)
+    src = module.SOURCE.stat().st_mtime
+    os.utime(old, (src - 10, src - 10))
+    assert module.library.__wrapped__(str(old)) is None
+    other = tmp / "other.so"
+    subprocess.run([shutil.which("cc") or "gcc", "-O0", "-shared", "-fPIC", "-o", str(other),
+                    str(module.SOURCE.parent / "walk.c")], check=True)
+    assert module.library.__wrapped__(str(other)) is None

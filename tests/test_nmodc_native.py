@@ -7,9 +7,6 @@ numpy code runs."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import native_build
@@ -142,21 +139,8 @@ def test_without_the_library_numpy_runs(monkeypatch: pytest.MonkeyPatch) -> None
     assert res.mode == "tree"
 
 
-def test_stale_library_is_not_used(lib, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A library older than its source is ignored (the numpy code runs)."""
-    old = tmp_path / "old.so"
-    shutil.copy(lib._name, old)
-    src = native.SOURCE.stat().st_mtime
-    os.utime(old, (src - 10, src - 10))
-    assert native.library.__wrapped__(str(old)) is None
-
-
-def test_another_library_is_not_used(lib, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A library without the steps' symbols (another build) is ignored."""
-    other = tmp_path / "other.so"
-    subprocess.run([shutil.which("cc") or "gcc", "-O0", "-shared", "-fPIC", "-o", str(other),
-                    str(native.SOURCE.parent / "walk.c")], check=True)
-    assert native.library.__wrapped__(str(other)) is None
+def test_stale_or_another_library_is_not_used(lib, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    native_build.refuses_stale_and_foreign(native, lib, tmp_path)
 
 
 def test_components_compiled_and_numpy_agree(lib, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
