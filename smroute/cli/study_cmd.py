@@ -320,9 +320,10 @@ def _plot(args: argparse.Namespace) -> int:
 REPORT_NOTE = (
     "Cells are median / worst over the throws where the engine routed every pair; failed "
     "(OpenSM fell back to another engine) and incomplete (some pairs left without a route) "
-    "throws are counted, not included. Dmodc and Nmodc take detours over virtual lanes where "
-    "the study ran with `--vls` 2 or more and a damaged tree leaves pairs without an "
-    "up*/down* path (column `routing_mode` of the CSV). How the throws are made and measured: "
+    "throws are counted, not included. Nmodc (the default) takes detours over virtual lanes "
+    "where the study ran with `--vls` 2 or more and a damaged tree leaves pairs without an "
+    "up*/down* path; Dmodc, the paper's, routes on one VL and orients only the destinations "
+    "it must (column `routing_mode` of the CSV). How the throws are made and measured: "
     "the docs' page on the degradation study.")
 
 
