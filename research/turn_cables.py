@@ -27,12 +27,11 @@ if str(ROOT) not in sys.path:
 
 from smroute.fabric.ibnetdiscover.parse import read_fabric  # noqa: E402
 from smroute.fabric.model.arrays import Fabric  # noqa: E402
-from smroute.routing import modes, orient  # noqa: E402
+from smroute.routing import modes  # noqa: E402
 from smroute.routing.deadlock import check_credit_loops  # noqa: E402
 from smroute.routing.dmodc import INF  # noqa: E402
 from smroute.routing.engine import route, validate_result  # noqa: E402
 from smroute.routing.topology import SwitchGraph  # noqa: E402
-
 
 #: keep the cables into a service host's switch from above too (no transit
 #: through it either way), else only those from below
