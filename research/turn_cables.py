@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""A test of the design in ``notes/one-vl-turn-cables.md``, on one VL: each
-turn leaf keeps its cable to the switch a turning destination sits on for
-the traffic that ends at that switch's end-ports. Its other destinations on
-that cable go to its other cables towards them, so the turns into that
-switch end a chain of channel dependencies. Then the mode chain runs as
-``smroute route`` runs it, with those tables as the tree's.
+"""A test of the design in ``notes/one-vl-turn-cables.md``, on one VL: every
+cable from a lower switch up to a switch that carries a service host needing
+a turn carries only the traffic that ends at that switch's end-ports (the
+lower switch's other entries on it go to its other cables that lead closer),
+so every turn into that switch ends a chain of channel dependencies. Then
+``smroute route``'s mode chain runs unchanged with those tables as the
+tree's (Nmodc, one VL).
 
-Prints, before and after, the mode and why, the needed pairs left (the
-validation walk) and the credit-loop check. This is a research prototype:
-the product does not do this.
+Prints for the tree's routes and with the cables kept: the mode, the
+validation walk over the needed pairs and the credit-loop check.
+``--both-ways`` keeps the cables into such a switch from above too;
+``--verbose`` names the first failing pairs. A research prototype: the
+product does not do this.
 
-    .venv/bin/python research/turn_cables.py FABRIC [FABRIC ...]
+    .venv/bin/python research/turn_cables.py [--both-ways] [--verbose] FABRIC...
 """
 
 from __future__ import annotations
