@@ -10,10 +10,11 @@ tree's (Nmodc, one VL).
 Prints for the tree's routes and with the cables kept: the mode, the
 validation walk over the needed pairs and the credit-loop check.
 ``--both-ways`` keeps the cables into such a switch from above too;
-``--verbose`` names the first failing pairs. A research prototype: the
+``--verbose`` names the first failing pairs; ``--metrics`` adds SP/A2A/RP
+over the compute hosts in GUID order (as ``unseen_sweep.py``). A research prototype: the
 product does not do this.
 
-    .venv/bin/python research/turn_cables.py [--both-ways] [--verbose] FABRIC...
+    .venv/bin/python research/turn_cables.py [--both-ways] [--verbose] [--metrics] FABRIC...
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from site_compare import table_metrics  # noqa: E402
 
 from smroute.fabric.ibnetdiscover.parse import read_fabric  # noqa: E402
 from smroute.fabric.model.arrays import Fabric  # noqa: E402
+from smroute.fabric.roles import fabric_roles  # noqa: E402
 from smroute.routing import modes  # noqa: E402
 from smroute.routing.deadlock import check_credit_loops  # noqa: E402
 from smroute.routing.dmodc import INF  # noqa: E402
@@ -40,6 +45,8 @@ from smroute.routing.topology import SwitchGraph  # noqa: E402
 #: through it either way), else only those from below
 BOTH_WAYS = False
 VERBOSE = False
+#: SP/A2A/RP over the compute hosts in GUID order (as research/unseen_sweep.py)
+METRICS = False
 
 
 def keep_cables(g: SwitchGraph, c: np.ndarray, dest, ports: np.ndarray,  # type: ignore[no-untyped-def]
@@ -99,6 +106,12 @@ def run(path: str) -> None:
         if VERBOSE:
             for x in v.failures[:8]:
                 print(f"      {x}")
+        if METRICS:
+            m = table_metrics(f, res.tables, fabric_roles(f), None, seed=1, rp_samples=10)
+            c = m["sets"].get("compute")
+            print(f"    needed pairs left {m['missing_needed']}/{m['needed_pairs']}; compute "
+                  f"hosts SP/A2A/RP " + (f"{c['guid']['sp']}/{c['a2a']}/{c['guid']['rp']}"
+                                         if c else "-"))
         print(f"    deadlock: {loops.summary()[:160]}")
 
 
@@ -107,6 +120,7 @@ if __name__ == "__main__":
     while args and args[0].startswith("--"):
         BOTH_WAYS |= args[0] == "--both-ways"
         VERBOSE |= args[0] == "--verbose"
+        METRICS |= args[0] == "--metrics"
         args = args[1:]
     for a in args:
         run(a)
