@@ -55,6 +55,7 @@ from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
+from smroute.routing.turn_cables import keep_turn_cables
 from smroute.routing.vlassign import VirtualLanes
 
 __all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_again", "start",
@@ -167,9 +168,19 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 check, n, lanes, prep, ports)
         why = f"; {why}"
     ports[...] = tree_ports
-    ori, no = orient.orient(fabric, g, c, pi, dest, ports,
-                            (need, orient.needed_turns(g, c, dest, needed)), needed,
-                            (g2, *dmodc.costs_and_dividers(g2)), own)
+    candidates = (need, orient.needed_turns(g, c, dest, needed))
+    escape = (g2, *dmodc.costs_and_dividers(g2))
+    ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
+    if ori is None or not ori.complete:  # the cables into service hosts' switches kept
+        kept = tree_ports.copy()
+        n_kept = keep_turn_cables(g, c, dest, kept, need)
+        done, _ = (orient.orient(fabric, g, c, pi, dest, kept, candidates, needed, escape, own)
+                   if n_kept else (None, ""))
+        if done is not None and done.complete:
+            ports[...] = kept
+            ori = dataclasses.replace(done, why=(
+                f"{done.why}; {n_kept} cables up to the switches of service hosts that need "
+                "turns carry only the traffic that ends there"))
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:

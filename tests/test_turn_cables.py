@@ -1,0 +1,121 @@
+"""One VL on a site with UFM and storage on a director's line ASICs beside
+another director (:mod:`smroute.routing.turn_cables`): where ``tree+orient``
+leaves needed pairs, the cables up to the service hosts' switches carry only
+the traffic that ends there, and every needed pair is delivered free of
+credit loops (the channel-dependency check; ``ibdmchk`` finds the paths)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smroute.fabric.generate.catalogue import director_site
+from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
+from smroute.fabric.generate.sitegen import CONNECTX6, SWITCHIB, Site
+from smroute.fabric.generate.trees import degrade
+from smroute.fabric.model.arrays import Fabric
+from smroute.routing import modes, turn_cables
+from smroute.routing.deadlock import check_credit_loops
+from smroute.routing.engine import route, validate_result
+
+
+def two_directors(cut: int = 2, seed: int = 1) -> Fabric:
+    """20 leaves of 16 or 14 hosts, each cabled 3 times to each of two
+    CS7510-like directors (18 line and 9 spine ASICs of 36 ports), UFM and
+    storage on two line ASICs of the first, an aggregation node on every
+    switch, ``cut`` random switch links removed."""
+    site = Site(speed="EDR", host_device=CONNECTX6)
+    leaves = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(20)], 36, SWITCHIB)
+    for i, leaf in enumerate(leaves):
+        for k in range(16 if i % 2 == 0 else 14):
+            site.host(leaf, f"cn{i:02d}{k:02d} mlx5_0")
+    dirs = [site.director(f"core{k + 1}", "CS7510", line_asics=18, spine_asics=9, radix=36,
+                          device=SWITCHIB) for k in range(2)]
+    for leaf in leaves:
+        for d in dirs:
+            site.cable_director(leaf, d, 3)
+    f = site.build(np.random.default_rng(seed))
+    lines = dirs[0].line
+    f = attach_cas(f, [lines[1], lines[6]], ["ufm-01 HCA-1", "stor-02 HCA-1"])
+    f = with_aggregation_nodes(f)
+    return degrade(f, np.random.default_rng(1000 + seed), links=cut)[0] if cut else f
+
+
+def test_kept_cables_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    f = two_directors()
+    r = route(f, workers=1, labels=False)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "carry only the traffic that ends there" in r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(f, r.tables).ok
+    # without them, the same chain leaves needed pairs
+    monkeypatch.setattr(modes, "keep_turn_cables", lambda *a: 0)
+    before = route(f, workers=1, labels=False)
+    assert "no orientation serves" in before.mode_reason
+    assert not validate_result(before).ok
+
+
+def test_the_kept_cables_end_at_the_service_hosts_switches() -> None:
+    """Each kept cable's entries all lead to end-ports of the switch behind
+    it; the other entries moved to cables that lead closer (the tree's
+    routes stay minimal and up*/down*)."""
+    f = two_directors()
+    r = route(f, workers=1, labels=False)
+    g, dest = r.graph, r.dest
+    xs = turn_cables.service_switches(g, dest, modes.turn_destinations(g, r.costs, dest))
+    assert len(xs) == 2
+    port_sw = np.repeat(g.grp_switch, g.grp_port_count)
+    port_to = np.repeat(g.grp_remote, g.grp_port_count)
+    kept = np.isin(port_to, xs) & (g.rank[port_sw] < g.rank[port_to])
+    assert kept.any()
+    for s, p, x in zip(port_sw[kept], g.grp_ports[kept], port_to[kept], strict=True):
+        on = r.tables.ports[s, dest.lid] == p
+        assert (dest.target[on] == x).all()
+    v = validate_result(r)
+    assert v.non_minimal == 0
+
+
+def test_a_site_tree_orient_serves_keeps_its_cables() -> None:
+    """Where ``tree+orient`` serves every needed pair (storage on the line
+    ASICs of a degraded director site), no cable is kept: it would only
+    cost the compute hosts."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    r = route(f, workers=1, labels=False)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "carry only the traffic" not in r.mode_reason
+    assert validate_result(r).ok
+
+
+def test_the_undamaged_site_needs_them_too() -> None:
+    """The same two directors with no cable cut need the kept cables too."""
+    r = route(two_directors(cut=0), workers=1, labels=False)
+    assert "carry only the traffic that ends there" in r.mode_reason
+    assert validate_result(r).ok
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibdmchk") is None,
+                    reason="ibdmchk (Debian package ibutils) is not installed")
+def test_ibdmchk_finds_the_needed_paths(tmp_path: Path) -> None:
+    """ibutils' ibdmchk on those tables (one VL) finds every path but those
+    between aggregation nodes on switches not adjacent (no traffic needs
+    them; one VL cannot carry them). ibdmchk looks for credit loops only
+    where every CA pair has a path: the loop check here is smroute's, which
+    agrees with ibdmchk on one VL (test_detours)."""
+    from smroute.cli.route_cmd import hop_table
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import write_tables
+
+    f = two_directors()
+    r = route(f, workers=1)
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unneeded > 0
+    fdbs = tmp_path / "opensm.fdbs"
+    write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
+    rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
+    assert rep.missing_paths == v.ca_pairs_unneeded, rep.stdout[-2000:]
+    assert check_credit_loops(f, r.tables).ok
