@@ -298,17 +298,18 @@ def test_hsd_topo_trade_hybrids_take_dmodc_entries_where_they_say() -> None:
     assert not np.array_equal(hyb["target"].ports, n.ports)
 
 
-def test_turn_cables_deliver_a_two_director_site_on_one_vl(tmp_path: Path, capsys: Any) -> None:
+def test_turn_anchors_deliver_a_two_director_site_on_one_vl(tmp_path: Path, capsys: Any) -> None:
     """Storage on one CS7510's line ASICs beside another CS7510, 2 cables
-    cut (the sweep's v178): tree+orient leaves needed pairs on one VL; with
-    the cables into the storage's switches kept, every needed pair is
-    delivered and no credit loop is found."""
-    sw, tc = load_script("unseen_sweep"), load_script("turn_cables")
+    cut (the sweep's v178): tree+orient alone leaves needed pairs on one
+    VL; with the anchored turns every needed pair is delivered and no
+    credit loop is found."""
+    sw, tc = load_script("unseen_sweep"), load_script("turn_anchors")
     v = {f"{v.family} {v.params}": v for v in sw.variants()}[
         "dirs-links L20 h[16, 14] cs7510+cs7510 c3 line_svc2/1dir -2 links seed1"]
     path = tmp_path / "v.topo"
     path.write_text("\n".join(sw.format_topology(v.make())) + "\n")
     tc.run(str(path))
-    out = capsys.readouterr().out.split("turn cables kept:")
-    assert len(out) == 2 and "INVALID" in out[0] and "no credit loop" in out[0]
-    assert "validation: valid" in out[1] and "deadlock: no credit loop" in out[1]
+    out = capsys.readouterr().out.split("v.topo ")[1:]
+    assert len(out) == 3 and "INVALID" in out[0] and "no credit loop" in out[0]
+    for run in out[1:]:
+        assert "validation: valid" in run and "deadlock: no credit loop" in run, run

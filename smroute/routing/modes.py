@@ -55,7 +55,7 @@ from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
-from smroute.routing.turn_cables import keep_turn_cables
+from smroute.routing.turn_anchors import anchor_turns
 from smroute.routing.vlassign import VirtualLanes
 
 __all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_again", "start",
@@ -171,16 +171,17 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     candidates = (need, orient.needed_turns(g, c, dest, needed))
     escape = (g2, *dmodc.costs_and_dividers(g2))
     ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
-    if ori is None or not ori.complete:  # the cables into service hosts' switches kept
-        kept = tree_ports.copy()
-        n_kept = keep_turn_cables(g, c, dest, kept, need)
-        done, _ = (orient.orient(fabric, g, c, pi, dest, kept, candidates, needed, escape, own)
-                   if n_kept else (None, ""))
-        if done is not None and done.complete:
-            ports[...] = kept
-            ori = dataclasses.replace(done, why=(
-                f"{done.why}; {n_kept} cables up to the switches of service hosts that need "
-                "turns carry only the traffic that ends there"))
+    if ori is None or not ori.complete:  # the service hosts' switches turn at their anchors
+        anchored = tree_ports.copy()
+        n_x = anchor_turns(g, c, dest, anchored, candidates[-1])
+        if n_x and not orient.accept(
+                fabric, g, dest, anchored, candidates[-1], needed, c,
+                orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]])):
+            ports[...] = anchored
+            ori = orient.Orientation(candidates[-1], (
+                f"the traffic of {n_x} switches of service hosts turns at one lower neighbour "
+                "each, whose cables to it carry only their own traffic; the channel "
+                "dependencies of every route are acyclic"))
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:

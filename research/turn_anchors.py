@@ -1,20 +1,17 @@
 #!/usr/bin/env python3
-"""The design of ``notes/one-vl-turn-cables.md`` measured on one VL: every
-cable from a lower switch up to a switch that carries a service host needing
-a turn carries only the traffic that ends at that switch's end-ports
-(:func:`smroute.routing.turn_cables.keep_turn_cables`), applied to the
-tree's tables before ``smroute route``'s mode chain (Nmodc, one VL), against
-the chain without it.
+"""The anchored turns of ``notes/one-vl-turn-cables.md`` measured on one VL
+(:func:`smroute.routing.turn_anchors.anchor_turns`): ``smroute route``'s
+mode chain (Nmodc, one VL) without them (``tree+orient`` alone), as the
+product runs it (anchors only where ``tree+orient`` leaves needed pairs),
+and with the anchors taken on every site (to measure their cost where
+``tree+orient`` serves every needed pair).
 
-Prints for the tree's routes and with the cables kept: the mode, the
-validation walk over the needed pairs and the credit-loop check.
-``--verbose`` names the first failing pairs; ``--metrics`` adds SP/A2A/RP
-over the compute hosts in GUID order (as ``unseen_sweep.py``). The product
-now does this after ``tree+orient`` where that leaves needed pairs
-(``smroute/routing/turn_cables.py``); this script applies it before, on
-every site, to measure it.
+Prints per run: the mode, the validation walk over the needed pairs and
+the credit-loop check. ``--verbose`` names the first failing pairs;
+``--metrics`` adds SP/A2A/RP over the compute hosts in GUID order (as
+``unseen_sweep.py``).
 
-    .venv/bin/python research/turn_cables.py [--verbose] [--metrics] FABRIC...
+    .venv/bin/python research/turn_anchors.py [--verbose] [--metrics] FABRIC...
 """
 
 from __future__ import annotations
@@ -44,22 +41,17 @@ METRICS = False
 
 def run(path: str) -> None:
     f: Fabric = read_fabric(path)
-    chain, keep = modes.chain, modes.keep_turn_cables
-
-    def kept_first(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed):  # type: ignore[no-untyped-def]
-        g, c, dest = prep.graph, prep.costs, prep.dest
-        n = keep(g, c, dest, ports, modes.turn_destinations(g, c, dest))
-        print(f"    {n} cables kept")
-        return chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed)
-
-    for label, patched in (("tree's routes", chain), ("turn cables kept", kept_first)):
-        modes.chain, modes.keep_turn_cables = patched, (lambda *a: 0)
+    anchor, orient = modes.anchor_turns, modes.orient.orient
+    runs = (("tree+orient alone", (lambda *a: 0), orient), ("product", anchor, orient),
+            ("anchors always", anchor, (lambda *a, **k: (None, "not tried"))))
+    for label, anchors, orientation in runs:
+        modes.anchor_turns, modes.orient.orient = anchors, orientation
         try:
             t0 = time.perf_counter()
             res = route(f, workers=1, labels=False, max_vls=1)
             took = time.perf_counter() - t0
         finally:
-            modes.chain, modes.keep_turn_cables = chain, keep
+            modes.anchor_turns, modes.orient.orient = anchor, orient
         v = validate_result(res)
         loops = check_credit_loops(f, res.tables)
         print(f"{Path(path).name} {label}: mode {res.mode} ({took:.1f} s)")

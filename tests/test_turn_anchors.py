@@ -1,8 +1,9 @@
 """One VL on a site with UFM and storage on a director's line ASICs beside
-another director (:mod:`smroute.routing.turn_cables`): where ``tree+orient``
-leaves needed pairs, the cables up to the service hosts' switches carry only
-the traffic that ends there, and every needed pair is delivered free of
-credit loops (the channel-dependency check; ``ibdmchk`` finds the paths)."""
+another director (:mod:`smroute.routing.turn_anchors`): where
+``tree+orient`` leaves needed pairs, the service hosts' switches turn at
+their anchors, whose cables carry no transit, and every needed pair is
+delivered free of credit loops (the channel-dependency check; ``ibdmchk``
+finds the paths)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,19 @@ from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import CONNECTX6, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
 from smroute.fabric.model.arrays import Fabric
-from smroute.routing import modes, turn_cables
+from smroute.routing import modes, turn_anchors
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, validate_result
 
 
-def two_directors(cut: int = 2, seed: int = 1) -> Fabric:
+def two_directors(cut: int = 2, seed: int = 1, both: bool = False,
+                  island: bool = False) -> Fabric:
     """20 leaves of 16 or 14 hosts, each cabled 3 times to each of two
     CS7510-like directors (18 line and 9 spine ASICs of 36 ports), UFM and
-    storage on two line ASICs of the first, an aggregation node on every
-    switch, ``cut`` random switch links removed."""
+    storage on two line ASICs of the first (``both``: and storage on one of
+    the second), an aggregation node on every switch, ``cut`` random switch
+    links removed; ``island``: a management switch with two hosts hangs
+    above the first leaf (two cables, nothing above it)."""
     site = Site(speed="EDR", host_device=CONNECTX6)
     leaves = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(20)], 36, SWITCHIB)
     for i, leaf in enumerate(leaves):
@@ -37,63 +41,89 @@ def two_directors(cut: int = 2, seed: int = 1) -> Fabric:
     for leaf in leaves:
         for d in dirs:
             site.cable_director(leaf, d, 3)
+    if island:
+        mgmt = site.switch("MF0;mgmt-sw01:MQM/U1", 36, SWITCHIB)
+        site.cable(leaves[0], mgmt, 2)
+        for k in range(2):
+            site.host(mgmt, f"mgmt-{k + 1:02d} HCA-1")
     f = site.build(np.random.default_rng(seed))
     lines = dirs[0].line
     f = attach_cas(f, [lines[1], lines[6]], ["ufm-01 HCA-1", "stor-02 HCA-1"])
+    if both:
+        f = attach_cas(f, [dirs[1].line[3]], ["stor-03 HCA-1"])
     f = with_aggregation_nodes(f)
     return degrade(f, np.random.default_rng(1000 + seed), links=cut)[0] if cut else f
 
 
-def test_kept_cables_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+ANCHORED = "switches of service hosts turns at one lower neighbour each"
+
+
+def test_anchors_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
     f = two_directors()
     r = route(f, workers=1, labels=False)
     assert r.mode == "tree+orient", r.mode_reason
-    assert "carry only the traffic that ends there" in r.mode_reason
+    assert ANCHORED in r.mode_reason
     v = validate_result(r)
     assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
     assert check_credit_loops(f, r.tables).ok
     # without them, the same chain leaves needed pairs
-    monkeypatch.setattr(modes, "keep_turn_cables", lambda *a: 0)
+    monkeypatch.setattr(modes, "anchor_turns", lambda *a: 0)
     before = route(f, workers=1, labels=False)
     assert "no orientation serves" in before.mode_reason
     assert not validate_result(before).ok
 
 
-def test_the_kept_cables_end_at_the_service_hosts_switches() -> None:
-    """Each kept cable's entries all lead to end-ports of the switch behind
-    it; the other entries moved to cables that lead closer (the tree's
-    routes stay minimal and up*/down*)."""
-    f = two_directors()
+def anchor_cables(r: object) -> list[tuple[int, int]]:
+    """The (anchored switch, anchor) pairs of a routing ``r``."""
+    g, dest = r.graph, r.dest  # type: ignore[attr-defined]
+    xs = turn_anchors.service_switches(g, dest, modes.turn_destinations(g, r.costs, dest))  # type: ignore[attr-defined]
+    a = turn_anchors.anchors(g, xs)
+    return [(int(x), int(y)) for x, y in zip(xs, a, strict=True) if y >= 0]
+
+
+@pytest.mark.parametrize("site", ["one", "both", "island"])
+def test_the_anchor_cables_carry_no_transit(site: str) -> None:
+    """Up the cables from an anchor to its switch go only the entries that
+    end at that switch's end-ports; no other switch routes through it on to
+    the anchor (so no chain of dependencies passes either cable); the
+    other routes stay minimal."""
+    f = two_directors(both=site == "both", island=site == "island")
     r = route(f, workers=1, labels=False)
-    g, dest = r.graph, r.dest
-    xs = turn_cables.service_switches(g, dest, modes.turn_destinations(g, r.costs, dest))
-    assert len(xs) == 2
+    assert ANCHORED in r.mode_reason
+    g, dest, p = r.graph, r.dest, r.tables.ports
     port_sw = np.repeat(g.grp_switch, g.grp_port_count)
     port_to = np.repeat(g.grp_remote, g.grp_port_count)
-    kept = np.isin(port_to, xs) & (g.rank[port_sw] < g.rank[port_to])
-    assert kept.any()
-    for s, p, x in zip(port_sw[kept], g.grp_ports[kept], port_to[kept], strict=True):
-        on = r.tables.ports[s, dest.lid] == p
-        assert (dest.target[on] == x).all()
+    pairs = anchor_cables(r)
+    assert len(pairs) == {"one": 2, "both": 3, "island": 3}[site]
+    for x, a in pairs:
+        up = g.grp_ports[(port_sw == a) & (port_to == x)]
+        down = g.grp_ports[(port_sw == x) & (port_to == a)]
+        assert (dest.target[np.isin(p[a, dest.lid], up)] == x).all()
+        leave = np.isin(p[x, dest.lid], down)
+        for w in np.unique(port_to[port_sw == x]).tolist():
+            into = g.grp_ports[(port_sw == w) & (port_to == x)]
+            assert not np.isin(p[w, dest.lid[leave]], into).any(), (x, a, w)
     v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
     assert v.non_minimal == 0
+    assert check_credit_loops(f, r.tables).ok
 
 
-def test_a_site_tree_orient_serves_keeps_its_cables() -> None:
+def test_a_site_tree_orient_serves_keeps_its_tables() -> None:
     """Where ``tree+orient`` serves every needed pair (storage on the line
-    ASICs of a degraded director site), no cable is kept: it would only
+    ASICs of a degraded director site), no switch is anchored: it would only
     cost the compute hosts."""
     f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
     r = route(f, workers=1, labels=False)
     assert r.mode == "tree+orient", r.mode_reason
-    assert "carry only the traffic" not in r.mode_reason
+    assert ANCHORED not in r.mode_reason
     assert validate_result(r).ok
 
 
 def test_the_undamaged_site_needs_them_too() -> None:
-    """The same two directors with no cable cut need the kept cables too."""
+    """The same two directors with no cable cut need the anchors too."""
     r = route(two_directors(cut=0), workers=1, labels=False)
-    assert "carry only the traffic that ends there" in r.mode_reason
+    assert ANCHORED in r.mode_reason
     assert validate_result(r).ok
 
 
