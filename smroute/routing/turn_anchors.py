@@ -60,20 +60,25 @@ def _cables(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def anchors(g: SwitchGraph, xs: np.ndarray) -> np.ndarray:
-    """``(X,)`` int64: per switch of ``xs``, its *anchor*: a lower neighbour,
-    one no other of ``xs`` took where there is one, with the most up groups,
-    then the lowest GUID (-1: none)."""
+    """``(X,)`` int64: per switch of ``xs``, its *anchor*: the lower
+    neighbour whose hosts keep the most up capacity each once its cables
+    to the switch carry no transit (its compute hosts over its up cables
+    left, anchors taken before counted), then the lowest GUID; -1: none."""
+    sw, to, _ = _cables(g)
+    up_left = np.bincount(sw[g.rank[to] > g.rank[sw]], minlength=g.n_switches).astype(float)
+    hosts = np.bincount(g.ep_switch[~g.ep_agg] if len(g.ep_agg) else g.ep_switch,
+                        minlength=g.n_switches)
     out = np.full(len(xs), -1, dtype=np.int64)
-    taken: set[int] = set()
     for k, x in enumerate(xs.tolist()):
-        grp = slice(int(g.grp_first[x]), int(g.grp_first[x] + g.grp_count[x]))
-        low = g.grp_remote[grp][g.rank[g.grp_remote[grp]] < g.rank[x]]
-        low = low[g.rank[low] >= 0]
+        low = np.unique(to[(sw == x) & (g.rank[to] < g.rank[x]) & (g.rank[to] >= 0)])
         if not len(low):
             continue
-        order = np.lexsort((g.sw_guid[low], -g.n_up[low], np.isin(low, list(taken))))
-        out[k] = int(low[order[0]])
-        taken.add(int(out[k]))
+        left = up_left[low] - np.bincount(sw[to == x], minlength=g.n_switches)[low]
+        load = np.where(left > 0, hosts[low] / np.maximum(left, 1), np.inf)
+        taken = np.isin(low, out[:k])
+        a = int(low[np.lexsort((g.sw_guid[low], load, taken))[0]])
+        up_left[a] -= np.count_nonzero((sw == a) & (to == x))
+        out[k] = a
     return out
 
 
@@ -161,9 +166,9 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         t = int(dest.target[j])
         lack = np.flatnonzero((c[:, t] == INF) & (g.rank >= 0) & (g.component == g.component[t]))
         lid = int(dest.lid[j])
-        if anchor_of[t] >= 0:  # towards the destination's anchor, then up to it
-            a = int(anchor_of[t])
-            on_a = dest.lid[dest.target == a]
+        a = int(anchor_of[t])
+        on_a = dest.lid[dest.target == a] if a >= 0 else dest.lid[:0]
+        if len(on_a):  # towards the destination's anchor, then up to it
             reach = c[lack, a] < INF
             ports[lack[reach], lid] = ports[lack[reach], int(on_a[dest.nid[j] % len(on_a)])]
             lack = lack[~reach]
