@@ -19,10 +19,13 @@ fabric is no tree, ``updown`` -> ``updown+detours`` -> ``updown+orient``:
   turn root's routes where the tree has none, accepted when they are
   delivered and the channel dependencies of all routes are acyclic
   (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
-  A destination no orientation serves free of credit loops keeps the
-  tree's routes; the validation walk reports the needed pairs it leaves.
-  A few destinations the tree cannot serve never change the routes of the
-  others: no step re-routes the whole tree.
+  Where that leaves needed pairs, the service hosts' switches turn at
+  anchors whose cables carry no transit instead
+  (:mod:`smroute.routing.turn_anchors`), kept where every needed pair is
+  then delivered free of credit loops. A destination neither serves keeps
+  the tree's routes; the validation walk reports the needed pairs it
+  leaves. A few destinations the tree cannot serve never change the
+  routes of the others: no step re-routes the whole tree.
 * ``updown``: the fabric is no tree: every destination is routed up*/down*
   towards every top switch of its component (the roles' roots, as OpenSM's
   updn chooses its roots), never towards one.
