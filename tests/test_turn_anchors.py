@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smroute.fabric.generate.catalogue import director_site
+from smroute.fabric.generate.catalogue import core_tier, director_site
 from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
-from smroute.fabric.generate.sitegen import CONNECTX6, SWITCHIB, Site
+from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing import modes, turn_anchors
@@ -77,7 +77,7 @@ def anchor_cables(r: object) -> list[tuple[int, int]]:
     """The (anchored switch, anchor) pairs of a routing ``r``."""
     g, dest = r.graph, r.dest  # type: ignore[attr-defined]
     xs = turn_anchors.service_switches(g, dest, modes.turn_destinations(g, r.costs, dest))  # type: ignore[attr-defined]
-    a = turn_anchors.anchors(g, xs)
+    _, a = turn_anchors.anchors(g, xs)
     return [(int(x), int(y)) for x, y in zip(xs, a, strict=True) if y >= 0]
 
 
@@ -125,6 +125,48 @@ def test_the_undamaged_site_needs_them_too() -> None:
     r = route(two_directors(cut=0), workers=1, labels=False)
     assert ANCHORED in r.mode_reason
     assert validate_result(r).ok
+
+
+def storage_on_cores(cut: int = 0) -> Fabric:
+    """Two pods of 8 leaves (20 or 18 hosts) under 8 pod spines, spine
+    ``j`` of each pod cabled to core ``j``; storage on the first four cores
+    (so they rank as leaves, and the pod spines under them have nothing
+    above), an aggregation node on every switch."""
+    site = Site(speed="HDR", host_device=CONNECTX6)
+    spines = []
+    for p, hosts in ((1, 20), (2, 18)):
+        leaves = site.switches([f"MF0;p{p}-leaf{i + 1:02d}:MQM/U1" for i in range(8)], 40,
+                               QUANTUM)
+        for i, leaf in enumerate(leaves):
+            for k in range(hosts):
+                site.host(leaf, f"p{p}n{i:02d}{k:02d} mlx5_0")
+        pod = site.switches([f"MF0;p{p}-spine{j + 1:02d}:MQM/U1" for j in range(8)], 40, QUANTUM)
+        for leaf in leaves:
+            for sp in pod:
+                site.cable(leaf, sp)
+        spines.append(pod)
+    cores = core_tier(site, spines, 1, 1, 40, QUANTUM, "MQM")
+    f = site.build(np.random.default_rng(1))
+    f = attach_cas(f, cores[:4], [f"stor-{k + 1:02d} HCA-1" for k in range(4)])
+    return with_aggregation_nodes(f)
+
+
+def test_storage_on_cores_is_delivered_on_one_vl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orientation leaves the storage hosts' traffic between cores
+    (no common ancestor); the switches that still lack a path turn at
+    anchors on top of the orientation's tables, every needed pair is then
+    delivered, free of credit loops, and without that step it is not."""
+    f = storage_on_cores()
+    r = route(f, workers=1, labels=False)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "each through a turn switch" in r.mode_reason and ANCHORED in r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(f, r.tables).ok
+    real = modes.anchor_turns
+    monkeypatch.setattr(modes, "anchor_turns", lambda *a: real(*a) if not a[-1] else 0)
+    before = route(f, workers=1, labels=False)
+    assert not validate_result(before).ok
 
 
 @pytest.mark.real

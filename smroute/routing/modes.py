@@ -174,16 +174,27 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     candidates = (need, orient.needed_turns(g, c, dest, needed))
     escape = (g2, *dmodc.costs_and_dividers(g2))
     ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
-    if ori is None or not ori.complete:  # the service hosts' switches turn at their anchors
-        anchored = tree_ports.copy()
-        n_x = anchor_turns(g, c, dest, anchored, candidates[-1])
+    # where that leaves needed pairs, the service hosts' switches turn at their anchors:
+    # every destination that needs it, from the tree's tables; else the ones the
+    # orientation left, from its tables (leaves with such hosts anchored too)
+    tries = [(tree_ports, candidates[-1], False)]
+    if ori is not None and not ori.complete:
+        tries.append((ports, candidates[-1] & ~ori.turns, True))
+    for base, left, leaves in tries:
+        if ori is not None and ori.complete:
+            break
+        anchored = base.copy()
+        n_x = anchor_turns(g, c, dest, anchored, left, leaves)
         if n_x and not orient.accept(
                 fabric, g, dest, anchored, candidates[-1], needed, c,
                 orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]])):
             ports[...] = anchored
+            first = "" if ori is None or base is tree_ports else (
+                f"{int(ori.turns.sum())} of them each through a turn switch chosen so that "
+                "the channel dependencies stay acyclic, the others: ")
             ori = orient.Orientation(candidates[-1], (
-                f"the traffic of {n_x} switches of service hosts turns at one lower neighbour "
-                "each, whose cables to it carry only their own traffic; the channel "
+                f"{first}the traffic of {n_x} switches of service hosts turns at one lower "
+                "neighbour each, whose cables to it carry only their own traffic; the channel "
                 "dependencies of every route are acyclic"))
     head += why
     if ori is None:

@@ -43,14 +43,22 @@ from smroute.routing.topology import SwitchGraph
 __all__ = ["anchor_turns", "anchors", "service_switches"]
 
 
-def service_switches(g: SwitchGraph, dest: Destinations, turns: np.ndarray) -> np.ndarray:
+def service_switches(g: SwitchGraph, dest: Destinations, turns: np.ndarray,
+                     c: np.ndarray | None = None) -> np.ndarray:
     """``(X,)`` int64: the upper switches (rank above 0) that carry an
-    end-port of ``turns`` ``(D,)`` bool other than an aggregation node."""
+    end-port of ``turns`` ``(D,)`` bool other than an aggregation node.
+    With the costs ``c``: every switch (leaves too) that carries an
+    end-port of ``turns`` or an end-port without an up*/down* path to one."""
     ca = turns & ~dest.is_switch
     owner = dest.owner[ca]
     agg = g.ep_agg[owner] if len(g.ep_agg) else np.zeros(len(owner), dtype=bool)
     x = np.unique(dest.target[ca][~agg])
-    return x[g.rank[x] > 0]
+    if c is None:
+        return x[g.rank[x] > 0]
+    x = np.unique(dest.target[ca])
+    on = np.unique(g.ep_switch)
+    x = np.union1d(x, on[(c[np.ix_(on, x)] == INF).any(axis=1)])
+    return x[g.rank[x] >= 0]
 
 
 def _cables(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -59,27 +67,44 @@ def _cables(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.repeat(g.grp_remote, g.grp_port_count), g.grp_ports)
 
 
-def anchors(g: SwitchGraph, xs: np.ndarray) -> np.ndarray:
-    """``(X,)`` int64: per switch of ``xs``, its *anchor*: the lower
-    neighbour whose hosts keep the most up capacity each once its cables
-    to the switch carry no transit (its compute hosts over its up cables
-    left, anchors taken before counted), then the lowest GUID; -1: none."""
+def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(via, anchor)``, ``(X,)`` int64 each: per switch ``x`` of ``xs``,
+    the switch ``via`` its turns pass (``x`` itself, or for a switch with no
+    lower neighbour one of its upper neighbours) and its *anchor*, a lower
+    neighbour of ``via`` (not ``x``): the one whose hosts keep the most up
+    capacity each once its cables to ``via`` carry no transit (its compute
+    hosts over its up cables left, anchors taken before counted), one no
+    other switch took first, then the lowest GUIDs; -1: none."""
     sw, to, _ = _cables(g)
     up_left = np.bincount(sw[g.rank[to] > g.rank[sw]], minlength=g.n_switches).astype(float)
     hosts = np.bincount(g.ep_switch[~g.ep_agg] if len(g.ep_agg) else g.ep_switch,
                         minlength=g.n_switches)
+    via = np.full(len(xs), -1, dtype=np.int64)
     out = np.full(len(xs), -1, dtype=np.int64)
     for k, x in enumerate(xs.tolist()):
         low = np.unique(to[(sw == x) & (g.rank[to] < g.rank[x]) & (g.rank[to] >= 0)])
-        if not len(low):
-            continue
-        left = up_left[low] - np.bincount(sw[to == x], minlength=g.n_switches)[low]
-        load = np.where(left > 0, hosts[low] / np.maximum(left, 1), np.inf)
-        taken = np.isin(low, out[:k])
-        a = int(low[np.lexsort((g.sw_guid[low], load, taken))[0]])
-        up_left[a] -= np.count_nonzero((sw == a) & (to == x))
-        out[k] = a
-    return out
+        if len(low):  # another anchored switch only where no other is below
+            low = low[~np.isin(low, xs)] if (~np.isin(low, xs)).any() else low
+            pair_v, pair_a = np.full(len(low), x), low
+        else:  # through an upper neighbour, down to another of its lower ones
+            up = to[(sw == x) & (g.rank[to] > g.rank[x])]
+            ok = np.isin(sw, up) & (g.rank[to] < g.rank[sw]) & (g.rank[to] >= 0)
+            ok &= ~np.isin(to, xs)
+            pair_v, pair_a = sw[ok], to[ok]
+            if not len(pair_v):
+                continue
+        key = pair_v * g.n_switches + pair_a
+        _, first = np.unique(key, return_index=True)
+        pair_v, pair_a = pair_v[first], pair_a[first]
+        n_cab = np.array([np.count_nonzero((sw == a) & (to == v))
+                          for v, a in zip(pair_v.tolist(), pair_a.tolist(), strict=True)])
+        left = up_left[pair_a] - n_cab
+        load = np.where(left > 0, hosts[pair_a] / np.maximum(left, 1), np.inf)
+        taken = np.isin(pair_a, out[:k])
+        i = int(np.lexsort((g.sw_guid[pair_v], g.sw_guid[pair_a], load, taken))[0])
+        via[k], out[k] = int(pair_v[i]), int(pair_a[i])
+        up_left[out[k]] -= n_cab[i]
+    return via, out
 
 
 def _move(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray, s: int,
@@ -107,56 +132,58 @@ def _move(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray, 
 
 
 def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-                 turns: np.ndarray) -> int:
+                 turns: np.ndarray, wide: bool = False) -> int:
     """Route the destinations ``turns`` ``(D,)`` bool (those some needed
     pair reaches without an up*/down* path) through the anchors of their
-    :func:`service_switches`, in place in ``ports`` ``(S, LIDs)``, the
-    tree's tables (module doc); the number of switches anchored (0: none,
-    ``ports`` untouched).  A switch without an up*/down* path to such a
-    destination takes its route towards the destination's anchor (towards
-    one of its end-ports, by NID), else, if anchored itself, its cable down
-    to its own anchor; the others keep the tree's entries."""
-    xs = service_switches(g, dest, turns)
-    anchor = anchors(g, xs)
-    xs, anchor = xs[anchor >= 0], anchor[anchor >= 0]
+    :func:`service_switches` (``wide``: with the costs), in place in
+    ``ports`` ``(S, LIDs)`` (module doc); the number of switches anchored
+    (0: none, ``ports`` untouched).  A switch without an up*/down* path to
+    such a destination takes its route towards the destination's anchor
+    (towards one of its end-ports, by NID), else, if anchored itself, its
+    cable to its own anchor (through its ``via``); the others keep their
+    entries."""
+    xs = service_switches(g, dest, turns, c if wide else None)
+    via, anchor = anchors(g, xs)
+    have = anchor >= 0
+    xs, via, anchor = xs[have], via[have], anchor[have]
     if not len(xs):
         return 0
     sw, to, port = _cables(g)
-    n = g.n_switches
-    anchor_of = np.full(n, -1, dtype=np.int64)
-    anchor_of[xs] = anchor
+    k_of = np.full(g.n_switches, -1, dtype=np.int64)  # the anchored switches' index
+    k_of[xs] = np.arange(len(xs))
 
-    def out_cable(s: int) -> np.ndarray:  # the ports of s towards its anchor
-        return port[(sw == s) & (to == anchor_of[s])]
+    def cab(u: int, v: int) -> np.ndarray:  # the ports of u's cables to v
+        return port[(sw == u) & (to == v)]
 
     def banned(s: int, cols: np.ndarray) -> np.ndarray:
-        """(cables of s, M): cables into an anchored switch that carry
-        only its own traffic (from its anchor) or whose entry leaves it
-        towards its anchor (transit through it)."""
+        """(cables of s, M): cables up from an anchor that carry only the
+        traffic to its switch, and cables into a ``via`` whose entry leaves
+        it towards its anchor (transit onto it)."""
         mine = np.flatnonzero(sw == s)
         out = np.zeros((len(mine), len(cols)), dtype=bool)
-        for k, i in enumerate(mine.tolist()):
-            x = int(to[i])
-            if anchor_of[x] < 0:
+        for x, v, a in zip(xs.tolist(), via.tolist(), anchor.tolist(), strict=True):
+            on = to[mine] == v
+            if not on.any():
                 continue
-            out[k] = np.isin(ports[x, dest.lid[cols]], out_cable(x))
-            if anchor_of[x] == s:
-                out[k] |= dest.target[cols] != x
+            b = np.zeros(len(cols), dtype=bool)
+            if s != x:
+                b |= np.isin(ports[v, dest.lid[cols]], cab(v, a))
+            if s == a:
+                b |= dest.target[cols] != x
+            out[on] |= b
         return out
 
     for _ in range(4):  # until no entry moves (a move may open another transit)
         moved = 0
-        for x, a in zip(xs.tolist(), anchor.tolist(), strict=True):
-            into = port[(sw == a) & (to == x)]
-            cols = np.flatnonzero(np.isin(ports[a, dest.lid], into) & (dest.target != x))
+        for x, v, a in zip(xs.tolist(), via.tolist(), anchor.tolist(), strict=True):
+            cols = np.flatnonzero(np.isin(ports[a, dest.lid], cab(a, v)) & (dest.target != x))
             if len(cols):
                 _move(g, c, dest, ports, a, cols, banned(a, cols))
                 moved += len(cols)
-            leave = np.isin(ports[x, dest.lid], out_cable(x))
-            for w in np.unique(to[sw == x]).tolist():
-                cols = np.flatnonzero(leave & np.isin(ports[w, dest.lid],
-                                                      port[(sw == w) & (to == x)]))
-                if len(cols):
+            leave = np.isin(ports[v, dest.lid], cab(v, a))
+            for w in np.unique(to[sw == v]).tolist():
+                cols = np.flatnonzero(leave & np.isin(ports[w, dest.lid], cab(w, v)))
+                if w != x and len(cols):
                     _move(g, c, dest, ports, w, cols, banned(w, cols))
                     moved += len(cols)
         if not moved:
@@ -165,15 +192,23 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
     for j in np.flatnonzero(turns).tolist():
         t = int(dest.target[j])
         lack = np.flatnonzero((c[:, t] == INF) & (g.rank >= 0) & (g.component == g.component[t]))
-        lid = int(dest.lid[j])
-        a = int(anchor_of[t])
-        on_a = dest.lid[dest.target == a] if a >= 0 else dest.lid[:0]
+        lid, nid = int(dest.lid[j]), int(dest.nid[j])
+        k = int(k_of[t])
+        on_a = dest.lid[dest.target == anchor[k]] if k >= 0 else dest.lid[:0]
         if len(on_a):  # towards the destination's anchor, then up to it
+            a, v = int(anchor[k]), int(via[k])
             reach = c[lack, a] < INF
-            ports[lack[reach], lid] = ports[lack[reach], int(on_a[dest.nid[j] % len(on_a)])]
+            ports[lack[reach], lid] = ports[lack[reach], int(on_a[nid % len(on_a)])]
+            ports[a, lid] = cab(a, v)[nid % len(cab(a, v))]
+            if v != t:
+                ports[v, lid] = cab(v, t)[nid % len(cab(v, t))]
             lack = lack[~reach]
-        for u in lack[anchor_of[lack] >= 0].tolist():  # down to its own anchor first
-            if c[anchor_of[u], t] < INF:
-                out = out_cable(u)
-                ports[u, lid] = out[dest.nid[j] % len(out)]
+        for u in lack[k_of[lack] >= 0].tolist():  # to its own anchor first
+            v, a = int(via[k_of[u]]), int(anchor[k_of[u]])
+            if c[a, t] == INF:
+                continue
+            first = cab(u, a if v == u else v)
+            ports[u, lid] = first[nid % len(first)]
+            if v != u and c[v, t] == INF:
+                ports[v, lid] = cab(v, a)[nid % len(cab(v, a))]
     return len(xs)
