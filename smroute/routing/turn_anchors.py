@@ -24,7 +24,14 @@ one). Every turn then passes an anchor's cables:
 
 The tree's routes stay up*/down* (acyclic), so no cycle passes through a
 turn: the union is free of credit loops on one VL. The cost is local: two
-cables per anchored switch carry no transit. The mode chain
+cables per anchored switch carry no transit. A switch with no lower
+neighbour (storage on a core that ranks as a leaf: it carries hosts) turns
+through an upper neighbour ``v``: the anchor is a lower neighbour of ``v``,
+and the cables ``a -> v`` and ``v -> a`` are kept so. Where the
+orientation of :mod:`smroute.routing.orient` serves most destinations,
+the ones it leaves are anchored on top of its tables, with every switch
+that lacks a path to them (leaves and aggregation nodes' switches too).
+The mode chain
 (:func:`smroute.routing.modes.chain`) uses it only where ``tree+orient``
 leaves needed pairs, and keeps it only where every needed pair is then
 delivered and the channel-dependency check finds no cycle
