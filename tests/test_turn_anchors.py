@@ -21,6 +21,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.routing import modes, turn_anchors
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, validate_result
+from smroute.routing.reroute import reroute
 
 
 def two_directors(cut: int = 2, seed: int = 1, both: bool = False,
@@ -125,6 +126,21 @@ def test_the_undamaged_site_needs_them_too() -> None:
     r = route(two_directors(cut=0), workers=1, labels=False)
     assert ANCHORED in r.mode_reason
     assert validate_result(r).ok
+
+
+def test_a_cable_cut_is_rerouted_through_the_anchors() -> None:
+    """The daemon's reroute after a cable cut on such a site routes it in
+    full again (mode ``tree+orient``), through the anchors of the changed
+    tree, every needed pair delivered free of credit loops."""
+    f = two_directors(cut=0, both=True)
+    prev = route(f, workers=1, labels=False)
+    assert ANCHORED in prev.mode_reason
+    cut, _ = degrade(f, np.random.default_rng(7), links=1)
+    out = reroute(prev, cut, lmc=None)
+    assert not out.incremental and ANCHORED in out.result.mode_reason
+    v = validate_result(out.result)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(cut, out.result.tables).ok
 
 
 def storage_on_cores(cut: int = 0) -> Fabric:
