@@ -56,7 +56,7 @@ def two_directors(cut: int = 2, seed: int = 1, both: bool = False,
     return degrade(f, np.random.default_rng(1000 + seed), links=cut)[0] if cut else f
 
 
-ANCHORED = "switches of service hosts turns at one lower neighbour each"
+ANCHORED = "turns at one lower neighbour each"
 
 
 def test_anchors_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:

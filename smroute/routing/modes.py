@@ -176,15 +176,15 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
     # where that leaves needed pairs, the service hosts' switches turn at their anchors:
     # every destination that needs it, from the tree's tables; else the ones the
-    # orientation left, from its tables (leaves with such hosts anchored too)
+    # orientation left, from its tables (every switch lacking a path to them anchored)
     tries = [(tree_ports, candidates[-1], False)]
     if ori is not None and not ori.complete:
         tries.append((ports, candidates[-1] & ~ori.turns, True))
-    for base, left, leaves in tries:
+    for base, left, wide in tries:
         if ori is not None and ori.complete:
             break
         anchored = base.copy()
-        n_x = anchor_turns(g, c, dest, anchored, left, leaves)
+        n_x = anchor_turns(g, c, dest, anchored, left, wide)
         if n_x and not orient.accept(
                 fabric, g, dest, anchored, candidates[-1], needed, c,
                 orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]])):
@@ -193,9 +193,9 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 f"{int(ori.turns.sum())} of them each through a turn switch chosen so that "
                 "the channel dependencies stay acyclic, the others: ")
             ori = orient.Orientation(candidates[-1], (
-                f"{first}the traffic of {n_x} switches of service hosts turns at one lower "
-                "neighbour each, whose cables to it carry only their own traffic; the channel "
-                "dependencies of every route are acyclic"))
+                f"{first}the traffic of {n_x} switches{'' if wide else ' of service hosts'} "
+                "turns at one lower neighbour each, whose cables to it carry only their own "
+                "traffic; the channel dependencies of every route are acyclic"))
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:

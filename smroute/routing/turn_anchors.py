@@ -31,10 +31,9 @@ and the cables ``a -> v`` and ``v -> a`` are kept so. Where the
 orientation of :mod:`smroute.routing.orient` serves most destinations,
 the ones it leaves are anchored on top of its tables, with every switch
 that lacks a path to them (leaves and aggregation nodes' switches too).
-The mode chain
-(:func:`smroute.routing.modes.chain`) uses it only where ``tree+orient``
-leaves needed pairs, and keeps it only where every needed pair is then
-delivered and the channel-dependency check finds no cycle
+The mode chain (:func:`smroute.routing.modes.chain`) uses it only where
+``tree+orient`` leaves needed pairs, and keeps it only where every needed
+pair is then delivered and the channel-dependency check finds no cycle
 (``research/notes/one-vl-turn-cables.md``).
 
 Pure: arrays in, arrays out.
