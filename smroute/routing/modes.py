@@ -196,6 +196,22 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 f"{first}the traffic of {n_x} switches{'' if wide else ' of service hosts'} "
                 "turns at one lower neighbour each, whose cables to it carry only their own "
                 "traffic; the channel dependencies of every route are acyclic"))
+    if ori is None or not ori.complete:
+        # a last resort: every destination again, one at a time, those most switches lack
+        # a path to first, each that no turn switch serves routed backwards from the
+        # switches with a path, cable by cable while the dependencies stay acyclic
+        trial, turns = tree_ports.copy(), candidates[-1]
+        fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])
+        done = orient.orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape,
+                                  fewest_first=False, patience=len(dest.lid), fixed=fixed,
+                                  search=True)
+        if done.sum() == turns.sum() and not orient.accept(fabric, g, dest, trial, turns,
+                                                           needed, c, fixed):
+            ports[...] = trial
+            ori = orient.Orientation(turns, (
+                "each destination's turn switch chosen so that the channel dependencies of "
+                "every route stay acyclic, or where none serves, its routes built backwards "
+                "from the switches with a path, cable by cable, with several turns"))
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:

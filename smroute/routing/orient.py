@@ -53,7 +53,8 @@ from smroute.routing.validate import OK, walk
 from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "dependencies_with", "fixed_routes", "needed_turns",
-           "orient", "orient_each", "route_turns", "turn_hops", "turn_options", "turn_roots"]
+           "lacking_sources", "orient", "orient_each", "route_turns", "search_turns", "turn_hops",
+           "turn_options", "turn_roots"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,15 +161,23 @@ def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
     but lack a path has a path to; ``(low, high)`` int64, leaves by most up
     groups then lowest GUID first, and the highest ranks first."""
     t = int(dest.target[j])
-    a = bool(not dest.is_switch[j] and needed.agg[dest.owner[j]])
-    src = np.unique(g.ep_switch)
-    lack = src[(c[src, t] == INF) & (g.component[src] == g.component[t])]
-    lack = lack[needed.mask(lack, np.array([t]), np.array([a]))[:, 0]]
+    lack = lacking_sources(g, c, dest, j, needed)
     ok = (c[:, t] < INF) & (c[lack] < INF).all(axis=0) & (g.rank >= 0)
     ok &= g.component == g.component[t]
     low = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
     high = np.lexsort((g.sw_guid, -g.rank))
     return low[ok[low]], high[ok[high]]
+
+
+def lacking_sources(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
+                    needed: NeededPairs) -> np.ndarray:
+    """``(K,)`` int64: the switches carrying end-ports that need destination
+    ``j`` but have no up*/down* path to it (same component)."""
+    t = int(dest.target[j])
+    a = bool(not dest.is_switch[j] and needed.agg[dest.owner[j]])
+    src = np.unique(g.ep_switch)
+    lack = src[(c[src, t] == INF) & (g.component[src] == g.component[t])]
+    return lack[needed.mask(lack, np.array([t]), np.array([a]))[:, 0]]
 
 
 def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
@@ -283,7 +292,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 ports: np.ndarray, tries: int = 16,
                 escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
                 fewest_first: bool = True, patience: int = 64,
-                fixed: Fixed | None = None) -> np.ndarray:
+                fixed: Fixed | None = None, search: bool = False) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -298,7 +307,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     dependency check each and serves none).  ``fewest_first``: in order of
     the switches that lack a path to them, fewest first (else most first).
     ``fixed``: the routes of ``ports`` towards the other LIDs
-    (:func:`fixed_routes`, else followed here)."""
+    (:func:`fixed_routes`, else followed here).  ``search``: a destination
+    none of those serves is then routed by :func:`search_turns`."""
     fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
     t = _tables(fabric, g, ports)
     hops = turn_hops(g) + 1
@@ -352,9 +362,60 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 done[j] = True
             else:
                 ports[:, lid] = keep
+        if not done[j] and search:
+            if search_turns(fabric, g, c, dest, j, ports, graph, fixed.links,
+                            lacking_sources(g, c, dest, j, needed)):
+                d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]),
+                                 links=fixed.links)
+                done[j] = not d.unfinished and graph.add(d.edges)
+            if not done[j]:
+                ports[:, lid] = keep
         in_a_row = 0 if done[j] else in_a_row + 1
         if not done[j]:
             failed.add(int(key[j]))
             if in_a_row >= patience:
                 break
     return done
+
+
+def search_turns(fabric: Fabric, g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
+                 ports: np.ndarray, graph: AcyclicGrowth, links: ChannelLinks,
+                 must: np.ndarray) -> bool:
+    """Route destination ``j`` backwards from the switches with an up*/down*
+    path to it (they keep their entries), in place in ``ports``: in rounds,
+    each switch next to the routed ones takes one of its cables to one (from
+    its ``NID`` on, those whose dependency on the next channel follows
+    ``graph``'s order first) if that dependency keeps ``graph`` acyclic (it
+    is added).  Such a route may turn more than once (a turn switch per
+    switch, where no one turn switch serves every source).  Whether every
+    switch of ``must`` ``(K,)`` is routed (else ``ports``' column is to be
+    restored; ``graph`` keeps the edges added, which only constrains)."""
+    t, lid, nid = int(dest.target[j]), int(dest.lid[j]), int(dest.nid[j])
+    sid = np.full(fabric.n_nodes, -1, dtype=np.int64)
+    sid[fabric.switches] = np.arange(len(fabric.switches))
+    fs = sid[g.sw_node]
+    n_vl = graph.n // max(links.n_links, 1)
+    sw, rem = g.grp_switch, g.grp_remote
+    done = c[:, t] < INF
+    out = np.full(g.n_switches, -1, dtype=np.int64)  # the channel each routed switch takes
+    on = np.flatnonzero(done & (ports[:, lid] < links.link.shape[1]))
+    hop = links.link[fs[on], ports[on, lid]]
+    out[on] = np.where(hop >= 0, hop * n_vl, -1)
+    out[t] = -1  # the destination's own switch: on to the end-port
+    grew = True
+    while grew:
+        grew = False
+        for u in np.unique(sw[~done[sw] & done[rem]]).tolist():
+            opts = [(int(rem[i]), p) for i in np.flatnonzero((sw == u) & done[rem]).tolist()
+                    for p in g.grp_ports[g.grp_port_first[i]:g.grp_port_first[i]
+                                         + g.grp_port_count[i]].tolist()]
+            opts = opts[nid % len(opts):] + opts[:nid % len(opts)]
+            chs = [int(links.link[fs[u], p]) * n_vl for _, p in opts]
+            back = [out[v] >= 0 and graph.pos[ch] >= graph.pos[out[v]]
+                    for (v, _), ch in zip(opts, chs, strict=True)]
+            for k in np.argsort(back, kind="stable").tolist():
+                (v, p), ch = opts[k], chs[k]
+                if out[v] < 0 or graph.add(np.array([ch * graph.n + out[v]])):
+                    ports[u, lid], out[u], done[u], grew = p, ch, True, True
+                    break
+    return bool(done[must].all())
