@@ -18,7 +18,7 @@ from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
 from smroute.fabric.model.arrays import Fabric
-from smroute.routing import modes, turn_anchors
+from smroute.routing import modes, orient, turn_anchors
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, validate_result
 from smroute.routing.reroute import reroute
@@ -143,11 +143,12 @@ def test_a_cable_cut_is_rerouted_through_the_anchors() -> None:
     assert check_credit_loops(cut, out.result.tables).ok
 
 
-def storage_on_cores(cut: int = 0) -> Fabric:
+def storage_on_cores(cut: int = 0, seed: int = 0) -> Fabric:
     """Two pods of 8 leaves (20 or 18 hosts) under 8 pod spines, spine
     ``j`` of each pod cabled to core ``j``; storage on the first four cores
     (so they rank as leaves, and the pod spines under them have nothing
-    above), an aggregation node on every switch."""
+    above), an aggregation node on every switch; ``cut`` random switch
+    links removed (``seed``)."""
     site = Site(speed="HDR", host_device=CONNECTX6)
     spines = []
     for p, hosts in ((1, 20), (2, 18)):
@@ -164,7 +165,8 @@ def storage_on_cores(cut: int = 0) -> Fabric:
     cores = core_tier(site, spines, 1, 1, 40, QUANTUM, "MQM")
     f = site.build(np.random.default_rng(1))
     f = attach_cas(f, cores[:4], [f"stor-{k + 1:02d} HCA-1" for k in range(4)])
-    return with_aggregation_nodes(f)
+    f = with_aggregation_nodes(f)
+    return degrade(f, np.random.default_rng(seed), links=cut)[0] if cut else f
 
 
 def test_storage_on_cores_is_delivered_on_one_vl(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,6 +183,28 @@ def test_storage_on_cores_is_delivered_on_one_vl(monkeypatch: pytest.MonkeyPatch
     assert check_credit_loops(f, r.tables).ok
     real = modes.anchor_turns
     monkeypatch.setattr(modes, "anchor_turns", lambda *a: real(*a) if not a[-1] else 0)
+    monkeypatch.setattr(orient, "search_turns", lambda *a: False)  # nor the last resort
+    before = route(f, workers=1, labels=False)
+    assert not validate_result(before).ok
+
+
+def test_damaged_storage_on_cores_is_delivered_backwards(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With three cables cut, neither the orientation nor the anchors serve
+    every needed pair (some sources need two turns: a storage core down to
+    a leaf and up again, then down to another leaf and up to a pod spine
+    with nothing above); the last resort routes the destinations no turn
+    switch serves backwards from the switches with a path, cable by cable,
+    and every needed pair is delivered, free of credit loops. Without that
+    search it is not."""
+    f = storage_on_cores(cut=3, seed=2)
+    r = route(f, workers=1, labels=False)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "built backwards from the switches with a path" in r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(f, r.tables).ok
+    monkeypatch.setattr(orient, "search_turns", lambda *a: False)
     before = route(f, workers=1, labels=False)
     assert not validate_result(before).ok
 
