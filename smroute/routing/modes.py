@@ -199,12 +199,12 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None or not ori.complete:
         # a last resort: every destination again, one at a time, those most switches lack
         # a path to first, each that no turn switch serves routed backwards from the
-        # switches with a path, cable by cable while the dependencies stay acyclic
+        # switches with a path, cable by cable while the dependencies stay acyclic (kept
+        # only if it serves every one: it stops at the first it cannot)
         trial, turns = tree_ports.copy(), candidates[-1]
         fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])
         done = orient.orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape,
-                                  fewest_first=False, patience=len(dest.lid), fixed=fixed,
-                                  search=True)
+                                  fewest_first=False, patience=1, fixed=fixed, search=True)
         if done.sum() == turns.sum() and not orient.accept(fabric, g, dest, trial, turns,
                                                            needed, c, fixed):
             ports[...] = trial
