@@ -22,7 +22,13 @@ fabric is no tree, ``updown`` -> ``updown+detours`` -> ``updown+orient``:
   Where that leaves needed pairs, the service hosts' switches turn at
   anchors whose cables carry no transit instead
   (:mod:`smroute.routing.turn_anchors`), kept where every needed pair is
-  then delivered free of credit loops. A destination neither serves keeps
+  then delivered free of credit loops. Where those leave needed pairs too,
+  a last resort orients every such destination again, one at a time (most
+  switches lacking a path first): one no turn switch serves is routed
+  backwards from the switches with a path, cable by cable while the channel
+  dependencies stay acyclic, so a route may turn more than once
+  (:func:`~smroute.routing.orient.search_turns`); kept only where it serves
+  every one. A destination none serves keeps
   the tree's routes; the validation walk reports the needed pairs it
   leaves. A few destinations the tree cannot serve never change the
   routes of the others: no step re-routes the whole tree.

@@ -21,7 +21,11 @@ the first of a few turn switches that keeps the dependencies acyclic; a
 destination none serves keeps the tree's routes, and the validation walk
 reports the needed pairs it leaves).
 Those destinations are then walked for delivery only
-(:attr:`Orientation.turns`).
+(:attr:`Orientation.turns`).  Where some source needs two turns (no one
+turn switch serves every source), :func:`search_turns` routes a
+destination backwards from the switches with a path, each switch taking a
+cable whose channel dependency keeps the graph acyclic (a last resort of
+the mode chain, ``orient_each(..., search=True)``).
 
 Pure: arrays in, arrays out; called by the mode chain
 (:mod:`smroute.routing.modes`), whose ``tree+turns`` step routes through
