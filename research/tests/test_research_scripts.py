@@ -313,3 +313,14 @@ def test_turn_anchors_deliver_a_two_director_site_on_one_vl(tmp_path: Path, caps
     assert len(out) == 3 and "INVALID" in out[0] and "no credit loop" in out[0]
     for run in out[1:]:
         assert "validation: valid" in run and "deadlock: no credit loop" in run, run
+
+
+def test_one_vl_stress_reports_each_variant(capsys: Any) -> None:
+    """Each drawn variant gets one line, ok or BAD with the validation's
+    reason, and the count of BAD ones is what the run returns."""
+    st = load_script("one_vl_stress")
+    bad = st.run(7, 2)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and lines[-1] == f"BAD: {bad} of 2"
+    assert sum(" BAD " in line for line in lines[:2]) == bad
+    assert all(("INVALID" in line) == (" BAD " in line) for line in lines[:2])

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Random director and three-level sites, routed by smroute's default on one
+VL, judged as `smroute route` judges them: every needed pair delivered
+(the validation walk) and no credit loop (the channel-dependency check).
+
+Each variant draws, with the seed given: two or three directors of mixed
+kinds (CS7500, CS7510, CS7520, CS8500) under 8-30 leaves with 1-3 cables to
+each, UFM/storage on the line ASICs of one or more of them, sometimes a
+management island; or a three-level tree of unequal pods with storage on
+the cores; then 0-10 cables cut. The builders are `unseen_sweep.py`'s.
+One line per variant (ok / BAD, seconds, mode, parameters), then the count
+of BAD ones.
+
+    .venv/bin/python research/one_vl_stress.py [SEED [COUNT]]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for p in (HERE.parent, HERE):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import numpy as np  # noqa: E402
+from unseen_sweep import Plan, build, leaves_dirs, three_level  # noqa: E402
+
+from smroute.routing.deadlock import check_credit_loops  # noqa: E402
+from smroute.routing.engine import route, validate_result  # noqa: E402
+
+KINDS = ["cs7500", "cs7510", "cs7520", "cs8500"]
+
+
+def variant(rng: np.random.Generator) -> tuple[Plan, str]:
+    """One random site plan and its description."""
+    if rng.random() < 0.75:
+        nd = int(rng.integers(2, 4))
+        kinds = [str(rng.choice(KINDS)) for _ in range(nd)]
+        leaves, cables = int(rng.integers(8, 30)), int(rng.integers(1, 4))
+        svc, dirs = int(rng.integers(1, 6)), int(rng.integers(1, nd + 1))
+        island = bool(rng.random() < 0.3)
+        return (leaves_dirs(leaves, 16, kinds, cables, line_svc=svc, line_svc_dirs=dirs,
+                            island=island),
+                f"dirs L{leaves} {'+'.join(kinds)} c{cables} line_svc{svc}/{dirs}dir"
+                f"{' island' if island else ''}")
+    pods = [int(x) for x in rng.integers(3, 8, size=int(rng.integers(2, 4)))]
+    spines, cores, svc = int(rng.integers(4, 9)), int(rng.integers(1, 3)), int(rng.integers(1, 5))
+    return (three_level(pods, 16, spines, cores, core_svc=svc),
+            f"3lvl pods{pods} S{spines} cc{cores} core_svc{svc}")
+
+
+def run(seed: int, count: int) -> int:
+    """Route ``count`` variants drawn with ``seed``; the number that fail."""
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for i in range(count):
+        plan, desc = variant(rng)
+        links, build_seed = int(rng.choice([0, 0, 2, 5, 10])), int(rng.integers(1, 100))
+        f = build(plan, seed=build_seed, links=links)
+        t0 = time.perf_counter()
+        r = route(f, workers=1, labels=False)
+        took = time.perf_counter() - t0
+        v = validate_result(r)
+        ok = v.ok and check_credit_loops(f, r.tables).ok
+        bad += not ok
+        print(f"{i:3d} {'ok ' if ok else 'BAD'} {took:5.1f} s {r.mode:13s} {desc} "
+              f"-{links} links seed{build_seed}" + ("" if ok else f": {v.summary()[:70]}"),
+              flush=True)
+    print(f"BAD: {bad} of {count}")
+    return bad
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:3]]
+    run(*(args + [7, 40][len(args):]))
