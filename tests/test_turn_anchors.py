@@ -92,8 +92,7 @@ def test_the_anchor_cables_carry_no_transit(site: str) -> None:
     r = route(f, workers=1, labels=False)
     assert ANCHORED in r.mode_reason
     g, dest, p = r.graph, r.dest, r.tables.ports
-    port_sw = np.repeat(g.grp_switch, g.grp_port_count)
-    port_to = np.repeat(g.grp_remote, g.grp_port_count)
+    port_sw, port_to, _ = g.cables()
     pairs = anchor_cables(r)
     assert len(pairs) == {"one": 2, "both": 3, "island": 3}[site]
     for x, a in pairs:

@@ -123,8 +123,8 @@ class Reroute:
 def _port_map(g: SwitchGraph) -> np.ndarray:
     """Remote switch behind every (switch, port), ``(S, 256)`` int32, -1 if none."""
     out = np.full((g.n_switches, 256), -1, dtype=np.int32)
-    out[np.repeat(g.grp_switch, g.grp_port_count), g.grp_ports] = np.repeat(
-        g.grp_remote, g.grp_port_count)
+    sw, remote, port = g.cables()
+    out[sw, port] = remote
     return out
 
 

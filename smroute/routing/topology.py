@@ -95,6 +95,12 @@ class SwitchGraph:
     def max_rank(self) -> int:
         return int(self.rank.max()) if self.n_switches else -1
 
+    def cables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per cable of ``grp_ports`` (the port groups expanded), shape
+        ``(P,)`` int64 each: its switch, the switch behind it, its port."""
+        return (np.repeat(self.grp_switch, self.grp_port_count),
+                np.repeat(self.grp_remote, self.grp_port_count), self.grp_ports)
+
     def up_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct (lower, upper) switch pairs of all up links, shape ``(K,)`` each."""
         up = self.rank[self.grp_remote] > self.rank[self.grp_switch]

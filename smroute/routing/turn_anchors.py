@@ -67,12 +67,6 @@ def service_switches(g: SwitchGraph, dest: Destinations, turns: np.ndarray,
     return x[g.rank[x] >= 0]
 
 
-def _cables(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cable of ``grp_ports``: its switch, the switch behind it, its port."""
-    return (np.repeat(g.grp_switch, g.grp_port_count),
-            np.repeat(g.grp_remote, g.grp_port_count), g.grp_ports)
-
-
 def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(via, anchor)``, ``(X,)`` int64 each: per switch ``x`` of ``xs``,
     the switch ``via`` its turns pass (``x`` itself, or for a switch with no
@@ -81,7 +75,7 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     capacity each once its cables to ``via`` carry no transit (its compute
     hosts over its up cables left, anchors taken before counted), one no
     other switch took first, then the lowest GUIDs; -1: none."""
-    sw, to, _ = _cables(g)
+    sw, to, _ = g.cables()
     up_left = np.bincount(sw[g.rank[to] > g.rank[sw]], minlength=g.n_switches).astype(float)
     hosts = np.bincount(g.ep_switch[~g.ep_agg] if len(g.ep_agg) else g.ep_switch,
                         minlength=g.n_switches)
@@ -114,13 +108,14 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _move(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray, s: int,
-          cols: np.ndarray, banned: np.ndarray) -> None:
+          cols: np.ndarray, banned: np.ndarray,
+          cables: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Move switch ``s``'s entries for the destinations ``cols`` ``(M,)``
     to cables not ``banned`` ``(cables of s, M)``: to those that lead closer
     (eq. 1), else to those of the lowest cost that keep the route
     up*/down* (down only where ``s`` has a down-only path); spread by NID.
-    An entry with no such cable stays."""
-    sw, to, port = _cables(g)
+    An entry with no such cable stays.  ``cables``: ``g.cables()``."""
+    sw, to, port = cables
     mine = np.flatnonzero(sw == s)
     t = dest.target[cols]
     down = (g.rank[to[mine]] < g.rank[s])[:, None]
@@ -154,7 +149,8 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
     xs, via, anchor = xs[have], via[have], anchor[have]
     if not len(xs):
         return 0
-    sw, to, port = _cables(g)
+    cables = g.cables()
+    sw, to, port = cables
     k_of = np.full(g.n_switches, -1, dtype=np.int64)  # the anchored switches' index
     k_of[xs] = np.arange(len(xs))
 
@@ -184,13 +180,13 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         for x, v, a in zip(xs.tolist(), via.tolist(), anchor.tolist(), strict=True):
             cols = np.flatnonzero(np.isin(ports[a, dest.lid], cab(a, v)) & (dest.target != x))
             if len(cols):
-                _move(g, c, dest, ports, a, cols, banned(a, cols))
+                _move(g, c, dest, ports, a, cols, banned(a, cols), cables)
                 moved += len(cols)
             leave = np.isin(ports[v, dest.lid], cab(v, a))
             for w in np.unique(to[sw == v]).tolist():
                 cols = np.flatnonzero(leave & np.isin(ports[w, dest.lid], cab(w, v)))
                 if w != x and len(cols):
-                    _move(g, c, dest, ports, w, cols, banned(w, cols))
+                    _move(g, c, dest, ports, w, cols, banned(w, cols), cables)
                     moved += len(cols)
         if not moved:
             break
@@ -205,9 +201,11 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
             a, v = int(anchor[k]), int(via[k])
             reach = c[lack, a] < INF
             ports[lack[reach], lid] = ports[lack[reach], int(on_a[nid % len(on_a)])]
-            ports[a, lid] = cab(a, v)[nid % len(cab(a, v))]
-            if v != t:
-                ports[v, lid] = cab(v, t)[nid % len(cab(v, t))]
+            up = cab(a, v)
+            ports[a, lid] = up[nid % len(up)]
+            if v != t:  # through the upper neighbour, down to the destination's switch
+                down = cab(v, t)
+                ports[v, lid] = down[nid % len(down)]
             lack = lack[~reach]
         for u in lack[k_of[lack] >= 0].tolist():  # to its own anchor first
             v, a = int(via[k_of[u]]), int(anchor[k_of[u]])
@@ -216,5 +214,6 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
             first = cab(u, a if v == u else v)
             ports[u, lid] = first[nid % len(first)]
             if v != u and c[v, t] == INF:
-                ports[v, lid] = cab(v, a)[nid % len(cab(v, a))]
+                down = cab(v, a)
+                ports[v, lid] = down[nid % len(down)]
     return len(xs)

@@ -294,8 +294,8 @@ def lanes(
     n_sw = g.n_switches
     port_vl = np.zeros((n_sw, n_ports, N_SLS), dtype=np.uint8)
     if escape_sl and escape is not None:
-        port_vl[np.repeat(escape.grp_switch, escape.grp_port_count), escape.grp_ports,
-                escape_sl] = escape_vl
+        sw, _, port = escape.cables()
+        port_vl[sw, port, escape_sl] = escape_vl
     ek = np.zeros(0, dtype=np.int64)
     ev = np.zeros((0, N_SLS), dtype=np.uint8)
     rows = np.flatnonzero((vl >= 0).any(axis=1))
