@@ -18,6 +18,7 @@ from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
 from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.routing import modes, orient, turn_anchors
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, validate_result
@@ -142,12 +143,13 @@ def test_a_cable_cut_is_rerouted_through_the_anchors() -> None:
     assert check_credit_loops(cut, out.result.tables).ok
 
 
-def storage_on_cores(cut: int = 0, seed: int = 0) -> Fabric:
+def storage_on_cores(cut: int = 0, seed: int = 0, one_pod: bool = False) -> Fabric:
     """Two pods of 8 leaves (20 or 18 hosts) under 8 pod spines, spine
     ``j`` of each pod cabled to core ``j``; storage on the first four cores
-    (so they rank as leaves, and the pod spines under them have nothing
-    above), an aggregation node on every switch; ``cut`` random switch
-    links removed (``seed``)."""
+    (``one_pod``: those cabled to pod 1's spines only, so they rank as
+    leaves and the pod-1 spines under them have nothing above), an
+    aggregation node on every switch; ``cut`` random switch links removed
+    (``seed``)."""
     site = Site(speed="HDR", host_device=CONNECTX6)
     spines = []
     for p, hosts in ((1, 20), (2, 18)):
@@ -161,42 +163,68 @@ def storage_on_cores(cut: int = 0, seed: int = 0) -> Fabric:
             for sp in pod:
                 site.cable(leaf, sp)
         spines.append(pod)
-    cores = core_tier(site, spines, 1, 1, 40, QUANTUM, "MQM")
+    if one_pod:
+        spines[1] = spines[1][4:]
+        cores = core_tier(site, [spines[0][:4]], 1, 1, 40, QUANTUM, "MQM")
+        core_tier(site, [spines[0][4:], spines[1]], 1, 1, 40, QUANTUM, "MQX")
+    else:
+        cores = core_tier(site, spines, 1, 1, 40, QUANTUM, "MQM")
     f = site.build(np.random.default_rng(1))
     f = attach_cas(f, cores[:4], [f"stor-{k + 1:02d} HCA-1" for k in range(4)])
     f = with_aggregation_nodes(f)
     return degrade(f, np.random.default_rng(seed), links=cut)[0] if cut else f
 
 
-def test_storage_on_cores_is_delivered_on_one_vl(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The orientation leaves the storage hosts' traffic between cores
-    (no common ancestor); the switches that still lack a path turn at
-    anchors on top of the orientation's tables, every needed pair is then
-    delivered, free of credit loops, and without that step it is not."""
+def test_storage_on_cores_of_two_pods_ranks_them_as_cores() -> None:
+    """A core with storage shares one spine with each leaf (half of its
+    switch neighbours): an upper switch, not a leaf. The tree then routes
+    through one turn root, every needed pair delivered, free of credit
+    loops, on one VL."""
     f = storage_on_cores()
+    roles = fabric_roles(f)
+    cores = [i for i, d in enumerate(f.node_desc) if d.startswith("MF0;core-")]
+    assert (roles.rank[cores] == roles.max_rank).all()
+    stor = roles.endport_role[[i for i, d in enumerate(f.node_desc) if d.startswith("stor-")]]
+    assert (stor == EndportRole.STORAGE).all()
+    r = route(f, workers=1, labels=False)
+    assert r.mode == "tree+turns", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(f, r.tables).ok
+
+
+def test_what_the_anchors_leave_is_searched_on_their_tables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage switches under pod 1's spines only (they rank as leaves; the
+    spines under them have nothing above): the orientation leaves the
+    aggregation nodes of the pod-2 spines with no core, the anchors on its
+    tables leave a few pairs (two turns: a storage switch down to a leaf and
+    up, across, down to a leaf and up); only those destinations are then
+    oriented again on top of the anchors' tables, backwards where no turn
+    switch serves, and every needed pair is delivered, free of credit loops.
+    Without the anchors' tables as the base it is not."""
+    f = storage_on_cores(one_pod=True)
     r = route(f, workers=1, labels=False)
     assert r.mode == "tree+orient", r.mode_reason
-    assert "each through a turn switch" in r.mode_reason and ANCHORED in r.mode_reason
+    assert "as the anchors left them" in r.mode_reason
     v = validate_result(r)
     assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
     assert check_credit_loops(f, r.tables).ok
     real = modes.anchor_turns
     monkeypatch.setattr(modes, "anchor_turns", lambda *a: real(*a) if not a[-1] else 0)
-    monkeypatch.setattr(orient, "search_turns", lambda *a: False)  # nor the last resort
-    before = route(f, workers=1, labels=False)
-    assert not validate_result(before).ok
+    assert not validate_result(route(f, workers=1, labels=False)).ok
 
 
 def test_damaged_storage_on_cores_is_delivered_backwards(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """With three cables cut, neither the orientation nor the anchors serve
+    """With two cables cut, neither the orientation nor the anchors serve
     every needed pair (some sources need two turns: a storage core down to
     a leaf and up again, then down to another leaf and up to a pod spine
     with nothing above); the last resort routes the destinations no turn
     switch serves backwards from the switches with a path, cable by cable,
     and every needed pair is delivered, free of credit loops. Without that
     search it is not."""
-    f = storage_on_cores(cut=3, seed=2)
+    f = storage_on_cores(cut=2, seed=4)
     r = route(f, workers=1, labels=False)
     assert r.mode == "tree+orient", r.mode_reason
     assert "built backwards from the switches with a path" in r.mode_reason

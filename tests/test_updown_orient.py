@@ -23,7 +23,7 @@ from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import api, modes
+from smroute.routing import api, modes, orient
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import (
     RoutingResult,
@@ -139,12 +139,23 @@ def test_vls_take_detours_for_only_those_destinations(name: str) -> None:
     assert ck.ok and ck.unfinished == 0, ck.summary()
 
 
-def test_destinations_no_orientation_serves_are_reported() -> None:
-    """One VL on the site: the destinations no turn serves free of credit
-    loops keep their all-roots routes and the needed pairs they leave are
-    reported (validation and commit gate), the others are served, and the
-    tables stay free of credit loops."""
+def test_destinations_no_orientation_serves_are_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One VL on the site: the orientation and the anchors leave some
+    destinations; only those are oriented again on top of the anchors'
+    tables (backwards where no turn switch serves), and every needed pair
+    is delivered free of credit loops. Without that search they keep their
+    all-roots routes and the needed pairs they leave are reported
+    (validation and commit gate), the others are served, and the tables
+    stay free of credit loops."""
     f = _site_tops()
+    r = route(f, workers=1)
+    assert r.mode == "updown+orient", r.mode_reason
+    assert "as the anchors left them" in r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
+    assert check_credit_loops(f, r.tables).ok
+    monkeypatch.setattr(orient, "search_turns", lambda *a: False)
     r = route(f, workers=1)
     assert r.mode == "updown+orient", r.mode_reason
     assert "no orientation serves free of credit loops keep their routes up*/down* towards " \

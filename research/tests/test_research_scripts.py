@@ -15,7 +15,8 @@ import pytest
 from smroute.analysis.paths import OK, pair_paths, routing_view
 from smroute.cli.main import main
 from smroute.fabric.generate.trees import degrade
-from smroute.routing.engine import route
+from smroute.routing.deadlock import check_credit_loops
+from smroute.routing.engine import route, validate_result
 from smroute.study.degrade import parse_pgft
 from smroute.study.results import band_of, read_rows, write_rows
 
@@ -313,6 +314,21 @@ def test_turn_anchors_deliver_a_two_director_site_on_one_vl(tmp_path: Path, caps
     assert len(out) == 3 and "INVALID" in out[0] and "no credit loop" in out[0]
     for run in out[1:]:
         assert "validation: valid" in run and "deadlock: no credit loop" in run, run
+
+
+def test_what_the_orientation_leaves_is_searched_on_its_tables() -> None:
+    """Three pods, storage on the two cores of one spine index, 15 cables
+    cut (the sweep's v152): the orientation serves most destinations; the
+    ones it leaves are oriented again on top of its tables (backwards where
+    no turn switch serves) and every needed pair is delivered on one VL,
+    free of credit loops."""
+    sw = load_script("unseen_sweep")
+    v = {f"{v.family} {v.params}": v for v in sw.variants()}[
+        "3lvl-links pods[6, 5, 3] h18 S6 C2 cc1 core_svc2 -15 links seed1"]
+    f = v.make()
+    r = route(f, workers=1, labels=False)
+    assert "as the orientation left them" in r.mode_reason, r.mode_reason
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
 
 
 def test_one_vl_stress_reports_each_variant(capsys: Any) -> None:

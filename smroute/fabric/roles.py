@@ -23,9 +23,10 @@ descriptions are only hints:
 Switches: **leaf** switches carry hosts (aggregation nodes do not count).  Of
 two linked switches that both carry hosts, the one with fewer hosts is taken to
 be an upper switch with hosts cabled to it (a fat-tree links no two leaves);
-so is one with under half the median leaf's hosts sharing under half of its
+so is one with under half the median leaf's hosts sharing at most half of its
 switch neighbours with every leaf with more (UFM on a director's line ASIC
-or a core: a leaf shares its spines with the leaves beside it).
+or a core, one that joins only two pods too: a leaf shares its spines with
+the leaves beside it).
 Every other switch's **rank** is its BFS distance from the leaves over
 switch-to-switch links (self-looped cables never count); the switches of the
 highest rank are the **roots** (every one of them roots the general
@@ -490,7 +491,7 @@ def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
     weak = lv[2 * hosts[lv] < np.median(hosts[lv])] if len(lv) >= 3 else lv[:0]
     if len(weak):
         most, deg = shared_neighbours(n, la, lb, weak, np.setdiff1d(lv, weak))
-        out[weak[(deg > 0) & (2 * most < deg)]] = True
+        out[weak[(deg > 0) & (2 * most <= deg)]] = True
     return out
 
 

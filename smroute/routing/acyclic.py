@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AcyclicGrowth", "cyclic_core", "find_cycle", "topological_order"]
+__all__ = ["AcyclicGrowth", "CycleError", "cyclic_core", "find_cycle", "topological_order"]
 
 
 def cyclic_core(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -28,11 +28,16 @@ def cyclic_core(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         s, d = s[keep], d[keep]
 
 
+class CycleError(ValueError):
+    """The graph given as acyclic has a cycle."""
+
+
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """``(n,)`` int64 position of each node of the acyclic graph ``src ->
     dst`` in a topological order (a permutation of ``0 .. n-1``; every edge
     goes to a higher position): nodes by their longest path from a node
-    without incoming edges, then by id."""
+    without incoming edges, then by id.  :class:`CycleError` if the graph
+    has a cycle."""
     level = np.zeros(n, dtype=np.int64)
     alive = np.ones(n, dtype=bool)
     s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
@@ -41,7 +46,7 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         indeg = np.bincount(d, minlength=n)
         free = alive & (indeg == 0)
         if not free.any():
-            raise ValueError("the graph has a cycle")
+            raise CycleError("the graph has a cycle")
         level[free] = k
         alive &= ~free
         keep = alive[s]

@@ -28,7 +28,9 @@ fabric is no tree, ``updown`` -> ``updown+detours`` -> ``updown+orient``:
   backwards from the switches with a path, cable by cable while the channel
   dependencies stay acyclic, so a route may turn more than once
   (:func:`~smroute.routing.orient.search_turns`); kept only where it serves
-  every one. A destination none serves keeps
+  every one. Where it does not, the same search takes only the destinations
+  left on top of the orientation's tables, then of the anchors' (kept on
+  the same terms). A destination none serves keeps
   the tree's routes; the validation walk reports the needed pairs it
   leaves. A few destinations the tree cannot serve never change the
   routes of the others: no step re-routes the whole tree.
@@ -186,11 +188,14 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     tries = [(tree_ports, candidates[-1], False)]
     if ori is not None and not ori.complete:
         tries.append((ports, candidates[-1] & ~ori.turns, True))
+    partial = [("the orientation", ports.copy())] if ori is not None and not ori.complete else []
     for base, left, wide in tries:
         if ori is not None and ori.complete:
             break
         anchored = base.copy()
         n_x = anchor_turns(g, c, dest, anchored, left, wide)
+        if wide and n_x:
+            partial.append(("the anchors", anchored))
         if n_x and not orient.accept(
                 fabric, g, dest, anchored, candidates[-1], needed, c,
                 orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]])):
@@ -218,6 +223,24 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 "each destination's turn switch chosen so that the channel dependencies of "
                 "every route stay acyclic, or where none serves, its routes built backwards "
                 "from the switches with a path, cable by cable, with several turns"))
+    for name, base in partial if ori is None or not ori.complete else ():
+        # then on top of the tables that serve most (the orientation's, the anchors'
+        # on it), only the destinations they leave, the same way
+        trial, turns = base.copy(), candidates[-1]
+        left = turns & (orient.undelivered(g, dest, trial, turns, needed, c) > 0)
+        fixed = orient.fixed_routes(fabric, g, trial, dest.lid[left])
+        done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
+                                  fewest_first=False, patience=1, fixed=fixed, search=True)
+        if done.sum() == left.sum() and not orient.accept(
+                fabric, g, dest, trial, turns, needed, c,
+                orient.fixed_routes(fabric, g, trial, dest.lid[turns])):
+            ports[...] = trial
+            ori = orient.Orientation(turns, (
+                f"{int(turns.sum() - left.sum())} of them as {name} left them, the other "
+                f"{int(left.sum())} each through a turn switch chosen so "
+                "that the channel dependencies stay acyclic, or where none serves, routed "
+                "backwards from the switches with a path, cable by cable, with several turns"))
+            break
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:

@@ -42,7 +42,7 @@ import numpy as np
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
-from smroute.routing.acyclic import AcyclicGrowth
+from smroute.routing.acyclic import AcyclicGrowth, CycleError
 from smroute.routing.deadlock import (
     ChannelLinks,
     Dependencies,
@@ -58,7 +58,7 @@ from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "dependencies_with", "fixed_routes", "needed_turns",
            "lacking_sources", "orient", "orient_each", "route_turns", "search_turns", "turn_hops",
-           "turn_options", "turn_roots"]
+           "turn_options", "turn_roots", "undelivered"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,12 +135,11 @@ def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     return ca & np.where(agg, agg_t[dest.target], any_t[dest.target])
 
 
-def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray,
-           turns: np.ndarray, needed: NeededPairs, c: np.ndarray, fixed: Fixed) -> str:
-    """Why the tables ``ports`` with ``turns`` ``(D,)`` bool routed through
-    the turn root are not accepted ("" if they are): a needed pair of those
-    destinations left undelivered, or a credit loop (of every route, those
-    towards LIDs other than ``fixed.lids`` being ``fixed``'s)."""
+def undelivered(g: SwitchGraph, dest: Destinations, ports: np.ndarray, turns: np.ndarray,
+                needed: NeededPairs, c: np.ndarray) -> np.ndarray:
+    """``(D,)`` int64: per destination of ``turns`` ``(D,)`` bool, the
+    switches carrying end-ports that need it (or have an up*/down* path to
+    it) whose walk in the tables ``ports`` does not deliver it."""
     cols = np.flatnonzero(turns)
     src = np.unique(g.ep_switch)
     sub = Destinations(lid=dest.lid[cols], nid=dest.nid[cols], target=dest.target[cols],
@@ -151,7 +150,19 @@ def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray
     same = g.component[src][:, None] == g.component[sub.target][None, :]
     need = same & needed.mask(src, sub.target, needed.agg[sub.owner])
     need |= c[np.ix_(src, sub.target)] < INF
-    lost = int(np.count_nonzero(need & (status != OK)))
+    out = np.zeros(len(dest.lid), dtype=np.int64)
+    out[cols] = np.count_nonzero(need & (status != OK), axis=0)
+    return out
+
+
+def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+           turns: np.ndarray, needed: NeededPairs, c: np.ndarray, fixed: Fixed) -> str:
+    """Why the tables ``ports`` with ``turns`` ``(D,)`` bool routed through
+    the turn root are not accepted ("" if they are): a needed pair of those
+    destinations left undelivered (:func:`undelivered`), or a credit loop
+    (of every route, those towards LIDs other than ``fixed.lids`` being
+    ``fixed``'s)."""
+    lost = int(undelivered(g, dest, ports, turns, needed, c).sum())
     if lost:
         return f"{lost} needed switch-to-LID pairs of them undelivered through the turn root"
     check = loop_check(fabric, dependencies_with(fabric, g, ports, fixed))
@@ -317,8 +328,11 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     t = _tables(fabric, g, ports)
     hops = turn_hops(g) + 1
     dep = dependencies_with(fabric, g, ports, fixed)
-    graph = AcyclicGrowth(dep.n_channels, dep.edges)
     done = np.zeros(len(dest.lid), dtype=bool)
+    try:
+        graph = AcyclicGrowth(dep.n_channels, dep.edges)
+    except CycleError:  # the routes it starts from close a cycle: none can be added
+        return done
     used: dict[int, int] = {}
     sel = np.flatnonzero(turns)
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)

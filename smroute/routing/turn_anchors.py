@@ -25,7 +25,7 @@ one). Every turn then passes an anchor's cables:
 The tree's routes stay up*/down* (acyclic), so no cycle passes through a
 turn: the union is free of credit loops on one VL. The cost is local: two
 cables per anchored switch carry no transit. A switch with no lower
-neighbour (storage on a core that ranks as a leaf: it carries hosts) turns
+neighbour (a storage switch above one spine ranks as a leaf: it carries hosts) turns
 through an upper neighbour ``v``: the anchor is a lower neighbour of ``v``,
 and the cables ``a -> v`` and ``v -> a`` are kept so. Where the
 orientation of :mod:`smroute.routing.orient` serves most destinations,
