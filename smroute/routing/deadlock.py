@@ -32,10 +32,13 @@ from smroute.routing.acyclic import cyclic_core, find_cycle
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
-__all__ = ["Channel", "ChannelLinks", "CreditLoopCheck", "Dependencies", "channel_links",
+__all__ = ["VLS", "Channel", "ChannelLinks", "CreditLoopCheck", "Dependencies", "channel_links",
            "check_credit_loops", "dependencies", "loop_check", "merged"]
 
 _PAIRS = 1 << 18  # (source, destination) pairs walked at once
+
+#: channels per link: one per VL an InfiniBand port can have (channel ``link * VLS + vl``)
+VLS = 16
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,7 @@ def dependencies(
     src = np.flatnonzero(first_ep >= 0) if not switch_sources else np.arange(n_sw)
     src_in = np.where(first_ep[src] >= 0, first_ep[src], 0)
     limit = max_hops if max_hops is not None else n_sw + 1
-    n_vl = 16
+    n_vl = VLS
     edges: list[np.ndarray] = []
     used: list[np.ndarray] = []
     unfinished = 0
@@ -237,7 +240,7 @@ def check_credit_loops(
 def loop_check(fabric: Fabric, dep: Dependencies) -> CreditLoopCheck:
     """The :class:`CreditLoopCheck` of the dependencies ``dep`` of routes over ``fabric``."""
     e, u, n_ch, link = dep.edges, dep.used, dep.n_channels, dep.link
-    n_vl = 16
+    n_vl = VLS
     sw = fabric.switches
     core = cyclic_core(n_ch, e // n_ch, e % n_ch)
     cyc = find_cycle(n_ch, e // n_ch, e % n_ch) if core.any() else np.zeros(0, np.int64)

@@ -44,6 +44,7 @@ from smroute.fabric.roles import NeededPairs
 from smroute.routing import kernel
 from smroute.routing.acyclic import AcyclicGrowth, CycleError
 from smroute.routing.deadlock import (
+    VLS,
     ChannelLinks,
     Dependencies,
     channel_links,
@@ -412,13 +413,12 @@ def search_turns(fabric: Fabric, g: SwitchGraph, c: np.ndarray, dest: Destinatio
     sid = np.full(fabric.n_nodes, -1, dtype=np.int64)
     sid[fabric.switches] = np.arange(len(fabric.switches))
     fs = sid[g.sw_node]
-    n_vl = graph.n // max(links.n_links, 1)
     sw, rem = g.grp_switch, g.grp_remote
     done = c[:, t] < INF
     out = np.full(g.n_switches, -1, dtype=np.int64)  # the channel each routed switch takes
     on = np.flatnonzero(done & (ports[:, lid] < links.link.shape[1]))
     hop = links.link[fs[on], ports[on, lid]]
-    out[on] = np.where(hop >= 0, hop * n_vl, -1)
+    out[on] = np.where(hop >= 0, hop * VLS, -1)
     out[t] = -1  # the destination's own switch: on to the end-port
     grew = True
     while grew:
@@ -428,7 +428,7 @@ def search_turns(fabric: Fabric, g: SwitchGraph, c: np.ndarray, dest: Destinatio
                     for p in g.grp_ports[g.grp_port_first[i]:g.grp_port_first[i]
                                          + g.grp_port_count[i]].tolist()]
             opts = opts[nid % len(opts):] + opts[:nid % len(opts)]
-            chs = [int(links.link[fs[u], p]) * n_vl for _, p in opts]
+            chs = [int(links.link[fs[u], p]) * VLS for _, p in opts]
             back = [out[v] >= 0 and graph.pos[ch] >= graph.pos[out[v]]
                     for (v, _), ch in zip(opts, chs, strict=True)]
             for k in np.argsort(back, kind="stable").tolist():
