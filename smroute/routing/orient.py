@@ -324,7 +324,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     the switches that lack a path to them, fewest first (else most first).
     ``fixed``: the routes of ``ports`` towards the other LIDs
     (:func:`fixed_routes`, else followed here).  ``search``: a destination
-    none of those serves is then routed by :func:`search_turns`."""
+    none of those serves is then routed by :func:`search_turns`.  None is
+    oriented where the routes of ``ports`` already close a cycle."""
     fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
     t = _tables(fabric, g, ports)
     hops = turn_hops(g) + 1
