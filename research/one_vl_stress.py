@@ -9,9 +9,10 @@ each, UFM/storage on the line ASICs of one or more of them, sometimes a
 management island; or a three-level tree of unequal pods with storage on
 the cores; then 0-10 cables cut. The builders are `unseen_sweep.py`'s.
 One line per variant (ok / BAD, seconds, mode, parameters), then the count
-of BAD ones.
+of BAD ones. ``3lvl`` draws only the three-level trees, with 0, 3, 8 or 15
+cables cut.
 
-    .venv/bin/python research/one_vl_stress.py [SEED [COUNT]]
+    .venv/bin/python research/one_vl_stress.py [SEED [COUNT [3lvl]]]
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from smroute.routing.engine import route, validate_result  # noqa: E402
 KINDS = ["cs7500", "cs7510", "cs7520", "cs8500"]
 
 
-def variant(rng: np.random.Generator) -> tuple[Plan, str]:
-    """One random site plan and its description."""
-    if rng.random() < 0.75:
+def variant(rng: np.random.Generator, three: bool = False) -> tuple[Plan, str]:
+    """One random site plan and its description (``three``: a three-level tree)."""
+    if not three and rng.random() < 0.75:
         nd = int(rng.integers(2, 4))
         kinds = [str(rng.choice(KINDS)) for _ in range(nd)]
         leaves, cables = int(rng.integers(8, 30)), int(rng.integers(1, 4))
@@ -52,13 +53,15 @@ def variant(rng: np.random.Generator) -> tuple[Plan, str]:
             f"3lvl pods{pods} S{spines} cc{cores} core_svc{svc}")
 
 
-def run(seed: int, count: int) -> int:
-    """Route ``count`` variants drawn with ``seed``; the number that fail."""
+def run(seed: int, count: int, three: bool = False) -> int:
+    """Route ``count`` variants drawn with ``seed`` (``three``: three-level
+    trees only); the number that fail."""
     rng = np.random.default_rng(seed)
     bad = 0
     for i in range(count):
-        plan, desc = variant(rng)
-        links, build_seed = int(rng.choice([0, 0, 2, 5, 10])), int(rng.integers(1, 100))
+        plan, desc = variant(rng, three)
+        links = int(rng.choice([0, 3, 8, 15] if three else [0, 0, 2, 5, 10]))
+        build_seed = int(rng.integers(1, 100))
         f = build(plan, seed=build_seed, links=links)
         t0 = time.perf_counter()
         r = route(f, workers=1, labels=False)
@@ -75,4 +78,4 @@ def run(seed: int, count: int) -> int:
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:3]]
-    run(*(args + [7, 40][len(args):]))
+    run(*(args + [7, 40][len(args):]), three=sys.argv[3:4] == ["3lvl"])
