@@ -10,9 +10,11 @@ management island; or a three-level tree of unequal pods with storage on
 the cores; then 0-10 cables cut. The builders are `unseen_sweep.py`'s.
 One line per variant (ok / BAD, seconds, mode, parameters), then the count
 of BAD ones. ``3lvl`` draws only the three-level trees, with 0, 3, 8 or 15
-cables cut.
+cables cut; ``2lvl`` leaf/spine trees of 4-17 leaves under 2-9 spines, 1-2
+cables, 0-4 service hosts on the spines, sometimes a management island,
+0-10 cables cut (at most a quarter).
 
-    .venv/bin/python research/one_vl_stress.py [SEED [COUNT [3lvl]]]
+    .venv/bin/python research/one_vl_stress.py [SEED [COUNT [3lvl|2lvl]]]
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ for p in (HERE.parent, HERE):
         sys.path.insert(0, str(p))
 
 import numpy as np  # noqa: E402
-from unseen_sweep import Plan, build, leaves_dirs, three_level  # noqa: E402
+from unseen_sweep import Plan, build, leaves_dirs, three_level, two_level  # noqa: E402
 
 from smroute.routing.deadlock import check_credit_loops  # noqa: E402
 from smroute.routing.engine import route, validate_result  # noqa: E402
@@ -35,9 +37,18 @@ from smroute.routing.engine import route, validate_result  # noqa: E402
 KINDS = ["cs7500", "cs7510", "cs7520", "cs8500"]
 
 
-def variant(rng: np.random.Generator, three: bool = False) -> tuple[Plan, str]:
-    """One random site plan and its description (``three``: a three-level tree)."""
-    if not three and rng.random() < 0.75:
+def variant(rng: np.random.Generator, family: str = "") -> tuple[Plan, str, int]:
+    """One random site plan, its description and the cables to cut
+    (``family``: ``3lvl`` or ``2lvl`` only, else mostly directors)."""
+    if family == "2lvl":
+        leaves, spines, cables = (int(rng.integers(4, 18)), int(rng.integers(2, 10)),
+                                  int(rng.integers(1, 3)))
+        svc, island = int(rng.integers(0, 5)), bool(rng.random() < 0.3)
+        return (two_level(leaves, 16, spines, cables, spine_svc=svc, island=island),
+                f"2lvl L{leaves} S{spines} c{cables} spine_svc{svc}"
+                f"{' island' if island else ''}",
+                min(int(rng.choice([0, 2, 5, 10])), leaves * spines // 4))
+    if family != "3lvl" and rng.random() < 0.75:
         nd = int(rng.integers(2, 4))
         kinds = [str(rng.choice(KINDS)) for _ in range(nd)]
         leaves, cables = int(rng.integers(8, 30)), int(rng.integers(1, 4))
@@ -46,21 +57,21 @@ def variant(rng: np.random.Generator, three: bool = False) -> tuple[Plan, str]:
         return (leaves_dirs(leaves, 16, kinds, cables, line_svc=svc, line_svc_dirs=dirs,
                             island=island),
                 f"dirs L{leaves} {'+'.join(kinds)} c{cables} line_svc{svc}/{dirs}dir"
-                f"{' island' if island else ''}")
+                f"{' island' if island else ''}", int(rng.choice([0, 0, 2, 5, 10])))
     pods = [int(x) for x in rng.integers(3, 8, size=int(rng.integers(2, 4)))]
     spines, cores, svc = int(rng.integers(4, 9)), int(rng.integers(1, 3)), int(rng.integers(1, 5))
     return (three_level(pods, 16, spines, cores, core_svc=svc),
-            f"3lvl pods{pods} S{spines} cc{cores} core_svc{svc}")
+            f"3lvl pods{pods} S{spines} cc{cores} core_svc{svc}",
+            int(rng.choice([0, 3, 8, 15] if family == "3lvl" else [0, 0, 2, 5, 10])))
 
 
-def run(seed: int, count: int, three: bool = False) -> int:
-    """Route ``count`` variants drawn with ``seed`` (``three``: three-level
-    trees only); the number that fail."""
+def run(seed: int, count: int, family: str = "") -> int:
+    """Route ``count`` variants drawn with ``seed`` (``family``: as
+    :func:`variant`); the number that fail."""
     rng = np.random.default_rng(seed)
     bad = 0
     for i in range(count):
-        plan, desc = variant(rng, three)
-        links = int(rng.choice([0, 3, 8, 15] if three else [0, 0, 2, 5, 10]))
+        plan, desc, links = variant(rng, family)
         build_seed = int(rng.integers(1, 100))
         f = build(plan, seed=build_seed, links=links)
         t0 = time.perf_counter()
@@ -78,4 +89,4 @@ def run(seed: int, count: int, three: bool = False) -> int:
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:3]]
-    run(*(args + [7, 40][len(args):]), three=sys.argv[3:4] == ["3lvl"])
+    run(*(args + [7, 40][len(args):]), family=(sys.argv[3:4] or [""])[0])

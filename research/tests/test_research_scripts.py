@@ -340,3 +340,8 @@ def test_one_vl_stress_reports_each_variant(capsys: Any) -> None:
     assert len(lines) == 3 and lines[-1] == f"BAD: {bad} of 2"
     assert sum(" BAD " in line for line in lines[:2]) == bad
     assert all(("INVALID" in line) == (" BAD " in line) for line in lines[:2])
+    for family in ("3lvl", "2lvl"):  # one family only
+        bad = st.run(5, 2, family)
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert lines[-1] == f"BAD: {bad} of 2"
+        assert all(f" {family} " in line for line in lines[:2]), lines
