@@ -125,6 +125,7 @@ def test_route_invalid_tables_exit_1_and_name_the_pairs(
         assert f"  {failure}" in stdout
     assert not out.exists()  # an invalid table set is never published
     assert "not written" in stdout
+    assert "hint:" not in stdout  # (not a one-VL orientation)
 
 
 def test_route_unroutable_fabric_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

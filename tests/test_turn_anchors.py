@@ -236,6 +236,28 @@ def test_damaged_storage_on_cores_is_delivered_backwards(
     assert not validate_result(before).ok
 
 
+def test_route_names_the_vls_where_one_vl_leaves_pairs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Where one VL leaves needed pairs (the damaged site without the
+    backwards search), ``smroute route`` exits 1, writes nothing and says
+    that detours over VLs may deliver them; with ``--vls 2`` they do."""
+    from smroute.cli.main import main
+    from smroute.fabric.export.writers import write_topology
+
+    topo = tmp_path / "site.topo"
+    write_topology(storage_on_cores(cut=2, seed=4), topo)
+    out = tmp_path / "site.lft"
+    monkeypatch.setattr(orient, "search_turns", lambda *a: False)
+    assert main(["route", str(topo), "--out", str(out), "--workers", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "hint:       on one VL no orientation serves" in text and "--vls 2" in text
+    assert not out.exists()
+    assert main(["route", str(topo), "--out", str(out), "--workers", "1", "--vls", "2",
+                 "--lanes-out", str(tmp_path / "site.lanes")]) == 0
+    assert out.exists() and "hint:" not in capsys.readouterr().out
+
+
 @pytest.mark.real
 @pytest.mark.skipif(shutil.which("ibdmchk") is None,
                     reason="ibdmchk (Debian package ibutils) is not installed")

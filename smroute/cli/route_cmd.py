@@ -255,6 +255,10 @@ def cmd_route(args: argparse.Namespace) -> int:
                                  f"not written ({args.out}): the tables are invalid"
                                  if deadlock is None or deadlock.ok else
                                  f"not written ({args.out}): a credit loop"))
+    if not written and args.vls == 1 and result.mode.endswith("+orient"):
+        lines.append("hint:       on one VL no orientation serves those destinations free of "
+                     "credit loops; detours over VLs may (--vls 2 --lanes-out FILE: tables "
+                     "for smroute's OpenSM plugin, which programs SLs and VLs)")
     if to_stdout:
         sys.stderr.write("\n".join(lines) + "\n")
     else:
