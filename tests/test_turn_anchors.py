@@ -60,14 +60,20 @@ def two_directors(cut: int = 2, seed: int = 1, both: bool = False,
 ANCHORED = "turns at one lower neighbour each"
 
 
-def test_anchors_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
-    f = two_directors()
+def delivered_on_one_vl(f: Fabric, mode: str, phrase: str = "") -> None:
+    """``f`` routed on one VL in ``mode`` (its reason naming ``phrase``):
+    every needed pair delivered, no credit loop."""
     r = route(f, workers=1, labels=False)
-    assert r.mode == "tree+orient", r.mode_reason
-    assert ANCHORED in r.mode_reason
+    assert r.mode == mode, r.mode_reason
+    assert phrase in r.mode_reason
     v = validate_result(r)
     assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
     assert check_credit_loops(f, r.tables).ok
+
+
+def test_anchors_deliver_what_tree_orient_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    f = two_directors()
+    delivered_on_one_vl(f, "tree+orient", ANCHORED)
     # without them, the same chain leaves needed pairs
     monkeypatch.setattr(modes, "anchor_turns", lambda *a: 0)
     before = route(f, workers=1, labels=False)
@@ -186,11 +192,7 @@ def test_storage_on_cores_of_two_pods_ranks_them_as_cores() -> None:
     assert (roles.rank[cores] == roles.max_rank).all()
     stor = roles.endport_role[[i for i, d in enumerate(f.node_desc) if d.startswith("stor-")]]
     assert (stor == EndportRole.STORAGE).all()
-    r = route(f, workers=1, labels=False)
-    assert r.mode == "tree+turns", r.mode_reason
-    v = validate_result(r)
-    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
-    assert check_credit_loops(f, r.tables).ok
+    delivered_on_one_vl(f, "tree+turns")
 
 
 def test_what_the_anchors_leave_is_searched_on_their_tables(
@@ -204,12 +206,7 @@ def test_what_the_anchors_leave_is_searched_on_their_tables(
     switch serves, and every needed pair is delivered, free of credit loops.
     Without the anchors' tables as the base it is not."""
     f = storage_on_cores(one_pod=True)
-    r = route(f, workers=1, labels=False)
-    assert r.mode == "tree+orient", r.mode_reason
-    assert "as the anchors left them" in r.mode_reason
-    v = validate_result(r)
-    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
-    assert check_credit_loops(f, r.tables).ok
+    delivered_on_one_vl(f, "tree+orient", "as the anchors left them")
     real = modes.anchor_turns
     monkeypatch.setattr(modes, "anchor_turns", lambda *a: real(*a) if not a[-1] else 0)
     assert not validate_result(route(f, workers=1, labels=False)).ok
@@ -225,12 +222,7 @@ def test_damaged_storage_on_cores_is_delivered_backwards(
     and every needed pair is delivered, free of credit loops. Without that
     search it is not."""
     f = storage_on_cores(cut=2, seed=4)
-    r = route(f, workers=1, labels=False)
-    assert r.mode == "tree+orient", r.mode_reason
-    assert "built backwards from the switches with a path" in r.mode_reason
-    v = validate_result(r)
-    assert v.ok and v.ca_pairs_unroutable == 0, v.summary()
-    assert check_credit_loops(f, r.tables).ok
+    delivered_on_one_vl(f, "tree+orient", "built backwards from the switches with a path")
     monkeypatch.setattr(orient, "search_turns", lambda *a: False)
     before = route(f, workers=1, labels=False)
     assert not validate_result(before).ok

@@ -207,40 +207,31 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 f"{first}the traffic of {n_x} switches{'' if wide else ' of service hosts'} "
                 "turns at one lower neighbour each, whose cables to it carry only their own "
                 "traffic; the channel dependencies of every route are acyclic"))
-    if ori is None or not ori.complete:
-        # a last resort: every destination again, one at a time, those most switches lack
-        # a path to first, each that no turn switch serves routed backwards from the
-        # switches with a path, cable by cable while the dependencies stay acyclic (kept
-        # only if it serves every one: it stops at the first it cannot)
-        trial, turns = tree_ports.copy(), candidates[-1]
-        fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])
-        done = orient.orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape,
-                                  fewest_first=False, patience=1, fixed=fixed, search=True)
-        if done.sum() == turns.sum() and not orient.accept(fabric, g, dest, trial, turns,
-                                                           needed, c, fixed):
-            ports[...] = trial
-            ori = orient.Orientation(turns, (
-                "each destination's turn switch chosen so that the channel dependencies of "
-                "every route stay acyclic, or where none serves, its routes built backwards "
-                "from the switches with a path, cable by cable, with several turns"))
-    for name, base in partial if ori is None or not ori.complete else ():
-        # then on top of the tables that serve most (the orientation's, the anchors'
-        # on it), only the destinations they leave, the same way
-        trial, turns = base.copy(), candidates[-1]
-        left = turns & (orient.undelivered(g, dest, trial, turns, needed, c) > 0)
-        fixed = orient.fixed_routes(fabric, g, trial, dest.lid[left])
-        done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
-                                  fewest_first=False, patience=1, fixed=fixed, search=True)
-        if done.sum() == left.sum() and not orient.accept(
-                fabric, g, dest, trial, turns, needed, c,
-                orient.fixed_routes(fabric, g, trial, dest.lid[turns])):
-            ports[...] = trial
-            ori = orient.Orientation(turns, (
-                f"{int(turns.sum() - left.sum())} of them as {name} left them, the other "
-                f"{int(left.sum())} each through a turn switch chosen so "
-                "that the channel dependencies stay acyclic, or where none serves, routed "
-                "backwards from the switches with a path, cable by cable, with several turns"))
+    turns = candidates[-1]
+    # a last resort: every such destination again, one at a time, those most switches
+    # lack a path to first, each that no turn switch serves routed backwards from the
+    # switches with a path, cable by cable while the dependencies stay acyclic (kept only
+    # if it serves every one: it stops at the first it cannot); from the tree's tables,
+    # then on top of those that serve most (the orientation's, the anchors' on it), only
+    # the destinations they leave
+    for name, base in [("the tree", tree_ports), *partial]:
+        if ori is not None and ori.complete:
             break
+        left = turns if base is tree_ports else turns & (
+            orient.undelivered(g, dest, base, turns, needed, c) > 0)
+        trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left)
+        if trial is None:
+            continue
+        ports[...] = trial
+        ori = orient.Orientation(turns, (
+            "each destination's turn switch chosen so that the channel dependencies of "
+            "every route stay acyclic, or where none serves, its routes built backwards "
+            "from the switches with a path, cable by cable, with several turns"
+            if left is turns else
+            f"{int(turns.sum() - left.sum())} of them as {name} left them, the other "
+            f"{int(left.sum())} each through a turn switch chosen so "
+            "that the channel dependencies stay acyclic, or where none serves, routed "
+            "backwards from the switches with a path, cable by cable, with several turns"))
     head += why
     if ori is None:
         # no destination can take another orientation free of credit loops:
@@ -252,6 +243,27 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     return Outcome(f"{mode}+orient" if k else mode, (
         f"{head}; {k} destination LIDs take {other} ({ori.why})"), None, k, None, prep,
         ports, ori.turns if k else None)
+
+
+def _search_left(
+    fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+    needed: NeededPairs, escape: tuple[SwitchGraph, np.ndarray, np.ndarray],
+    base: np.ndarray, turns: np.ndarray, left: np.ndarray,
+) -> np.ndarray | None:
+    """The tables ``base`` with the destinations ``left`` (of ``turns``,
+    ``(D,)`` bool each) oriented again one at a time, backwards where no
+    turn switch serves (:func:`~smroute.routing.orient.orient_each`), if
+    that serves every one and :func:`~smroute.routing.orient.accept` takes
+    them with every destination of ``turns``; else ``None``."""
+    trial = base.copy()
+    fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])  # unchanged by the search
+    mine = fixed if left is turns else orient.fixed_routes(fabric, g, trial, dest.lid[left])
+    done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
+                              fewest_first=False, patience=1, fixed=mine, search=True)
+    if done.sum() < left.sum() or orient.accept(fabric, g, dest, trial, turns, needed, c,
+                                                fixed):
+        return None
+    return trial
 
 
 def _detours(
