@@ -218,6 +218,8 @@ def main() -> None:
                      "loops, metrics over compute hosts and all CAs in GUID and name order")
     cat.add_argument("--shapes", metavar="NAME,...", help="only these catalogue shapes")
     cat.add_argument("--no-captures", action="store_true", help="only catalogue shapes")
+    cat.add_argument("--no-shapes", action="store_true",
+                     help="only the captures of --real (e.g. a folder of generated variants)")
     cat.add_argument("--max-hosts", type=int, metavar="N",
                      help="leave out fabrics with more than N CAs")
     cat.add_argument("--ibdmchk-max", type=int, default=1500, metavar="N",

@@ -485,7 +485,7 @@ def run_catalogue(args: Any, machine: str) -> list[Row]:
     if bad:
         raise SystemExit(f"unknown engine(s) {', '.join(bad)}; catalogue mode knows "
                          f"{', '.join(SITE_ENGINES)}")
-    shapes = args.shapes.split(",") if args.shapes else None
+    shapes = [] if args.no_shapes else args.shapes.split(",") if args.shapes else None
     real = None if args.no_captures else args.real
     if real is not None and not real.is_dir():
         raise SystemExit(f"no real fabrics folder at {real} (pass --real DIR or --no-captures)")

@@ -57,16 +57,17 @@ def measure(f: Fabric, tables: ForwardingTables, orders: list[np.ndarray]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("fabrics", nargs="+", help="catalogue shape names or real capture names")
+    ap.add_argument("fabrics", nargs="+",
+                    help="catalogue shape names, real capture names or capture paths")
     ap.add_argument("--orders", type=int, default=60, help="random host orders (default 60)")
     ap.add_argument("--engines", nargs="+", default=["updn", "dnup", "nue", "dfsssp"])
     ap.add_argument("--vls", type=int, default=8, help="smroute's VLs (the plugin's: 8)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/order-noise"))
     args = ap.parse_args()
     for name in args.fabrics:
-        capture = None if name in CATALOGUE else REAL / name
+        capture = None if name in CATALOGUE else Path(name) if "/" in name else REAL / name
         fabric = build_shape(name) if capture is None else read_fabric(capture)
-        sim = simulate(fabric, args.work / name, args.engines, capture=capture)
+        sim = simulate(fabric, args.work / Path(name).name, args.engines, capture=capture)
         f = sim.fabric
         roles = fabric_roles(f)
         ours = route(f, workers=1, labels=False, max_vls=args.vls).tables

@@ -61,7 +61,7 @@ from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots
-from smroute.routing.nmodc.slot_tables import unequal_cables
+from smroute.routing.nmodc.slot_tables import counted_cables, unequal_cables
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
@@ -158,11 +158,11 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     if len(tops):  # tops only: what they have below (their children: the group)
         kids = np.bincount(label[has_up], weights=below[has_up], minlength=n).astype(np.int64)
         reach[tops] = kids[tops] + np.where(slot[tops] >= 0, w[slot[tops]], 0).sum(axis=1)
-    cables = np.bincount(g.grp_switch[gid], weights=g.grp_port_count[gid],
-                         minlength=n).astype(np.int64)
+    counted = counted_cables(g)
+    cables = np.bincount(g.grp_switch[gid], weights=counted[gid], minlength=n).astype(np.int64)
     s = np.flatnonzero(k >= 2)
     going_up = reach[label[s]] - below[s]
-    share = s[(2 * going_up <= (2 * below[s] - 1) * cables[s]) | unequal_cables(g, up)[s]]
+    share = s[(2 * going_up <= (2 * below[s] - 1) * cables[s]) | unequal_cables(g, up, counted)[s]]
     if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
         return "shares by capacity"
     return ""

@@ -294,7 +294,9 @@ class Nmodc:
         """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
         packed nominal slots ``n_slots``, the switches that may share by
         capacity ``n_share`` (default
-        :func:`~smroute.routing.nmodc.slot_tables.may_share`) and those whose
+        :func:`~smroute.routing.nmodc.slot_tables.may_share`), the cables
+        the shares count ``n_cables``
+        (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`) and those whose
         rows Dmodc's kernel computes ``n_dmodc``
         (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`); Dmodc's arrays
         alone where the tree routes as Dmodc."""
@@ -306,6 +308,7 @@ class Nmodc:
         a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
         a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
                         if share is None else share)
+        a["n_cables"] = slot_tables.counted_cables(prep.graph)
         # the switches at or below each (read by both of these)
         below = (prep.costs < UP_PHASE).sum(axis=1, dtype=np.int32)
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"],
@@ -347,7 +350,8 @@ class Nmodc:
         if not plain.any():
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                                 a["n_slots"], cache["ctx"], memo=cache["memo"],
-                                capacity=a["n_share"], redirect=cache["rd"])
+                                capacity=a["n_share"], redirect=cache["rd"],
+                                cables=a.get("n_cables"))
             return
         # Dmodc's kernel on the whole block (compiled: cheaper than a copy of
         # its rows; the same graph, context), then the nominal rows over theirs

@@ -5,7 +5,9 @@ siblings lost or regained their last link to an up-neighbour) is recomputed
 in full, and so is every switch with a changed entry whose cables may be
 shared out by capacity, before or after
 (:func:`smroute.routing.nmodc.slot_tables.may_share`: those shares read the
-switch's whole row).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
+switch's whole row); every such switch where the usual cable counts of some
+ranks changed (:func:`~smroute.routing.nmodc.slot_tables.usual_cables`: the
+shares count no cable above them).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
@@ -85,6 +87,14 @@ class _Plan:
     pairs: balance.PartialPairs
 
 
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two :func:`~smroute.routing.nmodc.slot_tables.usual_cables`
+    tables agree (0 beyond the smaller one)."""
+    n = max(len(a), len(b))
+    pad = [np.pad(x, (0, n - len(x))) for x in (a, b)]
+    return bool(np.array_equal(pad[0], pad[1]))
+
+
 class NmodcIncremental(IncrementalHook):
     """Nmodc's incremental hook (module doc)."""
 
@@ -105,6 +115,8 @@ class NmodcIncremental(IncrementalHook):
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
         whole |= share & region.near
+        if not _same(slot_tables.usual_cables(prev.graph), slot_tables.usual_cables(g)):
+            whole |= share  # the shares count other cables everywhere
         rows = np.union1d(rows, np.flatnonzero(whole))
         # the descent's switches, before and after, in full (it reads every
         # arrival of a target together)

@@ -123,6 +123,7 @@ from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
+    counted_cables,
     occurrences,
     slot_tables,
 )
@@ -323,6 +324,7 @@ def route_block(
     memo: AlternativesMemo | None = None,
     capacity: bool | np.ndarray = True,
     redirect: np.ndarray | None = None,
+    cables: np.ndarray | None = None,
 ) -> None:
     """Nmodc's routes of ``switches`` for every destination (module doc).
 
@@ -339,7 +341,10 @@ def route_block(
     (:func:`~smroute.routing.nmodc.slot_tables.may_share`) routed to a subset of
     the destinations, where the shares, which weigh the whole row, would see
     only part of it; the pool passes ``may_share`` (shares skipped where
-    they cannot apply: the same tables)."""
+    they cannot apply: the same tables).  ``cables``: ``(G,)`` the cables
+    of each group as the shares count them
+    (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`, computed
+    here where not given)."""
     out[:] = NO_ROUTE
     b = len(switches)
     if b == 0 or len(dest.lid) == 0:
@@ -348,7 +353,8 @@ def route_block(
         ctx = route_context(c, dest)
     if len(g.grp_remote):
         rd = redirect if redirect is not None else redirect_dividers(g, pi, len(g.ep_switch))
-        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd)
+        _route_remote(g, pi, dest, switches, out, ctx, slot_grp, one_lookup, memo, capacity, rd,
+                      cables)
     local_routes(dest, switches, out, ctx)
 
 
@@ -374,6 +380,7 @@ def _route_remote(
     g: SwitchGraph, pi: np.ndarray, dest: Destinations, switches: np.ndarray,
     out: np.ndarray, ctx: RouteContext, slot_grp: np.ndarray, one_lookup: bool | None,
     memo: AlternativesMemo | None, capacity: bool | np.ndarray, redirect: np.ndarray,
+    cables: np.ndarray | None,
 ) -> None:
     """Routes through the switches' port groups (module doc); fills ``out`` rows.
 
@@ -430,9 +437,10 @@ def _route_remote(
     share = capacity if isinstance(capacity, bool) else capacity[switches][:, None]
     length, start, val = tables
     if np.any(share):
+        counted = counted_cables(g) if cables is None else cables
         (length, start, val), pat_of = capacity_tables(
             tables, pat_of, pbits.sum(axis=1), up_bu.T & share, ((~down_k) & valid).sum(axis=1),
-            per_target, per_target @ down_bu, cols, g.grp_port_count[gidx])
+            per_target, per_target @ down_bu, cols, counted[gidx])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     # a down-going route with several closer groups takes C[t mod #C]

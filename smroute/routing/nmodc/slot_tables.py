@@ -15,7 +15,8 @@ from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "lids_up_and_below", "occurrences"]
+           "may_share", "usual_cables", "counted_cables", "unequal_cables", "lids_up_and_below",
+           "occurrences"]
 
 
 def probe_offsets(m: int) -> np.ndarray:
@@ -169,7 +170,8 @@ def capacity_tables(
     destination LIDs per target; ``below`` ``(B,)`` destination LIDs below
     each switch (the sources that can send up through it); ``cols`` ``(B, C)``
     the group position of each table value per switch; ``cables`` ``(B,
-    gmax + 1)`` cables per group position.
+    gmax + 1)`` cables per group position, as the shares count them
+    (:func:`counted_cables`).
 
     A switch's other up-going destinations (fewer closer groups: targets
     some up groups do not reach) load its groups unevenly, and its groups
@@ -312,20 +314,62 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     going_up, below = lids_up_and_below(c, dest)
     # the groups the kernel counts as up: every one not going down
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
+    counted = counted_cables(g)
     groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
-    cables = np.bincount(g.grp_switch[not_down], weights=g.grp_port_count[not_down],
+    cables = np.bincount(g.grp_switch[not_down], weights=counted[not_down],
                          minlength=g.n_switches).astype(np.int64)
     return (groups > 1) & ((2 * going_up <= (2 * below - 1) * cables)
-                           | unequal_cables(g, not_down))
+                           | unequal_cables(g, not_down, counted))
 
 
-def unequal_cables(g: SwitchGraph, groups: np.ndarray) -> np.ndarray:
+def usual_cables(g: SwitchGraph) -> np.ndarray:
+    """``(R + 1, R + 1)`` int64, ``R`` the highest rank: ``[a + 1, b + 1]``
+    is the most common cable count of the port groups from a switch of rank
+    ``a`` to one of rank ``b`` (ties: the larger; 0: no such group)."""
+    top = int(g.rank.max(initial=-1)) + 2
+    usual = np.zeros((top, top), dtype=np.int64)
+    cnt = g.grp_port_count.astype(np.int64)
+    if not len(cnt):
+        return usual
+    hi = int(cnt.max()) + 1
+    pair = (g.rank[g.grp_switch] + 1) * top + g.rank[g.grp_remote] + 1
+    keys, n = np.unique(pair * hi + cnt, return_counts=True)
+    kp, kc = keys // hi, keys % hi
+    o = np.lexsort((kc, n, kp))  # per pair of ranks: the most common count last
+    last = np.r_[kp[o][1:] != kp[o][:-1], True]
+    usual.ravel()[kp[o][last]] = kc[o][last]
+    return usual
+
+
+def counted_cables(g: SwitchGraph) -> np.ndarray:
+    """``(G,)`` int64: the cables of each port group that the shares by
+    capacity count: all of them, up to the usual count of its ranks
+    (:func:`usual_cables`).  Cables added to some pairs leave every group
+    its usual count, and Dmodc's table already spreads a switch's
+    destinations evenly over the usual cables: sharing by capacity there
+    would move destinations off their nominal group for no lower load than
+    a complete tree's, and cost the shifts in topological order their
+    exactness (leaf/spine, 2 cables per pair and 7 pairs with 3: shift HSD
+    in host-name order 2.76 as Dmodc, 5.44 shared).  A group below its
+    usual count lost a cable."""
+    cnt = g.grp_port_count.astype(np.int64)
+    if cnt.max(initial=0) <= 1:  # no parallel cables
+        return cnt
+    usual = usual_cables(g)
+    return np.minimum(cnt, usual[g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1])
+
+
+def unequal_cables(g: SwitchGraph, groups: np.ndarray,
+                   counted: np.ndarray | None = None) -> np.ndarray:
     """``(S,)`` bool: the switches whose ``groups`` (a ``(G,)`` bool mask or
-    group ids; e.g. their up groups) have unequal cable counts (a parallel
-    cable lost)."""
-    sw, cnt = g.grp_switch[groups], g.grp_port_count[groups].astype(np.int64)
-    hi = np.zeros(g.n_switches, dtype=np.int64)
-    lo = np.full(g.n_switches, np.iinfo(np.int64).max, dtype=np.int64)
+    group ids; e.g. their up groups) have unequal cable counts as the
+    shares count them (``counted``, default :func:`counted_cables`): a
+    parallel cable lost."""
+    n = len(g.rank)  # (a kernel's graph has no switch nodes)
+    cab = counted_cables(g) if counted is None else counted
+    sw, cnt = g.grp_switch[groups], cab[groups]
+    hi = np.zeros(n, dtype=np.int64)
+    lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.maximum.at(hi, sw, cnt)
     np.minimum.at(lo, sw, cnt)
     return lo < hi
