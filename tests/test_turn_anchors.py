@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from smroute.fabric.export.writers import format_topology
 from smroute.fabric.generate.catalogue import core_tier, director_site
 from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
+from smroute.fabric.ibnetdiscover.parse import parse_topology
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.routing import modes, orient, turn_anchors
@@ -272,3 +274,23 @@ def test_ibdmchk_finds_the_needed_paths(tmp_path: Path) -> None:
     rep = run_ibdmchk(fdbs, fdbs.with_name("opensm-subnet.lst"), timeout=600)
     assert rep.missing_paths == v.ca_pairs_unneeded, rep.stdout[-2000:]
     assert check_credit_loops(f, r.tables).ok
+
+
+def test_the_anchors_do_not_follow_the_node_order() -> None:
+    """The same cabling listed in another node order (as ibnetdiscover lists
+    what it found, breadth first): the same anchors, the same tables.  The
+    management switch above the first leaf has no choice of anchor and
+    chooses first; in the order of switch ids a line ASIC could take that
+    leaf before it, leaving it two anchors."""
+    f = two_directors(cut=0, island=True)
+    text = "\n".join(format_topology(f))
+    head, *blocks = text.split("\n\n")
+    g = parse_topology("\n\n".join([head, *reversed(blocks)]))
+    assert not np.array_equal(f.node_guid[f.switches], g.node_guid[g.switches])
+    got = []
+    for fab in (f, g):
+        r = route(fab, workers=1, labels=False)
+        assert ANCHORED in r.mode_reason
+        rows = np.argsort(r.tables.switch_guid)
+        got.append(r.tables.ports[rows])
+    assert np.array_equal(got[0], got[1])

@@ -74,14 +74,22 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     neighbour of ``via`` (not ``x``): the one whose hosts keep the most up
     capacity each once its cables to ``via`` carry no transit (its compute
     hosts over its up cables left, anchors taken before counted), one no
-    other switch took first, then the lowest GUIDs; -1: none."""
+    other switch took first, then the lowest GUIDs; -1: none.  The switches
+    with the fewest lower neighbours choose first, then by GUID."""
     sw, to, _ = g.cables()
     up_left = np.bincount(sw[g.rank[to] > g.rank[sw]], minlength=g.n_switches).astype(float)
     hosts = np.bincount(g.ep_switch[~g.ep_agg] if len(g.ep_agg) else g.ep_switch,
                         minlength=g.n_switches)
     via = np.full(len(xs), -1, dtype=np.int64)
     out = np.full(len(xs), -1, dtype=np.int64)
-    for k, x in enumerate(xs.tolist()):
+    # the switches with the fewest lower neighbours choose first (a
+    # management switch above one leaf has no choice), then by GUID: the
+    # same anchors whatever the order of the fabric's nodes
+    n_low = np.array([len(np.unique(to[(sw == x) & (g.rank[to] < g.rank[x])
+                                       & (g.rank[to] >= 0)])) for x in xs.tolist()])
+    n_low = np.where(n_low > 0, n_low, g.n_switches)
+    for k in np.lexsort((g.sw_guid[xs], n_low)).tolist():
+        x = int(xs[k])
         low = np.unique(to[(sw == x) & (g.rank[to] < g.rank[x]) & (g.rank[to] >= 0)])
         if len(low):  # another anchored switch only where no other is below
             low = low[~np.isin(low, xs)] if (~np.isin(low, xs)).any() else low
@@ -100,7 +108,7 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                           for v, a in zip(pair_v.tolist(), pair_a.tolist(), strict=True)])
         left = up_left[pair_a] - n_cab
         load = np.where(left > 0, hosts[pair_a] / np.maximum(left, 1), np.inf)
-        taken = np.isin(pair_a, out[:k])
+        taken = np.isin(pair_a, out)
         i = int(np.lexsort((g.sw_guid[pair_v], g.sw_guid[pair_a], load, taken))[0])
         via[k], out[k] = int(pair_v[i]), int(pair_a[i])
         up_left[out[k]] -= n_cab[i]
