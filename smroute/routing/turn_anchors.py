@@ -82,15 +82,14 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                         minlength=g.n_switches)
     via = np.full(len(xs), -1, dtype=np.int64)
     out = np.full(len(xs), -1, dtype=np.int64)
+    lows = [np.unique(to[(sw == x) & (g.rank[to] < g.rank[x]) & (g.rank[to] >= 0)])
+            for x in xs.tolist()]
     # the switches with the fewest lower neighbours choose first (a
     # management switch above one leaf has no choice), then by GUID: the
     # same anchors whatever the order of the fabric's nodes
-    n_low = np.array([len(np.unique(to[(sw == x) & (g.rank[to] < g.rank[x])
-                                       & (g.rank[to] >= 0)])) for x in xs.tolist()])
-    n_low = np.where(n_low > 0, n_low, g.n_switches)
+    n_low = np.array([len(low) or g.n_switches for low in lows], dtype=np.int64)
     for k in np.lexsort((g.sw_guid[xs], n_low)).tolist():
-        x = int(xs[k])
-        low = np.unique(to[(sw == x) & (g.rank[to] < g.rank[x]) & (g.rank[to] >= 0)])
+        x, low = int(xs[k]), lows[k]
         if len(low):  # another anchored switch only where no other is below
             low = low[~np.isin(low, xs)] if (~np.isin(low, xs)).any() else low
             pair_v, pair_a = np.full(len(low), x), low
