@@ -345,3 +345,16 @@ def test_one_vl_stress_reports_each_variant(capsys: Any) -> None:
         lines = capsys.readouterr().out.strip().splitlines()
         assert lines[-1] == f"BAD: {bad} of 2"
         assert all(f" {family} " in line for line in lines[:2]), lines
+
+
+def test_node_order_audit_reverses_the_nodes_and_compares_tables() -> None:
+    """The audit's fabric lists the same nodes the other way round, and a
+    site routes to the same tables in both orders."""
+    audit = load_script("node_order_audit")
+    from smroute.fabric.generate.catalogue import build_shape
+
+    f = build_shape("edr-cs7520-200")
+    g = audit.reversed_nodes(f)
+    assert sorted(f.node_guid.tolist()) == sorted(g.node_guid.tolist())
+    assert not np.array_equal(f.node_guid[f.switches], g.node_guid[g.switches])
+    assert audit.verdict(f, 1) == "tree+turns: same"
