@@ -163,22 +163,24 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     s = np.flatnonzero(k >= 2)
     going_up = reach[label[s]] - below[s]
     share = s[(2 * going_up <= (2 * below[s] - 1) * cables[s]) | unequal_cables(g, up, counted)[s]]
-    if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid):
+    if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid, counted):
         return "shares by capacity"
     return ""
 
 
 def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray,
-                 label: np.ndarray, slot: np.ndarray, k: np.ndarray, gid: np.ndarray) -> bool:
+                 label: np.ndarray, slot: np.ndarray, k: np.ndarray, gid: np.ndarray,
+                 counted: np.ndarray) -> bool:
     """Whether the switches ``share`` ``(B,)`` that may share by capacity
     keep their tables (module doc, 5): equal cables and equal loads over
     each one's up groups ``gid`` (all up groups), no leaf among them with
     parallel up cables; ``w`` ``(S,)`` destination LIDs per switch,
     ``label`` / ``slot`` / ``k`` each switch's sibling group, a group head's
-    up-neighbours and their count."""
+    up-neighbours and their count, ``counted`` ``(G,)`` the cables the
+    shares count (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`)."""
     hi = np.zeros(g.n_switches, dtype=np.int64)
     np.maximum.at(hi, g.grp_switch[gid], g.grp_port_count[gid])
-    if (unequal_cables(g, gid)[share].any()
+    if (unequal_cables(g, gid, counted)[share].any()
             or ((g.rank[share] == 0) & (hi[share] > 1)).any()):
         return False
     for h in np.unique(label[share]).tolist():
