@@ -306,9 +306,9 @@ class Nmodc:
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # every end-port's
         a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
-        a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest)
-                        if share is None else share)
         a["n_cables"] = slot_tables.counted_cables(prep.graph)
+        a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest, a["n_cables"])
+                        if share is None else share)
         # the switches at or below each (read by both of these)
         below = (prep.costs < UP_PHASE).sum(axis=1, dtype=np.int32)
         rows, partial, targets = dmodc_rows(prep.graph, prep.costs, prep.aux, a["n_share"],
@@ -351,7 +351,7 @@ class Nmodc:
             nominal.route_block(cache["g"], a["c"], a["pi"], cache["dest"], switches, out,
                                 a["n_slots"], cache["ctx"], memo=cache["memo"],
                                 capacity=a["n_share"], redirect=cache["rd"],
-                                cables=a.get("n_cables"))
+                                cables=a["n_cables"])
             return
         # Dmodc's kernel on the whole block (compiled: cheaper than a copy of
         # its rows; the same graph, context), then the nominal rows over theirs

@@ -137,6 +137,7 @@ class NmodcIncremental(IncrementalHook):
         a["n_slots"] = nominal.packed_slots(slots_of(prep))
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # not the columns'
         a["n_share"] = np.full(prep.graph.n_switches, whole)
+        a["n_cables"] = slot_tables.counted_cables(prep.graph)
         a["n_desc"] = _DESCENT.get(prep.graph, np.zeros(0, dtype=np.int64))
         return a
 

@@ -302,7 +302,8 @@ def _ragged(n: int, kmax: int, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return which // kmax, which % kmax, at - first[which]
 
 
-def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
+def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations,
+              counted: np.ndarray | None = None) -> np.ndarray:
     """``(S,)`` bool: the switches whose up-going destinations the shares by
     capacity (:func:`capacity_tables`) can redistribute, from the costs
     ``c`` ``(S, S)``.  Sharing needs the water level (destinations per cable
@@ -310,11 +311,12 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     half a destination below the LIDs below the switch; elsewhere a
     switch's entries depend on their own columns only (what an incremental
     reroute needs to know).  On the 11,664-host tree a leaf has 647
-    destinations per up cable against 18 below it."""
+    destinations per up cable against 18 below it.  ``counted``: the
+    cables the shares count (default :func:`counted_cables`)."""
     going_up, below = lids_up_and_below(c, dest)
     # the groups the kernel counts as up: every one not going down
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
-    counted = counted_cables(g)
+    counted = counted_cables(g) if counted is None else counted
     groups = np.bincount(g.grp_switch[not_down], minlength=g.n_switches)
     cables = np.bincount(g.grp_switch[not_down], weights=counted[not_down],
                          minlength=g.n_switches).astype(np.int64)
