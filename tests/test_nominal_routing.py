@@ -934,7 +934,7 @@ def test_a_pendant_management_switch_is_no_nominal_slot() -> None:
     nothing routes on through it: the leaves keep the spines' arity (5, not
     6), so the spines' divider is 5 and the shifts of the compute hosts in
     name order are contention-free (Dmodc's divider 6: SP 2)."""
-    from smroute.fabric.roles import EndportRole, fabric_roles
+    from smroute.fabric.roles import fabric_roles
 
     f = _island_tree()
     g = switch_graph(f, fabric_roles(f))
@@ -942,16 +942,34 @@ def test_a_pendant_management_switch_is_no_nominal_slot() -> None:
     leaves = np.flatnonzero(g.rank == 0)
     assert (slots.arity[leaves] == 5).all()
     assert (nominal.nominal_dividers(g, slots.arity)[g.rank == 1] <= 5).all()
+    assert _name_order_shifts(f, "nmodc") == (1, 1.0)
+    assert _name_order_shifts(f, "dmodc")[0] == 2
 
-    def name_order_shifts(algorithm: str) -> tuple[int, float]:
-        r = route(f, workers=1, labels=False, algorithm=algorithm)
-        assert validate_result(r).ok
-        view = routing_view(f, r.tables)
-        roles = fabric_roles(f)
-        comp = np.flatnonzero(roles.endport_role[view.ep_node] == EndportRole.COMPUTE)
-        o = comp[np.argsort([f.node_desc[int(n)] for n in view.ep_node[comp]], kind="stable")]
-        sp = evaluate(view, pair_paths(view), P.cps("shift", len(o)), o)
-        return sp.risk_max, sp.hsd_avg
 
-    assert name_order_shifts("nmodc") == (1, 1.0)
-    assert name_order_shifts("dmodc")[0] == 2
+def test_a_pendant_management_switch_keeps_the_wrap_gaps() -> None:
+    """Leaves of 9 hosts over 5 spines of 2 cables (a modulus of 10): a
+    shift's window wraps from the last of the 72 compute NIDs to 0 by 8 >
+    10 - 9, so the NIDs get gaps at leaf boundaries.  The management switch
+    off the first leaf is no up cable of that modulus; counted as a sixth
+    group of that leaf, it left the NIDs without gaps (name-order SP 2,
+    shift HSD 1.68)."""
+    f = _island_tree(hosts=9)
+    r = route(f, workers=1, labels=False, algorithm="nmodc")
+    t = np.sort(r.dest.nid[~r.dest.is_switch])
+    assert t[-1] > len(t) - 1  # gaps
+    assert _name_order_shifts(f, "nmodc") == (1, 1.0)
+
+
+def _name_order_shifts(f: Fabric, algorithm: str) -> tuple[int, float]:
+    """The shift permutation's risk and HSD over the compute hosts of ``f``
+    in host-name order, routed by ``algorithm`` (validated)."""
+    from smroute.fabric.roles import EndportRole, fabric_roles
+
+    r = route(f, workers=1, labels=False, algorithm=algorithm)
+    assert validate_result(r).ok
+    view = routing_view(f, r.tables)
+    roles = fabric_roles(f)
+    comp = np.flatnonzero(roles.endport_role[view.ep_node] == EndportRole.COMPUTE)
+    o = comp[np.argsort([f.node_desc[int(n)] for n in view.ep_node[comp]], kind="stable")]
+    sp = evaluate(view, pair_paths(view), P.cps("shift", len(o)), o)
+    return sp.risk_max, sp.hsd_avg

@@ -130,7 +130,7 @@ from smroute.routing.nmodc.slot_tables import (
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "nominal_dividers", "redirect_dividers",
+__all__ = ["NominalSlots", "nominal_slots", "pendant_up", "nominal_dividers", "redirect_dividers",
            "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block", "changed_slots"]
 
 
@@ -150,16 +150,26 @@ class NominalSlots:
     own: np.ndarray
 
 
+def pendant_up(g: SwitchGraph) -> np.ndarray:
+    """``(G,)`` bool: the up groups whose upper switch is *pendant*: nothing
+    above it and no other switch below it (a management switch with a few
+    hosts off one leaf, ranked above it).  It carries no traffic between
+    other switches, so it is no slot of its child's siblings
+    (:func:`nominal_slots`) and no up cable of the modulus a shift's window
+    takes (:func:`~smroute.routing.nmodc.wrap.wrap_gaps`)."""
+    up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & (g.rank[g.grp_switch] >= 0)
+    return up & ((g.n_up == 0) & (g.grp_count == 1))[g.grp_remote]
+
+
 def nominal_slots(g: SwitchGraph) -> NominalSlots:
     """The nominal slots of every switch of ``g`` (module doc)."""
     n = g.n_switches
     up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & (g.rank[g.grp_switch] >= 0)
     gid = np.flatnonzero(up)
     lo, hi = g.grp_switch[gid], g.grp_remote[gid]
-    # a pendant up-neighbour (nothing above it, no other switch below: a
-    # management switch off one leaf) is no slot of its child's siblings;
-    # the child routes with its own groups
-    pendant = ((g.n_up == 0) & (g.grp_count == 1))[hi]
+    # a pendant up-neighbour is no slot of its child's siblings; the child
+    # routes with its own groups
+    pendant = pendant_up(g)[gid]
     n_pendant = np.bincount(lo[pendant], minlength=n)
     # siblings: a switch as a child (0 .. n-1) joined to its up-neighbours as
     # parents (n .. 2n-1); a component's parents are its members' union

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from smroute.routing.nmodc.nominal import pendant_up
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["wrap_gaps"]
@@ -33,16 +34,19 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     of ``e0 - (m - r)`` in all, at most ``m - r`` each, spread over the leaf
     boundaries, bring the wrap back into range.  Only where every leaf has
     ``w`` hosts and ``m`` up cables and no upper switch routes on (a 2-level
-    tree: one modulus for every pair); elsewhere ``t``.
+    tree: one modulus for every pair; a pendant up-neighbour, a management
+    switch off one leaf, is no up cable); elsewhere ``t``.
     """
     leaves = g.leaves
     _, hi = g.up_pairs()
     if g.mode != "tree" or not len(leaves) or not len(t) or (g.n_up[hi] > 0).any():
         return t
     # the cables of a complete group (a lost cable keeps the NIDs: no reroute
-    # in full for one cable)
-    up = g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0)
-    m = int(g.n_up[leaves[0]]) * int(g.grp_port_count[up].max(initial=1))
+    # in full for one cable); a pendant up-neighbour is none of them
+    pendant = pendant_up(g)
+    up = g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0) & ~pendant
+    n_up = g.n_up - np.bincount(g.grp_switch[pendant], minlength=g.n_switches)
+    m = int(n_up[leaves[0]]) * int(g.grp_port_count[up].max(initial=1))
     o = np.argsort(t)
     host = g.is_leaf[g.ep_switch[o]] & ~g.ep_agg[o]  # first; the others take the last gap
     n = int(np.argmin(host)) if not host.all() else len(o)
@@ -52,7 +56,7 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     first = np.r_[True, sw[1:] != sw[:-1]]
     size = np.diff(np.r_[np.flatnonzero(first), len(sw)])
     w = int(size[0])
-    if (m < 2 or (g.n_up[leaves] != g.n_up[leaves[0]]).any()
+    if (m < 2 or (n_up[leaves] != n_up[leaves[0]]).any()
             or (size != w).any() or w % m == 0):
         return t
     need = (-n) % m - (m - w % m)
