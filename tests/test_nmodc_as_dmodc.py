@@ -26,8 +26,10 @@ from smroute.routing.topology import SwitchGraph
 
 #: complete PGFTs Nmodc routes as Dmodc: 2, 3 and 4 levels, parallel cables
 #: (leaf to L2, L2 to spine, both), the 11,664-host tree's shape in small,
-#: switches that may share by capacity but whose shares are even
+#: switches that may share by capacity but whose shares are even (leaves of
+#: 16 hosts over 6 cables, parallel ones, bound by their destinations)
 FAST = [(2, (18, 36), (1, 18), (1, 1)), (2, (4, 8), (1, 4), (1, 1)),
+        (2, (16, 6), (1, 3), (1, 2)),
         (3, (2, 2, 3), (1, 2, 2), (1, 2, 1)), (3, (4, 4, 6), (1, 2, 4), (1, 2, 1)),
         (3, (4, 4, 6), (1, 2, 4), (2, 2, 1)), (3, (6, 6, 12), (1, 3, 6), (1, 2, 1)),
         (3, (6, 6, 12), (1, 6, 6), (1, 1, 1)), (4, (2, 2, 2, 3), (1, 2, 2, 2), (1, 1, 1, 1)),
@@ -36,10 +38,8 @@ FAST = [(2, (18, 36), (1, 18), (1, 1)), (2, (4, 8), (1, 4), (1, 1)),
 #: those without parallel down cables: an aggregation node on every switch too
 FAST_AGG = [s for s in FAST if all(p == 1 for p in s[3][1:])]
 #: complete PGFTs where Nmodc's tables are not Dmodc's, and why: wrap gaps
-#: (21 hosts over 4 spines), shares by capacity (leaves of 4 hosts with 6
-#: up cables: dealt evenly over each group's cables)
-NOT_FAST = [((2, (3, 7), (1, 4), (1, 1)), "wrap gaps"),
-            ((2, (4, 5), (1, 3), (1, 2)), "shares by capacity")]
+#: (21 hosts over 4 spines; 20 over 3 spines of 2 cables)
+NOT_FAST = [((2, (3, 7), (1, 4), (1, 1)), "wrap gaps"), ((2, (4, 5), (1, 3), (1, 2)), "wrap gaps")]
 
 
 def _prepared(f: Fabric) -> Prepared:

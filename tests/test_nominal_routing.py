@@ -908,9 +908,11 @@ def test_loginoff_capture_is_at_or_below_opensms_best() -> None:
     assert v["hsd_topo_shift"] <= 3.632, v
 
 
-def _island_tree(leaves: int = 8, hosts: int = 10, spines: int = 5, mgmt: int = 4) -> Fabric:
+def _island_tree(leaves: int = 8, hosts: int = 10, spines: int = 5, mgmt: int | None = 4
+                 ) -> Fabric:
     """A 2-level tree (2 cables per leaf and spine) with a management switch
-    of ``mgmt`` hosts hanging off the first leaf (2 cables)."""
+    of ``mgmt`` hosts hanging off the first leaf (2 cables; ``None``: no
+    such switch)."""
     from smroute.fabric.generate.sitegen import QUANTUM, Site
 
     site = Site()
@@ -922,10 +924,11 @@ def _island_tree(leaves: int = 8, hosts: int = 10, spines: int = 5, mgmt: int = 
     for leaf in lv:
         for s in sp:
             site.cable(leaf, s, 2)
-    m = site.switch("MF0;mgmt-sw:MQM8700/U1", 40, QUANTUM)
-    site.cable(lv[0], m, 2)
-    for h in range(mgmt):
-        site.host(m, f"mgmt-{h:02d} HCA-1")
+    if mgmt is not None:
+        m = site.switch("MF0;mgmt-sw:MQM8700/U1", 40, QUANTUM)
+        site.cable(lv[0], m, 2)
+        for h in range(mgmt):
+            site.host(m, f"mgmt-{h:02d} HCA-1")
     return site.build(np.random.default_rng(1))
 
 
@@ -958,6 +961,24 @@ def test_a_pendant_management_switch_keeps_the_wrap_gaps() -> None:
     t = np.sort(r.dest.nid[~r.dest.is_switch])
     assert t[-1] > len(t) - 1  # gaps
     assert _name_order_shifts(f, "nmodc") == (1, 1.0)
+
+
+@pytest.mark.parametrize("mgmt", [None, 0, 3])
+def test_leaves_whose_shares_cannot_move_anything_keep_the_digit_s_cables(
+        mgmt: int | None) -> None:
+    """Leaves of 16 hosts over 3 spines of 2 cables: their cables are bound
+    by their destinations (``may_share``), but the shares are even, and the
+    leaf under a management switch (with or without hosts) has no
+    destination that switch leads closer to: none shares, the even up
+    cables keep Dmodc's digit, and the name-order shifts are the tree's
+    without the switch (SP 3, HSD 2.62; dealt in NID order: SP 4, HSD 2.87)."""
+    f = _island_tree(leaves=6, hosts=16, spines=3, mgmt=mgmt)
+    r = route(f, workers=1, labels=False, algorithm="nmodc")
+    g = r.graph
+    assert slot_tables.may_share(g, r.costs, r.dest)[g.rank == 0].all()
+    assert not slot_tables.sharing(g, r.costs, r.dest).any()
+    sp, hsd = _name_order_shifts(f, "nmodc")
+    assert (sp, round(hsd, 2)) == (3, 2.62)
 
 
 def _name_order_shifts(f: Fabric, algorithm: str) -> tuple[int, float]:

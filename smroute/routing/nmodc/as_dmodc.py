@@ -34,9 +34,10 @@ every part of Nmodc gives Dmodc's entries:
    have unequal cable counts): no switch may share, or each
    that may has the same cables on each up group and the same destination
    LIDs on each from the targets only it leads closer to: the water-filling
-   is then the even spread (no gain) and the kernel keeps its tables; and
-   no leaf that may share has parallel up cables, which the even up cables
-   (:mod:`~smroute.routing.nmodc.even_cables`) would deal.
+   is then the even spread (no gain) and the kernel keeps its tables, and
+   no such switch shares (:func:`~smroute.routing.nmodc.slot_tables.sharing`),
+   so the even up cables (:mod:`~smroute.routing.nmodc.even_cables`) keep
+   Dmodc's cables too.
 6. **No wrap gap**: :func:`~smroute.routing.nmodc.wrap.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
@@ -173,15 +174,11 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
                  counted: np.ndarray) -> bool:
     """Whether the switches ``share`` ``(B,)`` that may share by capacity
     keep their tables (module doc, 5): equal cables and equal loads over
-    each one's up groups ``gid`` (all up groups), no leaf among them with
-    parallel up cables; ``w`` ``(S,)`` destination LIDs per switch,
+    each one's up groups ``gid`` (all up groups); ``w`` ``(S,)`` destination LIDs per switch,
     ``label`` / ``slot`` / ``k`` each switch's sibling group, a group head's
     up-neighbours and their count, ``counted`` ``(G,)`` the cables the
     shares count (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`)."""
-    hi = np.zeros(g.n_switches, dtype=np.int64)
-    np.maximum.at(hi, g.grp_switch[gid], g.grp_port_count[gid])
-    if (unequal_cables(g, gid, counted)[share].any()
-            or ((g.rank[share] == 0) & (hi[share] > 1)).any()):
+    if unequal_cables(g, gid, counted)[share].any():
         return False
     for h in np.unique(label[share]).tolist():
         ups = slot[h, :k[h]]

@@ -294,7 +294,7 @@ class Nmodc:
         """Dmodc's arrays (:func:`~smroute.routing.api.base_arrays`), the
         packed nominal slots ``n_slots``, the switches that may share by
         capacity ``n_share`` (default
-        :func:`~smroute.routing.nmodc.slot_tables.may_share`), the cables
+        :func:`~smroute.routing.nmodc.slot_tables.sharing`), the cables
         the shares count ``n_cables``
         (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`) and those whose
         rows Dmodc's kernel computes ``n_dmodc``
@@ -307,7 +307,7 @@ class Nmodc:
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # every end-port's
         a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
         a["n_cables"] = slot_tables.counted_cables(prep.graph)
-        a["n_share"] = (slot_tables.may_share(prep.graph, prep.costs, prep.dest, a["n_cables"])
+        a["n_share"] = (slot_tables.sharing(prep.graph, prep.costs, prep.dest, a["n_cables"])
                         if share is None else share)
         # the switches at or below each (read by both of these)
         below = (prep.costs < UP_PHASE).sum(axis=1, dtype=np.int32)
@@ -422,7 +422,7 @@ class Nmodc:
 
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
-                                      dmodc_rows(g, c, slots, slot_tables.may_share(g, c, dest)))
+                                      dmodc_rows(g, c, slots, slot_tables.sharing(g, c, dest)))
             return partial_parts(rows, partial, targets, k)
 
         out = [] if self.partial_in_kernel else [Pass("partial", partial_pass, parts)]

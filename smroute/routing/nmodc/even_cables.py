@@ -4,9 +4,10 @@ destinations over its parallel cables in NID order.
 
 The kernel takes a cable inside a group by Dmodc's next digit, ``floor(x /
 m) mod #cables``.  Where the shares by capacity apply
-(:func:`~smroute.routing.nmodc.slot_tables.may_share`: a switch whose up cables
-are bound by their destinations), a leaf's groups no longer carry every
-``m``-th NID, and the digit loads a group's cables unevenly.  On X5's
+(:func:`~smroute.routing.nmodc.slot_tables.sharing`: a switch whose up
+cables are bound by their destinations and whose shares can move one), a
+leaf's groups no longer carry every ``m``-th NID, and the digit loads a
+group's cables unevenly.  On X5's
 capture, leaf 27b0 sends 21 destinations to spine 8530 as 7, 8 and 6 and
 20 to spine 8098 as 8, 5 and 7 (A2A 8: the 9 hosts of the leaf against 8
 destinations).  Dealt in NID order the cables carry 7, 7 and 7 and 7, 7
@@ -18,7 +19,8 @@ its switches, so it stays minimal, up*/down* and on the same lanes.  The
 deal reads and writes only the leaf's own entries through the group, so it
 gives the same result on its own output (an incremental reroute runs it
 again over every sharing leaf).  A complete PGFT's leaves and the study's
-trees never share: their tables do not change.  Pure functions on arrays,
+trees never share (their shares are even, where their up cables are bound
+by their destinations at all): their tables do not change.  Pure functions on arrays,
 no loop per destination.
 """
 
@@ -60,7 +62,7 @@ def lmc_offsets(dest: Destinations, eps: np.ndarray) -> np.ndarray:
 def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
                    share: np.ndarray) -> np.ndarray:
     """``ports`` ``(S, W)`` uint8 with the end-port destinations each leaf
-    of ``share`` ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`)
+    of ``share`` ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.sharing`)
     sends through an up group of two or more cables dealt over that group's
     cables in NID order, round-robin from its first cable (module doc), each
     LMC offset on its own (offset ``i`` from cable ``i``: the base LIDs alone
@@ -69,8 +71,9 @@ def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     returns ``ports``.  Switch LIDs keep their cables (no data
     traffic).  Upper switches keep theirs: in a complete PGFT with parallel
     up cables Dmodc sends an L2 switch's up-going destinations through one
-    cable of each group (PGFT(3;2,2,2;1,2,2;1,2,2), where ``may_share``
-    holds for the L2 switches), and that is the paper's table; no leaf of a
+    cable of each group (PGFT(3;2,2,2;1,2,2;1,2,2), where
+    :func:`~smroute.routing.nmodc.slot_tables.may_share` holds for the L2
+    switches), and that is the paper's table; no leaf of a
     complete PGFT shares.  Up: every group not going down (as the shares by
     capacity count them)."""
     switches = np.flatnonzero(share & (g.rank == 0))

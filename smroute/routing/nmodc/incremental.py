@@ -4,7 +4,7 @@ Beside the generic region, a switch whose nominal slots changed (its
 siblings lost or regained their last link to an up-neighbour) is recomputed
 in full, and so is every switch with a changed entry whose cables may be
 shared out by capacity, before or after
-(:func:`smroute.routing.nmodc.slot_tables.may_share`: those shares read the
+(:func:`smroute.routing.nmodc.slot_tables.sharing`: those shares read the
 switch's whole row); every such switch where the usual cable counts of some
 ranks changed (:func:`~smroute.routing.nmodc.slot_tables.usual_cables`: the
 shares count no cable above them).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
@@ -54,7 +54,7 @@ _DESCENT: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
 class NominalState:
     """What an incremental reroute of an Nmodc routing reads besides its
     tables: the nominal slots, the switches whose cables may be shared by
-    capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.may_share`),
+    capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.sharing`),
     the ``(leaf, target)`` pairs of the redirects by load, ``(K,)`` int64
     switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`)."""
 
@@ -68,7 +68,7 @@ def nominal_state(res: RoutingResult) -> NominalState:
     computed from its graph and costs."""
     g, c, dest = res.graph, res.costs, res.dest
     slots = nominal.nominal_slots(g)
-    return NominalState(slots, slot_tables.may_share(g, c, dest),
+    return NominalState(slots, slot_tables.sharing(g, c, dest),
                         balance.partial_pairs(g, c, dest, slots).leaf_target)
 
 
@@ -103,7 +103,7 @@ class NmodcIncremental(IncrementalHook):
         was = prev.state if isinstance(prev.state, NominalState) else nominal_state(prev)
         rows = np.union1d(region.rows, nominal.changed_slots(prev.graph, was.slots, g, slots))
         # the shares by capacity read a switch's whole row
-        new_share = slot_tables.may_share(g, c, dest)
+        new_share = slot_tables.sharing(g, c, dest)
         share = was.share | new_share
         # the redirects by load, before and after, change the leaves'
         # entries of their partial targets only: those leaves get the

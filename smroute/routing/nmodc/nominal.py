@@ -350,8 +350,9 @@ def route_block(
     one for all: ``False`` for switches that cannot share
     (:func:`~smroute.routing.nmodc.slot_tables.may_share`) routed to a subset of
     the destinations, where the shares, which weigh the whole row, would see
-    only part of it; the pool passes ``may_share`` (shares skipped where
-    they cannot apply: the same tables).  ``cables``: ``(G,)`` the cables
+    only part of it; the pool passes
+    :func:`~smroute.routing.nmodc.slot_tables.sharing` (shares skipped where
+    they cannot move anything: the same tables).  ``cables``: ``(G,)`` the cables
     of each group as the shares count them
     (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`, computed
     here where not given)."""
