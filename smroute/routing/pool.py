@@ -102,9 +102,6 @@ _worker_cache: dict[str, dict[str, np.ndarray]] = {}
 _job_cache: dict[str, dict[str, Any]] = {}
 #: rows a kernel call routes at once
 ROW_BLOCK = 64
-#: consecutive rows of a block with gaps that a kernel call routes in place
-#: (fewer: copied with the block's other short runs)
-IN_PLACE_RUN = 16
 
 
 def _attach(path: str, manifest: Manifest) -> dict[str, np.ndarray]:
@@ -160,24 +157,17 @@ def _pass_task(path: str, manifest: Manifest,
 def kernel_rows(engine: Engine, a: Arrays, switches: np.ndarray, cache: dict[str, Any],
                 block: int = ROW_BLOCK) -> None:
     """``engine``'s rows of ``switches`` (ascending) into ``a["table"]``,
-    ``block`` rows a kernel call.  A run of consecutive switches is routed
-    in place: the whole block, or each of its runs of :data:`IN_PLACE_RUN`
-    switches or more (a degraded tree's Dmodc rows between its nominal
-    ones); the others through a copy."""
+    ``block`` rows a kernel call (a run of consecutive switches is routed
+    in place)."""
     table = a["table"]
     for i in range(0, len(switches), block):
         sw = switches[i:i + block]
-        runs = np.split(sw, np.flatnonzero(np.diff(sw) != 1) + 1)
-        if len(runs) > 1:
-            short = [r for r in runs if len(r) < IN_PLACE_RUN]
-            runs = [r for r in runs if len(r) >= IN_PLACE_RUN]
-            if short:
-                rest = np.concatenate(short)
-                out = np.empty((len(rest), table.shape[1]), dtype=table.dtype)
-                engine.kernel(a, rest, out, cache)
-                table[rest] = out
-        for r in runs:
-            engine.kernel(a, r, table[int(r[0]):int(r[-1]) + 1], cache)
+        run = int(sw[-1]) - int(sw[0]) + 1 == len(sw)
+        out = table[int(sw[0]):int(sw[-1]) + 1] if run else np.empty((len(sw), table.shape[1]),
+                                                                       dtype=table.dtype)
+        engine.kernel(a, sw, out, cache)
+        if not run:
+            table[sw] = out
 
 
 def kernel_parts(engine: Engine, a: Arrays, rows: np.ndarray, workers: int) -> list[np.ndarray]:
