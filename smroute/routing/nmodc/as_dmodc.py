@@ -174,8 +174,9 @@ def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray
                  counted: np.ndarray) -> bool:
     """Whether the switches ``share`` ``(B,)`` that may share by capacity
     keep their tables (module doc, 5): equal cables and equal loads over
-    each one's up groups ``gid`` (all up groups); ``w`` ``(S,)`` destination LIDs per switch,
-    ``label`` / ``slot`` / ``k`` each switch's sibling group, a group head's
+    each one's up groups ``gid`` (all up groups); ``w`` ``(S,)``
+    destination LIDs per switch, ``label`` / ``slot`` / ``k`` each
+    switch's sibling group, a group head's
     up-neighbours and their count, ``counted`` ``(G,)`` the cables the
     shares count (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`)."""
     if unequal_cables(g, gid, counted)[share].any():

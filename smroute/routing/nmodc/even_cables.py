@@ -7,12 +7,12 @@ m) mod #cables``.  Where the shares by capacity apply
 (:func:`~smroute.routing.nmodc.slot_tables.sharing`: a switch whose up
 cables are bound by their destinations and whose shares can move one), a
 leaf's groups no longer carry every ``m``-th NID, and the digit loads a
-group's cables unevenly.  On X5's
-capture, leaf 27b0 sends 21 destinations to spine 8530 as 7, 8 and 6 and
-20 to spine 8098 as 8, 5 and 7 (A2A 8: the 9 hosts of the leaf against 8
-destinations).  Dealt in NID order the cables carry 7, 7 and 7 and 7, 7
-and 6 (A2A 7, SP 5 to 4, HSD of the shifts 3.62 to 3.56; loginoff: SP 5 to
-4, HSD 3.60 to 3.53).
+group's cables unevenly.  On X5's capture, leaf 27b0 sends 21
+destinations to spine 8530 as 7, 8 and 6 and 20 to spine 8098 as 8, 5
+and 7 (A2A 8: the 9 hosts of the leaf against 8 destinations).  Dealt
+in NID order the cables carry 7, 7 and 7 and 7, 7 and 6 (A2A 7, SP 5 to
+4, HSD of the shifts 3.62 to 3.56; loginoff: SP 5 to 4, HSD 3.60 to
+3.53).
 
 Only the cable inside a group changes, never the group: every route keeps
 its switches, so it stays minimal, up*/down* and on the same lanes.  The
@@ -20,8 +20,8 @@ deal reads and writes only the leaf's own entries through the group, so it
 gives the same result on its own output (an incremental reroute runs it
 again over every sharing leaf).  A complete PGFT's leaves and the study's
 trees never share (their shares are even, where their up cables are bound
-by their destinations at all): their tables do not change.  Pure functions on arrays,
-no loop per destination.
+by their destinations at all): their tables do not change.  Pure
+functions on arrays, no loop per destination.
 """
 
 from __future__ import annotations

@@ -130,8 +130,9 @@ from smroute.routing.nmodc.slot_tables import (
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["NominalSlots", "nominal_slots", "pendant_up", "nominal_dividers", "redirect_dividers",
-           "packed_slots", "unpacked_slots", "costs_and_dividers", "route_block", "changed_slots"]
+__all__ = ["NominalSlots", "nominal_slots", "pendant_up", "nominal_dividers",
+           "redirect_dividers", "packed_slots", "unpacked_slots", "costs_and_dividers",
+           "route_block", "changed_slots"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -352,8 +353,8 @@ def route_block(
     the destinations, where the shares, which weigh the whole row, would see
     only part of it; the pool passes
     :func:`~smroute.routing.nmodc.slot_tables.sharing` (shares skipped where
-    they cannot move anything: the same tables).  ``cables``: ``(G,)`` the cables
-    of each group as the shares count them
+    they cannot move anything: the same tables).  ``cables``: ``(G,)`` the
+    cables of each group as the shares count them
     (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`, computed
     here where not given)."""
     out[:] = NO_ROUTE
