@@ -358,3 +358,18 @@ def test_node_order_audit_reverses_the_nodes_and_compares_tables() -> None:
     assert sorted(f.node_guid.tolist()) == sorted(g.node_guid.tolist())
     assert not np.array_equal(f.node_guid[f.switches], g.node_guid[g.switches])
     assert audit.verdict(f, 1) == "tree+turns: same"
+
+
+def test_ab_metrics_compares_a_checkout_with_the_code_now(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: Any) -> None:
+    """The same code on both sides: no fabric changes tables; a cell of
+    paired samples carries its sign test."""
+    ab = load_script("ab_metrics")
+    topo = Path(__file__).resolve().parents[2] / "fixtures" / "director-is5100-g.topo"
+    monkeypatch.setattr(sys, "argv", ["ab_metrics.py", "--before", str(ab.ROOT), "--perms", "20",
+                                      "--orders", "2", str(topo)])
+    ab.main()
+    assert capsys.readouterr().out.strip() == "0 of 1 fabrics change tables"
+    want = "HSD guid 1.667 -> 2.333 (p 0.5)"
+    assert ab.cell("HSD guid", [1.0, 2.0, 2.0], [2.0, 2.0, 3.0]) == want
+    assert ab.cell("A2A", [5], [6]) == "A2A 5 -> 6"
