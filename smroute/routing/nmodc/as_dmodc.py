@@ -35,9 +35,10 @@ every part of Nmodc gives Dmodc's entries:
    that may has the same cables on each up group and the same destination
    LIDs on each from the targets only it leads closer to: the water-filling
    is then the even spread (no gain) and the kernel keeps its tables, and
-   no such switch shares (:func:`~smroute.routing.nmodc.slot_tables.sharing`),
-   so the even up cables (:mod:`~smroute.routing.nmodc.even_cables`) keep
-   Dmodc's cables too.
+   no such switch shares (:func:`~smroute.routing.nmodc.slot_tables.even_shares`,
+   the test :func:`~smroute.routing.nmodc.slot_tables.sharing` applies), so the
+   even up cables (:mod:`~smroute.routing.nmodc.even_cables`) keep Dmodc's
+   cables too.
 6. **No wrap gap**: :func:`~smroute.routing.nmodc.wrap.wrap_gaps` keeps
    the topological NIDs (the caller checks it).
 
@@ -62,7 +63,7 @@ from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots
-from smroute.routing.nmodc.slot_tables import counted_cables, unequal_cables
+from smroute.routing.nmodc.slot_tables import counted_cables, even_shares, unequal_cables
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
@@ -164,32 +165,9 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
     s = np.flatnonzero(k >= 2)
     going_up = reach[label[s]] - below[s]
     share = s[(2 * going_up <= (2 * below[s] - 1) * cables[s]) | unequal_cables(g, up, counted)[s]]
-    if len(share) and not _even_shares(g, c, w, share, label, slot, k, gid, counted):
+    if len(share) and not even_shares(g, c, w, share, counted).all():
         return "shares by capacity"
     return ""
-
-
-def _even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, share: np.ndarray,
-                 label: np.ndarray, slot: np.ndarray, k: np.ndarray, gid: np.ndarray,
-                 counted: np.ndarray) -> bool:
-    """Whether the switches ``share`` ``(B,)`` that may share by capacity
-    keep their tables (module doc, 5): equal cables and equal loads over
-    each one's up groups ``gid`` (all up groups); ``w`` ``(S,)``
-    destination LIDs per switch, ``label`` / ``slot`` / ``k`` each
-    switch's sibling group, a group head's
-    up-neighbours and their count, ``counted`` ``(G,)`` the cables the
-    shares count (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`)."""
-    if unequal_cables(g, gid, counted)[share].any():
-        return False
-    for h in np.unique(label[share]).tolist():
-        ups = slot[h, :k[h]]
-        hop = c[ups] & np.uint8(UP_PHASE - 1)  # (m, S)
-        one = np.count_nonzero(hop == hop.min(axis=0), axis=0) == 1
-        # the targets only one up-neighbour leads closer to, per up-neighbour
-        load = np.bincount(np.argmin(hop, axis=0)[one], weights=w[one], minlength=len(ups))
-        if (load != load[0]).any():
-            return False
-    return True
 
 
 def dmodc_rows(g: SwitchGraph, c: np.ndarray, slots: NominalSlots, share: np.ndarray,

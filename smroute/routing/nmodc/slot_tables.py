@@ -16,8 +16,8 @@ from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "sharing", "usual_cables", "counted_cables", "unequal_cables",
-           "lids_up_and_below", "occurrences"]
+           "may_share", "sharing", "even_shares", "usual_cables", "counted_cables",
+           "unequal_cables", "lids_up_and_below", "occurrences"]
 
 
 def probe_offsets(m: int) -> np.ndarray:
@@ -328,32 +328,39 @@ def may_share(g: SwitchGraph, c: np.ndarray, dest: Destinations,
 def sharing(g: SwitchGraph, c: np.ndarray, dest: Destinations,
             counted: np.ndarray | None = None) -> np.ndarray:
     """``(S,)`` bool: the switches of :func:`may_share` whose shares by
-    capacity can move a destination.  Not those without a destination that
-    every up group leads closer to (a leaf with a pendant up-neighbour:
-    nothing is free to share), nor those whose up groups all count the
-    same cables and carry the same destination LIDs from the targets only
-    one of them leads closer to, with no target some but not all lead
-    closer to.  There the water-filling is the even spread
-    (:func:`capacity_tables` keeps the kernel's table) and Dmodc's digit
-    already spreads the destinations over the cables, which the even up
-    cables (:mod:`~smroute.routing.nmodc.even_cables`) then keep: a
-    complete PGFT whose leaves have more hosts than up cables, parallel
-    ones among them, keeps Dmodc's tables (PGFT(2;16,6;1,3;1,2): shift
-    risk in topological order 3, dealt 4).  ``counted``: as
-    :func:`may_share`'s."""
+    capacity can move a destination (not those of :func:`even_shares`).
+    Dmodc's digit already spreads the others' destinations over their
+    cables, which the even up cables
+    (:mod:`~smroute.routing.nmodc.even_cables`) then keep: a complete PGFT
+    whose leaves have more hosts than up cables, parallel ones among them,
+    keeps Dmodc's tables (PGFT(2;16,6;1,3;1,2): shift risk in topological
+    order 3, dealt 4).  ``counted``: as :func:`may_share`'s."""
     counted = counted_cables(g) if counted is None else counted
     share = may_share(g, c, dest, counted)
     sw = np.flatnonzero(share)
-    if not len(sw):
-        return share
+    if len(sw):
+        w = np.bincount(dest.target, minlength=c.shape[1])
+        share[sw[even_shares(g, c, w, sw, counted)]] = False
+    return share
+
+
+def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
+                counted: np.ndarray) -> np.ndarray:
+    """``(B,)`` bool: the switches ``sw`` ``(B,)`` whose shares by capacity
+    (:func:`capacity_tables`) cannot move a destination: those without a
+    destination that every up group leads closer to (a leaf with a pendant
+    up-neighbour: nothing is free to share), and those whose up groups all
+    count the same ``counted`` cables and carry the same destination LIDs
+    (``w`` ``(S,)`` per target switch) from the targets only one of them
+    leads closer to, with no target some but not all lead closer to: there
+    the water-filling is the even spread.  Costs ``c`` ``(S, S)``."""
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
-    w = np.bincount(dest.target, minlength=c.shape[1]).astype(np.float64)
-    # the up-neighbours of each candidate, in group order, and their cables
-    gid = np.flatnonzero(not_down & share[g.grp_switch])
-    at = place_in_runs(g.grp_switch[gid])
-    m = int(at.max(initial=0)) + 1
     row = np.full(g.n_switches, -1, dtype=np.int64)
     row[sw] = np.arange(len(sw))
+    # the up-neighbours of each switch, in group order, and their cables
+    gid = np.flatnonzero(not_down & (row[g.grp_switch] >= 0))
+    at = place_in_runs(g.grp_switch[gid])
+    m = int(at.max(initial=0)) + 1
     ups = np.full((len(sw), m), -1, dtype=np.int64)
     cab = np.zeros((len(sw), m), dtype=np.int64)
     ups[row[g.grp_switch[gid]], at] = g.grp_remote[gid]
@@ -362,8 +369,9 @@ def sharing(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     same_cables = (np.where(filled, cab, 0).max(axis=1)
                    == np.where(filled, cab, np.inf).min(axis=1))
     kinds, kind_of = unique_rows(ups)
+    wf = w.astype(np.float64)
     going_up = (c[sw] >= UP_PHASE) & (c[sw] < INF) & (w > 0)[None, :]  # (B, S)
-    keep = np.zeros(len(sw), dtype=bool)  # the candidates whose shares move nothing
+    out = np.zeros(len(sw), dtype=bool)
     for i, ks in enumerate(kinds):
         mine = np.flatnonzero(kind_of == i)
         k = ks[ks >= 0]
@@ -372,19 +380,18 @@ def sharing(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         n_near = near.sum(axis=0)
         up_b = going_up[mine]
         # no destination every up group leads closer to: nothing to share
-        keep[mine] = ~(up_b & (n_near == len(k))[None, :]).any(axis=1)
+        out[mine] = ~(up_b & (n_near == len(k))[None, :]).any(axis=1)
         mine, up_b = mine[same_cables[mine]], up_b[same_cables[mine]]
         # equal loads from the targets a single one leads closer to, and no
         # target some but not all lead closer to (einsum, not a BLAS
         # product: idle BLAS threads spin on the workers' CPU)
         single = np.flatnonzero(n_near == 1)
-        by_one = np.zeros((len(w), len(k)))
-        by_one[single, np.argmax(near[:, single], axis=0)] = w[single]
+        by_one = np.zeros((len(wf), len(k)))
+        by_one[single, np.argmax(near[:, single], axis=0)] = wf[single]
         loads = np.einsum("bs,sk->bk", up_b, by_one)
         partial = (n_near > 1) & (n_near < len(k))
-        keep[mine] |= ~(up_b & partial[None, :]).any(axis=1) & (loads == loads[:, :1]).all(axis=1)
-    share[sw[keep]] = False
-    return share
+        out[mine] |= ~(up_b & partial[None, :]).any(axis=1) & (loads == loads[:, :1]).all(axis=1)
+    return out
 
 
 def usual_cables(g: SwitchGraph) -> np.ndarray:
