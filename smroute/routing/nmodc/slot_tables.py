@@ -357,17 +357,12 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     row = np.full(g.n_switches, -1, dtype=np.int64)
     row[sw] = np.arange(len(sw))
-    # the up-neighbours of each switch, in group order, and their cables
+    # the up-neighbours of each switch, in group order
     gid = np.flatnonzero(not_down & (row[g.grp_switch] >= 0))
     at = place_in_runs(g.grp_switch[gid])
-    m = int(at.max(initial=0)) + 1
-    ups = np.full((len(sw), m), -1, dtype=np.int64)
-    cab = np.zeros((len(sw), m), dtype=np.int64)
+    ups = np.full((len(sw), int(at.max(initial=0)) + 1), -1, dtype=np.int64)
     ups[row[g.grp_switch[gid]], at] = g.grp_remote[gid]
-    cab[row[g.grp_switch[gid]], at] = counted[gid]
-    filled = ups >= 0
-    same_cables = (np.where(filled, cab, 0).max(axis=1)
-                   == np.where(filled, cab, np.inf).min(axis=1))
+    same_cables = ~unequal_cables(g, gid, counted)[sw]
     kinds, kind_of = unique_rows(ups)
     wf = w.astype(np.float64)
     going_up = (c[sw] >= UP_PHASE) & (c[sw] < INF) & (w > 0)[None, :]  # (B, S)
