@@ -323,7 +323,8 @@ def test_closer_slots_dense_and_per_pair_agree(links: int) -> None:
     """The redirects by load read the closer slots of the partial pairs on
     a dense grid of their leaves and targets, or one cell per pair where
     they are few (one link down: 1,294 pairs on a 648 x 648 grid); both give
-    every pair the same slots and the same routing-on bit."""
+    every pair the same slots, the same routing-on bit and the same
+    slots of reduced capacity."""
     f = pgft(3, (6, 6, 12), (1, 6, 6), (1, 1, 1))
     f, _ = degrade(f, np.random.default_rng(links), links=links)
     r = route(f, algorithm="nmodc", workers=1, labels=False)
@@ -333,9 +334,11 @@ def test_closer_slots_dense_and_per_pair_agree(links: int) -> None:
     assert len(pr.pb)
     got = []
     for dense in (True, False):
-        closer, on, li, ti = balance._closer(pr, goes_up, dense)
-        got.append((closer[li, :, ti], on[li, ti]))
+        closer, on, li, ti, kept = balance._closer(pr, goes_up, dense)
+        got.append((closer[li, :, ti], on[li, ti], None if kept is None else kept[li, :, ti]))
     assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1])
+    assert (got[0][2] is None) == (got[1][2] is None)
+    assert got[0][2] is None or np.array_equal(got[0][2], got[1][2])
     assert got[0][0].any() and not got[0][0].all()
 
 

@@ -1,5 +1,6 @@
 """Nmodc's redirects by load (beyond the paper): where a leaf's nominal slot
-does not lead closer to a destination, the up group it takes instead.
+does not lead closer to a destination (or does through too few cables), the
+up group it takes instead.
 
 Nmodc's kernel (:mod:`smroute.routing.nmodc.nominal`) sends a destination whose
 nominal slot is lost to the other slots in a fixed probe order.  Every leaf
@@ -25,6 +26,11 @@ the kernel's choice:
 * the kernel's choice stays unless another is lighter by more than
   ``REDIRECT_KEEP`` destinations (its probe order spreads a shift permutation's
   lost slots over distinct groups), and ties go to the probe order.
+
+A slot can also lead closer through too few cables, for cables lost: such
+a *reduced* slot gives up the share of its destinations it lacks the
+cables for, and they are placed as the redirected entries are
+(:mod:`smroute.routing.nmodc.capacity`).
 
 Only entries whose upper switches route on up are weighed: a down-link
 from an upper switch reaches the target leaf alone, whose end-ports bound
@@ -56,7 +62,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations, seen_cost
-from smroute.routing.nmodc import keys, native
+from smroute.routing.nmodc import capacity, keys, native
 from smroute.routing.nmodc.load import nominal_load
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots, redirect_dividers
@@ -143,7 +149,11 @@ class PartialPairs:
     them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
     leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
     leaf_cost[b, t]``.  The pairs ``(P,)`` int64: leaf index ``pb`` and
-    target index ``pt``.
+    target index ``pt``.  up_cap ``(U, T)`` int32 and up_low ``(U, T)``
+    bool: the up cables of each upper switch towards each target, and
+    where they may make a reduced slot
+    (:func:`~smroute.routing.nmodc.capacity.up_capacity`; ``(0, 0)`` where
+    none may); whole ``(B,)`` bool: the leaves with all their nominal slots.
     """
 
     leaves: np.ndarray
@@ -157,6 +167,9 @@ class PartialPairs:
     leaf_cost: np.ndarray
     pb: np.ndarray
     pt: np.ndarray
+    up_cap: np.ndarray
+    up_low: np.ndarray
+    whole: np.ndarray
 
     @property
     def leaf_target(self) -> tuple[np.ndarray, np.ndarray]:
@@ -178,7 +191,7 @@ class _Redirected:
     Per redirected entry of a class's first pair, ``(R,)`` int64: rows
     (index into ``pairs.leaves``), dests (index into the routed
     destinations), x (digit ``floor(nid / Pi)``; the nominal slot ``x mod
-    m`` is not closer) and entry_class; routes_on ``(R,)`` bool: the
+    m`` is not closer, or reduced) and entry_class; routes_on ``(R,)`` bool: the
     upper switch of one of the class's closer slots routes on up.
     """
 
@@ -192,13 +205,15 @@ class _Redirected:
     routes_on: np.ndarray
 
 
-def _closer(pr: PartialPairs, goes_up: np.ndarray,
-            dense: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti)``: the
-    slots leading closer to each target, and whether the upper switch of one
-    of them routes on up (``goes_up`` ``(U, T)`` bool), over cells that
-    hold the partial pairs; ``li`` / ``ti`` ``(P,)`` int64 each pair's
-    cell.  Dense over the pairs' ``B'`` leaves and ``T'`` targets (one
+def _closer(pr: PartialPairs, goes_up: np.ndarray, dense: bool | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(closer (B', M, T') bool, routes_on (B', T') bool, li, ti, kept)``:
+    the slots leading closer to each target, and whether the upper switch
+    of one of them routes on up (``goes_up`` ``(U, T)`` bool), over cells
+    that hold the partial pairs; ``li`` / ``ti`` ``(P,)`` int64 each pair's
+    cell; ``kept`` ``(B', M, T')`` float32 the share each slot keeps
+    (:func:`~smroute.routing.nmodc.capacity.kept_share`; ``None`` where no slot may be
+    reduced).  Dense over the pairs' ``B'`` leaves and ``T'`` targets (one
     comparison per leaf, slot and target, no gather per pair and slot)
     where the pairs fill an eighth of that grid or more, else one cell per
     pair (``T' = 1``: a few damaged leaves, an incremental reroute);
@@ -210,12 +225,19 @@ def _closer(pr: PartialPairs, goes_up: np.ndarray,
         at, own = np.maximum(ui, 0) * n_t + pr.pt[:, None], pr.pb * n_t + pr.pt  # flat
         closer = (ui >= 0) & (np.take(pr.up_cost, at) < np.take(pr.leaf_cost, own)[:, None])
         on = (closer & np.take(goes_up, at)).any(axis=1)
-        return closer[:, :, None], on[:, None], np.arange(len(ui)), np.zeros(len(ui), np.int64)
+        kept = None if not pr.up_low.size else capacity.kept_share(
+            closer, np.take(pr.up_cap, at), np.take(pr.up_low, at),
+            (ui >= 0) & pr.whole[pr.pb][:, None])[:, :, None]
+        return (closer[:, :, None], on[:, None], np.arange(len(ui)), np.zeros(len(ui), np.int64),
+                kept)
     ui = pr.slot_ui[lv]  # (B', M)
     at = np.maximum(ui, 0)
     closer = np.take(pr.up_cost, tv, axis=1)[at] < np.take(pr.leaf_cost[lv], tv, axis=1)[:, None]
     closer &= (ui >= 0)[:, :, None]
-    return closer, (closer & np.take(goes_up, tv, axis=1)[at]).any(axis=1), li, ti
+    kept = None if not pr.up_low.size else capacity.kept_share(
+        closer, np.take(pr.up_cap, tv, axis=1)[at], np.take(pr.up_low, tv, axis=1)[at],
+        ((ui >= 0) & pr.whole[lv][:, None])[:, :, None])
+    return closer, (closer & np.take(goes_up, tv, axis=1)[at]).any(axis=1), li, ti, kept
 
 
 def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: NominalSlots,
@@ -239,16 +261,22 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     union = np.full((len(labels), width), -1, dtype=np.int64)
     union[grp_of[b], j] = slot_ui[b, j]
     worst = np.where((union >= 0)[:, :, None], up_cost[np.maximum(union, 0)], 0).max(axis=1)
-    damaged = np.asarray(((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1))
+    damaged: np.ndarray = ((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1)
     reach = (leaf_cost < INF) & (targets[None, :] != leaves[:, None])
-    pb, pt = np.nonzero(reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost)))
-    return PartialPairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt)
+    partial = reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost))
+    up_cap, up_low = capacity.up_capacity(g, c, ups, targets)
+    if up_low.size:
+        partial[capacity.reduced_pairs(slot_ui, ~damaged, reach, up_cost, leaf_cost, up_cap,
+                                       up_low)] = True
+    pb, pt = np.nonzero(partial)
+    return PartialPairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt,
+                        up_cap, up_low, ~damaged)
 
 
 def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-                slots: NominalSlots, pr: PartialPairs) -> _Redirected:
+                slots: NominalSlots, pr: PartialPairs, rd: np.ndarray) -> _Redirected:
     """The redirected entries (:class:`_Redirected`) of the partial pairs ``pr``
-    (:func:`partial_pairs`)."""
+    (:func:`partial_pairs`; ``rd`` the redirect dividers)."""
     leaves, slot_ui, targets, t_of, eps = pr.leaves, pr.slot_ui, pr.targets, pr.t_of, pr.eps
     pb, pt = pr.pb, pr.pt
     m = slots.arity[leaves]
@@ -256,19 +284,22 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     # the closer slots of one pair of each key (:func:`~smroute.routing.nmodc.keys.pair_keys`),
     # read by all of its pairs
     first, of = keys.pair_keys(slot_ui, pr.siblings, pr.leaf_cost, pb, pt)
-    closer, routes_on, li, ti = _closer(replace(pr, pb=pb[first], pt=pt[first]),
-                                        np.take(c[pr.ups], targets, axis=1) >= UP_PHASE)
+    closer, routes_on, li, ti, kept = _closer(replace(pr, pb=pb[first], pt=pt[first]),
+                                              np.take(c[pr.ups], targets, axis=1) >= UP_PHASE)
     where = pr.siblings[pb[first]] * len(targets) + pt[first]
-    if width <= 62 and int(where.max(initial=0)) < (1 << (62 - width)):
-        kind = np.dtype(np.uint32 if width <= 32 else np.int64)  # (uint32: 2.8x faster)
+    # (a class: the same closer slots and the same reduced ones)
+    bits = closer if kept is None else np.concatenate([closer, kept < 1], axis=1)
+    n_bits = bits.shape[1]
+    if n_bits <= 62 and int(where.max(initial=0)) < (1 << (62 - n_bits)):
+        kind = np.dtype(np.uint32 if n_bits <= 32 else np.int64)  # (uint32: 2.8x faster)
         code = np.zeros((closer.shape[0], closer.shape[2]), dtype=kind)  # (B', T')
-        for j in range(width):
-            code |= np.left_shift(closer[:, j].astype(kind), kind.type(j))
-        key_class = np.unique((where << width) | code[li, ti].astype(np.int64),
+        for j in range(n_bits):
+            code |= np.left_shift(bits[:, j].astype(kind), kind.type(j))
+        key_class = np.unique((where << n_bits) | code[li, ti].astype(np.int64),
                               return_inverse=True)[1].ravel()
     else:
-        bits = np.packbits(closer, axis=1).transpose(0, 2, 1)[li, ti]  # (K, bytes)
-        key_class = np.unique(np.concatenate([where[:, None], bits.astype(np.int64)], axis=1),
+        packed = np.packbits(bits, axis=1).transpose(0, 2, 1)[li, ti]  # (K, bytes)
+        key_class = np.unique(np.concatenate([where[:, None], packed.astype(np.int64)], axis=1),
                               axis=0, return_inverse=True)[1].ravel()
     # (a key's pairs share its class: the same distinct values, the same ids)
     pair_class, li, ti = key_class[of], li[of], ti[of]
@@ -277,10 +308,13 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     o = np.lexsort((g.sw_guid[leaves[pb]], pair_class))
     rep = o[np.flatnonzero(np.diff(pair_class[o], prepend=-1))]
     class_closer = closer[li[rep], :, ti[rep]]  # (C, M)
+    class_kept = (np.ones(class_closer.shape, np.float32) if kept is None
+                  else kept[li[rep], :, ti[rep]])
     # per class, the destinations on its target whose nominal slot x mod m
-    # is one of its slots that do not lead closer
+    # is one of its slots that do not lead closer or are reduced
     rep_leaf = pb[rep]
-    lc, ls = np.nonzero(~class_closer & (np.arange(width)[None, :] < m[rep_leaf][:, None]))
+    lc, ls = np.nonzero((~class_closer | (class_kept < 1))
+                        & (np.arange(width)[None, :] < m[rep_leaf][:, None]))
     parts = []
     # each class's arity and divider, as one key (a class's pairs share them)
     base = int(pi[leaves].max(initial=0)) + 1
@@ -291,6 +325,13 @@ def _redirected(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
         res = (dest.nid[eps] // p) % mv
         which, e = _on_targets(t_of * mv + res, len(targets) * mv,
                                pt[rep[lc[sel]]] * mv + ls[sel])
+        # a reduced slot gives up the share of its destinations it lacks
+        # the cables for: those whose redirect digit is below that share of m - 1
+        if kept is not None:
+            cl, sl = lc[sel][which], ls[sel][which]
+            r = (dest.nid[eps[e]] // rd[leaves[rep_leaf[cl]]]) % max(mv - 1, 1)
+            ok = ~class_closer[cl, sl] | (r < np.rint((1 - class_kept[cl, sl]) * (mv - 1)))
+            which, e = which[ok], e[ok]
         parts.append((lc[sel][which], e, dest.nid[eps[e]] // p))
     cls, e, x = (np.concatenate(a) for a in zip(*parts, strict=True)) if parts else (
         np.zeros(0, dtype=np.int64),) * 3
@@ -317,7 +358,8 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     busy[pr.siblings[pr.pb]] = True
     if not busy.all():  # the groups without a partial pair keep the kernel's tables
         pr = partial_pairs(g, c, dest, slots, pr.leaves[busy[pr.siblings]])
-    red = _redirected(g, c, pi, dest, slots, pr)
+    rd = redirect if redirect is not None else redirect_dividers(g, pi, n_eps)
+    red = _redirected(g, c, pi, dest, slots, pr, rd)
     if not len(red.rows):
         return ports
     # every redirected entry of a class: its candidate slots, the kernel's
@@ -333,7 +375,6 @@ def balance_redirects(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Desti
     choice = kern.copy()
     sel = np.flatnonzero(on)
     # candidates: the first REDIRECT_CHOICES closer slots in probe order, the kernel's
-    rd = redirect if redirect is not None else redirect_dividers(g, pi, n_eps)
     y = dest.nid[d[sel]] // rd[sw[sel]]
     first = _first_candidates(red.class_closer, red.entry_class[sel], xr[sel], y, m[sel])
     cand = np.concatenate([first, kern[sel, None]], axis=1)
