@@ -266,8 +266,12 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     partial = reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost))
     up_cap, up_low = capacity.up_capacity(g, c, ups, targets)
     if up_low.size:
-        partial[capacity.reduced_pairs(slot_ui, ~damaged, reach, up_cost, leaf_cost, up_cap,
-                                       up_low)] = True
+        # (a partial pair has a slot that does not lead closer: none reduced)
+        rb, rt = capacity.reduced_pairs(slot_ui, ~damaged, reach & ~partial, up_cost, leaf_cost,
+                                        up_cap, up_low)
+        partial[rb, rt] = True
+        if not len(rb):  # (no slot reduced: the pass reads no capacity)
+            up_cap, up_low = up_cap[:0, :0], up_low[:0, :0]
     pb, pt = np.nonzero(partial)
     return PartialPairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt,
                         up_cap, up_low, ~damaged)

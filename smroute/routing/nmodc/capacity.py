@@ -46,8 +46,10 @@ def kept_share(closer: np.ndarray, cap: np.ndarray, low: np.ndarray,
     lost capacity (``low``, :func:`up_capacity`), else 1; float32."""
     on = closer & (cap > 0) & (closer == slot).all(axis=1, keepdims=True)
     hi = np.where(on, cap, 0).max(axis=1, keepdims=True)
-    share = cap / np.maximum(hi, 1)
-    return np.where(on & low & (share <= REDUCED_SHARE), share, 1).astype(np.float32)
+    red = on & low & (cap <= REDUCED_SHARE * hi)
+    out = np.ones(cap.shape, dtype=np.float32)
+    out[red] = (cap / np.maximum(hi, 1))[red] if red.any() else 0
+    return out
 
 
 def up_capacity(g: SwitchGraph, c: np.ndarray, ups: np.ndarray,
@@ -108,8 +110,8 @@ def reduced_pairs(slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, up_
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``(b, t)`` int64: the (leaf, target) pairs, indices into the leaves
     of ``slot_ui`` ``(B, M)`` (each slot's upper switch, -1 none) and into
-    the targets, of whole leaves (``whole`` ``(B,)``) that reach the target
-    (``reach`` ``(B, T)``) with a reduced slot (:func:`kept_share`; ``up_cost``
+    the targets, of whole leaves (``whole`` ``(B,)``) among the pairs
+    ``reach`` ``(B, T)`` bool, with a reduced slot (:func:`kept_share`; ``up_cost``
     ``(U, T)`` / ``leaf_cost`` ``(B, T)`` the encoded costs, ``cap`` / ``low``
     ``(U, T)`` from :func:`up_capacity`)."""
     at = np.maximum(slot_ui, 0)
