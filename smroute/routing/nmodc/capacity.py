@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import UP_PHASE, seen_cost
+from smroute.routing.nmodc.keys import pair_keys
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
@@ -118,8 +119,12 @@ def reduced_pairs(slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, up_
     some = np.asarray(low.any(axis=1))
     lv = np.flatnonzero(whole & (some[at] & (slot_ui >= 0)).any(axis=1))
     b2, t2 = np.nonzero((low[at[lv]] & (slot_ui[lv] >= 0)[:, :, None]).any(axis=1) & reach[lv])
-    ui = slot_ui[lv[b2]]
+    # one pair of each key (the same slots, target and cost: the same answer)
+    first, of = pair_keys(slot_ui[lv], np.zeros(len(lv), dtype=np.int64), leaf_cost[lv], b2, t2)
+    fb, ft = lv[b2[first]], t2[first]
+    ui = slot_ui[fb]
     a2 = np.maximum(ui, 0)
-    closer = (ui >= 0) & (up_cost[a2, t2[:, None]] < leaf_cost[lv[b2], t2][:, None])
-    red = (kept_share(closer, cap[a2, t2[:, None]], low[a2, t2[:, None]], ui >= 0) < 1).any(axis=1)
+    closer = (ui >= 0) & (up_cost[a2, ft[:, None]] < leaf_cost[fb, ft][:, None])
+    red = (kept_share(closer, cap[a2, ft[:, None]], low[a2, ft[:, None]], ui >= 0) < 1).any(axis=1)
+    red = red[of]
     return lv[b2[red]], t2[red]
