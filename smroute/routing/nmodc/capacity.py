@@ -125,6 +125,6 @@ def reduced_pairs(slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, up_
     ui = slot_ui[fb]
     a2 = np.maximum(ui, 0)
     closer = (ui >= 0) & (up_cost[a2, ft[:, None]] < leaf_cost[fb, ft][:, None])
-    red = (kept_share(closer, cap[a2, ft[:, None]], low[a2, ft[:, None]], ui >= 0) < 1).any(axis=1)
-    red = red[of]
+    red = np.asarray((kept_share(closer, cap[a2, ft[:, None]], low[a2, ft[:, None]], ui >= 0)
+                      < 1).any(axis=1))[of]
     return lv[b2[red]], t2[red]
