@@ -149,11 +149,12 @@ class PartialPairs:
     them, an upper switch's as seen from below: slot ``j`` of leaf ``b``
     leads closer to target ``t`` where ``up_cost[slot_ui[b, j], t] <
     leaf_cost[b, t]``.  The pairs ``(P,)`` int64: leaf index ``pb`` and
-    target index ``pt``.  up_cap ``(U, T)`` int32 and up_low ``(U, T)``
-    bool: the up cables of each upper switch towards each target, and
-    where they may make a reduced slot
-    (:func:`~smroute.routing.nmodc.capacity.up_capacity`; ``(0, 0)`` where
-    none may); whole ``(B,)`` bool: the leaves with all their nominal slots.
+    target index ``pt``, reduced slots' pairs included.  up_cap ``(U, T)``
+    int32 and up_low ``(U, T)`` bool: the up cables of each upper switch
+    towards each target, and where they may make a reduced slot
+    (:func:`~smroute.routing.nmodc.capacity.with_reduced`; ``(0, 0)`` where
+    no slot is reduced); whole ``(B,)`` bool: the leaves with all their
+    nominal slots.
     """
 
     leaves: np.ndarray
@@ -264,14 +265,8 @@ def partial_pairs(g: SwitchGraph, c: np.ndarray, dest: Destinations, slots: Nomi
     damaged: np.ndarray = ((slot_ui < 0) & (np.arange(width)[None, :] < m[:, None])).any(axis=1)
     reach = (leaf_cost < INF) & (targets[None, :] != leaves[:, None])
     partial = reach & (damaged[:, None] | (worst[grp_of] >= leaf_cost))
-    up_cap, up_low = capacity.up_capacity(g, c, ups, targets)
-    if up_low.size:
-        # (a partial pair has a slot that does not lead closer: none reduced)
-        rb, rt = capacity.reduced_pairs(slot_ui, ~damaged, reach & ~partial, up_cost, leaf_cost,
-                                        up_cap, up_low)
-        partial[rb, rt] = True
-        if not len(rb):  # (no slot reduced: the pass reads no capacity)
-            up_cap, up_low = up_cap[:0, :0], up_low[:0, :0]
+    up_cap, up_low = capacity.with_reduced(g, c, ups, targets, slot_ui, ~damaged, reach,
+                                           partial, up_cost, leaf_cost)
     pb, pt = np.nonzero(partial)
     return PartialPairs(leaves, ups, slot_ui, sib, eps, t_of, targets, up_cost, leaf_cost, pb, pt,
                         up_cap, up_low, ~damaged)

@@ -28,7 +28,8 @@ from smroute.routing.nmodc.keys import pair_keys
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["REDUCED_SHARE", "up_capacity", "kept_share", "reduced_pairs", "fewer_cables"]
+__all__ = ["REDUCED_SHARE", "up_capacity", "kept_share", "reduced_pairs", "with_reduced",
+           "fewer_cables"]
 
 #: A closer slot whose upper switch goes on up towards a target through at
 #: most this share of the cables of the leaf's best closer slot, for cables
@@ -128,3 +129,20 @@ def reduced_pairs(slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, up_
     red = np.asarray((kept_share(closer, cap[a2, ft[:, None]], low[a2, ft[:, None]], ui >= 0)
                       < 1).any(axis=1))[of]
     return lv[b2[red]], t2[red]
+
+
+def with_reduced(g: SwitchGraph, c: np.ndarray, ups: np.ndarray, targets: np.ndarray,
+                 slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, partial: np.ndarray,
+                 up_cost: np.ndarray, leaf_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs with a reduced slot (:func:`reduced_pairs`) set in
+    ``partial`` ``(B, T)`` bool (in place; a pair already there has a slot
+    that does not lead closer, so none reduced); returns :func:`up_capacity`'s
+    ``(cap, low)``, both ``(0, 0)`` where no slot is reduced (the pass then
+    reads no capacity)."""
+    cap, low = up_capacity(g, c, ups, targets)
+    if low.size:
+        rb, rt = reduced_pairs(slot_ui, whole, reach & ~partial, up_cost, leaf_cost, cap, low)
+        partial[rb, rt] = True
+        if not len(rb):
+            cap, low = cap[:0, :0], low[:0, :0]
+    return cap, low
