@@ -25,6 +25,7 @@ import numpy as np
 
 from smroute.routing.dmodc import UP_PHASE, seen_cost
 from smroute.routing.nmodc.keys import pair_keys
+from smroute.routing.nmodc.slot_tables import most_common
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
@@ -97,14 +98,7 @@ def fewer_cables(g: SwitchGraph, up: bool) -> np.ndarray:
     total = np.bincount(g.grp_switch[sel], weights=g.grp_port_count[sel],
                         minlength=len(g.rank)).astype(np.int64)
     rank = g.rank.astype(np.int64)
-    top = int(total.max(initial=0)) + 1
-    keys, n = np.unique(rank * top + total, return_counts=True)
-    kr, kt = np.divmod(keys, top)
-    o = np.lexsort((kt, n, kr))
-    last = np.r_[kr[o][1:] != kr[o][:-1], True]
-    usual = np.zeros(int(rank.max(initial=0)) + 1, dtype=np.int64)
-    usual[kr[o][last]] = kt[o][last]
-    return total < usual[rank]
+    return total < most_common(rank, total, int(rank.max(initial=0)) + 1)[rank]
 
 
 def reduced_pairs(slot_ui: np.ndarray, whole: np.ndarray, reach: np.ndarray, up_cost: np.ndarray,

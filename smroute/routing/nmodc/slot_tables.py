@@ -16,7 +16,7 @@ from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "sharing", "even_shares", "usual_cables", "counted_cables",
+           "may_share", "sharing", "even_shares", "usual_cables", "most_common", "counted_cables",
            "unequal_cables", "lids_up_and_below", "occurrences"]
 
 
@@ -394,18 +394,24 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     is the most common cable count of the port groups from a switch of rank
     ``a`` to one of rank ``b`` (ties: the larger; 0: no such group)."""
     top = int(g.rank.max(initial=-1)) + 2
-    usual = np.zeros((top, top), dtype=np.int64)
-    cnt = g.grp_port_count.astype(np.int64)
-    if not len(cnt):
-        return usual
-    hi = int(cnt.max()) + 1
     pair = (g.rank[g.grp_switch] + 1) * top + g.rank[g.grp_remote] + 1
-    keys, n = np.unique(pair * hi + cnt, return_counts=True)
-    kp, kc = keys // hi, keys % hi
-    o = np.lexsort((kc, n, kp))  # per pair of ranks: the most common count last
-    last = np.r_[kp[o][1:] != kp[o][:-1], True]
-    usual.ravel()[kp[o][last]] = kc[o][last]
-    return usual
+    return most_common(pair, g.grp_port_count.astype(np.int64), top * top).reshape(top, top)
+
+
+def most_common(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
+    """``(n_keys,)`` int64: per key (``key`` ``(N,)`` int64 in ``0 ..
+    n_keys - 1``) the most common of its ``value`` ``(N,)`` int64 ``>= 0``
+    (ties: the larger; 0 for a key without values)."""
+    out = np.zeros(n_keys, dtype=np.int64)
+    if not len(value):
+        return out
+    hi = int(value.max()) + 1
+    keys, n = np.unique(key * hi + value, return_counts=True)
+    kk, kv = keys // hi, keys % hi
+    o = np.lexsort((kv, n, kk))  # per key: the most common value last
+    last = np.r_[kk[o][1:] != kk[o][:-1], True]
+    out[kk[o][last]] = kv[o][last]
+    return out
 
 
 def counted_cables(g: SwitchGraph) -> np.ndarray:
