@@ -276,26 +276,24 @@ def closer_groups(g: SwitchGraph, switches: np.ndarray, ctx: RouteContext,
 def unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(m, axis=0, return_inverse=True)`` for ``m`` ``(R, K)``
     int64 (its distinct rows in lexicographic order, and each row's index
-    among them), by one integer key of the columns' ranks (no sort of
-    structured rows)."""
+    among them), by one integer key of the entries' ranks (no sort of
+    structured rows; the key of the columns so far ranked anew where the
+    next would overflow it: the same order)."""
     if not m.size:
         return np.unique(m, axis=0, return_inverse=True)
     if (m == m[0]).all():  # one distinct row (the common case)
         return m[:1].copy(), np.zeros(len(m), dtype=np.int64)
-    key = np.zeros(len(m), dtype=np.int64)
-    vals = []
+    v, rank = np.unique(m, return_inverse=True)
+    rank = rank.reshape(m.shape)
+    key, n = np.zeros(len(m), dtype=np.int64), 1
     for k in range(m.shape[1]):
-        v, inv = np.unique(m[:, k], return_inverse=True)
-        key = key * len(v) + inv.ravel()
-        vals.append(v)
-    if np.prod([float(len(v)) for v in vals]) >= 2.0**62:  # the key would overflow
-        return np.unique(m, axis=0, return_inverse=True)
-    keys, row_of = np.unique(key, return_inverse=True)
-    out = np.empty((len(keys), m.shape[1]), dtype=m.dtype)
-    for k in range(m.shape[1] - 1, -1, -1):
-        keys, at = np.divmod(keys, len(vals[k]))
-        out[:, k] = vals[k][at]
-    return out, row_of.ravel()
+        if n * len(v) >= 1 << 62:
+            key = np.unique(key, return_inverse=True)[1].ravel()
+            n = int(key.max()) + 1
+        key = key * len(v) + rank[:, k]
+        n *= len(v)
+    _, first, row_of = np.unique(key, return_index=True, return_inverse=True)
+    return m[first], row_of.ravel()
 
 
 def local_routes(dest: Destinations, switches: np.ndarray, out: np.ndarray,

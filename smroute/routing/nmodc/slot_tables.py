@@ -344,6 +344,11 @@ def sharing(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     return share
 
 
+#: Hop counts :func:`even_shares` compares at once (kinds by up-neighbours
+#: times up-neighbours times switches).
+EVEN_CHUNK = 1 << 22
+
+
 def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
                 counted: np.ndarray) -> np.ndarray:
     """``(B,)`` bool: the switches ``sw`` ``(B,)`` whose shares by capacity
@@ -364,28 +369,36 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     ups[row[g.grp_switch[gid]], at] = g.grp_remote[gid]
     same_cables = ~unequal_cables(g, gid, counted)[sw]
     kinds, kind_of = unique_rows(ups)
-    wf = w.astype(np.float64)
     going_up = (c[sw] >= UP_PHASE) & (c[sw] < INF) & (w > 0)[None, :]  # (B, S)
+    width = (kinds >= 0).sum(axis=1)
     out = np.zeros(len(sw), dtype=bool)
-    for i, ks in enumerate(kinds):
-        mine = np.flatnonzero(kind_of == i)
-        k = ks[ks >= 0]
-        hop = c[k] & np.uint8(UP_PHASE - 1)  # (k, S), INF as 127
-        near = hop == hop.min(axis=0)
-        n_near = near.sum(axis=0)
-        up_b = going_up[mine]
-        # no destination every up group leads closer to: nothing to share
-        out[mine] = ~(up_b & (n_near == len(k))[None, :]).any(axis=1)
-        mine, up_b = mine[same_cables[mine]], up_b[same_cables[mine]]
-        # equal loads from the targets a single one leads closer to, and no
-        # target some but not all lead closer to (einsum, not a BLAS
-        # product: idle BLAS threads spin on the workers' CPU)
-        single = np.flatnonzero(n_near == 1)
-        by_one = np.zeros((len(wf), len(k)))
-        by_one[single, np.argmax(near[:, single], axis=0)] = wf[single]
-        loads = np.einsum("bs,sk->bk", up_b, by_one)
-        partial = (n_near > 1) & (n_near < len(k))
-        out[mine] |= ~(up_b & partial[None, :]).any(axis=1) & (loads == loads[:, :1]).all(axis=1)
+    # the kinds of one up-count together, (K, k, S) hop counts at most
+    # EVEN_CHUNK at a time (a kind's up-neighbours: its first k columns)
+    for kw in np.unique(width).tolist():
+        of_w = np.flatnonzero(width == kw)
+        step = max(1, EVEN_CHUNK // max(kw * c.shape[1], 1))
+        for at in range(0, len(of_w), step):
+            ks = of_w[at:at + step]
+            hop = c[kinds[ks, :kw]] & np.uint8(UP_PHASE - 1)  # (K, k, S), INF as 127
+            near = hop == hop.min(axis=1, keepdims=True)
+            n_near = near.sum(axis=1, dtype=np.int32)  # (K, S)
+            local = np.full(len(kinds), -1, dtype=np.int64)
+            local[ks] = np.arange(len(ks))
+            mine = np.flatnonzero(local[kind_of] >= 0)
+            kn, up_b = n_near[local[kind_of[mine]]], going_up[mine]  # (B', S)
+            # no destination every up group leads closer to: nothing to share
+            out[mine] = ~(up_b & (kn == kw)).any(axis=1)
+            # equal loads from the targets a single one leads closer to
+            # (summed per up group by bincount: exact, no BLAS thread
+            # spinning on the workers' CPU), and no target some but not all
+            # lead closer to
+            same = np.flatnonzero(same_cables[mine])
+            b, t = np.nonzero(up_b[same] & (kn[same] == 1))
+            owner = np.argmax(near, axis=1)[local[kind_of[mine[same]]][b], t]
+            loads = np.bincount(b * kw + owner, weights=w[t].astype(np.float64),
+                                minlength=len(same) * kw).reshape(len(same), kw)
+            even = ~(up_b[same] & (kn[same] > 1) & (kn[same] < kw)).any(axis=1)
+            out[mine[same]] |= even & (loads == loads[:, :1]).all(axis=1)
     return out
 
 
