@@ -377,8 +377,8 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     for kw in np.unique(width).tolist():
         of_w = np.flatnonzero(width == kw)
         step = max(1, EVEN_CHUNK // max(kw * c.shape[1], 1))
-        for at in range(0, len(of_w), step):
-            ks = of_w[at:at + step]
+        for lo in range(0, len(of_w), step):
+            ks = of_w[lo:lo + step]
             hop = c[kinds[ks, :kw]] & np.uint8(UP_PHASE - 1)  # (K, k, S), INF as 127
             near = hop == hop.min(axis=1, keepdims=True)
             n_near = near.sum(axis=1, dtype=np.int32)  # (K, S)
