@@ -385,20 +385,26 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
             local = np.full(len(kinds), -1, dtype=np.int64)
             local[ks] = np.arange(len(ks))
             mine = np.flatnonzero(local[kind_of] >= 0)
-            kn, up_b = n_near[local[kind_of[mine]]], going_up[mine]  # (B', S)
+            kidx, up_b = local[kind_of[mine]], going_up[mine]  # (B',), (B', S)
             # no destination every up group leads closer to: nothing to share
-            out[mine] = ~(up_b & (kn == kw)).any(axis=1)
+            out[mine] = ~(up_b & (n_near == kw)[kidx]).any(axis=1)
             # equal loads from the targets a single one leads closer to
             # (summed per up group by bincount: exact, no BLAS thread
             # spinning on the workers' CPU), and no target some but not all
             # lead closer to
             same = np.flatnonzero(same_cables[mine])
-            b, t = np.nonzero(up_b[same] & (kn[same] == 1))
-            owner = np.argmax(near, axis=1)[local[kind_of[mine[same]]][b], t]
-            loads = np.bincount(b * kw + owner, weights=w[t].astype(np.float64),
+            kidx, up_b = kidx[same], up_b[same]
+            one = n_near == 1
+            cols = np.flatnonzero(one.any(axis=0))  # (the targets one leads closer to)
+            b, t = np.nonzero(up_b[:, cols] & one[:, cols][kidx])
+            owner = np.argmax(near[:, :, cols], axis=1)[kidx[b], t]
+            loads = np.bincount(b * kw + owner, weights=w[cols[t]].astype(np.float64),
                                 minlength=len(same) * kw).reshape(len(same), kw)
-            even = ~(up_b[same] & (kn[same] > 1) & (kn[same] < kw)).any(axis=1)
-            out[mine[same]] |= even & (loads == loads[:, :1]).all(axis=1)
+            partial = (n_near > 1) & (n_near < kw)  # (K, S)
+            even = (loads == loads[:, :1]).all(axis=1)
+            if partial.any():
+                even &= ~(up_b & partial[kidx]).any(axis=1)
+            out[mine[same]] |= even
     return out
 
 
