@@ -4,7 +4,8 @@ Prints the machine, the fabric sizes, the median of several runs per phase,
 peak memory, and the ratio against OpenSM's measured routing time.
 
     .venv/bin/python bench/route_bench.py [--runs 5] [--workers 2] [--big] [--agg]
-        [--parallel] [--algorithm dmodc,nmodc] [--remove-links N] [--remove-switches N]
+        [--parallel] [--pgft SPEC] [--algorithm dmodc,nmodc] [--remove-links N]
+        [--remove-switches N]
         [--seed S] [--validate] [--before DIR]
 
 ``--before DIR``: a checkout of the code before (e.g. ``git archive main | tar
@@ -28,6 +29,8 @@ OpenSM plugin run it before tables leave smroute), median of up to 3 runs.
 
 ``--agg`` puts a SHARP aggregation node on every switch (what real Quantum
 fabrics carry: 11,664 hosts + 1,620 aggregation nodes on the 11,664-host tree).
+``--pgft SPEC`` (repeatable) times that PGFT instead of the 11,664-host tree
+(e.g. ``3;18,18,18;1,18,18;1,1,1``: a complete tree of another size).
 ``--parallel`` times the 11,664 hosts with parallel cables instead:
 PGFT(3;18,18,36;1,9,18;1,2,1), two cables from each leaf to each of its 9
 L2 switches.
@@ -46,11 +49,13 @@ from pathlib import Path
 import numpy as np
 from benchinfo import WarmRouter, alternate, checkouts, ftree_seconds, load, machine, report
 
+from smroute.errors import InputError
 from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.routing.api import DEFAULT, names
 from smroute.routing.engine import route, validate_result
 from smroute.routing.pool import RoutePool
+from smroute.study.degrade import parse_pgft
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,7 +167,7 @@ def _report(name: str, fabric, n_hosts: int, runs: int, workers: int, agg: bool,
     med = statistics.median(totals)
     phases = {k: statistics.median(t[k] for t in timings) for k in timings[0]}
     j = ",".join
-    print(f"{alg}: PGFT(3;{j(map(str, m))};{j(map(str, w))};{j(map(str, p))}): "
+    print(f"{alg}: PGFT({h};{j(map(str, m))};{j(map(str, w))};{j(map(str, p))}): "
           f"{n_hosts} hosts, {len(fabric.switches)} switches, "
           + (f"{len(fabric.cas) - n_hosts} aggregation nodes, " if agg else "")
           + f"{n_lids} LIDs, table {table_mib:.1f} MiB")
@@ -222,6 +227,9 @@ def main() -> None:
                     help="an aggregation node on every switch (SHARP, as on Quantum switches)")
     ap.add_argument("--parallel", action="store_true",
                     help="the 11,664 hosts with two cables per leaf-L2 link, 9 L2 per pod")
+    ap.add_argument("--pgft", action="append", metavar="SPEC",
+                    help="time this PGFT instead of the 11,664-host tree (h;m1,..;w1,..;p1,.., "
+                         "e.g. 3;18,18,18;1,18,18;1,1,1; repeatable)")
     ap.add_argument("--algorithm", default="",
                     help=f"comma-separated, of {', '.join(names(lab=True))} (default: the "
                     f"default, {DEFAULT}; with --before each checkout's own)")
@@ -241,22 +249,27 @@ def main() -> None:
     if bad:
         sys.exit(f"route_bench.py: --algorithm: expected some of {', '.join(names(lab=True))}, "
                  f"got {args.algorithm!r}")
+    shapes = ["11664-parallel" if args.parallel else "11664"] + (["40960"] if args.big else [])
+    if args.pgft:
+        try:
+            specs = [parse_pgft(text) for text in args.pgft]
+        except InputError as err:
+            sys.exit(f"route_bench.py: {err}")
+        shapes = [s.label for s in specs]
+        SHAPES.update((s.label, (s.h, s.m, s.w, s.p)) for s in specs)
     print(f"machine: {machine()}")
     print(f"load average at start: {load()}")
     t = time.perf_counter()
     if args.before is not None:
-        for name in ["11664-parallel" if args.parallel else "11664"] + (
-                ["40960"] if args.big else []):
+        for name in shapes:
             bench_before(name, args.before, args.runs, args.workers, args.agg, algs,
                          args.remove_links, args.seed, args.validate, args.remove_switches)
         print(f"\nload average at end: {load()}; benchmark wall time "
               f"{time.perf_counter() - t:.1f} s")
         return
     algs = algs or (DEFAULT,)
-    bench("11664-parallel" if args.parallel else "11664", args.runs, args.workers, args.agg,
-          algs, args.remove_links, args.seed, args.validate, args.remove_switches)
-    if args.big:
-        bench("40960", args.runs, args.workers, args.agg, algs, args.remove_links, args.seed,
+    for name in shapes:
+        bench(name, args.runs, args.workers, args.agg, algs, args.remove_links, args.seed,
               args.validate, args.remove_switches)
     print(f"(load average at end: {load()}; benchmark wall time {time.perf_counter() - t:.1f} s)")
 
