@@ -203,6 +203,20 @@ def test_unique_rows_is_numpys_unique_over_rows() -> None:
         assert np.array_equal(row_of, inv.ravel())
 
 
+def test_unique_rows_ranks_its_key_anew_before_it_overflows() -> None:
+    """Rows wide enough that the ranks of all their columns overflow one
+    int64 key (18 up-neighbours of 324: 324**18), some of them repeated,
+    give numpy's answer."""
+    rng = np.random.default_rng(1)
+    for width in (8, 18, 40):
+        base = rng.integers(-(1 << 50), 1 << 50, size=(60, width))
+        m = np.concatenate([base, base[rng.integers(0, 60, size=40)]])
+        m[::7, -1] = 3  # rows that differ in the last column only
+        want, inv = np.unique(m, axis=0, return_inverse=True)
+        got, row_of = kernel.unique_rows(m)
+        assert np.array_equal(got, want) and np.array_equal(row_of, inv.ravel())
+
+
 @pytest.mark.parametrize("lmc", [0, 4])
 def test_lids_up_and_below_are_the_weighted_counts(lmc: int) -> None:
     """Sums of bytes (fewer than 256 LIDs per target) and the einsum (more:
