@@ -463,9 +463,10 @@ def test_ibdmchk_on_the_pods_under_a_director(tmp_path: Path) -> None:
 def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds: int,
                                                          width: int) -> None:
     """Growing an acyclic dependency graph edge set by edge set (sets with
-    several edges against the order, enough kept sets that the index is
-    rebuilt): each set is kept exactly when the whole graph (every kept set
-    and it) has no cycle, and the kept order stays topological."""
+    several edges against the order, single edges, enough kept sets that
+    the index is rebuilt): each set is kept exactly when the whole graph
+    (every kept set and it) has no cycle, a set refused before is refused
+    again, and the kept order stays topological."""
     from smroute.routing.acyclic import AcyclicGrowth, cyclic_core
 
     rng = np.random.default_rng(7)
@@ -475,8 +476,10 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds
     edges = s[keep] * n + d[keep]  # forward edges only: acyclic
     g = AcyclicGrowth(n, edges)
     kept, accepted, refused = edges, 0, 0
-    for _ in range(rounds):
-        new = rng.integers(0, n, (rng.integers(1, width), 2))
+    refused_sets: list[np.ndarray] = []
+    for i in range(rounds):
+        # (every third set one edge: the search that stops at its tail)
+        new = rng.integers(0, n, (1 if i % 3 == 0 else rng.integers(1, width), 2))
         codes = new[:, 0] * n + new[:, 1]
         union = np.concatenate([kept, codes])
         ok = not cyclic_core(n, union // n, union % n).any()
@@ -484,7 +487,10 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds
         if ok:
             kept, accepted = union, accepted + 1
         else:
-            refused += 1
+            refused, refused_sets = refused + 1, [*refused_sets, codes]
+        # a set refused before is refused again (remembered, in any order)
+        again = refused_sets[int(rng.integers(len(refused_sets)))] if refused_sets else codes[:0]
+        assert not len(again) or g.add(rng.permutation(again)) is False
         assert (g.pos[kept // n] < g.pos[kept % n]).all()
         assert np.array_equal(np.sort(g.pos), np.arange(n))
     assert accepted > 10 and refused

@@ -95,7 +95,13 @@ class AcyclicGrowth:
     a topological order of their own: the batch form of Pearce and Kelly's
     dynamic topological order).  The searches follow an index of the edges
     by tail and by head, rebuilt once the edges added since outnumber
-    :data:`REINDEX` of them."""
+    :data:`REINDEX` of them.  The graph only grows, so a set refused once
+    is refused again: small sets refused are remembered (a search that
+    tries a cable again costs nothing), and a set with one back edge is
+    refused as soon as the search from its head meets its tail."""
+
+    #: the most edges of a refused set it remembers
+    REMEMBER = 8
 
     #: the share of edges added since the last index that triggers a new one
     REINDEX = 0.125
@@ -106,9 +112,14 @@ class AcyclicGrowth:
         c = np.unique(np.asarray(codes, np.int64))
         self.src, self.dst = c // n, c % n
         self.pos = topological_order(n, self.src, self.dst)
+        self._refused: set[bytes] = set()
+        self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
         self._index()
 
     def _index(self) -> None:
+        """Index every edge (those added since the last index joined to the rest)."""
+        self.src = np.concatenate([self.src, self._new_src])
+        self.dst = np.concatenate([self.dst, self._new_dst])
         self._out = _Index(self.src, self.dst, self.n)
         self._in = _Index(self.dst, self.src, self.n)
         self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
@@ -117,6 +128,9 @@ class AcyclicGrowth:
         """Add the edges ``codes`` if the graph stays acyclic; whether it did."""
         n, pos = self.n, self.pos
         c = np.unique(np.asarray(codes, np.int64))
+        key = c.tobytes() if len(c) <= self.REMEMBER else None
+        if key in self._refused:
+            return False
         s, d = c // n, c % n
         back = pos[s] >= pos[d]
         if back.any():
@@ -125,7 +139,10 @@ class AcyclicGrowth:
             ed = np.concatenate([self._new_dst, d])
             out, into = (self._out, _Index(es, ed)), (self._in, _Index(ed, es))
             heads, tails = np.unique(d[back]), np.unique(s[back])
-            fwd = _reach(out, heads, pos, lo, hi)
+            one = len(heads) == 1 == len(tails)  # one back edge: a cycle once its head
+            fwd = _reach(out, heads, pos, lo, hi, stop=int(tails[0]) if one else -1)
+            if one and fwd[tails[0]]:  # reaches its tail
+                return self._refuse(key)
             # those reached from a head that reach a tail: the paths between stay reached
             both = np.flatnonzero(_reach(into, tails[fwd[tails]], pos, lo, hi, fwd))
             local = np.full(n, -1, dtype=np.int64)
@@ -133,16 +150,21 @@ class AcyclicGrowth:
             ws, wd = _among(out, both, n)
             ws, wd = local[ws], local[wd]
             if cyclic_core(len(both), ws, wd).any():
-                return False
+                return self._refuse(key)
             bwd = _reach(into, tails, pos, lo, hi)
             self._reorder(np.flatnonzero(bwd & ~fwd), both, ws, wd,
                           np.flatnonzero(fwd & ~bwd))
-        self.src, self.dst = np.concatenate([self.src, s]), np.concatenate([self.dst, d])
         self._new_src = np.concatenate([self._new_src, s])
         self._new_dst = np.concatenate([self._new_dst, d])
-        if len(self._new_src) > self.REINDEX * len(self.src):
+        if len(self._new_src) > self.REINDEX * (len(self.src) + len(self._new_src)):
             self._index()
         return True
+
+    def _refuse(self, key: bytes | None) -> bool:
+        """Remember a refused set (its key; ``None``: too large); ``False``."""
+        if key is not None:
+            self._refused.add(key)
+        return False
 
     def _reorder(self, down: np.ndarray, both: np.ndarray, ws: np.ndarray, wd: np.ndarray,
                  up: np.ndarray) -> None:
@@ -181,16 +203,17 @@ class _Index:
 
 
 def _reach(index: tuple[_Index, ...], start: np.ndarray, pos: np.ndarray, lo: int,
-           hi: int, within: np.ndarray | None = None) -> np.ndarray:
+           hi: int, within: np.ndarray | None = None, stop: int = -1) -> np.ndarray:
     """``(n,)`` bool: the nodes reached from ``start`` by the edges of
     ``index``, through nodes at positions ``lo .. hi`` (and of ``within``
-    ``(n,)`` bool if given)."""
+    ``(n,)`` bool if given); ``stop``: a node whose reach ends the search
+    (what is seen so far, with it)."""
     n = len(pos)
     seen = np.zeros(n, dtype=bool)
     tag = np.empty(n, dtype=np.int64)
     seen[start] = True
     front = start
-    while len(front):
+    while len(front) and not (stop >= 0 and seen[stop]):
         nxt = np.concatenate([ix.ends(front)[1] for ix in index])
         p = pos[nxt]
         keep = (p >= lo) & (p <= hi) & ~seen[nxt]

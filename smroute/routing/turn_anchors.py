@@ -160,9 +160,22 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
     sw, to, port = cables
     k_of = np.full(g.n_switches, -1, dtype=np.int64)  # the anchored switches' index
     k_of[xs] = np.arange(len(xs))
+    # the cables by (switch, remote), in cable order within each pair
+    pair = sw * g.n_switches + to
+    by_pair = np.argsort(pair, kind="stable")
+    pair_sorted = pair[by_pair]
 
     def cab(u: int, v: int) -> np.ndarray:  # the ports of u's cables to v
-        return port[(sw == u) & (to == v)]
+        key = u * g.n_switches + v
+        lo, hi = np.searchsorted(pair_sorted, [key, key + 1])
+        return port[by_pair[lo:hi]]
+
+    # per anchored switch, the ports of its via's cables to its anchor
+    to_anchor = np.zeros((len(xs), 256), dtype=bool)
+    for k in range(len(xs)):
+        to_anchor[k, cab(int(via[k]), int(anchor[k]))] = True
+    is_via = np.zeros(g.n_switches, dtype=bool)
+    is_via[via] = True
 
     def banned(s: int, cols: np.ndarray) -> np.ndarray:
         """(cables of s, M): cables up from an anchor that carry only the
@@ -170,17 +183,16 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         it towards its anchor (transit onto it)."""
         mine = np.flatnonzero(sw == s)
         out = np.zeros((len(mine), len(cols)), dtype=bool)
-        for x, v, a in zip(xs.tolist(), via.tolist(), anchor.tolist(), strict=True):
-            on = to[mine] == v
-            if not on.any():
-                continue
-            b = np.zeros(len(cols), dtype=bool)
-            if s != x:
-                b |= np.isin(ports[v, dest.lid[cols]], cab(v, a))
-            if s == a:
-                b |= dest.target[cols] != x
-            out[on] |= b
-        return out
+        # the anchored switches whose via is a neighbour of s
+        near = np.flatnonzero(np.isin(via, to[mine][is_via[to[mine]]]))
+        if not len(near):
+            return out
+        lids = dest.lid[cols]
+        b = to_anchor[near[:, None], ports[via[near]][:, lids]]  # (K, M): leaves to its anchor
+        b[xs[near] == s] = False
+        b |= (anchor[near] == s)[:, None] & (dest.target[cols][None, :] != xs[near][:, None])
+        on = to[mine][:, None] == via[near][None, :]  # (cables of s, K)
+        return (on.astype(np.int32) @ b.astype(np.int32)) > 0
 
     for _ in range(4):  # until no entry moves (a move may open another transit)
         moved = 0
@@ -190,11 +202,17 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
                 _move(g, c, dest, ports, a, cols, banned(a, cols), cables)
                 moved += len(cols)
             leave = np.isin(ports[v, dest.lid], cab(v, a))
-            for w in np.unique(to[sw == v]).tolist():
-                cols = np.flatnonzero(leave & np.isin(ports[w, dest.lid], cab(w, v)))
-                if w != x and len(cols):
-                    _move(g, c, dest, ports, w, cols, banned(w, cols), cables)
-                    moved += len(cols)
+            # v's neighbours' entries into v that leave it towards its anchor (a
+            # move writes its own switch's row only: all found first)
+            ws = np.unique(to[sw == v])
+            into = np.flatnonzero((to == v) & np.isin(sw, ws))
+            to_v = np.zeros((len(ws), 256), dtype=bool)
+            to_v[np.searchsorted(ws, sw[into]), port[into]] = True
+            enter = to_v[np.arange(len(ws))[:, None], ports[ws][:, dest.lid]] & leave[None, :]
+            for i in np.flatnonzero(enter.any(axis=1) & (ws != x)).tolist():
+                cols = np.flatnonzero(enter[i])
+                _move(g, c, dest, ports, int(ws[i]), cols, banned(int(ws[i]), cols), cables)
+                moved += len(cols)
         if not moved:
             break
     # the turns: out of a service switch through its anchor, into one from its anchor
