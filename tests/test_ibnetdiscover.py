@@ -445,6 +445,7 @@ def test_wrong_type_letter_of_remote() -> None:
         ("lid 647 lmc 1", "lid 647 lmc", "malformed CA/router port line"),
         ("lid 73 lmc 0", "lid 73 lmc 8", "LMC 8 out of range"),
         ("lid 73 lmc 0", "lid 73 lmc", "malformed switch head line"),
+        ("port 0 lid 73", "port 1 lid 73", "it names another port than 0"),
         ("Switch\t66 ", "Switch\t0 ", "port count 0 out of range"),
         ("Switch\t66 ", "Switch\t256 ", "port count 256 out of range"),
         ('Ca\t2 "H-', 'Ca\t2 "S-', "CA record with node id"),

@@ -197,9 +197,43 @@ def test_guid_zero_and_peer_lid_beyond_unicast_are_errors_naming_the_line() -> N
     with pytest.raises(TopologyError, match="peer LID 65536 out of range") as ei:
         parse_topology([*lines[:port], bad, *lines[port + 1:]], "lid.topo")
     assert ei.value.line == port + 1 and "0xbfff" in str(ei.value)
+    # the permissive LID (not assigned) on a port line is no error there: the
+    # peer's own record is where a LID is read (UFM captures of hosts not yet up)
+    unset = m[:m.rindex(" lid ") + 5] + "65535" + m[m.rindex(" lid ") + 5:].lstrip("0123456789")
+    parse_topology([*lines[:port], unset, *lines[port + 1:]], "unset.topo")
     with pytest.raises(TopologyError, match="port GUID 0"):
         parse_ports_report(["CA     2  1 0x0000000000000000 4x SDR - SW  1  1 0x0000000000000001 "
                             "( 'h1' - 's1' )"], "ports.out")
+
+
+def test_end_ports_without_a_lid_are_named_when_routing_refuses() -> None:
+    """A capture taken before the subnet manager assigned LIDs (every port
+    lid 0) parses (it can be inspected) but cannot be routed: the error
+    names an end-port by description and GUID, not an index."""
+    import re
+
+    from smroute.routing.engine import route
+
+    text = FIXTURE.read_text()
+    f = parse_topology(re.sub(r" lid \d+", " lid 0", text), "nolid.topo")
+    with pytest.raises(RoutingError, match=r"(\d+) of \1 end-ports have no LID") as ei:
+        route(f, workers=1)
+    hosts = [s.split('"')[3] for s in text.splitlines() if s.startswith("Ca")]
+    assert any(f'"{h}" (0x' in str(ei.value) for h in hosts) and "row" not in str(ei.value)
+
+
+def test_a_subnet_lst_given_as_a_topology_is_named_for_what_it_is() -> None:
+    """OpenSM's opensm-subnet.lst (as ``--format fdbs`` writes it beside the
+    tables; ibdiagnet 1.x's subnet.lst alike), long or a few lines, is
+    refused as a .lst file with the advice to capture ibnetdiscover output,
+    not as noise to remove."""
+    from smroute.tables.formats import format_subnet_lst
+
+    lst = format_subnet_lst(read_topology(FIXTURE)).splitlines()
+    for lines in (lst, lst[:3]):
+        with pytest.raises(TopologyError, match="this is a subnet .lst file") as ei:
+            parse_topology(lines, "opensm-subnet.lst")
+        assert "run ibnetdiscover" in str(ei.value) and "remove the other" not in str(ei.value)
 
 
 # ------------------------------------------------------------ table trailers

@@ -261,8 +261,7 @@ def destinations(
     missing = np.flatnonzero(g.ep_lid == 0)
     if len(missing):
         raise RoutingError(
-            f"{len(missing)} end-ports have no LID (e.g. end-port row {int(g.ep_row[missing[0]])});"
-            " run a subnet manager first or assign LIDs"
+            f"{len(missing)} end-ports have no LID (lid 0); run a subnet manager first"
         )
     ep_lmc = g.ep_lmc if lmc is None else np.full(e, lmc, dtype=np.int64)
     eo, eoff = _expand_lmc(g.ep_lid, ep_lmc)

@@ -178,6 +178,12 @@ def route(
     g, mode, reason = modes.start(fabric, roles)
     if len(g.ep_row) == 0:
         raise RoutingError("no switch has an end-port attached: nothing to route")
+    no_lid = np.flatnonzero(g.ep_lid == 0)
+    if len(no_lid):
+        raise RoutingError(
+            f"{len(no_lid)} of {len(g.ep_lid)} end-ports have no LID (lid 0), e.g. "
+            f"{fabric.describe_port(int(g.ep_row[no_lid[0]]))}: the capture was taken before a "
+            "subnet manager assigned LIDs; run one (OpenSM) and capture the fabric again")
     needed = needed_pairs(fabric, roles, g.sw_node, fabric.port_node[g.ep_row].astype(np.int64),
                           every_ca=all_ca_pairs)
     t1 = clock()

@@ -237,7 +237,9 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
         # no destination can take another orientation free of credit loops:
         # the routed graph's routes for every one; the walk reports the needed pairs left
         return Outcome(mode, f"{head}; no destination could take another orientation "
-                       f"free of credit loops on one VL ({no}): {own} stay",
+                       f"free of credit loops on one VL ({no}): {own} stay (detours over VLs can "
+                       "route such pairs where the subnet manager programs VLs: smroute's "
+                       "OpenSM plugin, or smroute route --vls 2 --lanes-out FILE)",
                        None, 0, None, prep, ports)
     k = int(ori.turns.sum())
     return Outcome(f"{mode}+orient" if k else mode, (

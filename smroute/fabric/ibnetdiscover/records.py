@@ -80,6 +80,7 @@ _IS_HEX_GUID = re.compile(r"[0-9a-fA-F]{1,16}+", re.ASCII).fullmatch
 _PORT_LIKE = re.compile(r"\[[^\]\s]{1,20}+\](?:[\s\[(\"]|$)", re.ASCII).match
 _HEAD_LIKE = re.compile(r"(?:Switch|Hca|Ca|Rt)\s*+[0-9\"]", re.ASCII).match
 _BLANK_LID = re.compile(r"#.*\blid\s++(?:lmc\b|$)", re.ASCII).search
+_NOT_PORT_0 = re.compile(r"#.*\b(?:enhanced|base)\s++port\s++(?!0\b)[0-9]", re.ASCII).search
 _ID_LINE = re.compile(r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+=", re.ASCII)
 _ID_ANY = re.compile(
     rf"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)\s*+=\s*+0x{_HEX}"
@@ -122,8 +123,12 @@ _EXP_CA_HEAD = 'Ca <nports> "H-<guid>"  # "<desc>" (or Rt <nports> "R-<guid>" ..
 
 
 def _malformed(what: str, line: str) -> str:
-    """The message for a malformed line; says so when its LID value is blank."""
-    hint = ": its LID is blank" if _BLANK_LID(line) else ""
+    """The message for a malformed line; says so when its LID value is
+    blank, or a switch head names a port other than 0."""
+    hint = (": its LID is blank" if _BLANK_LID(line) else
+            ": it names another port than 0 (a switch's LID is its management port 0's; "
+            "ibnetdiscover prints 'port 0' there: an edited file?)"
+            if what == "switch head" and _NOT_PORT_0(line) else "")
     return f"malformed {what} line {_excerpt(line)}{hint}"
 
 

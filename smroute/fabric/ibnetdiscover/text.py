@@ -257,9 +257,20 @@ class Skipper:
         first = self.first_skipped or (self.held[0] if self.held else None)
         where = f" (the first on line {first[0]})" if first else ""
         self.warnings = []
+        if first and _SUBNET_LST(first[1]):
+            return self._subnet_lst(n, where, no)
         return self.error(f"{n} lines are not ibnetdiscover output{where}: too much "
                           "other text to trust the rest", no,
                           f"{bound}; remove the other text")
+
+    def _subnet_lst(self, n: int, where: str, no: int | None) -> TopologyError:
+        """The error for a subnet .lst file given as a topology."""
+        return self.error(
+            f"{n} lines are not ibnetdiscover output{where}: this is a subnet .lst file "
+            "(a line per link, as ibdiagnet 1.x and OpenSM's opensm-subnet.lst write them), "
+            "which smroute does not read", no,
+            "ibnetdiscover output: run ibnetdiscover > FILE, or take ibdiagnet2's "
+            "ibdiagnet2.ibnetdiscover")
 
     def diagnostic(self, no: int, line: str) -> None:
         if self.strict:
@@ -304,6 +315,8 @@ class Skipper:
         no, line = self.first_skipped
         n = self.count
         self.warnings = []
+        if _SUBNET_LST(line):
+            return self._subnet_lst(n, f" (the first on line {no})", no)
         return self.error(
             f"no {what} found; unrecognised line {excerpt(line)}"
             + (f" (and {n - 1} more skipped lines)" if n > 1 else ""),
@@ -322,6 +335,11 @@ class Skipper:
         self.warnings = []
 
 
+#: a line of a subnet .lst file: ``{ SW Ports:08 SystemGUID:... } { CA Ports:... } PHY=... LOG=...``
+_SUBNET_LST = re.compile(r"\s*\{\s*(?:SW|CA|RT)\s+Ports:[0-9A-Fa-f]+\s+SystemGUID:",
+                         re.ASCII).match
+
+
 # ------------------------------------------------------------------ LIDs
 MAX_UNICAST_LID = 0xBFFF
 PERMISSIVE_LID = 0xFFFF
@@ -329,13 +347,15 @@ PERMISSIVE_LID = 0xFFFF
 
 def check_peer(guid: int, lid: int, no: int, source: str) -> None:
     """A port line's peer: its node GUID must not be 0 and the LID its comment
-    gives (0 when absent or unassigned) must be a unicast LID."""
+    gives must be a unicast LID, 0 or the permissive LID (absent or not
+    assigned: the peer's own record says so where its LID is needed)."""
     if guid == 0:
         raise TopologyError("peer node GUID 0", source=source, line=no,
                             expected="a non-zero node GUID (0 is never assigned)")
-    if lid > MAX_UNICAST_LID:
+    if lid > MAX_UNICAST_LID and lid != PERMISSIVE_LID:
         raise TopologyError(f"peer LID {lid} out of range", source=source, line=no,
-                            expected=f"a unicast LID 0..{MAX_UNICAST_LID} ({MAX_UNICAST_LID:#x})")
+                            expected=f"a unicast LID 0..{MAX_UNICAST_LID} "
+                                     f"({MAX_UNICAST_LID:#x}), or {PERMISSIVE_LID} (not assigned)")
 
 
 def _lid_problem(lid: int) -> str:
