@@ -65,8 +65,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--engines", nargs="+", default=["updn", "dnup", "minhop", "dfsssp", "nue"])
     args = ap.parse_args()
-    print("| fabric | engine | SP guid | SP mean over orders | smroute 1 VL above / equal / below, p "
-          "| smroute VLs above / equal / below, p |")
+    print("| fabric | engine | SP guid | SP mean over orders "
+          "| smroute 1 VL above / equal / below, p | smroute VLs above / equal / below, p |")
     print("|---|---|---|---|---|---|")
     for path in args.fabrics:
         fab = load_fabric(str(path))
