@@ -497,6 +497,37 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds
     assert accepted * 2 > AcyclicGrowth.REINDEX * len(edges)  # the index was rebuilt
 
 
+def test_compiled_search_reaches_what_the_numpy_search_reaches() -> None:
+    """The search of the acyclic growth in C (``nmodc/native.reach``) and in
+    numpy (the reference) see the same nodes from the same starts, within
+    the same positions and mask, over an index by rows and one searched; a
+    stop node is reached by both or by neither."""
+    from smroute.routing import acyclic
+    from smroute.routing.nmodc import native
+
+    if native.library() is None:
+        pytest.skip("the compiled Nmodc steps are not built (scripts/setup.sh builds them)")
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(2, 80))
+        a = rng.integers(0, n, int(rng.integers(0, 4 * n)))
+        b = rng.integers(0, n, len(a))
+        extra = int(rng.integers(0, n))
+        ea, eb = rng.integers(0, n, extra), rng.integers(0, n, extra)
+        index = (acyclic._Index(a, b, n), acyclic._Index(ea, eb))
+        pos = rng.permutation(n)
+        lo, hi = sorted(int(x) for x in rng.integers(0, n, 2))
+        within = rng.random(n) < 0.8 if rng.random() < 0.5 else None
+        start = rng.integers(0, n, int(rng.integers(1, 4)))
+        want = acyclic._reach(index, start, pos, lo, hi, within, compiled=False)
+        got = acyclic._reach(index, start, pos, lo, hi, within)
+        assert np.array_equal(got, want)
+        stop = int(rng.integers(0, n))
+        s_want = acyclic._reach(index, start, pos, lo, hi, within, stop, compiled=False)
+        s_got = acyclic._reach(index, start, pos, lo, hi, within, stop)
+        assert s_got[stop] == s_want[stop] == want[stop]
+
+
 @pytest.mark.parametrize("algorithm", api.names())
 def test_turning_one_destination_at_a_time_beside_switch_destinations(algorithm: str) -> None:
     """A small three-level tree with one link cut turns its destinations one

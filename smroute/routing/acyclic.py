@@ -2,11 +2,16 @@
 :mod:`smroute.routing.deadlock`): cycles by peeling (:func:`cyclic_core`,
 :func:`find_cycle`), a topological order (:func:`topological_order`) and an
 acyclic graph grown by sets of edges (:class:`AcyclicGrowth`).  Pure numpy,
-loops per level of a search, never per node."""
+loops per level of a search, never per node; the growth's searches run
+compiled where ``scripts/setup.sh`` built the library
+(:func:`smroute.routing.nmodc.native.reach`; the numpy search is the
+reference, the same nodes)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from smroute.routing.nmodc import native
 
 __all__ = ["AcyclicGrowth", "CycleError", "cyclic_core", "find_cycle", "topological_order"]
 
@@ -203,11 +208,20 @@ class _Index:
 
 
 def _reach(index: tuple[_Index, ...], start: np.ndarray, pos: np.ndarray, lo: int,
-           hi: int, within: np.ndarray | None = None, stop: int = -1) -> np.ndarray:
+           hi: int, within: np.ndarray | None = None, stop: int = -1,
+           compiled: bool = True) -> np.ndarray:
     """``(n,)`` bool: the nodes reached from ``start`` by the edges of
     ``index``, through nodes at positions ``lo .. hi`` (and of ``within``
     ``(n,)`` bool if given); ``stop``: a node whose reach ends the search
-    (what is seen so far, with it)."""
+    (what is seen so far, with it: only whether it is seen is defined).
+    ``compiled``: searched in C where the library is built (an index by
+    rows and one searched, as :meth:`AcyclicGrowth.add` gives; this numpy
+    search is the reference)."""
+    if compiled and len(index) == 2 and index[0].start is not None and index[1].start is None:
+        got = native.reach(index[0].start, index[0].to, index[1].at, index[1].to,
+                           np.asarray(start, np.int64), pos, lo, hi, within, stop)
+        if got is not None:
+            return got
     n = len(pos)
     seen = np.zeros(n, dtype=bool)
     tag = np.empty(n, dtype=np.int64)

@@ -20,6 +20,9 @@
  *
  * smroute_components: connected components (fabric/graph.py, components).
  *
+ * smroute_reach: the nodes a search of the channel dependencies reaches
+ * (routing/acyclic.py, _reach).
+ *
  * smroute_up_load: the destinations the leaves' nominal slots send through
  * each egress link of their upper switches (load.py, nominal_load).
  *
@@ -278,4 +281,63 @@ void smroute_components(int64_t n, int64_t m, const int64_t *a, const int64_t *b
     }
     for (int64_t i = 0; i < n; i++)
         label[i] = root_of(label, i);
+}
+
+/* First index of `x` in the ascending at[0..m), m if none. */
+static int64_t lower_bound(const int64_t *at, int64_t m, int64_t x)
+{
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (at[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* seen[0..n) (zeroed by the caller): the nodes reached from start[0..k)
+ * by the edges x -> to[row[x] .. row[x + 1]) and the m2 edges at2 -> to2
+ * (at2 ascending), through nodes y with lo <= pos[y] <= hi and, where
+ * within is not NULL, within[y]; the start nodes are seen whatever their
+ * position.  Ends as soon as `stop` (>= 0) is reached: the nodes seen
+ * then are some of the others.  queue: n entries of scratch.  Returns
+ * whether stop was reached. */
+int smroute_reach(int64_t n, const int64_t *row, const int64_t *to, int64_t m2,
+                  const int64_t *at2, const int64_t *to2, int64_t k, const int64_t *start,
+                  const int64_t *pos, int64_t lo, int64_t hi, const uint8_t *within,
+                  int64_t stop, uint8_t *seen, int64_t *queue)
+{
+    int64_t head = 0, tail = 0;
+    for (int64_t i = 0; i < k; i++) {
+        if (!seen[start[i]]) {
+            seen[start[i]] = 1;
+            queue[tail++] = start[i];
+        }
+    }
+    if (stop >= 0 && stop < n && seen[stop])
+        return 1;
+    while (head < tail) {
+        const int64_t x = queue[head++];
+        for (int pass = 0; pass < 2; pass++) {
+            int64_t a, b;
+            const int64_t *t;
+            if (pass == 0) {
+                a = row[x], b = row[x + 1], t = to;
+            } else {
+                a = lower_bound(at2, m2, x), b = lower_bound(at2, m2, x + 1), t = to2;
+            }
+            for (int64_t e = a; e < b; e++) {
+                const int64_t y = t[e];
+                if (seen[y] || pos[y] < lo || pos[y] > hi || (within && !within[y]))
+                    continue;
+                seen[y] = 1;
+                if (y == stop)
+                    return 1;
+                queue[tail++] = y;
+            }
+        }
+    }
+    return 0;
 }

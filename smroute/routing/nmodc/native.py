@@ -4,7 +4,9 @@ its ports once the slot tables are laid out
 (:mod:`smroute.routing.nmodc.nominal`); the redirects by load's candidates,
 the load of the upper switches' egress links and the placing rounds
 (:mod:`smroute.routing.nmodc.balance`, :mod:`smroute.routing.nmodc.load`);
-connected components (:func:`smroute.fabric.graph.components`).
+connected components (:func:`smroute.fabric.graph.components`); the
+searches of a growing acyclic graph (:func:`reach`,
+:mod:`smroute.routing.acyclic`).
 
 ``scripts/setup.sh`` builds it into ``build/nmodc/libsmroute_nmodc.so``
 (``SMROUTE_NMODC_LIB`` names another place); without it (no compiler, an
@@ -26,7 +28,7 @@ from smroute.routing.kernel import Closer, unique_rows
 from smroute.routing.native_lib import BUILD, NATIVE, load
 
 __all__ = ["LIBRARY", "SOURCE", "components", "first_slots", "library", "nominal_ports",
-           "pattern_keys", "place", "up_load"]
+           "pattern_keys", "place", "reach", "up_load"]
 
 SOURCE = NATIVE / "nmodc.c"
 #: Where scripts/setup.sh puts the library (the repository's build tree).
@@ -56,10 +58,14 @@ def library(path: str | None = None) -> ctypes.CDLL | None:
     if place is None or first is None:
         return None
     comp = getattr(lib, "smroute_components", None)
-    if comp is None:
+    search = getattr(lib, "smroute_reach", None)
+    if comp is None or search is None:
         return None
     comp.restype = None
     comp.argtypes = [_N, _N, _I64, _I64, _I64]
+    search.restype = ctypes.c_int
+    search.argtypes = [_N, _I64, _I64, _N, _I64, _I64, _N, _I64, _I64, _N, _N, ctypes.c_void_p,
+                       _N, _U8, _I64]
     first.restype = None
     first.argtypes = [_N, *([_I64] * 4), _N, _I64, _N, _U8, _N, _N, _I64, _N]
     place.restype = ctypes.c_int
@@ -232,3 +238,25 @@ def components(n_nodes: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     label = np.empty(n_nodes, dtype=np.int64)
     lib.smroute_components(n_nodes, len(ea), ea, eb, label)
     return label
+
+
+def reach(row: np.ndarray, to: np.ndarray, at2: np.ndarray, to2: np.ndarray,
+          start: np.ndarray, pos: np.ndarray, lo: int, hi: int, within: np.ndarray | None,
+          stop: int) -> np.ndarray | None:
+    """``(n,)`` bool: the nodes reached from ``start`` by the edges ``x ->
+    to[row[x]:row[x + 1]]`` and ``at2 -> to2`` (``at2`` ascending) through
+    nodes at positions ``lo .. hi`` (and of ``within`` if given), the start
+    nodes seen whatever their position; with ``stop >= 0``, ended once it
+    is reached (the nodes seen then are some of the others).
+    :func:`smroute.routing.acyclic` ``_reach`` is the reference; ``None``
+    without the library."""
+    lib = library()
+    if lib is None:
+        return None
+    n = len(pos)
+    seen = np.zeros(n, dtype=np.uint8)
+    w = None if within is None else np.ascontiguousarray(within, dtype=np.uint8)
+    lib.smroute_reach(n, _i64(row), _i64(to), len(at2), _i64(at2), _i64(to2), len(start),
+                      _i64(start), _i64(pos), lo, hi, None if w is None else w.ctypes.data,
+                      stop, seen, np.empty(max(n, 1), dtype=np.int64))
+    return seen.view(bool)
