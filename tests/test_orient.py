@@ -497,6 +497,74 @@ def test_acyclic_growth_agrees_with_the_whole_graph_check(n: int, m: int, rounds
     assert accepted * 2 > AcyclicGrowth.REINDEX * len(edges)  # the index was rebuilt
 
 
+#: Two leaves with a host each, each below its own spine; the spines are
+#: cabled to each other (one rank: a cable the tree's ranking does not use).
+EQUAL_RANK_ONLY = "\n".join([
+    'vendid=0x2c9',
+    'devid=0xc738',
+    'sysimgguid=0x0002c90300000001',
+    'switchguid=0x0002c90300000001(0002c90300000001)',
+    'Switch\t4 "S-0002c90300000001"\t\t# "leaf A" base port 0 lid 1 lmc 0',
+    '[1]\t"H-0002c90400000001"[1](0002c90400000002) \t\t# "host a" lid 11 4xEDR',
+    '[2]\t"S-0002c90300000003"[1]\t\t# "spine 1" lid 3 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0xc738',
+    'sysimgguid=0x0002c90300000002',
+    'switchguid=0x0002c90300000002(0002c90300000002)',
+    'Switch\t4 "S-0002c90300000002"\t\t# "leaf B" base port 0 lid 2 lmc 0',
+    '[1]\t"H-0002c90400000003"[1](0002c90400000004) \t\t# "host b" lid 12 4xEDR',
+    '[2]\t"S-0002c90300000004"[1]\t\t# "spine 2" lid 4 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0xc738',
+    'sysimgguid=0x0002c90300000003',
+    'switchguid=0x0002c90300000003(0002c90300000003)',
+    'Switch\t4 "S-0002c90300000003"\t\t# "spine 1" base port 0 lid 3 lmc 0',
+    '[1]\t"S-0002c90300000001"[2]\t\t# "leaf A" lid 1 4xEDR',
+    '[2]\t"S-0002c90300000004"[2]\t\t# "spine 2" lid 4 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0xc738',
+    'sysimgguid=0x0002c90300000004',
+    'switchguid=0x0002c90300000004(0002c90300000004)',
+    'Switch\t4 "S-0002c90300000004"\t\t# "spine 2" base port 0 lid 4 lmc 0',
+    '[1]\t"S-0002c90300000002"[2]\t\t# "leaf B" lid 2 4xEDR',
+    '[2]\t"S-0002c90300000003"[2]\t\t# "spine 1" lid 3 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0x1017',
+    'sysimgguid=0x0002c90400000001',
+    'caguid=0x0002c90400000001',
+    'Ca\t1 "H-0002c90400000001"\t\t# "host a"',
+    '[1](0002c90400000002) \t"S-0002c90300000001"[1]\t\t# lid 11 lmc 0 "leaf A" lid 1 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0x1017',
+    'sysimgguid=0x0002c90400000003',
+    'caguid=0x0002c90400000003',
+    'Ca\t1 "H-0002c90400000003"\t\t# "host b"',
+    '[1](0002c90400000004) \t"S-0002c90300000002"[1]\t\t# lid 12 lmc 0 "leaf B" lid 2 4xEDR',
+])
+
+
+def test_hosts_joined_by_a_cable_within_a_rank_are_routed_on_one_vl() -> None:
+    """The hosts' only path crosses the cable between the two spines, which
+    the tree's graph leaves out: the turn root's orientation routes them
+    over it, and the orientation is walked on the cables it may take (the
+    tree's graph alone saw dead ends and refused it: no tables).  Every
+    needed pair delivered, free of credit loops (the check follows every
+    cable)."""
+    from smroute.fabric.ibnetdiscover.parse import parse_topology
+
+    f = parse_topology(EQUAL_RANK_ONLY.splitlines(), "equal-rank.topo")
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.delivered == v.pairs and v.ca_pairs_unroutable == 0, v
+    assert check_credit_loops(f, r.tables).ok
+
+
 def test_compiled_search_reaches_what_the_numpy_search_reaches() -> None:
     """The search of the acyclic growth in C (``nmodc/native.reach``) and in
     numpy (the reference) see the same nodes from the same starts, within

@@ -181,6 +181,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     ports[...] = tree_ports
     candidates = (need, orient.needed_turns(g, c, dest, needed))
     escape = (g2, *dmodc.costs_and_dividers(g2))
+    on = orient.walk_graph(g, g2)  # (the cables an escape route may take, walked too)
     ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
     # where that leaves needed pairs, the service hosts' switches turn at their anchors:
     # every destination that needs it, from the tree's tables; else the ones the
@@ -198,7 +199,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
             partial.append(("the anchors", anchored))
         if n_x and not orient.accept(
                 fabric, g, dest, anchored, candidates[-1], needed, c,
-                orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]])):
+                orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]]), on):
             ports[...] = anchored
             first = "" if ori is None or base is tree_ports else (
                 f"{int(ori.turns.sum())} of them each through a turn switch chosen so that "
@@ -218,7 +219,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
         if ori is not None and ori.complete:
             break
         left = turns if base is tree_ports else turns & (
-            orient.undelivered(g, dest, base, turns, needed, c) > 0)
+            orient.undelivered(g, dest, base, turns, needed, c, on) > 0)
         trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left)
         if trial is None:
             continue
@@ -243,8 +244,8 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                        None, 0, None, prep, ports)
     k = int(ori.turns.sum())
     return Outcome(f"{mode}+orient" if k else mode, (
-        f"{head}; {k} destination LIDs take {other} ({ori.why})"), None, k, None, prep,
-        ports, ori.turns if k else None)
+        f"{head}; {k} destination LIDs take {other} ({ori.why})"),
+        on if k and on is not g else None, k, None, prep, ports, ori.turns if k else None)
 
 
 def _search_left(
@@ -263,7 +264,7 @@ def _search_left(
     done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
                               fewest_first=False, patience=1, fixed=mine, search=True)
     if done.sum() < left.sum() or orient.accept(fabric, g, dest, trial, turns, needed, c,
-                                                fixed):
+                                                fixed, orient.walk_graph(g, escape[0])):
         return None
     return trial
 

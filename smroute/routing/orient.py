@@ -21,8 +21,11 @@ the first of a few turn switches that keeps the dependencies acyclic; a
 destination none serves keeps the tree's routes, and the validation walk
 reports the needed pairs it leaves).
 Those destinations are then walked for delivery only
-(:attr:`Orientation.turns`).  Where some source needs two turns (no one
-turn switch serves every source), :func:`search_turns` routes a
+(:attr:`Orientation.turns`), on the cables an escape route may take
+(:func:`walk_graph`: the turn root's orientation uses cables between
+switches of one rank of the tree, which the tree's graph leaves out).
+Where some source needs two turns (no one turn switch serves every
+source), :func:`search_turns` routes a
 destination backwards from the switches with a path, each switch taking a
 cable whose channel dependency keeps the graph acyclic (a last resort of
 the mode chain, ``orient_each(..., search=True)``).
@@ -34,6 +37,7 @@ one turn root per component with :func:`route_turns` too.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,7 +63,7 @@ from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "dependencies_with", "fixed_routes", "needed_turns",
            "lacking_sources", "orient", "orient_each", "route_turns", "search_turns", "turn_hops",
-           "turn_options", "turn_roots", "undelivered"]
+           "turn_options", "turn_roots", "undelivered", "walk_graph"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,17 +140,33 @@ def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     return ca & np.where(agg, agg_t[dest.target], any_t[dest.target])
 
 
+def walk_graph(g: SwitchGraph, escape: SwitchGraph) -> SwitchGraph:
+    """The graph the routes of an orientation are walked on: ``escape``'s
+    cables with ``g``'s ranks where ``escape`` (the turn root's orientation,
+    :func:`~smroute.routing.topology.rooted_graph`) has every cable of
+    ``g`` and more (cables between switches of one rank of ``g``, which an
+    escape route may take), else ``g``."""
+    n = g.n_switches
+    mine = g.grp_switch * n + g.grp_remote
+    more = escape.grp_switch * n + escape.grp_remote
+    if len(more) <= len(mine) or not np.isin(mine, more).all():
+        return g
+    return dataclasses.replace(escape, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf, mode=g.mode)
+
+
 def undelivered(g: SwitchGraph, dest: Destinations, ports: np.ndarray, turns: np.ndarray,
-                needed: NeededPairs, c: np.ndarray) -> np.ndarray:
+                needed: NeededPairs, c: np.ndarray, walk_on: SwitchGraph | None = None
+                ) -> np.ndarray:
     """``(D,)`` int64: per destination of ``turns`` ``(D,)`` bool, the
     switches carrying end-ports that need it (or have an up*/down* path to
-    it) whose walk in the tables ``ports`` does not deliver it."""
+    it) whose walk in the tables ``ports`` does not deliver it; walked on
+    ``walk_on`` (:func:`walk_graph`; default ``g``)."""
     cols = np.flatnonzero(turns)
     src = np.unique(g.ep_switch)
     sub = Destinations(lid=dest.lid[cols], nid=dest.nid[cols], target=dest.target[cols],
                        local_port=dest.local_port[cols], is_switch=dest.is_switch[cols],
                        owner=dest.owner[cols])
-    status, _ = walk(g, ports, sub, src, turns=np.ones(len(cols), dtype=bool),
+    status, _ = walk(walk_on or g, ports, sub, src, turns=np.ones(len(cols), dtype=bool),
                      max_hops=turn_hops(g))
     same = g.component[src][:, None] == g.component[sub.target][None, :]
     need = same & needed.mask(src, sub.target, needed.agg[sub.owner])
@@ -157,13 +177,14 @@ def undelivered(g: SwitchGraph, dest: Destinations, ports: np.ndarray, turns: np
 
 
 def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray,
-           turns: np.ndarray, needed: NeededPairs, c: np.ndarray, fixed: Fixed) -> str:
+           turns: np.ndarray, needed: NeededPairs, c: np.ndarray, fixed: Fixed,
+           walk_on: SwitchGraph | None = None) -> str:
     """Why the tables ``ports`` with ``turns`` ``(D,)`` bool routed through
     the turn root are not accepted ("" if they are): a needed pair of those
     destinations left undelivered (:func:`undelivered`), or a credit loop
     (of every route, those towards LIDs other than ``fixed.lids`` being
-    ``fixed``'s)."""
-    lost = int(undelivered(g, dest, ports, turns, needed, c).sum())
+    ``fixed``'s); ``walk_on``: as :func:`undelivered`'s."""
+    lost = int(undelivered(g, dest, ports, turns, needed, c, walk_on).sum())
     if lost:
         return f"{lost} needed switch-to-LID pairs of them undelivered through the turn root"
     check = loop_check(fabric, dependencies_with(fabric, g, ports, fixed))
@@ -259,6 +280,7 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     ``ports`` are called in the summary."""
     why = ""
     fixed: Fixed | None = None
+    on = walk_graph(g, escape[0]) if escape is not None else g
     for turns in candidates:
         if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
             return Orientation(turns, "no needed pair lacks an up*/down* path"), ""
@@ -273,7 +295,7 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             tried.append(root)
             trial = ports.copy()
             route_turns(g, c, pi, dest, turns, root, trial)
-            why = accept(fabric, g, dest, trial, turns, needed, c, fixed)
+            why = accept(fabric, g, dest, trial, turns, needed, c, fixed, on)
             if not why:
                 ports[...] = trial
                 return Orientation(turns, "the channel dependencies of every route are "
@@ -292,7 +314,7 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     if not done.any():
         return None, why
     left = int(candidates[-1].sum() - done.sum())
-    why = accept(fabric, g, dest, trial, done, needed, c, fixed)
+    why = accept(fabric, g, dest, trial, done, needed, c, fixed, on)
     if why:
         return None, why
     ports[...] = trial
