@@ -53,7 +53,6 @@ resume routes again instead.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +64,13 @@ from smroute.routing import dmodc, orient
 from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
-from smroute.routing.topology import SwitchGraph, next_switch, rooted_graph, switch_graph
+from smroute.routing.topology import (
+    SwitchGraph,
+    next_switch,
+    ranked_like,
+    rooted_graph,
+    switch_graph,
+)
 from smroute.routing.turn_anchors import anchor_turns
 from smroute.routing.vlassign import VirtualLanes
 
@@ -172,8 +177,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                               engine.guarantees.detours_by_load)
         if lanes is not None:
             # every link the routes may take (the escape's too), the routed graph's ranks
-            check = dataclasses.replace(g2, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf,
-                                        mode=g.mode)
+            check = ranked_like(g2, g)
             return Outcome(f"{mode}+detours", (
                 f"{lacking}; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
                 check, n, lanes, prep, ports)
@@ -182,7 +186,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     candidates = (need, orient.needed_turns(g, c, dest, needed))
     escape = (g2, *dmodc.costs_and_dividers(g2))
     on = orient.walk_graph(g, g2)  # (the cables an escape route may take, walked too)
-    ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own)
+    ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own, on)
     # where that leaves needed pairs, the service hosts' switches turn at their anchors:
     # every destination that needs it, from the tree's tables; else the ones the
     # orientation left, from its tables (every switch lacking a path to them anchored)
@@ -220,7 +224,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
             break
         left = turns if base is tree_ports else turns & (
             orient.undelivered(g, dest, base, turns, needed, c, on) > 0)
-        trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left)
+        trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left, on)
         if trial is None:
             continue
         ports[...] = trial
@@ -251,20 +255,21 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
 def _search_left(
     fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
     needed: NeededPairs, escape: tuple[SwitchGraph, np.ndarray, np.ndarray],
-    base: np.ndarray, turns: np.ndarray, left: np.ndarray,
+    base: np.ndarray, turns: np.ndarray, left: np.ndarray, walk_on: SwitchGraph,
 ) -> np.ndarray | None:
     """The tables ``base`` with the destinations ``left`` (of ``turns``,
     ``(D,)`` bool each) oriented again one at a time, backwards where no
     turn switch serves (:func:`~smroute.routing.orient.orient_each`), if
     that serves every one and :func:`~smroute.routing.orient.accept` takes
-    them with every destination of ``turns``; else ``None``."""
+    them with every destination of ``turns``, walked on ``walk_on``
+    (:func:`~smroute.routing.orient.walk_graph`); else ``None``."""
     trial = base.copy()
     fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])  # unchanged by the search
     mine = fixed if left is turns else orient.fixed_routes(fabric, g, trial, dest.lid[left])
     done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
                               fewest_first=False, patience=1, fixed=mine, search=True)
     if done.sum() < left.sum() or orient.accept(fabric, g, dest, trial, turns, needed, c,
-                                                fixed, orient.walk_graph(g, escape[0])):
+                                                fixed, walk_on):
         return None
     return trial
 

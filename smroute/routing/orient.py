@@ -37,7 +37,6 @@ one turn root per component with :func:`route_turns` too.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,7 +56,7 @@ from smroute.routing.deadlock import (
     merged,
 )
 from smroute.routing.dmodc import INF, Destinations
-from smroute.routing.topology import SwitchGraph
+from smroute.routing.topology import SwitchGraph, ranked_like
 from smroute.routing.validate import OK, walk
 from smroute.tables.lft import ForwardingTables
 
@@ -151,7 +150,7 @@ def walk_graph(g: SwitchGraph, escape: SwitchGraph) -> SwitchGraph:
     more = escape.grp_switch * n + escape.grp_remote
     if len(more) <= len(mine) or not np.isin(mine, more).all():
         return g
-    return dataclasses.replace(escape, rank=g.rank, n_up=g.n_up, is_leaf=g.is_leaf, mode=g.mode)
+    return ranked_like(escape, g)
 
 
 def undelivered(g: SwitchGraph, dest: Destinations, ports: np.ndarray, turns: np.ndarray,
@@ -266,7 +265,8 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
            dest: Destinations, ports: np.ndarray, candidates: Sequence[np.ndarray],
            needed: NeededPairs,
            escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-           own: str = "the tree's routes") -> tuple[Orientation | None, str]:
+           own: str = "the tree's routes",
+           walk_on: SwitchGraph | None = None) -> tuple[Orientation | None, str]:
     """Try each set of destinations of ``candidates`` (``(D,)`` bool, e.g.
     every destination a turn would serve, then only the needed ones) in
     order, each with its turn switches low first, then high
@@ -277,10 +277,11 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     leaves some, again in the other order, the one serving more kept).
     Returns the accepted orientation with its tables written into ``ports``,
     else ``(None, why)`` (``ports`` untouched); ``own``: what the routes of
-    ``ports`` are called in the summary."""
+    ``ports`` are called in the summary; ``walk_on``: the graph the routes
+    are walked on (:func:`walk_graph`; default ``g``)."""
     why = ""
     fixed: Fixed | None = None
-    on = walk_graph(g, escape[0]) if escape is not None else g
+    on = walk_on or g
     for turns in candidates:
         if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
             return Orientation(turns, "no needed pair lacks an up*/down* path"), ""

@@ -36,7 +36,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, FabricRoles, fabric_roles
 
-__all__ = ["SwitchGraph", "switch_graph", "rooted_graph"]
+__all__ = ["SwitchGraph", "ranked_like", "switch_graph", "rooted_graph"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +155,14 @@ def rooted_graph(fabric: Fabric, roles: FabricRoles, roots: np.ndarray,
                 np.int64), is_leaf=is_leaf, mode="updown")
     return _graph(fabric, roles, rank, is_leaf & reach,
                   lambda src, dst: (rank[src] >= 0) & (rank[dst] >= 0), "updown")
+
+
+def ranked_like(graph: SwitchGraph, like: SwitchGraph) -> SwitchGraph:
+    """``graph``'s cables with ``like``'s ranks, up groups, leaves and mode
+    (the same switches): the graph routes over both are walked on, e.g. the
+    turn root's cables with the tree's ranks."""
+    return dataclasses.replace(graph, rank=like.rank, n_up=like.n_up, is_leaf=like.is_leaf,
+                               mode=like.mode)
 
 
 def _switch_edges(fabric: Fabric, sw_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
