@@ -30,7 +30,7 @@ from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["REDUCED_SHARE", "up_capacity", "kept_share", "reduced_pairs", "with_reduced",
-           "fewer_cables"]
+           "switch_cables", "fewer_cables"]
 
 #: A closer slot whose upper switch goes on up towards a target through at
 #: most this share of the cables of the leaf's best closer slot, for cables
@@ -67,12 +67,12 @@ def up_capacity(g: SwitchGraph, c: np.ndarray, ups: np.ndarray,
     :data:`REDUCED_SHARE` of the most up cables of any of ``ups``."""
     up_g = g.rank[g.grp_remote] > g.rank[g.grp_switch]
     cab = g.grp_port_count.astype(np.int64)
-    n = len(g.rank)
-    total = np.bincount(g.grp_switch[up_g], weights=cab[up_g], minlength=n).astype(np.int64)
-    risky = up_g & fewer_cables(g, up=False)[g.grp_remote]
-    at_risk = np.bincount(g.grp_switch[risky], weights=cab[risky], minlength=n).astype(np.int64)
+    total = switch_cables(g, up=True)
+    risky = up_g & fewer_cables(g, switch_cables(g, up=False))[g.grp_remote]
+    at_risk = np.bincount(g.grp_switch[risky], weights=cab[risky],
+                          minlength=len(g.rank)).astype(np.int64)
     most = REDUCED_SHARE * total[ups].max(initial=0)
-    lost = np.flatnonzero((fewer_cables(g, up=True) | (at_risk > 0))[ups]
+    lost = np.flatnonzero((fewer_cables(g, total) | (at_risk > 0))[ups]
                            & ((total - at_risk)[ups] <= most))
     if not len(lost):
         return np.zeros((0, 0), np.int32), np.zeros((0, 0), bool)
@@ -90,13 +90,17 @@ def up_capacity(g: SwitchGraph, c: np.ndarray, ups: np.ndarray,
     return cap, low
 
 
-def fewer_cables(g: SwitchGraph, up: bool) -> np.ndarray:
-    """``(S,)`` bool: the switches with fewer up (``up``) or down cables
-    than most switches of their rank (ties: the larger count)."""
+def switch_cables(g: SwitchGraph, up: bool) -> np.ndarray:
+    """``(S,)`` int64: each switch's up (``up``) or down cables."""
     sel = ((g.rank[g.grp_remote] > g.rank[g.grp_switch]) if up
            else (g.rank[g.grp_remote] < g.rank[g.grp_switch]))
-    total = np.bincount(g.grp_switch[sel], weights=g.grp_port_count[sel],
-                        minlength=len(g.rank)).astype(np.int64)
+    return np.bincount(g.grp_switch[sel], weights=g.grp_port_count[sel],
+                       minlength=len(g.rank)).astype(np.int64)
+
+
+def fewer_cables(g: SwitchGraph, total: np.ndarray) -> np.ndarray:
+    """``(S,)`` bool: the switches whose ``total`` (:func:`switch_cables`)
+    is below the most common of their rank's (ties: the larger count)."""
     rank = g.rank.astype(np.int64)
     return total < most_common(rank, total, int(rank.max(initial=0)) + 1)[rank]
 
