@@ -550,16 +550,40 @@ EQUAL_RANK_ONLY = "\n".join([
 
 def test_hosts_joined_by_a_cable_within_a_rank_are_routed_on_one_vl() -> None:
     """The hosts' only path crosses the cable between the two spines, which
-    the tree's graph leaves out: the turn root's orientation routes them
-    over it, and the orientation is walked on the cables it may take (the
-    tree's graph alone saw dead ends and refused it: no tables).  Every
-    needed pair delivered, free of credit loops (the check follows every
-    cable)."""
+    the tree's graph leaves out: routed up, across it, down (mode
+    ``tree+cross``).  Every needed pair delivered, free of credit loops
+    (the check follows every cable)."""
     from smroute.fabric.ibnetdiscover.parse import parse_topology
 
     f = parse_topology(EQUAL_RANK_ONLY.splitlines(), "equal-rank.topo")
     r = route(f, workers=1)
+    assert r.mode == "tree+cross", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.delivered == v.pairs and v.ca_pairs_unroutable == 0, v
+    assert check_credit_loops(f, r.tables).ok
+
+
+def test_pairs_two_cables_within_a_rank_apart_are_oriented_on_one_vl() -> None:
+    """Three spines in a chain (cables within the spines' rank), a leaf
+    with a host under each: the outer hosts are two such cables apart, so
+    no route crosses once; they take the turn root's orientation, walked
+    on the cables it may take (the tree's graph alone sees dead ends), on
+    top of the crossing routes of the middle host, which stay.  Every
+    needed pair delivered, free of credit loops."""
+    from smroute.fabric.generate.sitegen import Site
+
+    site = Site()
+    leaves = site.switches([f"leaf {k}" for k in "ABC"], 8, 0xD2F0)
+    spines = site.switches([f"spine {k}" for k in "123"], 8, 0xD2F0)
+    for k, (leaf, spine) in enumerate(zip(leaves, spines, strict=True)):
+        site.host(leaf, f"host {k}")
+        site.cable(leaf, spine)
+    site.cable(spines[0], spines[1])
+    site.cable(spines[1], spines[2])
+    f = site.build(np.random.default_rng(0))
+    r = route(f, workers=1)
     assert r.mode == "tree+orient", r.mode_reason
+    assert "take routes up*, across one cable" in r.mode_reason
     v = validate_result(r)
     assert v.ok and v.delivered == v.pairs and v.ca_pairs_unroutable == 0, v
     assert check_credit_loops(f, r.tables).ok

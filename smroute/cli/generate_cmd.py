@@ -9,6 +9,7 @@ Generators (:mod:`smroute.fabric.generate.trees`, :mod:`smroute.fabric.generate.
     navaridas "8:4,4-thin-tree"     ring K --hosts H[,H..] [--parallel P]
     two-switch [--hosts A[,B]] [--parallel P]
     director [--line-cards N --spine-cards N --asics-per-card N --radix N --hosts-per-asic N]
+    dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--radix N]
 
 Then, in this order: seeded degradation (``--seed S --remove-switches N
 --remove-links N``: :func:`~smroute.fabric.generate.trees.degrade` with
@@ -42,7 +43,7 @@ __all__ = ["GENERATORS", "add_parser", "cmd_generate", "generate_fabric"]
 
 #: Generator subcommands, in help order.
 GENERATORS = ("pgft", "xgft", "kary-ntree", "thin-tree", "slender-tree", "navaridas", "ring",
-              "two-switch", "director")
+              "two-switch", "director", "dragonfly-plus")
 #: Nodes a generator may lay out (its full index space) before any is built: far
 #: above the 49,151 unicast LIDs a fabric can address, far below running out of memory.
 MAX_NODES = 1 << 21
@@ -59,6 +60,7 @@ generators:
   two-switch [--hosts A[,B]] [--parallel P]
   director [--line-cards N] [--spine-cards N] [--asics-per-card N] [--radix N]
            [--hosts-per-asic N] [--device-id ID]
+  dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--radix N]
   catalogue NAME | --list           (named site shapes; own options, see its --help)
 
 then, in this order: --seed S --remove-switches N --remove-links N (seeded
@@ -200,6 +202,18 @@ def add_parser(sub: Any) -> None:
                    "line-card ports ibnetdiscover -g prints as [ext N])")
     _common(g)
 
+    g = gs.add_parser("dragonfly-plus", help="Dragonfly+: groups of a leaf/spine Clos, spine "
+                      "j of every group cabled to spine j of every other")
+    g.add_argument("groups", type=int, help="groups")
+    g.add_argument("leaves", type=int, help="leaves a group")
+    g.add_argument("spines", type=int, help="spines a group")
+    g.add_argument("hosts", type=int, help="hosts a leaf")
+    g.add_argument("--global-cables", type=int, default=1, metavar="N",
+                   help="cables between spine j of two groups (default 1)")
+    g.add_argument("--radix", type=int, default=40, metavar="N",
+                   help="switch ports (default 40, HDR Quantum)")
+    _common(g)
+
     from smroute.cli.catalogue_cmd import add_catalogue_parser
 
     add_catalogue_parser(gs)  # named site shapes (smroute/cli/catalogue_cmd.py)
@@ -302,6 +316,16 @@ def generate_fabric(args: argparse.Namespace) -> tuple[Any, str]:
             **kw,
         )
         return f, f"director {args.system} ({args.model})"
+    if kind == "dragonfly-plus":
+        if args.lmc:
+            raise InputError("dragonfly-plus builds LMC 0 fabrics: leave out --lmc")
+        _check_size(args.groups * args.leaves * (1 + max(args.hosts, 0))
+                    + args.groups * args.spines, "dragonfly-plus")
+        f = shapes.dragonfly_plus(args.groups, args.leaves, args.spines, args.hosts,
+                                  global_cables=args.global_cables, radix=args.radix,
+                                  speed=kw.get("speed", "HDR"), seed=args.seed)
+        return f, (f"Dragonfly+ of {args.groups} groups ({args.leaves} leaves, {args.spines} "
+                   "spines)")
     raise InputError(f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")
 
 

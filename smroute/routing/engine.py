@@ -122,11 +122,17 @@ class RoutingResult:
         """The :func:`~smroute.routing.validate.walk` options ``(turns,
         max_hops)`` of the destinations whose routes may turn (detours, mode
         ``tree+orient``); ``(None, None)`` for up*/down* routes."""
+        if self.lanes is None and self.oriented is None:
+            return None, None
+        turns = np.zeros(len(self.dest.lid), dtype=bool)
+        hops = 0
         if self.lanes is not None:
-            return np.isin(self.dest.lid, self.lanes.lids), self.lanes.max_hops
+            turns |= np.isin(self.dest.lid, self.lanes.lids)
+            hops = self.lanes.max_hops
         if self.oriented is not None:
-            return self.oriented, orient.turn_hops(self.graph)
-        return None, None
+            turns |= self.oriented
+            hops = max(hops, orient.turn_hops(self.graph))
+        return turns, hops
 
     @property
     def total_seconds(self) -> float:

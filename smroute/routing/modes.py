@@ -60,7 +60,7 @@ import numpy as np
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
-from smroute.routing import dmodc, orient
+from smroute.routing import cross, dmodc, orient
 from smroute.routing.api import Engine, Prepared
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
@@ -79,12 +79,12 @@ __all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_a
 
 
 #: Every mode a routing can end in (:attr:`Outcome.mode`).
-MODES = ("tree", "tree+turns", "tree+detours", "tree+orient", "updown", "updown+detours",
-         "updown+orient")
+MODES = ("tree", "tree+cross", "tree+turns", "tree+detours", "tree+orient", "updown",
+         "updown+detours", "updown+orient")
 
 #: Modes whose by-products (lanes, the oriented destinations) are not
 #: stored with the tables: resume routes them again.
-ROUTED_AGAIN = ("tree+detours", "tree+orient", "updown+detours", "updown+orient")
+ROUTED_AGAIN = ("tree+cross", "tree+detours", "tree+orient", "updown+detours", "updown+orient")
 
 #: What the reason of an ``updown`` routing rooted at one switch per
 #: component said (stored epochs of an older smroute).
@@ -158,12 +158,27 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     roots = turn_roots(g)
     g2 = rooted_graph(fabric, roles, roots, like=g)
     tree_ports = ports.copy()
+    on = orient.walk_graph(g, g2)  # (the cables an escape route may take, walked too)
+    crossed = np.zeros(len(dest.lid), dtype=bool)
     if mode == "tree":
         lacking = f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree"
-        if _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
+        crossed, left = _cross(fabric, g, c, pi, dest, need, ports, needed, on)
+        if crossed.any():
+            lacking += (f"; {int(crossed.sum())} destination LIDs take routes up*, across one "
+                        "cable between two switches of one rank, then down*, where the tree "
+                        "has none")
+            if not left.any():
+                return Outcome("tree+cross", f"{lacking} (their channel dependencies and the "
+                               "tree's are acyclic)", on, int(crossed.sum()), None, prep,
+                               ports, crossed)
+            # the steps below take the destinations those leave, on top of them
+            tree_ports, need = ports.copy(), left
+            lacking += f", which leave {int(left.sum())}"
+        elif _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
             return Outcome("tree+turns", f"{lacking}; routed through the turn root", g2, n,
                            None, prep, ports)
-        head = "the tree's routes through the turn root are not all up*/down* towards it"
+        head = lacking if crossed.any() else (
+            "the tree's routes through the turn root are not all up*/down* towards it")
         own, other = "the tree's routes", "the turn root's routes where the tree has none"
     else:
         lacking = (f"{reason}; {n} destination LIDs have end-port traffic with no up*/down* "
@@ -180,12 +195,11 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
             check = ranked_like(g2, g)
             return Outcome(f"{mode}+detours", (
                 f"{lacking}; routed with detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"),
-                check, n, lanes, prep, ports)
+                check, n, lanes, prep, ports, crossed if crossed.any() else None)
         why = f"; {why}"
     ports[...] = tree_ports
-    candidates = (need, orient.needed_turns(g, c, dest, needed))
+    candidates = (need, orient.needed_turns(g, c, dest, needed) & need)
     escape = (g2, *dmodc.costs_and_dividers(g2))
-    on = orient.walk_graph(g, g2)  # (the cables an escape route may take, walked too)
     ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own, on)
     # where that leaves needed pairs, the service hosts' switches turn at their anchors:
     # every destination that needs it, from the tree's tables; else the ones the
@@ -241,15 +255,49 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None:
         # no destination can take another orientation free of credit loops:
         # the routed graph's routes for every one; the walk reports the needed pairs left
-        return Outcome(mode, f"{head}; no destination could take another orientation "
-                       f"free of credit loops on one VL ({no}): {own} stay (detours over VLs can "
-                       "route such pairs where the subnet manager programs VLs: smroute's "
-                       "OpenSM plugin, or smroute route --vls 2 --lanes-out FILE)",
-                       None, 0, None, prep, ports)
+        x = int(crossed.sum())
+        return Outcome(f"{mode}+cross" if x else mode, (
+            f"{head}; no destination could take another orientation "
+            f"free of credit loops on one VL ({no}): {own} stay (detours over VLs can "
+            "route such pairs where the subnet manager programs VLs: smroute's "
+            "OpenSM plugin, or smroute route --vls 2 --lanes-out FILE)"),
+            on if x else None, x, None, prep, ports, crossed if x else None)
     k = int(ori.turns.sum())
-    return Outcome(f"{mode}+orient" if k else mode, (
+    turned = ori.turns | crossed
+    k_all = int(turned.sum())
+    return Outcome(f"{mode}+orient" if k else f"{mode}+cross" if k_all else mode, (
         f"{head}; {k} destination LIDs take {other} ({ori.why})"),
-        on if k and on is not g else None, k, None, prep, ports, ori.turns if k else None)
+        on if k_all and on is not g else None, k_all, None, prep, ports,
+        turned if k_all else None)
+
+
+def _cross(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
+           need: np.ndarray, ports: np.ndarray, needed: NeededPairs,
+           on: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
+    """The routes up*, across one cable within a rank, down*
+    (:mod:`smroute.routing.cross`), in place in ``ports`` where the tree has
+    none: ``(crossed, left)``, ``(D,)`` bool each, the destinations given
+    such routes and those of ``need`` with needed pairs they leave
+    undelivered (walked on ``on``, :func:`~smroute.routing.orient.walk_graph`),
+    which the steps after route anew.  Kept where some are crossed and, if
+    none is left, the channel dependencies are acyclic (else the steps that
+    route the others check them); else ``ports`` stays and ``crossed`` is
+    empty."""
+    none = np.zeros(len(dest.lid), dtype=bool)
+    if on is g:  # no cable within a rank
+        return none, need
+    trial = ports.copy()
+    crossed = cross.route_across(g, on, c, pi, dest, trial)
+    if not crossed.any():
+        return none, need
+    left = need & (orient.undelivered(g, dest, trial, need, needed, c, on) > 0)
+    if not left.any():
+        walked = need | (crossed & ~dest.is_switch)
+        if orient.accept(fabric, g, dest, trial, walked, needed, c,
+                         orient.fixed_routes(fabric, g, trial, dest.lid[walked]), on):
+            return none, need
+    ports[...] = trial
+    return crossed, left
 
 
 def _search_left(

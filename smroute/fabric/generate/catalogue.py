@@ -18,6 +18,9 @@ What the catalogue covers:
   scalable units of 20 (A100) or 32 (H100, B200) nodes with eight HCAs each
   (``gpu-<row><su>-c<nn> mlx5_<rail>``), one leaf per rail per unit,
   spines per unit, a core tier from 16 units on.
+* **Dragonfly+**: groups of a two-level leaf/spine Clos whose spines are
+  cabled to the spines of every other group (one cable within a rank on
+  every route between groups).
 * Unequal pods, parallel cables, hosts on spines, a management island (a
   small switch with UFM and management servers) hanging off one leaf.
 * **ibdiagnet's dialect** for some shapes (:attr:`Shape.dialect`):
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smroute.fabric.generate.shapegen import dragonfly_plus_groups
 from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import (
     CONNECTX5,
@@ -261,6 +265,26 @@ def _superpod(units: int, nodes: int | list[int], spines_per: int, cables: int,
     return make
 
 
+# ------------------------------------------------------------------ Dragonfly+
+def _dragonfly_plus(groups: int, leaves: int, hosts: int, spines: int, global_cables: int,
+                    radix: int, device: int, model: str, ufm: int, stor: int
+                    ) -> Callable[[Site], tuple[Site, list[tuple[int, str]]]]:
+    """A Dragonfly+ (:func:`~smroute.fabric.generate.shapegen.dragonfly_plus_groups`),
+    UFM and storage hosts on its spines."""
+    def make(site: Site) -> tuple[Site, list[tuple[int, str]]]:
+        def host(g: int, i: int, k: int) -> str:
+            rack = g * leaves + i
+            return f"cn-{_ROWS[rack // 20]}{rack % 20 + 1:02d}-c{k + 1:02d} mlx5_0"
+
+        _, sp = dragonfly_plus_groups(site, groups, leaves, spines, host, hosts,
+                                      global_cables=global_cables, radix=radix, device=device,
+                                      model=model)
+        flat = [s for g in sp for s in g]
+        return site, (_services(site, flat[:1], "ufm", ufm)
+                      + _services(site, flat[spines::spines + 1], "stor", stor))
+    return make
+
+
 def _shapes() -> list[Shape]:
     cs7500 = ("CS7500", 36, 18, 36, SWITCHIB)
     cs8500 = ("CS8500", 40, 20, 40, QUANTUM)
@@ -314,6 +338,11 @@ def _shapes() -> list[Shape]:
               "written by ibdiagnet", "ibdiagnet", 21,
               _leaves_to_directors("CS8500", 2, 40, 20, 40, QUANTUM, 76, [20], 10, 40, QUANTUM,
                                    "MQM8790", "cn", 2, 16), "HDR", CONNECTX6),
+        Shape("edr-dragonfly-plus-1580", "Dragonfly+ of four EDR wings (as Niagara's): 22 "
+              "leaves of 18 hosts and 18 spines a wing, 4 cables between spine j of every two "
+              "wings", "ibdiagnet", 32,
+              _dragonfly_plus(4, 22, 18, 18, 4, 36, SWITCHIB, "SB7800", 1, 4),
+              "EDR", CONNECTX5),
         Shape("edr-3level-1600", "three-level EDR tree: 5 pods of 18/16 leaves under 18 pod "
               "spines, 54 cores, storage on cores", "ibnetdiscover", 30,
               _pods([18, 18, 18, 18, 16], 18, 18, 1, 0, 36, SWITCHIB, "SB7800", "switches", "cn",
@@ -331,6 +360,11 @@ def _shapes() -> list[Shape]:
               "under four CS8500 directors", "ibdiagnet", 24,
               _pods([20, 20, 20, 20, 18, 16, 14], 20, 20, 1, 5, 40, QUANTUM, "MQM8790",
                     "directors", "cn", 2, 8, n_dir=4, dir_shape=cs8500), "HDR", CONNECTX6),
+        Shape("hdr-dragonfly-plus-3800", "Dragonfly+ of 20 HDR cells (as JUWELS Booster's): 10 "
+              "leaves of 19 hosts and 10 spines a cell, spine j of every cell cabled to spine j "
+              "of every other", "ibnetdiscover", 33,
+              _dragonfly_plus(20, 10, 19, 10, 1, 40, QUANTUM, "MQM8790", 2, 8),
+              "HDR", CONNECTX6),
         Shape("ndr-dgx-b200-16su", "DGX B200 SuperPOD of 16 units (512 nodes, 128 leaves, 128 "
               "spines, 64 cores, 4 cables per pair)", "ibnetdiscover", 25,
               _superpod(16, [32] * 15 + [31], 8, 4, 64, QUANTUM2, "MQM9700", cores_per_index=8,

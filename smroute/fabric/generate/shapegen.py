@@ -1,20 +1,22 @@
 """Real-world fabric generators (:mod:`smroute.fabric.generate.shapes`): rings and
-two-switch fabrics, director switches.  GUIDs, LIDs and descriptions follow
+two-switch fabrics, director switches, Dragonfly+.  GUIDs, LIDs and descriptions follow
 :mod:`smroute.fabric.generate.trees` (:func:`~smroute.fabric.generate.assemble.assemble`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from smroute.fabric.generate.assemble import DEFAULT_GUID_BASE, Level, assemble
+from smroute.fabric.generate.sitegen import QUANTUM, Site
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError
 
-__all__ = ["IS4_DEVICE_ID", "director", "ring", "two_switch"]
+__all__ = ["IS4_DEVICE_ID", "director", "dragonfly_plus", "dragonfly_plus_groups", "ring",
+           "two_switch"]
 
 #: InfiniScale IV: the one Mellanox device rdma-core groups into chassis with ``[ext N]``.
 IS4_DEVICE_ID = 0xBD36
@@ -172,3 +174,59 @@ def director(
         (1, a, ext + 1 + i, 2, i % n_spine, a * per_pair + i // n_spine + 1),
     ]
     return assemble(levels, links, lmc=lmc, speed=speed, width=width, guid_base=guid_base)
+
+
+# --------------------------------------------------------------------------- Dragonfly+
+def dragonfly_plus_groups(
+    site: Site, groups: int, leaves: int, spines: int, host: Callable[[int, int, int], str],
+    hosts_per_leaf: int, *, global_cables: int = 1, radix: int = 40, device: int = QUANTUM,
+    model: str = "MQM8790", name: str = "dfp",
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Wire a Dragonfly+ (Shpiner et al., 2017) into ``site``: ``groups``
+    groups of a two-level leaf/spine Clos, ``leaves`` leaves of
+    ``hosts_per_leaf`` hosts (``host(group, leaf, slot)`` names them, on the
+    leaves' low ports) and ``spines`` spines each, every leaf cabled to
+    every spine of its group; spine ``j`` of every group cabled to spine
+    ``j`` of every other group with ``global_cables`` cables.  Switches are
+    ``"MF0;<name>-g<gg>-leaf<ll>:<model>/U1"`` / ``...-spine<ss>...``.
+    Returns the leaves and the spines, per group (switch ids of ``site``)."""
+    if min(groups, leaves, spines, global_cables) < 1 or hosts_per_leaf < 0:
+        raise FabricError("a Dragonfly+ needs >= 1 group, leaf, spine and global cable")
+    if hosts_per_leaf + spines > radix or leaves + (groups - 1) * global_cables > radix:
+        raise FabricError(
+            f"a Dragonfly+ of {groups} groups needs {hosts_per_leaf + spines} ports a leaf and "
+            f"{leaves + (groups - 1) * global_cables} a spine; the switches have {radix}")
+    all_leaves, all_spines = [], []
+    for g in range(groups):
+        lv = site.switches([f"MF0;{name}-g{g + 1:02d}-leaf{i + 1:02d}:{model}/U1"
+                            for i in range(leaves)], radix, device)
+        for i, leaf in enumerate(lv):
+            for k in range(hosts_per_leaf):
+                site.host(leaf, host(g, i, k))
+        all_leaves.append(lv)
+    for g, lv in enumerate(all_leaves):
+        sp = site.switches([f"MF0;{name}-g{g + 1:02d}-spine{j + 1:02d}:{model}/U1"
+                            for j in range(spines)], radix, device)
+        for leaf in lv:
+            for s in sp:
+                site.cable(leaf, s)
+        all_spines.append(sp)
+    for a in range(groups):
+        for b in range(a + 1, groups):
+            for j in range(spines):
+                site.cable(all_spines[a][j], all_spines[b][j], global_cables)
+    return all_leaves, all_spines
+
+
+def dragonfly_plus(groups: int, leaves: int, spines: int, hosts_per_leaf: int, *,
+                   global_cables: int = 1, radix: int = 40, speed: str = "HDR",
+                   seed: int = 0) -> Fabric:
+    """A Dragonfly+ (:func:`dragonfly_plus_groups`) of HDR Quantum switches,
+    hosts ``"node<NNNN> HCA-1"`` in cabling order, host GUIDs drawn with
+    ``numpy.random.default_rng(seed)`` (:class:`~smroute.fabric.generate.sitegen.Site`)."""
+    site = Site(speed=speed)
+    dragonfly_plus_groups(site, groups, leaves, spines,
+                          lambda g, i, k: f"node{(g * leaves + i) * hosts_per_leaf + k + 1:04d} "
+                                          "HCA-1",
+                          hosts_per_leaf, global_cables=global_cables, radix=radix)
+    return site.build(np.random.default_rng(seed))

@@ -1,5 +1,5 @@
 """Real-world fabric shapes: SHARP aggregation nodes, hosts on spines, two-switch
-and ring fabrics, director switches, split ports.
+and ring fabrics, director switches, Dragonfly+, split ports.
 
 Transforms take any :class:`~smroute.fabric.model.Fabric` (generated or parsed)
 and return a new immutable one; existing nodes keep their indices, GUIDs, LIDs
@@ -50,7 +50,7 @@ Conventions of the new nodes
   of the switch it attaches to (4x / ``???`` if it has none).
 
 The pieces: the fabric editing helpers are :mod:`smroute.fabric.generate.editing`, the
-generators (rings, two switches, directors) :mod:`smroute.fabric.generate.shapegen`;
+generators (rings, two switches, directors, Dragonfly+) :mod:`smroute.fabric.generate.shapegen`;
 this module has the transforms and re-exports the rest.
 """
 
@@ -72,7 +72,13 @@ from smroute.fabric.generate.editing import (
     rebuild,
     switch_arg,
 )
-from smroute.fabric.generate.shapegen import IS4_DEVICE_ID, director, ring, two_switch
+from smroute.fabric.generate.shapegen import (
+    IS4_DEVICE_ID,
+    director,
+    dragonfly_plus,
+    ring,
+    two_switch,
+)
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError, NodeType
 
@@ -85,6 +91,7 @@ __all__ = [
     "aggregation_nodes",
     "attach_cas",
     "director",
+    "dragonfly_plus",
     "port_labels",
     "ring",
     "two_switch",

@@ -1,0 +1,139 @@
+"""Routes that cross once between two switches of one rank (mode ``tree+cross``).
+
+A tree whose top is several trees joined by cables between their upper
+switches (Dragonfly+: groups of leaves and spines, every spine cabled to
+spines of other groups; two fat trees joined at their cores) has no
+up*/down* path in its ranks between the trees: the tree's graph leaves
+the cables within a rank out.  Where the tree has no path from a switch to
+a target, its entry goes *up\\*, across one cable within a rank, then
+down\\**, a shortest such route: up to a switch with a cable to a switch
+above the target (one that reaches it going down only), across it, down.
+
+**Free of credit loops on one VL, with the tree's routes.**  Order the
+channels: the up cables by the rank they leave (ascending), then the
+cables within a rank, then the down cables by the rank they leave
+(descending).  Every up*/down* route of the tree and every crossing route
+takes its channels in that order (a route that crossed goes down only:
+the switch it reaches is above the target; a switch that has no path goes
+up only to switches that have none either, since one with a path would
+give it one), so each channel dependency goes forward: the dependency
+graph is acyclic.  The mode chain checks it again on the tables
+(:func:`~smroute.routing.orient.accept`).
+
+**Balance.**  A switch's candidates towards a target are its up groups
+to switches one hop nearer and its groups across to switches above the
+target at the right distance, in its group order; a destination takes
+candidate ``(nid // Pi[s]) mod n`` and, within the group, port ``(nid //
+(Pi[s] n)) mod count``: Dmodc's rule over the crossing routes' closer
+groups (``Pi`` the engine's dividers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations, relax
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["cross_costs", "route_across"]
+
+#: entries routed per step of :func:`route_across` (bounds its memory)
+CHUNK = 1 << 21
+
+
+def _cross_groups(g: SwitchGraph, every: SwitchGraph) -> np.ndarray:
+    """``(X,)`` int64: the groups of ``every`` (a graph of every cable of
+    ``g``'s fabric) that join two routed switches of one rank of ``g``."""
+    sw, rem = every.grp_switch, every.grp_remote
+    return np.flatnonzero((g.rank[sw] == g.rank[rem]) & (g.rank[sw] >= 0) & (sw != rem))
+
+
+def cross_costs(g: SwitchGraph, every: SwitchGraph, c: np.ndarray,
+                targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(down, across)``, ``(S, T)`` uint8 each towards the switches
+    ``targets`` ``(T,)``: the hop count of a down-only path (:data:`INF`
+    if none), and of a shortest route up*, across one cable of ``every``
+    between two switches of one rank of ``g``, down* (:data:`INF` if none);
+    ``c``: the tree's encoded costs."""
+    n = g.n_switches
+    cols = np.take(c, targets, axis=1)
+    down_ext = np.full((n + 1, len(targets)), INF, dtype=np.uint8)
+    down = down_ext[:n]
+    np.copyto(down, cols, where=cols < UP_PHASE)
+    across_ext = np.full_like(down_ext, INF)
+    across = across_ext[:n]
+    x = _cross_groups(g, every)
+    # one hop across to a switch above the target, then down
+    relax(across, every.grp_remote[x], every.grp_switch[x], down_ext)
+    lo, hi = g.up_pairs()
+    hi_rank = g.rank[hi]
+    for r in range(g.max_rank, 0, -1):  # then up to such a switch: from the top down
+        sel = hi_rank == r
+        relax(across, hi[sel], lo[sel], across_ext)
+    return down, across
+
+
+def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+                 dest: Destinations, ports: np.ndarray) -> np.ndarray:
+    """Give every routed switch without a path in the tree (costs ``c``
+    :data:`INF`) to a destination of ``dest`` its crossing route's entry
+    where it has one (module doc), in place in ``ports``; ``every``: a
+    graph with every cable (:func:`~smroute.routing.topology.rooted_graph`).
+    Returns ``(D,)`` bool: the destinations some entry was given."""
+    n = g.n_switches
+    got = np.zeros(len(dest.lid), dtype=bool)
+    routed = g.rank >= 0
+    x = _cross_groups(g, every)
+    if not len(x) or not len(dest.lid):
+        return got
+    same = g.component[:, None] == g.component[None, :]
+    lacking = ((c == INF) & same & routed[:, None]).any(axis=0)
+    targets = np.flatnonzero(lacking)
+    if not len(targets):
+        return got
+    down, across = cross_costs(g, every, c, targets)
+    fill = (np.take(c, targets, axis=1) == INF) & (across < INF) & routed[:, None]
+    if not fill.any():
+        return got
+    # the candidate groups, by switch: its up groups (g's order), then those across
+    up = np.flatnonzero((g.rank[g.grp_remote] > g.rank[g.grp_switch]) & routed[g.grp_switch])
+    k_sw = np.concatenate([g.grp_switch[up], every.grp_switch[x]])
+    k_rem = np.concatenate([g.grp_remote[up], every.grp_remote[x]])
+    k_first = np.concatenate([g.grp_port_first[up], len(g.grp_ports) + every.grp_port_first[x]])
+    k_count = np.concatenate([g.grp_port_count[up], every.grp_port_count[x]])
+    k_ports = np.concatenate([g.grp_ports, every.grp_ports])
+    o = np.argsort(k_sw, kind="stable")
+    k_sw, k_rem, k_first, k_count = k_sw[o], k_rem[o], k_first[o], k_count[o]
+    is_up = np.concatenate([np.ones(len(up), bool), np.zeros(len(x), bool)])[o]
+    # (K, T): the group leads one hop nearer on a crossing route
+    nearer = np.where(is_up[:, None], across[k_rem], down[k_rem]).astype(np.int16) + 1
+    cand = fill[k_sw] & (nearer == across[k_sw])
+    n_k = len(k_sw)
+    cum = np.cumsum(cand, axis=0, dtype=np.int64)  # (K, T) over every group
+    first_k = np.searchsorted(k_sw, np.arange(n))
+    last_k = np.searchsorted(k_sw, np.arange(n), side="right")
+    zero = np.zeros((1, len(targets)), dtype=np.int64)
+    ext = np.vstack([zero, cum])
+    base = ext[first_k]  # (S, T): candidates before the switch's first group
+    count = ext[last_k] - base
+    # per target, the running counts as one ascending sequence
+    flat = (cum.T + (np.arange(len(targets)) * (n_k + 1))[:, None]).ravel()
+    col = np.full(len(c), -1, dtype=np.int64)
+    col[targets] = np.arange(len(targets))
+    tcol = col[dest.target]
+    for d in np.array_split(np.flatnonzero(tcol >= 0),
+                            max(1, int(fill.sum(axis=0)[tcol[tcol >= 0]].sum()) // CHUNK)):
+        ti = tcol[d]
+        s_i, d_i = np.nonzero(fill[:, ti])
+        if not len(s_i):
+            continue
+        t_i = ti[d_i]
+        nid = dest.nid[d[d_i]]
+        n_c = count[s_i, t_i]
+        q = nid // pi[s_i]
+        j = q % n_c
+        k = np.searchsorted(flat, t_i * (n_k + 1) + base[s_i, t_i] + j + 1) - t_i * n_k
+        port = k_ports[k_first[k] + (q // n_c) % k_count[k]]
+        ports[s_i, dest.lid[d[d_i]]] = port
+        got[d[np.unique(d_i)]] = True
+    return got

@@ -1,0 +1,198 @@
+"""Routes across one cable within a rank (mode ``tree+cross``): Dragonfly+.
+
+A Dragonfly+ ranks as a tree (leaves, then spines) whose spines are cabled
+to spines of other groups: no up*/down* path joins two groups in the
+tree's ranks.  The default routes every pair between groups up, across one
+spine-to-spine cable and down: shortest in the cable graph, spread over the
+spines, free of credit loops on one VL.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from smroute.fabric.generate.catalogue import build_shape
+from smroute.fabric.generate.shapes import attach_cas, dragonfly_plus, with_aggregation_nodes
+from smroute.fabric.generate.sitegen import Site
+from smroute.fabric.graph import bfs_distance
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.roles import fabric_roles
+from smroute.routing import cross, modes, orient
+from smroute.routing.deadlock import check_credit_loops
+from smroute.routing.dmodc import INF, costs_and_dividers
+from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.topology import NO_LINK, TO_END_PORT, next_switch, rooted_graph
+
+
+def _routed(f: Fabric, **kw: object) -> RoutingResult:
+    r = route(f, workers=1, **kw)  # type: ignore[arg-type]
+    v = validate_result(r)
+    assert v.ok, v.summary()
+    assert check_credit_loops(f, r.tables, r.lanes).ok
+    return r
+
+
+def _hops(r: RoutingResult, every: np.ndarray, src: int, j: int) -> int:
+    """Switch-to-switch hops of the route from switch ``src`` to destination ``j``."""
+    lid, t = int(r.dest.lid[j]), int(r.dest.target[j])
+    at, hops = src, 0
+    while at != t:
+        nxt = int(every[at, r.tables.ports[at, lid]])
+        assert nxt not in (NO_LINK, TO_END_PORT), (src, j)
+        at, hops = nxt, hops + 1
+        assert hops <= 2 * r.graph.n_switches
+    return hops
+
+
+def test_dragonfly_plus_routes_every_pair_on_a_shortest_path() -> None:
+    f = dragonfly_plus(5, 3, 3, 4, seed=1)
+    r = _routed(f)
+    assert r.mode == "tree+cross"
+    g = r.graph
+    roles = fabric_roles(f)
+    every = rooted_graph(f, roles, modes.turn_roots(g), like=g)
+    nxt = next_switch(every)
+    src, dst = every.cables()[:2]
+    ca = np.flatnonzero(~r.dest.is_switch)
+    for s in g.leaves.tolist():
+        dist = bfs_distance(g.n_switches, src, dst, np.array([s]))
+        for j in ca.tolist():
+            assert _hops(r, nxt, s, j) == dist[r.dest.target[j]]
+
+
+def test_crossing_routes_spread_over_the_spines() -> None:
+    """From one leaf, the hosts of each other group are spread over the
+    spines evenly (they differ by at most one), and so are the parallel
+    cables between two spines."""
+    f = dragonfly_plus(4, 3, 3, 6, global_cables=2, seed=2)
+    r = _routed(f)
+    g = r.graph
+    every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
+    nxt = next_switch(every)
+    group = np.asarray([int(d.split("-g")[1][:2]) for d in r.tables.switch_desc])
+    leaf = int(g.leaves[0])
+    ca = np.flatnonzero(~r.dest.is_switch)
+    for other in set(group.tolist()) - {int(group[leaf])}:
+        js = ca[group[r.dest.target[ca]] == other]
+        up = r.tables.ports[leaf, r.dest.lid[js]]
+        counts = np.unique(up, return_counts=True)[1]
+        assert len(counts) == 3 and counts.max() - counts.min() <= 1
+        spine = nxt[leaf, up]
+        across = r.tables.ports[spine, r.dest.lid[js]]
+        for s in np.unique(spine).tolist():
+            used = np.unique(across[spine == s], return_counts=True)[1]
+            assert len(used) == 2 and used.max() - used.min() <= 1
+
+
+def test_cross_costs_are_the_shortest_up_across_down_routes() -> None:
+    """Against a search over (switch, phase) states: up*, one cable within a
+    rank, down*; on a Dragonfly+ with cables cut."""
+    from smroute.fabric.generate.trees import degrade
+
+    f, _ = degrade(dragonfly_plus(4, 3, 3, 2, seed=3), np.random.default_rng(5), links=6)
+    g, _, _ = modes.start(f, fabric_roles(f))
+    every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
+    c, _ = costs_and_dividers(g)
+    targets = np.arange(g.n_switches)
+    down, across = cross.cross_costs(g, every, c, targets)
+    src, dst = every.cables()[:2]
+    pairs = set(zip(src.tolist(), dst.tolist(), strict=True))
+    rank = g.rank
+    for t in targets.tolist():
+        # down-only hop counts to t, then one hop across, then ups: from t outwards
+        dn = {t: 0}
+        for r_ in range(1, g.max_rank + 1):
+            for s in np.flatnonzero(rank == r_).tolist():
+                below = [dn[b] for a, b in pairs if a == s and rank[b] == r_ - 1 and b in dn]
+                if below:
+                    dn[s] = 1 + min(below)
+        cost = {a: 1 + dn[b] for a, b in pairs if rank[a] == rank[b] >= 0 and b in dn}
+        for r_ in range(g.max_rank - 1, -1, -1):
+            for s in np.flatnonzero(rank == r_).tolist():
+                ups = [cost[b] + 1 for a, b in pairs if a == s and rank[b] == r_ + 1 and b in cost]
+                if ups:
+                    cost[s] = min(cost.get(s, INF), *ups)
+        for s in range(g.n_switches):
+            assert down[s, t] == dn.get(s, INF)
+            assert across[s, t] == cost.get(s, INF), (s, t)
+
+
+def _sparse_dragonfly_plus(groups: int = 5) -> Fabric:
+    """Groups of 2 leaves (2 hosts each) and 2 spines; groups ``a`` and ``b``
+    joined by one cable between their spines ``(a + b) mod 2``: a spine
+    reaches only some groups in one hop across."""
+    site = Site()
+    leaves = []
+    for g in range(groups):
+        lv = site.switches([f"MF0;sp-g{g + 1:02d}-leaf{i + 1:02d}:MQM8790/U1" for i in range(2)],
+                           40, 0xD2F0)
+        for i, x in enumerate(lv):
+            for k in range(2):
+                site.host(x, f"node{g}{i}{k} HCA-1")
+        leaves.append(lv)
+    spines = []
+    for g in range(groups):
+        sp = site.switches([f"MF0;sp-g{g + 1:02d}-spine{i + 1:02d}:MQM8790/U1"
+                            for i in range(2)], 40, 0xD2F0)
+        for x in leaves[g]:
+            for s in sp:
+                site.cable(x, s)
+        spines.append(sp)
+    for a in range(groups):
+        for b in range(a + 1, groups):
+            site.cable(spines[a][(a + b) % 2], spines[b][(a + b) % 2])
+    return site.build(np.random.default_rng(0))
+
+
+def test_end_ports_on_spines_without_a_cable_across_take_detours_over_vls() -> None:
+    """An aggregation node on a spine with no cable to some group has no
+    route up*, across, down* to its hosts: with VLs those destinations take
+    detours; the others keep their crossing routes."""
+    f = with_aggregation_nodes(_sparse_dragonfly_plus())
+    r = _routed(f, max_vls=8)
+    assert r.mode == "tree+detours"
+    assert r.oriented is not None and r.oriented.any()
+    one = route(f, workers=1)  # one VL: routed or reported, never a table with a credit loop
+    assert check_credit_loops(f, one.tables, one.lanes).ok
+
+
+def test_without_end_ports_on_spines_a_sparse_dragonfly_plus_routes_on_one_vl() -> None:
+    f = _sparse_dragonfly_plus()
+    r = _routed(f)
+    assert r.mode == "tree+cross"
+    f2 = attach_cas(f, [int(f.switches[-1])], ["ufm-01 HCA-1"])
+    r2 = route(f2, workers=1)  # a service host on a spine: the pairs it leaves go on
+    assert r2.mode != "tree+cross"
+    assert check_credit_loops(f2, r2.tables, r2.lanes).ok
+
+
+@pytest.mark.parametrize("name", ["edr-dragonfly-plus-1580"])
+def test_catalogue_dragonfly_plus_routes_on_one_vl(name: str) -> None:
+    f = build_shape(name)
+    r = _routed(f)
+    assert r.mode in ("tree+cross", "tree+orient")
+    g = r.graph
+    c = r.costs
+    # every compute leaf reaches every other group's leaves across one cable
+    assert (c[np.ix_(g.leaves, g.leaves)] == INF).any()
+    assert r.oriented is not None and r.oriented[~r.dest.is_switch].mean() > 0.9
+    assert orient.turn_hops(g) >= 4
+
+
+def test_cli_generates_a_dragonfly_plus(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "dfp.topo"
+    exe = [sys.executable, "-m", "smroute", "fabric", "generate"]
+    p = subprocess.run([*exe, "dragonfly-plus", "4", "3", "3", "6", "--out", str(out)],
+                       capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+
+    f = read_fabric(out)
+    assert len(f.switches) == 24 and len(f.cas) == 72
+    bad = subprocess.run([*exe, "dragonfly-plus", "40", "3", "3", "6", "--out", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "42 a spine" in bad.stderr and "Traceback" not in bad.stderr
