@@ -37,7 +37,7 @@ from smroute.routing.topology import SwitchGraph
 
 __all__ = ["cross_costs", "route_across"]
 
-#: entries routed per step of :func:`route_across` (bounds its memory)
+#: (candidate group, target) pairs :func:`route_across` holds at once (bounds its memory)
 CHUNK = 1 << 21
 
 
@@ -105,26 +105,32 @@ def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarr
     o = np.argsort(k_sw, kind="stable")
     k_sw, k_rem, k_first, k_count = k_sw[o], k_rem[o], k_first[o], k_count[o]
     is_up = np.concatenate([np.ones(len(up), bool), np.zeros(len(x), bool)])[o]
-    # (K, T): the group leads one hop nearer on a crossing route
-    nearer = np.where(is_up[:, None], across[k_rem], down[k_rem]).astype(np.int16) + 1
-    cand = fill[k_sw] & (nearer == across[k_sw])
     n_k = len(k_sw)
-    cum = np.cumsum(cand, axis=0, dtype=np.int64)  # (K, T) over every group
     first_k = np.searchsorted(k_sw, np.arange(n))
     last_k = np.searchsorted(k_sw, np.arange(n), side="right")
-    zero = np.zeros((1, len(targets)), dtype=np.int64)
-    ext = np.vstack([zero, cum])
-    base = ext[first_k]  # (S, T): candidates before the switch's first group
-    count = ext[last_k] - base
-    # per target, the running counts as one ascending sequence
-    flat = (cum.T + (np.arange(len(targets)) * (n_k + 1))[:, None]).ravel()
-    col = np.full(len(c), -1, dtype=np.int64)
+    col = np.full(n, -1, dtype=np.int64)
     col[targets] = np.arange(len(targets))
     tcol = col[dest.target]
-    for d in np.array_split(np.flatnonzero(tcol >= 0),
-                            max(1, int(fill.sum(axis=0)[tcol[tcol >= 0]].sum()) // CHUNK)):
-        ti = tcol[d]
-        s_i, d_i = np.nonzero(fill[:, ti])
+    dests = np.flatnonzero(tcol >= 0)
+    dests = dests[np.argsort(tcol[dests], kind="stable")]
+    width = max(1, CHUNK // max(n_k, 1))  # targets a block: (K, width) arrays
+    starts = np.arange(0, len(targets), width)
+    cuts = np.searchsorted(tcol[dests], np.append(starts, len(targets)))
+    for b, lo, hi in zip(starts.tolist(), cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        d = dests[lo:hi]
+        cols = slice(b, b + width)
+        f, acr = fill[:, cols], across[:, cols]
+        # (K, width): the group leads one hop nearer on a crossing route
+        nearer = np.where(is_up[:, None], acr[k_rem], down[k_rem, cols]).astype(np.int16) + 1
+        cand = f[k_sw] & (nearer == acr[k_sw])
+        cum = np.vstack([np.zeros((1, cand.shape[1]), np.int64),
+                         np.cumsum(cand, axis=0, dtype=np.int64)])
+        base = cum[first_k]  # (S, width): candidates before the switch's first group
+        count = cum[last_k] - base
+        # per target, the running counts as one ascending sequence
+        flat = (cum[1:].T + (np.arange(cand.shape[1]) * (n_k + 1))[:, None]).ravel()
+        ti = tcol[d] - b
+        s_i, d_i = np.nonzero(f[:, ti])
         if not len(s_i):
             continue
         t_i = ti[d_i]
@@ -133,7 +139,6 @@ def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarr
         q = nid // pi[s_i]
         j = q % n_c
         k = np.searchsorted(flat, t_i * (n_k + 1) + base[s_i, t_i] + j + 1) - t_i * n_k
-        port = k_ports[k_first[k] + (q // n_c) % k_count[k]]
-        ports[s_i, dest.lid[d[d_i]]] = port
+        ports[s_i, dest.lid[d[d_i]]] = k_ports[k_first[k] + (q // n_c) % k_count[k]]
         got[d[np.unique(d_i)]] = True
     return got

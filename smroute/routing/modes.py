@@ -1,10 +1,20 @@
 """The mode chain: how a fabric is routed when the routes of its graph do
 not serve every pair, in one place for every engine (algorithm-free).
 
-``tree`` -> ``tree+turns`` -> ``tree+detours`` -> ``tree+orient``; when the
-fabric is no tree, ``updown`` -> ``updown+detours`` -> ``updown+orient``:
+``tree`` -> ``tree+cross`` -> ``tree+turns`` -> ``tree+detours`` ->
+``tree+orient``; when the fabric is no tree, ``updown`` -> ``updown+detours``
+-> ``updown+orient``:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
+* ``tree+cross``: some end-ports' traffic has no up*/down* path in the tree
+  and cables between switches of one rank join them (Dragonfly+): where the
+  tree has no path, routes up*, across one such cable, then down*
+  (:mod:`smroute.routing.cross`; free of credit loops with the tree's
+  routes on one VL).  Kept where they deliver every needed pair of some
+  destination; the destinations with needed pairs they leave (end-ports on
+  upper switches without a cable across) take the steps below, on top of
+  the crossing routes, and the mode is theirs (``tree+turns`` is skipped:
+  its check assumes the tree's routes alone).
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
   (:func:`turn_destinations`); the switches without a path take the
   engine's route towards a turn root (:func:`turn_roots`), where the route
@@ -173,7 +183,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                                ports, crossed)
             # the steps below take the destinations those leave, on top of them
             tree_ports, need = ports.copy(), left
-            lacking += f", which leave {int(left.sum())}"
+            lacking += f"; {int(left.sum())} have needed pairs no such route serves"
         elif _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
             return Outcome("tree+turns", f"{lacking}; routed through the turn root", g2, n,
                            None, prep, ports)
@@ -276,21 +286,24 @@ def _cross(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: 
            on: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
     """The routes up*, across one cable within a rank, down*
     (:mod:`smroute.routing.cross`), in place in ``ports`` where the tree has
-    none: ``(crossed, left)``, ``(D,)`` bool each, the destinations given
+    none: ``(crossed, left)``, ``(D,)`` bool each, the destinations that keep
     such routes and those of ``need`` with needed pairs they leave
     undelivered (walked on ``on``, :func:`~smroute.routing.orient.walk_graph`),
-    which the steps after route anew.  Kept where some are crossed and, if
-    none is left, the channel dependencies are acyclic (else the steps that
-    route the others check them); else ``ports`` stays and ``crossed`` is
-    empty."""
+    whose columns stay the tree's (the steps after route them anew).  Kept
+    where they deliver every needed pair of some destination of ``need``
+    and, if none is left, the channel dependencies are acyclic (else the
+    steps that route the others check them); else ``ports`` stays and
+    ``crossed`` is empty."""
     none = np.zeros(len(dest.lid), dtype=bool)
     if on is g:  # no cable within a rank
         return none, need
     trial = ports.copy()
     crossed = cross.route_across(g, on, c, pi, dest, trial)
-    if not crossed.any():
-        return none, need
     left = need & (orient.undelivered(g, dest, trial, need, needed, c, on) > 0)
+    if not (crossed & need & ~left).any():
+        return none, need
+    trial[:, dest.lid[left]] = ports[:, dest.lid[left]]
+    crossed &= ~left
     if not left.any():
         walked = need | (crossed & ~dest.is_switch)
         if orient.accept(fabric, g, dest, trial, walked, needed, c,

@@ -132,8 +132,10 @@ class ServiceMetrics:
             "is refused and the epoch served unchanged; not a reroute failure.", registry=r)
         self.routing_mode = Gauge(
             "smroute_routing_mode", "1 for the routing mode of the epoch being served (tree: "
-            "Dmodc; tree+turns: Dmodc with routes through the turn root; tree+detours: Dmodc "
-            "with detours over virtual lanes; tree+orient: Dmodc with the few destinations it "
+            "Dmodc; tree+cross: Dmodc with routes across one cable within a rank where the "
+            "tree has none (Dragonfly+); tree+turns: Dmodc with routes through the turn root; "
+            "tree+detours: Dmodc with detours over virtual lanes; tree+orient: Dmodc with the "
+            "few destinations it "
             "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
             "up*/down* routing of a fabric that is no tree, towards every top switch; "
             "updown+detours, updown+orient: as tree+detours, tree+orient there), 0 for "
