@@ -17,7 +17,6 @@ import pytest
 
 from smroute.fabric.generate.catalogue import build_shape
 from smroute.fabric.generate.shapes import attach_cas, dragonfly_plus, with_aggregation_nodes
-from smroute.fabric.generate.sitegen import Site
 from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
@@ -121,47 +120,30 @@ def test_cross_costs_are_the_shortest_up_across_down_routes() -> None:
             assert across[s, t] == cost.get(s, INF), (s, t)
 
 
-def _sparse_dragonfly_plus(groups: int = 5) -> Fabric:
-    """Groups of 2 leaves (2 hosts each) and 2 spines; groups ``a`` and ``b``
-    joined by one cable between their spines ``(a + b) mod 2``: a spine
-    reaches only some groups in one hop across."""
-    site = Site()
-    leaves = []
-    for g in range(groups):
-        lv = site.switches([f"MF0;sp-g{g + 1:02d}-leaf{i + 1:02d}:MQM8790/U1" for i in range(2)],
-                           40, 0xD2F0)
-        for i, x in enumerate(lv):
-            for k in range(2):
-                site.host(x, f"node{g}{i}{k} HCA-1")
-        leaves.append(lv)
-    spines = []
-    for g in range(groups):
-        sp = site.switches([f"MF0;sp-g{g + 1:02d}-spine{i + 1:02d}:MQM8790/U1"
-                            for i in range(2)], 40, 0xD2F0)
-        for x in leaves[g]:
-            for s in sp:
-                site.cable(x, s)
-        spines.append(sp)
-    for a in range(groups):
-        for b in range(a + 1, groups):
-            site.cable(spines[a][(a + b) % 2], spines[b][(a + b) % 2])
-    return site.build(np.random.default_rng(0))
-
-
 def test_end_ports_on_spines_without_a_cable_across_take_detours_over_vls() -> None:
-    """An aggregation node on a spine with no cable to some group has no
-    route up*, across, down* to its hosts: with VLs those destinations take
-    detours; the others keep their crossing routes."""
-    f = with_aggregation_nodes(_sparse_dragonfly_plus())
+    """The canonical Dragonfly+: a spine reaches only some groups across.
+    An aggregation node on a spine has no route up*, across, down* to the
+    hosts of the others: with VLs only the switches without such a route
+    take detours, every leaf keeps its shortest route across."""
+    f = with_aggregation_nodes(dragonfly_plus(9, 3, 4, 4, spread=True, seed=4))
     r = _routed(f, max_vls=8)
-    assert r.mode == "tree+detours"
-    assert r.oriented is not None and r.oriented.any()
-    one = route(f, workers=1)  # one VL: routed or reported, never a table with a credit loop
-    assert check_credit_loops(f, one.tables, one.lanes).ok
+    assert r.mode == "tree+detours" and "take detours" in r.mode_reason
+    g = r.graph
+    roles = fabric_roles(f)
+    every = rooted_graph(f, roles, modes.turn_roots(g), like=g)
+    nxt = next_switch(every)
+    src, dst = every.cables()[:2]
+    assert r.needed is not None
+    ca = np.flatnonzero(~r.dest.is_switch)
+    hosts = ca[~r.needed.agg[r.dest.owner[ca]]]
+    for s in g.leaves.tolist():
+        dist = bfs_distance(g.n_switches, src, dst, np.array([s]))
+        for j in hosts.tolist():
+            assert _hops(r, nxt, s, j) == dist[r.dest.target[j]]
 
 
 def test_without_end_ports_on_spines_a_sparse_dragonfly_plus_routes_on_one_vl() -> None:
-    f = _sparse_dragonfly_plus()
+    f = dragonfly_plus(9, 3, 4, 4, spread=True, seed=4)
     r = _routed(f)
     assert r.mode == "tree+cross"
     f2 = attach_cas(f, [int(f.switches[-1])], ["ufm-01 HCA-1"])

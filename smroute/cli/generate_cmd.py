@@ -9,7 +9,7 @@ Generators (:mod:`smroute.fabric.generate.trees`, :mod:`smroute.fabric.generate.
     navaridas "8:4,4-thin-tree"     ring K --hosts H[,H..] [--parallel P]
     two-switch [--hosts A[,B]] [--parallel P]
     director [--line-cards N --spine-cards N --asics-per-card N --radix N --hosts-per-asic N]
-    dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--radix N]
+    dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--spread] [--radix N]
 
 Then, in this order: seeded degradation (``--seed S --remove-switches N
 --remove-links N``: :func:`~smroute.fabric.generate.trees.degrade` with
@@ -60,7 +60,8 @@ generators:
   two-switch [--hosts A[,B]] [--parallel P]
   director [--line-cards N] [--spine-cards N] [--asics-per-card N] [--radix N]
            [--hosts-per-asic N] [--device-id ID]
-  dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--radix N]
+  dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--spread]
+                 [--radix N]
   catalogue NAME | --list           (named site shapes; own options, see its --help)
 
 then, in this order: --seed S --remove-switches N --remove-links N (seeded
@@ -210,6 +211,10 @@ def add_parser(sub: Any) -> None:
     g.add_argument("hosts", type=int, help="hosts a leaf")
     g.add_argument("--global-cables", type=int, default=1, metavar="N",
                    help="cables between spine j of two groups (default 1)")
+    g.add_argument("--spread", action="store_true",
+                   help="every two groups joined by one spine of each, a group's spines "
+                   "spreading the other groups (the canonical Dragonfly+; default: spine j of "
+                   "every group to spine j of every other)")
     g.add_argument("--radix", type=int, default=40, metavar="N",
                    help="switch ports (default 40, HDR Quantum)")
     _common(g)
@@ -322,7 +327,8 @@ def generate_fabric(args: argparse.Namespace) -> tuple[Any, str]:
         _check_size(args.groups * args.leaves * (1 + max(args.hosts, 0))
                     + args.groups * args.spines, "dragonfly-plus")
         f = shapes.dragonfly_plus(args.groups, args.leaves, args.spines, args.hosts,
-                                  global_cables=args.global_cables, radix=args.radix,
+                                  global_cables=args.global_cables, spread=args.spread,
+                                  radix=args.radix,
                                   speed=kw.get("speed", "HDR"), seed=args.seed)
         return f, (f"Dragonfly+ of {args.groups} groups ({args.leaves} leaves, {args.spines} "
                    "spines)")

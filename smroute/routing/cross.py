@@ -74,27 +74,32 @@ def cross_costs(g: SwitchGraph, every: SwitchGraph, c: np.ndarray,
 
 
 def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarray,
-                 dest: Destinations, ports: np.ndarray) -> np.ndarray:
+                 dest: Destinations, ports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Give every routed switch without a path in the tree (costs ``c``
     :data:`INF`) to a destination of ``dest`` its crossing route's entry
     where it has one (module doc), in place in ``ports``; ``every``: a
     graph with every cable (:func:`~smroute.routing.topology.rooted_graph`).
-    Returns ``(D,)`` bool: the destinations some entry was given."""
+    Returns ``(crossed, costs)``: ``(D,)`` bool, the destinations some entry
+    was given, and ``c`` with those entries' hop counts where it had none
+    (as up*/down* costs, :data:`UP_PHASE` plus the hops: what the detours
+    keep as a path, :mod:`~smroute.routing.detour`)."""
     n = g.n_switches
     got = np.zeros(len(dest.lid), dtype=bool)
     routed = g.rank >= 0
     x = _cross_groups(g, every)
     if not len(x) or not len(dest.lid):
-        return got
+        return got, c
     same = g.component[:, None] == g.component[None, :]
     lacking = ((c == INF) & same & routed[:, None]).any(axis=0)
     targets = np.flatnonzero(lacking)
     if not len(targets):
-        return got
+        return got, c
     down, across = cross_costs(g, every, c, targets)
     fill = (np.take(c, targets, axis=1) == INF) & (across < INF) & routed[:, None]
     if not fill.any():
-        return got
+        return got, c
+    costs = c.copy()
+    costs[:, targets] = np.where(fill, across + np.uint8(UP_PHASE), costs[:, targets])
     # the candidate groups, by switch: its up groups (g's order), then those across
     up = np.flatnonzero((g.rank[g.grp_remote] > g.rank[g.grp_switch]) & routed[g.grp_switch])
     k_sw = np.concatenate([g.grp_switch[up], every.grp_switch[x]])
@@ -141,4 +146,4 @@ def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarr
         k = np.searchsorted(flat, t_i * (n_k + 1) + base[s_i, t_i] + j + 1) - t_i * n_k
         ports[s_i, dest.lid[d[d_i]]] = k_ports[k_first[k] + (q // n_c) % k_count[k]]
         got[d[np.unique(d_i)]] = True
-    return got
+    return got, costs

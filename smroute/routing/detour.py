@@ -193,7 +193,7 @@ def peer_ports(fabric: Fabric, g: SwitchGraph) -> np.ndarray:
 def route_detours(
     fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
     need: np.ndarray, ports: np.ndarray, *, max_vls: int, max_sls: int = N_SLS,
-    escape: SwitchGraph | None = None, by_load: bool = False,
+    escape: SwitchGraph | None = None, by_load: bool = False, walk: SwitchGraph | None = None,
 ) -> tuple[VirtualLanes, np.ndarray]:
     """Route the destinations ``need`` ``(D,)`` bool with detours, in place in
     ``ports`` ``(S, W)`` (the routing's tables: the entries of switches with
@@ -210,7 +210,10 @@ def route_detours(
     escape's entries are then rechosen among the same closer ports by the
     load on the links (:mod:`smroute.routing.detour_load`), except where the
     rechosen detours would leave more targets to the escape than the closed
-    form's (their lane profiles agree less often).  Returns the
+    form's (their lane profiles agree less often).  ``walk``: the graph
+    whose cables the routes take, for their lanes (default ``g``; every
+    cable where the entries of switches with a path in ``c`` cross within
+    a rank, :mod:`~smroute.routing.cross`).  Returns the
     lanes and the pairs still without a route ``(Q, 2)`` int64 (switch
     carrying end-ports, destination LID): none when ``escape`` is given."""
     if max_vls < 2 or max_sls < 2:
@@ -249,13 +252,13 @@ def route_detours(
             detours_by_load(g, ports, dest, cols, lay.layer[:, tgt_of],
                             tuple(e[:, tgt_of] for e in lay.costs), top[tgt_of],
                             seg * (int(top.max(initial=0)) + 1))
-        t_sl, keys, vl = paint(target_profiles(g, ports, *prof), len(targets))
+        t_sl, keys, vl = paint(target_profiles(walk or g, ports, *prof), len(targets))
         if closed is not None and (t_sl[whole] == 0).any():
             # the rechosen routes share SLs less often: keep the closed form's
             # if it leaves fewer targets to the escape
             loaded = ports[:, lids].copy()
             ports[:, lids] = closed
-            alt = paint(target_profiles(g, ports, *prof), len(targets))
+            alt = paint(target_profiles(walk or g, ports, *prof), len(targets))
             if (alt[0][whole] == 0).sum() < (t_sl[whole] == 0).sum():
                 t_sl, keys, vl = alt
             else:

@@ -72,6 +72,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
 from smroute.routing import cross, dmodc, orient
 from smroute.routing.api import Engine, Prepared
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import (
@@ -172,18 +173,32 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     crossed = np.zeros(len(dest.lid), dtype=bool)
     if mode == "tree":
         lacking = f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree"
-        crossed, left = _cross(fabric, g, c, pi, dest, need, ports, needed, on)
-        if crossed.any():
-            lacking += (f"; {int(crossed.sum())} destination LIDs take routes up*, across one "
-                        "cable between two switches of one rank, then down*, where the tree "
-                        "has none")
-            if not left.any():
-                return Outcome("tree+cross", f"{lacking} (their channel dependencies and the "
-                               "tree's are acyclic)", on, int(crossed.sum()), None, prep,
-                               ports, crossed)
-            # the steps below take the destinations those leave, on top of them
-            tree_ports, need = ports.copy(), left
-            lacking += f"; {int(left.sum())} have needed pairs no such route serves"
+        x = _cross(fabric, g, c, pi, dest, need, needed, ports, on)
+        if x is not None:
+            across = (f"; {int(x.crossed.sum())} destination LIDs take routes up*, across one "
+                      "cable between two switches of one rank, then down*, where the tree has "
+                      "none")
+            if not x.left.any():
+                ports[...] = x.ports
+                return Outcome("tree+cross", f"{lacking}{across} (their channel dependencies "
+                               "and the tree's are acyclic)", on, int(x.crossed.sum()), None,
+                               prep, ports, x.crossed)
+            rest = f"; {int(x.left.sum())} have needed pairs no such route serves"
+            lanes = _cross_detours(fabric, g, pi, dest, x, max_vls, g2, on,
+                                   engine.guarantees.detours_by_load)
+            if lanes is not None:
+                ports[...] = x.ports
+                return Outcome("tree+detours", (
+                    f"{lacking}{across}{rest}: their switches without such a route take "
+                    f"detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"), on, n, lanes, prep,
+                    ports, x.crossed)
+        if x is not None and (x.crossed & need & ~x.left).any():
+            # the steps below take the destinations those leave (the tree's columns again)
+            crossed = x.crossed & ~x.left
+            ports[...] = x.ports
+            ports[:, dest.lid[x.left]] = tree_ports[:, dest.lid[x.left]]
+            tree_ports, need = ports.copy(), x.left
+            lacking += f"{across}{rest}"
         elif _turn_through_roots(g, c, pi, dest, need, ports, roots, g2):
             return Outcome("tree+turns", f"{lacking}; routed through the turn root", g2, n,
                            None, prep, ports)
@@ -265,13 +280,13 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None:
         # no destination can take another orientation free of credit loops:
         # the routed graph's routes for every one; the walk reports the needed pairs left
-        x = int(crossed.sum())
-        return Outcome(f"{mode}+cross" if x else mode, (
+        k_x = int(crossed.sum())
+        return Outcome(f"{mode}+cross" if k_x else mode, (
             f"{head}; no destination could take another orientation "
             f"free of credit loops on one VL ({no}): {own} stay (detours over VLs can "
             "route such pairs where the subnet manager programs VLs: smroute's "
             "OpenSM plugin, or smroute route --vls 2 --lanes-out FILE)"),
-            on if x else None, x, None, prep, ports, crossed if x else None)
+            on if k_x else None, k_x, None, prep, ports, crossed if k_x else None)
     k = int(ori.turns.sum())
     turned = ori.turns | crossed
     k_all = int(turned.sum())
@@ -281,36 +296,61 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
         turned if k_all else None)
 
 
+@dataclass(frozen=True, eq=False)
+class _Crossing:
+    """Tables with the routes up*, across one cable within a rank, down*
+    (:mod:`smroute.routing.cross`) where the tree has none: ``ports``, the
+    destinations given some (``crossed``), those of the needed ones with
+    needed pairs they leave undelivered (``left``), ``(D,)`` bool each, and
+    the tree's costs with theirs (``costs``)."""
+
+    ports: np.ndarray
+    crossed: np.ndarray
+    left: np.ndarray
+    costs: np.ndarray
+
+
 def _cross(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-           need: np.ndarray, ports: np.ndarray, needed: NeededPairs,
-           on: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
-    """The routes up*, across one cable within a rank, down*
-    (:mod:`smroute.routing.cross`), in place in ``ports`` where the tree has
-    none: ``(crossed, left)``, ``(D,)`` bool each, the destinations that keep
-    such routes and those of ``need`` with needed pairs they leave
-    undelivered (walked on ``on``, :func:`~smroute.routing.orient.walk_graph`),
-    whose columns stay the tree's (the steps after route them anew).  Kept
-    where they deliver every needed pair of some destination of ``need``
-    and, if none is left, the channel dependencies are acyclic (else the
-    steps that route the others check them); else ``ports`` stays and
-    ``crossed`` is empty."""
-    none = np.zeros(len(dest.lid), dtype=bool)
+           need: np.ndarray, needed: NeededPairs, ports: np.ndarray,
+           on: SwitchGraph) -> _Crossing | None:
+    """The tables ``ports`` with the routes up*, across one cable within a
+    rank, down* where the tree has none (walked on ``on``,
+    :func:`~smroute.routing.orient.walk_graph`), for the destinations
+    ``need``; ``None`` where there are none, or they serve nothing, or serve
+    every needed pair with a credit loop (which the proof rules out)."""
     if on is g:  # no cable within a rank
-        return none, need
+        return None
     trial = ports.copy()
-    crossed = cross.route_across(g, on, c, pi, dest, trial)
+    crossed, costs = cross.route_across(g, on, c, pi, dest, trial)
+    if not crossed.any():
+        return None
     left = need & (orient.undelivered(g, dest, trial, need, needed, c, on) > 0)
-    if not (crossed & need & ~left).any():
-        return none, need
-    trial[:, dest.lid[left]] = ports[:, dest.lid[left]]
-    crossed &= ~left
     if not left.any():
         walked = need | (crossed & ~dest.is_switch)
         if orient.accept(fabric, g, dest, trial, walked, needed, c,
                          orient.fixed_routes(fabric, g, trial, dest.lid[walked]), on):
-            return none, need
-    ports[...] = trial
-    return crossed, left
+            return None
+    return _Crossing(trial, crossed, left, costs)
+
+
+def _cross_detours(fabric: Fabric, g: SwitchGraph, pi: np.ndarray, dest: Destinations,
+                   x: _Crossing, max_vls: int, g2: SwitchGraph, on: SwitchGraph,
+                   by_load: bool) -> VirtualLanes | None:
+    """With VLs (``max_vls`` >= 2): the switches the crossing routes ``x``
+    leave without a route to the destinations ``x.left`` take detours
+    (:mod:`smroute.routing.detour`, the crossing routes kept as paths), in
+    place in ``x.ports``; the lanes if every pair is then routed and the
+    channel dependencies over the lanes are acyclic, else ``None``."""
+    if max_vls < 2:
+        return None
+    trial = x.ports.copy()
+    lanes, short = route_detours(fabric, g, x.costs, pi, dest, x.left, trial, max_vls=max_vls,
+                                 escape=g2, by_load=by_load, walk=on)
+    if len(short) or not check_credit_loops(fabric, orient.as_tables(fabric, g, trial),
+                                            lanes).ok:
+        return None
+    x.ports[...] = trial
+    return lanes
 
 
 def _search_left(

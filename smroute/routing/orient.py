@@ -60,7 +60,8 @@ from smroute.routing.topology import SwitchGraph, ranked_like
 from smroute.routing.validate import OK, walk
 from smroute.tables.lft import ForwardingTables
 
-__all__ = ["Fixed", "Orientation", "accept", "dependencies_with", "fixed_routes", "needed_turns",
+__all__ = ["Fixed", "Orientation", "accept", "as_tables", "dependencies_with", "fixed_routes",
+           "needed_turns",
            "lacking_sources", "orient", "orient_each", "route_turns", "search_turns", "turn_hops",
            "turn_options", "turn_roots", "undelivered", "walk_graph"]
 
@@ -92,7 +93,7 @@ def fixed_routes(fabric: Fabric, g: SwitchGraph, ports: np.ndarray, lids: np.nda
     """The :class:`Fixed` routes of the tables ``ports`` (rows: ``g``'s
     switches) but those towards ``lids``."""
     links = channel_links(fabric)
-    return Fixed(dependencies(fabric, _tables(fabric, g, ports), max_hops=turn_hops(g) + 1,
+    return Fixed(dependencies(fabric, as_tables(fabric, g, ports), max_hops=turn_hops(g) + 1,
                               links=links, skip=lids), np.asarray(lids, np.int64), links)
 
 
@@ -100,12 +101,13 @@ def dependencies_with(fabric: Fabric, g: SwitchGraph, ports: np.ndarray,
                       fixed: Fixed) -> Dependencies:
     """The channel dependencies of every route of ``ports``, whose routes
     towards LIDs other than ``fixed.lids`` are ``fixed``'s."""
-    return merged(fixed.rest, dependencies(fabric, _tables(fabric, g, ports),
+    return merged(fixed.rest, dependencies(fabric, as_tables(fabric, g, ports),
                                            max_hops=turn_hops(g) + 1, lids=fixed.lids,
                                            links=fixed.links))
 
 
-def _tables(fabric: Fabric, g: SwitchGraph, ports: np.ndarray) -> ForwardingTables:
+def as_tables(fabric: Fabric, g: SwitchGraph, ports: np.ndarray) -> ForwardingTables:
+    """The tables ``ports`` (rows: ``g``'s switches) as :class:`ForwardingTables`."""
     return ForwardingTables(switch_guid=g.sw_guid, switch_lid=g.sw_lid,
                             switch_desc=tuple(fabric.node_desc[n] for n in g.sw_node.tolist()),
                             ports=ports)
@@ -350,7 +352,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     none of those serves is then routed by :func:`search_turns`.  None is
     oriented where the routes of ``ports`` already close a cycle."""
     fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
-    t = _tables(fabric, g, ports)
+    t = as_tables(fabric, g, ports)
     hops = turn_hops(g) + 1
     dep = dependencies_with(fabric, g, ports, fixed)
     done = np.zeros(len(dest.lid), dtype=bool)

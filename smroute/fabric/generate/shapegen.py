@@ -179,23 +179,29 @@ def director(
 # --------------------------------------------------------------------------- Dragonfly+
 def dragonfly_plus_groups(
     site: Site, groups: int, leaves: int, spines: int, host: Callable[[int, int, int], str],
-    hosts_per_leaf: int, *, global_cables: int = 1, radix: int = 40, device: int = QUANTUM,
-    model: str = "MQM8790", name: str = "dfp",
+    hosts_per_leaf: int, *, global_cables: int = 1, spread: bool = False, radix: int = 40,
+    device: int = QUANTUM, model: str = "MQM8790", name: str = "dfp",
 ) -> tuple[list[list[int]], list[list[int]]]:
     """Wire a Dragonfly+ (Shpiner et al., 2017) into ``site``: ``groups``
     groups of a two-level leaf/spine Clos, ``leaves`` leaves of
     ``hosts_per_leaf`` hosts (``host(group, leaf, slot)`` names them, on the
     leaves' low ports) and ``spines`` spines each, every leaf cabled to
     every spine of its group; spine ``j`` of every group cabled to spine
-    ``j`` of every other group with ``global_cables`` cables.  Switches are
+    ``j`` of every other group with ``global_cables`` cables, or
+    (``spread``, the canonical Dragonfly+) every two groups joined by one
+    spine of each, a group's spines spreading the other groups evenly
+    (group ``b`` is ``o = (b - a) mod groups`` on from group ``a``: the
+    spine ``(o - 1) * spines // (groups - 1)`` of ``a``), so a spine
+    reaches only some groups across.  Switches are
     ``"MF0;<name>-g<gg>-leaf<ll>:<model>/U1"`` / ``...-spine<ss>...``.
     Returns the leaves and the spines, per group (switch ids of ``site``)."""
     if min(groups, leaves, spines, global_cables) < 1 or hosts_per_leaf < 0:
         raise FabricError("a Dragonfly+ needs >= 1 group, leaf, spine and global cable")
-    if hosts_per_leaf + spines > radix or leaves + (groups - 1) * global_cables > radix:
+    across = -(-(groups - 1) // spines) if spread else groups - 1
+    if hosts_per_leaf + spines > radix or leaves + across * global_cables > radix:
         raise FabricError(
             f"a Dragonfly+ of {groups} groups needs {hosts_per_leaf + spines} ports a leaf and "
-            f"{leaves + (groups - 1) * global_cables} a spine; the switches have {radix}")
+            f"{leaves + across * global_cables} a spine; the switches have {radix}")
     all_leaves, all_spines = [], []
     for g in range(groups):
         lv = site.switches([f"MF0;{name}-g{g + 1:02d}-leaf{i + 1:02d}:{model}/U1"
@@ -213,14 +219,19 @@ def dragonfly_plus_groups(
         all_spines.append(sp)
     for a in range(groups):
         for b in range(a + 1, groups):
+            if spread:
+                ja = ((b - a) % groups - 1) * spines // (groups - 1)
+                jb = ((a - b) % groups - 1) * spines // (groups - 1)
+                site.cable(all_spines[a][ja], all_spines[b][jb], global_cables)
+                continue
             for j in range(spines):
                 site.cable(all_spines[a][j], all_spines[b][j], global_cables)
     return all_leaves, all_spines
 
 
 def dragonfly_plus(groups: int, leaves: int, spines: int, hosts_per_leaf: int, *,
-                   global_cables: int = 1, radix: int = 40, speed: str = "HDR",
-                   seed: int = 0) -> Fabric:
+                   global_cables: int = 1, spread: bool = False, radix: int = 40,
+                   speed: str = "HDR", seed: int = 0) -> Fabric:
     """A Dragonfly+ (:func:`dragonfly_plus_groups`) of HDR Quantum switches,
     hosts ``"node<NNNN> HCA-1"`` in cabling order, host GUIDs drawn with
     ``numpy.random.default_rng(seed)`` (:class:`~smroute.fabric.generate.sitegen.Site`)."""
@@ -228,5 +239,6 @@ def dragonfly_plus(groups: int, leaves: int, spines: int, hosts_per_leaf: int, *
     dragonfly_plus_groups(site, groups, leaves, spines,
                           lambda g, i, k: f"node{(g * leaves + i) * hosts_per_leaf + k + 1:04d} "
                                           "HCA-1",
-                          hosts_per_leaf, global_cables=global_cables, radix=radix)
+                          hosts_per_leaf, global_cables=global_cables, spread=spread,
+                          radix=radix)
     return site.build(np.random.default_rng(seed))
