@@ -19,9 +19,11 @@ and said in every result:
   trees joined at their tops): where the tree has no path, the entry goes
   up*, across one such cable, then down*, a shortest such route
   (:mod:`smroute.routing.cross`); with the tree's routes its channel
-  dependencies are acyclic on one VL.  Destinations with needed pairs no
-  such route serves (end-ports on upper switches without a cable across)
-  go on to the modes below, the others keep their crossing routes.
+  dependencies are acyclic on one VL.  Where needed pairs have no such
+  route (end-ports on upper switches without a cable across), with VLs
+  only those switches take detours (``tree+detours``); on one VL those
+  destinations go on to the modes below, the others keep their crossing
+  routes.
 * ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
   path in the tree (an aggregation node or host on a spine talking to one on
   another spine; a leaf that lost every common ancestor with another).  For

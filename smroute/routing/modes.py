@@ -10,11 +10,14 @@ not serve every pair, in one place for every engine (algorithm-free).
   and cables between switches of one rank join them (Dragonfly+): where the
   tree has no path, routes up*, across one such cable, then down*
   (:mod:`smroute.routing.cross`; free of credit loops with the tree's
-  routes on one VL).  Kept where they deliver every needed pair of some
-  destination; the destinations with needed pairs they leave (end-ports on
-  upper switches without a cable across) take the steps below, on top of
-  the crossing routes, and the mode is theirs (``tree+turns`` is skipped:
-  its check assumes the tree's routes alone).
+  routes on one VL).  Where they leave needed pairs (end-ports on upper
+  switches without a cable across), with VLs only the switches without
+  such a route take detours, the crossing routes kept as paths (accepted
+  when the channel dependencies over the lanes are acyclic: mode
+  ``tree+detours``); else, where they deliver every needed pair of some
+  destination, the destinations they leave take the steps below on top of
+  them (their columns the tree's again; ``tree+turns`` is skipped: its
+  check assumes the tree's routes alone), and the mode is theirs.
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
   (:func:`turn_destinations`); the switches without a path take the
   engine's route towards a turn root (:func:`turn_roots`), where the route
