@@ -373,3 +373,20 @@ def test_ab_metrics_compares_a_checkout_with_the_code_now(monkeypatch: pytest.Mo
     want = "HSD guid 1.667 -> 2.333 (p 0.5)"
     assert ab.cell("HSD guid", [1.0, 2.0, 2.0], [2.0, 2.0, 3.0]) == want
     assert ab.cell("A2A", [5], [6]) == "A2A 5 -> 6"
+
+
+def test_dragonfly_plus_writes_each_variant_and_they_route(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every variant is written as a capture that reads back; the one
+    without aggregation nodes routes across on one VL."""
+    dfp = load_script("dragonfly_plus")
+    monkeypatch.setattr(sys, "argv", ["dragonfly_plus.py", str(tmp_path)])
+    dfp.main()
+    names = {p.stem for p in tmp_path.glob("*.topo")}
+    assert names == set(dfp.VARIANTS)
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+
+    f = read_fabric(tmp_path / "dfp-spread-9g.topo")
+    r = route(f, workers=1)
+    assert r.mode == "tree+cross" and validate_result(r).ok
+    assert check_credit_loops(f, r.tables).ok
