@@ -187,14 +187,14 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                                "and the tree's are acyclic)", on, int(x.crossed.sum()), None,
                                prep, ports, x.crossed)
             rest = f"; {int(x.left.sum())} have needed pairs no such route serves"
-            lanes = _cross_detours(fabric, g, pi, dest, x, max_vls, g2, on,
-                                   engine.guarantees.detours_by_load)
-            if lanes is not None:
-                ports[...] = x.ports
+            got = _cross_detours(fabric, g, pi, dest, x, max_vls, g2, on,
+                                 engine.guarantees.detours_by_load)
+            if got is not None:
+                x_lanes, ports[...] = got
                 return Outcome("tree+detours", (
                     f"{lacking}{across}{rest}: their switches without such a route take "
-                    f"detours over {lanes.n_vls} VLs ({lanes.n_sls} SLs)"), on, n, lanes, prep,
-                    ports, x.crossed)
+                    f"detours over {x_lanes.n_vls} VLs ({x_lanes.n_sls} SLs)"), on, n, x_lanes,
+                    prep, ports, x.crossed)
         if x is not None and (x.crossed & need & ~x.left).any():
             # the steps below take the destinations those leave (the tree's columns again)
             crossed = x.crossed & ~x.left
@@ -338,12 +338,12 @@ def _cross(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: 
 
 def _cross_detours(fabric: Fabric, g: SwitchGraph, pi: np.ndarray, dest: Destinations,
                    x: _Crossing, max_vls: int, g2: SwitchGraph, on: SwitchGraph,
-                   by_load: bool) -> VirtualLanes | None:
-    """With VLs (``max_vls`` >= 2): the switches the crossing routes ``x``
-    leave without a route to the destinations ``x.left`` take detours
-    (:mod:`smroute.routing.detour`, the crossing routes kept as paths), in
-    place in ``x.ports``; the lanes if every pair is then routed and the
-    channel dependencies over the lanes are acyclic, else ``None``."""
+                   by_load: bool) -> tuple[VirtualLanes, np.ndarray] | None:
+    """With VLs (``max_vls`` >= 2): the tables ``x.ports`` where the switches
+    the crossing routes leave without a route to the destinations ``x.left``
+    take detours (:mod:`smroute.routing.detour`, the crossing routes kept as
+    paths), and their lanes, if every pair is then routed and the channel
+    dependencies over the lanes are acyclic; else ``None``."""
     if max_vls < 2:
         return None
     trial = x.ports.copy()
@@ -352,8 +352,7 @@ def _cross_detours(fabric: Fabric, g: SwitchGraph, pi: np.ndarray, dest: Destina
     if len(short) or not check_credit_loops(fabric, orient.as_tables(fabric, g, trial),
                                             lanes).ok:
         return None
-    x.ports[...] = trial
-    return lanes
+    return lanes, trial
 
 
 def _search_left(
