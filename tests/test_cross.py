@@ -178,3 +178,32 @@ def test_cli_generates_a_dragonfly_plus(tmp_path) -> None:  # type: ignore[no-un
     bad = subprocess.run([*exe, "dragonfly-plus", "40", "3", "3", "6", "--out", str(out)],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "42 a spine" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_daemon_routes_a_dragonfly_plus_and_reroutes_a_cable_across() -> None:
+    """The daemon's core commits the crossing routes, and a cable across
+    that goes down gives the tables of a route from scratch without it,
+    still across (a mode other than ``tree`` is rerouted in full)."""
+    from smroute.fabric.faults import FaultEvent
+    from smroute.service.core import RoutingCore
+
+    f = dragonfly_plus(4, 2, 2, 3, seed=6)
+    g, _, _ = modes.start(f, fabric_roles(f))
+    every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
+    sw, rem, port = every.cables()
+    x = int(np.flatnonzero(g.rank[sw] == g.rank[rem])[0])
+    node = int(g.sw_node[sw[x]])
+    a = f.port_start[node] + int(port[x])
+    link = int(np.flatnonzero((f.link_a == a) | (f.link_b == a))[0])
+    core = RoutingCore(workers=1, coalesce_s=0.0)
+    try:
+        core.load_fabric(f, "dragonfly+")
+        e1 = core.route()
+        assert e1.result.mode == "tree+cross"
+        out = core.apply_faults([FaultEvent("link_down", int(f.node_guid[node]), int(port[x]))])
+        assert out.committed and out.epoch.result.mode == "tree+cross"
+        full = route(f.with_removed(links=[link]), workers=1)
+        assert np.array_equal(out.epoch.result.tables.ports, full.tables.ports)
+        assert validate_result(full).ok
+    finally:
+        core.close()
