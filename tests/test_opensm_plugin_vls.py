@@ -137,3 +137,24 @@ def test_auto_follows_opensms_vl_facts(
     assert before[first]["max_vls"] == 8 and recs[ep2.id]["max_vls"] == 2
     assert recs[ep3.id]["max_vls"] == 1 and "qos is FALSE" in str(
         recs[ep3.id]["max_vls_reason"])
+
+
+def test_a_dragonfly_plus_crosses_and_detours_where_spines_reach_few_groups(
+        rig_factory: Callable[..., Rig]) -> None:  # noqa: F811 - the imported fixture
+    """A canonical Dragonfly+ (a spine reaches only some groups across)
+    with an aggregation node on every switch: OpenSM's pass is smroute's,
+    routes between groups cross once, the aggregation nodes on spines
+    without a cable across take detours over VLs, and OpenSM installs the
+    epoch's tables."""
+    from smroute.fabric.generate.shapes import dragonfly_plus, with_aggregation_nodes
+
+    fabric = with_aggregation_nodes(dragonfly_plus(5, 2, 2, 2, spread=True, seed=3))
+    rig = rig_factory(fabric)
+    assert rig.osm is not None and rig.daemon is not None
+    wait_for(lambda: rig.sweep_done(0, "smroute"), 60, "smroute's first sweep")
+    log = rig.log_since(0)
+    assert "ERR SMR" not in log and "updn tables configured" not in log
+    ep, want = rig.epoch_tables()
+    assert (ep.routing_mode, ep.validation.ok) == ("tree+detours", True), ep.routing_mode_reason
+    assert "across one cable" in ep.routing_mode_reason and ep.vls >= 2
+    rig.settle(want)
