@@ -178,6 +178,18 @@ def test_cli_generates_a_dragonfly_plus(tmp_path) -> None:  # type: ignore[no-un
     bad = subprocess.run([*exe, "dragonfly-plus", "40", "3", "3", "6", "--out", str(out)],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "42 a spine" in bad.stderr and "Traceback" not in bad.stderr
+    # LMC 2: four LIDs a host, spread over the spines across
+    p = subprocess.run([*exe, "dragonfly-plus", "4", "3", "3", "6", "--lmc", "2", "--out",
+                        str(out)], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    r = _routed(read_fabric(out))
+    assert r.mode == "tree+cross"
+    j = int(np.flatnonzero(~r.dest.is_switch & (r.dest.target != r.graph.leaves[0]))[0])
+    lids = r.dest.lid[(r.dest.owner == r.dest.owner[j]) & ~r.dest.is_switch]
+    assert len(lids) == 4
+    far = r.dest.target[j]
+    leaf = next(s for s in r.graph.leaves.tolist() if r.costs[s, far] == INF)
+    assert len(set(r.tables.ports[leaf, lids].tolist())) == 3  # the 3 spines, one LID twice
 
 
 def test_daemon_routes_a_dragonfly_plus_and_reroutes_a_cable_across() -> None:

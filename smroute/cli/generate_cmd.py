@@ -322,14 +322,12 @@ def generate_fabric(args: argparse.Namespace) -> tuple[Any, str]:
         )
         return f, f"director {args.system} ({args.model})"
     if kind == "dragonfly-plus":
-        if args.lmc:
-            raise InputError("dragonfly-plus builds LMC 0 fabrics: leave out --lmc")
         _check_size(args.groups * args.leaves * (1 + max(args.hosts, 0))
                     + args.groups * args.spines, "dragonfly-plus")
         f = shapes.dragonfly_plus(args.groups, args.leaves, args.spines, args.hosts,
                                   global_cables=args.global_cables, spread=args.spread,
-                                  radix=args.radix,
-                                  speed=kw.get("speed", "HDR"), seed=args.seed)
+                                  radix=args.radix, speed=kw.get("speed", "HDR"),
+                                  width=kw.get("width", 4), lmc=args.lmc, seed=args.seed)
         return f, (f"Dragonfly+ of {args.groups} groups ({args.leaves} leaves, {args.spines} "
                    "spines)")
     raise InputError(f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")

@@ -231,11 +231,12 @@ def dragonfly_plus_groups(
 
 def dragonfly_plus(groups: int, leaves: int, spines: int, hosts_per_leaf: int, *,
                    global_cables: int = 1, spread: bool = False, radix: int = 40,
-                   speed: str = "HDR", seed: int = 0) -> Fabric:
+                   speed: str = "HDR", width: int = 4, lmc: int = 0, seed: int = 0) -> Fabric:
     """A Dragonfly+ (:func:`dragonfly_plus_groups`) of HDR Quantum switches,
-    hosts ``"node<NNNN> HCA-1"`` in cabling order, host GUIDs drawn with
-    ``numpy.random.default_rng(seed)`` (:class:`~smroute.fabric.generate.sitegen.Site`)."""
-    site = Site(speed=speed)
+    hosts ``"node<NNNN> HCA-1"`` in cabling order with LMC ``lmc``, host
+    GUIDs drawn with ``numpy.random.default_rng(seed)``
+    (:class:`~smroute.fabric.generate.sitegen.Site`)."""
+    site = Site(speed=speed, width=width, lmc=lmc)
     dragonfly_plus_groups(site, groups, leaves, spines,
                           lambda g, i, k: f"node{(g * leaves + i) * hosts_per_leaf + k + 1:04d} "
                                           "HCA-1",

@@ -22,7 +22,9 @@ added; :meth:`Site.build` turns them into a fabric:
   generator passed in, so the GUID order of hosts is not their cabling or
   name order (as on a real site, where HCA GUIDs come from the factory).
   A host's port GUID is its node GUID + 1 (ibsim's convention).
-* **LIDs.**  Host ports ``1..H`` in host order, then switches.
+* **LIDs.**  Host ports ``1..H`` in host order, then switches; with
+  ``lmc`` (:attr:`Site.lmc`) host ``j`` has base LID ``(j + 1) << lmc``
+  and ``2**lmc`` LIDs, the switches the LIDs after the last host's.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Site:
     speed: str = "HDR"
     width: int = 4
     host_device: int = CONNECTX6
+    lmc: int = 0
     switch_base: int = 0xB8CE_F603_0000_0000
     chassis_base: int = 0x9803_9B03_0000_0000
     host_base: int = 0x0C42_A103_0000_0000
@@ -193,8 +196,12 @@ class Site:
                             vendor_id=_VENDOR, device_id=self.host_device)
         spd = speed_code(self.speed)
         b.set_ports(hosts, 1, guid=h_guid + np.uint64(1),
-                    lid=np.arange(1, n_h + 1, dtype=np.int64))
-        b.set_ports(sw_nodes, 0, guid=sw_guid, lid=np.arange(n_h + 1, n_h + 1 + n_sw))
+                    lid=np.arange(1, n_h + 1, dtype=np.int64) << self.lmc, lmc=self.lmc)
+        first = (n_h + 1) << self.lmc  # the LIDs after the last host's
+        if first + n_sw - 1 > 0xBFFF:
+            raise FabricError(f"{n_h} hosts with LMC {self.lmc} and {n_sw} switches need LIDs "
+                              f"up to {first + n_sw - 1}, beyond the unicast 49,151")
+        b.set_ports(sw_nodes, 0, guid=sw_guid, lid=np.arange(first, first + n_sw))
         at = np.asarray(self.host_at, dtype=np.int64).reshape(-1, 2)
         lk = np.asarray(self.links, dtype=np.int64).reshape(-1, 4)
         na = np.concatenate([hosts, sw_nodes[lk[:, 0]]])
