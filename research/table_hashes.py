@@ -3,7 +3,8 @@ refactor of the routing changes no table bit.
 
 Routes, with the code on ``PYTHONPATH``: every fixture (``fixtures/*.topo``),
 every capture of ``--real`` that routes, a few generated shapes (PGFTs,
-k-ary n-trees, a tree with SHARP aggregation nodes, degraded trees), the
+k-ary n-trees, a tree with SHARP aggregation nodes, degraded trees,
+Dragonfly+ where the code has its generator), the
 site shapes of the catalogue whose trees need mode ``tree+orient`` or
 ``updown`` (where the code has the catalogue) and
 ``--throws`` of the degradation study's throws (PGFT(2;18,36;1,18;1,1),
@@ -23,7 +24,8 @@ the routing engines moved behind one interface (every later run must print
 the same, or say why the tables changed), with the 16 table sets of four
 catalogue shapes and one study throw that the ranking of UFM/storage
 switches and the end of the one-root fallback changed
-(``research/orient-ranking.md`` lists them).
+(``research/orient-ranking.md`` lists them), and the Dragonfly+ cases
+added with their generator (``research/dragonfly-plus.md``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ try:
     from smroute.fabric.generate.catalogue import build_shape
 except ImportError:  # code older than the catalogue of site shapes
     build_shape = None
+try:
+    from smroute.fabric.generate.shapes import dragonfly_plus
+except ImportError:  # code older than the Dragonfly+ generator
+    dragonfly_plus = None
 
 ROOT = Path(__file__).resolve().parent.parent
 ALGS = ("dmodc", "nmodc", "dmodk")
@@ -160,6 +166,10 @@ def main() -> None:
                                                    links=10 + 10 * seed)[0]
         shapes[f"degraded-switches-{seed}"] = degrade(base, np.random.default_rng(seed),
                                                       switches=2 + seed)[0]
+    if dragonfly_plus is not None:  # mode tree+cross; with aggregation nodes, detours
+        shapes["dfp-4.3.3.4"] = dragonfly_plus(4, 3, 3, 4, seed=1)
+        shapes["dfp-spread-agg-7.2.3.3"] = with_aggregation_nodes(
+            dragonfly_plus(7, 2, 3, 3, spread=True, seed=2))
     for name, f in shapes.items():
         route_all(f"shape:{name}", f, out)
     for name in SITES if build_shape is not None else ():
