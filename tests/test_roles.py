@@ -232,3 +232,63 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
         assert core.settings.algorithm == "dmodc"
     finally:
         core.close()
+
+
+def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool) -> Fabric:
+    """Pods of leaves (8 hosts each) under 4 spines a pod, spine j of every
+    pod cabled to core j; ``svc_on_core``: a storage switch with 4 hosts
+    cabled to core 0 alone (2 cables)."""
+    from smroute.fabric.generate.catalogue import core_tier
+    from smroute.fabric.generate.sitegen import QUANTUM, Site
+
+    site = Site()
+    groups, n = [], 0
+    for p, k in enumerate(leaves_per_pod):
+        lv = site.switches([f"p{p}-leaf{i}" for i in range(k)], 40, QUANTUM)
+        for x in lv:
+            for _ in range(8):
+                site.host(x, f"cn{n:03d} mlx5_0")
+                n += 1
+        groups.append(lv)
+    spines = []
+    for p, lv in enumerate(groups):
+        sp = site.switches([f"p{p}-spine{j}" for j in range(4)], 40, QUANTUM)
+        for x in lv:
+            for s in sp:
+                site.cable(x, s)
+        spines.append(sp)
+    cores = core_tier(site, spines, 1, 1, 40, QUANTUM, "MQM8790")
+    if svc_on_core:
+        svc = site.switch("stor-sw", 40, QUANTUM)
+        for h in range(4):
+            site.host(svc, f"stor-{h:02d} HCA-1")
+        site.cable(svc, cores[0], 2)
+    return site.build(np.random.default_rng(3))
+
+
+def test_a_leaf_cabled_to_a_core_alone_leaves_the_core_a_core() -> None:
+    """A storage switch cabled to one core alone: the core stays at the
+    cores' rank (not a spine's, one hop above the storage switch, which
+    left it no up link from the spines), the storage switch is a leaf whose
+    cables skip a rank, and the tree routes every pair up*/down*."""
+    f = _pods_with_cores([4, 4, 4], svc_on_core=True)
+    roles = fabric_roles(f)
+    by_desc = {d: i for i, d in enumerate(f.node_desc)}
+    cores = [by_desc[d] for d in f.node_desc if d.startswith("MF0;core-")]
+    assert {int(roles.rank[c]) for c in cores} == {2}
+    assert roles.rank[by_desc["stor-sw"]] == 0 and roles.tree
+    r = route(f, workers=1)
+    assert r.mode == "tree", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.updown_violations == 0 and v.ca_pairs_unroutable == 0
+
+
+def test_a_pod_of_one_leaf_keeps_its_spines_below_the_cores() -> None:
+    """A leaf alone under its pod's spines is no leaf hanging off upper
+    switches: ranked from the other leaves its spines would sit above the
+    cores."""
+    f = _pods_with_cores([4, 4, 1], svc_on_core=False)
+    roles = fabric_roles(f)
+    spines = [i for i, d in enumerate(f.node_desc) if d.startswith("p2-spine")]
+    assert {int(roles.rank[s]) for s in spines} == {1}
+    assert roles.max_rank == 2

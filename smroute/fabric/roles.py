@@ -28,7 +28,11 @@ switch neighbours with every leaf with more (UFM on a director's line ASIC
 or a core, one that joins only two pods too: a leaf shares its spines with
 the leaves beside it).
 Every other switch's **rank** is its BFS distance from the leaves over
-switch-to-switch links (self-looped cables never count); the switches of the
+switch-to-switch links (self-looped cables never count), but for a leaf
+hanging off upper switches alone (no switch it is cabled to has another
+leaf: a storage switch cabled to a core): its switches are ranked from the
+other leaves where that puts none above the top (a core stays a core), and
+its cables skip ranks; the switches of the
 highest rank are the **roots** (every one of them roots the general
 up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots).
 ``root_guid_file`` names the roots instead: ranks then count down from them
@@ -424,7 +428,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
         upper = _like_upper(n, la, lb, cand & ~fewer, hosts)
         leaf = cand & ~fewer & ~upper
-        rank = bfs_distance(n, src, dst, leaf)
+        rank = _ranks(n, src, dst, la, lb, leaf)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
@@ -481,6 +485,35 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
+
+
+def _ranks(n: int, src: IntArray, dst: IntArray, la: IntArray, lb: IntArray,
+           leaf: BoolArray) -> IntArray:
+    """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
+    (-1: none reached), but for a leaf hanging off upper switches alone
+    (module doc): its switches are ranked from the other leaves, where that
+    puts none of them above the top, and it keeps rank 0 (its cables skip
+    ranks)."""
+    rank = bfs_distance(n, src, dst, leaf)
+    # per switch, its distinct leaf neighbours; a leaf whose every switch
+    # neighbour has it as its only leaf neighbour hangs off upper switches
+    pairs = np.unique(np.stack([src, dst], axis=1)[leaf[src] & ~leaf[dst]], axis=0)
+    n_leaves = np.bincount(pairs[:, 1], minlength=n) if len(pairs) else np.zeros(n, np.int64)
+    alone = np.zeros(n, dtype=bool)
+    alone[pairs[:, 0]] = True
+    if len(pairs):
+        np.logical_and.at(alone, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
+    hanging = leaf & alone & (np.bincount(src[leaf[src]], minlength=n) > 0)
+    if not hanging.any() or not (leaf & ~hanging).any():
+        return rank
+    other = bfs_distance(n, src, dst, leaf & ~hanging)
+    lifted = np.zeros(n, dtype=bool)
+    lifted[pairs[:, 1][hanging[pairs[:, 0]]]] = True
+    top = int(rank.max())
+    if (other[lifted] < 2).any() or (other[lifted] > top).any():
+        return rank  # (a leaf of its own pod, or one its switches would put above the top)
+    other[hanging] = 0
+    return other
 
 
 def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
