@@ -65,9 +65,10 @@ import numpy as np
 import numpy.typing as npt
 
 from smroute.errors import InputError
-from smroute.fabric.graph import bfs_distance, components, first_per_group, shared_neighbours
+from smroute.fabric.graph import bfs_distance, components, first_per_group
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
+from smroute.fabric.ranking import switch_ranks, tree_check, upper_leaves
 
 __all__ = [
     "EndportRole",
@@ -426,9 +427,9 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer = np.zeros(n, dtype=bool)
         fewer[la[both & (hosts[la] < hosts[lb])]] = True
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
-        upper = _like_upper(n, la, lb, cand & ~fewer, hosts)
+        upper = upper_leaves(n, la, lb, cand & ~fewer, hosts)
         leaf = cand & ~fewer & ~upper
-        rank = _ranks(n, src, dst, la, lb, leaf)
+        rank = switch_ranks(n, src, dst, leaf)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
@@ -475,7 +476,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
     ra, rb = rank[a], rank[b]
     same_rank = sl[~loop & (ra == rb) & (ra >= 0)]
 
-    tree, why = _tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
+    tree, why = tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
     ep_count = hosts + np.bincount(attach[is_agg], minlength=n)
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
         f, ep_count, is_sw, src, dst, roots_given | (sw_role == SwitchRole.ROOT))
@@ -485,67 +486,6 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
-
-
-def _ranks(n: int, src: IntArray, dst: IntArray, la: IntArray, lb: IntArray,
-           leaf: BoolArray) -> IntArray:
-    """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
-    (-1: none reached), but for a leaf hanging off upper switches alone
-    (module doc): its switches are ranked from the other leaves, where that
-    puts none of them above the top, and it keeps rank 0 (its cables skip
-    ranks)."""
-    rank = bfs_distance(n, src, dst, leaf)
-    # per switch, its distinct leaf neighbours; a leaf whose every switch
-    # neighbour has it as its only leaf neighbour hangs off upper switches
-    pairs = np.unique(np.stack([src, dst], axis=1)[leaf[src] & ~leaf[dst]], axis=0)
-    n_leaves = np.bincount(pairs[:, 1], minlength=n) if len(pairs) else np.zeros(n, np.int64)
-    alone = np.zeros(n, dtype=bool)
-    alone[pairs[:, 0]] = True
-    if len(pairs):
-        np.logical_and.at(alone, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
-    hanging = leaf & alone & (np.bincount(src[leaf[src]], minlength=n) > 0)
-    if not hanging.any() or not (leaf & ~hanging).any():
-        return rank
-    other = bfs_distance(n, src, dst, leaf & ~hanging)
-    lifted = np.zeros(n, dtype=bool)
-    lifted[pairs[:, 1][hanging[pairs[:, 0]]]] = True
-    top = int(rank.max())
-    if (other[lifted] < 2).any() or (other[lifted] > top).any():
-        return rank  # (a leaf of its own pod, or one its switches would put above the top)
-    other[hanging] = 0
-    return other
-
-
-def _like_upper(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
-                hosts: IntArray) -> BoolArray:
-    """``(N,)`` bool: the ``leaf`` switches that are upper ones (module doc)."""
-    lv = np.flatnonzero(leaf)
-    out = np.zeros(n, dtype=bool)
-    weak = lv[2 * hosts[lv] < np.median(hosts[lv])] if len(lv) >= 3 else lv[:0]
-    if len(weak):
-        most, deg = shared_neighbours(n, la, lb, weak, np.setdiff1d(lv, weak))
-        out[weak[(deg > 0) & (2 * most <= deg)]] = True
-    return out
-
-
-def _tree_check(
-    rank: IntArray, leaf: BoolArray, hosts: IntArray, is_sw: BoolArray,
-    la: IntArray, lb: IntArray,
-) -> tuple[bool, str]:
-    """Whether Dmodc can treat the fabric as a tree, and why not."""
-    n_leaves = int(leaf.sum())
-    if n_leaves == 0:
-        return False, "no switch carries an end-port"
-    max_rank = int(rank.max())
-    if max_rank == 0:
-        if n_leaves > 1 and bool((leaf[la] & leaf[lb]).any()):
-            return False, (f"no switch above the {n_leaves} leaf switches, which are linked to "
-                           "each other (hosts on every switch)")
-        return True, ""
-    top = is_sw & (rank == max_rank)
-    if bool((hosts[top] > 0).all()):
-        return False, f"hosts on every level (every switch of the top rank {max_rank} has hosts)"
-    return True, ""
 
 
 def _centres(
