@@ -19,19 +19,19 @@ BoolArray = npt.NDArray[np.bool_]
 def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
     """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
     (-1: none reached), but for a leaf hanging off upper switches alone
-    (:mod:`smroute.fabric.roles`): its switches are ranked from the other leaves, where that
-    puts none of them above the top, and it keeps rank 0 (its cables skip
-    ranks)."""
+    (:mod:`smroute.fabric.roles`): its switches are ranked from the other
+    leaves, where that puts none of them above the top, and it keeps rank 0
+    (its cables skip ranks)."""
     rank = bfs_distance(n, src, dst, leaf)
     # per switch, its distinct leaf neighbours; a leaf whose every switch
     # neighbour has it as its only leaf neighbour hangs off upper switches
     pairs = np.unique(np.stack([src, dst], axis=1)[leaf[src] & ~leaf[dst]], axis=0)
-    n_leaves = np.bincount(pairs[:, 1], minlength=n) if len(pairs) else np.zeros(n, np.int64)
-    alone = np.zeros(n, dtype=bool)
-    alone[pairs[:, 0]] = True
-    if len(pairs):
-        np.logical_and.at(alone, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
-    hanging = leaf & alone & (np.bincount(src[leaf[src]], minlength=n) > 0)
+    if not len(pairs):
+        return rank
+    n_leaves = np.bincount(pairs[:, 1], minlength=n)
+    hanging = np.zeros(n, dtype=bool)
+    hanging[pairs[:, 0]] = True
+    np.logical_and.at(hanging, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
     if not hanging.any() or not (leaf & ~hanging).any():
         return rank
     other = bfs_distance(n, src, dst, leaf & ~hanging)
@@ -45,7 +45,7 @@ def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntAr
 
 
 def upper_leaves(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
-                hosts: IntArray) -> BoolArray:
+                 hosts: IntArray) -> BoolArray:
     """``(N,)`` bool: the ``leaf`` switches that are upper ones (:mod:`smroute.fabric.roles`)."""
     lv = np.flatnonzero(leaf)
     out = np.zeros(n, dtype=bool)
