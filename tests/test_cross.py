@@ -9,8 +9,10 @@ spines, free of credit loops on one VL.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,6 +122,22 @@ def test_cross_costs_are_the_shortest_up_across_down_routes() -> None:
             assert across[s, t] == cost.get(s, INF), (s, t)
 
 
+def _hosts_on_shortest_paths_from_leaves(f: Fabric, r: RoutingResult) -> None:
+    """Every leaf's route to every host on a leaf (no aggregation node) is a
+    shortest path in the cable graph."""
+    g = r.graph
+    every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
+    nxt = next_switch(every)
+    src, dst = every.cables()[:2]
+    assert r.needed is not None
+    ca = np.flatnonzero(~r.dest.is_switch)
+    hosts = ca[~r.needed.agg[r.dest.owner[ca]] & g.is_leaf[r.dest.target[ca]]]
+    for s in g.leaves.tolist():
+        dist = bfs_distance(g.n_switches, src, dst, np.array([s]))
+        for j in hosts.tolist():
+            assert _hops(r, nxt, s, j) == dist[r.dest.target[j]]
+
+
 def test_end_ports_on_spines_without_a_cable_across_take_detours_over_vls() -> None:
     """The canonical Dragonfly+: a spine reaches only some groups across.
     An aggregation node on a spine has no route up*, across, down* to the
@@ -128,28 +146,51 @@ def test_end_ports_on_spines_without_a_cable_across_take_detours_over_vls() -> N
     f = with_aggregation_nodes(dragonfly_plus(9, 3, 4, 4, spread=True, seed=4))
     r = _routed(f, max_vls=8)
     assert r.mode == "tree+detours" and "take detours" in r.mode_reason
+    _hosts_on_shortest_paths_from_leaves(f, r)
+
+
+def test_end_ports_on_spines_without_a_cable_across_route_on_one_vl() -> None:
+    """The same on one VL: the switches the crossing routes leave without a
+    route take routes up*/down* in the cross order; every route of every
+    destination, the tree's, the crossing ones and those, is up*/down* in
+    that order (a route that went down in it never goes up again), and
+    every leaf keeps its shortest route across."""
+    f = with_aggregation_nodes(dragonfly_plus(9, 3, 4, 4, spread=True, seed=4))
+    r = _routed(f)
+    assert r.mode == "tree+cross" and "up*/down* in an order of the switches" in r.mode_reason
+    _hosts_on_shortest_paths_from_leaves(f, r)
     g = r.graph
-    roles = fabric_roles(f)
-    every = rooted_graph(f, roles, modes.turn_roots(g), like=g)
+    every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
+    pos = cross.cross_order(g, every)
+    assert (pos[g.rank == g.max_rank] < pos[g.rank == 0].min()).all()  # the top first
     nxt = next_switch(every)
-    src, dst = every.cables()[:2]
-    assert r.needed is not None
-    ca = np.flatnonzero(~r.dest.is_switch)
-    hosts = ca[~r.needed.agg[r.dest.owner[ca]]]
-    for s in g.leaves.tolist():
-        dist = bfs_distance(g.n_switches, src, dst, np.array([s]))
-        for j in hosts.tolist():
-            assert _hops(r, nxt, s, j) == dist[r.dest.target[j]]
+    longest = 0
+    for j in range(len(r.dest.lid)):
+        lid, t = int(r.dest.lid[j]), int(r.dest.target[j])
+        for s in range(g.n_switches):
+            at, went_down, hops = s, False, 0
+            while at != t:
+                b = int(nxt[at, r.tables.ports[at, lid]])
+                if b < 0:
+                    break  # a pair no route needs (aggregation nodes not adjacent)
+                down = bool(pos[b] > pos[at])
+                assert down or not went_down, (s, j)
+                went_down, at, hops = went_down or down, b, hops + 1
+            longest = max(longest, hops)
+    assert longest > orient.turn_hops(g) or r.max_hops == 0
+    assert r.max_hops >= longest
 
 
 def test_without_end_ports_on_spines_a_sparse_dragonfly_plus_routes_on_one_vl() -> None:
     f = dragonfly_plus(9, 3, 4, 4, spread=True, seed=4)
     r = _routed(f)
-    assert r.mode == "tree+cross"
+    assert r.mode == "tree+cross" and r.max_hops == 0
+    # a service host on a spine: the switches without a route to it take routes
+    # up*/down* in the cross order
     f2 = attach_cas(f, [int(f.switches[-1])], ["ufm-01 HCA-1"])
-    r2 = route(f2, workers=1)  # a service host on a spine: the pairs it leaves go on
-    assert r2.mode != "tree+cross"
-    assert check_credit_loops(f2, r2.tables, r2.lanes).ok
+    r2 = _routed(f2)
+    assert r2.mode == "tree+cross" and "in an order of the switches" in r2.mode_reason
+    _hosts_on_shortest_paths_from_leaves(f2, r2)
 
 
 @pytest.mark.parametrize("name", ["edr-dragonfly-plus-1580"])
@@ -219,3 +260,27 @@ def test_daemon_routes_a_dragonfly_plus_and_reroutes_a_cable_across() -> None:
         assert validate_result(full).ok
     finally:
         core.close()
+
+
+@pytest.mark.real
+@pytest.mark.skipif(shutil.which("ibdmchk") is None,
+                    reason="ibdmchk (Debian package ibutils) is not installed")
+def test_ibdmchk_walks_a_service_host_on_a_sparse_spine_on_one_vl(tmp_path: Path) -> None:
+    """ibutils' ibdmchk walks every CA pair of the one-VL tables of a
+    canonical Dragonfly+ with a UFM host on a spine (the switches without a
+    crossing route to it routed in the cross order) and finds no credit
+    loop."""
+    from smroute.cli.route_cmd import hop_table
+    from smroute.lab.ibdmchk import run_ibdmchk
+    from smroute.tables.formats import write_tables
+
+    d = dragonfly_plus(9, 3, 4, 4, spread=True, seed=4)
+    f = attach_cas(d, [int(d.switches[-1])], ["ufm-01 HCA-1"])
+    r = _routed(f)
+    assert r.mode == "tree+cross" and r.max_hops > orient.turn_hops(r.graph)
+    fdbs = tmp_path / "opensm.fdbs"
+    write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))
+    rep = run_ibdmchk(fdbs, tmp_path / "opensm-subnet.lst", timeout=600)
+    n = len(f.cas)
+    assert rep.ca_paths == n * (n - 1) and rep.missing_paths == 0, rep.stdout[-2000:]
+    assert rep.credit_loops is False and rep.ok

@@ -563,13 +563,13 @@ def test_hosts_joined_by_a_cable_within_a_rank_are_routed_on_one_vl() -> None:
     assert check_credit_loops(f, r.tables).ok
 
 
-def test_pairs_two_cables_within_a_rank_apart_are_oriented_on_one_vl() -> None:
+def test_pairs_two_cables_within_a_rank_apart_cross_both_on_one_vl() -> None:
     """Three spines in a chain (cables within the spines' rank), a leaf
     with a host under each: the outer hosts are two such cables apart, so
-    no route crosses once; they take the turn root's orientation, walked
-    on the cables it may take (the tree's graph alone sees dead ends), on
-    top of the crossing routes of the middle host, which stay.  Every
-    needed pair delivered, free of credit loops."""
+    no route crosses once; the switches without a route take routes
+    up*/down* in the cross order, across both cables, on top of the
+    crossing routes of the middle host, which stay.  Every needed pair
+    delivered, free of credit loops."""
     from smroute.fabric.generate.sitegen import Site
 
     site = Site()
@@ -582,10 +582,33 @@ def test_pairs_two_cables_within_a_rank_apart_are_oriented_on_one_vl() -> None:
     site.cable(spines[1], spines[2])
     f = site.build(np.random.default_rng(0))
     r = route(f, workers=1)
-    assert r.mode == "tree+orient", r.mode_reason
+    assert r.mode == "tree+cross", r.mode_reason
     assert "take routes up*, across one cable" in r.mode_reason
+    assert "in an order of the switches" in r.mode_reason
     v = validate_result(r)
     assert v.ok and v.delivered == v.pairs and v.ca_pairs_unroutable == 0, v
+    assert check_credit_loops(f, r.tables).ok
+
+
+def test_destinations_no_order_serves_are_oriented_on_top_of_the_crossing_routes() -> None:
+    """A Dragonfly+ (spine ``j`` to spine ``j`` of every group) with an
+    aggregation node on every switch and ten cables cut: a leaf that lost
+    its cable to spine ``j`` reaches the aggregation nodes on the spines
+    ``j`` only down a leaf and up again, in no order of the switches.
+    Those destinations take the turn switches' orientation on top of the
+    crossing routes of the others; every needed pair delivered, free of
+    credit loops on one VL."""
+    from smroute.fabric.generate.shapes import dragonfly_plus, with_aggregation_nodes
+    from smroute.fabric.generate.trees import degrade
+
+    full = dragonfly_plus(8, 4, 4, 12, seed=21)
+    f = with_aggregation_nodes(degrade(full, np.random.default_rng(7), links=10)[0])
+    r = route(f, workers=1)
+    assert r.mode == "tree+orient", r.mode_reason
+    assert "take routes up*, across one cable" in r.mode_reason
+    assert "turn root's routes" in r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.ca_pairs_unroutable == 0, v
     assert check_credit_loops(f, r.tables).ok
 
 

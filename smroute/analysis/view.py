@@ -161,10 +161,10 @@ def routing_view(
 
     Switches are matched by node GUID (table switches absent from the fabric
     are ignored; fabric switches absent from the tables route nothing).
-    ``max_hops`` defaults to ``4 * max_level + 8`` switch hops (an up*/down*
-    path needs at most ``2 * max_level``; one through the turn root at most
-    twice that), capped at the switch count + 1, which is also the bound on
-    a fabric that is no tree (:mod:`smroute.fabric.roles`).
+    ``max_hops`` defaults to the switch count + 1: a walk that long has
+    visited some switch twice (a route free of loops may be longer than an
+    up*/down* path: one up*/down* in an order of the switches that crosses
+    several cables within a rank, :mod:`smroute.routing.cross`).
     """
     f = fabric
     sw_node = f.switches.astype(np.int64)
@@ -225,12 +225,10 @@ def routing_view(
     inj_link = (n_sl + np.arange(n_ep)).astype(np.int32)
     deliver_link = (n_core + np.arange(n_ep)).astype(np.int32)
 
-    # --- levels (for the loop bound): the one ranking of the fabric's roles
-    roles = fabric_roles(f)
-    lvl = roles.rank[sw_node].astype(np.int64)
+    # --- levels: the one ranking of the fabric's roles
+    lvl = fabric_roles(f).rank[sw_node].astype(np.int64)
     if max_hops is None:
-        bound = 4 * max(int(lvl.max()) if n_sw else 0, 0) + 8 if roles.tree else n_sw + 1
-        max_hops = min(bound, n_sw + 1)
+        max_hops = n_sw + 1
 
     # --- tables aligned with switch ids, by GUID
     tg = np.asarray(tables.switch_guid, dtype=np.uint64)

@@ -103,7 +103,9 @@ class RoutingResult:
     ``None``: the next reroute computes it from this result,
     :mod:`smroute.routing.reroute`).  needed: the pairs that need a route;
     oriented: ``(D,)`` bool, the destinations of mode ``tree+orient``
-    (walked for delivery only), else ``None``.
+    (walked for delivery only), else ``None``; max_hops: the most switch
+    hops of their routes where more than
+    :func:`~smroute.routing.orient.turn_hops` (else 0).
     """
 
     algorithm: str
@@ -123,6 +125,7 @@ class RoutingResult:
     state: Any = None
     needed: NeededPairs | None = None
     oriented: np.ndarray | None = None
+    max_hops: int = 0
 
     @property
     def walk_graph(self) -> SwitchGraph:
@@ -142,7 +145,7 @@ class RoutingResult:
             hops = self.lanes.max_hops
         if self.oriented is not None:
             turns |= self.oriented
-            hops = max(hops, orient.turn_hops(self.graph))
+            hops = max(hops, orient.turn_hops(self.graph), self.max_hops)
         return turns, hops
 
     @property
@@ -237,7 +240,8 @@ def route(
     )
     return RoutingResult(eng.name, tables, g, prep.costs, prep.dividers, prep.nids, prep.dest,
                          timings, out.mode, out.reason, out.check, out.turn_lids, roles,
-                         out.lanes, needed=needed, oriented=out.oriented)
+                         out.lanes, needed=needed, oriented=out.oriented,
+                         max_hops=out.max_hops)
 
 
 def validate_result(

@@ -14,10 +14,14 @@ not serve every pair, in one place for every engine (algorithm-free).
   switches without a cable across), with VLs only the switches without
   such a route take detours, the crossing routes kept as paths (accepted
   when the channel dependencies over the lanes are acyclic: mode
-  ``tree+detours``); else, where they deliver every needed pair of some
-  destination, the destinations they leave take the steps below on top of
-  them (their columns the tree's again; ``tree+turns`` is skipped: its
-  check assumes the tree's routes alone), and the mode is theirs.
+  ``tree+detours``); else those switches take routes up*/down* in an order
+  of the switches every route is up*/down* in
+  (:func:`~smroute.routing.cross.fill_ordered`, kept where every needed
+  pair is then delivered free of credit loops); else, where they deliver
+  every needed pair of some destination, the destinations they leave take
+  the steps below on top of them (their columns the tree's again;
+  ``tree+turns`` is skipped: its check assumes the tree's routes alone),
+  and the mode is theirs.
 * ``tree+turns``: some end-ports' traffic has no up*/down* path in the tree
   (:func:`turn_destinations`); the switches without a path take the
   engine's route towards a turn root (:func:`turn_roots`), where the route
@@ -75,7 +79,6 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
 from smroute.routing import cross, dmodc, orient
 from smroute.routing.api import Engine, Prepared
-from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import (
@@ -121,7 +124,8 @@ class Outcome:
     the turn root or with detours, the lanes of ``tree+detours``, the
     routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s, and
     ``oriented`` ``(D,)`` bool: the destinations of ``tree+orient`` (else
-    ``None``)."""
+    ``None``), ``max_hops``: the most switch hops of their routes where more
+    than :func:`~smroute.routing.orient.turn_hops` (else 0)."""
 
     mode: str
     reason: str
@@ -131,6 +135,7 @@ class Outcome:
     prep: Prepared
     ports: np.ndarray
     oriented: np.ndarray | None = None
+    max_hops: int = 0
 
 
 def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
@@ -176,7 +181,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     crossed = np.zeros(len(dest.lid), dtype=bool)
     if mode == "tree":
         lacking = f"{n} destination LIDs have end-port traffic with no up*/down* path in the tree"
-        x = _cross(fabric, g, c, pi, dest, need, needed, ports, on)
+        x = cross.crossing(fabric, g, c, pi, dest, need, needed, ports, on)
         if x is not None:
             across = (f"; {int(x.crossed.sum())} destination LIDs take routes up*, across one "
                       "cable between two switches of one rank, then down*, where the tree has "
@@ -187,14 +192,23 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                                "and the tree's are acyclic)", on, int(x.crossed.sum()), None,
                                prep, ports, x.crossed)
             rest = f"; {int(x.left.sum())} have needed pairs no such route serves"
-            got = _cross_detours(fabric, g, pi, dest, x, max_vls, g2, on,
-                                 engine.guarantees.detours_by_load)
+            got = cross.with_detours(fabric, g, pi, dest, x, max_vls, g2, on,
+                                     engine.guarantees.detours_by_load)
             if got is not None:
                 x_lanes, ports[...] = got
                 return Outcome("tree+detours", (
                     f"{lacking}{across}{rest}: their switches without such a route take "
                     f"detours over {x_lanes.n_vls} VLs ({x_lanes.n_sls} SLs)"), on, n, x_lanes,
                     prep, ports, x.crossed)
+            got_x = cross.filled(fabric, g, c, pi, dest, x, need, needed, on)
+            if got_x is not None:
+                ports[...], hops = got_x
+                return Outcome("tree+cross", (
+                    f"{lacking}{across}{rest}: the switches those leave without a route take "
+                    "routes up*/down* in an order of the switches by rank, then by hops "
+                    "across from a root of their rank, in which every route is up*/down* "
+                    "(their channel dependencies are acyclic)"), on,
+                    int((x.crossed | x.left).sum()), None, prep, ports, x.crossed | x.left, hops)
         if x is not None and (x.crossed & need & ~x.left).any():
             # the steps below take the destinations those leave (the tree's columns again)
             crossed = x.crossed & ~x.left
@@ -297,62 +311,6 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
         f"{head}; {k} destination LIDs take {other} ({ori.why})"),
         on if k_all and on is not g else None, k_all, None, prep, ports,
         turned if k_all else None)
-
-
-@dataclass(frozen=True, eq=False)
-class _Crossing:
-    """Tables with the routes up*, across one cable within a rank, down*
-    (:mod:`smroute.routing.cross`) where the tree has none: ``ports``, the
-    destinations given some (``crossed``), those of the needed ones with
-    needed pairs they leave undelivered (``left``), ``(D,)`` bool each, and
-    the tree's costs with theirs (``costs``)."""
-
-    ports: np.ndarray
-    crossed: np.ndarray
-    left: np.ndarray
-    costs: np.ndarray
-
-
-def _cross(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
-           need: np.ndarray, needed: NeededPairs, ports: np.ndarray,
-           on: SwitchGraph) -> _Crossing | None:
-    """The tables ``ports`` with the routes up*, across one cable within a
-    rank, down* where the tree has none (walked on ``on``,
-    :func:`~smroute.routing.orient.walk_graph`), for the destinations
-    ``need``; ``None`` where there are none, or they serve nothing, or serve
-    every needed pair with a credit loop (which the proof rules out)."""
-    if on is g:  # no cable within a rank
-        return None
-    trial = ports.copy()
-    crossed, costs = cross.route_across(g, on, c, pi, dest, trial)
-    if not crossed.any():
-        return None
-    left = need & (orient.undelivered(g, dest, trial, need, needed, c, on) > 0)
-    if not left.any():
-        walked = need | (crossed & ~dest.is_switch)
-        if orient.accept(fabric, g, dest, trial, walked, needed, c,
-                         orient.fixed_routes(fabric, g, trial, dest.lid[walked]), on):
-            return None
-    return _Crossing(trial, crossed, left, costs)
-
-
-def _cross_detours(fabric: Fabric, g: SwitchGraph, pi: np.ndarray, dest: Destinations,
-                   x: _Crossing, max_vls: int, g2: SwitchGraph, on: SwitchGraph,
-                   by_load: bool) -> tuple[VirtualLanes, np.ndarray] | None:
-    """With VLs (``max_vls`` >= 2): the tables ``x.ports`` where the switches
-    the crossing routes leave without a route to the destinations ``x.left``
-    take detours (:mod:`smroute.routing.detour`, the crossing routes kept as
-    paths), and their lanes, if every pair is then routed and the channel
-    dependencies over the lanes are acyclic; else ``None``."""
-    if max_vls < 2:
-        return None
-    trial = x.ports.copy()
-    lanes, short = route_detours(fabric, g, x.costs, pi, dest, x.left, trial, max_vls=max_vls,
-                                 escape=g2, by_load=by_load, walk=on)
-    if len(short) or not check_credit_loops(fabric, orient.as_tables(fabric, g, trial),
-                                            lanes).ok:
-        return None
-    return lanes, trial
 
 
 def _search_left(

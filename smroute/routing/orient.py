@@ -82,19 +82,24 @@ class Fixed:
     """The channel dependencies ``rest`` of the routes towards every LID
     but ``lids`` (those an orientation may change) in some tables, and the
     fabric's ``links``: a check of other routes towards ``lids`` only
-    follows those (:func:`dependencies_with`)."""
+    follows those (:func:`dependencies_with`); ``hops``: the most switch
+    hops of a route (:func:`turn_hops`, or more where routes are longer)."""
 
     rest: Dependencies
     lids: np.ndarray
     links: ChannelLinks
+    hops: int
 
 
-def fixed_routes(fabric: Fabric, g: SwitchGraph, ports: np.ndarray, lids: np.ndarray) -> Fixed:
+def fixed_routes(fabric: Fabric, g: SwitchGraph, ports: np.ndarray, lids: np.ndarray,
+                 hops: int | None = None) -> Fixed:
     """The :class:`Fixed` routes of the tables ``ports`` (rows: ``g``'s
-    switches) but those towards ``lids``."""
+    switches) but those towards ``lids``, of at most ``hops`` switch hops
+    (default :func:`turn_hops`)."""
     links = channel_links(fabric)
-    return Fixed(dependencies(fabric, as_tables(fabric, g, ports), max_hops=turn_hops(g) + 1,
-                              links=links, skip=lids), np.asarray(lids, np.int64), links)
+    hops = max(hops or 0, turn_hops(g))
+    return Fixed(dependencies(fabric, as_tables(fabric, g, ports), max_hops=hops + 1,
+                              links=links, skip=lids), np.asarray(lids, np.int64), links, hops)
 
 
 def dependencies_with(fabric: Fabric, g: SwitchGraph, ports: np.ndarray,
@@ -102,7 +107,7 @@ def dependencies_with(fabric: Fabric, g: SwitchGraph, ports: np.ndarray,
     """The channel dependencies of every route of ``ports``, whose routes
     towards LIDs other than ``fixed.lids`` are ``fixed``'s."""
     return merged(fixed.rest, dependencies(fabric, as_tables(fabric, g, ports),
-                                           max_hops=turn_hops(g) + 1, lids=fixed.lids,
+                                           max_hops=fixed.hops + 1, lids=fixed.lids,
                                            links=fixed.links))
 
 
@@ -156,19 +161,20 @@ def walk_graph(g: SwitchGraph, escape: SwitchGraph) -> SwitchGraph:
 
 
 def undelivered(g: SwitchGraph, dest: Destinations, ports: np.ndarray, turns: np.ndarray,
-                needed: NeededPairs, c: np.ndarray, walk_on: SwitchGraph | None = None
-                ) -> np.ndarray:
+                needed: NeededPairs, c: np.ndarray, walk_on: SwitchGraph | None = None,
+                hops: int | None = None) -> np.ndarray:
     """``(D,)`` int64: per destination of ``turns`` ``(D,)`` bool, the
     switches carrying end-ports that need it (or have an up*/down* path to
-    it) whose walk in the tables ``ports`` does not deliver it; walked on
-    ``walk_on`` (:func:`walk_graph`; default ``g``)."""
+    it) whose walk in the tables ``ports`` does not deliver it within
+    ``hops`` switch hops (default :func:`turn_hops`); walked on ``walk_on``
+    (:func:`walk_graph`; default ``g``)."""
     cols = np.flatnonzero(turns)
     src = np.unique(g.ep_switch)
     sub = Destinations(lid=dest.lid[cols], nid=dest.nid[cols], target=dest.target[cols],
                        local_port=dest.local_port[cols], is_switch=dest.is_switch[cols],
                        owner=dest.owner[cols])
     status, _ = walk(walk_on or g, ports, sub, src, turns=np.ones(len(cols), dtype=bool),
-                     max_hops=turn_hops(g))
+                     max_hops=hops or turn_hops(g))
     same = g.component[src][:, None] == g.component[sub.target][None, :]
     need = same & needed.mask(src, sub.target, needed.agg[sub.owner])
     need |= c[np.ix_(src, sub.target)] < INF
@@ -184,8 +190,9 @@ def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray
     the turn root are not accepted ("" if they are): a needed pair of those
     destinations left undelivered (:func:`undelivered`), or a credit loop
     (of every route, those towards LIDs other than ``fixed.lids`` being
-    ``fixed``'s); ``walk_on``: as :func:`undelivered`'s."""
-    lost = int(undelivered(g, dest, ports, turns, needed, c, walk_on).sum())
+    ``fixed``'s, of at most ``fixed.hops`` switch hops); ``walk_on``: as
+    :func:`undelivered`'s."""
+    lost = int(undelivered(g, dest, ports, turns, needed, c, walk_on, fixed.hops).sum())
     if lost:
         return f"{lost} needed switch-to-LID pairs of them undelivered through the turn root"
     check = loop_check(fabric, dependencies_with(fabric, g, ports, fixed))
