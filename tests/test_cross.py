@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from routed import routed_ok
 
 from smroute.fabric.generate.catalogue import build_shape
 from smroute.fabric.generate.shapes import attach_cas, dragonfly_plus, with_aggregation_nodes
@@ -23,18 +24,9 @@ from smroute.fabric.graph import bfs_distance
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.routing import cross, modes, orient
-from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.dmodc import INF, costs_and_dividers
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.topology import NO_LINK, TO_END_PORT, next_switch, rooted_graph
-
-
-def _routed(f: Fabric, **kw: object) -> RoutingResult:
-    r = route(f, workers=1, **kw)  # type: ignore[arg-type]
-    v = validate_result(r)
-    assert v.ok, v.summary()
-    assert check_credit_loops(f, r.tables, r.lanes).ok
-    return r
 
 
 def _hops(r: RoutingResult, every: np.ndarray, src: int, j: int) -> int:
@@ -51,7 +43,7 @@ def _hops(r: RoutingResult, every: np.ndarray, src: int, j: int) -> int:
 
 def test_dragonfly_plus_routes_every_pair_on_a_shortest_path() -> None:
     f = dragonfly_plus(5, 3, 3, 4, seed=1)
-    r = _routed(f)
+    r = routed_ok(f)
     assert r.mode == "tree+cross"
     g = r.graph
     roles = fabric_roles(f)
@@ -70,7 +62,7 @@ def test_crossing_routes_spread_over_the_spines() -> None:
     spines evenly (they differ by at most one), and so are the parallel
     cables between two spines."""
     f = dragonfly_plus(4, 3, 3, 6, global_cables=2, seed=2)
-    r = _routed(f)
+    r = routed_ok(f)
     g = r.graph
     every = rooted_graph(f, fabric_roles(f), modes.turn_roots(g), like=g)
     nxt = next_switch(every)
@@ -144,7 +136,7 @@ def test_end_ports_on_spines_without_a_cable_across_take_detours_over_vls() -> N
     hosts of the others: with VLs only the switches without such a route
     take detours, every leaf keeps its shortest route across."""
     f = with_aggregation_nodes(dragonfly_plus(9, 3, 4, 4, spread=True, seed=4))
-    r = _routed(f, max_vls=8)
+    r = routed_ok(f, max_vls=8)
     assert r.mode == "tree+detours" and "take detours" in r.mode_reason
     _hosts_on_shortest_paths_from_leaves(f, r)
 
@@ -156,7 +148,7 @@ def test_end_ports_on_spines_without_a_cable_across_route_on_one_vl() -> None:
     that order (a route that went down in it never goes up again), and
     every leaf keeps its shortest route across."""
     f = with_aggregation_nodes(dragonfly_plus(9, 3, 4, 4, spread=True, seed=4))
-    r = _routed(f)
+    r = routed_ok(f)
     assert r.mode == "tree+cross" and "up*/down* in an order of the switches" in r.mode_reason
     _hosts_on_shortest_paths_from_leaves(f, r)
     g = r.graph
@@ -183,12 +175,12 @@ def test_end_ports_on_spines_without_a_cable_across_route_on_one_vl() -> None:
 
 def test_without_end_ports_on_spines_a_sparse_dragonfly_plus_routes_on_one_vl() -> None:
     f = dragonfly_plus(9, 3, 4, 4, spread=True, seed=4)
-    r = _routed(f)
+    r = routed_ok(f)
     assert r.mode == "tree+cross" and r.max_hops == 0
     # a service host on a spine: the switches without a route to it take routes
     # up*/down* in the cross order
     f2 = attach_cas(f, [int(f.switches[-1])], ["ufm-01 HCA-1"])
-    r2 = _routed(f2)
+    r2 = routed_ok(f2)
     assert r2.mode == "tree+cross" and "in an order of the switches" in r2.mode_reason
     _hosts_on_shortest_paths_from_leaves(f2, r2)
 
@@ -196,7 +188,7 @@ def test_without_end_ports_on_spines_a_sparse_dragonfly_plus_routes_on_one_vl() 
 @pytest.mark.parametrize("name", ["edr-dragonfly-plus-1580"])
 def test_catalogue_dragonfly_plus_routes_on_one_vl(name: str) -> None:
     f = build_shape(name)
-    r = _routed(f)
+    r = routed_ok(f)
     assert r.mode in ("tree+cross", "tree+orient")
     g = r.graph
     c = r.costs
@@ -223,7 +215,7 @@ def test_cli_generates_a_dragonfly_plus(tmp_path) -> None:  # type: ignore[no-un
     p = subprocess.run([*exe, "dragonfly-plus", "4", "3", "3", "6", "--lmc", "2", "--out",
                         str(out)], capture_output=True, text=True, check=False)
     assert p.returncode == 0, p.stderr
-    r = _routed(read_fabric(out))
+    r = routed_ok(read_fabric(out))
     assert r.mode == "tree+cross"
     j = int(np.flatnonzero(~r.dest.is_switch & (r.dest.target != r.graph.leaves[0]))[0])
     lids = r.dest.lid[(r.dest.owner == r.dest.owner[j]) & ~r.dest.is_switch]
@@ -276,7 +268,7 @@ def test_ibdmchk_walks_a_service_host_on_a_sparse_spine_on_one_vl(tmp_path: Path
 
     d = dragonfly_plus(9, 3, 4, 4, spread=True, seed=4)
     f = attach_cas(d, [int(d.switches[-1])], ["ufm-01 HCA-1"])
-    r = _routed(f)
+    r = routed_ok(f)
     assert r.mode == "tree+cross" and r.max_hops > orient.turn_hops(r.graph)
     fdbs = tmp_path / "opensm.fdbs"
     write_tables(r.tables, fdbs, "fdbs", fabric=f, hops=hop_table(r))

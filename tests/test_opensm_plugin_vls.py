@@ -158,3 +158,35 @@ def test_a_dragonfly_plus_crosses_and_detours_where_spines_reach_few_groups(
     assert (ep.routing_mode, ep.validation.ok) == ("tree+detours", True), ep.routing_mode_reason
     assert "across one cable" in ep.routing_mode_reason and ep.vls >= 2
     rig.settle(want)
+
+
+def test_a_ring_routes_over_shortest_paths_with_vls(
+        rig_factory: Callable[..., Rig]) -> None:  # noqa: F811 - the imported fixture
+    """A ring of six switches carrying hosts (no tree): at the daemon's
+    defaults every destination takes shortest routes, those that turn up
+    after coming down on a higher VL; OpenSM installs the epoch's tables
+    and every switch's SL-to-VL tables read back equal the daemon's."""
+    from smroute.fabric.generate.shapegen import ring
+
+    fabric = ring(6, 2)
+    rig = rig_factory(fabric)
+    assert rig.sim is not None and rig.daemon is not None
+    wait_for(lambda: rig.sweep_done(0, "smroute"), 60, "smroute's first sweep")
+    assert "ERR SMR" not in rig.log_since(0)
+    ep, want = rig.epoch_tables()
+    assert (ep.routing_mode, ep.validation.ok) == ("shortest", True), ep.routing_mode_reason
+    assert ep.vls >= 2
+    rig.settle(want)
+    lanes = lanes_of(rig.daemon.address, ep.id)
+    host = int(fabric.cas[0])
+    host_name, dr = sim_name(fabric, host), dr_paths(fabric, host)
+    compared = 0
+    for sw in fabric.switches.tolist():
+        guid = int(fabric.node_guid[sw])
+        for out in range(1, int(fabric.num_ports[sw]) + 1):
+            if fabric.port_peer[fabric.port_start[sw] + out] < 0:
+                continue
+            for inp, vls in read_sl2vl(rig.sim, host_name, dr[sw], out).items():
+                assert vls == lanes_vl(lanes, guid, inp, out), (hex(guid), inp, out)
+                compared += 1
+    assert compared > 50 and any(any(t.vl) for t in lanes.tables)

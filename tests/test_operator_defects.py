@@ -24,7 +24,7 @@ FIXTURES = ROOT / "fixtures"
 
 @pytest.mark.parametrize("name,mode", [("quantum-2level-agg-spine-hosts.topo", "tree+turns"),
                                        ("pgft-2level-648.topo", "tree"),
-                                       ("two-switch-4-4-p2.topo", "updown")])
+                                       ("two-switch-4-4-p2.topo", "shortest")])
 def test_summary_states_the_mode_route_takes(name: str, mode: str, capsys: Any) -> None:
     path = str(FIXTURES / name)
     r = route(read_fabric(path), workers=1)

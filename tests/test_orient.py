@@ -343,7 +343,9 @@ def test_a_resumed_updown_epoch_has_its_graph() -> None:
     from smroute.service.state.codec import CodecError
     from smroute.service.state.resume import rebuild_result
 
-    f = ring(5, 2)
+    f = pgft(2, (4, 4), (1, 1), (1, 1))  # one spine, with a host: no tree, one root
+    f = attach_cas(f, [i for i, d in enumerate(f.node_desc) if d.startswith("pgft L2")],
+                   ["login01 HCA-1"])
     r = own_tables(route(f, workers=1))
     assert r.mode == "updown", r.mode_reason
     meta = {"algorithm": r.algorithm, "lmc_setting": "fabric", "mode": r.mode,

@@ -47,8 +47,8 @@ SHAPES: dict[str, tuple[Callable[[], Fabric], str]] = {
     "agg-3-level": (lambda: shapes.with_aggregation_nodes(
         pgft(3, (2, 2, 4), (1, 2, 2), (1, 1, 1))), "tree+turns"),
     "agg-spine-hosts": (_agg_spine_hosts, "tree+turns"),
-    "two-switch": (lambda: shapes.two_switch(4), "updown"),
-    "ring": (lambda: shapes.ring(5, 2), "updown"),
+    "two-switch": (lambda: shapes.two_switch(4), "shortest"),
+    "ring": (lambda: shapes.ring(5, 2), "shortest"),
     "director": (lambda: shapes.director(hosts_per_asic=2), "tree"),
     "split-ports": (lambda: shapes.with_split_ports(pgft(*SMALL), pgft(*SMALL).switches[:2]),
                     "tree"),

@@ -203,7 +203,7 @@ def test_one_daemon_per_state_database(tmp_path: Path) -> None:
     ("pgft-3-2.2.3-lmc2.topo", "dmodc", "tree"),
     ("pgft-2level-648-degraded.topo", "dmodk", "tree"),
     ("quantum-2level-agg-spine-hosts.topo", "dmodc", "tree+turns"),
-    ("two-switch-4-4-p2.topo", "dmodc", "updown"),
+    ("two-switch-4-4-p2.topo", "dmodc", "shortest"),
     ("pgft-2level-648-degraded.topo", "nmodc", "tree"),
 ])
 def test_the_resumed_structure_is_the_routing_s(fixture: str, algorithm: str, mode: str) -> None:

@@ -390,3 +390,21 @@ def test_dragonfly_plus_writes_each_variant_and_they_route(
     r = route(f, workers=1)
     assert r.mode == "tree+cross" and validate_result(r).ok
     assert check_credit_loops(f, r.tables).ok
+
+
+def test_non_tree_writes_each_variant_and_the_direct_ones_route_shortest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every variant is written as a capture that reads back; a torus
+    routes over shortest paths, a tree with hosts on its tops up*/down*."""
+    nt = load_script("non_tree")
+    monkeypatch.setattr(sys, "argv", ["non_tree.py", str(tmp_path)])
+    nt.main()
+    assert {p.stem for p in tmp_path.glob("*.topo")} == set(nt.VARIANTS)
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+
+    for name, modes in (("torus-4x4", ("shortest",)),
+                        ("pgft-tops", ("updown", "updown+orient"))):
+        f = read_fabric(tmp_path / f"{name}.topo")
+        r = route(f, workers=1)
+        assert r.mode in modes and validate_result(r).ok, r.mode_reason
+        assert check_credit_loops(f, r.tables).ok

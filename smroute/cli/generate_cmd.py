@@ -10,6 +10,7 @@ Generators (:mod:`smroute.fabric.generate.trees`, :mod:`smroute.fabric.generate.
     two-switch [--hosts A[,B]] [--parallel P]
     director [--line-cards N --spine-cards N --asics-per-card N --radix N --hosts-per-asic N]
     dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--spread] [--radix N]
+    torus 4x4x4 [--hosts H] [--parallel P] [--radix N]   (a hypercube: 2x2x2x2)
 
 Then, in this order: seeded degradation (``--seed S --remove-switches N
 --remove-links N``: :func:`~smroute.fabric.generate.trees.degrade` with
@@ -43,7 +44,7 @@ __all__ = ["GENERATORS", "add_parser", "cmd_generate", "generate_fabric"]
 
 #: Generator subcommands, in help order.
 GENERATORS = ("pgft", "xgft", "kary-ntree", "thin-tree", "slender-tree", "navaridas", "ring",
-              "two-switch", "director", "dragonfly-plus")
+              "two-switch", "director", "dragonfly-plus", "torus")
 #: Nodes a generator may lay out (its full index space) before any is built: far
 #: above the 49,151 unicast LIDs a fabric can address, far below running out of memory.
 MAX_NODES = 1 << 21
@@ -62,6 +63,7 @@ generators:
            [--hosts-per-asic N] [--device-id ID]
   dragonfly-plus GROUPS LEAVES SPINES HOSTS [--global-cables N] [--spread]
                  [--radix N]
+  torus 4x4x4 [--hosts H] [--parallel P] [--radix N]  (a hypercube: 2x2x2x2x2)
   catalogue NAME | --list           (named site shapes; own options, see its --help)
 
 then, in this order: --seed S --remove-switches N --remove-links N (seeded
@@ -219,6 +221,17 @@ def add_parser(sub: Any) -> None:
                    help="switch ports (default 40, HDR Quantum)")
     _common(g)
 
+    g = gs.add_parser("torus", help="a torus of switches with hosts on each (Gordon's 3-D "
+                      "torus; a hypercube, SGI ICE's: every axis 2)")
+    g.add_argument("dims", metavar="XxYxZ..", help="switches along each axis, e.g. 4x4x4")
+    g.add_argument("--hosts", type=int_range(0), default=4, metavar="H",
+                   help="hosts a switch (default 4)")
+    g.add_argument("--parallel", type=int_range(1), default=1, metavar="P",
+                   help="cables between neighbours (default 1)")
+    g.add_argument("--radix", type=int, default=40, metavar="N",
+                   help="switch ports (default 40, HDR Quantum)")
+    _common(g)
+
     from smroute.cli.catalogue_cmd import add_catalogue_parser
 
     add_catalogue_parser(gs)  # named site shapes (smroute/cli/catalogue_cmd.py)
@@ -330,6 +343,16 @@ def generate_fabric(args: argparse.Namespace) -> tuple[Any, str]:
                                   width=kw.get("width", 4), lmc=args.lmc, seed=args.seed)
         return f, (f"Dragonfly+ of {args.groups} groups ({args.leaves} leaves, {args.spines} "
                    "spines)")
+    if kind == "torus":
+        if not re.fullmatch(r"\d+(x\d+)*", args.dims):
+            raise InputError(f"torus: expected switches along each axis as 4x4x4, got "
+                             f"{excerpt(args.dims)}")
+        dims = [int(x) for x in args.dims.split("x")]
+        _check_size(int(np.prod(dims, dtype=object)) * (1 + args.hosts), "torus")
+        f = shapes.torus(dims, args.hosts, parallel=args.parallel, radix=args.radix,
+                         speed=kw.get("speed", "HDR"), width=kw.get("width", 4), lmc=args.lmc,
+                         seed=args.seed)
+        return f, f"torus {args.dims}"
     raise InputError(f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")
 
 

@@ -53,7 +53,7 @@ from smroute.fabric.roles import NeededPairs
 from smroute.routing import orient
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
-from smroute.routing.dmodc import INF, UP_PHASE, Destinations, relax
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations, choose, relax
 from smroute.routing.topology import SwitchGraph, next_switch
 from smroute.routing.vlassign import VirtualLanes
 
@@ -154,32 +154,10 @@ def route_across(g: SwitchGraph, every: SwitchGraph, c: np.ndarray, pi: np.ndarr
         s_i, d_i = np.nonzero(f[:, ti])
         if not len(s_i):
             continue
-        k, r = _choose(cand, first_k, last_k, s_i, ti[d_i], dest.nid[d[d_i]], pi)
+        k, r = choose(cand, first_k, last_k, s_i, ti[d_i], dest.nid[d[d_i]], pi)
         ports[s_i, dest.lid[d[d_i]]] = k_ports[k_first[k] + r % k_count[k]]
         got[d[np.unique(d_i)]] = True
     return got, costs
-
-
-def _choose(cand: np.ndarray, first_k: np.ndarray, last_k: np.ndarray, s_i: np.ndarray,
-            t_i: np.ndarray, nid: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dmodc's rule over candidate groups: ``cand`` ``(K, W)`` bool, group
-    ``k`` (sorted by switch; a switch's groups ``first_k[s]:last_k[s]``) a
-    candidate in column ``w``; per entry (switch ``s_i``, column ``t_i``,
-    NID ``nid``, ``(E,)`` each) with at least one candidate: the group,
-    candidate ``(nid // pi[s]) mod n`` of its ``n``, and what picks the port
-    within it (``mod`` its port count): ``nid // (pi[s] n)``."""
-    n_k = cand.shape[0]
-    cum = np.vstack([np.zeros((1, cand.shape[1]), np.int64),
-                     np.cumsum(cand, axis=0, dtype=np.int64)])
-    base = cum[first_k]  # (S, W): candidates before the switch's first group
-    count = cum[last_k] - base
-    # per column, the running counts as one ascending sequence
-    flat = (cum[1:].T + (np.arange(cand.shape[1]) * (n_k + 1))[:, None]).ravel()
-    n_c = count[s_i, t_i]
-    q = nid // pi[s_i]
-    j = q % n_c
-    k = np.searchsorted(flat, t_i * (n_k + 1) + base[s_i, t_i] + j + 1) - t_i * n_k
-    return k, q // n_c
 
 
 def cross_order(g: SwitchGraph, every: SwitchGraph) -> np.ndarray:
@@ -230,7 +208,7 @@ def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.n
     cable up.  A switch without a path goes down where it can (to a switch
     whose route goes down from there on, or to one without a path that goes
     down), else up, over the cables one hop nearer, Dmodc's rule among them
-    (:func:`_choose`).  Every route, the kept ones and the new, is then
+    (:func:`~smroute.routing.dmodc.choose`).  Every route, the kept ones and the new, is then
     up*/down* in one order of the switches: their channel dependencies are
     acyclic.  Returns ``(got, longest)``: ``(D,)`` bool, the destinations
     some entry was given, and the most switch hops of a new route.
@@ -275,7 +253,7 @@ def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.n
         via_up = (dn16[s_e] == INF) & ~down_e[:, None] & (any16[r_e] + 1 == any16[s_e])
         cand = fill[s_e] & (via_down | via_up)
         s_i, t_i = np.nonzero(fill)
-        k, r = _choose(cand, first_k, last_k, s_i, t_i, dest.nid[d[t_i]], pi)
+        k, r = choose(cand, first_k, last_k, s_i, t_i, dest.nid[d[t_i]], pi)
         ports[s_i, lids[t_i]] = every.grp_ports[every.grp_port_first[e[k]]
                                                 + r % every.grp_port_count[e[k]]]
         got[d[np.unique(t_i)]] = True

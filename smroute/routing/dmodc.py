@@ -31,6 +31,7 @@ from smroute.routing.topology import SwitchGraph
 __all__ = [
     "INF",
     "UP_PHASE",
+    "choose",
     "hop_counts",
     "NO_ROUTE",
     "MAX_UNICAST_LID",
@@ -85,6 +86,28 @@ def relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray, ext: np.ndarray | Non
         np.add(cand, 1, out=cand, where=cand < INF)
         d = udst[i : i + step]
         c[d] = np.minimum(c[d], cand)
+
+
+def choose(cand: np.ndarray, first_k: np.ndarray, last_k: np.ndarray, s_i: np.ndarray,
+            t_i: np.ndarray, nid: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dmodc's rule over candidate groups: ``cand`` ``(K, W)`` bool, group
+    ``k`` (sorted by switch; a switch's groups ``first_k[s]:last_k[s]``) a
+    candidate in column ``w``; per entry (switch ``s_i``, column ``t_i``,
+    NID ``nid``, ``(E,)`` each) with at least one candidate: the group,
+    candidate ``(nid // pi[s]) mod n`` of its ``n``, and what picks the port
+    within it (``mod`` its port count): ``nid // (pi[s] n)``."""
+    n_k = cand.shape[0]
+    cum = np.vstack([np.zeros((1, cand.shape[1]), np.int64),
+                     np.cumsum(cand, axis=0, dtype=np.int64)])
+    base = cum[first_k]  # (S, W): candidates before the switch's first group
+    count = cum[last_k] - base
+    # per column, the running counts as one ascending sequence
+    flat = (cum[1:].T + (np.arange(cand.shape[1]) * (n_k + 1))[:, None]).ravel()
+    n_c = count[s_i, t_i]
+    q = nid // pi[s_i]
+    j = q % n_c
+    k = np.searchsorted(flat, t_i * (n_k + 1) + base[s_i, t_i] + j + 1) - t_i * n_k
+    return k, q // n_c
 
 
 def costs_and_dividers(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:

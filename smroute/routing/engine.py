@@ -22,8 +22,10 @@ and said in every result:
   dependencies are acyclic on one VL.  Where needed pairs have no such
   route (end-ports on upper switches without a cable across), with VLs
   only those switches take detours (``tree+detours``); on one VL those
-  destinations go on to the modes below, the others keep their crossing
-  routes.
+  destinations' switches without a route take routes up*/down* in one
+  order of the switches every route is up*/down* in (several cables
+  across), else they go on to the modes below, the others keep their
+  crossing routes.
 * ``tree+turns``: as ``tree``, but some end-ports' traffic has no up*/down*
   path in the tree (an aggregation node or host on a spine talking to one on
   another spine; a leaf that lost every common ancestor with another).  For
@@ -49,6 +51,12 @@ and said in every result:
   A destination no orientation serves free of credit loops keeps the
   tree's routes; the needed pairs they leave are the validation walk's to
   report (never a re-route of the other destinations).
+* ``shortest``: the fabric is a direct network (every switch carries
+  end-ports: a torus, a hypercube, a ring): every destination whose
+  shortest routes need not turn up after coming down (in ``updown``'s
+  orientation) takes them; with VLs also those whose turns fit, a higher
+  VL at each turn (:mod:`smroute.routing.shortest`); the others keep
+  ``updown``'s routes.
 * ``updown``: the fabric is no tree (roles): every destination is routed
   up*/down* towards the roots of its component (its top switches, never
   one of them alone).

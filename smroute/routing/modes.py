@@ -2,8 +2,8 @@
 not serve every pair, in one place for every engine (algorithm-free).
 
 ``tree`` -> ``tree+cross`` -> ``tree+turns`` -> ``tree+detours`` ->
-``tree+orient``; when the fabric is no tree, ``updown`` -> ``updown+detours``
--> ``updown+orient``:
+``tree+orient``; when the fabric is no tree, ``shortest``, else ``updown``
+-> ``updown+detours`` -> ``updown+orient``:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+cross``: some end-ports' traffic has no up*/down* path in the tree
@@ -51,6 +51,14 @@ not serve every pair, in one place for every engine (algorithm-free).
   the tree's routes; the validation walk reports the needed pairs it
   leaves. A few destinations the tree cannot serve never change the
   routes of the others: no step re-routes the whole tree.
+* ``shortest``: the fabric is a direct network (every switch carries
+  end-ports: a torus, a hypercube, a ring): every destination whose
+  shortest routes in the cable graph avoid turning up after coming down in
+  the up*/down* orientation below takes them (one VL), and with VLs so does
+  every destination whose turns fit, moving to a higher VL at each
+  (:mod:`smroute.routing.shortest`); kept where that serves every
+  destination the next steps would take, checked free of credit loops over
+  the lanes; the others keep the up*/down* routes.
 * ``updown``: the fabric is no tree: every destination is routed up*/down*
   towards every top switch of its component (the roles' roots, as OpenSM's
   updn chooses its roots), never towards one.
@@ -77,8 +85,9 @@ import numpy as np
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
-from smroute.routing import cross, dmodc, orient
+from smroute.routing import cross, dmodc, orient, shortest
 from smroute.routing.api import Engine, Prepared
+from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import (
@@ -97,11 +106,12 @@ __all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_a
 
 #: Every mode a routing can end in (:attr:`Outcome.mode`).
 MODES = ("tree", "tree+cross", "tree+turns", "tree+detours", "tree+orient", "updown",
-         "updown+detours", "updown+orient")
+         "updown+detours", "updown+orient", "shortest")
 
 #: Modes whose by-products (lanes, the oriented destinations) are not
 #: stored with the tables: resume routes them again.
-ROUTED_AGAIN = ("tree+cross", "tree+detours", "tree+orient", "updown+detours", "updown+orient")
+ROUTED_AGAIN = ("tree+cross", "tree+detours", "tree+orient", "updown+detours", "updown+orient",
+                "shortest")
 
 #: What the reason of an ``updown`` routing rooted at one switch per
 #: component said (stored epochs of an older smroute).
@@ -171,6 +181,19 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if mode not in ("tree", "updown") or not engine.guarantees.closer_groups:
         return none
     need = turn_destinations(g, c, dest)
+    if mode == "updown" and g.is_leaf[g.rank >= 0].all():  # a direct network
+        sp_ports = ports.copy()
+        sp_lanes, short = shortest.route_over_vls(fabric, g, dest, sp_ports, max_vls=max_vls)
+        if short.any() and not (need & ~short).any() and (sp_lanes is None or check_credit_loops(
+                fabric, orient.as_tables(fabric, g, sp_ports), sp_lanes).ok):
+            ports[...] = sp_ports
+            over = "" if sp_lanes is None else (
+                f", those that turn up again moving to a higher VL ({sp_lanes.n_vls} VLs, "
+                f"{sp_lanes.n_sls} SLs)")
+            return Outcome("shortest", (
+                f"{reason}; {int(short.sum())} of {len(short)} destination LIDs routed over "
+                f"shortest paths that turn least{over}"), None, int(short.sum()), sp_lanes,
+                prep, ports)
     if not need.any():
         return none
     n = int(need.sum())

@@ -138,7 +138,9 @@ class ServiceMetrics:
             "few destinations it "
             "cannot serve turned on one VL, channel dependencies acyclic; updown: the general "
             "up*/down* routing of a fabric that is no tree, towards every top switch; "
-            "updown+detours, updown+orient: as tree+detours, tree+orient there), 0 for "
+            "updown+detours, updown+orient: as tree+detours, tree+orient there; shortest: "
+            "shortest paths in a direct network (torus, hypercube), a higher VL at each "
+            "turn), 0 for "
             "the others.", ["mode"], registry=r)
         self.turn_lids = Gauge(
             "smroute_turn_lids", "Destination LIDs of the current epoch routed through the "

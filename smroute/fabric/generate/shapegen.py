@@ -5,6 +5,7 @@ two-switch fabrics, director switches, Dragonfly+.  GUIDs, LIDs and descriptions
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 
@@ -16,7 +17,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError
 
 __all__ = ["IS4_DEVICE_ID", "director", "dragonfly_plus", "dragonfly_plus_groups", "ring",
-           "two_switch"]
+           "torus", "two_switch"]
 
 #: InfiniScale IV: the one Mellanox device rdma-core groups into chassis with ``[ext N]``.
 IS4_DEVICE_ID = 0xBD36
@@ -242,4 +243,37 @@ def dragonfly_plus(groups: int, leaves: int, spines: int, hosts_per_leaf: int, *
                                           "HCA-1",
                           hosts_per_leaf, global_cables=global_cables, spread=spread,
                           radix=radix)
+    return site.build(np.random.default_rng(seed))
+
+
+def torus(dims: Sequence[int], hosts_per_switch: int, *, parallel: int = 1, radix: int = 40,
+          speed: str = "HDR", width: int = 4, lmc: int = 0, seed: int = 0) -> Fabric:
+    """A torus of HDR Quantum switches, ``dims`` switches along each axis
+    (a hypercube: every size 2), ``parallel`` cables between neighbours
+    along an axis (one bundle where the axis has 2 switches, none where it
+    has 1), ``hosts_per_switch`` hosts ``"node<NNNN> HCA-1"`` on each, as
+    SDSC Gordon's 3-D torus or SGI ICE's hypercubes.  Switches are
+    ``"MF0;torus-<x>-<y>..:MQM8790/U1"``; host GUIDs drawn with
+    ``numpy.random.default_rng(seed)``."""
+    dims = [int(x) for x in dims]
+    if not dims or min(dims) < 1 or min(parallel, hosts_per_switch + 1) < 1:
+        raise FabricError("a torus needs >= 1 switch along each axis, parallel >= 1 and "
+                          "hosts >= 0")
+    need = hosts_per_switch + parallel * sum(2 if x > 2 else x - 1 for x in dims)
+    if need > radix:
+        raise FabricError(f"a torus {'x'.join(map(str, dims))} needs {need} ports a switch; "
+                          f"the switches have {radix}")
+    site = Site(speed=speed, width=width, lmc=lmc)
+    coords = list(itertools.product(*[range(x) for x in dims]))
+    at = {c: site.switch(f"MF0;torus-{'-'.join(map(str, c))}:MQM8790/U1", radix, QUANTUM)
+          for c in coords}
+    for n, c in enumerate(coords):
+        for k in range(hosts_per_switch):
+            site.host(at[c], f"node{n * hosts_per_switch + k + 1:04d} HCA-1")
+    for c in coords:
+        for axis, x in enumerate(dims):
+            if x == 1 or (x == 2 and c[axis] == 1):
+                continue
+            nb = (*c[:axis], (c[axis] + 1) % x, *c[axis + 1:])
+            site.cable(at[c], at[nb], parallel)
     return site.build(np.random.default_rng(seed))

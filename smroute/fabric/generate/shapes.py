@@ -50,8 +50,8 @@ Conventions of the new nodes
   of the switch it attaches to (4x / ``???`` if it has none).
 
 The pieces: the fabric editing helpers are :mod:`smroute.fabric.generate.editing`, the
-generators (rings, two switches, directors, Dragonfly+) :mod:`smroute.fabric.generate.shapegen`;
-this module has the transforms and re-exports the rest.
+generators (rings, two switches, directors, Dragonfly+, tori)
+:mod:`smroute.fabric.generate.shapegen`; this module has the transforms and re-exports the rest.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ from smroute.fabric.generate.shapegen import (
     director,
     dragonfly_plus,
     ring,
+    torus,
     two_switch,
 )
 from smroute.fabric.model.arrays import Fabric
@@ -94,6 +95,7 @@ __all__ = [
     "dragonfly_plus",
     "port_labels",
     "ring",
+    "torus",
     "two_switch",
     "with_aggregation_nodes",
     "with_split_ports",
