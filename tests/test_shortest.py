@@ -9,6 +9,7 @@ turn, free of credit loops.
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +22,14 @@ from smroute.analysis.congestion import a2a_risk
 from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
 from smroute.fabric.generate.shapegen import ring, torus
+from smroute.fabric.generate.sitegen import QUANTUM, Site
 from smroute.fabric.graph import bfs_distance
-from smroute.routing import shortest
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.roles import fabric_roles
+from smroute.routing import modes, shortest
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import peer_ports
+from smroute.routing.dmodc import INF, UP_PHASE, costs_and_dividers, hop_counts
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.topology import NO_LINK, TO_END_PORT, next_switch
 from smroute.routing.vlassign import INJECT
@@ -177,3 +182,45 @@ def test_cli_generates_a_torus_and_a_hypercube(tmp_path: Path) -> None:
         p = subprocess.run([*exe, *args, "--out", str(out)], capture_output=True, text=True,
                            check=False)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr
+
+
+def _dragonfly(groups: int, routers: int, hosts: int) -> Fabric:
+    """A Dragonfly (Kim et al.): groups of routers cabled all to all, hosts
+    on every router, one global cable between every two groups, spread over
+    the routers."""
+    site = Site(speed="HDR")
+    r = [[site.switch(f"MF0;df-g{x}-r{y}:MQM8790/U1", 40, QUANTUM) for y in range(routers)]
+         for x in range(groups)]
+    for x, y in itertools.product(range(groups), range(routers)):
+        for k in range(hosts):
+            site.host(r[x][y], f"node{(x * routers + y) * hosts + k:04d} HCA-1")
+    for x in range(groups):
+        for y1, y2 in itertools.combinations(range(routers), 2):
+            site.cable(r[x][y1], r[x][y2])
+    used = np.zeros((groups, routers), dtype=np.int64)
+    for x1, x2 in itertools.combinations(range(groups), 2):
+        y1, y2 = int(np.argmin(used[x1])), int(np.argmin(used[x2]))
+        used[x1, y1] += 1
+        used[x2, y2] += 1
+        site.cable(r[x1][y1], r[x2][y2])
+    return site.build(np.random.default_rng(1))
+
+
+def test_updown_costs_follow_the_routes_a_dragonfly_takes() -> None:
+    """In the up*/down* orientation of a Dragonfly (no tree, every switch a
+    leaf), a switch with a path down takes it even where a path up, then
+    down is shorter; the costs of the switches below count with that route,
+    so every switch with a cost has a neighbour one hop nearer in its phase
+    (up-phase switches used to count with the shorter path and found no
+    candidate: dead ends), and the default routes every pair on one VL."""
+    f = _dragonfly(9, 4, 4)
+    g, mode, _ = modes.start(f, fabric_roles(f))
+    assert mode == "updown"
+    c, _ = costs_and_dividers(g)
+    lo, hi = g.up_pairs()
+    hops = hop_counts(c)
+    for s in range(g.n_switches):
+        up_phase = (c[s] >= UP_PHASE) & (c[s] < INF)
+        best = hops[hi[lo == s]].min(axis=0, initial=INF)
+        assert (best[up_phase] + 1 == hops[s, up_phase]).all(), s
+    routed_ok(f)
