@@ -224,3 +224,36 @@ def test_updown_costs_follow_the_routes_a_dragonfly_takes() -> None:
         best = hops[hi[lo == s]].min(axis=0, initial=INF)
         assert (best[up_phase] + 1 == hops[s, up_phase]).all(), s
     routed_ok(f)
+
+
+def _jellyfish(rng: np.random.Generator, n: int, extra: int, hosts: int) -> Fabric:
+    """A random graph of ``n`` switches (a random spanning tree, then
+    ``extra`` random bundles of one or two cables), 1 to ``hosts`` hosts on
+    every switch."""
+    site = Site(speed="HDR")
+    sw = [site.switch(f"MF0;j{i:03d}:MQM8790/U1", 40, QUANTUM) for i in range(n)]
+    k = 0
+    for i in range(n):
+        for _ in range(int(rng.integers(1, hosts + 1))):
+            site.host(sw[i], f"node{k:04d} HCA-1")
+            k += 1
+    order = rng.permutation(n)
+    pairs = {tuple(sorted((int(order[a]), int(order[rng.integers(0, a)])))) for a in range(1, n)}
+    pairs |= {tuple(sorted(map(int, rng.choice(n, 2, replace=False)))) for _ in range(extra)}
+    for a, b in sorted(pairs):
+        site.cable(sw[a], sw[b], int(rng.integers(1, 3)))
+    return site.build(rng)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_graphs_with_hosts_on_every_switch_route_on_one_vl(seed: int) -> None:
+    """A random graph with hosts on every switch ranks some switches above
+    others ("hosts on every level"), but it is a direct network: rooted at
+    its centre, not at its top switches (which left pairs no up*/down* path
+    joins), it routes every pair on one VL and with VLs."""
+    rng = np.random.default_rng(seed)
+    f = _jellyfish(rng, int(rng.integers(12, 40)), int(rng.integers(10, 60)), 4)
+    roles = fabric_roles(f)
+    assert roles.direct and len(roles.roots) == 1
+    assert routed_ok(f).mode == "shortest"
+    assert routed_ok(f, max_vls=4).mode == "shortest"

@@ -34,7 +34,11 @@ leaf: a storage switch cabled to a core): its switches are ranked from the
 other leaves where that puts none above the top (a core stays a core), and
 its cables skip ranks; the switches of the
 highest rank are the **roots** (every one of them roots the general
-up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots).
+up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots),
+but in a **direct network** (every switch carries hosts and some cable
+joins two of one rank: a torus, a hypercube, a random graph) no switch is
+above the others and its centre roots it: rooted at every top switch, the
+hosts of two tops had no up*/down* path between them.
 ``root_guid_file`` names the roots instead: ranks then count down from them
 and the leaves are the lowest switches.
 
@@ -233,8 +237,8 @@ class FabricRoles:
     tree: whether Dmodc routes the fabric as a tree; why_not_tree: the reason
     when not; roots: ``(K,)`` int64 switch nodes the general up*/down*
     fallback is rooted at: per physical component its top switches (rank
-    above 0, the highest; or the listed roots), else its centre; empty for
-    a tree.
+    above 0, the highest; or the listed roots), else (none above the
+    others, or a :attr:`direct` network) its centre; empty for a tree.
     self_loops / same_rank: link ids ``(K,)`` int64 of self-looped cables and
     of links between switches of the same rank (both never used by routing).
     """
@@ -251,6 +255,16 @@ class FabricRoles:
     self_loops: np.ndarray
     same_rank: np.ndarray
     overrides: GuidOverrides = field(default_factory=GuidOverrides)
+
+    @property
+    def direct(self) -> bool:
+        """A direct network: no tree, every ranked switch carries hosts and
+        some cable joins two switches of one rank (a torus, a hypercube, a
+        ring, a Dragonfly): no switch is above the others, whatever the
+        ranks say (a tree with a login host on every top switch is none)."""
+        ranked = (self.switch_role >= 0) & (self.rank >= 0)
+        return (not self.tree and len(self.same_rank) > 0 and bool(ranked.any())
+                and bool((self.hosts[ranked] > 0).all()))
 
     @property
     def leaves(self) -> IntArray:
@@ -478,8 +492,11 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
 
     tree, why = tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
     ep_count = hosts + np.bincount(attach[is_agg], minlength=n)
+    ranked = is_sw & (rank >= 0)  # a direct network (FabricRoles.direct): its centre roots it
+    direct = len(same_rank) > 0 and bool(ranked.any()) and bool((hosts[ranked] > 0).all())
+    tops = roots_given | (sw_role == SwitchRole.ROOT) if not direct else roots_given
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
-        f, ep_count, is_sw, src, dst, roots_given | (sw_role == SwitchRole.ROOT))
+        f, ep_count, is_sw, src, dst, tops)
     return FabricRoles(
         endport_role=ep_role, switch_role=sw_role, reason=reason, rank=rank.astype(np.int64),
         attach=attach, hosts=hosts, tree=tree, why_not_tree=why, roots=roots,

@@ -181,7 +181,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if mode not in ("tree", "updown") or not engine.guarantees.closer_groups:
         return none
     need = turn_destinations(g, c, dest)
-    if mode == "updown" and g.is_leaf[g.rank >= 0].all():  # a direct network
+    if mode == "updown" and roles.direct:
         sp_ports = ports.copy()
         sp_lanes, short = shortest.route_over_vls(fabric, g, dest, sp_ports, max_vls=max_vls)
         if short.any() and not (need & ~short).any() and (sp_lanes is None or check_credit_loops(
