@@ -53,7 +53,7 @@ from smroute.fabric.roles import NeededPairs
 from smroute.routing import orient
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
-from smroute.routing.dmodc import INF, UP_PHASE, Destinations, choose, relax
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations, choose, relax, settle
 from smroute.routing.topology import SwitchGraph, next_switch
 from smroute.routing.vlassign import VirtualLanes
 
@@ -180,20 +180,6 @@ def cross_order(g: SwitchGraph, every: SwitchGraph) -> np.ndarray:
     return pos
 
 
-def _settle(c: np.ndarray, src: np.ndarray, dst: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """:func:`~smroute.routing.dmodc.relax` over the pairs ``src -> dst``
-    until nothing changes, only the entries ``free`` ``(S, X)`` bool taking
-    new values."""
-    while len(src):
-        new = c.copy()
-        relax(new, src, dst)
-        new = np.where(free, new, c)
-        if np.array_equal(new, c):
-            break
-        c = new
-    return c
-
-
 def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.ndarray,
                  dest: Destinations, ports: np.ndarray,
                  cols: np.ndarray) -> tuple[np.ndarray, int]:
@@ -241,10 +227,10 @@ def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.n
         hops = cst & np.uint8(UP_PHASE - 1)
         nxt = nxt_of[np.arange(n)[:, None], ports[:, lids]]
         ready = has & np.where(nxt >= 0, pos[np.maximum(nxt, 0)] > pos[:, None], True)
-        dn = _settle(np.where(ready, hops, INF).astype(np.uint8), r_e[down_e], s_e[down_e],
-                     free)
-        anyc = _settle(np.where(has, hops, dn).astype(np.uint8), r_e[~down_e], s_e[~down_e],
-                       free & (dn == INF))
+        dn = settle(np.where(ready, hops, INF).astype(np.uint8), r_e[down_e], s_e[down_e],
+                    free=free)
+        anyc = settle(np.where(has, hops, dn).astype(np.uint8), r_e[~down_e], s_e[~down_e],
+                      free=free & (dn == INF))
         fill = free & (anyc < INF)
         if not fill.any():
             continue

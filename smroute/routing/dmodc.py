@@ -32,6 +32,7 @@ __all__ = [
     "INF",
     "UP_PHASE",
     "choose",
+    "settle",
     "hop_counts",
     "NO_ROUTE",
     "MAX_UNICAST_LID",
@@ -86,6 +87,24 @@ def relax(c: np.ndarray, src: np.ndarray, dst: np.ndarray, ext: np.ndarray | Non
         np.add(cand, 1, out=cand, where=cand < INF)
         d = udst[i : i + step]
         c[d] = np.minimum(c[d], cand)
+
+
+def settle(c: np.ndarray, src: np.ndarray, dst: np.ndarray, *, free: np.ndarray | None = None,
+           shortest: np.ndarray | None = None) -> np.ndarray:
+    """:func:`relax` over the pairs ``src -> dst`` until nothing changes (a
+    new array): only the entries ``free`` (bool, like ``c``) take new values
+    where given; with ``shortest`` (hop counts, like ``c``), a value other
+    than the entry's there is :data:`INF` after each pass."""
+    while True:
+        new = c.copy()
+        relax(new, src, dst)
+        if free is not None:
+            new = np.where(free, new, c)
+        if shortest is not None:
+            new[new != shortest] = INF
+        if np.array_equal(new, c):
+            return c
+        c = new
 
 
 def choose(cand: np.ndarray, first_k: np.ndarray, last_k: np.ndarray, s_i: np.ndarray,

@@ -2,8 +2,8 @@
 not serve every pair, in one place for every engine (algorithm-free).
 
 ``tree`` -> ``tree+cross`` -> ``tree+turns`` -> ``tree+detours`` ->
-``tree+orient``; when the fabric is no tree, ``shortest``, else ``updown``
--> ``updown+detours`` -> ``updown+orient``:
+``tree+orient``; when the fabric is no tree, ``shortest`` (a direct
+network), else ``updown`` -> ``updown+detours`` -> ``updown+orient``:
 
 * ``tree``: the engine's tables over the tree's ranks (:func:`start`).
 * ``tree+cross``: some end-ports' traffic has no up*/down* path in the tree
@@ -51,8 +51,9 @@ not serve every pair, in one place for every engine (algorithm-free).
   the tree's routes; the validation walk reports the needed pairs it
   leaves. A few destinations the tree cannot serve never change the
   routes of the others: no step re-routes the whole tree.
-* ``shortest``: the fabric is a direct network (every switch carries
-  end-ports: a torus, a hypercube, a ring): every destination whose
+* ``shortest``: the fabric is a direct network
+  (:attr:`~smroute.fabric.roles.FabricRoles.direct`: a torus, a hypercube,
+  a ring, a random graph, hosts on every switch): every destination whose
   shortest routes in the cable graph avoid turning up after coming down in
   the up*/down* orientation below takes them (one VL), and with VLs so does
   every destination whose turns fit, moving to a higher VL at each

@@ -45,7 +45,7 @@ import numpy as np
 
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing.detour import peer_ports
-from smroute.routing.dmodc import INF, NO_ROUTE, Destinations, choose, relax
+from smroute.routing.dmodc import INF, NO_ROUTE, Destinations, choose, settle
 from smroute.routing.topology import SwitchGraph, next_switch
 from smroute.routing.vlassign import N_SLS, VirtualLanes, colour, lanes, target_profiles
 
@@ -55,28 +55,13 @@ __all__ = ["hop_costs", "legal_costs", "route_over_vls", "route_shortest", "turn
 CHUNK = 1 << 22
 
 
-def _settle(c: np.ndarray, src: np.ndarray, dst: np.ndarray,
-            hops: np.ndarray | None = None) -> np.ndarray:
-    """:func:`~smroute.routing.dmodc.relax` over ``src -> dst`` until
-    nothing changes; with ``hops``, an entry that is not a shortest path's
-    hop count is :data:`INF` after each pass."""
-    while True:
-        new = c.copy()
-        relax(new, src, dst)
-        if hops is not None:
-            new[new != hops] = INF
-        if np.array_equal(new, c):
-            return c
-        c = new
-
-
 def hop_costs(g: SwitchGraph, targets: np.ndarray) -> np.ndarray:
     """``(S, T)`` uint8: the hops of a shortest path over every cable of
     ``g`` from each switch to the switches ``targets`` ``(T,)`` (:data:`INF`
     where none, or 255 hops or more)."""
     c = np.full((g.n_switches, len(targets)), INF, dtype=np.uint8)
     c[targets, np.arange(len(targets))] = 0
-    return _settle(c, g.grp_remote, g.grp_switch)
+    return settle(c, g.grp_remote, g.grp_switch)
 
 
 def legal_costs(g: SwitchGraph, targets: np.ndarray,
@@ -88,8 +73,8 @@ def legal_costs(g: SwitchGraph, targets: np.ndarray,
     up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
     down = np.full(hops.shape, INF, dtype=np.uint8)
     down[targets, np.arange(len(targets))] = 0
-    down = _settle(down, g.grp_remote[~up], g.grp_switch[~up], hops)
-    return down, _settle(down, g.grp_remote[up], g.grp_switch[up], hops)
+    down = settle(down, g.grp_remote[~up], g.grp_switch[~up], shortest=hops)
+    return down, settle(down, g.grp_remote[up], g.grp_switch[up], shortest=hops)
 
 
 def route_shortest(g: SwitchGraph, dest: Destinations, ports: np.ndarray, hops: np.ndarray,
