@@ -262,9 +262,8 @@ class FabricRoles:
         some cable joins two switches of one rank (a torus, a hypercube, a
         ring, a Dragonfly): no switch is above the others, whatever the
         ranks say (a tree with a login host on every top switch is none)."""
-        ranked = (self.switch_role >= 0) & (self.rank >= 0)
-        return (not self.tree and len(self.same_rank) > 0 and bool(ranked.any())
-                and bool((self.hosts[ranked] > 0).all()))
+        return not self.tree and _direct(self.switch_role >= 0, self.rank, self.hosts,
+                                         self.same_rank)
 
     @property
     def leaves(self) -> IntArray:
@@ -492,8 +491,8 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
 
     tree, why = tree_check(rank, leaf & (rank == 0), hosts, is_sw, la, lb)
     ep_count = hosts + np.bincount(attach[is_agg], minlength=n)
-    ranked = is_sw & (rank >= 0)  # a direct network (FabricRoles.direct): its centre roots it
-    direct = len(same_rank) > 0 and bool(ranked.any()) and bool((hosts[ranked] > 0).all())
+    # a direct network (FabricRoles.direct): its centre roots it, not its top switches
+    direct = _direct(is_sw, rank, hosts, same_rank)
     tops = roots_given | (sw_role == SwitchRole.ROOT) if not direct else roots_given
     roots = np.zeros(0, dtype=np.int64) if tree else _centres(
         f, ep_count, is_sw, src, dst, tops)
@@ -503,6 +502,13 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         self_loops=self_loops.astype(np.int64), same_rank=same_rank.astype(np.int64),
         overrides=ov,
     )
+
+
+def _direct(is_sw: BoolArray, rank: IntArray, hosts: IntArray, same_rank: IntArray) -> bool:
+    """Every ranked switch of ``is_sw`` carries hosts and some cable joins
+    two switches of one rank (``same_rank``: link ids)."""
+    ranked = is_sw & (rank >= 0)
+    return len(same_rank) > 0 and bool(ranked.any()) and bool((hosts[ranked] > 0).all())
 
 
 def _centres(

@@ -51,8 +51,9 @@ and said in every result:
   A destination no orientation serves free of credit loops keeps the
   tree's routes; the needed pairs they leave are the validation walk's to
   report (never a re-route of the other destinations).
-* ``shortest``: the fabric is a direct network (every switch carries
-  end-ports: a torus, a hypercube, a ring): every destination whose
+* ``shortest``: the fabric is a direct network
+  (:attr:`~smroute.fabric.roles.FabricRoles.direct`: hosts on every
+  switch, a torus, a hypercube, a ring): every destination whose
   shortest routes need not turn up after coming down (in ``updown``'s
   orientation) takes them; with VLs also those whose turns fit, a higher
   VL at each turn (:mod:`smroute.routing.shortest`); the others keep
