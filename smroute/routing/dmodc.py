@@ -176,12 +176,13 @@ def _column_costs(g: SwitchGraph, cols: np.ndarray) -> np.ndarray:
     for r in range(g.max_rank, 0, -1):
         sel = hi_rank == r
         relax(up, hi[sel], lo[sel], up_ext)
-        # a switch with a path down takes it (module doc): its cost is that
-        # path's, also where a path up, then down is shorter (in a graph that
-        # is no tree), so the switches below count with the route it takes
-        rows = np.unique(lo[sel])
-        cr = c[rows]
-        up[rows] = np.where(cr < INF, cr, up[rows])
+        if g.mode != "tree":
+            # a switch with a path down takes it (module doc): its cost is that
+            # path's, also where a path up, then down is shorter (only in a
+            # graph that is no tree), so the switches below count with its route
+            rows = np.unique(lo[sel])
+            cr = c[rows]
+            up[rows] = np.where(cr < INF, cr, up[rows])
     if n and int(np.where(up < INF, up, 0).max(initial=0)) >= UP_PHASE - 1:
         raise RoutingError(f"up*/down* paths of {UP_PHASE - 1} hops or more: not a fabric "
                            "smroute can route")
