@@ -193,7 +193,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 f"{sp_lanes.n_sls} SLs)")
             return Outcome("shortest", (
                 f"{reason}; {int(short.sum())} of {len(short)} destination LIDs routed over "
-                f"shortest paths that turn least{over}"), None, int(short.sum()), sp_lanes,
+                f"shortest paths, up*/down*{over}"), None, int(short.sum()), sp_lanes,
                 prep, ports)
     if not need.any():
         return none
