@@ -87,6 +87,9 @@ class Validation:
     failures: list[Failure] = field(default_factory=list)
     #: delivered walks with detours (down->up turns on purpose, over VLs)
     detoured: int = 0
+    #: walks towards destinations whose routes may turn on purpose (``turns``
+    #: of :func:`validate`), checked for credit loops apart
+    may_turn: int = 0
     #: CA pairs left unrouted that no traffic needs (aggregation nodes on
     #: switches not adjacent): counted, not a failure
     ca_pairs_unneeded: int = 0
@@ -105,6 +108,12 @@ class Validation:
             return (f"valid: {self.pairs} switch-to-LID walks delivered, up*/down* but for "
                     f"{self.detoured} that turn on purpose (detours over virtual lanes, or "
                     "turns whose channel dependencies are acyclic) "
+                    f"({self.switch_pairs_no_updown} unused pairs left unrouted), "
+                    f"{self.non_minimal} non-minimal{apart}")
+        if self.ok and self.may_turn:
+            return (f"valid: {self.pairs} switch-to-LID walks delivered, {self.may_turn} of "
+                    "them towards LIDs whose routes may turn up after coming down on purpose "
+                    "(over virtual lanes, or up*/down* in another order of the switches) "
                     f"({self.switch_pairs_no_updown} unused pairs left unrouted), "
                     f"{self.non_minimal} non-minimal{apart}")
         if self.ok:
@@ -273,7 +282,7 @@ def validate(
                   for sl, st, hp in _walk_chunks(g, ports, dest, None, turns, max_hops))
     n = dict.fromkeys(("pairs", "delivered", "dead_ends", "loops", "updown_violations",
                        "non_minimal", "ca_pairs_unroutable", "switch_pairs_no_updown",
-                       "ca_pairs_disconnected", "detoured", "ca_pairs_unneeded"), 0)
+                       "ca_pairs_disconnected", "detoured", "ca_pairs_unneeded", "may_turn"), 0)
     failing: list[np.ndarray] = []  # (b, d, status) rows: each chunk's first max_failures
     n_src = len(sources)
     src_comp_1 = src_comp[:, 0]
@@ -293,6 +302,7 @@ def validate(
         if turns is not None:
             n["detoured"] += int(np.count_nonzero(hop == NO_PATH)) - int(np.count_nonzero(
                 no_path_f))
+            n["may_turn"] += status.shape[0] * int(np.count_nonzero(turns[sl]))
         # pairs in other physical components, from each source: by the CA columns'
         comp_ca, per_comp = np.unique(g.component[tgt][ca], return_counts=True)
         at = np.minimum(np.searchsorted(comp_ca, src_comp_1), max(len(comp_ca) - 1, 0))
