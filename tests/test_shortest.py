@@ -98,6 +98,9 @@ def test_a_ring_takes_vls_where_shortest_routes_turn() -> None:
     assert _shortest(one) < 1.0
     r = routed_ok(f, max_vls=4)
     assert r.mode == "shortest" and r.lanes is not None and r.lanes.n_vls >= 2, r.mode_reason
+    assert "whose routes may turn up after coming down on purpose" in validate_result(
+        r).summary()
+    assert "up*/down* only" in validate_result(one).summary()
     assert _shortest(r) == 1.0
     assert not check_credit_loops(f, r.tables).ok
     lanes, g = r.lanes, r.graph
