@@ -182,7 +182,7 @@ def cross_order(g: SwitchGraph, every: SwitchGraph) -> np.ndarray:
 
 def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.ndarray,
                  dest: Destinations, ports: np.ndarray,
-                 cols: np.ndarray) -> tuple[np.ndarray, int]:
+                 cols: np.ndarray) -> int:
     """Give every routed switch without a path to a destination of ``cols``
     ``(D,)`` bool (``costs`` :data:`INF`: the tree's costs with the crossing
     routes', :func:`route_across`) an entry up*/down* in
@@ -196,18 +196,16 @@ def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.n
     down), else up, over the cables one hop nearer, Dmodc's rule among them
     (:func:`~smroute.routing.dmodc.choose`).  Every route, the kept ones and the new, is then
     up*/down* in one order of the switches: their channel dependencies are
-    acyclic.  Returns ``(got, longest)``: ``(D,)`` bool, the destinations
-    some entry was given, and the most switch hops of a new route.
+    acyclic.  Returns the most switch hops of a new route.
     """
     n = g.n_switches
-    got = np.zeros(len(dest.lid), dtype=bool)
     longest = 0
     idx = np.flatnonzero(cols)
     routed = g.rank >= 0
     e = np.flatnonzero(routed[every.grp_switch] & routed[every.grp_remote]
                        & (every.grp_switch != every.grp_remote))
     if not len(idx) or not len(e):
-        return got, longest
+        return longest
     e = e[np.argsort(every.grp_switch[e], kind="stable")]
     s_e, r_e = every.grp_switch[e], every.grp_remote[e]
     pos = cross_order(g, every)
@@ -242,9 +240,8 @@ def fill_ordered(g: SwitchGraph, every: SwitchGraph, costs: np.ndarray, pi: np.n
         k, r = choose(cand, first_k, last_k, s_i, t_i, dest.nid[d[t_i]], pi)
         ports[s_i, lids[t_i]] = every.grp_ports[every.grp_port_first[e[k]]
                                                 + r % every.grp_port_count[e[k]]]
-        got[d[np.unique(t_i)]] = True
         longest = max(longest, int(anyc[fill].max()))
-    return got, longest
+    return longest
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,7 +291,7 @@ def filled(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: 
     needed pair of the destinations ``need`` is then delivered free of
     credit loops; else ``None``."""
     trial = x.ports.copy()
-    _, longest = fill_ordered(g, on, x.costs, pi, dest, trial, x.left)
+    longest = fill_ordered(g, on, x.costs, pi, dest, trial, x.left)
     walked = need | (x.crossed & ~dest.is_switch)
     fixed = orient.fixed_routes(fabric, g, trial, dest.lid[walked], longest)
     if orient.accept(fabric, g, dest, trial, walked, needed, c, fixed, on):

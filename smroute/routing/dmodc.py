@@ -108,7 +108,7 @@ def settle(c: np.ndarray, src: np.ndarray, dst: np.ndarray, *, free: np.ndarray 
 
 
 def choose(cand: np.ndarray, first_k: np.ndarray, last_k: np.ndarray, s_i: np.ndarray,
-            t_i: np.ndarray, nid: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           t_i: np.ndarray, nid: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dmodc's rule over candidate groups: ``cand`` ``(K, W)`` bool, group
     ``k`` (sorted by switch; a switch's groups ``first_k[s]:last_k[s]``) a
     candidate in column ``w``; per entry (switch ``s_i``, column ``t_i``,

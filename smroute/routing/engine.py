@@ -112,8 +112,8 @@ class RoutingResult:
     ``None``: the next reroute computes it from this result,
     :mod:`smroute.routing.reroute`).  needed: the pairs that need a route;
     oriented: ``(D,)`` bool, the destinations of mode ``tree+orient``
-    (walked for delivery only), else ``None``; max_hops: the most switch
-    hops of their routes where more than
+    (walked for delivery only), else ``None``; max_hops: the walks' bound
+    for their routes where they may be longer than
     :func:`~smroute.routing.orient.turn_hops` (else 0).
     """
 

@@ -135,8 +135,8 @@ class Outcome:
     the turn root or with detours, the lanes of ``tree+detours``, the
     routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s, and
     ``oriented`` ``(D,)`` bool: the destinations of ``tree+orient`` (else
-    ``None``), ``max_hops``: the most switch hops of their routes where more
-    than :func:`~smroute.routing.orient.turn_hops` (else 0)."""
+    ``None``), ``max_hops``: the walks' bound for their routes where they
+    may be longer than :func:`~smroute.routing.orient.turn_hops` (else 0)."""
 
     mode: str
     reason: str
@@ -188,13 +188,12 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
         if short.any() and not (need & ~short).any() and (sp_lanes is None or check_credit_loops(
                 fabric, orient.as_tables(fabric, g, sp_ports), sp_lanes).ok):
             ports[...] = sp_ports
-            over = "" if sp_lanes is None else (
+            over = ", up*/down* (one VL)" if sp_lanes is None else (
                 f", those that turn up again moving to a higher VL ({sp_lanes.n_vls} VLs, "
                 f"{sp_lanes.n_sls} SLs)")
             return Outcome("shortest", (
                 f"{reason}; {int(short.sum())} of {len(short)} destination LIDs routed over "
-                f"shortest paths, up*/down*{over}"), None, int(short.sum()), sp_lanes,
-                prep, ports)
+                f"shortest paths{over}"), None, int(short.sum()), sp_lanes, prep, ports)
     if not need.any():
         return none
     n = int(need.sum())

@@ -78,15 +78,16 @@ def legal_costs(g: SwitchGraph, targets: np.ndarray,
 
 
 def route_shortest(g: SwitchGraph, dest: Destinations, ports: np.ndarray, hops: np.ndarray,
-                   tgt_of: np.ndarray, cols: np.ndarray, pi: np.ndarray,
+                   tgt_of: np.ndarray, cols: np.ndarray,
                    legal: tuple[np.ndarray, np.ndarray] | None = None) -> None:
     """Route the destinations ``cols`` ``(D,)`` int64 (of target column
     ``tgt_of[cols]``) over shortest paths, in place in ``ports`` (the
     target switches' own entries stay): a switch's candidates are its
     groups one hop nearer (``hops`` ``(S, T)``), or with ``legal`` (the
     ``(down, legal)`` of :func:`legal_costs`) those that keep the route
-    up*/down* (module doc); Dmodc's rule among them with dividers ``pi``."""
+    up*/down* (module doc); Dmodc's rule among them, every divider 1."""
     n = g.n_switches
+    pi = np.ones(n, dtype=np.int64)
     o = np.argsort(g.grp_switch, kind="stable")
     sw, rem = g.grp_switch[o], g.grp_remote[o]
     up = (g.rank[rem] > g.rank[sw])[:, None]
@@ -169,12 +170,11 @@ def route_over_vls(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np
     lids, n_t = dest.lid, len(targets)
     updown = ports[:, lids].copy()
     hops = hop_costs(g, targets)
-    pi = np.ones(g.n_switches, dtype=np.int64)
     short = np.zeros(n_t, dtype=bool)
     lanes_of = None
     routed = g.rank >= 0
     if max_vls >= 2:  # every closer group a candidate; the turns over VLs
-        route_shortest(g, dest, ports, hops, tgt_of, np.arange(len(lids)), pi)
+        route_shortest(g, dest, ports, hops, tgt_of, np.arange(len(lids)))
         layer = turn_layers(g, ports, lids, hops, tgt_of, n_t)
         top = layer.max(axis=0, initial=0).astype(np.int64)  # (any switch may send)
         from_sw = (layer >= 1) & (top < max_vls)[None, :]
@@ -200,7 +200,7 @@ def route_over_vls(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np
     down, legal = legal_costs(g, targets, hops)
     whole = ~((legal == INF) & (hops < INF) & routed[:, None]).any(axis=0) & ~short
     left = np.flatnonzero(whole[tgt_of])
-    route_shortest(g, dest, ports, hops, tgt_of, left, pi, (down, legal))
+    route_shortest(g, dest, ports, hops, tgt_of, left, (down, legal))
     short |= whole
     back = ~short[tgt_of]
     ports[:, lids[back]] = updown[:, back]
