@@ -9,11 +9,12 @@ import time
 import numpy as np
 import pytest
 
+from smroute.fabric.generate.catalogue import build_shape
 from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
-from smroute.routing import modes
+from smroute.routing import dmodc, modes
 from smroute.routing.api import Prepared, engine
 from smroute.routing.engine import route
 from smroute.routing.nmodc import as_dmodc as as_dmodc_module
@@ -211,3 +212,57 @@ def test_an_incremental_reroute_in_the_pool_redoes_the_partial_entries(
             assert rr.incremental
             assert np.array_equal(rr.result.tables.ports,
                                   route(f1, algorithm="nmodc", workers=1).tables.ports)
+
+
+def _even_shares_switch_by_switch(g: SwitchGraph, c: np.ndarray, w: np.ndarray,
+                                  sw: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """:func:`slot_tables.even_shares` read literally, one switch at a time."""
+    out = np.zeros(len(sw), dtype=bool)
+    for i, s in enumerate(sw.tolist()):
+        mine = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] >= g.rank[s]))
+        hop = c[g.grp_remote[mine]] & np.uint8(dmodc.UP_PHASE - 1)
+        near = hop == hop.min(axis=0)
+        n_near = near.sum(axis=0)
+        going = (c[s] >= dmodc.UP_PHASE) & (c[s] < dmodc.INF) & (w > 0)
+        if not (going & (n_near == len(mine))).any():
+            out[i] = True  # nothing to share
+            continue
+        if len(set(counted[mine].tolist())) > 1:
+            continue
+        one = going & (n_near == 1)
+        loads = [int(w[one & near[j]].sum()) for j in range(len(mine))]
+        partial = going & (n_near > 1) & (n_near < len(mine))
+        out[i] = len(set(loads)) == 1 and not partial.any()
+    return out
+
+
+#: complete and damaged trees (lost parallel cables, aggregation nodes, a
+#: management island off a leaf) whose switches that may share by capacity
+#: are even, uneven, or some of each
+EVEN_CASES = [((3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), 0, True),
+              ((3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), 3, True),
+              ((3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), 8, False),
+              ((2, (16, 6), (1, 3), (1, 2)), 3, False),
+              ((3, (6, 6, 12), (1, 3, 6), (1, 2, 1)), 8, True),
+              ("hdr-mgmt-island-300", 0, False), ("hdr-mgmt-island-300", 4, False)]
+
+
+def test_even_shares_reads_each_switch_as_the_rule_says() -> None:
+    """The switches whose shares by capacity cannot move a destination,
+    found for all at once by kinds of up-neighbours, are those the rule
+    finds one switch at a time."""
+    verdicts = []
+    for shape, links, agg in EVEN_CASES:
+        for seed in range(3):
+            f = build_shape(shape) if isinstance(shape, str) else pgft(*shape)
+            f = degrade(f, np.random.default_rng(seed), links=links)[0] if links else f
+            prep = _prepared(with_aggregation_nodes(f) if agg else f)
+            g, c = prep.graph, prep.costs
+            w = np.bincount(prep.dest.target, minlength=g.n_switches)
+            counted = slot_tables.counted_cables(g)
+            sw = np.flatnonzero(slot_tables.may_share(g, c, prep.dest, counted))
+            got = slot_tables.even_shares(g, c, w, sw, counted)
+            assert np.array_equal(got, _even_shares_switch_by_switch(g, c, w, sw, counted)), (
+                shape, links, agg, seed)
+            verdicts += got.tolist()
+    assert 50 < sum(verdicts) < len(verdicts) - 30

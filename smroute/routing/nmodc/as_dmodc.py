@@ -124,8 +124,7 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
         return "a sibling group lacks a column of its family"
     # 3. unique down paths: the paths below each switch, counted over its
     # children, against the switches its costs put below it
-    down = rank[g.grp_remote] < rank[g.grp_switch]
-    d_sw, d_ch = g.grp_switch[down], g.grp_remote[down]
+    d_sw, d_ch = hi, lo  # the down groups: the up groups' other ends
     w = np.bincount(dest.target, minlength=n).astype(np.int64)  # destination LIDs per switch
     paths = np.ones(n, dtype=np.int64)
     below = w.copy()  # destination LIDs at or below, with unique down paths
@@ -152,11 +151,14 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
         # hop counts, INF read as UP_PHASE - 1 (no path is that long)
         hop = c[slot[hs, :m]] & np.uint8(UP_PHASE - 1)  # (H, m, S)
         near = hop.min(axis=1)
-        n_near = (hop == near[:, None, :]).sum(axis=1, dtype=np.int32)
+        # (a port's up groups are fewer than 255)
+        n_near = (hop == near[:, None, :]).view(np.uint8).sum(axis=1, dtype=np.uint8)
         if ((n_near > 1) & (n_near < m)).any():
             return "partial up-going patterns"
         reach[hs] = (near < UP_PHASE - 1) @ w
-    tops = heads[(k[heads] >= 2) & ~np.isin(heads, rows)]
+    in_rows = np.zeros(n, dtype=bool)
+    in_rows[rows] = True
+    tops = heads[(k[heads] >= 2) & ~in_rows[heads]]
     if len(tops):  # tops only: what they have below (their children: the group)
         kids = np.bincount(label[has_up], weights=below[has_up], minlength=n).astype(np.int64)
         reach[tops] = kids[tops] + np.where(slot[tops] >= 0, w[slot[tops]], 0).sum(axis=1)

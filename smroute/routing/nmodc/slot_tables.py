@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
-from smroute.routing.kernel import unique_rows
+from smroute.routing.kernel import dedupe_rows
 from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
@@ -359,6 +359,8 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     (``w`` ``(S,)`` per target switch) from the targets only one of them
     leads closer to, with no target some but not all lead closer to: there
     the water-filling is the even spread.  Costs ``c`` ``(S, S)``."""
+    if not len(sw):
+        return np.zeros(0, dtype=bool)
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     row = np.full(g.n_switches, -1, dtype=np.int64)
     row[sw] = np.arange(len(sw))
@@ -368,10 +370,13 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     ups = np.full((len(sw), int(at.max(initial=0)) + 1), -1, dtype=np.int64)
     ups[row[g.grp_switch[gid]], at] = g.grp_remote[gid]
     same_cables = ~unequal_cables(g, gid, counted)[sw]
-    kinds, kind_of = unique_rows(ups)
-    going_up = (c[sw] >= UP_PHASE) & (c[sw] < INF) & (w > 0)[None, :]  # (B, S)
+    key = (ups + 1).astype(">u2" if g.n_switches < 1 << 16 else ">u8")  # (as bytes)
+    kind_of, first = dedupe_rows(key.view(np.uint8).reshape(len(ups), -1))
+    kinds = ups[first]
     width = (kinds >= 0).sum(axis=1)
+    counts = w > 0  # the targets with destination LIDs: the only ones counted
     out = np.zeros(len(sw), dtype=bool)
+
     # the kinds of one up-count together, (K, k, S) hop counts at most
     # EVEN_CHUNK at a time (a kind's up-neighbours: its first k columns)
     for kw in np.unique(width).tolist():
@@ -381,31 +386,50 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
             ks = of_w[lo:lo + step]
             hop = c[kinds[ks, :kw]] & np.uint8(UP_PHASE - 1)  # (K, k, S), INF as 127
             near = hop == hop.min(axis=1, keepdims=True)
-            n_near = near.sum(axis=1, dtype=np.int32)  # (K, S)
+            # (a port's up groups are fewer than 255)
+            n_near = near.view(np.uint8).sum(axis=1, dtype=np.uint8)  # (K, S)
+            one, partial = n_near == 1, (n_near > 1) & (n_near < kw)
             local = np.full(len(kinds), -1, dtype=np.int64)
             local[ks] = np.arange(len(ks))
             mine = np.flatnonzero(local[kind_of] >= 0)
-            kidx, up_b = local[kind_of[mine]], going_up[mine]  # (B',), (B', S)
-            # no destination every up group leads closer to: nothing to share
-            out[mine] = ~(up_b & (n_near == kw)[kidx]).any(axis=1)
             # equal loads from the targets a single one leads closer to
             # (summed per up group by bincount: exact, no BLAS thread
             # spinning on the workers' CPU), and no target some but not all
-            # lead closer to
-            same = np.flatnonzero(same_cables[mine])
-            kidx, up_b = kidx[same], up_b[same]
-            one = n_near == 1
-            cols = np.flatnonzero(one.any(axis=0))  # (the targets one leads closer to)
-            b, t = np.nonzero(up_b[:, cols] & one[:, cols][kidx])
-            owner = np.argmax(near[:, :, cols], axis=1)[kidx[b], t]
-            loads = np.bincount(b * kw + owner, weights=w[cols[t]].astype(np.float64),
+            # lead closer to: read per switch at its kind's such targets
+            # only (on a complete tree its own up-neighbours)
+            same = mine[same_cables[mine]]
+            kidx = local[kind_of[same]]
+            kk, tt = np.nonzero(one & counts)
+            owner = np.argmax(near[kk, :, tt], axis=1)
+            b, p = _going_up_pairs(c, sw[same], kidx, kk, tt, len(ks))
+            loads = np.bincount(b * kw + owner[p], weights=w[tt[p]].astype(np.float64),
                                 minlength=len(same) * kw).reshape(len(same), kw)
-            partial = (n_near > 1) & (n_near < kw)  # (K, S)
-            even = (loads == loads[:, :1]).all(axis=1)
+            out[same] = (loads == loads[:, :1]).all(axis=1)
             if partial.any():
-                even &= ~(up_b & partial[kidx]).any(axis=1)
-            out[mine[same]] |= even
+                kk, tt = np.nonzero(partial & counts)
+                out[same[_going_up_pairs(c, sw[same], kidx, kk, tt, len(ks))[0]]] = False
+            # the others: no destination every up group leads closer to,
+            # nothing to share
+            rest = mine[~out[mine]]
+            if len(rest):
+                full = np.flatnonzero(((n_near == kw) & counts).any(axis=0))
+                x = c[sw[rest]][:, full]
+                out[rest] = ~((x >= UP_PHASE) & (x < INF)
+                              & (n_near[:, full] == kw)[local[kind_of[rest]]]).any(axis=1)
     return out
+
+
+def _going_up_pairs(c: np.ndarray, rows: np.ndarray, kind: np.ndarray, kk: np.ndarray,
+                    tt: np.ndarray, n_kinds: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(b, p)`` int64: per switch ``rows[b]`` of kind ``kind[b]``, the
+    pairs ``p`` of its kind (``kk[p]``, ascending with ``p``; ``n_kinds``
+    kinds) whose target ``tt[p]`` it reaches going up (costs ``c`` ``(S,
+    S)``)."""
+    n_t = np.bincount(kk, minlength=n_kinds)
+    b, p = runs((np.cumsum(n_t) - n_t)[kind], n_t[kind])
+    x = c[rows[b], tt[p]]
+    keep = (x >= UP_PHASE) & (x < INF)
+    return b[keep], p[keep]
 
 
 def usual_cables(g: SwitchGraph) -> np.ndarray:
@@ -460,6 +484,8 @@ def unequal_cables(g: SwitchGraph, groups: np.ndarray,
     n = len(g.rank)  # (a kernel's graph has no switch nodes)
     cab = counted_cables(g) if counted is None else counted
     sw, cnt = g.grp_switch[groups], cab[groups]
+    if not len(cnt) or cnt.min() == cnt.max():  # (every group alike: none unequal)
+        return np.zeros(n, dtype=bool)
     hi = np.zeros(n, dtype=np.int64)
     lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.maximum.at(hi, sw, cnt)
