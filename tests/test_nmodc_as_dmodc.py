@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from smroute.fabric.generate.catalogue import build_shape
-from smroute.fabric.generate.shapes import with_aggregation_nodes
+from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
@@ -128,19 +128,26 @@ def test_a_complete_pgft_nmodc_changes_is_not_routed_as_dmodc(
 @pytest.mark.parametrize("shape", FAST + [s for s, _ in NOT_FAST])
 def test_the_share_condition_counts_what_may_share_counts(
         monkeypatch: pytest.MonkeyPatch, shape: tuple) -> None:
-    """Condition 5 finds the switches may_share finds, without its (S, T) products."""
+    """Condition 5 finds the switches may_share finds, without its (S, T)
+    products, and those it says the sibling groups' loads settle are even
+    by even_shares' own reading."""
     prep = _prepared(pgft(*shape))
     g, c, dest = prep.graph, prep.costs, prep.dest
-    seen: list[np.ndarray] = []
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def spy(g: object, c: object, w: object, share: np.ndarray, *rest: object) -> np.ndarray:
-        seen.append(share)
+    def spy(g: object, c: object, w: object, share: np.ndarray, counted: object,
+            known: np.ndarray) -> np.ndarray:
+        seen.append((share, known))
         return np.ones(len(share), dtype=bool)
 
     monkeypatch.setattr(as_dmodc_module, "even_shares", spy)
     as_dmodc(g, c, dest)
     want = np.flatnonzero(slot_tables.may_share(g, c, dest))
-    assert np.array_equal(seen[0] if seen else np.zeros(0, np.int64), want)
+    share, known = seen[0] if seen else (np.zeros(0, np.int64), np.zeros(0, bool))
+    assert np.array_equal(share, want)
+    w = np.bincount(dest.target, minlength=g.n_switches)
+    assert slot_tables.even_shares(g, c, w, share[known], slot_tables.counted_cables(g)).all()
+    assert known.all()  # (a complete PGFT: every one settled by its group)
 
 
 @pytest.mark.parametrize("links", [1, 3, 12])
@@ -266,3 +273,22 @@ def test_even_shares_reads_each_switch_as_the_rule_says() -> None:
                 shape, links, agg, seed)
             verdicts += got.tolist()
     assert 50 < sum(verdicts) < len(verdicts) - 30
+
+
+@pytest.mark.parametrize(("shape", "rank"), [((2, (16, 6), (1, 3), (1, 2)), 1),
+                                            ((3, (4, 4, 4), (1, 4, 4), (1, 1, 1)), 2),
+                                            ((3, (12, 2, 2), (1, 2, 2), (1, 2, 1)), 1)])
+def test_a_host_on_one_upper_switch_makes_the_shares_uneven(monkeypatch: pytest.MonkeyPatch,
+                                                            shape: tuple, rank: int) -> None:
+    """A UFM host on one upper switch of ``rank``: the sibling groups below
+    it carry one destination more on that up-neighbour (through a top
+    switch, or an up-neighbour that routes on), so the groups' loads settle
+    nothing, the switches that may share do, and Nmodc's tables are its
+    full path's."""
+    f = pgft(*shape)
+    g = _prepared(f).graph
+    f = attach_cas(f, [int(g.sw_node[np.flatnonzero(g.rank == rank)[0]])], ["ufm-01 HCA-1"])
+    prep = _prepared(f)
+    assert as_dmodc(prep.graph, prep.costs, prep.dest) == "shares by capacity"
+    assert np.array_equal(route(f, algorithm="nmodc", workers=1).tables.ports,
+                          _full_path(monkeypatch, f))

@@ -350,7 +350,7 @@ EVEN_CHUNK = 1 << 22
 
 
 def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
-                counted: np.ndarray) -> np.ndarray:
+                counted: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
     """``(B,)`` bool: the switches ``sw`` ``(B,)`` whose shares by capacity
     (:func:`capacity_tables`) cannot move a destination: those without a
     destination that every up group leads closer to (a leaf with a pendant
@@ -358,7 +358,13 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     count the same ``counted`` cables and carry the same destination LIDs
     (``w`` ``(S,)`` per target switch) from the targets only one of them
     leads closer to, with no target some but not all lead closer to: there
-    the water-filling is the even spread.  Costs ``c`` ``(S, S)``."""
+    the water-filling is the even spread.  Costs ``c`` ``(S, S)``;
+    ``known`` ``(B,)`` bool: switches the caller knows to be such (not read
+    again)."""
+    if known is not None and known.any():
+        out = known.copy()
+        out[~known] = even_shares(g, c, w, sw[~known], counted)
+        return out
     if not len(sw):
         return np.zeros(0, dtype=bool)
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
