@@ -41,17 +41,17 @@ METRICS = False
 
 def run(path: str) -> None:
     f: Fabric = read_fabric(path)
-    anchor, orient = modes.anchor_turns, modes.orient.orient
+    anchor, orient = modes.anchor_turns, modes.orient.orient_whole
     runs = (("tree+orient alone", (lambda *a: 0), orient), ("product", anchor, orient),
-            ("anchors always", anchor, (lambda *a, **k: (None, "not tried"))))
+            ("anchors always", anchor, (lambda *a, **k: (None, "not tried", None))))
     for label, anchors, orientation in runs:
-        modes.anchor_turns, modes.orient.orient = anchors, orientation
+        modes.anchor_turns, modes.orient.orient_whole = anchors, orientation
         try:
             t0 = time.perf_counter()
             res = route(f, workers=1, labels=False, max_vls=1)
             took = time.perf_counter() - t0
         finally:
-            modes.anchor_turns, modes.orient.orient = anchor, orient
+            modes.anchor_turns, modes.orient.orient_whole = anchor, orient
         v = validate_result(res)
         loops = check_credit_loops(f, res.tables)
         print(f"{Path(path).name} {label}: mode {res.mode} ({took:.1f} s)")

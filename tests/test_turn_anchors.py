@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from smroute.fabric.export.writers import format_topology
-from smroute.fabric.generate.catalogue import core_tier, director_site
+from smroute.fabric.generate.catalogue import build_shape, core_tier, director_site
 from smroute.fabric.generate.shapes import attach_cas, with_aggregation_nodes
 from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, SWITCHIB, Site
 from smroute.fabric.generate.trees import degrade
@@ -127,6 +127,42 @@ def test_a_site_tree_orient_serves_keeps_its_tables() -> None:
     assert r.mode == "tree+orient", r.mode_reason
     assert ANCHORED not in r.mode_reason
     assert validate_result(r).ok
+
+
+def test_the_one_at_a_time_orientation_runs_only_where_the_anchors_fail(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain's order: the destinations through their turn switches all
+    at once, then the anchors on the tree's tables, then one destination at
+    a time.  Where the anchors serve, the one-at-a-time search (seconds on a
+    large site, its result dropped for the anchors' anyway) is not run; the
+    tables are those the search-first order gave; where the all-at-once
+    orientation serves, no anchor is tried (it routes the compute hosts
+    better)."""
+    f = two_directors()
+    first = route(f, workers=1, labels=False).tables.ports
+    calls: list[str] = []
+    one_by_one, anchor = orient.orient_one_by_one, modes.anchor_turns
+
+    def spy_one(*a: object, **k: object) -> object:
+        calls.append("one by one")
+        return one_by_one(*a, **k)  # type: ignore[arg-type]
+
+    def spy_anchor(*a: object) -> int:
+        calls.append("anchors")
+        return anchor(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(orient, "orient_one_by_one", spy_one)
+    monkeypatch.setattr(modes, "anchor_turns", spy_anchor)
+    r = route(f, workers=1, labels=False)
+    assert calls == ["anchors"] and ANCHORED in r.mode_reason
+    assert np.array_equal(r.tables.ports, first)
+    calls.clear()  # where the anchors fail, one at a time
+    each = route(director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0),
+                 workers=1, labels=False)
+    assert calls == ["anchors", "one by one"] and "each destination's" in each.mode_reason
+    calls.clear()
+    whole = route(build_shape("hdr-cs8500-core-island-900"), workers=1, labels=False)
+    assert whole.mode == "tree+orient" and not calls, (calls, whole.mode_reason)
 
 
 def test_the_undamaged_site_needs_them_too() -> None:

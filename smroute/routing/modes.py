@@ -265,32 +265,47 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     ports[...] = tree_ports
     candidates = (need, orient.needed_turns(g, c, dest, needed) & need)
     escape = (g2, *dmodc.costs_and_dividers(g2))
-    ori, no = orient.orient(fabric, g, c, pi, dest, ports, candidates, needed, escape, own, on)
-    # where that leaves needed pairs, the service hosts' switches turn at their anchors:
-    # every destination that needs it, from the tree's tables; else the ones the
-    # orientation left, from its tables (every switch lacking a path to them anchored)
-    tries = [(tree_ports, candidates[-1], False)]
-    if ori is not None and not ori.complete:
-        tries.append((ports, candidates[-1] & ~ori.turns, True))
-    partial = [("the orientation", ports.copy())] if ori is not None and not ori.complete else []
-    for base, left, wide in tries:
-        if ori is not None and ori.complete:
-            break
-        anchored = base.copy()
-        n_x = anchor_turns(g, c, dest, anchored, left, wide)
+
+    partial: list[tuple[str, np.ndarray]] = []  # (tables that serve some of them)
+
+    def anchored(base: np.ndarray, left: np.ndarray, wide: bool,
+                 first: str) -> orient.Orientation | None:
+        """The switches lacking a path to the destinations ``left`` turn at
+        their anchors (``wide``: every such switch, else the service hosts'),
+        on the tables ``base``: written into ``ports`` where
+        :func:`orient.accept` takes every needed one (``first``: the
+        summary of the others)."""
+        trial = base.copy()
+        n_x = anchor_turns(g, c, dest, trial, left, wide)
         if wide and n_x:
-            partial.append(("the anchors", anchored))
-        if n_x and not orient.accept(
-                fabric, g, dest, anchored, candidates[-1], needed, c,
-                orient.fixed_routes(fabric, g, anchored, dest.lid[candidates[-1]]), on):
-            ports[...] = anchored
-            first = "" if ori is None or base is tree_ports else (
+            partial.append(("the anchors", trial))
+        if not n_x or orient.accept(
+                fabric, g, dest, trial, candidates[-1], needed, c,
+                orient.fixed_routes(fabric, g, trial, dest.lid[candidates[-1]]), on):
+            return None
+        ports[...] = trial
+        return orient.Orientation(candidates[-1], (
+            f"{first}the traffic of {n_x} switches{'' if wide else ' of service hosts'} "
+            "turns at one lower neighbour each, whose cables to it carry only their own "
+            "traffic; the channel dependencies of every route are acyclic"))
+
+    # the destinations through their turn switches all at once; else the
+    # service hosts' switches turn at their anchors, from the tree's tables;
+    # else each destination through a turn switch of its own, and where that
+    # leaves some, every switch lacking a path to those turns at its anchor,
+    # on the orientation's tables (the first that serves every needed one)
+    ori, no, fixed = orient.orient_whole(fabric, g, c, pi, dest, ports, candidates, needed, on)
+    if ori is None:
+        ori = anchored(tree_ports, candidates[-1], False, "")
+    if ori is None and fixed is not None:
+        ori, why_each = orient.orient_one_by_one(fabric, g, c, pi, dest, ports, candidates[-1],
+                                                 needed, fixed, escape, own, on)
+        no = why_each or no
+        if ori is not None and not ori.complete:
+            partial.append(("the orientation", ports.copy()))
+            ori = anchored(ports, candidates[-1] & ~ori.turns, True, (
                 f"{int(ori.turns.sum())} of them each through a turn switch chosen so that "
-                "the channel dependencies stay acyclic, the others: ")
-            ori = orient.Orientation(candidates[-1], (
-                f"{first}the traffic of {n_x} switches{'' if wide else ' of service hosts'} "
-                "turns at one lower neighbour each, whose cables to it carry only their own "
-                "traffic; the channel dependencies of every route are acyclic"))
+                "the channel dependencies stay acyclic, the others: ")) or ori
     turns = candidates[-1]
     # a last resort: every such destination again, one at a time, those most switches
     # lack a path to first, each that no turn switch serves routed backwards from the

@@ -62,7 +62,8 @@ from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "as_tables", "dependencies_with", "fixed_routes",
            "needed_turns",
-           "lacking_sources", "orient", "orient_each", "route_turns", "search_turns", "turn_hops",
+           "lacking_sources", "orient_each", "orient_one_by_one", "orient_whole", "route_turns",
+           "search_turns", "turn_hops",
            "turn_options", "turn_roots", "undelivered", "walk_graph"]
 
 
@@ -270,30 +271,26 @@ def route_turns(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destination
     ports[np.ix_(rows, lids)] = block
 
 
-def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
-           dest: Destinations, ports: np.ndarray, candidates: Sequence[np.ndarray],
-           needed: NeededPairs,
-           escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-           own: str = "the tree's routes",
-           walk_on: SwitchGraph | None = None) -> tuple[Orientation | None, str]:
+def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+                 dest: Destinations, ports: np.ndarray, candidates: Sequence[np.ndarray],
+                 needed: NeededPairs, walk_on: SwitchGraph | None = None
+                 ) -> tuple[Orientation | None, str, Fixed | None]:
     """Try each set of destinations of ``candidates`` (``(D,)`` bool, e.g.
     every destination a turn would serve, then only the needed ones) in
     order, each with its turn switches low first, then high
     (:func:`turn_roots`): routed in a copy of ``ports`` (the tree's tables)
     by :func:`route_turns`, judged by :func:`accept` (an empty set: the
-    tree's tables are accepted as they are).  If none is accepted, the last
-    set is oriented one destination at a time (:func:`orient_each`; if that
-    leaves some, again in the other order, the one serving more kept).
-    Returns the accepted orientation with its tables written into ``ports``,
-    else ``(None, why)`` (``ports`` untouched); ``own``: what the routes of
-    ``ports`` are called in the summary; ``walk_on``: the graph the routes
-    are walked on (:func:`walk_graph`; default ``g``)."""
+    tree's tables are accepted as they are); ``walk_on``: the graph the
+    routes are walked on (:func:`walk_graph`; default ``g``).  Returns the
+    accepted orientation with its tables written into ``ports``, else
+    ``None`` (``ports`` untouched) and why, and the routes no trial changes
+    (:func:`fixed_routes`, for :func:`orient_one_by_one`)."""
     why = ""
     fixed: Fixed | None = None
     on = walk_on or g
     for turns in candidates:
         if not turns.any():  # no needed pair lacks an up*/down* path: the tree's tables
-            return Orientation(turns, "no needed pair lacks an up*/down* path"), ""
+            return Orientation(turns, "no needed pair lacks an up*/down* path"), "", fixed
         if fixed is None:  # the routes no trial changes, followed once
             fixed = fixed_routes(fabric, g, ports,
                                  dest.lid[np.logical_or.reduce(list(candidates))])
@@ -309,22 +306,35 @@ def orient(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             if not why:
                 ports[...] = trial
                 return Orientation(turns, "the channel dependencies of every route are "
-                                   "acyclic"), ""
-    if fixed is None:
-        return None, why
+                                   "acyclic"), "", fixed
+    return None, why, fixed
+
+
+def orient_one_by_one(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+                      dest: Destinations, ports: np.ndarray, turns: np.ndarray,
+                      needed: NeededPairs, fixed: Fixed,
+                      escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
+                      own: str = "the tree's routes", walk_on: SwitchGraph | None = None
+                      ) -> tuple[Orientation | None, str]:
+    """The destinations ``turns`` oriented one at a time (:func:`orient_each`;
+    if that leaves some, again in the other order, the one serving more
+    kept) in a copy of ``ports`` (the tree's tables), judged by
+    :func:`accept`; ``fixed``: :func:`orient_whole`'s.  Returns the
+    orientation with its tables written into ``ports``, else ``(None,
+    why)`` (``ports`` untouched); ``own``: what the routes of ``ports`` are
+    called in the summary."""
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, trial, escape=escape,
-                       fixed=fixed)
-    if done.sum() < candidates[-1].sum():  # some left: the other order may serve more
+    done = orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape, fixed=fixed)
+    if done.sum() < turns.sum():  # some left: the other order may serve more
         other = ports.copy()
-        more = orient_each(fabric, g, c, pi, dest, candidates[-1], needed, other,
+        more = orient_each(fabric, g, c, pi, dest, turns, needed, other,
                            escape=escape, fewest_first=False, fixed=fixed)
         if more.sum() > done.sum():
             trial, done = other, more
     if not done.any():
-        return None, why
-    left = int(candidates[-1].sum() - done.sum())
-    why = accept(fabric, g, dest, trial, done, needed, c, fixed, on)
+        return None, ""
+    left = int(turns.sum() - done.sum())
+    why = accept(fabric, g, dest, trial, done, needed, c, fixed, walk_on or g)
     if why:
         return None, why
     ports[...] = trial
