@@ -35,11 +35,17 @@ network), else ``updown`` -> ``updown+detours`` -> ``updown+orient``:
   serve; only the destinations some needed pair lacks a path to take the
   turn root's routes where the tree has none, accepted when they are
   delivered and the channel dependencies of all routes are acyclic
-  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops).
-  Where that leaves needed pairs, the service hosts' switches turn at
-  anchors whose cables carry no transit instead
+  (:mod:`smroute.routing.orient`: one VL, proven free of credit loops),
+  first all at once. Where that fails, the service hosts' switches turn at
+  anchors whose cables carry no transit
   (:mod:`smroute.routing.turn_anchors`), kept where every needed pair is
-  then delivered free of credit loops. Where those leave needed pairs too,
+  then delivered free of credit loops; else the destinations take their
+  turn switches one at a time, and where that leaves some, every switch
+  lacking a path to those turns at its anchor on the orientation's tables.
+  (The all-at-once orientation first: where it serves, it routes the
+  compute hosts better than the anchors; the anchors before the
+  one-at-a-time search: that search costs seconds on a large site.)
+  Where those leave needed pairs too,
   a last resort orients every such destination again, one at a time (most
   switches lacking a path first): one no turn switch serves is routed
   backwards from the switches with a path, cable by cable while the channel
