@@ -676,3 +676,27 @@ def test_dependencies_of_some_lids_beside_the_others_are_the_whole_sets() -> Non
     assert (parts.pairs, parts.unfinished) == (whole.pairs, whole.unfinished)
     a, b = loop_check(f, parts), check_credit_loops(f, r.tables, max_hops=12)
     assert (a.summary(), a.per_vl, a.cyclic) == (b.summary(), b.per_vl, b.cyclic)
+
+
+@pytest.mark.parametrize("turned", [False, True])
+def test_dependencies_marked_in_a_table_are_the_sorted_ones(monkeypatch: pytest.MonkeyPatch,
+                                                            turned: bool) -> None:
+    """On VL 0 a walk large against the (link, port) table marks its
+    dependencies there; they are the codes the per-hop sort finds (a tree,
+    and a director site whose routes turn)."""
+    from smroute.routing import deadlock
+
+    f = (director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0) if turned
+         else pgft(3, (4, 4, 6), (1, 2, 4), (1, 2, 1)))
+    r = route(f, workers=1, labels=False)
+    assert (r.mode == "tree+orient") == turned
+    links = deadlock.channel_links(f)
+    assert len(f.switches) * len(np.flatnonzero(f.lid_to_port >= 0)) * 4 >= (
+        links.n_links * links.nxt.shape[1])  # (the table is used)
+    dense = deadlock.dependencies(f, r.tables, links=links)
+    monkeypatch.setattr(deadlock, "DENSE_PAIRS", 0)
+    sorted_ = deadlock.dependencies(f, r.tables, links=links)
+    assert len(dense.edges) > 100
+    assert np.array_equal(dense.edges, sorted_.edges)
+    assert np.array_equal(dense.used, sorted_.used)
+    assert (dense.pairs, dense.unfinished) == (sorted_.pairs, sorted_.unfinished)

@@ -119,14 +119,19 @@ class AcyclicGrowth:
         self.pos = topological_order(n, self.src, self.dst)
         self._refused: set[bytes] = set()
         self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
+        self._by_dst = (self.dst, self.src)
         self._index()
 
     def _index(self) -> None:
-        """Index every edge (those added since the last index joined to the rest)."""
-        self.src = np.concatenate([self.src, self._new_src])
-        self.dst = np.concatenate([self.dst, self._new_dst])
-        self._out = _Index(self.src, self.dst, self.n)
-        self._in = _Index(self.dst, self.src, self.n)
+        """Index every edge (those added since the last index joined to the
+        rest; the rest kept in each index's order, so a stable sort merges
+        them in a pass)."""
+        self._out = _Index(np.concatenate([self.src, self._new_src]),
+                           np.concatenate([self.dst, self._new_dst]), self.n)
+        self._in = _Index(np.concatenate([self._by_dst[0], self._new_dst]),
+                          np.concatenate([self._by_dst[1], self._new_src]), self.n)
+        self.src, self.dst = self._out.at, self._out.to
+        self._by_dst = (self._in.at, self._in.to)
         self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
 
     def add(self, codes: np.ndarray) -> bool:

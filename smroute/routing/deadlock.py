@@ -32,10 +32,12 @@ from smroute.routing.acyclic import cyclic_core, find_cycle
 from smroute.routing.vlassign import VirtualLanes, distinct
 from smroute.tables.lft import NO_ROUTE, ForwardingTables
 
-__all__ = ["VLS", "Channel", "ChannelLinks", "CreditLoopCheck", "Dependencies", "channel_links",
-           "check_credit_loops", "dependencies", "loop_check", "merged"]
+__all__ = ["DENSE_PAIRS", "VLS", "Channel", "ChannelLinks", "CreditLoopCheck", "Dependencies",
+           "channel_links", "check_credit_loops", "dependencies", "loop_check", "merged"]
 
 _PAIRS = 1 << 18  # (source, destination) pairs walked at once
+#: the most (link, port) pairs :func:`dependencies` marks in a table (bytes)
+DENSE_PAIRS = 1 << 25
 
 #: channels per link: one per VL an InfiniBand port can have (channel ``link * VLS + vl``)
 VLS = 16
@@ -185,6 +187,13 @@ def dependencies(
     edges: list[np.ndarray] = []
     used: list[np.ndarray] = []
     unfinished = 0
+    # on VL 0 alone, a dependency is its first channel's link and the port
+    # it leaves by: marked in a table of them where the walk is large
+    # against it (no sort of every hop's millions of codes)
+    dense = (lanes is None and n_link * n_p <= DENSE_PAIRS
+             and len(src) * len(dlids) * 4 >= n_link * n_p)
+    seen_e = np.zeros(n_link * n_p if dense else 0, dtype=bool)
+    seen_u = np.zeros(n_link if dense else 0, dtype=bool)
     step = max(1, _PAIRS // max(len(src), 1))
     for c0 in range(0, len(dlids), step):
         d = np.repeat(np.arange(c0, c0 + len(dlids[c0:c0 + step]))[None, :], len(src),
@@ -203,13 +212,25 @@ def dependencies(
                   if lanes is not None else np.zeros(int(go.sum()), np.int64))
             ch = link[x[go], ps[go]] * n_vl + vl
             dep = prev[go] >= 0
-            edges.append(distinct(prev[go][dep] * (n_link * n_vl) + ch[dep]))
-            used.append(distinct(ch))
+            if dense:
+                seen_e[prev[go][dep] // n_vl * n_p + ps[go][dep]] = True
+                seen_u[ch // n_vl] = True
+            else:
+                edges.append(distinct(prev[go][dep] * (n_link * n_vl) + ch[dep]))
+                used.append(distinct(ch))
             x, q, d, sl = y[go], peer[x[go], ps[go]], d[go], sl[go]
             prev = ch
             if not len(x):
                 break
         unfinished += len(x)
+    if dense:
+        ls, lp = np.nonzero(link >= 0)
+        to = np.zeros(n_link, dtype=np.int64)  # the switch each link leads to
+        to[link[ls, lp]] = nxt[ls, lp]
+        k = np.flatnonzero(seen_e)
+        first, port = k // n_p, k % n_p
+        edges.append(first * n_vl * (n_link * n_vl) + link[to[first], port] * n_vl)
+        used.append(np.flatnonzero(seen_u) * n_vl)
     e = distinct(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
     u = distinct(np.concatenate(used)) if used else np.zeros(0, np.int64)
     return Dependencies(e, u, n_link * n_vl, len(src) * len(dlids), unfinished, link)

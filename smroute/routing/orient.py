@@ -385,6 +385,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     key[sel] = dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
         np.where(dest.is_switch[sel], 0, dest.owner[sel])])
     failed: set[int] = set()
+    options: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (the same for a key's LIDs)
     in_a_row = 0
     for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
         if int(key[j]) in failed:  # the same options failed for another LID
@@ -393,7 +394,9 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         keep = ports[:, lid].copy()
         one = np.zeros(len(dest.lid), dtype=bool)
         one[j] = True
-        low, high = turn_options(g, c, dest, j, needed)
+        if int(key[j]) not in options:
+            options[int(key[j])] = turn_options(g, c, dest, j, needed)
+        low, high = options[int(key[j])]
         valid = np.zeros(g.n_switches, dtype=bool)
         valid[low] = True
         # the turn switches taken so far first (turns at few switches close

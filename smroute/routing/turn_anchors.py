@@ -116,14 +116,15 @@ def anchors(g: SwitchGraph, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _move(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray, s: int,
           cols: np.ndarray, banned: np.ndarray,
-          cables: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+          cables: tuple[np.ndarray, np.ndarray, np.ndarray], start: np.ndarray) -> None:
     """Move switch ``s``'s entries for the destinations ``cols`` ``(M,)``
     to cables not ``banned`` ``(cables of s, M)``: to those that lead closer
     (eq. 1), else to those of the lowest cost that keep the route
     up*/down* (down only where ``s`` has a down-only path); spread by NID.
-    An entry with no such cable stays.  ``cables``: ``g.cables()``."""
-    sw, to, port = cables
-    mine = np.flatnonzero(sw == s)
+    An entry with no such cable stays.  ``cables``: ``g.cables()``, those of
+    switch ``s`` from ``start[s]`` to ``start[s + 1]``."""
+    _, to, port = cables
+    mine = np.arange(start[s], start[s + 1])
     t = dest.target[cols]
     down = (g.rank[to[mine]] < g.rank[s])[:, None]
     seen = seen_cost(c[np.ix_(to[mine], t)], down).astype(np.int64)
@@ -158,6 +159,7 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         return 0
     cables = g.cables()
     sw, to, port = cables
+    start = np.searchsorted(sw, np.arange(g.n_switches + 1))  # (cables by switch)
     k_of = np.full(g.n_switches, -1, dtype=np.int64)  # the anchored switches' index
     k_of[xs] = np.arange(len(xs))
     # the cables by (switch, remote), in cable order within each pair
@@ -181,7 +183,7 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         """(cables of s, M): cables up from an anchor that carry only the
         traffic to its switch, and cables into a ``via`` whose entry leaves
         it towards its anchor (transit onto it)."""
-        mine = np.flatnonzero(sw == s)
+        mine = np.arange(start[s], start[s + 1])
         out = np.zeros((len(mine), len(cols)), dtype=bool)
         # the anchored switches whose via is a neighbour of s
         near = np.flatnonzero(np.isin(via, to[mine][is_via[to[mine]]]))
@@ -199,19 +201,20 @@ def anchor_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nd
         for x, v, a in zip(xs.tolist(), via.tolist(), anchor.tolist(), strict=True):
             cols = np.flatnonzero(np.isin(ports[a, dest.lid], cab(a, v)) & (dest.target != x))
             if len(cols):
-                _move(g, c, dest, ports, a, cols, banned(a, cols), cables)
+                _move(g, c, dest, ports, a, cols, banned(a, cols), cables, start)
                 moved += len(cols)
             leave = np.isin(ports[v, dest.lid], cab(v, a))
             # v's neighbours' entries into v that leave it towards its anchor (a
             # move writes its own switch's row only: all found first)
-            ws = np.unique(to[sw == v])
+            ws = np.unique(to[start[v]:start[v + 1]])
             into = np.flatnonzero((to == v) & np.isin(sw, ws))
             to_v = np.zeros((len(ws), 256), dtype=bool)
             to_v[np.searchsorted(ws, sw[into]), port[into]] = True
             enter = to_v[np.arange(len(ws))[:, None], ports[ws][:, dest.lid]] & leave[None, :]
             for i in np.flatnonzero(enter.any(axis=1) & (ws != x)).tolist():
                 cols = np.flatnonzero(enter[i])
-                _move(g, c, dest, ports, int(ws[i]), cols, banned(int(ws[i]), cols), cables)
+                _move(g, c, dest, ports, int(ws[i]), cols, banned(int(ws[i]), cols), cables,
+                      start)
                 moved += len(cols)
         if not moved:
             break
