@@ -21,6 +21,7 @@ from credit_loop import ON_LOOP, credit_loop_tables, loop_fabric
 from smroute.analysis.congestion import a2a_risk
 from smroute.analysis.paths import pair_paths
 from smroute.analysis.view import routing_view
+from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing import detour, dmodc, kernel
@@ -216,21 +217,28 @@ def test_rechosen_detours_never_leave_more_targets_to_the_escape(
     assert validate_result(mine).ok
 
 
-def test_link_destinations_counts_distinct_lids_per_link() -> None:
+@pytest.mark.parametrize(("three", "hops", "some"), [(False, 8, False), (True, 8, False),
+                                                    (True, 2, True), (True, 3, False)])
+def test_link_destinations_counts_distinct_lids_per_link(three: bool, hops: int,
+                                                         some: bool) -> None:
     """The load of the detours by load against a walk of every (source
-    switch, LID) pair in Python, on a small degraded tree."""
-    fabric, _ = degrade(pgft(2, (4, 8), (1, 4), (1, 1)), np.random.default_rng(3), links=6)
+    switch, LID) pair in Python, on small degraded trees (three levels: an
+    aggregation node on every switch, every switch a source, or ``some``
+    of them), within ``hops`` switch links."""
+    fabric = (with_aggregation_nodes(pgft(3, (4, 4, 6), (1, 4, 4), (1, 1, 1))) if three
+              else pgft(2, (4, 8), (1, 4), (1, 1)))
+    fabric, _ = degrade(fabric, np.random.default_rng(3), links=6)
     r = route(fabric, workers=1)
     g, ports = r.graph, r.tables.ports
     nxt = next_switch(g)
     lids = r.dest.lid[~r.dest.is_switch]
-    sources = np.unique(g.ep_switch)
-    got = link_destinations(nxt, ports, lids, sources, 8)
+    sources = np.unique(g.ep_switch)[::3 if some else 1]
+    got = link_destinations(nxt, ports, lids, sources, hops)
     want: dict[tuple[int, int], set[int]] = {}
     for s in sources.tolist():
         for lid in lids.tolist():
             x = s
-            for _ in range(8):
+            for _ in range(hops):
                 p = int(ports[x, lid])
                 if p == NO_ROUTE or nxt[x, p] < 0:
                     break

@@ -68,7 +68,6 @@ DETOUR_BLOCKS = 16
 #: more raise A2A).
 DETOUR_SPREAD = 1
 _CHUNK_ELEMS = 1 << 22  # (source, destination) walks per chunk
-_MARK_ELEMS = 1 << 25  # (link, destination) marks per chunk
 _ENTRIES = 1 << 14  # entries chosen at once
 
 
@@ -103,14 +102,30 @@ def link_destinations(nxt: np.ndarray, ports: np.ndarray, lids: np.ndarray,
     count = np.zeros(n_s * n_p, dtype=np.int64)
     if not len(sources) or not len(lids):
         return count.reshape(n_s, n_p)
-    step = max(1, min(_CHUNK_ELEMS // len(sources), _MARK_ELEMS // (n_s * n_p)))
+    sources = np.unique(sources)
+    step = max(1, _CHUNK_ELEMS // len(sources))
     for lo in range(0, len(lids), step):
         cl = lids[lo:lo + step]
-        mark = np.zeros((n_s * n_p, len(cl)), dtype=bool)  # (link, LID) crossed
-        ci = np.tile(np.arange(len(cl)), len(sources))
-        for walk, x, p in _hops(nxt, ports, np.repeat(sources, len(cl)), cl[ci], max_hops):
-            mark[x * n_p + p, ci[walk]] = True
-        count += mark.sum(axis=1)
+        k = len(cl)
+        # the walks from every source, each (switch, LID) followed once: in
+        # rounds from the switches reached first (a switch's own walk crosses
+        # every link the walks through it cross, within the hop bound), so
+        # each crossing counts one distinct LID on its link
+        seen = np.zeros((n_s, k), dtype=bool)
+        at, ci = np.repeat(sources, k), np.tile(np.arange(k), len(sources))
+        seen[at, ci] = True
+        for _ in range(max_hops):
+            p = ports[at, cl[ci]].astype(np.int64)
+            y = np.where(p < n_p, nxt[at, np.minimum(p, n_p - 1)], -1)
+            live = y >= 0
+            at, p, ci, y = at[live], p[live], ci[live], y[live].astype(np.int64)
+            count += np.bincount(at * n_p + p, minlength=n_s * n_p)
+            new = ~seen[y, ci]
+            reached = np.unique(y[new] * k + ci[new])  # (two may reach one switch at once)
+            at, ci = reached // k, reached % k
+            seen[at, ci] = True
+            if not len(at):
+                break
     return count.reshape(n_s, n_p)
 
 
