@@ -118,7 +118,9 @@ class AcyclicGrowth:
         self.src, self.dst = c // n, c % n
         self.pos = topological_order(n, self.src, self.dst)
         self._refused: set[bytes] = set()
-        self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
+        self._new_out = self._new_in = _Index(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (added, not merged in yet)
+        self._n_new = 0
         self._by_dst = (self.dst, self.src)
         self._index()
 
@@ -126,13 +128,22 @@ class AcyclicGrowth:
         """Index every edge (those added since the last index joined to the
         rest; the rest kept in each index's order, so a stable sort merges
         them in a pass)."""
-        self._out = _Index(np.concatenate([self.src, self._new_src]),
-                           np.concatenate([self.dst, self._new_dst]), self.n)
-        self._in = _Index(np.concatenate([self._by_dst[0], self._new_dst]),
-                          np.concatenate([self._by_dst[1], self._new_src]), self.n)
+        self._merge_pending()
+        self._out = _Index(np.concatenate([self.src, self._new_out.at]),
+                           np.concatenate([self.dst, self._new_out.to]), self.n)
+        self._in = _Index(np.concatenate([self._by_dst[0], self._new_in.at]),
+                          np.concatenate([self._by_dst[1], self._new_in.to]), self.n)
         self.src, self.dst = self._out.at, self._out.to
         self._by_dst = (self._in.at, self._in.to)
-        self._new_src = self._new_dst = np.zeros(0, dtype=np.int64)
+        self._new_out = self._new_in = _Index(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self._n_new = 0
+
+    def _merge_pending(self) -> None:
+        """The edges added without a search, merged into the index of the new ones."""
+        if self._pending:
+            s, d = (np.concatenate(x) for x in zip(*self._pending, strict=True))
+            self._new_out, self._new_in = self._new_out.merged(s, d), self._new_in.merged(d, s)
+            self._pending = []
 
     def add(self, codes: np.ndarray) -> bool:
         """Add the edges ``codes`` if the graph stays acyclic; whether it did."""
@@ -145,9 +156,10 @@ class AcyclicGrowth:
         back = pos[s] >= pos[d]
         if back.any():
             lo, hi = int(pos[d[back]].min()), int(pos[s[back]].max())
-            es = np.concatenate([self._new_src, s])  # edges beside the index
-            ed = np.concatenate([self._new_dst, d])
-            out, into = (self._out, _Index(es, ed)), (self._in, _Index(ed, es))
+            # the edges beside the index, with these (merged in: no sort of them)
+            self._merge_pending()
+            new_out, new_in = self._new_out.merged(s, d), self._new_in.merged(d, s)
+            out, into = (self._out, new_out), (self._in, new_in)
             heads, tails = np.unique(d[back]), np.unique(s[back])
             one = len(heads) == 1 == len(tails)  # one back edge: a cycle once its head
             fwd = _reach(out, heads, pos, lo, hi, stop=int(tails[0]) if one else -1)
@@ -164,9 +176,11 @@ class AcyclicGrowth:
             bwd = _reach(into, tails, pos, lo, hi)
             self._reorder(np.flatnonzero(bwd & ~fwd), both, ws, wd,
                           np.flatnonzero(fwd & ~bwd))
-        self._new_src = np.concatenate([self._new_src, s])
-        self._new_dst = np.concatenate([self._new_dst, d])
-        if len(self._new_src) > self.REINDEX * (len(self.src) + len(self._new_src)):
+            self._new_out, self._new_in = new_out, new_in
+        else:
+            self._pending.append((s, d))
+        self._n_new += len(s)
+        if self._n_new > self.REINDEX * (len(self.src) + self._n_new):
             self._index()
         return True
 
@@ -199,6 +213,16 @@ class _Index:
         o = np.argsort(a, kind="stable")
         self.at, self.to = a[o], b[o]
         self.start = None if n is None else np.searchsorted(self.at, np.arange(n + 1))
+
+    def merged(self, a: np.ndarray, b: np.ndarray) -> _Index:
+        """These edges and ``a -> b``, searched (merged in: these are not
+        sorted again)."""
+        o = np.argsort(a, kind="stable")
+        at = np.searchsorted(self.at, a[o], side="right")
+        out = _Index.__new__(_Index)
+        out.at, out.to = np.insert(self.at, at, a[o]), np.insert(self.to, at, b[o])
+        out.start = None
+        return out
 
     def ends(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The edges out of ``nodes``: ``(from, to)``."""
