@@ -10,16 +10,18 @@ one with a path to the destination that every switch needing one can reach),
 where the route joins the tree's route to the destination
 (:func:`route_turns`).  Mode ``tree+turns`` accepts one turn root per
 component when every route is up*/down* in the root's orientation (a
-sufficient condition); :func:`orient` accepts turns when the routes of those
+sufficient condition); :func:`accept` takes turns when the routes of those
 destinations are delivered wherever they are needed and the channel
 dependency graph of the whole table set is acyclic
 (:func:`~smroute.routing.deadlock.check_credit_loops`): free of credit loops
-on one VL, proven rather than implied by one orientation.  It tries every
-destination's first turn switch at once (leaves first, then the highest
-switches), then one destination at a time (:func:`orient_each`: each takes
-the first of a few turn switches that keeps the dependencies acyclic; a
-destination none serves keeps the tree's routes, and the validation walk
-reports the needed pairs it leaves).
+on one VL, proven rather than implied by one orientation.
+:func:`orient_whole` tries every destination's first turn switch at once
+(leaves first, then the highest switches); :func:`orient_one_by_one` one
+destination at a time (:func:`orient_each`: each takes the first of a few
+turn switches that keeps the dependencies acyclic; a destination none
+serves keeps the tree's routes, and the validation walk reports the needed
+pairs it leaves).  The mode chain tries the service hosts' anchors
+between the two.
 Those destinations are then walked for delivery only
 (:attr:`Orientation.turns`), on the cables an escape route may take
 (:func:`walk_graph`: the turn root's orientation uses cables between
