@@ -224,9 +224,8 @@ def dependencies(
                 break
         unfinished += len(x)
     if dense:
-        ls, lp = np.nonzero(link >= 0)
-        to = np.zeros(n_link, dtype=np.int64)  # the switch each link leads to
-        to[link[ls, lp]] = nxt[ls, lp]
+        ls, lp = _link_ends(link)
+        to = nxt[ls, lp]  # the switch each link leads to
         k = np.flatnonzero(seen_e)
         first, port = k // n_p, k % n_p
         edges.append(first * n_vl * (n_link * n_vl) + link[to[first], port] * n_vl)
@@ -265,9 +264,7 @@ def loop_check(fabric: Fabric, dep: Dependencies) -> CreditLoopCheck:
     sw = fabric.switches
     core = cyclic_core(n_ch, e // n_ch, e % n_ch)
     cyc = find_cycle(n_ch, e // n_ch, e % n_ch) if core.any() else np.zeros(0, np.int64)
-    ls, lp = np.nonzero(link >= 0)
-    by_link = np.argsort(link[ls, lp])
-    ls, lp = ls[by_link], lp[by_link]
+    ls, lp = _link_ends(link)
     names = tuple(Channel(int(fabric.node_guid[sw[ls[c // n_vl]]]),
                           fabric.node_desc[int(sw[ls[c // n_vl]])], int(lp[c // n_vl]),
                           int(c % n_vl)) for c in cyc.tolist())
@@ -277,6 +274,14 @@ def loop_check(fabric: Fabric, dep: Dependencies) -> CreditLoopCheck:
         vls=int(np.flatnonzero(per_vl)[-1]) + 1 if len(u) else 0,
         per_vl=tuple(int(v) for v in per_vl[:int(np.flatnonzero(per_vl)[-1]) + 1])
         if len(u) else (), cyclic=int(core.sum()), cycle=names, unfinished=dep.unfinished)
+
+
+def _link_ends(link: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(switch, port)``, ``(L,)`` int64 each: where each link id of ``link``
+    ``(S, P)`` leaves, in link id order."""
+    ls, lp = np.nonzero(link >= 0)
+    by_link = np.argsort(link[ls, lp])
+    return ls[by_link], lp[by_link]
 
 
 def _aligned(tables: ForwardingTables, guids: np.ndarray, lids: np.ndarray) -> np.ndarray:
