@@ -55,6 +55,7 @@ import numpy as np
 
 from smroute.routing.dmodc import Destinations, seen_cost
 from smroute.routing.topology import SwitchGraph, next_switch
+from smroute.routing.vlassign import distinct
 
 __all__ = ["DETOUR_BLOCKS", "link_destinations", "detours_by_load"]
 
@@ -121,7 +122,7 @@ def link_destinations(nxt: np.ndarray, ports: np.ndarray, lids: np.ndarray,
             at, p, ci, y = at[live], p[live], ci[live], y[live].astype(np.int64)
             count += np.bincount(at * n_p + p, minlength=n_s * n_p)
             new = ~seen[y, ci]
-            reached = np.unique(y[new] * k + ci[new])  # (two may reach one switch at once)
+            reached = distinct(y[new] * k + ci[new])  # (two may reach one switch at once)
             at, ci = reached // k, reached % k
             seen[at, ci] = True
             if not len(at):
