@@ -15,6 +15,7 @@ from smroute.analysis.paths import pair_paths, routing_view
 from smroute.fabric.model.arrays import Fabric
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.nmodc import slot_tables
+from smroute.routing.nmodc.cables import unequal_cables
 from smroute.routing.reroute import reroute
 
 #: 8 leaves of 30 hosts, 2 cables to each of 4 spines; leaf 6 lost a cable
@@ -79,9 +80,9 @@ def test_equal_cables_keep_their_shares() -> None:
     r = route(f, algorithm="nmodc", workers=1, labels=False)
     g = r.graph
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
-    assert not slot_tables.unequal_cables(g, not_down).any()
+    assert not unequal_cables(g, not_down).any()
     cut = route(_tree(), algorithm="nmodc", workers=1, labels=False).graph
-    lost = slot_tables.unequal_cables(cut, cut.rank[cut.grp_remote] >= cut.rank[cut.grp_switch])
+    lost = unequal_cables(cut, cut.rank[cut.grp_remote] >= cut.rank[cut.grp_switch])
     assert np.array_equal(np.flatnonzero(lost), cut.leaves[[0, 6]])
 
 
@@ -112,7 +113,7 @@ def test_added_cables_keep_dmodc_shifts() -> None:
                          np.arange(view.n_endports))
         got.append((int(shift.risk_max), round(float(shift.hsd_avg), 6)))
     g = r.graph
-    assert not slot_tables.unequal_cables(g, g.rank[g.grp_remote] >= g.rank[g.grp_switch]).any()
+    assert not unequal_cables(g, g.rank[g.grp_remote] >= g.rank[g.grp_switch]).any()
     assert got[0] == got[1] and got[0][0] <= 3, got
 
 
@@ -125,6 +126,6 @@ def test_usual_cable_counts_that_change_reroute_as_from_scratch() -> None:
     f = leaf_spine_tree([20] * 4, [[2, 2, 2]] * 3 + [[2, 2, 1]])
     full = route(f, algorithm="nmodc", workers=1, lmc=0)
     g = full.graph
-    assert slot_tables.unequal_cables(g, g.rank[g.grp_remote] >= g.rank[g.grp_switch]).any()
+    assert unequal_cables(g, g.rank[g.grp_remote] >= g.rank[g.grp_switch]).any()
     rr = reroute(prev, f, lmc=0)
     assert np.array_equal(rr.result.tables.ports, full.tables.ports)

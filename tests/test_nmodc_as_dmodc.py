@@ -18,8 +18,8 @@ from smroute.routing import dmodc, modes
 from smroute.routing.api import Prepared, engine
 from smroute.routing.engine import route
 from smroute.routing.nmodc import as_dmodc as as_dmodc_module
+from smroute.routing.nmodc import cables, nominal, slot_tables
 from smroute.routing.nmodc import engine as nmodc_engine
-from smroute.routing.nmodc import nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AsDmodc, as_dmodc
 from smroute.routing.nmodc.wrap import wrap_gaps
 from smroute.routing.pool import RoutePool, kernel_rows
@@ -146,7 +146,7 @@ def test_the_share_condition_counts_what_may_share_counts(
     share, known = seen[0] if seen else (np.zeros(0, np.int64), np.zeros(0, bool))
     assert np.array_equal(share, want)
     w = np.bincount(dest.target, minlength=g.n_switches)
-    assert slot_tables.even_shares(g, c, w, share[known], slot_tables.counted_cables(g)).all()
+    assert slot_tables.even_shares(g, c, w, share[known], cables.counted_cables(g)).all()
     assert known.all()  # (a complete PGFT: every one settled by its group)
 
 
@@ -266,7 +266,7 @@ def test_even_shares_reads_each_switch_as_the_rule_says() -> None:
             prep = _prepared(with_aggregation_nodes(f) if agg else f)
             g, c = prep.graph, prep.costs
             w = np.bincount(prep.dest.target, minlength=g.n_switches)
-            counted = slot_tables.counted_cables(g)
+            counted = cables.counted_cables(g)
             sw = np.flatnonzero(slot_tables.may_share(g, c, prep.dest, counted))
             got = slot_tables.even_shares(g, c, w, sw, counted)
             assert np.array_equal(got, _even_shares_switch_by_switch(g, c, w, sw, counted)), (

@@ -66,9 +66,10 @@ import numpy as np
 
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
+from smroute.routing.nmodc.cables import counted_cables, unequal_cables
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.nominal import NominalSlots
-from smroute.routing.nmodc.slot_tables import counted_cables, even_shares, unequal_cables
+from smroute.routing.nmodc.slot_tables import equal_loads, even_shares, sole_nearest
 from smroute.routing.runs import place_in_runs
 from smroute.routing.topology import SwitchGraph
 
@@ -162,18 +163,14 @@ def as_dmodc(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> str:
         # hop counts, INF read as UP_PHASE - 1 (no path is that long)
         hop = c[slot[hs, :m]] & np.uint8(UP_PHASE - 1)  # (H, m, S)
         near = hop.min(axis=1)
-        is_near = (hop == near[:, None, :]).view(np.uint8)
+        is_near = hop == near[:, None, :]
         # (a port's up groups are fewer than 255)
-        n_near = is_near.sum(axis=1, dtype=np.uint8)
+        n_near = is_near.view(np.uint8).sum(axis=1, dtype=np.uint8)
         if ((n_near > 1) & (n_near < m)).any():
             return "partial up-going patterns"
         reach[hs] = (near < UP_PHASE - 1) @ w
         i, t = np.nonzero(n_near == 1)
-        # the nearest up-neighbour's place where it is the only one
-        owner = (is_near * np.arange(m, dtype=np.uint8)[:, None]).sum(axis=1, dtype=np.uint8)[i, t]
-        loads = np.bincount(i * m + owner, weights=w[t].astype(np.float64),
-                            minlength=len(hs) * m).reshape(len(hs), m)
-        even[hs] = (loads == loads[:, :1]).all(axis=1)
+        even[hs] = equal_loads(i, sole_nearest(is_near)[i, t], w[t], len(hs), m)
     in_rows = np.zeros(n, dtype=bool)
     in_rows[rows] = True
     tops = heads[(k[heads] >= 2) & ~in_rows[heads]]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import UP_PHASE, seen_cost
+from smroute.routing.nmodc.cables import most_common
 from smroute.routing.nmodc.keys import pair_keys
-from smroute.routing.nmodc.slot_tables import most_common
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 

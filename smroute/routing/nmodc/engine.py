@@ -42,6 +42,7 @@ from smroute.routing.api import (
 from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
+from smroute.routing.nmodc.cables import counted_cables
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.pod_routes import pod_routes
@@ -296,7 +297,7 @@ class Nmodc:
         capacity ``n_share`` (default
         :func:`~smroute.routing.nmodc.slot_tables.sharing`), the cables
         the shares count ``n_cables``
-        (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`) and those whose
+        (:func:`~smroute.routing.nmodc.cables.counted_cables`) and those whose
         rows Dmodc's kernel computes ``n_dmodc``
         (:func:`~smroute.routing.nmodc.as_dmodc.dmodc_rows`); Dmodc's arrays
         alone where the tree routes as Dmodc."""
@@ -306,7 +307,7 @@ class Nmodc:
         a["n_slots"] = nominal.packed_slots(prep.aux)
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # every end-port's
         a["n_rd"] = nominal.redirect_dividers(prep.graph, prep.dividers, len(prep.nids))
-        a["n_cables"] = slot_tables.counted_cables(prep.graph)
+        a["n_cables"] = counted_cables(prep.graph)
         a["n_share"] = (slot_tables.sharing(prep.graph, prep.costs, prep.dest, a["n_cables"])
                         if share is None else share)
         # the switches at or below each (read by both of these)

@@ -6,7 +6,7 @@ in full, and so is every switch with a changed entry whose cables may be
 shared out by capacity, before or after
 (:func:`smroute.routing.nmodc.slot_tables.sharing`: those shares read the
 switch's whole row); every such switch where the usual cable counts of some
-ranks changed (:func:`~smroute.routing.nmodc.slot_tables.usual_cables`: the
+ranks changed (:func:`~smroute.routing.nmodc.cables.usual_cables`: the
 shares count no cable above them).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
@@ -31,6 +31,7 @@ import numpy as np
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
 from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
+from smroute.routing.nmodc.cables import counted_cables, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.pool import RoutePool
@@ -88,7 +89,7 @@ class _Plan:
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two :func:`~smroute.routing.nmodc.slot_tables.usual_cables`
+    """Whether two :func:`~smroute.routing.nmodc.cables.usual_cables`
     tables agree (0 beyond the smaller one)."""
     n = max(len(a), len(b))
     pad = [np.pad(x, (0, n - len(x))) for x in (a, b)]
@@ -115,7 +116,7 @@ class NmodcIncremental(IncrementalHook):
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
         whole |= share & region.near
-        if not _same(slot_tables.usual_cables(prev.graph), slot_tables.usual_cables(g)):
+        if not _same(usual_cables(prev.graph), usual_cables(g)):
             whole |= share  # the shares count other cables everywhere
         rows = np.union1d(rows, np.flatnonzero(whole))
         # the descent's switches, before and after, in full (it reads every
@@ -137,7 +138,7 @@ class NmodcIncremental(IncrementalHook):
         a["n_slots"] = nominal.packed_slots(slots_of(prep))
         a["n_eps"] = np.array([len(prep.nids)], dtype=np.int64)  # not the columns'
         a["n_share"] = np.full(prep.graph.n_switches, whole)
-        a["n_cables"] = slot_tables.counted_cables(prep.graph)
+        a["n_cables"] = counted_cables(prep.graph)
         a["n_desc"] = _DESCENT.get(prep.graph, np.zeros(0, dtype=np.int64))
         return a
 

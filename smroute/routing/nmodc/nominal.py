@@ -119,11 +119,11 @@ from smroute.routing.kernel import (
     unique_rows,
 )
 from smroute.routing.nmodc import native
+from smroute.routing.nmodc.cables import counted_cables
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
     capacity_tables,
-    counted_cables,
     occurrences,
     slot_tables,
 )
@@ -355,7 +355,7 @@ def route_block(
     :func:`~smroute.routing.nmodc.slot_tables.sharing` (shares skipped where
     they cannot move anything: the same tables).  ``cables``: ``(G,)`` the
     cables of each group as the shares count them
-    (:func:`~smroute.routing.nmodc.slot_tables.counted_cables`, computed
+    (:func:`~smroute.routing.nmodc.cables.counted_cables`, computed
     here where not given)."""
     out[:] = NO_ROUTE
     b = len(switches)

@@ -12,12 +12,13 @@ import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.kernel import dedupe_rows
+from smroute.routing.nmodc.cables import counted_cables, unequal_cables
 from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "sharing", "even_shares", "usual_cables", "most_common", "counted_cables",
-           "unequal_cables", "lids_up_and_below", "occurrences"]
+           "may_share", "sharing", "even_shares", "equal_loads", "sole_nearest",
+           "lids_up_and_below", "occurrences"]
 
 
 def probe_offsets(m: int) -> np.ndarray:
@@ -399,18 +400,15 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
             local[ks] = np.arange(len(ks))
             mine = np.flatnonzero(local[kind_of] >= 0)
             # equal loads from the targets a single one leads closer to
-            # (summed per up group by bincount: exact, no BLAS thread
-            # spinning on the workers' CPU), and no target some but not all
+            # (:func:`equal_loads`), and no target some but not all
             # lead closer to: read per switch at its kind's such targets
             # only (on a complete tree its own up-neighbours)
             same = mine[same_cables[mine]]
             kidx = local[kind_of[same]]
             kk, tt = np.nonzero(one & counts)
-            owner = np.argmax(near[kk, :, tt], axis=1)
+            owner = sole_nearest(near)[kk, tt]
             b, p = _going_up_pairs(c, sw[same], kidx, kk, tt, len(ks))
-            loads = np.bincount(b * kw + owner[p], weights=w[tt[p]].astype(np.float64),
-                                minlength=len(same) * kw).reshape(len(same), kw)
-            out[same] = (loads == loads[:, :1]).all(axis=1)
+            out[same] = equal_loads(b, owner[p], w[tt[p]], len(same), kw)
             if partial.any():
                 kk, tt = np.nonzero(partial & counts)
                 out[same[_going_up_pairs(c, sw[same], kidx, kk, tt, len(ks))[0]]] = False
@@ -425,6 +423,25 @@ def even_shares(g: SwitchGraph, c: np.ndarray, w: np.ndarray, sw: np.ndarray,
     return out
 
 
+def sole_nearest(near: np.ndarray) -> np.ndarray:
+    """``(K, S)`` uint8: per row of ``near`` ``(K, k, S)`` bool (which of
+    ``k < 256`` up-neighbours are nearest to each target), the place of the
+    nearest one where it is the only one (elsewhere meaningless)."""
+    k = near.shape[1]
+    return (near.view(np.uint8) * np.arange(k, dtype=np.uint8)[:, None]).sum(axis=1,
+                                                                             dtype=np.uint8)
+
+
+def equal_loads(row: np.ndarray, owner: np.ndarray, weight: np.ndarray, n_rows: int,
+                width: int) -> np.ndarray:
+    """``(n_rows,)`` bool: whether the ``weight`` ``(N,)`` summed per (``row``,
+    ``owner``) ``(N,)`` each is the same on the ``width`` owners of a row
+    (summed by bincount: exact, no BLAS thread spinning on the workers' CPU)."""
+    loads = np.bincount(row * width + owner, weights=weight.astype(np.float64),
+                        minlength=n_rows * width).reshape(n_rows, width)
+    return (loads == loads[:, :1]).all(axis=1)
+
+
 def _going_up_pairs(c: np.ndarray, rows: np.ndarray, kind: np.ndarray, kk: np.ndarray,
                     tt: np.ndarray, n_kinds: int) -> tuple[np.ndarray, np.ndarray]:
     """``(b, p)`` int64: per switch ``rows[b]`` of kind ``kind[b]``, the
@@ -436,67 +453,6 @@ def _going_up_pairs(c: np.ndarray, rows: np.ndarray, kind: np.ndarray, kk: np.nd
     x = c[rows[b], tt[p]]
     keep = (x >= UP_PHASE) & (x < INF)
     return b[keep], p[keep]
-
-
-def usual_cables(g: SwitchGraph) -> np.ndarray:
-    """``(R + 1, R + 1)`` int64, ``R`` the highest rank: ``[a + 1, b + 1]``
-    is the most common cable count of the port groups from a switch of rank
-    ``a`` to one of rank ``b`` (ties: the larger; 0: no such group)."""
-    top = int(g.rank.max(initial=-1)) + 2
-    pair = (g.rank[g.grp_switch] + 1) * top + g.rank[g.grp_remote] + 1
-    return most_common(pair, g.grp_port_count.astype(np.int64), top * top).reshape(top, top)
-
-
-def most_common(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
-    """``(n_keys,)`` int64: per key (``key`` ``(N,)`` int64 in ``0 ..
-    n_keys - 1``) the most common of its ``value`` ``(N,)`` int64 ``>= 0``
-    (ties: the larger; 0 for a key without values)."""
-    out = np.zeros(n_keys, dtype=np.int64)
-    if not len(value):
-        return out
-    hi = int(value.max()) + 1
-    keys, n = np.unique(key * hi + value, return_counts=True)
-    kk, kv = keys // hi, keys % hi
-    o = np.lexsort((kv, n, kk))  # per key: the most common value last
-    last = np.r_[kk[o][1:] != kk[o][:-1], True]
-    out[kk[o][last]] = kv[o][last]
-    return out
-
-
-def counted_cables(g: SwitchGraph) -> np.ndarray:
-    """``(G,)`` int64: the cables of each port group that the shares by
-    capacity count: all of them, up to the usual count of its ranks
-    (:func:`usual_cables`).  Cables added to some pairs leave every group
-    its usual count, and Dmodc's table already spreads a switch's
-    destinations evenly over the usual cables: sharing by capacity there
-    would move destinations off their nominal group for no lower load than
-    a complete tree's, and cost the shifts in topological order their
-    exactness (leaf/spine, 2 cables per pair and 7 pairs with 3: shift HSD
-    in host-name order 2.76 as Dmodc, 5.44 shared).  A group below its
-    usual count lost a cable."""
-    cnt = g.grp_port_count.astype(np.int64)
-    if cnt.max(initial=0) <= 1:  # no parallel cables
-        return cnt
-    usual = usual_cables(g)
-    return np.minimum(cnt, usual[g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1])
-
-
-def unequal_cables(g: SwitchGraph, groups: np.ndarray,
-                   counted: np.ndarray | None = None) -> np.ndarray:
-    """``(S,)`` bool: the switches whose ``groups`` (a ``(G,)`` bool mask or
-    group ids; e.g. their up groups) have unequal cable counts as the
-    shares count them (``counted``, default :func:`counted_cables`): a
-    parallel cable lost."""
-    n = len(g.rank)  # (a kernel's graph has no switch nodes)
-    cab = counted_cables(g) if counted is None else counted
-    sw, cnt = g.grp_switch[groups], cab[groups]
-    if not len(cnt) or cnt.min() == cnt.max():  # (every group alike: none unequal)
-        return np.zeros(n, dtype=bool)
-    hi = np.zeros(n, dtype=np.int64)
-    lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    np.maximum.at(hi, sw, cnt)
-    np.minimum.at(lo, sw, cnt)
-    return lo < hi
 
 
 def lids_up_and_below(c: np.ndarray, dest: Destinations) -> tuple[np.ndarray, np.ndarray]:
