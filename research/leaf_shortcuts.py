@@ -119,13 +119,12 @@ def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: n
     up cables' fair share, in place in ``ports`` ``(S, W)`` (module doc);
     returns how many moved."""
     moved = 0
-    eps = np.arange(len(dest.lid))
     for s in leaves.tolist():
         ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
         which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
         cable, upper = g.grp_ports[at], g.grp_remote[ks][which]
         n = len(cable)
-        off = eps[(dest.target[eps] != s) & (c[s, dest.target[eps]] < INF)]
+        off = np.flatnonzero((dest.target != s) & (c[s, dest.target] < INF))
         if n < 2 or not len(off):
             continue
         lids = dest.lid[off]
