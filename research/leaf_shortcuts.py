@@ -106,11 +106,18 @@ def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     start = np.searchsorted(lo, s)
     which, at = runs(start, np.searchsorted(lo, s, side="right") - start)
     u, tt = hi[at], t[which]
-    adjacent = np.zeros(len(u), dtype=bool)
-    pair = u * g.n_switches + tt
-    adjacent[np.isin(pair, up * g.n_switches + leaf)] = True
+    adjacent = np.isin(u * g.n_switches + tt, up * g.n_switches + leaf)
     longer = ~adjacent & (c[u, tt] < INF)
     return np.unique(s[which[longer]])
+
+
+def _up_cables(g: SwitchGraph, s: int) -> tuple[np.ndarray, ...]:
+    """``(cable, upper, group, place)`` ``(K,)`` each, group after group: the
+    up cables of switch ``s`` (ports), the switch each leads to, its group's
+    index among ``s``'s up groups and its place in the group."""
+    ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
+    which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
+    return g.grp_ports[at], g.grp_remote[ks][which], which, at - g.grp_port_first[ks][which]
 
 
 def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
@@ -120,9 +127,7 @@ def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: n
     returns how many moved."""
     moved = 0
     for s in leaves.tolist():
-        ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
-        which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
-        cable, upper = g.grp_ports[at], g.grp_remote[ks][which]
+        cable, upper, _, _ = _up_cables(g, s)
         n = len(cable)
         off = np.flatnonzero((dest.target != s) & (c[s, dest.target] < INF))
         if n < 2 or not len(off):
@@ -158,11 +163,9 @@ def interleaved(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     (one cable of each group in turn) by NID, where the cable's switch has
     an up*/down* path to it (else the entry stays)."""
     for s in np.flatnonzero(g.is_leaf).tolist():
-        ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
-        which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
-        place = at - g.grp_port_first[ks][which]
-        o = np.lexsort((which, place))
-        cable, upper = g.grp_ports[at][o], g.grp_remote[ks][which][o]
+        cable, upper, group, place = _up_cables(g, s)
+        o = np.lexsort((group, place))
+        cable, upper = cable[o], upper[o]
         off = np.flatnonzero(dest.target != s)
         if not len(cable) or not len(off):
             continue
