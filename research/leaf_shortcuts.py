@@ -1,38 +1,30 @@
 #!/usr/bin/env python3
-"""Leaves whose up cables are uneven by shortcuts (an investigation, not the
-product): what spreading their load would give.
+"""Nmodc's spread of leaves with shortcuts (:mod:`smroute.routing.nmodc.shortcuts`)
+on and off, on fabrics whose leaves reach directors' line switches over
+uneven bundles (an investigation, not the product).
 
-Sites built of directors whose line switches the leaves reach over uneven
-bundles (a leaf cabled to 5-9 line switches of three directors, 1 to 6
-cables to each, as CU Boulder's Janus) give two leaves that share a line
-switch a two-hop route through it, and every other pair a route over the
-directors' spines.  Routing through closer groups only, a leaf sends every
-destination of the leaves one line switch reaches directly up that line
-switch's cables, whatever their count: a single cable carries several
-times the leaf's fair share of destinations (OpenSM's engines that route
-over shortest paths do the same).
+Each fabric is routed by the default three ways, the mode chain included:
+as the product does (``on``), without the spread (``off``: no leaf has a
+shortcut), and with the switch LIDs counted and moved as the end-ports'
+(``switches``: the first version of the rule).  Per way: the mode, the
+needed pairs left, credit-loop freedom, the entries the spread moved and
+the catalogue bench's metrics over compute hosts
+(``bench/site_compare.table_metrics``: SP / A2A / RP / shift HSD in GUID
+order, SP and HSD in host-name order).  ``--interleave`` adds the other end
+of the trade: every leaf deals every destination off it over all its up
+cables by NID (on the ``on`` tables, where the cable's switch has an
+up*/down* path).
 
-The pass tried here (:func:`spread_up_cables`): a leaf with a **shortcut**
-(:func:`shortcut_leaves`: an up-neighbour that reaches some target leaf
-directly while another of its up-neighbours reaches it only through a
-higher rank) moves the destinations beyond each up cable's fair share (every
-destination LID off the leaf over its up cables, rounded up), highest NID
-first, each to the least-loaded of its up cables below the share whose
-switch has an up*/down* path to the destination.  The route then climbs to
-that switch and follows its entries, which go through closer groups: it
-stays up*/down* (free of credit loops on one VL with every other route),
-delivered, and at most two hops longer.  Nothing moves where no cable is
-beyond its share.  ``--interleave`` instead deals every destination off the
-leaf over all its up cables (interleaved across groups) by NID: the other
-end of the trade.
+The fabrics: files given, or ``--sweep K``: K sites of
+:func:`~smroute.fabric.generate.catalogue.bundles_to_directors` (2-4
+directors, 24-120 leaves of 18 hosts, 14-18 up cables a leaf in bundles of 1 to 4-6
+cables to 3-6 / 5-9 line ASICs, with and without UFM and storage on line
+ASICs), drawn with ``--seed``.  ``--summary`` prints, per metric, on how
+many fabrics ``on`` is below / above ``off`` and the sign test.
 
-Per fabric: Nmodc's tables and the pass's (applied to the final tables, so
-meaningful in mode ``tree`` only), with the catalogue bench's metrics over
-compute hosts (``bench/site_compare.table_metrics``: needed pairs left,
-credit loops, SP / A2A / RP / shift HSD in GUID order, SP and HSD in host
-name order), the time of both functions.
-
-    .venv/bin/python research/leaf_shortcuts.py FABRIC [FABRIC ...] [--interleave]
+    .venv/bin/python research/leaf_shortcuts.py FABRIC ... [--interleave]
+    .venv/bin/python research/leaf_shortcuts.py --sweep 24 --summary
+    .venv/bin/python research/leaf_shortcuts.py --sweep 24 --write DIR
 """
 
 from __future__ import annotations
@@ -40,8 +32,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,109 +45,43 @@ for p in (ROOT, ROOT / "bench"):
 from site_compare import table_metrics  # noqa: E402
 
 from smroute.cli.inputs import load_fabric  # noqa: E402
+from smroute.fabric.export.writers import format_topology  # noqa: E402
+from smroute.fabric.generate.catalogue import Shape, build, bundles_to_directors  # noqa: E402
+from smroute.fabric.generate.sitegen import CONNECTX5, SWITCHIB  # noqa: E402
+from smroute.fabric.model.arrays import Fabric  # noqa: E402
+from smroute.fabric.model.base import FabricError  # noqa: E402
 from smroute.routing.dmodc import INF, Destinations  # noqa: E402
 from smroute.routing.engine import route  # noqa: E402
+from smroute.routing.nmodc import shortcuts  # noqa: E402
 from smroute.routing.runs import runs  # noqa: E402
 from smroute.routing.topology import SwitchGraph  # noqa: E402
+from smroute.study.signtest import sign_test  # noqa: E402
+
+METRICS = ("sp", "a2a", "rp", "hsd", "sp_name", "hsd_name")
+_SPREAD = shortcuts.spread_up_cables
+_LEAVES = shortcuts.shortcut_leaves
+MOVED = [0]
 
 
-def _down_leaves(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
-    """``(upper, leaf)`` ``(K,)`` int64 each: every cable group from a switch
-    above the leaves down to a leaf."""
-    k = np.flatnonzero(g.is_leaf[g.grp_remote] & (g.rank[g.grp_switch] > 0))
-    return g.grp_switch[k], g.grp_remote[k]
+def _way(name: str) -> None:
+    """Route the next fabrics the way ``name`` (module doc), counting the
+    entries moved in :data:`MOVED`."""
+    def counted(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+                leaves: np.ndarray) -> int:
+        if name == "switches":
+            dest = dataclasses.replace(dest, is_switch=np.zeros_like(dest.is_switch))
+        moved = _SPREAD(g, c, dest, ports, leaves)
+        MOVED[0] += moved
+        return moved
+
+    shortcuts.spread_up_cables = counted  # type: ignore[assignment]
+    shortcuts.shortcut_leaves = (  # type: ignore[assignment]
+        (lambda g, c: np.zeros(0, dtype=np.int64)) if name == "off" else _LEAVES)
 
 
-def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
-    """``(L,)`` int64, ascending: the leaves with a shortcut (module doc):
-    an up-neighbour adjacent to a target leaf, another one not adjacent to
-    it with an up*/down* path to it (``c`` ``(S, S)``, encoded costs)."""
-    lo, hi = g.up_pairs()
-    keep = g.is_leaf[lo]
-    lo, hi = lo[keep], hi[keep]
-    up, leaf = _down_leaves(g)
-    if not len(lo) or not len(up):
-        return np.zeros(0, dtype=np.int64)
-    # a leaf whose up-neighbours all reach the same leaves has none: a random
-    # 64-bit sum per set of leaves below tells the sets apart
-    weight = np.random.default_rng(0).integers(1, 1 << 62, g.n_switches, dtype=np.int64)
-    below = np.zeros(g.n_switches, dtype=np.int64)
-    np.add.at(below, up, weight[leaf])
-    h = below[hi]
-    first = np.full(g.n_switches, -1, dtype=np.int64)
-    first[lo[::-1]] = h[::-1]
-    mixed = np.zeros(g.n_switches, dtype=bool)
-    mixed[lo[h != first[lo]]] = True
-    sel = mixed[lo]
-    lo, hi = lo[sel], hi[sel]
-    if not len(lo):
-        return np.zeros(0, dtype=np.int64)
-    # (leaf, up-neighbour, target) for every target some up-neighbour reaches
-    o = np.argsort(up, kind="stable")
-    up, leaf = up[o], leaf[o]
-    start = np.searchsorted(up, hi)
-    count = np.searchsorted(up, hi, side="right") - start
-    which, at = runs(start, count)
-    s, t = lo[which], leaf[at]
-    key = np.unique(s * g.n_switches + t)
-    s, t = key // g.n_switches, key % g.n_switches
-    s, t = s[s != t], t[s != t]
-    # each such pair against every up-neighbour of its leaf
-    o2 = np.argsort(lo, kind="stable")
-    lo, hi = lo[o2], hi[o2]
-    start = np.searchsorted(lo, s)
-    which, at = runs(start, np.searchsorted(lo, s, side="right") - start)
-    u, tt = hi[at], t[which]
-    adjacent = np.isin(u * g.n_switches + tt, up * g.n_switches + leaf)
-    longer = ~adjacent & (c[u, tt] < INF)
-    return np.unique(s[which[longer]])
-
-
-def _up_cables(g: SwitchGraph, s: int) -> tuple[np.ndarray, ...]:
-    """``(cable, upper, group, place)`` ``(K,)`` each, group after group: the
-    up cables of switch ``s`` (ports), the switch each leads to, its group's
-    index among ``s``'s up groups and its place in the group."""
-    ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
-    which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
-    return g.grp_ports[at], g.grp_remote[ks][which], which, at - g.grp_port_first[ks][which]
-
-
-def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-                     leaves: np.ndarray) -> int:
-    """Move the entries of ``leaves`` (:func:`shortcut_leaves`) beyond their
-    up cables' fair share, in place in ``ports`` ``(S, W)`` (module doc);
-    returns how many moved."""
-    moved = 0
-    for s in leaves.tolist():
-        cable, upper, _, _ = _up_cables(g, s)
-        n = len(cable)
-        off = np.flatnonzero((dest.target != s) & (c[s, dest.target] < INF))
-        if n < 2 or not len(off):
-            continue
-        lids = dest.lid[off]
-        place = np.full(256, -1, dtype=np.int64)
-        place[cable] = np.arange(n)
-        on = place[ports[s, lids]]
-        load = np.bincount(on[on >= 0], minlength=n)
-        share = -(-len(off) // n)
-        if (load <= share).all():
-            continue
-        reach = c[upper][:, dest.target[off]] < INF  # (cables, destinations)
-        tie = np.arange(n) / (2 * n)
-        for i in np.argsort(-dest.nid[off], kind="stable").tolist():
-            j = on[i]
-            if j < 0 or load[j] <= share:
-                continue
-            alt = np.flatnonzero(reach[:, i] & (load < share))
-            if not len(alt):
-                continue
-            a = int(alt[np.argmin(load[alt] + tie[alt])])
-            load[j] -= 1
-            load[a] += 1
-            on[i] = a
-            ports[s, lids[i]] = cable[a]
-            moved += 1
-    return moved
+def restore() -> None:
+    """The product's own functions back."""
+    shortcuts.spread_up_cables, shortcuts.shortcut_leaves = _SPREAD, _LEAVES  # type: ignore
 
 
 def interleaved(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray) -> None:
@@ -163,9 +89,12 @@ def interleaved(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     (one cable of each group in turn) by NID, where the cable's switch has
     an up*/down* path to it (else the entry stays)."""
     for s in np.flatnonzero(g.is_leaf).tolist():
-        cable, upper, group, place = _up_cables(g, s)
-        o = np.lexsort((group, place))
-        cable, upper = cable[o], upper[o]
+        ks = np.arange(g.grp_first[s], g.grp_first[s] + g.grp_count[s])
+        ks = ks[g.rank[g.grp_remote[ks]] > g.rank[s]]
+        which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
+        place = at - g.grp_port_first[ks][which]
+        o = np.lexsort((which, place))
+        cable, upper = g.grp_ports[at][o], g.grp_remote[ks][which][o]
         off = np.flatnonzero(dest.target != s)
         if not len(cable) or not len(off):
             continue
@@ -174,40 +103,89 @@ def interleaved(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
         ports[s, dest.lid[off[ok]]] = cable[pick[ok]]
 
 
-def metrics(f, r, ports: np.ndarray) -> str:  # type: ignore[no-untyped-def]
-    m = table_metrics(f, dataclasses.replace(r.tables, ports=ports), r.roles, None,
-                      seed=1, rp_samples=300)
+def measured(f: Fabric, r: Any, ports: np.ndarray | None = None) -> dict[str, Any]:
+    tables = r.tables if ports is None else dataclasses.replace(r.tables, ports=ports)
+    m = table_metrics(f, tables, r.roles, r.lanes, seed=1, rp_samples=300)
     s = m["sets"]["compute"]
-    return (f"left {m['missing_needed']}, loop-free {m['credit_loop_free']}; GUID SP "
-            f"{s['guid']['sp']} A2A {s['a2a']} RP {s['guid']['rp']} HSD {s['guid']['hsd']}; "
-            f"name SP {s['name']['sp']} HSD {s['name']['hsd']}")
+    return {"mode": r.mode, "left": m["missing_needed"], "loop_free": m["credit_loop_free"],
+            "sp": s["guid"]["sp"], "a2a": s["a2a"], "rp": s["guid"]["rp"],
+            "hsd": s["guid"]["hsd"], "sp_name": s["name"]["sp"], "hsd_name": s["name"]["hsd"]}
+
+
+def sweep(k: int, seed: int) -> list[tuple[str, Fabric]]:
+    """``k`` generated sites (module doc)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < k:
+        n_dir = int(rng.integers(2, 5))
+        up = int(rng.choice([14, 16, 18]))
+        leaves = int(rng.choice([24, 48, 80, 120]))
+        line = 36 if leaves * up > n_dir * 12 * 18 * 0.8 else 12
+        if leaves * up > n_dir * line * 18 * 0.85:
+            continue
+        spread = [(3, 6), (5, 9)][int(rng.integers(2))]
+        most = int(rng.choice([4, 6]))
+        svc = bool(rng.integers(2))
+        s = int(rng.integers(1 << 30))
+        name = (f"bundles-{n_dir}dir{line}-{leaves}x{up}-{spread[0]}_{spread[1]}-{most}"
+                f"{'-svc' if svc else ''}-{s % 1000}")
+        shape = Shape(name, name, "ibnetdiscover", s, bundles_to_directors(
+            "CS7500" if line == 36 else "CS7520", n_dir, line, line // 2, 36, SWITCHIB, leaves,
+            18, up, spread, most, "SB7800", "cn", 2 if svc else 0, 8 if svc else 0, s),
+            "EDR", CONNECTX5)
+        try:
+            out.append((name, build(shape)))
+        except FabricError:  # no room left on the line ASICs for some bundle
+            continue
+    return out
+
+
+def ways(name: str, f: Fabric, interleave: bool) -> dict[str, dict[str, Any]]:
+    """``f`` routed the three ways (module doc), printed as they come."""
+    got: dict[str, dict[str, Any]] = {}
+    r = None
+    for way in ("off", "switches", "on"):
+        _way(way)
+        MOVED[0] = 0
+        r = route(f, workers=1)
+        got[way] = {**measured(f, r), "moved": MOVED[0]}
+        print(f"{name} {way}: {got[way]}", flush=True)
+    if interleave and r is not None:
+        ports = r.tables.ports.copy()
+        interleaved(r.graph, r.costs, r.dest, ports)
+        print(f"{name} interleaved: {measured(f, r, ports)}", flush=True)
+    return got
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("fabrics", nargs="+")
+    ap.add_argument("fabrics", nargs="*")
+    ap.add_argument("--sweep", type=int, default=0, help="this many generated sites")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--interleave", action="store_true", help="also the interleaved deal")
+    ap.add_argument("--summary", action="store_true", help="per metric: on against off")
+    ap.add_argument("--write", metavar="DIR", help="only write the sweep's fabrics here "
+                    "(ibnetdiscover text, for bench/real_fabrics.py --catalogue --no-shapes "
+                    "--real DIR)")
     args = ap.parse_args()
-    for fn in args.fabrics:
-        f = load_fabric(fn)
-        r = route(f, workers=1)
-        g, c = r.graph, r.costs
-        t0 = time.perf_counter()
-        leaves = shortcut_leaves(g, c)
-        t1 = time.perf_counter()
-        ports = r.tables.ports.copy()
-        moved = spread_up_cables(g, c, r.dest, ports, leaves)
-        t2 = time.perf_counter()
-        print(f"{Path(fn).name}: mode {r.mode}; {len(leaves)} of {int(g.is_leaf.sum())} leaves "
-              f"with a shortcut ({1e3 * (t1 - t0):.1f} ms), {moved} entries moved "
-              f"({1e3 * (t2 - t1):.0f} ms)", flush=True)
-        print(f"  nmodc:  {metrics(f, r, r.tables.ports)}", flush=True)
-        if moved:
-            print(f"  spread: {metrics(f, r, ports)}", flush=True)
-        if args.interleave:
-            ports = r.tables.ports.copy()
-            interleaved(g, c, r.dest, ports)
-            print(f"  interleaved: {metrics(f, r, ports)}", flush=True)
+    fabrics = [(Path(fn).name, load_fabric(fn)) for fn in args.fabrics] + sweep(args.sweep,
+                                                                               args.seed)
+    if args.write:
+        Path(args.write).mkdir(parents=True, exist_ok=True)
+        for name, f in fabrics:
+            (Path(args.write) / f"{name}.topo").write_text("\n".join(format_topology(f)) + "\n")
+        return
+    try:
+        rows = [ways(name, f, args.interleave) for name, f in fabrics]
+    finally:
+        restore()
+    if args.summary:
+        for m in METRICS:
+            d = np.array([row["on"][m] - row["off"][m] for row in rows], dtype=float)
+            lo, hi = int((d < -1e-9).sum()), int((d > 1e-9).sum())
+            p = sign_test(lo, hi)
+            print(f"{m}: on below off on {lo}, above on {hi}, equal on {len(d) - lo - hi} "
+                  f"(sign test p {p:.3g}); mean change {d.mean():+.3f}")
 
 
 if __name__ == "__main__":

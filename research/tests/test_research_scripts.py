@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import shutil
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from smroute.analysis.paths import OK, pair_paths, routing_view
 from smroute.cli.main import main
-from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.generate.trees import degrade
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import route, validate_result
 from smroute.study.degrade import parse_pgft
@@ -411,73 +410,15 @@ def test_non_tree_writes_each_variant_and_the_direct_ones_route_shortest(
         assert check_credit_loops(f, r.tables).ok
 
 
-def _directors_fabric() -> Any:
-    """Two directors (3 line switches, 2 spines each), 4 leaves of 4 hosts
-    cabled to the line switches in uneven bundles: leaves 0 and 1 share
-    line switch 0 by one cable each, the rest of their cables go to line
-    switches no other leaf reaches."""
-    from smroute.fabric.model.base import NodeType
-    from smroute.fabric.model.builder import FabricBuilder
-
-    b = FabricBuilder()
-    lid = iter(range(1, 1000))
-    free: dict[int, int] = {}
-
-    def node(kind: NodeType, guid: int, n: int, desc: str) -> int:
-        i = b.add_node(kind, guid, n, desc)
-        b.set_port(i, 0 if kind == NodeType.SWITCH else 1, guid=guid, lid=next(lid))
-        free[i] = 1
-        return i
-
-    def link(a: int, z: int) -> None:
-        b.add_link(a, free[a], z, free[z])
-        free[a] += 1
-        free[z] += 1
-
-    line = [node(NodeType.SWITCH, 0x100 + i, 16, f"line{i}") for i in range(6)]
-    spine = [node(NodeType.SWITCH, 0x200 + i, 16, f"spine{i}") for i in range(4)]
-    for d in range(2):
-        for ln in line[3 * d:3 * d + 3]:
-            for sp in spine[2 * d:2 * d + 2]:
-                link(ln, sp)
-    bundles = [{0: 1, 1: 2, 3: 1}, {0: 1, 2: 2, 4: 1}, {1: 1, 2: 1, 5: 2}, {3: 1, 4: 1, 5: 2}]
-    for k, bundle in enumerate(bundles):
-        leaf = node(NodeType.SWITCH, 0x300 + k, 16, f"leaf{k}")
-        for h in range(4):
-            link(leaf, node(NodeType.CA, 0x1000 + 16 * (4 * k + h), 1, f"n{4 * k + h} HCA-1"))
-        for ln, count in bundle.items():
-            for _ in range(count):
-                link(leaf, line[ln])
-    return b.build()
-
-
-def test_leaf_shortcuts_spread_keeps_every_route_up_down_and_delivered() -> None:
+def test_leaf_shortcuts_routes_the_three_ways(capsys: pytest.CaptureFixture[str]) -> None:
     ls = load_script("leaf_shortcuts")
-    f = _directors_fabric()
-    r = route(f, workers=1)
-    g = r.graph
-    leaves = ls.shortcut_leaves(g, r.costs)
-    assert len(leaves) == int(g.is_leaf.sum())  # every leaf shares a line switch with another
-    ports = r.tables.ports.copy()
-    moved = ls.spread_up_cables(g, r.costs, r.dest, ports, leaves)
-    assert moved > 0
-    most = []  # per leaf: the most destinations on one up cable, before and after
-    for s in leaves.tolist():
-        ks = np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s]))
-        cables = np.concatenate([g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k]
-                                             + g.grp_port_count[k]] for k in ks])
-        off = r.dest.lid[r.dest.target != s]
-        most.append([int(np.bincount(t[s, off], minlength=256)[cables].max())
-                     for t in (r.tables.ports, ports)])
-    assert all(after <= before for before, after in most)
-    assert any(after < before for before, after in most), most
-    done = dataclasses.replace(r, tables=dataclasses.replace(r.tables, ports=ports, _index={}))
-    v = validate_result(done)
-    assert v.ca_pairs_unroutable == 0 and v.dead_ends == 0 and v.loops == 0
-    assert v.updown_violations == 0 and v.non_minimal > 0  # longer, still up*/down*
-    assert check_credit_loops(f, done.tables).ok
-    # a fat-tree, damaged or not, has no shortcut
-    for links in (0, 6):
-        tree = degrade(pgft(2, (4, 8), (1, 4), (1, 1)), np.random.default_rng(1), links=links)[0]
-        t = route(tree, workers=1)
-        assert not len(ls.shortcut_leaves(t.graph, t.costs))
+    import smroute.routing.nmodc.shortcuts as product
+
+    sys.argv = ["leaf_shortcuts.py", "--sweep", "1", "--seed", "3", "--summary"]
+    ls.main()
+    assert product.shortcut_leaves is ls._LEAVES and product.spread_up_cables is ls._SPREAD
+    out = capsys.readouterr().out
+    moved = {w: int(out.split(f" {w}: ")[1].split("'moved': ")[1].split("}")[0])
+             for w in ("off", "switches", "on")}
+    assert moved["off"] == 0 and moved["on"] > 0 and moved["switches"] > 0
+    assert "'left': 0, 'loop_free': True" in out and "hsd_name: on below off" in out

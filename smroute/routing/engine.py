@@ -293,7 +293,8 @@ def unrouted_connected(r: RoutingResult) -> int:
 
 def commit_gaps(r: RoutingResult) -> int:
     """The commit gate: CA-to-CA pairs that cables join but ``r``'s tables
-    leave unrouted.  An engine that routes through closer groups only
+    leave unrouted.  An engine whose every route takes a group towards a
+    switch with a path (:attr:`~smroute.routing.api.Guarantees.closer_groups`)
     routes every such pair by construction: the cheap first-hop check
     (:func:`unrouted_connected`) guards it (the background walk follows);
     other engines' tables are walked in full."""

@@ -76,8 +76,8 @@ network), else ``updown`` -> ``updown+detours`` -> ``updown+orient``:
   the needed pairs no orientation serves free of credit loops are reported.
 
 Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`.
-:func:`chain` runs the steps after the engine's tables (engines that route
-through closer groups only, :attr:`~smroute.routing.api.Guarantees.closer_groups`);
+:func:`chain` runs the steps after the engine's tables (engines whose every
+route leads to a switch with a path, :attr:`~smroute.routing.api.Guarantees.closer_groups`);
 a new step plugs in there.  :func:`mode_graphs` gives the graphs a stored
 mode was routed on (resume); :func:`routed_again`: the stored routings
 resume routes again instead.

@@ -55,7 +55,8 @@ from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import FabricError
 
-__all__ = ["CATALOGUE", "Shape", "build_shape", "core_tier", "director_site", "shape_names"]
+__all__ = ["CATALOGUE", "Shape", "build", "build_shape", "bundles", "bundles_to_directors",
+           "core_tier", "director_site", "shape_names"]
 
 _ROWS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -203,6 +204,55 @@ def _leaves_to_directors(model: str, n_dir: int, line: int, spine: int, radix: i
     return make
 
 
+def bundles(rng: np.random.Generator, up: int, spread: tuple[int, int],
+            most: int) -> list[int]:
+    """``up`` cables in bundles of 1 to ``most``: how many go to each of
+    ``spread[0]`` to ``spread[1]`` switches, drawn with ``rng``."""
+    k = int(rng.integers(spread[0], spread[1] + 1))
+    k = min(max(k, -(-up // most)), up)
+    while True:
+        cut = np.sort(rng.choice(np.arange(1, up), size=k - 1, replace=False))
+        sizes = np.diff(np.r_[0, cut, up])
+        if sizes.max() <= most:
+            return sizes.tolist()
+
+
+def bundles_to_directors(model: str, n_dir: int, line: int, spine: int, radix: int,
+                          device: int, leaves: int, hosts: int, up: int,
+                          spread: tuple[int, int], most: int, leaf_model: str, prefix: str,
+                          ufm: int, stor: int, seed: int
+                          ) -> Callable[[Site], tuple[Site, list[tuple[int, str]]]]:
+    """Leaves of ``hosts`` hosts, each with ``up`` cables in uneven bundles
+    (:func:`bundles`, drawn with ``seed``) to line ASICs of any of
+    ``n_dir`` directors (one of every director, then those with the most
+    free ports, ties drawn): two leaves that share a line ASIC have a route
+    through it, all others go over the spines (as CU Boulder's Janus)."""
+    def make(site: Site) -> tuple[Site, list[tuple[int, str]]]:
+        rng = np.random.default_rng(seed)
+        lv = site.switches([f"MF0;{prefix}-leaf{i + 1:03d}:{leaf_model}/U1"
+                            for i in range(leaves)], radix, device)
+        _cpu_hosts(site, lv, hosts, prefix)
+        dirs = [site.director(f"core{k + 1}", model, line_asics=line, spine_asics=spine,
+                              radix=radix, device=device) for k in range(n_dir)]
+        ln = np.asarray(_line(dirs))
+        of = np.repeat(np.arange(n_dir), line)
+        for leaf in lv:
+            sizes = bundles(rng, up, (max(spread[0], n_dir), max(spread[1], n_dir)), most)
+            free = np.asarray([site.free_ports(a) for a in ln.tolist()])
+            order = np.lexsort((rng.random(len(ln)), -free))
+            # one line ASIC of every director first, then the freest of any
+            first = order[np.sort(np.unique(of[order], return_index=True)[1])]
+            pick = np.r_[first, order[~np.isin(order, first)]][:len(sizes)]
+            pick = pick[np.argsort(-free[pick], kind="stable")]  # the largest bundles freest
+            for a, n in zip(ln[pick].tolist(), sorted(sizes, reverse=True), strict=True):
+                if site.free_ports(a) < n:
+                    raise FabricError(f"line ASIC {a} has no room for {n} cables")
+                site.cable(leaf, a, n)
+        return site, (_services(site, ln[:2].tolist(), "ufm", ufm)
+                      + _services(site, ln[::5].tolist(), "stor", stor))
+    return make
+
+
 # ------------------------------------------------------------------ pods under a core
 def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, radix: int,
           device: int, model: str, core: str, prefix: str, ufm: int, stor: int,
@@ -334,6 +384,11 @@ def _shapes() -> list[Shape]:
               "rail-grouped spines, 20 cores", "ibnetdiscover", 20,
               _superpod(7, [20] * 6 + [18], 10, 2, 40, QUANTUM, "MQM8790", rail_groups=True,
                         cores_per_index=2, core_cables=4, ufm=2, stor=4), "HDR", CONNECTX6),
+        Shape("edr-bundles-3xcs7500-1400", "80 EDR leaves (18 hosts, 18 cables in bundles of "
+              "1 to 6 to 5-9 line ASICs of any of three CS7500 directors, as Janus's)",
+              "ibnetdiscover", 34,
+              bundles_to_directors("CS7500", 3, 36, 18, 36, SWITCHIB, 80, 18, 18, (5, 9), 6,
+                                    "SB7800", "cn", 2, 8, 34), "EDR", CONNECTX5),
         Shape("hdr-2xcs8500-1500", "76 HDR leaves (20 hosts, 10 cables to each of two CS8500), "
               "written by ibdiagnet", "ibdiagnet", 21,
               _leaves_to_directors("CS8500", 2, 40, 20, 40, QUANTUM, 76, [20], 10, 40, QUANTUM,
@@ -405,6 +460,12 @@ def build_shape(name: str) -> Fabric:
     shape = CATALOGUE.get(name)
     if shape is None:
         raise FabricError(f"no shape {name!r} in the catalogue; known: {', '.join(CATALOGUE)}")
+    return build(shape)
+
+
+def build(shape: Shape) -> Fabric:
+    """The fabric of ``shape`` (one of the catalogue's or another made of
+    its recipes): as :func:`build_shape`."""
     site, services = shape.make(Site(speed=shape.speed, host_device=shape.host_device))
     fabric = site.build(np.random.default_rng(shape.seed))
     if services:

@@ -12,7 +12,8 @@ read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
 the pass is rerun over the whole tables, then the up cables are dealt
-evenly again.  The switches of the descent
+evenly again.  The leaves with a shortcut (:mod:`smroute.routing.nmodc.shortcuts`),
+before and after, are recomputed in full and spread again.  The switches of the descent
 (:mod:`smroute.routing.nmodc.descent`), before and after, are recomputed in
 full: a target's entries there read all of its arrivals together.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
@@ -30,7 +31,7 @@ import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
-from smroute.routing.nmodc import balance, even_cables, nominal, slot_tables
+from smroute.routing.nmodc import balance, even_cables, nominal, shortcuts, slot_tables
 from smroute.routing.nmodc.cables import counted_cables, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.nmodc.pod_routes import pod_routes
@@ -57,11 +58,14 @@ class NominalState:
     tables: the nominal slots, the switches whose cables may be shared by
     capacity ``(S,)`` bool (:func:`~smroute.routing.nmodc.slot_tables.sharing`),
     the ``(leaf, target)`` pairs of the redirects by load, ``(K,)`` int64
-    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`)."""
+    switch ids each (:attr:`~smroute.routing.nmodc.balance.PartialPairs.leaf_target`),
+    the leaves with a shortcut ``(L,)`` int64
+    (:func:`~smroute.routing.nmodc.shortcuts.shortcut_leaves`)."""
 
     slots: nominal.NominalSlots
     share: np.ndarray
     pairs: tuple[np.ndarray, np.ndarray]
+    shortcuts: np.ndarray
 
 
 def nominal_state(res: RoutingResult) -> NominalState:
@@ -70,7 +74,8 @@ def nominal_state(res: RoutingResult) -> NominalState:
     g, c, dest = res.graph, res.costs, res.dest
     slots = nominal.nominal_slots(g)
     return NominalState(slots, slot_tables.sharing(g, c, dest),
-                        balance.partial_pairs(g, c, dest, slots).leaf_target)
+                        balance.partial_pairs(g, c, dest, slots).leaf_target,
+                        shortcuts.shortcut_leaves(g, c))
 
 
 def slots_of(prep: Prepared) -> nominal.NominalSlots:
@@ -86,6 +91,7 @@ class _Plan:
     was: NominalState
     share: np.ndarray
     pairs: balance.PartialPairs
+    shortcuts: np.ndarray
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -126,10 +132,14 @@ class NmodcIncremental(IncrementalHook):
         n = g.n_switches
         before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
+        # the leaves with a shortcut, before and after, in full (their spread
+        # reads the whole row)
+        spread = shortcuts.shortcut_leaves(g, c)
+        rows = np.union1d(rows, np.union1d(spread, was.shortcuts))
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
-                      extra, _Plan(was, new_share, pairs))
+                      extra, _Plan(was, new_share, pairs, spread))
 
     def column_arrays(self, eng: Engine, prep: Prepared, whole: bool) -> Arrays:
         # a subset of the columns is routed only for switches that cannot
@@ -161,5 +171,6 @@ class NmodcIncremental(IncrementalHook):
             pod_routes(g, c, pi, dest, ports, slots)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
+        shortcuts.spread_up_cables(g, c, dest, ports, plan.shortcuts)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
-            slots, plan.share, plan.pairs.leaf_target)
+            slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)

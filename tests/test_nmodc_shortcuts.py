@@ -1,0 +1,189 @@
+"""Nmodc's spread of leaves with shortcuts (smroute/routing/nmodc/shortcuts.py):
+which leaves have one, the water-filling against a one-at-a-time greedy,
+the routes it leaves (delivered, up*/down*, free of credit loops), fat-trees
+untouched, and an incremental reroute equal to a full route."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smroute.fabric.generate.catalogue import build_shape
+from smroute.fabric.generate.trees import degrade, pgft
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.fabric.model.builder import FabricBuilder
+from smroute.routing.deadlock import check_credit_loops
+from smroute.routing.dmodc import INF, Destinations
+from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.nmodc import shortcuts
+from smroute.routing.reroute import reroute
+from smroute.routing.topology import SwitchGraph
+
+
+def uneven_directors() -> Fabric:
+    """Two directors (3 line switches, 2 spines each), 4 leaves of 4 hosts
+    (leaf 1: 12) cabled to the line switches in uneven bundles: leaves 0
+    and 1 share line switch 0 by one cable each (leaf 0's carries leaf 1's
+    12 hosts, three times its share), leaves 2 and 3 line switch 5 by two."""
+    b = FabricBuilder()
+    lid = iter(range(1, 1000))
+    free: dict[int, int] = {}
+
+    def node(kind: NodeType, guid: int, desc: str) -> int:
+        i = b.add_node(kind, guid, 16 if kind == NodeType.SWITCH else 1, desc)
+        b.set_port(i, 0 if kind == NodeType.SWITCH else 1, guid=guid, lid=next(lid))
+        free[i] = 1
+        return i
+
+    def link(a: int, z: int) -> None:
+        b.add_link(a, free[a], z, free[z])
+        free[a] += 1
+        free[z] += 1
+
+    line = [node(NodeType.SWITCH, 0x100 + i, f"line{i}") for i in range(6)]
+    spine = [node(NodeType.SWITCH, 0x200 + i, f"spine{i}") for i in range(4)]
+    for d in range(2):
+        for ln in line[3 * d:3 * d + 3]:
+            for sp in spine[2 * d:2 * d + 2]:
+                link(ln, sp)
+    bundles = [{0: 1, 1: 2, 3: 3}, {0: 1, 2: 2, 4: 1}, {1: 1, 2: 1, 5: 2}, {3: 1, 4: 1, 5: 2}]
+    for k, (bundle, hosts) in enumerate(zip(bundles, (4, 12, 4, 4), strict=True)):
+        leaf = node(NodeType.SWITCH, 0x300 + k, f"leaf{k}")
+        for h in range(hosts):
+            link(leaf, node(NodeType.CA, 0x1000 + 16 * (16 * k + h), f"n{16 * k + h} HCA-1"))
+        for ln, count in bundle.items():
+            for _ in range(count):
+                link(leaf, line[ln])
+    return b.build()
+
+
+def _up_cables(g: SwitchGraph, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The up cables of ``s`` (ports) and the switch each leads to."""
+    cable, upper = [], []
+    for k in np.flatnonzero((g.grp_switch == s) & (g.rank[g.grp_remote] > g.rank[s])):
+        at = g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k] + g.grp_port_count[k]]
+        cable += at.tolist()
+        upper += [int(g.grp_remote[k])] * len(at)
+    return np.asarray(cable), np.asarray(upper)
+
+
+def greedy(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+           leaves: np.ndarray) -> None:
+    """The rule one destination at a time, highest NID first: each beyond
+    its cable's share, on a cable above the trigger, to the least-loaded
+    reaching cable below the share (lowest cable first among equals)."""
+    ca = np.flatnonzero(~dest.is_switch)
+    for s in leaves.tolist():
+        cable, upper = _up_cables(g, s)
+        place = {int(p): i for i, p in enumerate(cable.tolist())}
+        d = [int(x) for x in ca if int(ports[s, dest.lid[x]]) in place]
+        on = {x: place[int(ports[s, dest.lid[x]])] for x in d}
+        load = np.bincount(list(on.values()), minlength=len(cable))
+        share = -(-len(d) // len(cable))
+        hot = load > shortcuts.TRIGGER * share
+        for x in sorted(d, key=lambda x: -int(dest.nid[x])):
+            j = on[x]
+            if not hot[j] or load[j] <= share:
+                continue
+            ok = [a for a in range(len(cable))
+                  if c[upper[a], dest.target[x]] < INF and load[a] < share]
+            if ok:
+                a = min(ok, key=lambda a: (load[a], a))
+                load[j] -= 1
+                load[a] += 1
+                ports[s, dest.lid[x]] = cable[a]
+
+
+@pytest.fixture(scope="module")
+def routed() -> tuple[Fabric, RoutingResult, RoutingResult]:
+    """The fabric, its default routing and the same without the spread."""
+    f = uneven_directors()
+    r = route(f, workers=1)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(shortcuts, "shortcut_leaves", lambda g, c: np.zeros(0, dtype=np.int64))
+    try:
+        off = route(f, workers=1)
+    finally:
+        mp.undo()
+    return f, r, off
+
+
+def _most(r: RoutingResult, s: int) -> int:
+    """The most end-port destinations on one up cable of leaf ``s``."""
+    cable, _ = _up_cables(r.graph, s)
+    lids = r.dest.lid[~r.dest.is_switch & (r.dest.target != s)]
+    return int(np.bincount(r.tables.ports[s, lids], minlength=256)[cable].max())
+
+
+def test_every_leaf_sharing_a_line_switch_has_a_shortcut(
+        routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    _, r, _ = routed
+    assert shortcuts.shortcut_leaves(r.graph, r.costs).tolist() == \
+        np.flatnonzero(r.graph.is_leaf).tolist()
+
+
+def test_the_spread_evens_the_up_cables_and_keeps_every_route_up_down(
+        routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    f, r, off = routed
+    assert r.mode == off.mode == "tree"
+    leaves = np.flatnonzero(r.graph.is_leaf).tolist()
+    before, after = [_most(off, s) for s in leaves], [_most(r, s) for s in leaves]
+    assert all(a <= b for a, b in zip(after, before, strict=True))
+    assert sum(after) < sum(before), (before, after)
+    # only leaves' entries of end-port LIDs moved
+    sw, lid = np.nonzero(r.tables.ports != off.tables.ports)
+    assert len(sw) and set(r.graph.rank[sw].tolist()) == {0}
+    assert not r.dest.is_switch[np.isin(r.dest.lid, lid)].any()
+    v = validate_result(r)
+    assert v.ok and v.updown_violations == 0 and v.non_minimal > 0  # longer, up*/down*
+    assert validate_result(off).non_minimal == 0
+    assert check_credit_loops(f, r.tables).ok
+
+
+def test_the_water_filling_is_the_one_at_a_time_greedy(
+        routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    _, _, off = routed
+    fabrics = [(off.graph, off.costs, off.dest, off.tables.ports)]
+    big = route(build_shape("edr-bundles-3xcs7500-1400"), workers=1)
+    fabrics.append((big.graph, big.costs, big.dest, big.tables.ports))
+    for g, c, dest, ports in fabrics:
+        leaves = shortcuts.shortcut_leaves(g, c)
+        assert len(leaves)
+        a, b = ports.copy(), ports.copy()
+        shortcuts.spread_up_cables(g, c, dest, a, leaves)
+        greedy(g, c, dest, b, leaves)
+        assert np.array_equal(a, b)
+        # spread again, nothing moves
+        assert shortcuts.spread_up_cables(g, c, dest, a.copy(), leaves) == 0
+
+
+@pytest.mark.parametrize("links", [0, 6])
+def test_a_fat_tree_has_no_shortcut(links: int) -> None:
+    tree = degrade(pgft(3, (4, 4, 4), (1, 4, 2), (1, 1, 1)), np.random.default_rng(1),
+                   links=links)[0]
+    t = route(tree, workers=1)
+    assert not len(shortcuts.shortcut_leaves(t.graph, t.costs))
+
+
+def test_an_incremental_reroute_equals_a_full_route(
+        routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    f, prev, _ = routed
+    sw = f.node_type == NodeType.SWITCH
+    inter = np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
+    took = []
+    for k in range(len(inter)):
+        f2 = f.with_removed(links=inter[k:k + 1])
+        got = reroute(prev, f2, lmc=None)
+        if not got.incremental:  # (the NIDs changed: a full route)
+            continue
+        full = route(f2, workers=1)
+        assert np.array_equal(got.result.tables.ports, full.tables.ports), k
+        again = reroute(got.result, f, lmc=None)  # repaired
+        assert again.incremental and np.array_equal(again.result.tables.ports,
+                                                    prev.tables.ports), k
+        took.append(k)
+    # a leaf's cable among them
+    leaf_cables = [k for k in took if (f.port_node[[f.link_a[inter[k]], f.link_b[inter[k]]]]
+                                       >= 10).any()]
+    assert len(took) >= 4 and leaf_cables, took
