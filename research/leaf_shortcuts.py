@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Nmodc's spread of leaves with shortcuts (:mod:`smroute.routing.nmodc.shortcuts`)
-on and off, on fabrics whose leaves reach directors' line switches over
-uneven bundles (an investigation, not the product).
+"""Nmodc on leaves in uneven bundles (:mod:`smroute.routing.nmodc.bundles`:
+the spread of leaves with a shortcut, the skewed way up, the weighted way
+down) on and off, on fabrics whose leaves reach directors' line switches
+over uneven bundles (an investigation, not the product).
 
 Each fabric is routed by the default three ways, the mode chain included:
-as the product does (``on``), without the spread (``off``: no leaf has a
-shortcut), and with the switch LIDs counted and moved as the end-ports'
-(``switches``: the first version of the rule).  Per way: the mode, the
+as the product does (``on``), without them (``off``: no leaf has a
+shortcut), and with the switch LIDs counted and moved as the end-ports' in
+the spread (``switches``: the first version of that rule).  Per way: the mode, the
 needed pairs left, credit-loop freedom, the entries the spread moved and
 the catalogue bench's metrics over compute hosts
 (``bench/site_compare.table_metrics``: SP / A2A / RP / shift HSD in GUID
@@ -140,14 +141,14 @@ def sweep(k: int, seed: int) -> list[tuple[str, Fabric]]:
     return out
 
 
-def ways(name: str, f: Fabric, interleave: bool) -> dict[str, dict[str, Any]]:
+def ways(name: str, f: Fabric, interleave: bool, vls: int = 1) -> dict[str, dict[str, Any]]:
     """``f`` routed the three ways (module doc), printed as they come."""
     got: dict[str, dict[str, Any]] = {}
     r = None
     for way in ("off", "switches", "on"):
         _way(way)
         MOVED[0] = 0
-        r = route(f, workers=1)
+        r = route(f, workers=1, max_vls=vls)
         got[way] = {**measured(f, r), "moved": MOVED[0]}
         print(f"{name} {way}: {got[way]}", flush=True)
     if interleave and r is not None:
@@ -163,6 +164,7 @@ def main() -> None:
     ap.add_argument("--sweep", type=int, default=0, help="this many generated sites")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--interleave", action="store_true", help="also the interleaved deal")
+    ap.add_argument("--vls", type=int, default=1, help="data VLs (as route's max_vls)")
     ap.add_argument("--summary", action="store_true", help="per metric: on against off")
     ap.add_argument("--write", metavar="DIR", help="only write the sweep's fabrics here "
                     "(ibnetdiscover text, for bench/real_fabrics.py --catalogue --no-shapes "
@@ -176,7 +178,7 @@ def main() -> None:
             (Path(args.write) / f"{name}.topo").write_text("\n".join(format_topology(f)) + "\n")
         return
     try:
-        rows = [ways(name, f, args.interleave) for name, f in fabrics]
+        rows = [ways(name, f, args.interleave, args.vls) for name, f in fabrics]
     finally:
         restore()
     if args.summary:

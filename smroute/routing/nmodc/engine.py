@@ -40,7 +40,7 @@ from smroute.routing.api import (
     subset,
 )
 from smroute.routing.dmodc import UP_PHASE, Destinations
-from smroute.routing.nmodc import balance, even_cables, nominal, shortcuts, slot_tables
+from smroute.routing.nmodc import balance, bundles, even_cables, nominal, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.cables import counted_cables
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
@@ -413,7 +413,8 @@ class Nmodc:
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         """The passes "partial" (none where the kernel computes its entries,
         :attr:`partial_in_kernel`), "balance" (in mode
-        ``tree``), "even cables", "shortcuts" (in mode ``tree``)."""
+        ``tree``), "even cables", "bundles" (in mode ``tree``:
+        :func:`~smroute.routing.nmodc.bundles.balance_bundles`)."""
         if isinstance(prep.aux, AsDmodc):
             return ()
         g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
@@ -421,8 +422,8 @@ class Nmodc:
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
 
-        def spread(a: Arrays, _: np.ndarray | None) -> None:
-            shortcuts.spread_up_cables(g, c, dest, a["table"], shortcuts.shortcut_leaves(g, c))
+        def uneven(a: Arrays, _: np.ndarray | None) -> None:
+            bundles.balance_bundles(g, c, dest, a["table"])
 
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
@@ -434,7 +435,7 @@ class Nmodc:
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
         out.append(Pass("even cables", cables))
         if g.mode == "tree":
-            out.append(Pass("shortcuts", spread))
+            out.append(Pass("bundles", uneven))
         return out
 
 

@@ -12,8 +12,9 @@ read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
 the pass is rerun over the whole tables, then the up cables are dealt
-evenly again.  The leaves with a shortcut (:mod:`smroute.routing.nmodc.shortcuts`),
-before and after, are recomputed in full and spread again.  The switches of the descent
+evenly again.  Where some leaf has a shortcut, before or after
+(:mod:`smroute.routing.nmodc.bundles`: its passes read whole rows of
+several ranks), every row is recomputed and they run again.  The switches of the descent
 (:mod:`smroute.routing.nmodc.descent`), before and after, are recomputed in
 full: a target's entries there read all of its arrivals together.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
@@ -31,7 +32,7 @@ import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
-from smroute.routing.nmodc import balance, even_cables, nominal, shortcuts, slot_tables
+from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
 from smroute.routing.nmodc.cables import counted_cables, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.nmodc.pod_routes import pod_routes
@@ -91,7 +92,6 @@ class _Plan:
     was: NominalState
     share: np.ndarray
     pairs: balance.PartialPairs
-    shortcuts: np.ndarray
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -132,14 +132,14 @@ class NmodcIncremental(IncrementalHook):
         n = g.n_switches
         before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
-        # the leaves with a shortcut, before and after, in full (their spread
-        # reads the whole row)
+        # where some leaf has a shortcut, before or after, every row
         spread = shortcuts.shortcut_leaves(g, c)
-        rows = np.union1d(rows, np.union1d(spread, was.shortcuts))
+        if len(spread) or len(was.shortcuts):
+            rows = np.arange(g.n_switches)
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
-                      extra, _Plan(was, new_share, pairs, spread))
+                      extra, _Plan(was, new_share, pairs))
 
     def column_arrays(self, eng: Engine, prep: Prepared, whole: bool) -> Arrays:
         # a subset of the columns is routed only for switches that cannot
@@ -171,6 +171,6 @@ class NmodcIncremental(IncrementalHook):
             pod_routes(g, c, pi, dest, ports, slots)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
-        shortcuts.spread_up_cables(g, c, dest, ports, plan.shortcuts)
+        spread = bundles.balance_bundles(g, c, dest, ports)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
-            slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
+            slots, plan.share, plan.pairs.leaf_target, spread)

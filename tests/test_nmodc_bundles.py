@@ -1,9 +1,13 @@
-"""Nmodc's spread of leaves with shortcuts (smroute/routing/nmodc/shortcuts.py):
-which leaves have one, the water-filling against a one-at-a-time greedy,
-the routes it leaves (delivered, up*/down*, free of credit loops), fat-trees
-untouched, and an incremental reroute equal to a full route."""
+"""Nmodc on leaves in uneven bundles (smroute/routing/nmodc/shortcuts.py,
+bundles.py): which leaves have a shortcut, the spread's water-filling
+against a one-at-a-time greedy, the routes it leaves (delivered, up*/down*,
+free of credit loops), a spine's deal over unequal bundles, line switches'
+skewed way up, fat-trees untouched, and an incremental reroute equal to a
+full route."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -14,7 +18,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.fabric.model.builder import FabricBuilder
 from smroute.routing.deadlock import check_credit_loops
-from smroute.routing.dmodc import INF, Destinations
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.nmodc import shortcuts
 from smroute.routing.reroute import reroute
@@ -95,18 +99,22 @@ def greedy(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
                 ports[s, dest.lid[x]] = cable[a]
 
 
-@pytest.fixture(scope="module")
-def routed() -> tuple[Fabric, RoutingResult, RoutingResult]:
-    """The fabric, its default routing and the same without the spread."""
-    f = uneven_directors()
-    r = route(f, workers=1)
+def without_bundles(f: Fabric) -> RoutingResult:
+    """The default's routing of ``f`` as if no leaf had a shortcut (no
+    pass of :mod:`smroute.routing.nmodc.bundles`)."""
     mp = pytest.MonkeyPatch()
     mp.setattr(shortcuts, "shortcut_leaves", lambda g, c: np.zeros(0, dtype=np.int64))
     try:
-        off = route(f, workers=1)
+        return route(f, workers=1)
     finally:
         mp.undo()
-    return f, r, off
+
+
+@pytest.fixture(scope="module")
+def routed() -> tuple[Fabric, RoutingResult, RoutingResult]:
+    """The fabric, its default routing and the same without the bundles' passes."""
+    f = uneven_directors()
+    return f, route(f, workers=1), without_bundles(f)
 
 
 def _most(r: RoutingResult, s: int) -> int:
@@ -127,18 +135,79 @@ def test_the_spread_evens_the_up_cables_and_keeps_every_route_up_down(
         routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
     f, r, off = routed
     assert r.mode == off.mode == "tree"
-    leaves = np.flatnonzero(r.graph.is_leaf).tolist()
-    before, after = [_most(off, s) for s in leaves], [_most(r, s) for s in leaves]
+    g = off.graph
+    leaves = np.flatnonzero(g.is_leaf)
+    spread = off.tables.ports.copy()
+    assert shortcuts.spread_up_cables(g, off.costs, off.dest, spread, leaves) > 0
+    spread_r = dataclasses.replace(off, tables=dataclasses.replace(off.tables, ports=spread,
+                                                                   _index={}))
+    before = [_most(off, s) for s in leaves.tolist()]
+    after = [_most(spread_r, s) for s in leaves.tolist()]
     assert all(a <= b for a, b in zip(after, before, strict=True))
     assert sum(after) < sum(before), (before, after)
     # only leaves' entries of end-port LIDs moved
-    sw, lid = np.nonzero(r.tables.ports != off.tables.ports)
-    assert len(sw) and set(r.graph.rank[sw].tolist()) == {0}
-    assert not r.dest.is_switch[np.isin(r.dest.lid, lid)].any()
-    v = validate_result(r)
-    assert v.ok and v.updown_violations == 0 and v.non_minimal > 0  # longer, up*/down*
+    sw, lid = np.nonzero(spread != off.tables.ports)
+    assert len(sw) and set(g.rank[sw].tolist()) == {0}
+    assert not off.dest.is_switch[np.isin(off.dest.lid, lid)].any()
+    # the default's tables (the spread and the bundles' ways up and down)
+    assert not np.array_equal(r.tables.ports, off.tables.ports)
+    for res in (spread_r, r):
+        v = validate_result(res)
+        assert v.ok and v.updown_violations == 0 and v.non_minimal > 0  # longer, up*/down*
+        assert check_credit_loops(f, res.tables).ok
     assert validate_result(off).non_minimal == 0
-    assert check_credit_loops(f, r.tables).ok
+
+
+def _down_cables(r: RoutingResult, s: int, leaf: int) -> np.ndarray:
+    """Per cable into ``leaf`` from the switches below ``s``, how many of the
+    leaf's end-port destinations ``s`` sends down it."""
+    g, ports, dest = r.graph, r.tables.ports, r.dest
+    remote = np.full((g.n_switches, 256), -1)
+    for k in range(len(g.grp_switch)):
+        at = g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k] + g.grp_port_count[k]]
+        remote[g.grp_switch[k], at] = g.grp_remote[k]
+    count: dict[tuple[int, int], int] = {}
+    for lid in dest.lid[~dest.is_switch & (dest.target == leaf)].tolist():
+        line = int(remote[s, ports[s, lid]])
+        key = (line, int(ports[line, lid]))
+        count[key] = count.get(key, 0) + 1
+    cabled = [(int(g.grp_switch[k]), int(p)) for k in np.flatnonzero(g.grp_remote == leaf)
+              for p in g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k]
+                                   + g.grp_port_count[k]].tolist()
+              if remote[s, :].tolist().count(int(g.grp_switch[k]))]
+    return np.asarray([count.get(c, 0) for c in cabled])
+
+
+def test_a_spine_deals_a_leaf_over_its_cables_in_unequal_bundles(
+        routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    _, r, off = routed
+    g = r.graph
+    # spine 0 reaches leaf 1 (12 hosts) over line 0 (1 cable) and line 2 (2 cables)
+    spine, leaf = 6, 11
+    assert g.rank[spine] == 2 and g.is_leaf[leaf]
+    dealt, kernel = _down_cables(r, spine, leaf), _down_cables(off, spine, leaf)
+    assert len(dealt) == 3 and dealt.sum() == kernel.sum() == 12
+    assert dealt.tolist() == [4, 4, 4] and kernel.max() == 6, (dealt, kernel)
+
+
+def test_line_switches_send_a_leaf_to_many_spines_on_uneven_bundles() -> None:
+    f = build_shape("edr-bundles-3xcs7500-1400")
+    off, r = without_bundles(f), route(f, workers=1)
+    assert r.mode == off.mode and validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    g, dest = r.graph, r.dest
+    lines = np.flatnonzero(g.rank == 1)
+    leaves = np.flatnonzero(g.is_leaf)
+    spines = {}
+    for res in (off, r):
+        seen = []
+        for line in lines[:12].tolist():
+            for leaf in leaves[::7].tolist():
+                lids = dest.lid[~dest.is_switch & (dest.target == leaf)]
+                if r.costs[line, leaf] >= UP_PHASE:  # (going up)
+                    seen.append(len(np.unique(res.tables.ports[line, lids])))
+        spines[id(res)] = np.median(seen)
+    # Dmodc's digit: a leaf's destinations reach two or three of a director's 18 spines
+    assert spines[id(off)] <= 3 and spines[id(r)] >= 12, spines
 
 
 def test_the_water_filling_is_the_one_at_a_time_greedy(

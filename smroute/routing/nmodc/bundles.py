@@ -1,0 +1,158 @@
+"""Nmodc on leaves cabled in uneven bundles (beyond the paper): the switches
+above leaves with a shortcut choose their way up by a skewed digit, and a
+switch that reaches a leaf through several switches with unequal cables to
+it deals the leaf's destinations over those cables.
+
+Where leaves reach the line switches of several directors in uneven
+bundles (:mod:`smroute.routing.nmodc.shortcuts`), Dmodc's digits no longer
+fit the wiring:
+
+* **The way up.** A line switch takes spine ``floor(x / Pi) mod m``; its
+  divider ``Pi`` is the leaves' count of up-neighbours (6-9 there), so a
+  leaf's destinations, consecutive NIDs, reach only two of a director's 18
+  spines, and the few cables from those spines down to the leaf's line
+  switches carry them all; and the NIDs one cable of a bundle brings
+  (the leaf's digit inside the group) reach a fraction of the spines.  An
+  up-neighbour of a leaf with a shortcut whose up cables are bundles (more
+  cables than up-neighbours) takes, for the destinations it sends up,
+  group ``(x + floor(x / m)) mod m`` of its ``m`` up groups instead
+  (:func:`skewed_up`): consecutive NIDs reach consecutive spines, and so
+  do the NIDs one cable brings.  The cable in the group: ``floor(x / m)
+  mod`` its cables.  (A leaf with one cable to each up-neighbour, as in a
+  fat-tree that lost a few cables, keeps Dmodc's digit: Mellanox's Selene
+  storage capture, 31 leaves with a shortcut, host-name HSD 4.20 with it,
+  4.78 skewed.)
+* **The way down.** A spine reaches a leaf through the line switches the
+  leaf is cabled to, and ``C[t mod #C]`` gives each the same share whatever
+  its cables to the leaf: one cable carries as many of the leaf's
+  destinations as a bundle of six.  Where those line switches' cables to
+  the leaf differ in number, the leaf's end-port destinations, in NID order
+  from a place that moves with the leaf, are dealt over all those cables,
+  each cable's line switch taking them (:func:`weighted_down`): the spine's
+  entry takes that line switch (its cables in turn), and the line switch's
+  entry that cable.  Every spine of a director has the same line switches
+  towards the leaf, so all of them send a destination the same way.
+
+Both keep every route minimal and up*/down* (a group that leads closer,
+the same switches), so the tables stay free of credit loops on one VL as
+before.  They run where some leaf has a shortcut (a fat-tree has none, so
+no PGFT's table changes).  Over 24 generated sites of that kind
+(``research/leaf_shortcuts.py``) every metric goes down or stays.  Pure
+functions on arrays; a loop per switch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations
+from smroute.routing.nmodc import shortcuts
+from smroute.routing.runs import place_in_runs
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["balance_bundles", "skewed_up", "weighted_down"]
+
+
+def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations,
+                    ports: np.ndarray) -> np.ndarray:
+    """Where some leaf has a shortcut, the spread of those leaves
+    (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`), then the
+    skewed way up of their up-neighbours and the weighted way down
+    (module doc), in place in ``ports`` ``(S, W)`` uint8; returns the
+    leaves with a shortcut ``(L,)`` int64."""
+    leaves = shortcuts.shortcut_leaves(g, c)
+    if len(leaves):
+        shortcuts.spread_up_cables(g, c, dest, ports, leaves)
+        # the up-neighbours of those leaves whose up cables are bundles
+        up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & np.isin(g.grp_switch, leaves)
+        n_groups = np.bincount(g.grp_switch[up], minlength=g.n_switches)
+        n_cables = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up],
+                               minlength=g.n_switches)
+        bundled = n_cables > n_groups
+        skewed_up(g, c, dest, ports, np.unique(g.grp_remote[up & bundled[g.grp_switch]]))
+        weighted_down(g, c, dest, ports)
+    return leaves
+
+
+def _groups(g: SwitchGraph, s: int, up: bool) -> np.ndarray:
+    """The up (``up``) or down groups of switch ``s``, in group order."""
+    ks = np.arange(g.grp_first[s], g.grp_first[s] + g.grp_count[s])
+    far = g.rank[g.grp_remote[ks]]
+    return ks[far > g.rank[s]] if up else ks[far < g.rank[s]]
+
+
+def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+              switches: np.ndarray) -> None:
+    """The end-port destinations each of ``switches`` sends up take group
+    ``(x + floor(x / m)) mod m`` of its ``m`` up groups where it leads
+    closer (module doc), in place in ``ports`` ``(S, W)`` uint8."""
+    ca = np.flatnonzero(~dest.is_switch)
+    for s in switches.tolist():
+        ks = _groups(g, s, up=True)
+        m = len(ks)
+        if m < 2:
+            continue
+        cost = c[s, dest.target[ca]]
+        d = ca[(cost >= UP_PHASE) & (cost < INF)]
+        x = dest.nid[d].astype(np.int64)
+        k = ks[(x + x // m) % m]
+        ok = c[g.grp_remote[k], dest.target[d]] < c[s, dest.target[d]]
+        k, x, d = k[ok], x[ok], d[ok]
+        ports[s, dest.lid[d]] = g.grp_ports[g.grp_port_first[k] + (x // m) % g.grp_port_count[k]]
+
+
+def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
+                  ports: np.ndarray) -> None:
+    """Each switch reaching a leaf through two or more closer down groups
+    whose switches are cabled to the leaf in unequal numbers deals the
+    leaf's end-port destinations over those cables (module doc), in place
+    in ``ports`` ``(S, W)`` uint8."""
+    ca = np.flatnonzero(~dest.is_switch)
+    if not len(ca):
+        return
+    tg = dest.target[ca]
+    # each destination's place among its target's, by NID
+    o = np.lexsort((dest.nid[ca], tg))
+    place = np.empty(len(ca), dtype=np.int64)
+    place[o] = place_in_runs(tg[o])
+    # cables from each switch to each leaf ((S, S) counts; a leaf's own column)
+    cables = np.zeros((g.n_switches, g.n_switches), dtype=np.int32)
+    down = g.rank[g.grp_remote] < g.rank[g.grp_switch]
+    cables[g.grp_switch[down], g.grp_remote[down]] = g.grp_port_count[down]
+    # the group from each switch to each other switch (-1: none)
+    group = np.full((g.n_switches, g.n_switches), -1, dtype=np.int32)
+    group[g.grp_switch, g.grp_remote] = np.arange(len(g.grp_switch))
+    leaves = np.unique(tg)
+    for s in np.flatnonzero(g.rank >= 2).tolist():
+        ks = _groups(g, s, up=False)
+        if len(ks) < 2:
+            continue
+        below = g.grp_remote[ks]
+        reach = c[s, leaves]
+        closer = (c[np.ix_(below, leaves)] < reach[None, :]) & (reach < UP_PHASE)[None, :]
+        w = np.where(closer, cables[np.ix_(below, leaves)], 0)  # (groups, leaves)
+        n_closer = closer.sum(axis=0)
+        top = np.where(closer, w, 0).max(axis=0)
+        low = np.where(closer, w, top.max(initial=0) + 1).min(axis=0)
+        # two or more closer groups, every one cabled to the leaf, unequal counts
+        dealt = (n_closer >= 2) & (low >= 1) & (low < top)
+        if not dealt.any():
+            continue
+        col = np.full(g.n_switches, -1, dtype=np.int64)
+        col[leaves[dealt]] = np.arange(int(dealt.sum()))
+        sel = np.flatnonzero(col[tg] >= 0)
+        t = col[tg[sel]]
+        wd = w[:, dealt]
+        cum = np.cumsum(wd, axis=0)  # (groups, dealt leaves)
+        p = (place[sel] + leaves[dealt][t]) % cum[-1][t]
+        j = (cum[:, t] <= p[None, :]).sum(axis=0)  # the group of each destination
+        d = ca[sel]
+        k = ks[j]
+        # the spine: that group's cables in turn; the switch below: the cable of the deal
+        o = np.lexsort((dest.nid[d], k))
+        turn = np.empty(len(d), dtype=np.int64)
+        turn[o] = place_in_runs(k[o])
+        ports[s, dest.lid[d]] = g.grp_ports[g.grp_port_first[k] + turn % g.grp_port_count[k]]
+        start = cum[j, t] - wd[j, t]
+        to_leaf = group[below[j], tg[sel]]
+        ports[below[j], dest.lid[d]] = g.grp_ports[g.grp_port_first[to_leaf] + (p - start)]
