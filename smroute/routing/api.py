@@ -47,8 +47,9 @@ class Guarantees:
     up*/down* path to its target, closer to it (Dmodc's costs) or, at a
     leaf with a shortcut, one rank up (Nmodc,
     :mod:`smroute.routing.nmodc.shortcuts`): every pair with a path is
-    routed by construction, and the mode chain's turns and detours apply.  incremental: it has an
-    incremental reroute hook that gives the same tables as a full route.
+    routed by construction, and the mode chain's turns and detours apply.
+    incremental: it has an incremental reroute hook that gives the same
+    tables as a full route.
     dmodc_tables: its tables equal Dmodc's on complete PGFTs.  trees_only:
     it routes fat-trees only (no ``updown`` fallback).  lab_only: offered by
     the lab commands only, never by ``serve``, the daemon config, the plugin

@@ -14,9 +14,10 @@ targets: those entries, before or after the change, get the kernel's back
 the pass is rerun over the whole tables, then the up cables are dealt
 evenly again.  Where some leaf has a shortcut, before or after
 (:mod:`smroute.routing.nmodc.bundles`: its passes read whole rows of
-several ranks), every row is recomputed and they run again.  The switches of the descent
-(:mod:`smroute.routing.nmodc.descent`), before and after, are recomputed in
-full: a target's entries there read all of its arrivals together.  What the next reroute reads of
+several ranks), every row is recomputed and they run again.  The
+switches of the descent (:mod:`smroute.routing.nmodc.descent`), before and
+after, are recomputed in full: a target's entries there read all of its
+arrivals together.  What the next reroute reads of
 the previous routing travels in its result (:class:`NominalState`), so a
 chain of reroutes computes each once; a full route's is computed by the
 first reroute after it (:func:`nominal_state`).
@@ -133,8 +134,7 @@ class NmodcIncremental(IncrementalHook):
         before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         # where some leaf has a shortcut, before or after, every row
-        spread = shortcuts.shortcut_leaves(g, c)
-        if len(spread) or len(was.shortcuts):
+        if len(shortcuts.shortcut_leaves(g, c)) or len(was.shortcuts):
             rows = np.arange(g.n_switches)
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
@@ -171,6 +171,6 @@ class NmodcIncremental(IncrementalHook):
             pod_routes(g, c, pi, dest, ports, slots)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
-        spread = bundles.balance_bundles(g, c, dest, ports)
+        leaves = bundles.balance_bundles(g, c, dest, ports)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
-            slots, plan.share, plan.pairs.leaf_target, spread)
+            slots, plan.share, plan.pairs.leaf_target, leaves)
