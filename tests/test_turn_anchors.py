@@ -334,3 +334,27 @@ def test_the_anchors_do_not_follow_the_node_order() -> None:
         assert validate_result(r).ok
         got.append(r.tables.ports[np.argsort(r.tables.switch_guid)])
     assert np.array_equal(got[0], got[1])
+
+
+def test_the_one_at_a_time_orientation_reports_its_progress(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Orienting destinations one at a time can take minutes on a large
+    site: ``route``'s ``progress`` hears each destination tried, and
+    ``smroute route`` shows it on stderr (one line per update at most every
+    10 s in a log, and the last)."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    heard: list[tuple[str, int, int]] = []
+    r = route(f, workers=1, labels=False,
+              progress=lambda label, done, total: heard.append((label, done, total)))
+    assert "each destination's" in r.mode_reason
+    one = [(d, t) for label, d, t in heard if label == "orienting destination LIDs one at a time"]
+    assert one and one[0][0] == 0 and one[-1][0] == one[-1][1] > 0
+    assert all(b[0] >= a[0] or b[0] == 0 for a, b in zip(one, one[1:], strict=False))
+    topo = tmp_path / "site.topo"
+    topo.write_text("\n".join(format_topology(f)) + "\n")
+    from smroute.cli.main import main
+
+    assert main(["route", str(topo), "--out", str(tmp_path / "t.lfts")]) == 0
+    err = capsys.readouterr().err
+    total = one[-1][1]
+    assert f"orienting destination LIDs one at a time: {total}/{total} (100%)" in err, err

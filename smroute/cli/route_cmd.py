@@ -169,7 +169,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     workers = workers_for(n_sw, len(fabric.lid_to_port) << (args.lmc or 0), args.workers)
     result = route(fabric, algorithm=args.algorithm, lmc=args.lmc, workers=workers,
                    overrides=load_overrides(args), max_vls=args.vls,
-                   all_ca_pairs=args.route_all_ca_pairs)
+                   all_ca_pairs=args.route_all_ca_pairs, progress=prog.fraction)
     prog.done("route", t, ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     tables = result.tables
 

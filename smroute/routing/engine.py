@@ -175,6 +175,7 @@ def route(
     overrides: GuidOverrides | None = None,
     max_vls: int = 1,
     all_ca_pairs: bool = False,
+    progress: modes.Progress | None = None,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
@@ -187,6 +188,7 @@ def route(
     the data VLs the subnet manager can program (1..15); 2 or more allows
     mode ``tree+detours`` where the tree would otherwise fall back to ``tree+orient``.
     ``all_ca_pairs``: every CA pair needs a route (else the roles' rule).
+    ``progress``: as :func:`~smroute.routing.modes.chain`'s.
     Raises :class:`~smroute.errors.RoutingError` if the fabric cannot be routed.
     """
     eng = engine(algorithm)
@@ -227,7 +229,8 @@ def route(
         t4 = clock()
         timings["routes"] = t4 - t3
 
-        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed)
+        out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed,
+                          progress)
         if out.reason != reason:
             timings["turns"] = clock() - t4
     finally:

@@ -85,6 +85,7 @@ resume routes again instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,8 +108,8 @@ from smroute.routing.topology import (
 from smroute.routing.turn_anchors import anchor_turns
 from smroute.routing.vlassign import VirtualLanes
 
-__all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "chain", "mode_graphs", "routed_again", "start",
-           "turn_destinations", "turn_roots"]
+__all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "Progress", "chain", "mode_graphs", "routed_again",
+           "start", "turn_destinations", "turn_roots"]
 
 
 #: Every mode a routing can end in (:attr:`Outcome.mode`).
@@ -178,11 +179,13 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles,
 
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
           ports: np.ndarray, mode: str, reason: str, max_vls: int,
-          needed: NeededPairs) -> Outcome:
+          needed: NeededPairs, progress: Progress | None = None) -> Outcome:
     """The steps after the tables ``ports`` of ``prep`` (module doc): the
     tree's (``mode`` ``tree``) or up*/down* towards every top switch
     (``updown``), ``reason`` so far, for the pairs ``needed``.  ``ports`` is
-    changed in place."""
+    changed in place.  ``progress(label, done, total)``: called as the
+    steps that orient destinations one at a time go (they may take
+    minutes on a large site)."""
     g, c, pi, dest = prep.graph, prep.costs, prep.dividers, prep.dest
     none = Outcome(mode, reason, None, 0, None, prep, ports)
     if mode not in ("tree", "updown") or not engine.guarantees.closer_groups:
@@ -304,8 +307,9 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None:
         ori = anchored(tree_ports, candidates[-1], False, "")
     if ori is None and fixed is not None:
-        ori, why_each = orient.orient_one_by_one(fabric, g, c, pi, dest, ports, candidates[-1],
-                                                 needed, fixed, escape, own, on)
+        ori, why_each = orient.orient_one_by_one(
+            fabric, g, c, pi, dest, ports, candidates[-1], needed, fixed, escape, own, on,
+            _labelled(progress, "orienting destination LIDs one at a time"))
         no = why_each or no
         if ori is not None and not ori.complete:
             partial.append(("the orientation", ports.copy()))
@@ -324,7 +328,8 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
             break
         left = turns if base is tree_ports else turns & (
             orient.undelivered(g, dest, base, turns, needed, c, on) > 0)
-        trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left, on)
+        trial = _search_left(fabric, g, c, pi, dest, needed, escape, base, turns, left, on,
+                             _labelled(progress, f"searching again from {name}'s tables"))
         if trial is None:
             continue
         ports[...] = trial
@@ -361,6 +366,7 @@ def _search_left(
     fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
     needed: NeededPairs, escape: tuple[SwitchGraph, np.ndarray, np.ndarray],
     base: np.ndarray, turns: np.ndarray, left: np.ndarray, walk_on: SwitchGraph,
+    progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray | None:
     """The tables ``base`` with the destinations ``left`` (of ``turns``,
     ``(D,)`` bool each) oriented again one at a time, backwards where no
@@ -372,11 +378,23 @@ def _search_left(
     fixed = orient.fixed_routes(fabric, g, trial, dest.lid[turns])  # unchanged by the search
     mine = fixed if left is turns else orient.fixed_routes(fabric, g, trial, dest.lid[left])
     done = orient.orient_each(fabric, g, c, pi, dest, left, needed, trial, escape=escape,
-                              fewest_first=False, patience=1, fixed=mine, search=True)
+                              fewest_first=False, patience=1, fixed=mine, search=True,
+                              progress=progress)
     if done.sum() < left.sum() or orient.accept(fabric, g, dest, trial, turns, needed, c,
                                                 fixed, walk_on):
         return None
     return trial
+
+
+#: A progress callback: ``(label, done, total)``.
+Progress = Callable[[str, int, int], None]
+
+
+def _labelled(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
+    """``progress`` for the step ``label`` (``None``: none)."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(label, done, total)
 
 
 def _detours(

@@ -39,7 +39,7 @@ one turn root per component with :func:`route_turns` too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -316,7 +316,8 @@ def orient_one_by_one(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndar
                       dest: Destinations, ports: np.ndarray, turns: np.ndarray,
                       needed: NeededPairs, fixed: Fixed,
                       escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
-                      own: str = "the tree's routes", walk_on: SwitchGraph | None = None
+                      own: str = "the tree's routes", walk_on: SwitchGraph | None = None,
+                      progress: Callable[[int, int], None] | None = None
                       ) -> tuple[Orientation | None, str]:
     """The destinations ``turns`` oriented one at a time (:func:`orient_each`;
     if that leaves some, again in the other order, the one serving more
@@ -324,13 +325,14 @@ def orient_one_by_one(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndar
     :func:`accept`; ``fixed``: :func:`orient_whole`'s.  Returns the
     orientation with its tables written into ``ports``, else ``(None,
     why)`` (``ports`` untouched); ``own``: what the routes of ``ports`` are
-    called in the summary."""
+    called in the summary; ``progress``: :func:`orient_each`'s, per order."""
     trial = ports.copy()
-    done = orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape, fixed=fixed)
+    done = orient_each(fabric, g, c, pi, dest, turns, needed, trial, escape=escape, fixed=fixed,
+                       progress=progress)
     if done.sum() < turns.sum():  # some left: the other order may serve more
         other = ports.copy()
         more = orient_each(fabric, g, c, pi, dest, turns, needed, other,
-                           escape=escape, fewest_first=False, fixed=fixed)
+                           escape=escape, fewest_first=False, fixed=fixed, progress=progress)
         if more.sum() > done.sum():
             trial, done = other, more
     if not done.any():
@@ -352,7 +354,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 ports: np.ndarray, tries: int = 16,
                 escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
                 fewest_first: bool = True, patience: int = 64,
-                fixed: Fixed | None = None, search: bool = False) -> np.ndarray:
+                fixed: Fixed | None = None, search: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
     :func:`turn_options` (a few low, then high) whose routes keep the
@@ -369,7 +372,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     ``fixed``: the routes of ``ports`` towards the other LIDs
     (:func:`fixed_routes`, else followed here).  ``search``: a destination
     none of those serves is then routed by :func:`search_turns`.  None is
-    oriented where the routes of ``ports`` already close a cycle."""
+    oriented where the routes of ``ports`` already close a cycle.
+    ``progress(done, total)``: called after each destination tried."""
     fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
     t = as_tables(fabric, g, ports)
     hops = turn_hops(g) + 1
@@ -389,7 +393,10 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     failed: set[int] = set()
     options: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (the same for a key's LIDs)
     in_a_row = 0
-    for j in sel[np.argsort(lacking if fewest_first else -lacking, kind="stable")].tolist():
+    tick = progress or (lambda done, total: None)
+    for i, j in enumerate(sel[np.argsort(lacking if fewest_first else -lacking,
+                                         kind="stable")].tolist()):
+        tick(i, len(sel))
         if int(key[j]) in failed:  # the same options failed for another LID
             continue
         lid = int(dest.lid[j])
@@ -442,6 +449,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             failed.add(int(key[j]))
             if in_a_row >= patience:
                 break
+    tick(len(sel), len(sel))
     return done
 
 
