@@ -12,7 +12,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from smroute.fabric.generate.catalogue import build_shape
+from smroute.fabric.generate.catalogue import Shape, build, build_shape, bundles_to_directors
+from smroute.fabric.generate.sitegen import CONNECTX5, SWITCHIB
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
@@ -256,3 +257,19 @@ def test_an_incremental_reroute_equals_a_full_route(
     leaf_cables = [k for k in took if (f.port_node[[f.link_a[inter[k]], f.link_b[inter[k]]]]
                                        >= 10).any()]
     assert len(took) >= 4 and leaf_cables, took
+
+
+def test_where_the_bundles_cost_delivery_on_one_vl_the_tables_go_without_them() -> None:
+    """A damaged site of leaves in uneven bundles, UFM and storage on line
+    ASICs: with the bundles' ways no orientation serves 54 destinations on
+    one VL, without them every one is served.  The pass is optional (it
+    only evens loads): the route goes without it and says so."""
+    seed = 281851551
+    site = build(Shape("s", "s", "ibnetdiscover", seed, bundles_to_directors(
+        "CS7500", 2, 36, 18, 36, SWITCHIB, 48, 18, 16, (5, 9), 4, "SB7800", "cn", 2, 8, seed),
+        "EDR", CONNECTX5))
+    f = degrade(site, np.random.default_rng(3), links=5)[0]
+    r = route(f, workers=1)
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    assert "routed without the pass bundles" in r.mode_reason
+    assert np.array_equal(r.tables.ports, without_bundles(f).tables.ports)

@@ -92,11 +92,15 @@ class Pass:
     of ``parts(k)``'s index arrays.  With ``parts`` (at most ``k`` parts
     that may run in parallel), ``run`` must be a module-level function (the
     pool's workers receive it by reference); without, it runs in the
-    calling process and may be a closure."""
+    calling process and may be a closure.  ``optional``: it only evens
+    loads; where the mode chain then leaves destinations no orientation
+    serves on one VL, the tables are routed again without it
+    (:func:`smroute.routing.engine.route`)."""
 
     name: str
     run: Callable[[Arrays, np.ndarray | None], None]
     parts: Callable[[int], list[np.ndarray]] | None = None
+    optional: bool = False
 
 
 class Runner(Protocol):

@@ -73,6 +73,7 @@ Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ from smroute.errors import RoutingError
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, GuidOverrides, NeededPairs, fabric_roles, needed_pairs
 from smroute.routing import modes, orient
-from smroute.routing.api import DEFAULT, engine
+from smroute.routing.api import DEFAULT, Engine, Prepared, engine
 from smroute.routing.dmodc import NO_ROUTE, Destinations
 from smroute.routing.pool import RoutePool
 from smroute.routing.topology import SwitchGraph
@@ -231,6 +232,9 @@ def route(
 
         out = modes.chain(fabric, roles, eng, prep, ports, mode, reason, max_vls, needed,
                           progress)
+        if not out.complete and p is not None:
+            out = _without_optional(fabric, roles, eng, prep, p, out, mode, reason, max_vls,
+                                    needed, progress)
         if out.reason != reason:
             timings["turns"] = clock() - t4
     finally:
@@ -254,6 +258,26 @@ def route(
                          timings, out.mode, out.reason, out.check, out.turn_lids, roles,
                          out.lanes, needed=needed, oriented=out.oriented,
                          max_hops=out.max_hops)
+
+
+def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Prepared,
+                      pool: RoutePool, out: modes.Outcome, mode: str, reason: str,
+                      max_vls: int, needed: NeededPairs,
+                      progress: modes.Progress | None) -> modes.Outcome:
+    """Where the chain left destinations no orientation serves (``out``),
+    the engine's tables without its optional passes (which only even loads)
+    through the chain again: kept where that serves every one."""
+    passes = eng.passes(prep)
+    dropped = [q.name for q in passes if q.optional]
+    if not dropped:
+        return out
+    plain = pool.run(eng, prep, passes=[q for q in passes if not q.optional])
+    again = modes.chain(fabric, roles, eng, prep, plain, mode, reason, max_vls, needed, progress)
+    if not again.complete:
+        return out
+    return dataclasses.replace(again, reason=(
+        f"{again.reason}; routed without the pass {', '.join(dropped)}: with it, some "
+        "destinations no orientation served"))
 
 
 def validate_result(

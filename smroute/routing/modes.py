@@ -143,7 +143,8 @@ class Outcome:
     routing (``prep``, ``ports``) in force: the tree's, or ``updown``'s, and
     ``oriented`` ``(D,)`` bool: the destinations of ``tree+orient`` (else
     ``None``), ``max_hops``: the walks' bound for their routes where they
-    may be longer than :func:`~smroute.routing.orient.turn_hops` (else 0)."""
+    may be longer than :func:`~smroute.routing.orient.turn_hops` (else 0);
+    ``complete``: no destination was left that no orientation serves."""
 
     mode: str
     reason: str
@@ -154,6 +155,7 @@ class Outcome:
     ports: np.ndarray
     oriented: np.ndarray | None = None
     max_hops: int = 0
+    complete: bool = True
 
 
 def start(fabric: Fabric, roles: FabricRoles) -> tuple[SwitchGraph, str, str]:
@@ -352,14 +354,15 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
             f"free of credit loops on one VL ({no}): {own} stay (detours over VLs can "
             "route such pairs where the subnet manager programs VLs: smroute's "
             "OpenSM plugin, or smroute route --vls 2 --lanes-out FILE)"),
-            on if k_x else None, k_x, None, prep, ports, crossed if k_x else None)
+            on if k_x else None, k_x, None, prep, ports, crossed if k_x else None,
+            complete=False)
     k = int(ori.turns.sum())
     turned = ori.turns | crossed
     k_all = int(turned.sum())
     return Outcome(f"{mode}+orient" if k else f"{mode}+cross" if k_all else mode, (
         f"{head}; {k} destination LIDs take {other} ({ori.why})"),
         on if k_all and on is not g else None, k_all, None, prep, ports,
-        turned if k_all else None)
+        turned if k_all else None, complete=ori.complete)
 
 
 def _search_left(

@@ -35,7 +35,11 @@ fit the wiring:
 
 Both keep every route minimal and up*/down* (a group that leads closer,
 the same switches), so the tables stay free of credit loops on one VL as
-before.  They run where some leaf has a shortcut (a fat-tree has none, so
+before.  The pass is optional (it only evens loads): where the mode chain
+then leaves destinations that no orientation serves on one VL (a damaged
+site with service hosts on line ASICs, where the orientation searches
+other tables), the route goes without it
+(:func:`smroute.routing.engine.route`).  They run where some leaf has a shortcut (a fat-tree has none, so
 no PGFT's table changes).  On the catalogue's uneven-bundles shape, Janus
 and 24 generated sites of that kind (``research/leaf_shortcuts.py``),
 with the spread: shift HSD lower on all 26, SP and RP lower on 13 and

@@ -40,7 +40,7 @@ from smroute.routing.api import (
     subset,
 )
 from smroute.routing.dmodc import UP_PHASE, Destinations
-from smroute.routing.nmodc import balance, bundles, even_cables, nominal, slot_tables
+from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.cables import counted_cables
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
@@ -413,8 +413,9 @@ class Nmodc:
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         """The passes "partial" (none where the kernel computes its entries,
         :attr:`partial_in_kernel`), "balance" (in mode
-        ``tree``), "even cables", "bundles" (in mode ``tree``:
-        :func:`~smroute.routing.nmodc.bundles.balance_bundles`)."""
+        ``tree``), "even cables", "bundles" (in mode ``tree`` where some
+        leaf has a shortcut: :func:`~smroute.routing.nmodc.bundles.balance_bundles`;
+        optional: it only evens loads)."""
         if isinstance(prep.aux, AsDmodc):
             return ()
         g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
@@ -434,8 +435,8 @@ class Nmodc:
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
         out.append(Pass("even cables", cables))
-        if g.mode == "tree":
-            out.append(Pass("bundles", uneven))
+        if g.mode == "tree" and len(shortcuts.shortcut_leaves(g, c)):
+            out.append(Pass("bundles", uneven, optional=True))
         return out
 
 
