@@ -39,12 +39,12 @@ before.  The pass is optional (it only evens loads): where the mode chain
 then leaves destinations that no orientation serves on one VL (a damaged
 site with service hosts on line ASICs, where the orientation searches
 other tables), the route goes without it
-(:func:`smroute.routing.engine.route`).  They run where some leaf has a shortcut (a fat-tree has none, so
-no PGFT's table changes).  On the catalogue's uneven-bundles shape, Janus
-and 24 generated sites of that kind (``research/leaf_shortcuts.py``),
-with the spread: shift HSD lower on all 26, SP and RP lower on 13 and
-higher on none, A2A lower on 18 and higher on 1.  Pure functions on
-arrays; a loop per switch.
+(:func:`smroute.routing.engine.route`).  They run where some leaf has a
+shortcut (a fat-tree has none, so no PGFT's table changes).  On the
+catalogue's uneven-bundles shape, Janus and 24 generated sites of that
+kind (``research/leaf_shortcuts.py``), with the spread: shift HSD lower on
+all 26, SP and RP lower on 13 and higher on none, A2A lower on 18 and
+higher on 1.  Pure functions on arrays; a loop per switch.
 """
 
 from __future__ import annotations
