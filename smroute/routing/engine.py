@@ -176,7 +176,7 @@ def route(
     overrides: GuidOverrides | None = None,
     max_vls: int = 1,
     all_ca_pairs: bool = False,
-    progress: modes.Progress | None = None,
+    progress: modes.ProgressHook | None = None,
 ) -> RoutingResult:
     """Compute forwarding tables for every switch and every destination LID.
 
@@ -263,7 +263,7 @@ def route(
 def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Prepared,
                       pool: RoutePool, out: modes.Outcome, mode: str, reason: str,
                       max_vls: int, needed: NeededPairs,
-                      progress: modes.Progress | None) -> modes.Outcome:
+                      progress: modes.ProgressHook | None) -> modes.Outcome:
     """Where the chain left destinations no orientation serves (``out``),
     the engine's tables without its optional passes (which only even loads)
     through the chain again: kept where that serves every one."""

@@ -108,8 +108,12 @@ from smroute.routing.topology import (
 from smroute.routing.turn_anchors import anchor_turns
 from smroute.routing.vlassign import VirtualLanes
 
-__all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "Progress", "chain", "mode_graphs", "routed_again",
-           "start", "turn_destinations", "turn_roots"]
+__all__ = ["MODES", "ROUTED_AGAIN", "Outcome", "ProgressHook", "chain", "mode_graphs",
+           "routed_again", "start", "turn_destinations", "turn_roots"]
+
+
+#: A progress callback: ``(label, done, total)``.
+ProgressHook = Callable[[str, int, int], None]
 
 
 #: Every mode a routing can end in (:attr:`Outcome.mode`).
@@ -181,7 +185,7 @@ def mode_graphs(fabric: Fabric, roles: FabricRoles,
 
 def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
           ports: np.ndarray, mode: str, reason: str, max_vls: int,
-          needed: NeededPairs, progress: Progress | None = None) -> Outcome:
+          needed: NeededPairs, progress: ProgressHook | None = None) -> Outcome:
     """The steps after the tables ``ports`` of ``prep`` (module doc): the
     tree's (``mode`` ``tree``) or up*/down* towards every top switch
     (``updown``), ``reason`` so far, for the pairs ``needed``.  ``ports`` is
@@ -389,11 +393,7 @@ def _search_left(
     return trial
 
 
-#: A progress callback: ``(label, done, total)``.
-Progress = Callable[[str, int, int], None]
-
-
-def _labelled(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
+def _labelled(progress: ProgressHook | None, label: str) -> Callable[[int, int], None] | None:
     """``progress`` for the step ``label`` (``None``: none)."""
     if progress is None:
         return None

@@ -373,7 +373,8 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     (:func:`fixed_routes`, else followed here).  ``search``: a destination
     none of those serves is then routed by :func:`search_turns`.  None is
     oriented where the routes of ``ports`` already close a cycle.
-    ``progress(done, total)``: called after each destination tried."""
+    ``progress(done, total)``: called before each destination is tried and
+    once at the end."""
     fixed = fixed or fixed_routes(fabric, g, ports, dest.lid[turns])
     t = as_tables(fabric, g, ports)
     hops = turn_hops(g) + 1
