@@ -53,7 +53,7 @@ import numpy as np
 
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.nmodc import shortcuts
-from smroute.routing.runs import place_in_runs
+from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["balance_bundles", "skewed_up", "weighted_down"]
@@ -121,22 +121,25 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     o = np.lexsort((dest.nid[ca], tg))
     place = np.empty(len(ca), dtype=np.int64)
     place[o] = place_in_runs(tg[o])
-    # the cables from each switch down to each switch ((S, S) counts)
-    cables = np.zeros((g.n_switches, g.n_switches), dtype=np.int32)
-    down = g.rank[g.grp_remote] < g.rank[g.grp_switch]
-    cables[g.grp_switch[down], g.grp_remote[down]] = g.grp_port_count[down]
-    # the group from each switch to each other switch (-1: none)
-    group = np.full((g.n_switches, g.n_switches), -1, dtype=np.int32)
-    group[g.grp_switch, g.grp_remote] = np.arange(len(g.grp_switch))
     leaves = np.unique(tg)
+    at = np.full(g.n_switches, -1, dtype=np.int64)
+    at[leaves] = np.arange(len(leaves))
     for s in np.flatnonzero(g.rank >= 2).tolist():
         ks = _groups(g, s, up=False)
         if len(ks) < 2:
             continue
         below = g.grp_remote[ks]
+        # the cables and the group from each switch below down to each target
+        which, k2 = runs(g.grp_first[below], g.grp_count[below])
+        keep = (at[g.grp_remote[k2]] >= 0) & (g.rank[g.grp_remote[k2]] < g.rank[below[which]])
+        which, k2 = which[keep], k2[keep]
+        cables = np.zeros((len(below), len(leaves)), dtype=np.int64)
+        cables[which, at[g.grp_remote[k2]]] = g.grp_port_count[k2]
+        group = np.full((len(below), len(leaves)), -1, dtype=np.int64)
+        group[which, at[g.grp_remote[k2]]] = k2
         reach = c[s, leaves]
         closer = (c[np.ix_(below, leaves)] < reach[None, :]) & (reach < UP_PHASE)[None, :]
-        w = np.where(closer, cables[np.ix_(below, leaves)], 0)  # (groups, leaves)
+        w = np.where(closer, cables, 0)  # (groups, leaves)
         n_closer = closer.sum(axis=0)
         top = np.where(closer, w, 0).max(axis=0)
         low = np.where(closer, w, top.max(initial=0) + 1).min(axis=0)
@@ -160,5 +163,5 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         turn[o] = place_in_runs(k[o])
         ports[s, dest.lid[d]] = g.grp_ports[g.grp_port_first[k] + turn % g.grp_port_count[k]]
         start = cum[j, t] - wd[j, t]
-        to_leaf = group[below[j], tg[sel]]
+        to_leaf = group[j, at[tg[sel]]]
         ports[below[j], dest.lid[d]] = g.grp_ports[g.grp_port_first[to_leaf] + (p - start)]
