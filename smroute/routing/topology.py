@@ -101,6 +101,13 @@ class SwitchGraph:
         return (np.repeat(self.grp_switch, self.grp_port_count),
                 np.repeat(self.grp_remote, self.grp_port_count), self.grp_ports)
 
+    def groups_of(self, s: int, *, up: bool) -> np.ndarray:
+        """Switch ``s``'s up (``up``) or down port groups, ``(K,)`` int64
+        group ids in group order."""
+        ks = np.arange(self.grp_first[s], self.grp_first[s] + self.grp_count[s])
+        far = self.rank[self.grp_remote[ks]]
+        return ks[far > self.rank[s]] if up else ks[far < self.rank[s]]
+
     def up_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct (lower, upper) switch pairs of all up links, shape ``(K,)`` each."""
         up = self.rank[self.grp_remote] > self.rank[self.grp_switch]

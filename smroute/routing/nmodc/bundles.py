@@ -59,32 +59,25 @@ from smroute.routing.topology import SwitchGraph
 __all__ = ["balance_bundles", "skewed_up", "weighted_down"]
 
 
-def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations,
-                    ports: np.ndarray) -> np.ndarray:
-    """Where some leaf has a shortcut, the spread of those leaves
+def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+                    leaves: np.ndarray) -> None:
+    """With ``leaves`` ``(L,)`` int64 the leaves with a shortcut
+    (:func:`~smroute.routing.nmodc.shortcuts.shortcut_leaves`; none: nothing
+    changes), the spread of those leaves
     (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`), then the
     skewed way up of their up-neighbours and the weighted way down
-    (module doc), in place in ``ports`` ``(S, W)`` uint8; returns the
-    leaves with a shortcut ``(L,)`` int64."""
-    leaves = shortcuts.shortcut_leaves(g, c)
-    if len(leaves):
-        shortcuts.spread_up_cables(g, c, dest, ports, leaves)
-        # the up-neighbours of those leaves whose up cables are bundles
-        up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & np.isin(g.grp_switch, leaves)
-        n_groups = np.bincount(g.grp_switch[up], minlength=g.n_switches)
-        n_cables = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up],
-                               minlength=g.n_switches)
-        bundled = n_cables > n_groups
-        skewed_up(g, c, dest, ports, np.unique(g.grp_remote[up & bundled[g.grp_switch]]))
-        weighted_down(g, c, dest, ports)
-    return leaves
-
-
-def _groups(g: SwitchGraph, s: int, up: bool) -> np.ndarray:
-    """The up (``up``) or down groups of switch ``s``, in group order."""
-    ks = np.arange(g.grp_first[s], g.grp_first[s] + g.grp_count[s])
-    far = g.rank[g.grp_remote[ks]]
-    return ks[far > g.rank[s]] if up else ks[far < g.rank[s]]
+    (module doc), in place in ``ports`` ``(S, W)`` uint8."""
+    if not len(leaves):
+        return
+    shortcuts.spread_up_cables(g, c, dest, ports, leaves)
+    # the up-neighbours of those leaves whose up cables are bundles
+    up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & np.isin(g.grp_switch, leaves)
+    n_groups = np.bincount(g.grp_switch[up], minlength=g.n_switches)
+    n_cables = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up],
+                           minlength=g.n_switches)
+    bundled = n_cables > n_groups
+    skewed_up(g, c, dest, ports, np.unique(g.grp_remote[up & bundled[g.grp_switch]]))
+    weighted_down(g, c, dest, ports)
 
 
 def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
@@ -94,7 +87,7 @@ def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
     closer (module doc), in place in ``ports`` ``(S, W)`` uint8."""
     ca = np.flatnonzero(~dest.is_switch)
     for s in switches.tolist():
-        ks = _groups(g, s, up=True)
+        ks = g.groups_of(s, up=True)
         m = len(ks)
         if m < 2:
             continue
@@ -121,11 +114,11 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     o = np.lexsort((dest.nid[ca], tg))
     place = np.empty(len(ca), dtype=np.int64)
     place[o] = place_in_runs(tg[o])
-    leaves = np.unique(tg)
+    targets = np.unique(tg)
     at = np.full(g.n_switches, -1, dtype=np.int64)
-    at[leaves] = np.arange(len(leaves))
+    at[targets] = np.arange(len(targets))
     for s in np.flatnonzero(g.rank >= 2).tolist():
-        ks = _groups(g, s, up=False)
+        ks = g.groups_of(s, up=False)
         if len(ks) < 2:
             continue
         below = g.grp_remote[ks]
@@ -133,13 +126,13 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         which, k2 = runs(g.grp_first[below], g.grp_count[below])
         keep = (at[g.grp_remote[k2]] >= 0) & (g.rank[g.grp_remote[k2]] < g.rank[below[which]])
         which, k2 = which[keep], k2[keep]
-        cables = np.zeros((len(below), len(leaves)), dtype=np.int64)
+        cables = np.zeros((len(below), len(targets)), dtype=np.int64)
         cables[which, at[g.grp_remote[k2]]] = g.grp_port_count[k2]
-        group = np.full((len(below), len(leaves)), -1, dtype=np.int64)
+        group = np.full((len(below), len(targets)), -1, dtype=np.int64)
         group[which, at[g.grp_remote[k2]]] = k2
-        reach = c[s, leaves]
-        closer = (c[np.ix_(below, leaves)] < reach[None, :]) & (reach < UP_PHASE)[None, :]
-        w = np.where(closer, cables, 0)  # (groups, leaves)
+        reach = c[s, targets]
+        closer = (c[np.ix_(below, targets)] < reach[None, :]) & (reach < UP_PHASE)[None, :]
+        w = np.where(closer, cables, 0)  # (groups, targets)
         n_closer = closer.sum(axis=0)
         top = np.where(closer, w, 0).max(axis=0)
         low = np.where(closer, w, top.max(initial=0) + 1).min(axis=0)
@@ -148,12 +141,12 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         if not dealt.any():
             continue
         col = np.full(g.n_switches, -1, dtype=np.int64)
-        col[leaves[dealt]] = np.arange(int(dealt.sum()))
+        col[targets[dealt]] = np.arange(int(dealt.sum()))
         sel = np.flatnonzero(col[tg] >= 0)
         t = col[tg[sel]]
         wd = w[:, dealt]
-        cum = np.cumsum(wd, axis=0)  # (groups, dealt leaves)
-        p = (place[sel] + leaves[dealt][t]) % cum[-1][t]
+        cum = np.cumsum(wd, axis=0)  # (groups, dealt targets)
+        p = (place[sel] + targets[dealt][t]) % cum[-1][t]
         j = (cum[:, t] <= p[None, :]).sum(axis=0)  # the group of each destination
         d = ca[sel]
         k = ks[j]

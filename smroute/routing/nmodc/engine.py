@@ -423,8 +423,11 @@ class Nmodc:
         def cables(a: Arrays, _: np.ndarray | None) -> None:
             even_cables.deal_up_cables(g, dest, a["table"], a["n_share"])
 
+        leaves = (shortcuts.shortcut_leaves(g, c) if g.mode == "tree"
+                  else np.zeros(0, dtype=np.int64))
+
         def uneven(a: Arrays, _: np.ndarray | None) -> None:
-            bundles.balance_bundles(g, c, dest, a["table"])
+            bundles.balance_bundles(g, c, dest, a["table"], leaves)
 
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
@@ -435,7 +438,7 @@ class Nmodc:
         if g.mode == "tree":
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
         out.append(Pass("even cables", cables))
-        if g.mode == "tree" and len(shortcuts.shortcut_leaves(g, c)):
+        if len(leaves):
             out.append(Pass("bundles", uneven, optional=True))
         return out
 

@@ -93,6 +93,7 @@ class _Plan:
     was: NominalState
     share: np.ndarray
     pairs: balance.PartialPairs
+    shortcuts: np.ndarray
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -134,12 +135,13 @@ class NmodcIncremental(IncrementalHook):
         before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         # where some leaf has a shortcut, before or after, every row
-        if len(shortcuts.shortcut_leaves(g, c)) or len(was.shortcuts):
+        leaves = shortcuts.shortcut_leaves(g, c)
+        if len(leaves) or len(was.shortcuts):
             rows = np.arange(g.n_switches)
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
-                      extra, _Plan(was, new_share, pairs))
+                      extra, _Plan(was, new_share, pairs, leaves))
 
     def column_arrays(self, eng: Engine, prep: Prepared, whole: bool) -> Arrays:
         # a subset of the columns is routed only for switches that cannot
@@ -171,6 +173,6 @@ class NmodcIncremental(IncrementalHook):
             pod_routes(g, c, pi, dest, ports, slots)
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
-        leaves = bundles.balance_bundles(g, c, dest, ports)
+        bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
-            slots, plan.share, plan.pairs.leaf_target, leaves)
+            slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)

@@ -115,8 +115,7 @@ def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: n
     ca = np.flatnonzero(~dest.is_switch)
     moved = 0
     for s in leaves.tolist():
-        ks = np.arange(g.grp_first[s], g.grp_first[s] + g.grp_count[s])
-        ks = ks[g.rank[g.grp_remote[ks]] > g.rank[s]]
+        ks = g.groups_of(s, up=True)
         which, at = runs(g.grp_port_first[ks], g.grp_port_count[ks])
         cable, upper = g.grp_ports[at], g.grp_remote[ks][which]
         n = len(cable)
@@ -132,11 +131,13 @@ def spread_up_cables(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: n
         if not hot.any():
             continue
         d, on = ca[sent], on[sent]
-        # which cables' switches reach each destination, as bits (by target)
+        # which cables' switches reach each destination (by target): the
+        # distinct sets, ordered as binary numbers with cable i worth 2**i
         targets, of = np.unique(dest.target[d], return_inverse=True)
-        bits = (c[upper][:, targets] < INF).astype(np.int64) << np.arange(n)[:, None]
-        sets, set_of = np.unique(bits.sum(axis=0), return_inverse=True)
-        reach = (sets[:, None] >> np.arange(n)) & 1 > 0  # (sets, cables)
+        sets, set_of = np.unique((c[upper][::-1, targets] < INF).T, axis=0,
+                                 return_inverse=True)
+        reach = sets[:, ::-1]  # (sets, cables)
+        set_of = set_of.ravel()
         for r in np.argsort(reach.sum(axis=1), kind="stable").tolist():
             slots = _free_slots(load, share, np.flatnonzero(reach[r]))
             over = np.flatnonzero((set_of[of] == r) & hot[on] & (load[on] > share))
