@@ -2,8 +2,10 @@
 bundles.py): which leaves have a shortcut, the spread's water-filling
 against a one-at-a-time greedy, the routes it leaves (delivered, up*/down*,
 free of credit loops), a spine's deal over unequal bundles, line switches'
-skewed way up, fat-trees untouched, and an incremental reroute equal to a
-full route."""
+skewed way up, a leaf's share of a target per director, one cable into a
+leaf per director and destination, fat-trees untouched, an incremental
+reroute equal to a full route, and the optional passes dropped last first
+where they cost delivery on one VL."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from smroute.fabric.model.builder import FabricBuilder
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.engine import RoutingResult, route, validate_result
-from smroute.routing.nmodc import shortcuts
+from smroute.routing.nmodc import bundles, shortcuts
 from smroute.routing.reroute import reroute
 from smroute.routing.topology import SwitchGraph
 
@@ -211,6 +213,97 @@ def test_line_switches_send_a_leaf_to_many_spines_on_uneven_bundles() -> None:
     assert spines[id(off)] <= 3 and spines[id(r)] >= 12, spines
 
 
+@pytest.fixture(scope="module")
+def shape() -> tuple[Fabric, RoutingResult, RoutingResult]:
+    """The catalogue's uneven-bundles shape, its default routing and the
+    same without the bundles' passes."""
+    f = build_shape("edr-bundles-3xcs7500-1400")
+    return f, route(f, workers=1), without_bundles(f)
+
+
+def _entries(r: RoutingResult, ports: np.ndarray) -> np.ndarray:
+    """From every leaf to every end-port destination on another leaf,
+    walked: ``(K, 3)`` distinct (destination, director, cable) of the
+    cables the routes enter the destination's leaf over (a cable as its
+    switch * 256 + port; the director: the switch's first spine)."""
+    g, dest = r.graph, r.dest
+    behind = np.full((g.n_switches, 256), -1, dtype=np.int64)
+    for k in range(len(g.grp_switch)):
+        at = g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k] + g.grp_port_count[k]]
+        behind[g.grp_switch[k], at] = g.grp_remote[k]
+    director = np.full(g.n_switches, -1, dtype=np.int64)
+    for s in np.flatnonzero(g.rank == 1).tolist():
+        director[s] = g.grp_remote[g.groups_of(s, up=True)].min()
+    leaves = np.flatnonzero(g.is_leaf)
+    d = np.flatnonzero(~dest.is_switch & g.is_leaf[dest.target])
+    at, x = np.repeat(leaves, len(d)), np.tile(d, len(leaves))
+    keep = at != dest.target[x]
+    at, x = at[keep], x[keep]
+    got = []
+    for _ in range(8):  # the longest route: up, up, down, down (and a turn)
+        nxt = behind[at, ports[at, dest.lid[x]]]
+        assert (nxt >= 0).all()
+        last = nxt == dest.target[x]
+        got.append(np.stack([x[last], director[at[last]],
+                             at[last] * 256 + ports[at[last], dest.lid[x[last]]]], axis=1))
+        at, x = nxt[~last], x[~last]
+    assert not len(at)
+    return np.unique(np.concatenate(got), axis=0)
+
+
+def test_one_cable_into_a_leaf_per_director_and_destination(
+        shape: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    """Every leaf's routes to a destination enter its leaf over one cable
+    per director (the deal down, and the shortcuts through it); without
+    the passes over several."""
+    _, r, off = shape
+    for res, most in ((r, 1), (off, 2)):
+        e = _entries(res, res.tables.ports)
+        per = np.unique(e[:, :2], axis=0, return_counts=True)[1]
+        assert (per.max() == 1) if most == 1 else (per.max() >= 2), per.max()
+
+
+def test_a_leaf_shares_a_target_over_the_directors_by_both_cable_counts(
+        shape: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
+    """A leaf sends a target leaf's destinations into each director in
+    proportion to the product of both leaves' cables into it (each within
+    one of its share); before, in proportion to its own."""
+    _, r, off = shape
+    g, dest = r.graph, r.dest
+    director = np.full(g.n_switches, -1, dtype=np.int64)
+    for s in np.flatnonzero(g.rank == 1).tolist():
+        director[s] = g.grp_remote[g.groups_of(s, up=True)].min()
+    dirs = np.unique(director[director >= 0])
+
+    def cables(leaf: int) -> np.ndarray:
+        ks = g.groups_of(leaf, up=True)
+        return np.asarray([g.grp_port_count[ks][director[g.grp_remote[ks]] == dd].sum()
+                           for dd in dirs])
+
+    def sent(res: RoutingResult, a: int, t: int) -> np.ndarray:
+        lids = dest.lid[~dest.is_switch & (dest.target == t)]
+        ks = g.groups_of(a, up=True)
+        to = {int(p): int(director[g.grp_remote[k]]) for k in ks
+              for p in g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k]
+                                   + g.grp_port_count[k]].tolist()}
+        got = [to[int(p)] for p in res.tables.ports[a, lids].tolist()]
+        return np.asarray([got.count(int(dd)) for dd in dirs])
+
+    leaves = np.flatnonzero(g.is_leaf)
+    far = {}
+    for res in (r, off):
+        worst = 0.0
+        for a in leaves[::5].tolist():
+            for t in leaves[3::11].tolist():
+                if a == t:
+                    continue
+                n = sent(res, a, t)
+                want = n.sum() * cables(a) * cables(t) / (cables(a) * cables(t)).sum()
+                worst = max(worst, float(np.abs(n - want).max()))
+        far[id(res)] = worst
+    assert far[id(r)] <= 1.0 and far[id(off)] > 2.0, far
+
+
 def test_the_water_filling_is_the_one_at_a_time_greedy(
         routed: tuple[Fabric, RoutingResult, RoutingResult]) -> None:
     _, _, off = routed
@@ -259,17 +352,44 @@ def test_an_incremental_reroute_equals_a_full_route(
     assert len(took) >= 4 and leaf_cables, took
 
 
-def test_where_the_bundles_cost_delivery_on_one_vl_the_tables_go_without_them() -> None:
-    """A damaged site of leaves in uneven bundles, UFM and storage on line
-    ASICs: with the bundles' ways no orientation serves 54 destinations on
-    one VL, without them every one is served.  The pass is optional (it
-    only evens loads): the route goes without it and says so."""
+def _services_site() -> Fabric:
+    """Two directors, 48 leaves in bundles of 1 to 4 cables to 5 to 9 line
+    ASICs, UFM and storage on line ASICs."""
     seed = 281851551
-    site = build(Shape("s", "s", "ibnetdiscover", seed, bundles_to_directors(
+    return build(Shape("s", "s", "ibnetdiscover", seed, bundles_to_directors(
         "CS7500", 2, 36, 18, 36, SWITCHIB, 48, 18, 16, (5, 9), 4, "SB7800", "cn", 2, 8, seed),
         "EDR", CONNECTX5))
-    f = degrade(site, np.random.default_rng(3), links=5)[0]
+
+
+def test_where_the_bundles_cost_delivery_on_one_vl_the_tables_go_without_them() -> None:
+    """The site above, damaged: with the bundles' ways no orientation
+    serves 54 destinations on one VL, without them every one is served.
+    The passes are optional (they only even loads): the route goes without
+    them and says so."""
+    f = degrade(_services_site(), np.random.default_rng(3), links=5)[0]
     r = route(f, workers=1)
     assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
-    assert "routed without the pass bundles" in r.mode_reason
+    assert "routed without the pass bundles, through the deal" in r.mode_reason
     assert np.array_equal(r.tables.ports, without_bundles(f).tables.ports)
+
+
+def test_the_last_optional_pass_goes_first() -> None:
+    """The site above, whole: on one VL only the shortcuts through the deal
+    leave destinations no orientation serves; the route keeps the other
+    bundles' ways (the same tables as without that pass alone), and with
+    VLs keeps both."""
+    f = _services_site()
+    r = route(f, workers=1)
+    assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
+    assert "routed without the pass through the deal:" in r.mode_reason
+    mp = pytest.MonkeyPatch()
+    mp.setattr(bundles, "through_the_deal", lambda *a: None)
+    try:
+        alone = route(f, workers=1)
+    finally:
+        mp.undo()
+    assert np.array_equal(r.tables.ports, alone.tables.ports)
+    assert not np.array_equal(r.tables.ports, without_bundles(f).tables.ports)
+    v = route(f, workers=1, max_vls=4)
+    assert "without the pass" not in v.mode_reason
+    assert validate_result(v).ok and check_credit_loops(f, v.tables, v.lanes).ok

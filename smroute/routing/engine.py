@@ -265,19 +265,21 @@ def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Pre
                       max_vls: int, needed: NeededPairs,
                       progress: modes.ProgressHook | None) -> modes.Outcome:
     """Where the chain left destinations no orientation serves (``out``),
-    the engine's tables without its optional passes (which only even loads)
-    through the chain again: kept where that serves every one."""
+    the engine's tables without its last optional pass (they only even
+    loads), then without the last two, and so on, through the chain again:
+    the first that serves every one is kept."""
     passes = eng.passes(prep)
-    dropped = [q.name for q in passes if q.optional]
-    if not dropped:
-        return out
-    plain = pool.run(eng, prep, passes=[q for q in passes if not q.optional])
-    again = modes.chain(fabric, roles, eng, prep, plain, mode, reason, max_vls, needed, progress)
-    if not again.complete:
-        return out
-    return dataclasses.replace(again, reason=(
-        f"{again.reason}; routed without the pass {', '.join(dropped)}: with it, some "
-        "destinations no orientation served"))
+    optional = [q.name for q in passes if q.optional]
+    for k in range(1, len(optional) + 1):
+        dropped = optional[-k:]
+        plain = pool.run(eng, prep, passes=[q for q in passes if q.name not in dropped])
+        again = modes.chain(fabric, roles, eng, prep, plain, mode, reason, max_vls, needed,
+                            progress)
+        if again.complete:
+            return dataclasses.replace(again, reason=(
+                f"{again.reason}; routed without the pass {', '.join(dropped)}: with it, "
+                "some destinations no orientation served"))
+    return out
 
 
 def validate_result(

@@ -1,50 +1,67 @@
-"""Nmodc on leaves cabled in uneven bundles (beyond the paper): the switches
-above leaves with a shortcut choose their way up by a skewed digit, and a
-switch that reaches a leaf through several switches with unequal cables to
-it deals the leaf's destinations over those cables.
+"""Nmodc on leaves cabled in uneven bundles (beyond the paper): each
+destination's traffic spread over the directors in proportion to the
+cables its leaf has into each, and over each director's cables to that
+leaf one destination per cable.
 
 Where leaves reach the line switches of several directors in uneven
 bundles (:mod:`smroute.routing.nmodc.shortcuts`), Dmodc's digits no longer
-fit the wiring:
+fit the wiring.  These ways apply to the leaves with a shortcut whose up
+cables are bundles (more cables than up-neighbours) and to their
+up-neighbours; a leaf with one cable to each up-neighbour, as in a fat-tree
+that lost a few cables, keeps the spread alone (Mellanox's Selene storage
+capture, 31 leaves with a shortcut: the ways below cost it A2A 24 to 64).
 
-* **The way up.** A line switch takes spine ``floor(x / Pi) mod m``; its
-  divider ``Pi`` is the leaves' count of up-neighbours (6-9 there), so a
-  leaf's destinations, consecutive NIDs, reach only two of a director's 18
-  spines, and the few cables from those spines down to the leaf's line
-  switches carry them all; and the NIDs one cable of a bundle brings
-  (the leaf's digit inside the group) reach a fraction of the spines.  An
-  up-neighbour of a leaf with a shortcut whose up cables are bundles (more
-  cables than up-neighbours) takes, for the destinations it sends up,
-  group ``(x + floor(x / m)) mod m`` of its ``m`` up groups instead
-  (:func:`skewed_up`): consecutive NIDs reach consecutive spines, and so
-  do the NIDs one cable brings.  The cable in the group: ``floor(x / m)
-  mod`` its cables.  (A leaf with one cable to each up-neighbour, as in a
-  fat-tree that lost a few cables, keeps Dmodc's digit: Mellanox's Selene
-  storage capture, 31 leaves with a shortcut, host-name HSD 4.20 with it,
-  4.78 skewed.)
+* **The way up from the leaves.** A leaf takes each up-neighbour for a
+  destination in proportion to its own cables, whatever the target leaf's
+  cables into that up-neighbour's director: a target leaf with one cable
+  into a director then receives a third of its traffic over that one cable
+  (the hottest link of a random permutation).  Such a leaf now deals every
+  other leaf's end-port destinations, in NID order from a place that moves
+  with both leaves, over its up cables, each weighted by the cables the
+  target has into the cable's *block*, the switches below that cable's
+  switch's up-neighbours (:func:`weighted_up`): a director gets a share in
+  proportion to the product of the two leaves' cables into it.  A moved
+  route climbs one rank more (a shortcut not taken): it stays up*/down*
+  and is delivered.
+* **The way up from the line switches.** A line switch takes spine
+  ``floor(x / Pi) mod m``; its divider ``Pi`` is the leaves' count of
+  up-neighbours (6-9 there), so a leaf's destinations, consecutive NIDs,
+  reach only two of a director's 18 spines.  It takes group
+  ``(x + floor(x / m)) mod m`` of its ``m`` up groups instead
+  (:func:`skewed_up`), the cable in the group ``floor(x / m) mod`` its
+  cables.
 * **The way down.** A spine reaches a leaf through the line switches the
   leaf is cabled to, and ``C[t mod #C]`` gives each the same share whatever
-  its cables to the leaf: one cable carries as many of the leaf's
-  destinations as a bundle of six.  Where those line switches' cables to
-  the leaf differ in number, the leaf's end-port destinations, in NID order
-  from a place that moves with the leaf, are dealt over all those cables,
-  each cable's line switch taking them (:func:`weighted_down`): the spine's
-  entry takes that line switch (its cables in turn), and the line switch's
-  entry that cable.  Every spine of a director has the same line switches
-  towards the leaf, so all of them send a destination the same way.
+  its cables to the leaf, and Dmodc's digit the cables of one bundle
+  unequal shares.  Where one of those line switches has a bundle to the
+  leaf or their counts differ, the leaf's end-port destinations, in NID
+  order from a place that moves with the leaf, are dealt over all those
+  cables, each cable's line switch taking them (:func:`weighted_down`): the
+  spine's entry takes that line switch (its cables in turn), and the line
+  switch's entry that cable.  Every spine of a director has the same line
+  switches towards the leaf, so all of them send a destination the same
+  way: one cable into the leaf per director and destination.
+* **Shortcuts through the deal.** A line switch cabled to a leaf sends a
+  destination of that leaf straight down, though the spines above it
+  deliver it through another line switch: that cable then carries the
+  shortcut traffic of every leaf below the line switch on top of its dealt
+  destinations.  Where every switch above it sends the destination down to
+  another switch cabled to the leaf, the line switch sends it up instead,
+  by the skewed digit (:func:`through_the_deal`): down, up, down again
+  never happens, so the route stays up*/down*.
 
-Both keep every route minimal and up*/down* (a group that leads closer,
-the same switches), so the tables stay free of credit loops on one VL as
-before.  The pass is optional (it only evens loads): where the mode chain
-then leaves destinations that no orientation serves on one VL (a damaged
-site with service hosts on line ASICs, where the orientation searches
-other tables), the route goes without it
+Every route stays up*/down* in the tree's ranks, so the tables stay free of
+credit loops on one VL as before.  The pass is optional (it only evens
+loads): where the mode chain then leaves destinations that no orientation
+serves on one VL (a damaged site with service hosts on line ASICs, where
+the orientation searches other tables), the route goes without it
 (:func:`smroute.routing.engine.route`).  They run where some leaf has a
 shortcut (a fat-tree has none, so no PGFT's table changes).  On the
-catalogue's uneven-bundles shape, Janus and 24 generated sites of that
-kind (``research/leaf_shortcuts.py``), with the spread: shift HSD lower on
-all 26, SP and RP lower on 13 and higher on none, A2A lower on 18 and
-higher on 1.  Pure functions on arrays; a loop per switch.
+catalogue's uneven-bundles shape, with VLs against dfsssp: SP 9 / RP 5 /
+shift HSD 5.46 against 8 / 5 / 5.53, host-name HSD 4.59 against 14.0
+(``research/site-catalogue-large.md``); on Janus and 24 generated sites
+of that kind (``research/leaf_shortcuts.py``): see there.  Pure functions on
+arrays; a loop per switch.
 """
 
 from __future__ import annotations
@@ -56,7 +73,7 @@ from smroute.routing.nmodc import shortcuts
 from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["balance_bundles", "skewed_up", "weighted_down"]
+__all__ = ["balance_bundles", "skewed_up", "through_the_deal", "weighted_down", "weighted_up"]
 
 
 def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
@@ -64,20 +81,28 @@ def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np
     """With ``leaves`` ``(L,)`` int64 the leaves with a shortcut
     (:func:`~smroute.routing.nmodc.shortcuts.shortcut_leaves`; none: nothing
     changes), the spread of those leaves
-    (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`), then the
-    skewed way up of their up-neighbours and the weighted way down
-    (module doc), in place in ``ports`` ``(S, W)`` uint8."""
+    (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`), then, where
+    their up cables are bundles, the skewed way up of their up-neighbours,
+    the weighted way down and the weighted way up of those leaves (module
+    doc), in place in ``ports`` ``(S, W)`` uint8."""
     if not len(leaves):
         return
     shortcuts.spread_up_cables(g, c, dest, ports, leaves)
-    # the up-neighbours of those leaves whose up cables are bundles
+    bundled, lines = _bundled(g, leaves)
+    skewed_up(g, c, dest, ports, lines)
+    weighted_down(g, c, dest, ports)
+    weighted_up(g, c, dest, ports, bundled)
+
+
+def _bundled(g: SwitchGraph, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Those of ``leaves`` whose up cables are bundles (more cables than
+    up-neighbours), and their up-neighbours, ascending."""
     up = (g.rank[g.grp_remote] > g.rank[g.grp_switch]) & np.isin(g.grp_switch, leaves)
     n_groups = np.bincount(g.grp_switch[up], minlength=g.n_switches)
     n_cables = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up],
                            minlength=g.n_switches)
-    bundled = n_cables > n_groups
-    skewed_up(g, c, dest, ports, np.unique(g.grp_remote[up & bundled[g.grp_switch]]))
-    weighted_down(g, c, dest, ports)
+    bundled = np.flatnonzero(n_cables > n_groups)
+    return bundled, np.unique(g.grp_remote[up & np.isin(g.grp_switch, bundled)])
 
 
 def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
@@ -106,14 +131,9 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
     whose switches are cabled to the leaf in unequal numbers deals the
     leaf's end-port destinations over those cables (module doc), in place
     in ``ports`` ``(S, W)`` uint8."""
-    ca = np.flatnonzero(~dest.is_switch)
+    ca, tg, place = _places(dest)
     if not len(ca):
         return
-    tg = dest.target[ca]
-    # each destination's place among its target's, by NID
-    o = np.lexsort((dest.nid[ca], tg))
-    place = np.empty(len(ca), dtype=np.int64)
-    place[o] = place_in_runs(tg[o])
     targets = np.unique(tg)
     at = np.full(g.n_switches, -1, dtype=np.int64)
     at[targets] = np.arange(len(targets))
@@ -136,8 +156,8 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         n_closer = closer.sum(axis=0)
         top = np.where(closer, w, 0).max(axis=0)
         low = np.where(closer, w, top.max(initial=0) + 1).min(axis=0)
-        # two or more closer groups, every one cabled to the leaf, unequal counts
-        dealt = (n_closer >= 2) & (low >= 1) & (low < top)
+        # every closer group cabled to the leaf; unequal counts, or one bundle
+        dealt = (n_closer >= 1) & (low >= 1) & ((low < top) | (top > 1))
         if not dealt.any():
             continue
         col = np.full(g.n_switches, -1, dtype=np.int64)
@@ -158,3 +178,89 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
         start = cum[j, t] - wd[j, t]
         to_leaf = group[j, at[tg[sel]]]
         ports[below[j], dest.lid[d]] = g.grp_ports[g.grp_port_first[to_leaf] + (p - start)]
+
+
+def weighted_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+                leaves: np.ndarray) -> None:
+    """Each of ``leaves`` deals every other leaf's end-port destinations
+    over its up cables, each weighted by the cables that leaf has into the
+    block of the cable's switch (module doc), in place in ``ports``
+    ``(S, W)`` uint8."""
+    ca, tg, place = _places(dest)
+    if not len(ca) or not len(leaves):
+        return
+    targets, n_of = np.unique(tg, return_counts=True)
+    at = np.full(g.n_switches, -1, dtype=np.int64)
+    at[targets] = np.arange(len(targets))
+    # the cables from each switch down to each target
+    k = np.flatnonzero((at[g.grp_remote] >= 0) & (g.rank[g.grp_remote] < g.rank[g.grp_switch]))
+    cables = np.zeros((g.n_switches, len(targets)), dtype=np.int64)
+    cables[g.grp_switch[k], at[g.grp_remote[k]]] = g.grp_port_count[k]
+    blocks: dict[int, np.ndarray] = {}
+    for s in leaves.tolist():
+        ks = g.groups_of(s, up=True)
+        for u in g.grp_remote[ks].tolist():
+            if u not in blocks:
+                above = g.grp_remote[g.groups_of(u, up=True)]
+                below = g.grp_remote[np.concatenate([g.groups_of(a, up=False)
+                                                     for a in above.tolist()] + [ks[:0]])]
+                blocks[u] = cables[np.union1d(below, [u])].sum(axis=0)
+        which, pos = runs(g.grp_port_first[ks], g.grp_port_count[ks])
+        cable, upper = g.grp_ports[pos], g.grp_remote[ks][which]
+        sel = np.flatnonzero(tg != s)
+        t = at[tg[sel]]
+        w = np.stack([blocks[u][t] for u in upper.tolist()])  # (cables, destinations)
+        w *= c[np.ix_(upper, tg[sel])] < INF
+        total = w.sum(axis=0)
+        # the destination's place, from a place that moves with both leaves, over the weights
+        p = (place[sel] + tg[sel] + s) % n_of[t]
+        j = (2 * n_of[t] * np.cumsum(w, axis=0) <= (2 * p + 1) * total).sum(axis=0)
+        ok = total > 0
+        ports[s, dest.lid[ca[sel[ok]]]] = cable[j[ok]]
+
+
+def through_the_deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+                     leaves: np.ndarray) -> None:
+    """Each up-neighbour of those of ``leaves`` (the leaves with a shortcut)
+    whose up cables are bundles sends up, by the skewed digit, the
+    destinations of a leaf it is cabled to that every switch above it
+    delivers through another switch cabled to that leaf (module doc), in
+    place in ``ports`` ``(S, W)`` uint8."""
+    if not len(leaves):
+        return
+    _, switches = _bundled(g, leaves)
+    ca = np.flatnonzero(~dest.is_switch)
+    tg = dest.target[ca]
+    behind = np.full((g.n_switches, 256), -1, dtype=np.int64)  # the switch behind a port
+    which, pos = runs(g.grp_port_first, g.grp_port_count)
+    behind[g.grp_switch[which], g.grp_ports[pos]] = g.grp_remote[which]
+    for s in switches.tolist():
+        ups = g.groups_of(s, up=True)
+        m = len(ups)
+        if m < 2:
+            continue
+        above = g.grp_remote[ups]
+        sel = np.flatnonzero(np.isin(tg, g.grp_remote[g.groups_of(s, up=False)]))
+        d, t = ca[sel], tg[sel]
+        lid = dest.lid[d]
+        via = behind[above[:, None], ports[above[:, None], lid[None, :]]]  # (m, destinations)
+        v = np.maximum(via, 0)
+        fits = (via >= 0) & (via != s) & (g.rank[v] < g.rank[above][:, None])
+        fits &= behind[v, ports[v, lid[None, :]]] == t[None, :]
+        x = dest.nid[d].astype(np.int64)
+        j = (x + x // m) % m
+        go = (behind[s, ports[s, lid]] == t) & ~(via == s).any(axis=0)
+        go &= fits[j, np.arange(len(d))]
+        k = ups[j[go]]
+        ports[s, lid[go]] = g.grp_ports[g.grp_port_first[k] + (x[go] // m) % g.grp_port_count[k]]
+
+
+def _places(dest: Destinations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The end-port destinations ``(D,)``, their targets, and each one's
+    place among its target's by NID."""
+    ca = np.flatnonzero(~dest.is_switch)
+    tg = dest.target[ca]
+    o = np.lexsort((dest.nid[ca], tg))
+    place = np.empty(len(ca), dtype=np.int64)
+    place[o] = place_in_runs(tg[o])
+    return ca, tg, place

@@ -413,9 +413,11 @@ class Nmodc:
     def passes(self, prep: Prepared) -> Sequence[Pass]:
         """The passes "partial" (none where the kernel computes its entries,
         :attr:`partial_in_kernel`), "balance" (in mode
-        ``tree``), "even cables", "bundles" (in mode ``tree`` where some
-        leaf has a shortcut: :func:`~smroute.routing.nmodc.bundles.balance_bundles`;
-        optional: it only evens loads)."""
+        ``tree``), "even cables", "bundles" and "through the deal" (in mode
+        ``tree`` where some leaf has a shortcut:
+        :func:`~smroute.routing.nmodc.bundles.balance_bundles`,
+        :func:`~smroute.routing.nmodc.bundles.through_the_deal`; optional:
+        they only even loads)."""
         if isinstance(prep.aux, AsDmodc):
             return ()
         g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
@@ -429,6 +431,9 @@ class Nmodc:
         def uneven(a: Arrays, _: np.ndarray | None) -> None:
             bundles.balance_bundles(g, c, dest, a["table"], leaves)
 
+        def through(a: Arrays, _: np.ndarray | None) -> None:
+            bundles.through_the_deal(g, dest, a["table"], leaves)
+
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
                                       dmodc_rows(g, c, slots, slot_tables.sharing(g, c, dest)))
@@ -439,7 +444,8 @@ class Nmodc:
             out.append(Pass("balance", balance_pass, lambda k: group_parts(g, slots, k)))
         out.append(Pass("even cables", cables))
         if len(leaves):
-            out.append(Pass("bundles", uneven, optional=True))
+            out += [Pass("bundles", uneven, optional=True),
+                    Pass("through the deal", through, optional=True)]
         return out
 
 

@@ -174,5 +174,6 @@ class NmodcIncremental(IncrementalHook):
         # (the switches that share by capacity are whole rows above, or unchanged)
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
+        bundles.through_the_deal(g, dest, ports, plan.shortcuts)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
