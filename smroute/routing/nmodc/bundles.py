@@ -113,16 +113,13 @@ def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
     ca = np.flatnonzero(~dest.is_switch)
     for s in switches.tolist():
         ks = g.groups_of(s, up=True)
-        m = len(ks)
-        if m < 2:
+        if len(ks) < 2:
             continue
         cost = c[s, dest.target[ca]]
         d = ca[(cost >= UP_PHASE) & (cost < INF)]
-        x = dest.nid[d].astype(np.int64)
-        k = ks[(x + x // m) % m]
-        ok = c[g.grp_remote[k], dest.target[d]] < c[s, dest.target[d]]
-        k, x, d = k[ok], x[ok], d[ok]
-        ports[s, dest.lid[d]] = g.grp_ports[g.grp_port_first[k] + (x // m) % g.grp_port_count[k]]
+        j, cable = _skewed(g, ks, dest.nid[d].astype(np.int64))
+        ok = c[g.grp_remote[ks[j]], dest.target[d]] < c[s, dest.target[d]]
+        ports[s, dest.lid[d[ok]]] = cable[ok]
 
 
 def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
@@ -200,11 +197,11 @@ def weighted_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     for s in leaves.tolist():
         ks = g.groups_of(s, up=True)
         for u in g.grp_remote[ks].tolist():
-            if u not in blocks:
-                above = g.grp_remote[g.groups_of(u, up=True)]
-                below = g.grp_remote[np.concatenate([g.groups_of(a, up=False)
-                                                     for a in above.tolist()] + [ks[:0]])]
-                blocks[u] = cables[np.union1d(below, [u])].sum(axis=0)
+            if u not in blocks:  # u and the switches below its up-neighbours
+                block = np.unique(np.concatenate(
+                    [[u], *(g.grp_remote[g.groups_of(a, up=False)]
+                            for a in g.grp_remote[g.groups_of(u, up=True)].tolist())]))
+                blocks[u] = cables[block].sum(axis=0)
         which, pos = runs(g.grp_port_first[ks], g.grp_port_count[ks])
         cable, upper = g.grp_ports[pos], g.grp_remote[ks][which]
         sel = np.flatnonzero(tg != s)
@@ -236,8 +233,7 @@ def through_the_deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     behind[g.grp_switch[which], g.grp_ports[pos]] = g.grp_remote[which]
     for s in switches.tolist():
         ups = g.groups_of(s, up=True)
-        m = len(ups)
-        if m < 2:
+        if len(ups) < 2:
             continue
         above = g.grp_remote[ups]
         sel = np.flatnonzero(np.isin(tg, g.grp_remote[g.groups_of(s, up=False)]))
@@ -247,12 +243,18 @@ def through_the_deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
         v = np.maximum(via, 0)
         fits = (via >= 0) & (via != s) & (g.rank[v] < g.rank[above][:, None])
         fits &= behind[v, ports[v, lid[None, :]]] == t[None, :]
-        x = dest.nid[d].astype(np.int64)
-        j = (x + x // m) % m
+        j, cable = _skewed(g, ups, dest.nid[d].astype(np.int64))
         go = (behind[s, ports[s, lid]] == t) & ~(via == s).any(axis=0)
         go &= fits[j, np.arange(len(d))]
-        k = ups[j[go]]
-        ports[s, lid[go]] = g.grp_ports[g.grp_port_first[k] + (x[go] // m) % g.grp_port_count[k]]
+        ports[s, lid[go]] = cable[go]
+
+
+def _skewed(g: SwitchGraph, ks: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The skewed digit (module doc): for NIDs ``x``, which of ``ks``
+    (``(m,)`` a switch's up groups) each takes, and its cable."""
+    m = len(ks)
+    j = (x + x // m) % m
+    return j, g.grp_ports[g.grp_port_first[ks[j]] + (x // m) % g.grp_port_count[ks[j]]]
 
 
 def _places(dest: Destinations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
