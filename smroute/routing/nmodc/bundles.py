@@ -17,10 +17,11 @@ capture, 31 leaves with a shortcut: the ways below cost it A2A 24 to 64).
   into a director then receives a third of its traffic over that one cable
   (the hottest link of a random permutation).  Such a leaf now deals every
   other leaf's end-port destinations, in NID order from a place that moves
-  with both leaves, over its up cables, each weighted by the cables the
-  target has into the cable's *block*, the switches below that cable's
-  switch's up-neighbours (:func:`weighted_up`): a director gets a share in
-  proportion to the product of the two leaves' cables into it.  A moved
+  with both leaves, over its up cables (those of one block together), each
+  weighted by the cables the target has into the cable's *block*, the
+  switches below that cable's switch's up-neighbours (:func:`weighted_up`):
+  a director gets a share in proportion to the product of the two leaves'
+  cables into it.  A moved
   route climbs one rank more (a shortcut not taken): it stays up*/down*
   and is delivered.
 * **The way up from the line switches.** A line switch takes spine
@@ -180,9 +181,9 @@ def weighted_down(g: SwitchGraph, c: np.ndarray, dest: Destinations,
 def weighted_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
                 leaves: np.ndarray) -> None:
     """Each of ``leaves`` deals every other leaf's end-port destinations
-    over its up cables, each weighted by the cables that leaf has into the
-    block of the cable's switch (module doc), in place in ``ports``
-    ``(S, W)`` uint8."""
+    over its up cables, those of one block together, each weighted by the
+    cables that leaf has into the block of the cable's switch (module doc),
+    in place in ``ports`` ``(S, W)`` uint8."""
     ca, tg, place = _places(dest)
     if not len(ca) or not len(leaves):
         return
@@ -193,7 +194,7 @@ def weighted_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     k = np.flatnonzero((at[g.grp_remote] >= 0) & (g.rank[g.grp_remote] < g.rank[g.grp_switch]))
     cables = np.zeros((g.n_switches, len(targets)), dtype=np.int64)
     cables[g.grp_switch[k], at[g.grp_remote[k]]] = g.grp_port_count[k]
-    blocks: dict[int, np.ndarray] = {}
+    blocks: dict[int, tuple[int, np.ndarray]] = {}  # a block's first switch, its cables
     for s in leaves.tolist():
         ks = g.groups_of(s, up=True)
         for u in g.grp_remote[ks].tolist():
@@ -201,12 +202,14 @@ def weighted_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
                 block = np.unique(np.concatenate(
                     [[u], *(g.grp_remote[g.groups_of(a, up=False)]
                             for a in g.grp_remote[g.groups_of(u, up=True)].tolist())]))
-                blocks[u] = cables[block].sum(axis=0)
+                blocks[u] = int(block[0]), cables[block].sum(axis=0)
         which, pos = runs(g.grp_port_first[ks], g.grp_port_count[ks])
-        cable, upper = g.grp_ports[pos], g.grp_remote[ks][which]
+        # the cables of one block together (a place range then stays in one block)
+        o = np.argsort([blocks[u][0] for u in g.grp_remote[ks][which].tolist()], kind="stable")
+        cable, upper = g.grp_ports[pos][o], g.grp_remote[ks][which][o]
         sel = np.flatnonzero(tg != s)
         t = at[tg[sel]]
-        w = np.stack([blocks[u][t] for u in upper.tolist()])  # (cables, destinations)
+        w = np.stack([blocks[u][1][t] for u in upper.tolist()])  # (cables, destinations)
         w *= c[np.ix_(upper, tg[sel])] < INF
         total = w.sum(axis=0)
         # the destination's place, from a place that moves with both leaves, over the weights
