@@ -94,7 +94,8 @@ class Pass:
     pool's workers receive it by reference); without, it runs in the
     calling process and may be a closure.  ``optional``: it only evens
     loads; where the mode chain then leaves destinations no orientation
-    serves on one VL, the tables are routed again without it
+    serves on one VL, the tables are routed again without the last optional
+    pass, then without the last two, and so on
     (:func:`smroute.routing.engine.route`)."""
 
     name: str
