@@ -1,7 +1,7 @@
-"""Nmodc on leaves cabled in uneven bundles (beyond the paper): each
-destination's traffic spread over the directors in proportion to the
-cables its leaf has into each, and over each director's cables to that
-leaf one destination per cable.
+"""Nmodc on leaves cabled in uneven bundles (beyond the paper): a leaf
+shares its traffic to another leaf over the directors by both leaves'
+cables into each, and every route to a destination enters its leaf over
+one cable per director.
 
 Where leaves reach the line switches of several directors in uneven
 bundles (:mod:`smroute.routing.nmodc.shortcuts`), Dmodc's digits no longer
@@ -21,9 +21,9 @@ capture, 31 leaves with a shortcut: the ways below cost it A2A 24 to 64).
   weighted by the cables the target has into the cable's *block*, the
   switches below that cable's switch's up-neighbours (:func:`weighted_up`):
   a director gets a share in proportion to the product of the two leaves'
-  cables into it.  A moved
-  route climbs one rank more (a shortcut not taken): it stays up*/down*
-  and is delivered.
+  cables into it.  (A destination no block reaches, a host on a line
+  switch, keeps Dmodc's entry.)  A moved route climbs one rank more (a
+  shortcut not taken): it stays up*/down* and is delivered.
 * **The way up from the line switches.** A line switch takes spine
   ``floor(x / Pi) mod m``; its divider ``Pi`` is the leaves' count of
   up-neighbours (6-9 there), so a leaf's destinations, consecutive NIDs,
@@ -84,15 +84,15 @@ def balance_bundles(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np
                     leaves: np.ndarray) -> None:
     """With ``leaves`` ``(L,)`` int64 the leaves with a shortcut
     (:func:`~smroute.routing.nmodc.shortcuts.shortcut_leaves`; none: nothing
-    changes), the spread of those leaves
-    (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`), then, where
-    their up cables are bundles, the skewed way up of their up-neighbours,
-    the weighted way down and the weighted way up of those leaves (module
-    doc), in place in ``ports`` ``(S, W)`` uint8."""
+    changes): the weighted way up of those whose up cables are bundles, the
+    skewed way up of their up-neighbours and the weighted way down (module
+    doc); the spread of the others
+    (:func:`~smroute.routing.nmodc.shortcuts.spread_up_cables`).  In place
+    in ``ports`` ``(S, W)`` uint8."""
     if not len(leaves):
         return
-    shortcuts.spread_up_cables(g, c, dest, ports, leaves)
     bundled, lines = _bundled(g, leaves)
+    shortcuts.spread_up_cables(g, c, dest, ports, np.setdiff1d(leaves, bundled))
     skewed_up(g, c, dest, ports, lines)
     weighted_down(g, c, dest, ports)
     weighted_up(g, c, dest, ports, bundled)

@@ -32,7 +32,9 @@ loops on one VL together with every other route), is delivered, and is at
 most two hops longer.  Switch LIDs keep their cables (no data traffic).  A
 fat-tree has no shortcut, damaged or not: an upper switch that lost its
 cable to a leaf has no other way down to it, so no PGFT's table changes.
-It runs with the ways up and down of :mod:`smroute.routing.nmodc.bundles`.
+It runs on the leaves whose up cables are not bundles (one cable to each
+up-neighbour); the others take the weighted way up of
+:mod:`smroute.routing.nmodc.bundles`.
 Pure functions on arrays; a loop per leaf and per set of reachable cables,
 none per destination.
 """
