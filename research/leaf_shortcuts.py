@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Nmodc on leaves in uneven bundles (:mod:`smroute.routing.nmodc.bundles`:
-the spread of leaves with a shortcut, the skewed way up, the weighted way
-down) on and off, on fabrics whose leaves reach directors' line switches
-over uneven bundles (an investigation, not the product).
+the spread of leaves with a shortcut, the weighted ways up from the leaves
+and the skewed one from the line switches, the weighted way down, the
+shortcuts through the deal) on and off, on fabrics whose leaves reach
+directors' line switches over uneven bundles (an investigation, not the
+product).
 
-Each fabric is routed by the default three ways, the mode chain included:
-as the product does (``on``), without them (``off``: no leaf has a
-shortcut), and with the switch LIDs counted and moved as the end-ports' in
-the spread (``switches``: the first version of that rule).  Per way: the mode, the
-needed pairs left, credit-loop freedom, the entries the spread moved and
-the catalogue bench's metrics over compute hosts
-(``bench/site_compare.table_metrics``: SP / A2A / RP / shift HSD in GUID
-order, SP and HSD in host-name order).  ``--interleave`` adds the other end
-of the trade: every leaf deals every destination off it over all its up
-cables by NID (on the ``on`` tables, where the cable's switch has an
-up*/down* path).
+Each fabric is routed by the default two ways, the mode chain included: as
+the product does (``on``) and without them (``off``: no leaf has a
+shortcut).  Per way: the mode, the needed pairs left, credit-loop freedom,
+the table entries that differ from ``off`` and the catalogue bench's
+metrics over compute hosts (``bench/site_compare.table_metrics``: SP / A2A
+/ RP / shift HSD in GUID order, SP and HSD in host-name order).
+``--interleave`` adds the other end of the trade: every leaf deals every
+destination off it over all its up cables by NID (on the ``on`` tables,
+where the cable's switch has an up*/down* path).
 
 The fabrics: files given, or ``--sweep K``: K sites of
 :func:`~smroute.fabric.generate.catalogue.bundles_to_directors` (2-4
@@ -59,30 +59,18 @@ from smroute.routing.topology import SwitchGraph  # noqa: E402
 from smroute.study.signtest import sign_test  # noqa: E402
 
 METRICS = ("sp", "a2a", "rp", "hsd", "sp_name", "hsd_name")
-_SPREAD = shortcuts.spread_up_cables
 _LEAVES = shortcuts.shortcut_leaves
-MOVED = [0]
 
 
 def _way(name: str) -> None:
-    """Route the next fabrics the way ``name`` (module doc), counting the
-    entries moved in :data:`MOVED`."""
-    def counted(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-                leaves: np.ndarray) -> int:
-        if name == "switches":
-            dest = dataclasses.replace(dest, is_switch=np.zeros_like(dest.is_switch))
-        moved = _SPREAD(g, c, dest, ports, leaves)
-        MOVED[0] += moved
-        return moved
-
-    shortcuts.spread_up_cables = counted  # type: ignore[assignment]
+    """Route the next fabrics the way ``name`` (module doc)."""
     shortcuts.shortcut_leaves = (  # type: ignore[assignment]
         (lambda g, c: np.zeros(0, dtype=np.int64)) if name == "off" else _LEAVES)
 
 
 def restore() -> None:
-    """The product's own functions back."""
-    shortcuts.spread_up_cables, shortcuts.shortcut_leaves = _SPREAD, _LEAVES  # type: ignore
+    """The product's own function back."""
+    shortcuts.shortcut_leaves = _LEAVES  # type: ignore[assignment]
 
 
 def interleaved(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray) -> None:
@@ -142,14 +130,15 @@ def sweep(k: int, seed: int) -> list[tuple[str, Fabric]]:
 
 
 def ways(name: str, f: Fabric, interleave: bool, vls: int = 1) -> dict[str, dict[str, Any]]:
-    """``f`` routed the three ways (module doc), printed as they come."""
+    """``f`` routed the two ways (module doc), printed as they come."""
     got: dict[str, dict[str, Any]] = {}
-    r = None
-    for way in ("off", "switches", "on"):
+    r = off = None
+    for way in ("off", "on"):
         _way(way)
-        MOVED[0] = 0
         r = route(f, workers=1, max_vls=vls)
-        got[way] = {**measured(f, r), "moved": MOVED[0]}
+        off = r if off is None else off
+        changed = int((r.tables.ports != off.tables.ports).sum())
+        got[way] = {**measured(f, r), "changed": changed}
         print(f"{name} {way}: {got[way]}", flush=True)
     if interleave and r is not None:
         ports = r.tables.ports.copy()

@@ -410,15 +410,15 @@ def test_non_tree_writes_each_variant_and_the_direct_ones_route_shortest(
         assert check_credit_loops(f, r.tables).ok
 
 
-def test_leaf_shortcuts_routes_the_three_ways(capsys: pytest.CaptureFixture[str]) -> None:
+def test_leaf_shortcuts_routes_the_two_ways(capsys: pytest.CaptureFixture[str]) -> None:
     ls = load_script("leaf_shortcuts")
     import smroute.routing.nmodc.shortcuts as product
 
     sys.argv = ["leaf_shortcuts.py", "--sweep", "1", "--seed", "1", "--summary"]
     ls.main()
-    assert product.shortcut_leaves is ls._LEAVES and product.spread_up_cables is ls._SPREAD
+    assert product.shortcut_leaves is ls._LEAVES
     out = capsys.readouterr().out
-    moved = {w: int(out.split(f" {w}: ")[1].split("'moved': ")[1].split("}")[0])
-             for w in ("off", "switches", "on")}
-    assert moved["off"] == 0 and moved["on"] > 0 and moved["switches"] > 0
+    changed = {w: int(out.split(f" {w}: ")[1].split("'changed': ")[1].split("}")[0])
+               for w in ("off", "on")}
+    assert changed["off"] == 0 and changed["on"] > 0
     assert "'left': 0, 'loop_free': True" in out and "hsd_name: on below off" in out
