@@ -58,8 +58,8 @@ serves on one VL (a damaged site with service hosts on line ASICs, where
 the orientation searches other tables), the route goes without it
 (:func:`smroute.routing.engine.route`).  They run where some leaf has a
 shortcut (a fat-tree has none, so no PGFT's table changes).  On the
-catalogue's uneven-bundles shape, with VLs against dfsssp: SP 9 / RP 5 /
-shift HSD 5.46 against 8 / 5 / 5.53, host-name HSD 4.59 against 14.0
+catalogue's uneven-bundles shape, with VLs against dfsssp: SP 8 / RP 5 /
+shift HSD 5.48 against 8 / 5 / 5.53, host-name HSD 4.55 against 14.0
 (``research/site-catalogue-large.md``).  Over that shape, Janus and 24
 generated sites of that kind, one VL, against no pass
 (``research/leaf_shortcuts.py``): SP, shift HSD and both host-name metrics
