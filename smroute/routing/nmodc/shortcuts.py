@@ -91,14 +91,15 @@ def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     key = np.unique(lo[which] * n + leaf[at])
     s, t = key // n, key % n
     s, t = s[s != t], t[s != t]
-    # each against every up-neighbour of its leaf: not cabled to it, with a path
+    # an up-neighbour with a path to more of those than it is cabled to
+    # (every leaf it is cabled to is one of them, reached)
     o = np.argsort(lo, kind="stable")
     lo, hi = lo[o], hi[o]
     start = np.searchsorted(lo, s)
     which, at = runs(start, np.searchsorted(lo, s, side="right") - start)
-    u, tt = hi[at], t[which]
-    longer = ~np.isin(u * n + tt, up * n + leaf) & (c[u, tt] < INF)
-    return np.unique(s[which[longer]])
+    reached = np.bincount(at, weights=c[hi[at], t[which]] < INF, minlength=len(lo))
+    cabled = np.bincount(up, minlength=n)[hi] - 1  # (its own leaf aside)
+    return np.unique(lo[reached > cabled])
 
 
 def _free_slots(load: np.ndarray, share: int, cables: np.ndarray) -> np.ndarray:
