@@ -165,10 +165,7 @@ def _down_cables(r: RoutingResult, s: int, leaf: int) -> np.ndarray:
     """Per cable into ``leaf`` from the switches below ``s``, how many of the
     leaf's end-port destinations ``s`` sends down it."""
     g, ports, dest = r.graph, r.tables.ports, r.dest
-    remote = np.full((g.n_switches, 256), -1)
-    for k in range(len(g.grp_switch)):
-        at = g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k] + g.grp_port_count[k]]
-        remote[g.grp_switch[k], at] = g.grp_remote[k]
+    remote = g.behind()
     count: dict[tuple[int, int], int] = {}
     for lid in dest.lid[~dest.is_switch & (dest.target == leaf)].tolist():
         line = int(remote[s, ports[s, lid]])
@@ -221,19 +218,21 @@ def shape() -> tuple[Fabric, RoutingResult, RoutingResult]:
     return f, route(f, workers=1), without_bundles(f)
 
 
+def _directors(g: SwitchGraph) -> np.ndarray:
+    """``(S,)`` each line switch's director (its first spine), else -1."""
+    director = np.full(g.n_switches, -1, dtype=np.int64)
+    for s in np.flatnonzero(g.rank == 1).tolist():
+        director[s] = g.grp_remote[g.groups_of(s, up=True)].min()
+    return director
+
+
 def _entries(r: RoutingResult, ports: np.ndarray) -> np.ndarray:
     """From every leaf to every end-port destination on another leaf,
     walked: ``(K, 3)`` distinct (destination, director, cable) of the
     cables the routes enter the destination's leaf over (a cable as its
     switch * 256 + port; the director: the switch's first spine)."""
     g, dest = r.graph, r.dest
-    behind = np.full((g.n_switches, 256), -1, dtype=np.int64)
-    for k in range(len(g.grp_switch)):
-        at = g.grp_ports[g.grp_port_first[k]:g.grp_port_first[k] + g.grp_port_count[k]]
-        behind[g.grp_switch[k], at] = g.grp_remote[k]
-    director = np.full(g.n_switches, -1, dtype=np.int64)
-    for s in np.flatnonzero(g.rank == 1).tolist():
-        director[s] = g.grp_remote[g.groups_of(s, up=True)].min()
+    behind, director = g.behind(), _directors(g)
     leaves = np.flatnonzero(g.is_leaf)
     d = np.flatnonzero(~dest.is_switch & g.is_leaf[dest.target])
     at, x = np.repeat(leaves, len(d)), np.tile(d, len(leaves))
@@ -270,9 +269,7 @@ def test_a_leaf_shares_a_target_over_the_directors_by_both_cable_counts(
     one of its share); before, in proportion to its own."""
     _, r, off = shape
     g, dest = r.graph, r.dest
-    director = np.full(g.n_switches, -1, dtype=np.int64)
-    for s in np.flatnonzero(g.rank == 1).tolist():
-        director[s] = g.grp_remote[g.groups_of(s, up=True)].min()
+    director = _directors(g)
     dirs = np.unique(director[director >= 0])
 
     def cables(leaf: int) -> np.ndarray:

@@ -120,19 +120,11 @@ class Reroute:
     lids: int = 0
 
 
-def _port_map(g: SwitchGraph) -> np.ndarray:
-    """Remote switch behind every (switch, port), ``(S, 256)`` int32, -1 if none."""
-    out = np.full((g.n_switches, 256), -1, dtype=np.int32)
-    sw, remote, port = g.cables()
-    out[sw, port] = remote
-    return out
-
-
 def changed_switches(g0: SwitchGraph, g1: SwitchGraph) -> np.ndarray:
     """Switch ids (same switch set) whose port groups differ, ``(R,)`` int64: a port
     leads elsewhere (or nowhere) now.  Groups are a function of the ports'
     remotes, so equal maps mean equal groups."""
-    return np.flatnonzero((_port_map(g0) != _port_map(g1)).any(axis=1))
+    return np.flatnonzero((g0.behind() != g1.behind()).any(axis=1))
 
 
 def new_costs(g0: SwitchGraph, c0: np.ndarray, g1: SwitchGraph) -> np.ndarray:

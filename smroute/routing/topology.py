@@ -101,6 +101,13 @@ class SwitchGraph:
         return (np.repeat(self.grp_switch, self.grp_port_count),
                 np.repeat(self.grp_remote, self.grp_port_count), self.grp_ports)
 
+    def behind(self) -> np.ndarray:
+        """``(S, 256)`` int32: the switch behind each switch port, -1 if none."""
+        out = np.full((self.n_switches, 256), -1, dtype=np.int32)
+        sw, remote, port = self.cables()
+        out[sw, port] = remote
+        return out
+
     def groups_of(self, s: int, *, up: bool) -> np.ndarray:
         """Switch ``s``'s up (``up``) or down port groups, ``(K,)`` int64
         group ids in group order."""

@@ -234,9 +234,7 @@ def through_the_deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     _, switches = _bundled(g, leaves)
     ca = np.flatnonzero(~dest.is_switch)
     tg = dest.target[ca]
-    behind = np.full((g.n_switches, 256), -1, dtype=np.int64)  # the switch behind a port
-    which, pos = runs(g.grp_port_first, g.grp_port_count)
-    behind[g.grp_switch[which], g.grp_ports[pos]] = g.grp_remote[which]
+    behind = g.behind()
     for s in switches.tolist():
         ups = g.groups_of(s, up=True)
         if len(ups) < 2:
