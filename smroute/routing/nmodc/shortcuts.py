@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from smroute.fabric.graph import components
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
@@ -78,12 +79,23 @@ def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     first[lo[::-1]] = h[::-1]
     mixed = np.zeros(g.n_switches, dtype=bool)
     mixed[lo[h != first[lo]]] = True
-    sel = mixed[lo]
+    # nor where no up-neighbour reaches a leaf it is not cabled to among
+    # those its cables to leaves join it to (every damaged fat-tree: an
+    # upper switch has no other way down to a leaf of its pod it lost)
+    n = g.n_switches
+    cand = np.unique(hi[mixed[lo]])
+    leaves = np.flatnonzero(g.is_leaf)
+    pod = components(n, up, leaf)
+    beyond = np.zeros(n, dtype=bool)
+    beyond[cand] = (((c[np.ix_(cand, leaves)] < INF) & (pod[cand][:, None] == pod[leaves]))
+                    .sum(axis=1) > np.bincount(up, minlength=n)[cand])
+    has = np.zeros(n, dtype=bool)
+    has[lo[beyond[hi]]] = True
+    sel = mixed[lo] & has[lo]
     lo, hi = lo[sel], hi[sel]
     if not len(lo):
         return none
     # (leaf, target): every other leaf one of its up-neighbours is cabled to
-    n = g.n_switches
     o = np.argsort(up, kind="stable")
     up, leaf = up[o], leaf[o]
     start = np.searchsorted(up, hi)
