@@ -93,7 +93,9 @@ def test_shape_parts_and_roles(name: str) -> None:
 
 def test_every_kind_of_part_appears_in_the_catalogue() -> None:
     """Hosts on spines and on director line ASICs, a management island,
-    parallel cables, three-level trees with directors as the core."""
+    parallel cables, three-level trees with directors as the core, storage
+    leaves cabled to the directors' line ASICs (nearer the top than the
+    compute leaves)."""
     seen: set[str] = set()
     for n in NAMES:
         f = shape(n)
@@ -110,6 +112,11 @@ def test_every_kind_of_part_appears_in_the_catalogue() -> None:
                 seen.add("service on a spine")
             if f.node_desc[sw].startswith("MF0;mgmt-sw"):
                 seen.add("management island")
+            if roles.rank[sw] == 0 and f.node_desc[sw].startswith("MF0;stor-leaf"):
+                up = f.port_node[f.port_peer[(f.port_node == sw) & (f.port_peer >= 0)]]
+                if all((m := MF0.match(f.node_desc[u])) and m.group(3) == "L"
+                       for u in up.tolist() if f.node_type[u] == NodeType.SWITCH):
+                    seen.add("storage leaves on director line ASICs")
         a, b = f.port_node[f.link_a], f.port_node[f.link_b]
         sw = (f.node_type[a] == NodeType.SWITCH) & (f.node_type[b] == NodeType.SWITCH)
         pairs = np.stack([np.minimum(a, b), np.maximum(a, b)])[:, sw]
@@ -118,7 +125,8 @@ def test_every_kind_of_part_appears_in_the_catalogue() -> None:
         if roles.max_rank >= 3 and any(MF0.match(d) for d in f.node_desc):
             seen.add("directors as the core of a three-level tree")
     assert seen == {"service on a director line ASIC", "service on a spine", "management island",
-                    "parallel cables", "directors as the core of a three-level tree"}
+                    "parallel cables", "directors as the core of a three-level tree",
+                    "storage leaves on director line ASICs"}
 
 
 @pytest.mark.parametrize("name", NAMES)

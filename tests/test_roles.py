@@ -234,10 +234,12 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
         core.close()
 
 
-def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool) -> Fabric:
+def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool,
+                     shared_storage: bool = False) -> Fabric:
     """Pods of leaves (8 hosts each) under 4 spines a pod, spine j of every
     pod cabled to core j; ``svc_on_core``: a storage switch with 4 hosts
-    cabled to core 0 alone (2 cables)."""
+    cabled to core 0 alone (2 cables); ``shared_storage``: two, each cabled
+    to cores 0 and 1."""
     from smroute.fabric.generate.catalogue import core_tier
     from smroute.fabric.generate.sitegen import QUANTUM, Site
 
@@ -263,6 +265,12 @@ def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool) -> Fabric:
         for h in range(4):
             site.host(svc, f"stor-{h:02d} HCA-1")
         site.cable(svc, cores[0], 2)
+    for k in range(2 if shared_storage else 0):
+        svc = site.switch(f"stor-sw{k}", 40, QUANTUM)
+        for h in range(4):
+            site.host(svc, f"stor-{k}-{h:02d} HCA-1")
+        site.cable(svc, cores[0])
+        site.cable(svc, cores[1])
     return site.build(np.random.default_rng(3))
 
 
@@ -277,6 +285,30 @@ def test_a_leaf_cabled_to_a_core_alone_leaves_the_core_a_core() -> None:
     cores = [by_desc[d] for d in f.node_desc if d.startswith("MF0;core-")]
     assert {int(roles.rank[c]) for c in cores} == {2}
     assert roles.rank[by_desc["stor-sw"]] == 0 and roles.tree
+    r = route(f, workers=1)
+    assert r.mode == "tree", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.updown_violations == 0 and v.ca_pairs_unroutable == 0
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_leaves_cabled_to_shared_cores_rank_from_the_other_side(damaged: bool) -> None:
+    """Two storage switches each cabled to the same two cores: no leaf
+    hanging off upper switches alone (each core has two), and ranked from
+    every leaf those cores share rank 1 with the spines (cables within a
+    rank; the tree falls back).  The switches have two sides, the storage
+    leaves on the lesser, so the ranks come from the compute leaves: every
+    core stays at rank 2, the storage cables skip a rank, no cable joins
+    two switches of one rank, and the tree routes every pair up*/down*,
+    also with cables cut."""
+    f = _pods_with_cores([4, 4, 4], svc_on_core=False, shared_storage=True)
+    if damaged:
+        f = degrade(f, np.random.default_rng(5), links=3)[0]
+    roles = fabric_roles(f)
+    cores = [i for i, d in enumerate(f.node_desc) if d.startswith("MF0;core-")]
+    stor = [i for i, d in enumerate(f.node_desc) if d.startswith("stor-sw")]
+    assert {int(roles.rank[c]) for c in cores} == {2} and {int(roles.rank[s]) for s in stor} == {0}
+    assert len(roles.same_rank) == 0 and roles.tree
     r = route(f, workers=1)
     assert r.mode == "tree", r.mode_reason
     v = validate_result(r)

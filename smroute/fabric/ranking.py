@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from smroute.fabric.graph import bfs_distance, shared_neighbours
+from smroute.fabric.graph import bfs_distance, components, shared_neighbours
 
 __all__ = ["switch_ranks", "tree_check", "upper_leaves"]
 
@@ -16,12 +16,19 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
+def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
+                 hosts: IntArray) -> IntArray:
     """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
-    (-1: none reached), but for a leaf hanging off upper switches alone
-    (:mod:`smroute.fabric.roles`): its switches are ranked from the other
-    leaves, where that puts none of them above the top, and it keeps rank 0
-    (its cables skip ranks)."""
+    (-1: none reached), but for a leaf hanging off upper switches alone and
+    for the leaves on the lesser side of a two-sided fabric
+    (:mod:`smroute.fabric.roles`): the switches are ranked from the other
+    leaves, where that puts none of them above the top, and those leaves
+    keep rank 0 (their cables skip ranks)."""
+    return _one_side(n, src, dst, leaf, hosts, _hanging(n, src, dst, leaf))
+
+
+def _hanging(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
+    """:func:`switch_ranks` with the leaves hanging off upper switches alone."""
     rank = bfs_distance(n, src, dst, leaf)
     # per switch, its distinct leaf neighbours; a leaf whose every switch
     # neighbour has it as its only leaf neighbour hangs off upper switches
@@ -41,6 +48,36 @@ def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntAr
     if (other[lifted] < 2).any() or (other[lifted] > top).any():
         return rank  # (a leaf of its own pod, or one its switches would put above the top)
     other[hanging] = 0
+    return other
+
+
+def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray, hosts: IntArray,
+              rank: IntArray) -> IntArray:
+    """``rank``, or where it puts cables within a rank, the switch graph
+    has two sides (every cable joins them: no odd cycle) and the leaves sit
+    on both, the ranks from the leaves of the side with more hosts
+    (``hosts``: per switch), the other leaves at 0,
+    where that leaves no cable within a rank and none above the top.
+
+    On two sides, BFS ranks from leaves of both must put cables within a
+    rank (the leaves' distances differ in parity across them), from one
+    side's never: a chassis of three stages whose leaves sit at different
+    depths, or a switch with hosts below one that is cabled to spines."""
+    ranked = rank >= 0
+    if not ((rank[src] == rank[dst]) & ranked[src]).any():
+        return rank
+    label = components(n, src, dst)
+    side = bfs_distance(n, src, dst, np.flatnonzero(label == np.arange(n))) % 2
+    if (side[src] == side[dst]).any():
+        return rank  # an odd cycle: no two sides
+    counts = np.bincount(side[leaf], weights=hosts[leaf], minlength=2)
+    if not np.bincount(side[leaf], minlength=2).all() or counts[0] == counts[1]:
+        return rank
+    seeds = leaf & (side == int(np.argmax(counts)))
+    other = bfs_distance(n, src, dst, seeds)
+    other[leaf] = 0
+    if ((other < 0) != ~ranked).any() or ((other[src] == other[dst]) & ranked[src]).any():
+        return rank
     return other
 
 

@@ -32,7 +32,13 @@ switch-to-switch links (self-looped cables never count), but for a leaf
 hanging off upper switches alone (no switch it is cabled to has another
 leaf: a storage switch cabled to a core): its switches are ranked from the
 other leaves where that puts none above the top (a core stays a core), and
-its cables skip ranks; the switches of the
+its cables skip ranks; and where the switches have two sides (every cable
+joins the two: no odd cycle) with leaves on both, which ranked from every
+leaf must put cables within a rank (storage switches sharing the cores
+above a three-level tree, a chassis of three stages whose leaves sit at
+different depths), the switches are ranked from the leaves of the side with
+more hosts where that leaves no cable within a rank and none above the top,
+and the other leaves' cables skip ranks; the switches of the
 highest rank are the **roots** (every one of them roots the general
 up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots),
 but in a **direct network** (every switch carries hosts and some cable
@@ -442,7 +448,7 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
         upper = upper_leaves(n, la, lb, cand & ~fewer, hosts)
         leaf = cand & ~fewer & ~upper
-        rank = switch_ranks(n, src, dst, leaf)
+        rank = switch_ranks(n, src, dst, leaf, hosts)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS

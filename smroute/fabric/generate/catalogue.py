@@ -22,7 +22,9 @@ What the catalogue covers:
   cabled to the spines of every other group (one cable within a rank on
   every route between groups).
 * Unequal pods, parallel cables, hosts on spines, a management island (a
-  small switch with UFM and management servers) hanging off one leaf.
+  small switch with UFM and management servers) hanging off one leaf,
+  storage leaves cabled to the core directors' line ASICs (one hop nearer
+  the top than the compute leaves, two to each ASIC).
 * **ibdiagnet's dialect** for some shapes (:attr:`Shape.dialect`):
   :func:`~smroute.fabric.export.ibdiagwrite.format_ibdiagnet`, the director ASICs as
   ``switchguid=0x<system image guid>(<node guid>)`` and port labels.
@@ -149,6 +151,20 @@ def _island(site: Site, leaf: int, radix: int, device: int) -> list[tuple[int, s
     return []
 
 
+def _storage_leaves(site: Site, directors: list[Director], k: int, cables: int, radix: int,
+                    device: int, model: str) -> list[int]:
+    """``k`` storage switches cabled to the directors' line ASICs, every two
+    to the same ASIC of each director (from its last), with ``cables``
+    cables: leaves one hop nearer the directors' spines than the compute
+    leaves below spines, and no leaf alone on its ASICs."""
+    store = site.switches([f"MF0;stor-leaf{i + 1:02d}:{model}/U1" for i in range(k)],
+                          radix, device)
+    for i, sw in enumerate(store):
+        for d in directors:
+            site.cable(sw, d.line[-1 - (i // 2) % len(d.line)], cables)
+    return store
+
+
 def _services(site: Site, where: list[int], kind: str, count: int) -> list[tuple[int, str]]:
     """``count`` service hosts of ``kind`` (``ufm``, ``stor``) round-robin over
     the switches of ``where`` that still have a free port: ``(switch, kind)``
@@ -256,11 +272,14 @@ def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, 
           device: int, model: str, core: str, prefix: str, ufm: int, stor: int,
           cores_per_index: int = 0, core_cables: int = 1, n_dir: int = 1,
           dir_shape: tuple[str, int, int, int, int] = ("CS7500", 36, 18, 36, SWITCHIB),
-          island: bool = False) -> Callable[[Site], tuple[Site, list[tuple[int, str]]]]:
+          island: bool = False, storage_leaves: tuple[int, int, int] = (0, 0, 0),
+          ) -> Callable[[Site], tuple[Site, list[tuple[int, str]]]]:
     """Pods of ``pod_leaves[g]`` leaves with ``hosts`` hosts each, ``spines``
     spines per pod; core: ``"switches"`` (``cores_per_index`` per spine index)
     or ``"directors"`` (``n_dir`` of ``dir_shape`` = model, line, spine, radix,
-    device; every spine cabled ``up`` times to each)."""
+    device; every spine cabled ``up`` times to each); ``storage_leaves``:
+    ``(k, hosts, cables)``, with directors: k storage switches of ``hosts``
+    storage hosts (:func:`_storage_leaves`)."""
     def make(site: Site) -> tuple[Site, list[tuple[int, str]]]:
         groups, start = [], 0
         for g, n in enumerate(pod_leaves):
@@ -274,15 +293,17 @@ def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, 
         flat = [s for g in sp for s in g]
         if core == "switches":
             cores = core_tier(site, sp, cores_per_index, core_cables, radix, device, model)
-            svc_at = cores
+            svc_at, store = cores, []
         else:
             m, line, spine, dradix, ddev = dir_shape
             dirs = [site.director(f"core{k + 1}", m, line_asics=line, spine_asics=spine,
                                   radix=dradix, device=ddev) for k in range(n_dir)]
             _to_directors(site, flat, dirs, up)
             svc_at = _line(dirs)
+            store = _storage_leaves(site, dirs, *storage_leaves[::2], radix, device, model)
         return site, (extra + _services(site, flat[:1] + svc_at[:1], "ufm", ufm)
-                      + _services(site, flat[1::3] + svc_at[1::5], "stor", stor))
+                      + _services(site, flat[1::3] + svc_at[1::5], "stor", stor)
+                      + _services(site, store, "stor", storage_leaves[0] * storage_leaves[1]))
     return make
 
 
@@ -365,6 +386,11 @@ def _shapes() -> list[Shape]:
               "ibdiagnet", 16,
               _single_director("CS8500", 40, 20, 40, QUANTUM, [18, 19, 18, 17], 2, 8, "cn"),
               "HDR", CONNECTX6),
+        Shape("edr-pods-storage-2xcs7500-800", "three pods (14/14/12 EDR leaves, 9 spines "
+              "each) under two CS7500 directors, 6 Lustre storage leaves cabled to the "
+              "directors' line ASICs (two to each ASIC)", "ibnetdiscover", 35,
+              _pods([14, 14, 12], 18, 9, 2, 4, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
+                    n_dir=2, dir_shape=cs7500, storage_leaves=(6, 12, 4)), "EDR", CONNECTX5),
         Shape("hdr-cs8500-core-island-900", "48 HDR leaves (unequal 20/16), 10 cables to one "
               "CS8500 director, a management island, ibdiagnet dialect", "ibdiagnet", 31,
               _leaves_to_directors("CS8500", 1, 40, 20, 40, QUANTUM, 48, [20, 16], 10, 40,
