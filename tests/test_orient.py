@@ -567,11 +567,12 @@ def test_hosts_joined_by_a_cable_within_a_rank_are_routed_on_one_vl() -> None:
 
 def test_pairs_two_cables_within_a_rank_apart_cross_both_on_one_vl() -> None:
     """Three spines in a chain (cables within the spines' rank), a leaf
-    with a host under each: the outer hosts are two such cables apart, so
-    no route crosses once; the switches without a route take routes
-    up*/down* in the cross order, across both cables, on top of the
-    crossing routes of the middle host, which stay.  Every needed pair
-    delivered, free of credit loops."""
+    with a host under each, and one under the first two (an odd cycle: no
+    ranking from one side makes the chain up and down): the outer hosts
+    are two such cables apart, so no route crosses once; the switches
+    without a route take routes up*/down* in the cross order, across both
+    cables, on top of the crossing routes of the middle host, which stay.
+    Every needed pair delivered, free of credit loops."""
     from smroute.fabric.generate.sitegen import Site
 
     site = Site()
@@ -582,6 +583,10 @@ def test_pairs_two_cables_within_a_rank_apart_cross_both_on_one_vl() -> None:
         site.cable(leaf, spine)
     site.cable(spines[0], spines[1])
     site.cable(spines[1], spines[2])
+    both = site.switch("leaf D", 8, 0xD2F0)
+    site.host(both, "host 3")
+    site.cable(both, spines[0])
+    site.cable(both, spines[1])
     f = site.build(np.random.default_rng(0))
     r = route(f, workers=1)
     assert r.mode == "tree+cross", r.mode_reason

@@ -19,12 +19,24 @@ BoolArray = npt.NDArray[np.bool_]
 def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
                  hosts: IntArray) -> IntArray:
     """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
-    (-1: none reached), but for a leaf hanging off upper switches alone and
-    for the leaves on the lesser side of a two-sided fabric
-    (:mod:`smroute.fabric.roles`): the switches are ranked from the other
-    leaves, where that puts none of them above the top, and those leaves
-    keep rank 0 (their cables skip ranks)."""
-    return _one_side(n, src, dst, leaf, hosts, _hanging(n, src, dst, leaf))
+    (-1: none reached), but for a leaf hanging off upper switches alone
+    (:mod:`smroute.fabric.roles`): its switches are ranked from the other
+    leaves, where that puts none of them above the top, and it keeps rank 0
+    (its cables skip ranks).  Where that puts cables within a rank, the
+    ranks from the leaves of one side (:func:`_one_side`) are taken instead
+    if they put none."""
+    rank = _hanging(n, src, dst, leaf)
+    if not _within(rank, src, dst):
+        return rank
+    other = _one_side(n, src, dst, leaf, hosts)
+    if other is None or _within(other, src, dst) or ((other >= 0) != (rank >= 0)).any():
+        return rank
+    return other
+
+
+def _within(rank: IntArray, src: IntArray, dst: IntArray) -> bool:
+    """Whether a cable joins two switches of one rank."""
+    return bool(((rank[src] == rank[dst]) & (rank[src] >= 0)).any())
 
 
 def _hanging(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
@@ -51,34 +63,25 @@ def _hanging(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
     return other
 
 
-def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray, hosts: IntArray,
-              rank: IntArray) -> IntArray:
-    """``rank``, or where it puts cables within a rank, the switch graph
-    has two sides (every cable joins them: no odd cycle) and the leaves sit
-    on both, the ranks from the leaves of the side with more hosts
-    (``hosts``: per switch), the other leaves at 0,
-    where that leaves no cable within a rank and none above the top.
-
-    On two sides, BFS ranks from leaves of both must put cables within a
-    rank (the leaves' distances differ in parity across them), from one
-    side's never: a chassis of three stages whose leaves sit at different
-    depths, or a switch with hosts below one that is cabled to spines."""
-    ranked = rank >= 0
-    if not ((rank[src] == rank[dst]) & ranked[src]).any():
-        return rank
+def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
+              hosts: IntArray) -> IntArray | None:
+    """Where the switch graph has two sides (every cable joins them: no odd
+    cycle) and the leaves sit on both, the ranks from the leaves of the side
+    with more hosts (``hosts``: per switch), the other leaves at 0; else
+    None.  BFS ranks from leaves of both sides must put cables within a
+    rank (their distances differ in parity), from one side's never: a
+    chassis of three stages whose leaves sit at different depths, storage
+    leaves cabled to the directors above a three-level tree."""
     label = components(n, src, dst)
     side = bfs_distance(n, src, dst, np.flatnonzero(label == np.arange(n))) % 2
     if (side[src] == side[dst]).any():
-        return rank  # an odd cycle: no two sides
+        return None  # an odd cycle: no two sides
     counts = np.bincount(side[leaf], weights=hosts[leaf], minlength=2)
     if not np.bincount(side[leaf], minlength=2).all() or counts[0] == counts[1]:
-        return rank
-    seeds = leaf & (side == int(np.argmax(counts)))
-    other = bfs_distance(n, src, dst, seeds)
-    other[leaf] = 0
-    if ((other < 0) != ~ranked).any() or ((other[src] == other[dst]) & ranked[src]).any():
-        return rank
-    return other
+        return None
+    rank = bfs_distance(n, src, dst, leaf & (side == int(np.argmax(counts))))
+    rank[leaf] = 0
+    return rank
 
 
 def upper_leaves(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,
