@@ -37,8 +37,8 @@ joins the two: no odd cycle) with leaves on both, which ranked from every
 leaf must put cables within a rank (storage switches sharing the cores
 above a three-level tree, a chassis of three stages whose leaves sit at
 different depths), the switches are ranked from the leaves of the side with
-more hosts where that leaves no cable within a rank and none above the top,
-and the other leaves' cables skip ranks; the switches of the
+more hosts where that leaves no cable within a rank, and the other leaves'
+cables skip ranks; the switches of the
 highest rank are the **roots** (every one of them roots the general
 up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots),
 but in a **direct network** (every switch carries hosts and some cable
