@@ -22,6 +22,7 @@ from smroute.fabric.generate import shapes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import (
+    REASONS,
     EndportRole,
     GuidOverrides,
     SwitchRole,
@@ -309,6 +310,8 @@ def test_leaves_cabled_to_shared_cores_rank_from_the_other_side(damaged: bool) -
     stor = [i for i, d in enumerate(f.node_desc) if d.startswith("stor-sw")]
     assert {int(roles.rank[c]) for c in cores} == {2} and {int(roles.rank[s]) for s in stor} == {0}
     assert len(roles.same_rank) == 0 and roles.tree
+    assert {REASONS[roles.reason[s]].split(":")[0] for s in stor} == {
+        "carries hosts, ranked apart"}
     r = route(f, workers=1)
     assert r.mode == "tree", r.mode_reason
     v = validate_result(r)

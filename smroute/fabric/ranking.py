@@ -17,21 +17,22 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
-                 hosts: IntArray) -> IntArray:
-    """``(N,)`` int64: every switch's BFS distance from the ``leaf`` switches
-    (-1: none reached), but for a leaf hanging off upper switches alone
-    (:mod:`smroute.fabric.roles`): its switches are ranked from the other
-    leaves, where that puts none of them above the top, and it keeps rank 0
-    (its cables skip ranks).  Where that puts cables within a rank, the
-    ranks from the leaves of one side (:func:`_one_side`) are taken instead
-    if they put none."""
-    rank = _hanging(n, src, dst, leaf)
-    if not _within(rank, src, dst):
-        return rank
-    other = _one_side(n, src, dst, leaf, hosts)
-    if other is None or _within(other, src, dst) or ((other >= 0) != (rank >= 0)).any():
-        return rank
-    return other
+                 hosts: IntArray) -> tuple[IntArray, BoolArray]:
+    """``(rank, apart)``: ``(N,)`` int64, every switch's BFS distance from the
+    ``leaf`` switches (-1: none reached), but for a leaf hanging off upper
+    switches alone (:mod:`smroute.fabric.roles`): its switches are ranked
+    from the other leaves, where that puts none of them above the top, and
+    it keeps rank 0 (its cables skip ranks).  Where that puts cables within
+    a rank, the ranks from the leaves of one side (:func:`_one_side`), the
+    others at 0, are taken instead if they put none.  ``apart`` ``(N,)``
+    bool: the leaves kept at 0 that the others are not ranked from."""
+    rank, seeds = _hanging(n, src, dst, leaf)
+    if _within(rank, src, dst) and (side := _one_side(n, src, dst, leaf, hosts)) is not None:
+        other = bfs_distance(n, src, dst, side)
+        other[leaf] = 0
+        if not _within(other, src, dst) and ((other >= 0) == (rank >= 0)).all():
+            rank, seeds = other, side
+    return rank, leaf & ~seeds
 
 
 def _within(rank: IntArray, src: IntArray, dst: IntArray) -> bool:
@@ -39,39 +40,41 @@ def _within(rank: IntArray, src: IntArray, dst: IntArray) -> bool:
     return bool(((rank[src] == rank[dst]) & (rank[src] >= 0)).any())
 
 
-def _hanging(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> IntArray:
-    """:func:`switch_ranks` with the leaves hanging off upper switches alone."""
+def _hanging(n: int, src: IntArray, dst: IntArray,
+             leaf: BoolArray) -> tuple[IntArray, BoolArray]:
+    """:func:`switch_ranks` with the leaves hanging off upper switches alone,
+    and the leaves it ranks from."""
     rank = bfs_distance(n, src, dst, leaf)
     # per switch, its distinct leaf neighbours; a leaf whose every switch
     # neighbour has it as its only leaf neighbour hangs off upper switches
     pairs = np.unique(np.stack([src, dst], axis=1)[leaf[src] & ~leaf[dst]], axis=0)
     if not len(pairs):
-        return rank
+        return rank, leaf
     n_leaves = np.bincount(pairs[:, 1], minlength=n)
     hanging = np.zeros(n, dtype=bool)
     hanging[pairs[:, 0]] = True
     np.logical_and.at(hanging, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
     if not hanging.any() or not (leaf & ~hanging).any():
-        return rank
+        return rank, leaf
     other = bfs_distance(n, src, dst, leaf & ~hanging)
     lifted = np.zeros(n, dtype=bool)
     lifted[pairs[:, 1][hanging[pairs[:, 0]]]] = True
     top = int(rank.max())
     if (other[lifted] < 2).any() or (other[lifted] > top).any():
-        return rank  # (a leaf of its own pod, or one its switches would put above the top)
+        return rank, leaf  # (a leaf of its own pod, or one its switches would put above the top)
     other[hanging] = 0
-    return other
+    return other, leaf & ~hanging
 
 
 def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
-              hosts: IntArray) -> IntArray | None:
+              hosts: IntArray) -> BoolArray | None:
     """Where the switch graph has two sides (every cable joins them: no odd
-    cycle) and the leaves sit on both, the ranks from the leaves of the side
-    with more hosts (``hosts``: per switch), the other leaves at 0; else
-    None.  BFS ranks from leaves of both sides must put cables within a
-    rank (their distances differ in parity), from one side's never: a
-    chassis of three stages whose leaves sit at different depths, storage
-    leaves cabled to the directors above a three-level tree."""
+    cycle) and the leaves sit on both, the leaves of the side with more
+    hosts (``hosts``: per switch); else None.  BFS ranks from leaves of both
+    sides must put cables within a rank (their distances differ in
+    parity), from one side's never: a chassis of three stages whose leaves
+    sit at different depths, storage leaves cabled to the directors above a
+    three-level tree."""
     label = components(n, src, dst)
     side = bfs_distance(n, src, dst, np.flatnonzero(label == np.arange(n))) % 2
     if (side[src] == side[dst]).any():
@@ -79,9 +82,7 @@ def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
     counts = np.bincount(side[leaf], weights=hosts[leaf], minlength=2)
     if not np.bincount(side[leaf], minlength=2).all() or counts[0] == counts[1]:
         return None
-    rank = bfs_distance(n, src, dst, leaf & (side == int(np.argmax(counts))))
-    rank[leaf] = 0
-    return rank
+    return leaf & (side == int(np.argmax(counts)))
 
 
 def upper_leaves(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,

@@ -141,10 +141,13 @@ REASONS: tuple[str, ...] = (
     "no path to a leaf",
     "not linked to any switch",
     "few hosts, cabled like switches without hosts above the leaves",
+    "carries hosts, ranked apart: its cables skip ranks (it hangs off upper switches alone, "
+    "or sits on the side of the switches with fewer hosts)",
 )
 (_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
  _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,
- _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK, _R_LIKE_UPPER) = range(len(REASONS))
+ _R_ROOT_FILE, _R_FROM_ROOTS, _R_UNRANKED, _R_NO_LINK, _R_LIKE_UPPER,
+ _R_APART) = range(len(REASONS))
 
 # lower-case patterns per hint, matched against lower-cased text (much faster
 # than IGNORECASE; one alternation of all three is slower than three scans)
@@ -448,10 +451,11 @@ def fabric_roles(fabric: Fabric, overrides: GuidOverrides | None = None) -> Fabr
         fewer[lb[both & (hosts[lb] < hosts[la])]] = True
         upper = upper_leaves(n, la, lb, cand & ~fewer, hosts)
         leaf = cand & ~fewer & ~upper
-        rank = switch_ranks(n, src, dst, leaf, hosts)
+        rank, apart = switch_ranks(n, src, dst, leaf, hosts)
         rank[~is_sw] = -1
         sw_reason[is_sw & (rank > 0)] = _R_BFS
         sw_reason[leaf] = _R_HOSTS_CN if ov.compute else _R_HOSTS
+        sw_reason[apart] = _R_APART
         sw_reason[cand & fewer] = _R_FEWER
         sw_reason[upper] = _R_LIKE_UPPER
     max_rank = int(rank.max()) if n else -1
