@@ -95,7 +95,8 @@ def test_every_kind_of_part_appears_in_the_catalogue() -> None:
     """Hosts on spines and on director line ASICs, a management island,
     parallel cables, three-level trees with directors as the core, storage
     leaves cabled to the directors' line ASICs (nearer the top than the
-    compute leaves)."""
+    compute leaves), compute leaves on the core directors beside pods behind
+    spines (a site grown in phases)."""
     seen: set[str] = set()
     for n in NAMES:
         f = shape(n)
@@ -112,11 +113,21 @@ def test_every_kind_of_part_appears_in_the_catalogue() -> None:
                 seen.add("service on a spine")
             if f.node_desc[sw].startswith("MF0;mgmt-sw"):
                 seen.add("management island")
-            if roles.rank[sw] == 0 and f.node_desc[sw].startswith("MF0;stor-leaf"):
-                up = f.port_node[f.port_peer[(f.port_node == sw) & (f.port_peer >= 0)]]
-                if all((m := MF0.match(f.node_desc[u])) and m.group(3) == "L"
-                       for u in up.tolist() if f.node_type[u] == NodeType.SWITCH):
-                    seen.add("storage leaves on director line ASICs")
+            up = f.port_node[f.port_peer[(f.port_node == sw) & (f.port_peer >= 0)]]
+            if roles.rank[sw] == 0 and f.node_desc[sw].startswith("MF0;stor-leaf") and all(
+                    (m := MF0.match(f.node_desc[u])) and m.group(3) == "L"
+                    for u in up.tolist() if f.node_type[u] == NodeType.SWITCH):
+                seen.add("storage leaves on director line ASICs")
+        # leaves (rank 0) cabled only to director line ASICs, and leaves cabled to none
+        on_core = set()
+        for s in f.switches[roles.rank[f.switches] == 0].tolist():
+            if f.node_desc[s].startswith("MF0;stor-leaf"):
+                continue
+            up = f.port_node[f.port_peer[(f.port_node == s) & (f.port_peer >= 0)]]
+            up = [u for u in up.tolist() if f.node_type[u] == NodeType.SWITCH]
+            on_core.add(sum(bool(MF0.match(f.node_desc[u])) for u in up) / max(len(up), 1))
+        if {0.0, 1.0} <= on_core and roles.max_rank >= 3:
+            seen.add("compute leaves on the core beside pods behind spines")
         a, b = f.port_node[f.link_a], f.port_node[f.link_b]
         sw = (f.node_type[a] == NodeType.SWITCH) & (f.node_type[b] == NodeType.SWITCH)
         pairs = np.stack([np.minimum(a, b), np.maximum(a, b)])[:, sw]
@@ -126,7 +137,8 @@ def test_every_kind_of_part_appears_in_the_catalogue() -> None:
             seen.add("directors as the core of a three-level tree")
     assert seen == {"service on a director line ASIC", "service on a spine", "management island",
                     "parallel cables", "directors as the core of a three-level tree",
-                    "storage leaves on director line ASICs"}
+                    "storage leaves on director line ASICs",
+                    "compute leaves on the core beside pods behind spines"}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -273,15 +273,22 @@ def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, 
           cores_per_index: int = 0, core_cables: int = 1, n_dir: int = 1,
           dir_shape: tuple[str, int, int, int, int] = ("CS7500", 36, 18, 36, SWITCHIB),
           island: bool = False, storage_leaves: tuple[int, int, int] = (0, 0, 0),
+          direct: tuple[int, int] = (0, 0),
           ) -> Callable[[Site], tuple[Site, list[tuple[int, str]]]]:
     """Pods of ``pod_leaves[g]`` leaves with ``hosts`` hosts each, ``spines``
     spines per pod; core: ``"switches"`` (``cores_per_index`` per spine index)
     or ``"directors"`` (``n_dir`` of ``dir_shape`` = model, line, spine, radix,
     device; every spine cabled ``up`` times to each); ``storage_leaves``:
     ``(k, hosts, cables)``, with directors: k storage switches of ``hosts``
-    storage hosts (:func:`_storage_leaves`)."""
+    storage hosts (:func:`_storage_leaves`); ``direct``: ``(k, cables)``,
+    with directors: k more leaves of ``hosts`` hosts cabled straight to each
+    director with ``cables`` cables, as a site grown in phases keeps its
+    first leaves on the core (first in host order)."""
     def make(site: Site) -> tuple[Site, list[tuple[int, str]]]:
-        groups, start = [], 0
+        groups, start = [], direct[0]
+        first = site.switches([f"MF0;{prefix}-leaf{i + 1:02d}:{model}/U1"
+                               for i in range(direct[0])], radix, device)
+        _cpu_hosts(site, first, hosts, prefix, 0)
         for g, n in enumerate(pod_leaves):
             lv = site.switches([f"MF0;{prefix}-p{g + 1}-leaf{i + 1:02d}:{model}/U1"
                                 for i in range(n)], radix, device)
@@ -299,6 +306,7 @@ def _pods(pod_leaves: list[int], hosts: int, spines: int, cables: int, up: int, 
             dirs = [site.director(f"core{k + 1}", m, line_asics=line, spine_asics=spine,
                                   radix=dradix, device=ddev) for k in range(n_dir)]
             _to_directors(site, flat, dirs, up)
+            _to_directors(site, first, dirs, direct[1])
             svc_at = _line(dirs)
             store = _storage_leaves(site, dirs, *storage_leaves[::2], radix, device, model)
         return site, (extra + _services(site, flat[:1] + svc_at[:1], "ufm", ufm)
@@ -391,6 +399,11 @@ def _shapes() -> list[Shape]:
               "directors' line ASICs (two to each ASIC)", "ibnetdiscover", 35,
               _pods([14, 14, 12], 18, 9, 2, 4, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
                     n_dir=2, dir_shape=cs7500, storage_leaves=(6, 12, 4)), "EDR", CONNECTX5),
+        Shape("edr-two-depths-2xcs7500-830", "a site grown in phases: 20 EDR leaves cabled "
+              "straight to two CS7500 directors (9 cables to each), two later pods (14/12 "
+              "leaves) behind 9 spines each", "ibnetdiscover", 36,
+              _pods([14, 12], 18, 9, 2, 4, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
+                    n_dir=2, dir_shape=cs7500, direct=(20, 9)), "EDR", CONNECTX5),
         Shape("hdr-cs8500-core-island-900", "48 HDR leaves (unequal 20/16), 10 cables to one "
               "CS8500 director, a management island, ibdiagnet dialect", "ibdiagnet", 31,
               _leaves_to_directors("CS8500", 1, 40, 20, 40, QUANTUM, 48, [20, 16], 10, 40,
