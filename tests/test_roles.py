@@ -236,11 +236,12 @@ def test_daemon_refuses_tables_that_leave_connected_pairs_unrouted(
 
 
 def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool,
-                     shared_storage: bool = False) -> Fabric:
+                     shared_storage: bool = False, on_cores: int = 0) -> Fabric:
     """Pods of leaves (8 hosts each) under 4 spines a pod, spine j of every
     pod cabled to core j; ``svc_on_core``: a storage switch with 4 hosts
     cabled to core 0 alone (2 cables); ``shared_storage``: two, each cabled
-    to cores 0 and 1."""
+    to cores 0 and 1; ``on_cores``: that many more leaves of 8 hosts cabled
+    to every core."""
     from smroute.fabric.generate.catalogue import core_tier
     from smroute.fabric.generate.sitegen import QUANTUM, Site
 
@@ -266,6 +267,13 @@ def _pods_with_cores(leaves_per_pod: list[int], svc_on_core: bool,
         for h in range(4):
             site.host(svc, f"stor-{h:02d} HCA-1")
         site.cable(svc, cores[0], 2)
+    for k in range(on_cores):
+        leaf = site.switch(f"core-leaf{k}", 40, QUANTUM)
+        for _ in range(8):
+            site.host(leaf, f"cn{n:03d} mlx5_0")
+            n += 1
+        for c in cores:
+            site.cable(leaf, c)
     for k in range(2 if shared_storage else 0):
         svc = site.switch(f"stor-sw{k}", 40, QUANTUM)
         for h in range(4):
@@ -298,7 +306,8 @@ def test_leaves_cabled_to_shared_cores_rank_from_the_other_side(damaged: bool) -
     hanging off upper switches alone (each core has two), and ranked from
     every leaf those cores share rank 1 with the spines (cables within a
     rank; the tree falls back).  The switches have two sides, the storage
-    leaves on the lesser, so the ranks come from the compute leaves: every
+    leaves on one, and ranked from the compute leaves every core reaches
+    every host down, so the ranks come from those: every
     core stays at rank 2, the storage cables skip a rank, no cable joins
     two switches of one rank, and the tree routes every pair up*/down*,
     also with cables cut."""
@@ -312,6 +321,25 @@ def test_leaves_cabled_to_shared_cores_rank_from_the_other_side(damaged: bool) -
     assert len(roles.same_rank) == 0 and roles.tree
     assert {REASONS[roles.reason[s]].split(":")[0] for s in stor} == {
         "carries hosts, ranked apart"}
+    r = route(f, workers=1)
+    assert r.mode == "tree", r.mode_reason
+    v = validate_result(r)
+    assert v.ok and v.updown_violations == 0 and v.ca_pairs_unroutable == 0
+
+
+def test_leaves_on_the_cores_rank_from_the_pods_whose_tops_reach_every_host() -> None:
+    """Eight leaves cabled to every core beside two pods of three leaves
+    (more hosts on the cores' leaves): ranked from those leaves the pods'
+    spines would stand beside the cores, tops that reach their own pod
+    only, and the pods no path up*/down* to each other; ranked from the
+    pods' leaves every core reaches every host down.  The side whose tops
+    reach the larger share of the hosts wins, not the one with more."""
+    f = _pods_with_cores([3, 3], svc_on_core=False, on_cores=8)
+    roles = fabric_roles(f)
+    by_desc = {d: i for i, d in enumerate(f.node_desc)}
+    spines = [i for d, i in by_desc.items() if "spine" in d]
+    assert {int(roles.rank[s]) for s in spines} == {1} and roles.max_rank == 2
+    assert {int(roles.rank[by_desc[f"core-leaf{k}"]]) for k in range(8)} == {0}
     r = route(f, workers=1)
     assert r.mode == "tree", r.mode_reason
     v = validate_result(r)

@@ -23,15 +23,25 @@ def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
     switches alone (:mod:`smroute.fabric.roles`): its switches are ranked
     from the other leaves, where that puts none of them above the top, and
     it keeps rank 0 (its cables skip ranks).  Where that puts cables within
-    a rank, the ranks from the leaves of one side (:func:`_one_side`), the
-    others at 0, are taken instead if they put none.  ``apart`` ``(N,)``
+    a rank, the ranks from the leaves of one side (:func:`_sides`), the
+    others at 0, are taken instead if they put none: of the two sides, the
+    one whose top switches reach the larger share of the hosts down
+    (:func:`_below_tops`), then the one with more hosts.  ``apart`` ``(N,)``
     bool: the leaves kept at 0 that the others are not ranked from."""
     rank, seeds = _hanging(n, src, dst, leaf)
-    if _within(rank, src, dst) and (side := _one_side(n, src, dst, leaf, hosts)) is not None:
+    if not _within(rank, src, dst):
+        return rank, leaf & ~seeds
+    best: tuple[tuple[float, int], IntArray, BoolArray] | None = None
+    for side in _sides(n, src, dst, leaf):
         other = bfs_distance(n, src, dst, side)
         other[leaf] = 0
-        if not _within(other, src, dst) and ((other >= 0) == (rank >= 0)).all():
-            rank, seeds = other, side
+        if _within(other, src, dst) or ((other >= 0) != (rank >= 0)).any():
+            continue
+        score = (_below_tops(src, dst, other, leaf, hosts), int(hosts[side].sum()))
+        if best is None or score > best[0]:
+            best = (score, other, side)
+    if best is not None:
+        rank, seeds = best[1], best[2]
     return rank, leaf & ~seeds
 
 
@@ -66,23 +76,37 @@ def _hanging(n: int, src: IntArray, dst: IntArray,
     return other, leaf & ~hanging
 
 
-def _one_side(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
-              hosts: IntArray) -> BoolArray | None:
+def _sides(n: int, src: IntArray, dst: IntArray, leaf: BoolArray) -> list[BoolArray]:
     """Where the switch graph has two sides (every cable joins them: no odd
-    cycle) and the leaves sit on both, the leaves of the side with more
-    hosts (``hosts``: per switch); else None.  BFS ranks from leaves of both
-    sides must put cables within a rank (their distances differ in
-    parity), from one side's never: a chassis of three stages whose leaves
-    sit at different depths, storage leaves cabled to the directors above a
-    three-level tree."""
+    cycle) and the leaves sit on both, the leaves of each side; else none.
+    BFS ranks from leaves of both sides must put cables within a rank
+    (their distances differ in parity), from one side's never: a chassis of
+    three stages whose leaves sit at different depths, storage leaves or a
+    site's first leaves cabled to the directors above a three-level tree."""
     label = components(n, src, dst)
     side = bfs_distance(n, src, dst, np.flatnonzero(label == np.arange(n))) % 2
     if (side[src] == side[dst]).any():
-        return None  # an odd cycle: no two sides
-    counts = np.bincount(side[leaf], weights=hosts[leaf], minlength=2)
-    if not np.bincount(side[leaf], minlength=2).all() or counts[0] == counts[1]:
-        return None
-    return leaf & (side == int(np.argmax(counts)))
+        return []  # an odd cycle: no two sides
+    sides = [leaf & (side == k) for k in (0, 1)]
+    return sides if all(s.any() for s in sides) else []
+
+
+def _below_tops(src: IntArray, dst: IntArray, rank: IntArray, leaf: BoolArray,
+                hosts: IntArray) -> float:
+    """The share of the hosts below (a path down from) each switch of the
+    top rank of ``rank``, averaged over those switches: 1 where every top
+    switch reaches every leaf down."""
+    ranked = np.flatnonzero(rank >= 0)
+    at = np.full(len(rank), -1, dtype=np.int64)
+    at[ranked] = np.arange(len(ranked))
+    lv = np.flatnonzero(leaf)
+    below = np.zeros((len(ranked), len(lv)), dtype=bool)  # (ranked switches, leaves)
+    below[at[lv], np.arange(len(lv))] = True
+    for r in range(1, int(rank.max()) + 1):
+        sel = (rank[dst] == r) & (rank[src] >= 0) & (rank[src] < r)
+        np.logical_or.at(below, at[dst[sel]], below[at[src[sel]]])
+    w = hosts[lv].astype(np.float64)
+    return float((below[at[rank == rank.max()]] @ w).mean() / max(w.sum(), 1.0))
 
 
 def upper_leaves(n: int, la: IntArray, lb: IntArray, leaf: BoolArray,

@@ -36,9 +36,11 @@ its cables skip ranks; and where the switches have two sides (every cable
 joins the two: no odd cycle) with leaves on both, which ranked from every
 leaf must put cables within a rank (storage switches sharing the cores
 above a three-level tree, a chassis of three stages whose leaves sit at
-different depths), the switches are ranked from the leaves of the side with
-more hosts where that leaves no cable within a rank, and the other leaves'
-cables skip ranks; the switches of the
+different depths, a site's first leaves on the core directors beside pods
+behind spines), the switches are ranked from the leaves of one side where
+that leaves no cable within a rank: the side whose top switches reach the
+larger share of the hosts down (then the one with more hosts), and the
+other leaves' cables skip ranks; the switches of the
 highest rank are the **roots** (every one of them roots the general
 up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots),
 but in a **direct network** (every switch carries hosts and some cable
@@ -142,7 +144,7 @@ REASONS: tuple[str, ...] = (
     "not linked to any switch",
     "few hosts, cabled like switches without hosts above the leaves",
     "carries hosts, ranked apart: its cables skip ranks (it hangs off upper switches alone, "
-    "or sits on the side of the switches with fewer hosts)",
+    "or sits on the other side of two-sided switches)",
 )
 (_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
  _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,

@@ -24,7 +24,9 @@ What the catalogue covers:
 * Unequal pods, parallel cables, hosts on spines, a management island (a
   small switch with UFM and management servers) hanging off one leaf,
   storage leaves cabled to the core directors' line ASICs (one hop nearer
-  the top than the compute leaves, two to each ASIC).
+  the top than the compute leaves, two to each ASIC), a site grown in
+  phases (its first leaves on the core directors, later pods behind
+  spines).
 * **ibdiagnet's dialect** for some shapes (:attr:`Shape.dialect`):
   :func:`~smroute.fabric.export.ibdiagwrite.format_ibdiagnet`, the director ASICs as
   ``switchguid=0x<system image guid>(<node guid>)`` and port labels.
