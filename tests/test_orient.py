@@ -525,6 +525,7 @@ EQUAL_RANK_ONLY = "\n".join([
     'Switch\t4 "S-0002c90300000003"\t\t# "spine 1" base port 0 lid 3 lmc 0',
     '[1]\t"S-0002c90300000001"[2]\t\t# "leaf A" lid 1 4xEDR',
     '[2]\t"S-0002c90300000004"[2]\t\t# "spine 2" lid 4 4xEDR',
+    '[3]\t"S-0002c90300000005"[2]\t\t# "leaf C" lid 5 4xEDR',
     '',
     'vendid=0x2c9',
     'devid=0xc738',
@@ -533,6 +534,16 @@ EQUAL_RANK_ONLY = "\n".join([
     'Switch\t4 "S-0002c90300000004"\t\t# "spine 2" base port 0 lid 4 lmc 0',
     '[1]\t"S-0002c90300000002"[2]\t\t# "leaf B" lid 2 4xEDR',
     '[2]\t"S-0002c90300000003"[2]\t\t# "spine 1" lid 3 4xEDR',
+    '[3]\t"S-0002c90300000005"[3]\t\t# "leaf C" lid 5 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0xc738',
+    'sysimgguid=0x0002c90300000005',
+    'switchguid=0x0002c90300000005(0002c90300000005)',
+    'Switch\t4 "S-0002c90300000005"\t\t# "leaf C" base port 0 lid 5 lmc 0',
+    '[1]\t"H-0002c90400000005"[1](0002c90400000006) \t\t# "host c" lid 13 4xEDR',
+    '[2]\t"S-0002c90300000003"[3]\t\t# "spine 1" lid 3 4xEDR',
+    '[3]\t"S-0002c90300000004"[3]\t\t# "spine 2" lid 4 4xEDR',
     '',
     'vendid=0x2c9',
     'devid=0x1017',
@@ -547,14 +558,23 @@ EQUAL_RANK_ONLY = "\n".join([
     'caguid=0x0002c90400000003',
     'Ca\t1 "H-0002c90400000003"\t\t# "host b"',
     '[1](0002c90400000004) \t"S-0002c90300000002"[1]\t\t# lid 12 lmc 0 "leaf B" lid 2 4xEDR',
+    '',
+    'vendid=0x2c9',
+    'devid=0x1017',
+    'sysimgguid=0x0002c90400000005',
+    'caguid=0x0002c90400000005',
+    'Ca\t1 "H-0002c90400000005"\t\t# "host c"',
+    '[1](0002c90400000006) \t"S-0002c90300000005"[1]\t\t# lid 13 lmc 0 "leaf C" lid 5 4xEDR',
 ])
 
 
 def test_hosts_joined_by_a_cable_within_a_rank_are_routed_on_one_vl() -> None:
-    """The hosts' only path crosses the cable between the two spines, which
-    the tree's graph leaves out: routed up, across it, down (mode
-    ``tree+cross``).  Every needed pair delivered, free of credit loops
-    (the check follows every cable)."""
+    """Hosts a and b's only path up*/down* or across crosses the cable
+    between the two spines, which the tree's graph leaves out (leaf C under
+    both closes an odd cycle: no ranking from one side makes the chain up
+    and down): routed up, across it, down (mode ``tree+cross``).  Every
+    needed pair delivered, free of credit loops (the check follows every
+    cable)."""
     from smroute.fabric.ibnetdiscover.parse import parse_topology
 
     f = parse_topology(EQUAL_RANK_ONLY.splitlines(), "equal-rank.topo")

@@ -320,7 +320,7 @@ def test_leaves_cabled_to_shared_cores_rank_from_the_other_side(damaged: bool) -
     assert {int(roles.rank[c]) for c in cores} == {2} and {int(roles.rank[s]) for s in stor} == {0}
     assert len(roles.same_rank) == 0 and roles.tree
     assert {REASONS[roles.reason[s]].split(":")[0] for s in stor} == {
-        "carries hosts, ranked apart"}
+        "carries hosts, ranked apart from the other leaves"}
     r = route(f, workers=1)
     assert r.mode == "tree", r.mode_reason
     v = validate_result(r)

@@ -32,21 +32,17 @@ switch-to-switch links (self-looped cables never count), but for a leaf
 hanging off upper switches alone (no switch it is cabled to has another
 leaf: a storage switch cabled to a core): its switches are ranked from the
 other leaves where that puts none above the top (a core stays a core), and
-its cables skip ranks; and where the switches have two sides (every cable
-joins the two: no odd cycle) with leaves on both, which ranked from every
-leaf must put cables within a rank (storage switches sharing the cores
-above a three-level tree, a chassis of three stages whose leaves sit at
-different depths, a site's first leaves on the core directors beside pods
-behind spines), the switches are ranked from the leaves of one side where
-that leaves no cable within a rank: the side whose top switches reach the
-larger share of the hosts down (then the one with more hosts), and the
-other leaves' cables skip ranks; the switches of the
-highest rank are the **roots** (every one of them roots the general
-up*/down* of a fabric that is no tree, as OpenSM's updn chooses its roots),
-but in a **direct network** (every switch carries hosts and some cable
-joins two of one rank: a torus, a hypercube, a random graph) no switch is
-above the others and its centre roots it: rooted at every top switch, the
-hosts of two tops had no up*/down* path between them.
+its cables skip ranks; where that puts cables within a rank and the switches
+have two sides with leaves on both (storage leaves or a site's first leaves
+on the cores of a three-level tree, a chassis whose leaves sit at two
+depths), they are ranked from the leaves of one side
+(:func:`~smroute.fabric.ranking.switch_ranks`), the others' cables skip
+ranks; the switches of the highest rank are the **roots** (every one of them
+roots the general up*/down* of a fabric that is no tree, as OpenSM's updn
+chooses its roots), but in a **direct network** (every switch carries hosts
+and some cable joins two of one rank: a torus, a hypercube, a random graph)
+no switch is above the others and its centre roots it: rooted at every top
+switch, the hosts of two tops had no up*/down* path between them.
 ``root_guid_file`` names the roots instead: ranks then count down from them
 and the leaves are the lowest switches.
 
@@ -143,8 +139,7 @@ REASONS: tuple[str, ...] = (
     "no path to a leaf",
     "not linked to any switch",
     "few hosts, cabled like switches without hosts above the leaves",
-    "carries hosts, ranked apart: its cables skip ranks (it hangs off upper switches alone, "
-    "or sits on the other side of two-sided switches)",
+    "carries hosts, ranked apart from the other leaves: its cables skip ranks",
 )
 (_R_NONE, _R_EMBEDDED, _R_AGG_DESC, _R_ROUTER, _R_ON_LEAF, _R_ON_UPPER, _R_STORAGE,
  _R_MGMT, _R_CN, _R_NOT_CN, _R_IO, _R_HOSTS, _R_HOSTS_CN, _R_FEWER, _R_BFS, _R_TOP,
