@@ -63,7 +63,7 @@ ALGS = ("dmodc", "nmodc", "dmodk")
 #: catalogue shapes whose routing ends in tree+orient or updown
 SITES = ("edr-pods-cs7500-core-450", "hdr-cs8500-core-island-900", "edr-3level-1600",
          "hdr-dgx-a100-1100", "edr-2xcs7500-1150", "edr-bundles-3xcs7500-1400",
-         "edr-pods-storage-2xcs7500-800", "edr-two-depths-2xcs7500-830")
+         "edr-pods-storage-2xcs7500-800", "edr-two-depths-2xcs7500-850")
 
 
 def digest(res: object) -> str:

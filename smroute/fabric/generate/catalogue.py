@@ -401,10 +401,11 @@ def _shapes() -> list[Shape]:
               "directors' line ASICs (two to each ASIC)", "ibnetdiscover", 35,
               _pods([14, 14, 12], 18, 9, 2, 4, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
                     n_dir=2, dir_shape=cs7500, storage_leaves=(6, 12, 4)), "EDR", CONNECTX5),
-        Shape("edr-two-depths-2xcs7500-830", "a site grown in phases: 20 EDR leaves cabled "
-              "straight to two CS7500 directors (9 cables to each), two later pods (14/12 "
-              "leaves) behind 9 spines each", "ibnetdiscover", 36,
-              _pods([14, 12], 18, 9, 2, 4, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
+        Shape("edr-two-depths-2xcs7500-850", "a site grown in phases: 20 EDR leaves cabled "
+              "straight to two CS7500 directors (9 cables to each), three later pods of 9 "
+              "leaves behind 9 spines each (2 cables per leaf and spine, 9 to each director)",
+              "ibnetdiscover", 36,
+              _pods([9, 9, 9], 18, 9, 2, 9, 36, SWITCHIB, "SB7800", "directors", "cn", 2, 4,
                     n_dir=2, dir_shape=cs7500, direct=(20, 9)), "EDR", CONNECTX5),
         Shape("hdr-cs8500-core-island-900", "48 HDR leaves (unequal 20/16), 10 cables to one "
               "CS8500 director, a management island, ibdiagnet dialect", "ibdiagnet", 31,
