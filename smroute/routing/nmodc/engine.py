@@ -40,7 +40,15 @@ from smroute.routing.api import (
     subset,
 )
 from smroute.routing.dmodc import UP_PHASE, Destinations
-from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
+from smroute.routing.nmodc import (
+    balance,
+    bundles,
+    entries,
+    even_cables,
+    nominal,
+    shortcuts,
+    slot_tables,
+)
 from smroute.routing.nmodc.as_dmodc import AS_DMODC, AsDmodc, as_dmodc, dmodc_rows
 from smroute.routing.nmodc.cables import counted_cables
 from smroute.routing.nmodc.descent import apply_descent, descent_keys
@@ -416,8 +424,10 @@ class Nmodc:
         ``tree``), "even cables", "bundles" and "through the deal" (in mode
         ``tree`` where some leaf has a shortcut:
         :func:`~smroute.routing.nmodc.bundles.balance_bundles`,
-        :func:`~smroute.routing.nmodc.bundles.through_the_deal`; optional:
-        they only even loads)."""
+        :func:`~smroute.routing.nmodc.bundles.through_the_deal`) and
+        "entries" (in mode ``tree`` where some leaf is ranked apart:
+        :func:`~smroute.routing.nmodc.entries.enter_dealt`); the last three
+        optional: they only even loads."""
         if isinstance(prep.aux, AsDmodc):
             return ()
         g, c, dest, slots = prep.graph, prep.costs, prep.dest, prep.aux
@@ -434,6 +444,11 @@ class Nmodc:
         def through(a: Arrays, _: np.ndarray | None) -> None:
             bundles.through_the_deal(g, dest, a["table"], leaves)
 
+        apart = entries.apart_leaves(g) if g.mode == "tree" else np.zeros(0, dtype=np.int64)
+
+        def enter(a: Arrays, _: np.ndarray | None) -> None:
+            entries.enter_dealt(g, dest, a["table"], apart)
+
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else
                                       dmodc_rows(g, c, slots, slot_tables.sharing(g, c, dest)))
@@ -446,6 +461,8 @@ class Nmodc:
         if len(leaves):
             out += [Pass("bundles", uneven, optional=True),
                     Pass("through the deal", through, optional=True)]
+        if len(apart):
+            out.append(Pass("entries", enter, optional=True))
         return out
 
 

@@ -1,0 +1,106 @@
+"""Nmodc's entries into the leaves ranked apart (beyond the paper): each of
+their end-port destinations enters the leaf by one cable of each block.
+
+A leaf ranked apart (:func:`~smroute.fabric.ranking.switch_ranks`: a
+site's first leaves or storage leaves cabled straight to the core
+directors above pods behind spines) has every up cable skip a rank: it
+hangs off line switches (a director's line ASICs) that also carry the
+pods' spines.  Routing through closer groups only, every line switch
+cabled to such a leaf delivers each of its destinations straight down:
+a pod spine sends a destination up the one or two line switches it shares
+with the leaf, the traffic of a whole pod enters the leaf over those few
+cables, and the leaf's other cables stay idle.  On a site grown in phases
+(``edr-two-depths-2xcs7500-850``: 20 leaves on two CS7500 directors beside
+three pods) that costs SP, RP and the shifts' HSD against OpenSM's dfsssp.
+
+:func:`enter_dealt` deals each such leaf's end-port destinations, in NID
+order, over its cables into each *block* (the line switches cabled to the
+leaf that share the switches above them: one director), each destination
+to one cable of the block:
+
+* the line switch of that cable delivers it; the block's other line
+  switches send it up, to a switch above (all of them are cabled to it);
+* every switch above the block's line switches sends it down to that one.
+
+A route a line switch sends up climbs one rank more, then goes down: it
+stays up*/down* in the tree's ranks (free of credit loops on one VL with
+every other route), delivered, at most two hops longer.  A block is dealt
+only over the line switches cabled to every switch above it, so no switch
+above sends a destination down to one that would send it up again.  Switch
+LIDs keep their routes.  Over 24 generated sites of two depths (8-32
+leaves on the directors, 1-4 pods of 6-14 leaves; one VL, compute hosts)
+the shifts' HSD is lower on 16 and higher on 3 (pods 3.5:1
+oversubscribed under many leaves on the directors), SP never higher, A2A
+the same.  Pure functions on arrays; a loop per leaf and block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smroute.fabric.graph import components
+from smroute.routing.dmodc import Destinations
+from smroute.routing.topology import SwitchGraph
+
+__all__ = ["apart_leaves", "enter_dealt"]
+
+
+def apart_leaves(g: SwitchGraph) -> np.ndarray:
+    """``(L,)`` int64, ascending: the leaves whose every up cable skips a
+    rank (the switches above them are of rank 2 or more)."""
+    lo, hi = g.up_pairs()
+    top = np.iinfo(np.int64).max
+    low = np.full(g.n_switches, top, dtype=np.int64)
+    np.minimum.at(low, lo, g.rank[hi])
+    return np.flatnonzero(g.is_leaf & (low >= 2) & (low < top))
+
+
+def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+                leaves: np.ndarray) -> None:
+    """Route the end-port destinations of ``leaves`` (:func:`apart_leaves`)
+    into them by their dealt cables (module doc), in place in ``ports``
+    ``(S, W)`` uint8."""
+    if not len(leaves):
+        return
+    behind = g.behind()
+    ca = np.flatnonzero(~dest.is_switch)
+    for leaf in leaves.tolist():
+        d = ca[dest.target[ca] == leaf]
+        if not len(d):
+            continue
+        d = d[np.argsort(dest.nid[d], kind="stable")]
+        lines = g.grp_remote[g.groups_of(leaf, up=True)]
+        above = [g.grp_remote[g.groups_of(x, up=True)] for x in lines.tolist()]
+        n_above = [len(u) for u in above]
+        # the blocks: the line switches joined by the switches above them
+        a = np.concatenate([np.repeat(lines, n_above), *above])
+        b = np.concatenate([*above, np.repeat(lines, n_above)])
+        label = components(g.n_switches, a, b)
+        for block in np.unique(label[lines]).tolist():
+            _deal(g, dest, ports, behind, leaf, d, lines[label[lines] == block])
+
+
+def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
+          leaf: int, d: np.ndarray, lines: np.ndarray) -> None:
+    """The entries of ``d`` (the destinations on ``leaf``, in NID order)
+    through the line switches ``lines`` of one block."""
+    uppers = np.unique(np.concatenate([g.grp_remote[g.groups_of(x, up=True)]
+                                       for x in lines.tolist()]))
+    if not len(uppers):
+        return
+    full = lines[[bool(np.isin(uppers, behind[x]).all()) for x in lines.tolist()]]
+    cx, cp = np.nonzero(behind[full] == leaf)  # (each cable of those into the leaf)
+    if not len(cx):
+        return
+    k = np.arange(len(d)) % len(cx)
+    entry, port = full[cx[k]], cp[k]
+    lid, nid = dest.lid[d], dest.nid[d]
+    for x in lines.tolist():
+        up = np.flatnonzero(np.isin(behind[x], uppers))
+        if len(up):
+            ports[x, lid] = np.where(entry == x, port, up[nid % len(up)])
+    for u in uppers.tolist():
+        # u's cables to each destination's entry, the one of its NID among parallel ones
+        to = behind[u][None, :] == entry[:, None]  # (D, 256)
+        j = nid % to.sum(axis=1)
+        ports[u, lid] = np.argmax(np.cumsum(to, axis=1) > j[:, None], axis=1)
