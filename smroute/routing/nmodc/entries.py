@@ -27,11 +27,13 @@ stays up*/down* in the tree's ranks (free of credit loops on one VL with
 every other route), delivered, at most two hops longer.  A block is dealt
 only over the line switches cabled to every switch above it, so no switch
 above sends a destination down to one that would send it up again.  Switch
-LIDs keep their routes.  Over 24 generated sites of two depths (8-32
-leaves on the directors, 1-4 pods of 6-14 leaves; one VL, compute hosts)
-the shifts' HSD is lower on 16 and higher on 3 (pods 3.5:1
-oversubscribed under many leaves on the directors), SP never higher, A2A
-the same.  Pure functions on arrays; a loop per leaf and block.
+LIDs keep their routes.  Over 24 generated sites of two depths
+(``research/two_depths.py``: 8-32 leaves on the directors, 1-4 pods of
+6-14 leaves; one VL, compute hosts) SP is lower on 9 and never higher, RP
+lower on 11 and higher on 1, the shifts' HSD lower on 16 and higher on 3
+(pods 3.5:1 oversubscribed under many leaves on the directors), host-name
+HSD lower on 13 and higher on 8, A2A the same.  Pure functions on arrays;
+a loop per leaf and block.
 """
 
 from __future__ import annotations
