@@ -143,7 +143,9 @@ def small_site() -> Fabric:
 
 def test_an_incremental_reroute_equals_a_full_route() -> None:
     """The small site (mode ``tree``, where the reroute is incremental):
-    every single cut rerouted equals its full route, the pass included."""
+    every single cut rerouted equals its full route, the pass included, and
+    is delivered up*/down* (a line switch that lost a cable to a spine is
+    no entry)."""
     f = small_site()
     prev = route(f, workers=1)
     assert prev.mode == "tree" and len(entries.apart_leaves(prev.graph)) == 4
@@ -153,5 +155,27 @@ def test_an_incremental_reroute_equals_a_full_route() -> None:
     for k in range(0, len(inter), 3):
         f2 = f.with_removed(links=inter[k:k + 1])
         got = reroute(prev, f2, lmc=None)
-        assert got.incremental, k
-        assert np.array_equal(got.result.tables.ports, route(f2, workers=1).tables.ports), k
+        full = route(f2, workers=1)
+        assert got.incremental and validate_result(full).ok, k
+        assert "without the pass" not in full.mode_reason, k  # (the guard kept it)
+        assert np.array_equal(got.result.tables.ports, full.tables.ports), k
+
+
+def test_a_line_switch_that_lost_a_spine_is_no_entry() -> None:
+    """Both cables between a line switch the first leaves hang off and a
+    spine of the director cut: that spine could not send a destination
+    down to it, so it is no entry; the pass stays (the guard drops none)
+    and every route is delivered up*/down*."""
+    f = small_site()
+    prev = route(f, workers=1)
+    g, behind = prev.graph, prev.graph.behind()
+    leaf = int(entries.apart_leaves(g)[0])
+    line = int(behind[leaf][behind[leaf] >= 0][0])
+    spine = int(behind[line][(behind[line] >= 0) & (g.rank[behind[line]] > g.rank[line])][0])
+    nodes = f.port_node[np.stack([f.link_a, f.link_b])]
+    pair = {int(g.sw_node[line]), int(g.sw_node[spine])}
+    cut = np.flatnonzero([{int(a), int(b)} == pair for a, b in nodes.T.tolist()])
+    assert len(cut) == 2
+    r = route(f.with_removed(links=cut), workers=1)
+    assert validate_result(r).ok and "without the pass" not in r.mode_reason
+    assert set(delivering(r)) == {1}

@@ -90,19 +90,30 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
                                        for x in lines.tolist()]))
     if not len(uppers):
         return
-    full = lines[[bool(np.isin(uppers, behind[x]).all()) for x in lines.tolist()]]
+    full = lines[(behind[lines][:, None, :] == uppers[None, :, None]).any(axis=2).all(axis=1)]
     cx, cp = np.nonzero(behind[full] == leaf)  # (each cable of those into the leaf)
     if not len(cx):
         return
     k = np.arange(len(d)) % len(cx)
-    entry, port = full[cx[k]], cp[k]
+    at, port = cx[k], cp[k]  # (the entry of each destination: full[at], its port)
     lid, nid = dest.lid[d], dest.nid[d]
-    for x in lines.tolist():
-        up = np.flatnonzero(np.isin(behind[x], uppers))
-        if len(up):
-            ports[x, lid] = np.where(entry == x, port, up[nid % len(up)])
-    for u in uppers.tolist():
-        # u's cables to each destination's entry, the one of its NID among parallel ones
-        to = behind[u][None, :] == entry[:, None]  # (D, 256)
-        j = nid % to.sum(axis=1)
-        ports[u, lid] = np.argmax(np.cumsum(to, axis=1) > j[:, None], axis=1)
+    # the line switches: the entry delivers, the others go up (by NID among their up ports)
+    up = np.isin(behind[lines], uppers)
+    n_up = up.sum(axis=1)
+    pick = _nth(up, nid[None, :] % np.maximum(n_up, 1)[:, None])
+    deliver = lines[:, None] == full[at][None, :]
+    keep = ~deliver & (n_up == 0)[:, None]  # (a line switch without a way up keeps its own)
+    ports[np.ix_(lines, lid)] = np.where(deliver, port[None, :], np.where(
+        keep, ports[np.ix_(lines, lid)], pick))
+    # the switches above: down to the entry (by NID among parallel cables)
+    to = behind[uppers][:, None, :] == full[None, :, None]  # (uppers, full, 256)
+    mask = to[:, at, :]  # (uppers, D, 256)
+    ports[np.ix_(uppers, lid)] = _nth(mask, nid[None, :] % mask.sum(axis=2))
+
+
+def _nth(mask: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The index of the ``j``-th True of ``mask`` along its last axis: ``mask``
+    ``(..., 256)`` bool, ``j`` broadcast against its other axes."""
+    if mask.ndim == 2:
+        mask = mask[:, None, :]
+    return np.argmax(np.cumsum(mask, axis=-1) > j[..., None], axis=-1)
