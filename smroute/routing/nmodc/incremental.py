@@ -33,17 +33,10 @@ import numpy as np
 
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
-from smroute.routing.nmodc import (
-    balance,
-    bundles,
-    entries,
-    even_cables,
-    nominal,
-    shortcuts,
-    slot_tables,
-)
+from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
 from smroute.routing.nmodc.cables import counted_cables, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
+from smroute.routing.nmodc.entries import apart_leaves, enter_dealt
 from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
@@ -144,8 +137,8 @@ class NmodcIncremental(IncrementalHook):
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         # where some leaf has a shortcut or is ranked apart, before or after, every row
         leaves = shortcuts.shortcut_leaves(g, c)
-        if len(leaves) or len(was.shortcuts) or len(entries.apart_leaves(g)) or len(
-                entries.apart_leaves(prev.graph)):
+        if len(leaves) or len(was.shortcuts) or len(apart_leaves(g)) or len(
+                apart_leaves(prev.graph)):
             rows = np.arange(g.n_switches)
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
@@ -184,6 +177,6 @@ class NmodcIncremental(IncrementalHook):
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         bundles.through_the_deal(g, dest, ports, plan.shortcuts)
-        entries.enter_dealt(g, dest, ports, entries.apart_leaves(g))
+        enter_dealt(g, dest, ports, apart_leaves(g))
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
