@@ -19,7 +19,9 @@ leaf that share the switches above them: one director), each destination
 to one cable of the block:
 
 * the line switch of that cable delivers it; the block's other line
-  switches send it up, to a switch above (all of them are cabled to it);
+  switches send it up, each to another switch above (by the NID and the
+  line switch: the destination's traffic climbs to every spine, and each
+  spine is cabled to that line switch);
 * every switch above the block's line switches sends it down to that one.
 
 A route a line switch sends up climbs one rank more, then goes down: it
@@ -29,8 +31,8 @@ only over the line switches cabled to every switch above it, so no switch
 above sends a destination down to one that would send it up again.  Switch
 LIDs keep their routes.  Over 24 generated sites of two depths
 (``research/two_depths.py``: 8-32 leaves on the directors, 1-4 pods of
-6-14 leaves; one VL, compute hosts) SP is lower on 9 and never higher, RP
-lower on 11 and higher on 1, the shifts' HSD lower on 16 and higher on 3
+6-14 leaves; one VL, compute hosts) SP is lower on 10 and never higher, RP
+lower on 10 and higher on 1, the shifts' HSD lower on 16 and higher on 3
 (pods 3.5:1 oversubscribed under many leaves on the directors), host-name
 HSD lower on 13 and higher on 8, A2A the same.  Pure functions on arrays;
 a loop per leaf and block.
@@ -97,10 +99,10 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
     k = np.arange(len(d)) % len(cx)
     at, port = cx[k], cp[k]  # (the entry of each destination: full[at], its port)
     lid, nid = dest.lid[d], dest.nid[d]
-    # the line switches: the entry delivers, the others go up (by NID among their up ports)
+    # the line switches: the entry delivers, the others go up (by NID and switch)
     up = np.isin(behind[lines], uppers)
     n_up = up.sum(axis=1)
-    pick = _nth(up, nid[None, :] % np.maximum(n_up, 1)[:, None])
+    pick = _nth(up, (nid[None, :] + lines[:, None]) % np.maximum(n_up, 1)[:, None])
     deliver = lines[:, None] == full[at][None, :]
     keep = ~deliver & (n_up == 0)[:, None]  # (a line switch without a way up keeps its own)
     ports[np.ix_(lines, lid)] = np.where(deliver, port[None, :], np.where(
