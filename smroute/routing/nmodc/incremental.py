@@ -95,6 +95,7 @@ class _Plan:
     share: np.ndarray
     pairs: balance.PartialPairs
     shortcuts: np.ndarray
+    apart: np.ndarray
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -136,14 +137,13 @@ class NmodcIncremental(IncrementalHook):
         before = descent_keys(prev.graph, prev.costs, was.slots, prev.dividers, prev.dest)
         rows = np.union1d(rows, np.union1d(keys // n, before // len(prev.graph.rank)))
         # where some leaf has a shortcut or is ranked apart, before or after, every row
-        leaves = shortcuts.shortcut_leaves(g, c)
-        if len(leaves) or len(was.shortcuts) or len(apart_leaves(g)) or len(
-                apart_leaves(prev.graph)):
+        leaves, apart = shortcuts.shortcut_leaves(g, c), apart_leaves(g)
+        if len(leaves) or len(was.shortcuts) or len(apart) or len(apart_leaves(prev.graph)):
             rows = np.arange(g.n_switches)
         keep = ~whole[pl]
         extra = [(np.unique(pl[keep]), np.unique(pt[keep]))]
         return Region(rows, region.cols[~whole[region.cols]], region.targets, region.near,
-                      extra, _Plan(was, new_share, pairs, leaves))
+                      extra, _Plan(was, new_share, pairs, leaves, apart))
 
     def column_arrays(self, eng: Engine, prep: Prepared, whole: bool) -> Arrays:
         # a subset of the columns is routed only for switches that cannot
@@ -177,6 +177,6 @@ class NmodcIncremental(IncrementalHook):
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         bundles.through_the_deal(g, dest, ports, plan.shortcuts)
-        enter_dealt(g, dest, ports, apart_leaves(g))
+        enter_dealt(g, dest, ports, plan.apart)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
