@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""Nmodc's entries into the leaves ranked apart
-(:mod:`smroute.routing.nmodc.entries`) on and off, on generated sites of
-two depths (an investigation, not the product).
+"""The parts of Nmodc's pass "entries" (:mod:`smroute.routing.nmodc.entries`:
+the entries into the leaves ranked apart, ``--part enter_dealt``; their
+skewed way up, ``--part up_skewed``) on and off, on generated sites of two
+depths (an investigation, not the product).
 
 Each site: two CS7500 directors, K leaves of 18 hosts cabled straight to
 them (9 cables to each), P pods of N leaves behind 9 spines (2 cables per
 leaf and spine, the spines' free ports, at most 9, to each director); K,
 P and N drawn from 8-32, 1-4 and 6-14 with ``--seed``.  Each is routed by
-the default on one VL, with the pass and without it, and measured over the
+the default on one VL, with the part and without it, and measured over the
 compute hosts (``bench/site_compare.table_metrics``: SP / A2A / RP / shift
 HSD in GUID order, SP and HSD in host-name order); ``--summary`` prints per
 metric on how many sites ``on`` is below / above ``off`` and the sign test.
 
-    .venv/bin/python research/two_depths.py --sites 24 --summary
+    .venv/bin/python research/two_depths.py --sites 24 --summary [--part up_skewed]
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from smroute.routing.nmodc import entries  # noqa: E402
 from smroute.study.signtest import sign_test  # noqa: E402
 
 METRICS = ("sp", "a2a", "rp", "hsd", "sp_name", "hsd_name")
+#: the parts of the pass that ``--part`` turns off and on
+PARTS = ("enter_dealt", "up_skewed")
 
 
 def site(first: int, pods: int, per_pod: int, seed: int) -> Fabric:
@@ -70,15 +73,17 @@ def site(first: int, pods: int, per_pod: int, seed: int) -> Fabric:
     return with_aggregation_nodes(s.build(np.random.default_rng(seed)))
 
 
-def measured(f: Fabric, on: bool) -> dict[str, float]:
-    """The default on one VL with the pass (``on``) or without it."""
-    keep = entries.enter_dealt
-    if not on:
-        entries.enter_dealt = lambda *a: None  # type: ignore[assignment]
+def measured(f: Fabric, off: str = "") -> dict[str, float]:
+    """The default on one VL, without the part ``off`` of the pass (one of
+    :data:`PARTS`; ``""``: the whole pass)."""
+    keep = getattr(entries, off) if off else None
+    if off:
+        setattr(entries, off, lambda *a: None)
     try:
         r = route(f, workers=1)
     finally:
-        entries.enter_dealt = keep  # type: ignore[assignment]
+        if off:
+            setattr(entries, off, keep)
     m = table_metrics(f, r.tables, r.roles, r.lanes, seed=1, rp_samples=100)
     c = m["sets"]["compute"]
     return {"left": m["missing_needed"], "sp": c["guid"]["sp"], "a2a": c["a2a"],
@@ -91,6 +96,8 @@ def main() -> None:
     ap.add_argument("--sites", type=int, default=24)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--part", choices=PARTS, default=PARTS[0],
+                    help="the part of the pass compared on and off (default: %(default)s)")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -101,7 +108,7 @@ def main() -> None:
         if pods * 9 * min(9, (36 - 2 * per_pod) // 2) + first * 9 > 648:
             continue  # (more cables than a CS7500's line ports)
         f = site(first, pods, per_pod, k)
-        off, on = measured(f, False), measured(f, True)
+        off, on = measured(f, args.part), measured(f)
         rows.append((off, on))
         print(f"{first} leaves on the directors, {pods} pods of {per_pod}: "
               f"off {off}, on {on}", flush=True)

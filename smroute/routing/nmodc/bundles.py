@@ -110,11 +110,14 @@ def _bundled(g: SwitchGraph, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def skewed_up(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-              switches: np.ndarray) -> None:
+              switches: np.ndarray, targets: np.ndarray | None = None) -> None:
     """The end-port destinations each of ``switches`` sends up take group
     ``(x + floor(x / m)) mod m`` of its ``m`` up groups where it leads
-    closer (module doc), in place in ``ports`` ``(S, W)`` uint8."""
+    closer (module doc), in place in ``ports`` ``(S, W)`` uint8; with
+    ``targets`` ``(S,)`` bool, only those on these switches."""
     ca = np.flatnonzero(~dest.is_switch)
+    if targets is not None:
+        ca = ca[targets[dest.target[ca]]]
     for s in switches.tolist():
         ks = g.groups_of(s, up=True)
         if len(ks) < 2:

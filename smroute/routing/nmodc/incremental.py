@@ -36,7 +36,7 @@ from smroute.routing.engine import RoutingResult
 from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
 from smroute.routing.nmodc.cables import counted_cables, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
-from smroute.routing.nmodc.entries import apart_leaves, enter_dealt
+from smroute.routing.nmodc.entries import apart_leaves, enter_dealt, up_skewed
 from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
@@ -177,6 +177,7 @@ class NmodcIncremental(IncrementalHook):
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         bundles.through_the_deal(g, dest, ports, plan.shortcuts)
+        up_skewed(g, c, dest, ports, plan.apart)
         enter_dealt(g, dest, ports, plan.apart)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
