@@ -116,15 +116,17 @@ def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
         b = np.concatenate([*above, np.repeat(lines, n_above)])
         label = components(g.n_switches, a, b)
         for block in np.unique(label[lines]).tolist():
-            _deal(g, dest, ports, behind, leaf, d, lines[label[lines] == block])
+            sel = label[lines] == block
+            uppers = np.unique(np.concatenate([u for u, x in zip(above, sel, strict=True)
+                                               if x]))
+            _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers)
 
 
 def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
-          leaf: int, d: np.ndarray, lines: np.ndarray) -> None:
+          leaf: int, d: np.ndarray, lines: np.ndarray, uppers: np.ndarray) -> None:
     """The entries of ``d`` (the destinations on ``leaf``, in NID order)
-    through the line switches ``lines`` of one block."""
-    uppers = np.unique(np.concatenate([g.grp_remote[g.groups_of(x, up=True)]
-                                       for x in lines.tolist()]))
+    through the line switches ``lines`` of one block, ``uppers`` the
+    switches above them."""
     if not len(uppers):
         return
     full = lines[(behind[lines][:, None, :] == uppers[None, :, None]).any(axis=2).all(axis=1)]

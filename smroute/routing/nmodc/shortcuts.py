@@ -86,9 +86,10 @@ def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     cand = np.unique(hi[mixed[lo]])
     leaves = np.flatnonzero(g.is_leaf)
     pod = components(n, up, leaf)
+    n_cabled = np.bincount(up, minlength=n)  # (leaves each upper switch is cabled to)
     beyond = np.zeros(n, dtype=bool)
     beyond[cand] = (((c[np.ix_(cand, leaves)] < INF) & (pod[cand][:, None] == pod[leaves]))
-                    .sum(axis=1) > np.bincount(up, minlength=n)[cand])
+                    .sum(axis=1) > n_cabled[cand])
     has = np.zeros(n, dtype=bool)
     has[lo[beyond[hi]]] = True
     sel = mixed[lo] & has[lo]
@@ -110,7 +111,7 @@ def shortcut_leaves(g: SwitchGraph, c: np.ndarray) -> np.ndarray:
     start = np.searchsorted(lo, s)
     which, at = runs(start, np.searchsorted(lo, s, side="right") - start)
     reached = np.bincount(at, weights=c[hi[at], t[which]] < INF, minlength=len(lo))
-    cabled = np.bincount(up, minlength=n)[hi] - 1  # (its own leaf aside)
+    cabled = n_cabled[hi] - 1  # (its own leaf aside)
     return np.unique(lo[reached > cabled])
 
 
