@@ -64,8 +64,8 @@ from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "as_tables", "dependencies_with", "fixed_routes",
            "needed_turns",
-           "lacking_sources", "orient_each", "orient_one_by_one", "orient_whole", "route_turns",
-           "search_turns", "turn_hops",
+           "lacking_sources", "orient_each", "orient_one_by_one", "orient_shared", "orient_whole",
+           "route_turns", "search_turns", "shared_roots", "turn_hops",
            "turn_options", "turn_roots", "undelivered", "walk_graph"]
 
 
@@ -208,13 +208,32 @@ def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
     up*/down* path to it that every switch carrying end-ports that need it
     but lack a path has a path to; ``(low, high)`` int64, leaves by most up
     groups then lowest GUID first, and the highest ranks first."""
+    ok = _may_turn(g, c, dest, j, needed)
+    low = _low_first(g)
+    high = np.lexsort((g.sw_guid, -g.rank))
+    return low[ok[low]], high[ok[high]]
+
+
+def _may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
+              needed: NeededPairs) -> np.ndarray:
+    """``(S,)`` bool: the switches of :func:`turn_options`."""
     t = int(dest.target[j])
     lack = lacking_sources(g, c, dest, j, needed)
     ok = (c[:, t] < INF) & (c[lack] < INF).all(axis=0) & (g.rank >= 0)
-    ok &= g.component == g.component[t]
-    low = np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
-    high = np.lexsort((g.sw_guid, -g.rank))
-    return low[ok[low]], high[ok[high]]
+    return ok & (g.component == g.component[t])
+
+
+def _low_first(g: SwitchGraph) -> np.ndarray:
+    """``(S,)`` int64: switch ids, leaves by most up groups then lowest GUID first."""
+    return np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
+
+
+def _option_keys(dest: Destinations, sel: np.ndarray, needed: NeededPairs) -> np.ndarray:
+    """``(K,)`` int64: per destination of ``sel``, a key the destinations
+    with the same turn options share (the target switch, and whether an
+    aggregation node)."""
+    return dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
+        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
 
 
 def lacking_sources(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
@@ -235,13 +254,36 @@ def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndar
     the high one), -1 if none."""
     sel = np.flatnonzero(turns)
     out = np.full(len(sel), -1, dtype=np.int64)
-    key = dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
-        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
+    key = _option_keys(dest, sel, needed)
     for k in np.unique(key).tolist():
         at = np.flatnonzero(key == k)
         opts = turn_options(g, c, dest, int(sel[at[0]]), needed)[0 if low_first else 1]
         out[at] = opts[0] if len(opts) else -1
     return out
+
+
+def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
+                 needed: NeededPairs) -> np.ndarray:
+    """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, a turn
+    switch as many share as may: the switch most of them may turn at
+    (:func:`turn_options`; on a tie the first of the low list) for those,
+    then the same for the others; -1 where none.  Turns at one switch close
+    no cycle among themselves: a dependency from a cable into it to a cable
+    out of it is closed only by a route that leaves it and comes back."""
+    sel = np.flatnonzero(turns)
+    key = _option_keys(dest, sel, needed)
+    keys, first, weight = np.unique(key, return_index=True, return_counts=True)
+    ok = np.stack([_may_turn(g, c, dest, int(sel[i]), needed) for i in first.tolist()]) \
+        if len(first) else np.zeros((0, g.n_switches), dtype=bool)
+    low = _low_first(g)
+    root = np.full(len(keys), -1, dtype=np.int64)
+    left = ok.any(axis=1)
+    while left.any():
+        r = int(low[np.argmax((weight[left] @ ok[left])[low])])
+        took = left & ok[:, r]
+        root[took] = r
+        left &= ~took
+    return root[np.searchsorted(keys, key)]
 
 
 def route_turns(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
@@ -349,6 +391,52 @@ def orient_one_by_one(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndar
                        f"dependencies of every route stay acyclic{tail}", not left), ""
 
 
+def orient_shared(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
+                  dest: Destinations, ports: np.ndarray, turns: np.ndarray,
+                  needed: NeededPairs, fixed: Fixed,
+                  escape: tuple[SwitchGraph, np.ndarray, np.ndarray] | None = None,
+                  walk_on: SwitchGraph | None = None,
+                  progress: Callable[[int, int], None] | None = None
+                  ) -> Orientation | None:
+    """The destinations ``turns`` that may turn at the switch most of them
+    may turn at (:func:`shared_roots`) routed through it all at once, in a
+    copy of ``ports`` (the tree's tables), then the others one at a time on
+    top (:func:`orient_each`, with its search), judged by :func:`accept`;
+    ``fixed``: :func:`orient_whole`'s.  Returns the orientation with its
+    tables written into ``ports`` if it serves every one, else ``None``
+    (``ports`` untouched).  Where turns at several switches close cycles
+    (one's cable into it after another's cable out of it, and back), turns
+    at one serve most destinations free of credit loops, and the greedy
+    choice of :func:`orient_one_by_one` is left only the few that one
+    switch cannot serve."""
+    sel = np.flatnonzero(turns)
+    root = shared_roots(g, c, dest, turns, needed)
+    if not len(sel) or root[0] < 0:
+        return None
+    vals, counts = np.unique(root[root >= 0], return_counts=True)
+    top = int(vals[np.argmax(counts)])
+    batch = np.zeros(len(dest.lid), dtype=bool)
+    batch[sel[root == top]] = True
+    trial = ports.copy()
+    route_turns(g, c, pi, dest, batch, np.full(int(batch.sum()), top), trial)
+    rest = turns & ~batch
+    if rest.any():
+        done = orient_each(fabric, g, c, pi, dest, rest, needed, trial, escape=escape,
+                           patience=1, fixed=fixed_routes(fabric, g, trial, dest.lid[rest]),
+                           search=True, progress=progress)
+        if done.sum() < rest.sum():
+            return None
+    if accept(fabric, g, dest, trial, turns, needed, c, fixed, walk_on or g):
+        return None
+    ports[...] = trial
+    others = (f", the other {int(rest.sum())} each through a turn switch chosen so that the "
+              "channel dependencies stay acyclic, or where none serves, routed backwards "
+              "from the switches with a path, cable by cable") if rest.any() else ""
+    return Orientation(turns, (
+        f"{int(batch.sum())} of them through the one switch most of them may turn at{others}; "
+        "the channel dependencies of every route are acyclic"))
+
+
 def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 dest: Destinations, turns: np.ndarray, needed: NeededPairs,
                 ports: np.ndarray, tries: int = 16,
@@ -389,8 +477,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
     # destinations with the same options: the target switch and whether an aggregation node
     key = np.full(len(dest.lid), -1, dtype=np.int64)
-    key[sel] = dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
-        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
+    key[sel] = _option_keys(dest, sel, needed)
     failed: set[int] = set()
     options: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (the same for a key's LIDs)
     in_a_row = 0
