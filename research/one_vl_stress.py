@@ -12,9 +12,11 @@ One line per variant (ok / BAD, seconds, mode, parameters), then the count
 of BAD ones. ``3lvl`` draws only the three-level trees, with 0, 3, 8 or 15
 cables cut; ``2lvl`` leaf/spine trees of 4-17 leaves under 2-9 spines, 1-2
 cables, 0-4 service hosts on the spines, sometimes a management island,
-0-10 cables cut (at most a quarter).
+0-10 cables cut (at most a quarter); ``sharp`` two- and three-level PGFTs
+with a SHARP aggregation node on every switch and 1-6% of their
+switch-to-switch cables cut (aggregation node to host pairs need turns).
 
-    .venv/bin/python research/one_vl_stress.py [SEED [COUNT [3lvl|2lvl]]]
+    .venv/bin/python research/one_vl_stress.py [SEED [COUNT [3lvl|2lvl|sharp]]]
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ for p in (HERE.parent, HERE):
 import numpy as np  # noqa: E402
 from unseen_sweep import Plan, build, leaves_dirs, three_level, two_level  # noqa: E402
 
+from smroute.fabric.generate.shapes import with_aggregation_nodes  # noqa: E402
+from smroute.fabric.generate.trees import degrade, pgft  # noqa: E402
+from smroute.fabric.model.arrays import Fabric  # noqa: E402
+from smroute.fabric.model.base import NodeType  # noqa: E402
 from smroute.routing.deadlock import check_credit_loops  # noqa: E402
 from smroute.routing.engine import route, validate_result  # noqa: E402
 
@@ -65,15 +71,41 @@ def variant(rng: np.random.Generator, family: str = "") -> tuple[Plan, str, int]
             int(rng.choice([0, 3, 8, 15] if family == "3lvl" else [0, 0, 2, 5, 10])))
 
 
+SHARP_TREES = [  # (h, m, w, p) of PGFTs with an aggregation node on every switch
+    (2, (16, 8), (1, 8), (1, 1)),
+    (2, (12, 6), (1, 6), (1, 2)),
+    (3, (8, 8, 8), (1, 8, 8), (1, 1, 1)),
+    (3, (6, 6, 6), (1, 6, 6), (1, 1, 1)),
+    (3, (4, 8, 8), (1, 4, 8), (1, 1, 1)),
+    (3, (8, 4, 4), (1, 4, 2), (1, 1, 2)),
+]
+
+
+def sharp_tree(rng: np.random.Generator) -> tuple[Fabric, str, int]:
+    """A PGFT of :data:`SHARP_TREES` with aggregation nodes, 1-6% of its
+    switch-to-switch cables cut; the fabric, its description and the cut."""
+    h, m, w, p = SHARP_TREES[int(rng.integers(len(SHARP_TREES)))]
+    base = with_aggregation_nodes(pgft(h, m, w, p))
+    sw = base.node_type == NodeType.SWITCH
+    cables = int((sw[base.port_node[base.link_a]] & sw[base.port_node[base.link_b]]).sum())
+    links = max(1, int(cables * rng.uniform(0.01, 0.06)))
+    f, _ = degrade(base, rng, links=links)
+    return f, f"sharp PGFT({h};{m};{w};{p})", links
+
+
 def run(seed: int, count: int, family: str = "") -> int:
     """Route ``count`` variants drawn with ``seed`` (``family``: as
     :func:`variant`); the number that fail."""
     rng = np.random.default_rng(seed)
     bad = 0
     for i in range(count):
-        plan, desc, links = variant(rng, family)
-        build_seed = int(rng.integers(1, 100))
-        f = build(plan, seed=build_seed, links=links)
+        if family == "sharp":
+            build_seed = seed
+            f, desc, links = sharp_tree(rng)
+        else:
+            plan, desc, links = variant(rng, family)
+            build_seed = int(rng.integers(1, 100))
+            f = build(plan, seed=build_seed, links=links)
         t0 = time.perf_counter()
         r = route(f, workers=1, labels=False)
         took = time.perf_counter() - t0

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from smroute.fabric.generate.catalogue import build_shape, director_site
-from smroute.fabric.generate.shapes import attach_cas, ring
-from smroute.fabric.generate.trees import pgft
+from smroute.fabric.generate.shapes import attach_cas, ring, with_aggregation_nodes
+from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import REASONS, EndportRole, SwitchRole, fabric_roles, needed_pairs
-from smroute.routing import api
+from smroute.routing import api, dmodc, modes, orient, turn_switches
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import (
     RoutingResult,
@@ -113,7 +113,8 @@ def _kept(f: Fabric, r: RoutingResult) -> None:
 def test_degraded_director_site_turns_on_one_vl() -> None:
     """The destinations that need it turn, every other column is the tree's,
     every needed pair is delivered and the channel dependencies are acyclic
-    on one VL; the aggregation-node pairs no traffic needs are counted."""
+    on one VL; the turn switch they share serves the aggregation-node pairs
+    no traffic needs too (routed where it costs nothing)."""
     f = director_site(**DEGRADED)
     r = route(f, workers=1)
     assert r.mode == "tree+orient", r.mode_reason
@@ -125,7 +126,7 @@ def test_degraded_director_site_turns_on_one_vl() -> None:
     ck = check_credit_loops(f, r.tables)
     assert ck.ok and ck.unfinished == 0 and ck.vls == 1, ck.summary()
     _kept(f, r)
-    assert v.ca_pairs_unneeded > 0 and "no traffic needs them" in v.summary()
+    assert v.ca_pairs_unneeded == 0
 
 
 def test_a_tree_that_fell_back_to_one_root_keeps_its_routes() -> None:
@@ -162,13 +163,94 @@ def test_destinations_no_orientation_serves_are_reported() -> None:
 def test_the_other_order_serves_what_the_first_leaves() -> None:
     """One destination at a time, fewest lacking switches first, leaves some
     destinations of this site; most first serves them all: the order that
-    serves more is kept (delivered, free of credit loops on one VL)."""
+    serves more is kept (delivered, free of credit loops on one VL).  (The
+    chain serves this site earlier, through the turn switch the destinations
+    share: the step is called as the chain calls it.)"""
     f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    roles = fabric_roles(f)
+    g, mode, _ = modes.start(f, roles)
+    assert mode == "tree"
+    eng = api.engine(api.DEFAULT)
+    prep = eng.prepare(g, None, time.perf_counter, {})
+    c, pi, dest = prep.costs, prep.dividers, prep.dest
+    ports, _ = _tree_tables(f, g)
+    needed = needed_pairs(f, roles, g.sw_node, f.port_node[g.ep_row].astype(np.int64))
+    need = modes.turn_destinations(g, c, dest)
+    turns = turn_switches.needed_turns(g, c, dest, needed) & need
+    fixed = orient.fixed_routes(f, g, ports, dest.lid[need])
+    g2 = rooted_graph(f, roles, modes.turn_roots(g), like=g)
+    escape = (g2, *dmodc.costs_and_dividers(g2))
+    fewest = orient.orient_each(f, g, c, pi, dest, turns, needed, ports.copy(), escape=escape,
+                                fixed=fixed)
+    assert 0 < fewest.sum() < turns.sum()
+    trial = ports.copy()
+    ori, why = orient.orient_one_by_one(f, g, c, pi, dest, trial, turns, needed, fixed, escape,
+                                        walk_on=orient.walk_graph(g, g2))
+    assert ori is not None and ori.complete and not why
+    assert not orient.undelivered(g, dest, trial, turns, needed, c).any()
+    assert check_credit_loops(f, orient.as_tables(f, g, trial)).ok
+
+
+def _sharp_tree(links: int, seed: int) -> Fabric:
+    """PGFT(3;4,4,4;1,4,4;1,1,1), a SHARP aggregation node on every switch,
+    ``links`` random switch-to-switch cables cut (``seed``): a leaf cut from
+    a spine reaches the aggregation nodes above that spine only by turning
+    at another leaf, from another spine's cable to that spine's."""
+    base = with_aggregation_nodes(pgft(3, (4, 4, 4), (1, 4, 4), (1, 1, 1)))
+    return degrade(base, np.random.default_rng(seed), links=links)[0]
+
+
+def test_shared_turn_switches_cover_each_destination_with_its_options() -> None:
+    """Each destination that needs a turn gets a switch it may turn at
+    (:func:`~smroute.routing.turn_switches.turn_options`; -1 where none: some
+    source needs two turns), the switch most of them may turn at first: on
+    one site one switch serves them all where each destination's own first
+    option spreads them over three; on another two serve all but the four
+    that need two turns."""
+    for seed, shared in ((2, 1), (8, 2)):
+        f = _sharp_tree(12, seed)
+        roles = fabric_roles(f)
+        g, _, _ = modes.start(f, roles)
+        prep = api.engine(api.DEFAULT).prepare(g, None, time.perf_counter, {})
+        c, dest = prep.costs, prep.dest
+        needed = needed_pairs(f, roles, g.sw_node, f.port_node[g.ep_row].astype(np.int64))
+        turns = turn_switches.needed_turns(g, c, dest, needed)
+        root = turn_switches.shared_roots(g, c, dest, turns, needed)
+        for j, r in zip(np.flatnonzero(turns).tolist(), root.tolist(), strict=True):
+            low, high = turn_switches.turn_options(g, c, dest, j, needed)
+            assert (r in low and r in high) if r >= 0 else not len(low)
+        assert len(np.unique(root[root >= 0])) == shared
+        own = turn_switches.turn_roots(g, c, dest, turns, needed)
+        assert np.array_equal(own < 0, root < 0)
+        assert np.bincount(root[root >= 0]).max() > np.bincount(own[own >= 0]).max()
+
+
+@pytest.mark.parametrize(("links", "seed", "phrase"), [
+    (12, 2, "(through the one switch most of them may turn at; the channel"),
+    (12, 8, "through the one switch most of them may turn at, the other"),
+])
+def test_a_damaged_sharp_tree_turns_at_the_switch_most_destinations_share(
+        links: int, seed: int, phrase: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Aggregation node to host pairs on a damaged tree need turns; every
+    destination's own first turn switch spreads the turns over several
+    switches, whose turns close cycles (one's cable into it after another's
+    cable out of it, and back), and one at a time the greedy choices block
+    the last destinations.  Turns at the one switch most of them share
+    close none among themselves: every needed pair is delivered, free of
+    credit loops on one VL, all at once (seed 2) or with the few that
+    switch cannot serve oriented one at a time on top (seed 8).  Without
+    the shared switch it is not."""
+    f = _sharp_tree(links, seed)
     r = route(f, workers=1)
-    assert r.mode == "tree+orient", r.mode_reason
-    assert "no orientation serves" not in r.mode_reason
+    assert r.mode == "tree+orient" and phrase in r.mode_reason, r.mode_reason
     assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
     _kept(f, r)
+    real = turn_switches.turn_roots
+    monkeypatch.setattr(turn_switches, "shared_roots",
+                        lambda g, c, dest, turns, needed: real(
+                            g, c, dest, turns, needed))
+    assert not validate_result(route(f, workers=1)).ok
+
 
 def test_every_ca_pair_option_routes_the_unneeded_pairs_too() -> None:
     """``all_ca_pairs``: every CA pair must be delivered; by default they
@@ -248,32 +330,6 @@ def test_ibdmchk_finds_no_credit_loop_in_turned_tables(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- option and config key
-def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
-    """``smroute route``: the default reports the aggregation-node pairs no
-    traffic needs; ``--route-all-ca-pairs`` needs them too (then routed)."""
-    import subprocess
-    import sys
-
-    from smroute.fabric.export.writers import write_topology
-
-    topo = tmp_path / "dir.topo"
-    write_topology(director_site(**DEGRADED), topo)
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
-                               "--workers", "1", "--out", str(tmp_path / "t.lft"), *args],
-                              capture_output=True, text=True, timeout=300)
-
-    p = run()
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "mode:       tree+orient" in p.stdout
-    assert "no traffic needs them" in p.stdout
-    assert "deadlock:   no credit loop" in p.stdout and "on 1 VLs" in p.stdout
-    p = run("--route-all-ca-pairs")
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "no traffic needs them" not in p.stdout and "valid:" in p.stdout
-
-
 def test_config_key_route_all_ca_pairs(tmp_path: Path) -> None:
     """The daemon's ``route_all_ca_pairs`` key: a bool, default off."""
     from smroute.service.config import ConfigError, default_config, load_config

@@ -132,8 +132,9 @@ def test_a_site_tree_orient_serves_keeps_its_tables() -> None:
 def test_the_one_at_a_time_orientation_runs_only_where_the_anchors_fail(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The chain's order: the destinations through their turn switches all
-    at once, then the anchors on the tree's tables, then one destination at
-    a time.  Where the anchors serve, the one-at-a-time search (seconds on a
+    at once, then the anchors on the tree's tables, then those of the most
+    shared turn switch at once with the others one at a time on top, then
+    one destination at a time.  Where the anchors serve, the one-at-a-time search (seconds on a
     large site, its result dropped for the anchors' anyway) is not run; the
     tables are those the search-first order gave; where the all-at-once
     orientation serves, no anchor is tried (it routes the compute hosts
@@ -157,9 +158,9 @@ def test_the_one_at_a_time_orientation_runs_only_where_the_anchors_fail(
     assert calls == ["anchors"] and ANCHORED in r.mode_reason
     assert np.array_equal(r.tables.ports, first)
     calls.clear()  # where the anchors fail, one at a time
-    each = route(director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0),
+    each = route(director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=1),
                  workers=1, labels=False)
-    assert calls == ["anchors", "one by one"] and "each destination's" in each.mode_reason
+    assert calls[:2] == ["anchors", "one by one"] and "each destination's" in each.mode_reason
     calls.clear()
     whole = route(build_shape("hdr-cs8500-core-island-900"), workers=1, labels=False)
     assert whole.mode == "tree+orient" and not calls, (calls, whole.mode_reason)
@@ -260,10 +261,36 @@ def test_damaged_storage_on_cores_is_delivered_backwards(
     and every needed pair is delivered, free of credit loops. Without that
     search it is not."""
     f = storage_on_cores(cut=2, seed=4)
-    delivered_on_one_vl(f, "tree+orient", "built backwards from the switches with a path")
+    delivered_on_one_vl(f, "tree+orient", "backwards from the switches with a path")
     monkeypatch.setattr(orient, "search_turns", lambda *a: False)
     before = route(f, workers=1, labels=False)
     assert not validate_result(before).ok
+
+
+def test_route_command_route_all_ca_pairs(tmp_path: Path) -> None:
+    """``smroute route``: the default reports the aggregation-node pairs no
+    traffic needs; ``--route-all-ca-pairs`` needs them too (then routed)."""
+    import subprocess
+    import sys
+
+    from smroute.fabric.export.writers import write_topology
+
+    topo = tmp_path / "dir.topo"
+    write_topology(two_directors(), topo)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "smroute", "route", str(topo), "-q",
+                               "--workers", "1", "--out", str(tmp_path / "t.lft"), *args],
+                              capture_output=True, text=True, timeout=300)
+
+    p = run()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "mode:       tree+orient" in p.stdout
+    assert "no traffic needs them" in p.stdout
+    assert "deadlock:   no credit loop" in p.stdout and "on 1 VLs" in p.stdout
+    p = run("--route-all-ca-pairs")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no traffic needs them" not in p.stdout and "valid:" in p.stdout
 
 
 def test_route_names_the_vls_where_one_vl_leaves_pairs(
@@ -341,8 +368,9 @@ def test_the_one_at_a_time_orientation_reports_its_progress(
     """Orienting destinations one at a time can take minutes on a large
     site: ``route``'s ``progress`` hears each destination tried, and
     ``smroute route`` shows it on stderr (one line per update at most every
-    10 s in a log, and the last)."""
-    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=0)
+    10 s in a log, and the last); here it leaves needed pairs, which exits 1
+    (no table written) after the same progress."""
+    f = director_site(spine_hosts=0, line_hosts=4, remove_links=20, seed=1)
     heard: list[tuple[str, int, int]] = []
     r = route(f, workers=1, labels=False,
               progress=lambda label, done, total: heard.append((label, done, total)))
@@ -354,7 +382,8 @@ def test_the_one_at_a_time_orientation_reports_its_progress(
     topo.write_text("\n".join(format_topology(f)) + "\n")
     from smroute.cli.main import main
 
-    assert main(["route", str(topo), "--out", str(tmp_path / "t.lfts")]) == 0
+    assert main(["route", str(topo), "--out", str(tmp_path / "t.lfts")]) == 1
+    assert not (tmp_path / "t.lfts").exists()
     err = capsys.readouterr().err
     total = one[-1][1]
     assert f"orienting destination LIDs one at a time: {total}/{total} (100%)" in err, err

@@ -93,7 +93,7 @@ import numpy as np
 from smroute.fabric.graph import first_per_group
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import FabricRoles, NeededPairs
-from smroute.routing import cross, dmodc, orient, shortest
+from smroute.routing import cross, dmodc, orient, shortest, turn_switches
 from smroute.routing.api import Engine, Prepared
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.detour import route_detours
@@ -278,7 +278,7 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
                 check, n, lanes, prep, ports, crossed if crossed.any() else None)
         why = f"; {why}"
     ports[...] = tree_ports
-    candidates = (need, orient.needed_turns(g, c, dest, needed) & need)
+    candidates = (need, turn_switches.needed_turns(g, c, dest, needed) & need)
     escape = (g2, *dmodc.costs_and_dividers(g2))
 
     partial: list[tuple[str, np.ndarray]] = []  # (tables that serve some of them)
@@ -426,9 +426,9 @@ def _detours(
 def turn_destinations(g: SwitchGraph, c: np.ndarray, dest: Destinations) -> np.ndarray:
     """``(D,)`` bool: end-port destinations that some switch carrying
     end-ports has no up*/down* path to although cables join them (same
-    physical component): :func:`~smroute.routing.orient.needed_turns` for
+    physical component): :func:`~smroute.routing.turn_switches.needed_turns` for
     every CA pair."""
-    return orient.needed_turns(g, c, dest, None)
+    return turn_switches.needed_turns(g, c, dest, None)
 
 
 def turn_roots(g: SwitchGraph) -> np.ndarray:

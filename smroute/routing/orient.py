@@ -3,25 +3,32 @@
 Some end-ports of a tree have traffic with no up*/down* path in it (hosts and
 aggregation nodes on upper switches, a leaf that lost its common ancestors).
 The tree's routes stay for every destination they serve; only the
-destinations such traffic needs (:func:`needed_turns`) take another route
+destinations such traffic needs
+(:func:`~smroute.routing.turn_switches.needed_turns`) take another route
 where the tree has none: the switches without an up*/down* path to one of
-them take the tree's route towards a *turn switch* (:func:`turn_options`:
-one with a path to the destination that every switch needing one can reach),
-where the route joins the tree's route to the destination
-(:func:`route_turns`).  Mode ``tree+turns`` accepts one turn root per
+them take the tree's route towards a *turn switch*
+(:func:`~smroute.routing.turn_switches.turn_options`: one with a path to
+the destination that every switch needing one can reach), where the route
+joins the tree's route to the destination (:func:`route_turns`).  Mode
+``tree+turns`` accepts one turn root per
 component when every route is up*/down* in the root's orientation (a
 sufficient condition); :func:`accept` takes turns when the routes of those
 destinations are delivered wherever they are needed and the channel
 dependency graph of the whole table set is acyclic
 (:func:`~smroute.routing.deadlock.check_credit_loops`): free of credit loops
 on one VL, proven rather than implied by one orientation.
-:func:`orient_whole` tries every destination's first turn switch at once
-(leaves first, then the highest switches); :func:`orient_one_by_one` one
+:func:`orient_whole` tries every destination at once, through the turn
+switches most of them share
+(:func:`~smroute.routing.turn_switches.shared_roots`: turns at one switch
+close no cycle among themselves), then through each one's first turn switch
+(leaves first, then the highest switches); :func:`orient_shared` those of
+the most shared turn switch at once, the others one at a time on top;
+:func:`orient_one_by_one` one
 destination at a time (:func:`orient_each`: each takes the first of a few
 turn switches that keeps the dependencies acyclic; a destination none
 serves keeps the tree's routes, and the validation walk reports the needed
 pairs it leaves).  The mode chain tries the service hosts' anchors
-between the two.
+after the first of the three.
 Those destinations are then walked for delivery only
 (:attr:`Orientation.turns`), on the cables an escape route may take
 (:func:`walk_graph`: the turn root's orientation uses cables between
@@ -46,7 +53,7 @@ import numpy as np
 
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import NeededPairs
-from smroute.routing import kernel
+from smroute.routing import kernel, turn_switches
 from smroute.routing.acyclic import AcyclicGrowth, CycleError
 from smroute.routing.deadlock import (
     VLS,
@@ -63,10 +70,8 @@ from smroute.routing.validate import OK, walk
 from smroute.tables.lft import ForwardingTables
 
 __all__ = ["Fixed", "Orientation", "accept", "as_tables", "dependencies_with", "fixed_routes",
-           "needed_turns",
-           "lacking_sources", "orient_each", "orient_one_by_one", "orient_shared", "orient_whole",
-           "route_turns", "search_turns", "shared_roots", "turn_hops",
-           "turn_options", "turn_roots", "undelivered", "walk_graph"]
+           "orient_each", "orient_one_by_one", "orient_shared", "orient_whole", "route_turns",
+           "search_turns", "turn_hops", "undelivered", "walk_graph"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,28 +132,6 @@ def turn_hops(g: SwitchGraph) -> int:
     return 4 * max(g.max_rank, 0) + 2
 
 
-def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
-                 needed: NeededPairs | None) -> np.ndarray:
-    """``(D,)`` bool: end-port destinations that some switch carrying
-    end-ports needs (``needed``; ``None``: every CA) but has no up*/down*
-    path to, although cables join them (costs ``c``).  Switch LIDs without an
-    up*/down* path stay unrouted: they never need a turn."""
-    src = np.unique(g.ep_switch)
-    if not len(src) or not len(dest.lid):
-        return np.zeros(len(dest.lid), dtype=bool)
-    unreached = c[src] == INF  # (sources, S)
-    if len(np.unique(g.component)) > 1:
-        unreached &= g.component[src][:, None] == g.component[None, :]
-    ca = ~dest.is_switch
-    any_t = unreached.any(axis=0)  # per target switch
-    if needed is None:
-        return ca & any_t[dest.target]
-    agg_t = (unreached & (needed.every[src][:, None] | needed.adjacent[src])).any(axis=0)
-    agg = np.zeros(len(dest.lid), dtype=bool)
-    agg[ca] = needed.agg[dest.owner[ca]]
-    return ca & np.where(agg, agg_t[dest.target], any_t[dest.target])
-
-
 def walk_graph(g: SwitchGraph, escape: SwitchGraph) -> SwitchGraph:
     """The graph the routes of an orientation are walked on: ``escape``'s
     cables with ``g``'s ranks where ``escape`` (the turn root's orientation,
@@ -202,90 +185,6 @@ def accept(fabric: Fabric, g: SwitchGraph, dest: Destinations, ports: np.ndarray
     return "" if check.ok and not check.unfinished else check.summary()
 
 
-def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
-                 needed: NeededPairs) -> tuple[np.ndarray, np.ndarray]:
-    """The switches destination ``j``'s routes may turn at: those with an
-    up*/down* path to it that every switch carrying end-ports that need it
-    but lack a path has a path to; ``(low, high)`` int64, leaves by most up
-    groups then lowest GUID first, and the highest ranks first."""
-    ok = _may_turn(g, c, dest, j, needed)
-    low = _low_first(g)
-    high = np.lexsort((g.sw_guid, -g.rank))
-    return low[ok[low]], high[ok[high]]
-
-
-def _may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
-              needed: NeededPairs) -> np.ndarray:
-    """``(S,)`` bool: the switches of :func:`turn_options`."""
-    t = int(dest.target[j])
-    lack = lacking_sources(g, c, dest, j, needed)
-    ok = (c[:, t] < INF) & (c[lack] < INF).all(axis=0) & (g.rank >= 0)
-    return ok & (g.component == g.component[t])
-
-
-def _low_first(g: SwitchGraph) -> np.ndarray:
-    """``(S,)`` int64: switch ids, leaves by most up groups then lowest GUID first."""
-    return np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
-
-
-def _option_keys(dest: Destinations, sel: np.ndarray, needed: NeededPairs) -> np.ndarray:
-    """``(K,)`` int64: per destination of ``sel``, a key the destinations
-    with the same turn options share (the target switch, and whether an
-    aggregation node)."""
-    return dest.target[sel] * 2 + (~dest.is_switch[sel] & needed.agg[
-        np.where(dest.is_switch[sel], 0, dest.owner[sel])])
-
-
-def lacking_sources(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
-                    needed: NeededPairs) -> np.ndarray:
-    """``(K,)`` int64: the switches carrying end-ports that need destination
-    ``j`` but have no up*/down* path to it (same component)."""
-    t = int(dest.target[j])
-    a = bool(not dest.is_switch[j] and needed.agg[dest.owner[j]])
-    src = np.unique(g.ep_switch)
-    lack = src[(c[src, t] == INF) & (g.component[src] == g.component[t])]
-    return lack[needed.mask(lack, np.array([t]), np.array([a]))[:, 0]]
-
-
-def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
-               needed: NeededPairs, *, low_first: bool = True) -> np.ndarray:
-    """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, the first
-    switch of :func:`turn_options` (``low_first``: of the low list, else of
-    the high one), -1 if none."""
-    sel = np.flatnonzero(turns)
-    out = np.full(len(sel), -1, dtype=np.int64)
-    key = _option_keys(dest, sel, needed)
-    for k in np.unique(key).tolist():
-        at = np.flatnonzero(key == k)
-        opts = turn_options(g, c, dest, int(sel[at[0]]), needed)[0 if low_first else 1]
-        out[at] = opts[0] if len(opts) else -1
-    return out
-
-
-def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
-                 needed: NeededPairs) -> np.ndarray:
-    """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, a turn
-    switch as many share as may: the switch most of them may turn at
-    (:func:`turn_options`; on a tie the first of the low list) for those,
-    then the same for the others; -1 where none.  Turns at one switch close
-    no cycle among themselves: a dependency from a cable into it to a cable
-    out of it is closed only by a route that leaves it and comes back."""
-    sel = np.flatnonzero(turns)
-    key = _option_keys(dest, sel, needed)
-    keys, first, weight = np.unique(key, return_index=True, return_counts=True)
-    ok = np.stack([_may_turn(g, c, dest, int(sel[i]), needed) for i in first.tolist()]) \
-        if len(first) else np.zeros((0, g.n_switches), dtype=bool)
-    low = _low_first(g)
-    root = np.full(len(keys), -1, dtype=np.int64)
-    left = ok.any(axis=1)
-    while left.any():
-        r = int(low[np.argmax((weight[left] @ ok[left])[low])])
-        took = left & ok[:, r]
-        root[took] = r
-        left &= ~took
-    return root[np.searchsorted(keys, key)]
-
-
 def route_turns(g: SwitchGraph, c: np.ndarray, pi: np.ndarray, dest: Destinations,
                 turns: np.ndarray, root: np.ndarray, ports: np.ndarray) -> None:
     """Route the destinations ``turns`` ``(D,)`` bool through their turn
@@ -321,11 +220,14 @@ def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                  ) -> tuple[Orientation | None, str, Fixed | None]:
     """Try each set of destinations of ``candidates`` (``(D,)`` bool, e.g.
     every destination a turn would serve, then only the needed ones) in
-    order, each with its turn switches low first, then high
-    (:func:`turn_roots`): routed in a copy of ``ports`` (the tree's tables)
-    by :func:`route_turns`, judged by :func:`accept` (an empty set: the
-    tree's tables are accepted as they are); ``walk_on``: the graph the
-    routes are walked on (:func:`walk_graph`; default ``g``).  Returns the
+    order, each with the turn switches most of them share
+    (:func:`~smroute.routing.turn_switches.shared_roots`), then their own
+    first ones low first, then high
+    (:func:`~smroute.routing.turn_switches.turn_roots`): routed in a copy of
+    ``ports`` (the tree's tables) by :func:`route_turns`, judged by
+    :func:`accept` (an empty set: the tree's tables are accepted as they
+    are); ``walk_on``: the graph the routes are walked on
+    (:func:`walk_graph`; default ``g``).  Returns the
     accepted orientation with its tables written into ``ports``, else
     ``None`` (``ports`` untouched) and why, and the routes no trial changes
     (:func:`fixed_routes`, for :func:`orient_one_by_one`)."""
@@ -339,8 +241,9 @@ def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             fixed = fixed_routes(fabric, g, ports,
                                  dest.lid[np.logical_or.reduce(list(candidates))])
         tried: list[np.ndarray] = []
-        for low in (True, False):
-            root = turn_roots(g, c, dest, turns, needed, low_first=low)
+        for low in (None, True, False):
+            root = turn_switches.shared_roots(g, c, dest, turns, needed) if low is None else (
+                turn_switches.turn_roots(g, c, dest, turns, needed, low_first=low))
             if any(np.array_equal(root, r) for r in tried):
                 continue
             tried.append(root)
@@ -349,8 +252,12 @@ def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             why = accept(fabric, g, dest, trial, turns, needed, c, fixed, on)
             if not why:
                 ports[...] = trial
-                return Orientation(turns, "the channel dependencies of every route are "
-                                   "acyclic"), "", fixed
+                n = len(np.unique(root[root >= 0]))
+                shared = "" if low is not None else (
+                    f"through the {'one switch' if n == 1 else f'{n} switches'} most of them "
+                    "may turn at; ")
+                return Orientation(turns, f"{shared}the channel dependencies of every route "
+                                   "are acyclic"), "", fixed
     return None, why, fixed
 
 
@@ -399,10 +306,11 @@ def orient_shared(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                   progress: Callable[[int, int], None] | None = None
                   ) -> Orientation | None:
     """The destinations ``turns`` that may turn at the switch most of them
-    may turn at (:func:`shared_roots`) routed through it all at once, in a
-    copy of ``ports`` (the tree's tables), then the others one at a time on
-    top (:func:`orient_each`, with its search), judged by :func:`accept`;
-    ``fixed``: :func:`orient_whole`'s.  Returns the orientation with its
+    may turn at (:func:`~smroute.routing.turn_switches.shared_roots`) routed
+    through it all at once, in a copy of ``ports`` (the tree's tables),
+    then the others one at a time on top (:func:`orient_each`, with its
+    search), judged by :func:`accept`; ``fixed``: :func:`orient_whole`'s.
+    Returns the orientation with its
     tables written into ``ports`` if it serves every one, else ``None``
     (``ports`` untouched).  Where turns at several switches close cycles
     (one's cable into it after another's cable out of it, and back), turns
@@ -410,31 +318,30 @@ def orient_shared(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     choice of :func:`orient_one_by_one` is left only the few that one
     switch cannot serve."""
     sel = np.flatnonzero(turns)
-    root = shared_roots(g, c, dest, turns, needed)
+    root = turn_switches.shared_roots(g, c, dest, turns, needed)
     if not len(sel) or root[0] < 0:
         return None
     vals, counts = np.unique(root[root >= 0], return_counts=True)
     top = int(vals[np.argmax(counts)])
     batch = np.zeros(len(dest.lid), dtype=bool)
     batch[sel[root == top]] = True
+    rest = turns & ~batch
+    if not rest.any():  # one switch for every one: orient_whole's trial
+        return None
     trial = ports.copy()
     route_turns(g, c, pi, dest, batch, np.full(int(batch.sum()), top), trial)
-    rest = turns & ~batch
-    if rest.any():
-        done = orient_each(fabric, g, c, pi, dest, rest, needed, trial, escape=escape,
-                           patience=1, fixed=fixed_routes(fabric, g, trial, dest.lid[rest]),
-                           search=True, progress=progress)
-        if done.sum() < rest.sum():
-            return None
-    if accept(fabric, g, dest, trial, turns, needed, c, fixed, walk_on or g):
+    done = orient_each(fabric, g, c, pi, dest, rest, needed, trial, escape=escape, patience=1,
+                       fixed=fixed_routes(fabric, g, trial, dest.lid[rest]), search=True,
+                       progress=progress)
+    if done.sum() < rest.sum() or accept(fabric, g, dest, trial, turns, needed, c, fixed,
+                                         walk_on or g):
         return None
     ports[...] = trial
-    others = (f", the other {int(rest.sum())} each through a turn switch chosen so that the "
-              "channel dependencies stay acyclic, or where none serves, routed backwards "
-              "from the switches with a path, cable by cable") if rest.any() else ""
     return Orientation(turns, (
-        f"{int(batch.sum())} of them through the one switch most of them may turn at{others}; "
-        "the channel dependencies of every route are acyclic"))
+        f"{int(batch.sum())} of them through the one switch most of them may turn at, the "
+        f"other {int(rest.sum())} each through a turn switch chosen so that the channel "
+        "dependencies stay acyclic, or where none serves, routed backwards from the switches "
+        "with a path, cable by cable; the channel dependencies of every route are acyclic"))
 
 
 def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
@@ -446,7 +353,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
-    :func:`turn_options` (a few low, then high) whose routes keep the
+    :func:`~smroute.routing.turn_switches.turn_options` (a few low, then high) whose routes keep the
     channel dependencies of all routes so far acyclic, else (``escape``: a
     graph with its costs and dividers, e.g. the turn root's up*/down*
     orientation) its whole column routed up*/down* in ``escape`` if that
@@ -477,7 +384,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     lacking = np.count_nonzero(c[:, dest.target[sel]] == INF, axis=0)
     # destinations with the same options: the target switch and whether an aggregation node
     key = np.full(len(dest.lid), -1, dtype=np.int64)
-    key[sel] = _option_keys(dest, sel, needed)
+    key[sel] = turn_switches.option_keys(dest, sel, needed)
     failed: set[int] = set()
     options: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (the same for a key's LIDs)
     in_a_row = 0
@@ -492,7 +399,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
         one = np.zeros(len(dest.lid), dtype=bool)
         one[j] = True
         if int(key[j]) not in options:
-            options[int(key[j])] = turn_options(g, c, dest, j, needed)
+            options[int(key[j])] = turn_switches.turn_options(g, c, dest, j, needed)
         low, high = options[int(key[j])]
         valid = np.zeros(g.n_switches, dtype=bool)
         valid[low] = True
@@ -526,7 +433,7 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 ports[:, lid] = keep
         if not done[j] and search:
             if search_turns(fabric, g, c, dest, j, ports, graph, fixed.links,
-                            lacking_sources(g, c, dest, j, needed)):
+                            turn_switches.lacking_sources(g, c, dest, j, needed)):
                 d = dependencies(fabric, t, max_hops=hops, lids=np.array([lid]),
                                  links=fixed.links)
                 done[j] = not d.unfinished and graph.add(d.edges)
