@@ -241,9 +241,10 @@ def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             fixed = fixed_routes(fabric, g, ports,
                                  dest.lid[np.logical_or.reduce(list(candidates))])
         tried: list[np.ndarray] = []
-        for low in (None, True, False):
-            root = turn_switches.shared_roots(g, c, dest, turns, needed) if low is None else (
-                turn_switches.turn_roots(g, c, dest, turns, needed, low_first=low))
+        for pick in ("shared", "low", "high"):
+            root = turn_switches.shared_roots(g, c, dest, turns, needed) if (
+                pick == "shared") else turn_switches.turn_roots(g, c, dest, turns, needed,
+                                                                low_first=pick == "low")
             if any(np.array_equal(root, r) for r in tried):
                 continue
             tried.append(root)
@@ -253,7 +254,7 @@ def orient_whole(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
             if not why:
                 ports[...] = trial
                 n = len(np.unique(root[root >= 0]))
-                shared = "" if low is not None else (
+                shared = "" if pick != "shared" else (
                     f"through the {'one switch' if n == 1 else f'{n} switches'} most of them "
                     "may turn at; ")
                 return Orientation(turns, f"{shared}the channel dependencies of every route "
@@ -310,16 +311,15 @@ def orient_shared(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
     through it all at once, in a copy of ``ports`` (the tree's tables),
     then the others one at a time on top (:func:`orient_each`, with its
     search), judged by :func:`accept`; ``fixed``: :func:`orient_whole`'s.
-    Returns the orientation with its
-    tables written into ``ports`` if it serves every one, else ``None``
-    (``ports`` untouched).  Where turns at several switches close cycles
-    (one's cable into it after another's cable out of it, and back), turns
-    at one serve most destinations free of credit loops, and the greedy
-    choice of :func:`orient_one_by_one` is left only the few that one
-    switch cannot serve."""
+    Returns the orientation with its tables written into ``ports`` if it
+    serves every one, else ``None`` (``ports`` untouched).  Where turns at
+    several switches close cycles (one's cable into it after another's
+    cable out of it, and back), turns at one serve most destinations free
+    of credit loops, and the greedy choice of :func:`orient_each` is left
+    only the few that one switch cannot serve."""
     sel = np.flatnonzero(turns)
     root = turn_switches.shared_roots(g, c, dest, turns, needed)
-    if not len(sel) or root[0] < 0:
+    if not (root >= 0).any():
         return None
     vals, counts = np.unique(root[root >= 0], return_counts=True)
     top = int(vals[np.argmax(counts)])
@@ -353,10 +353,10 @@ def orient_each(fabric: Fabric, g: SwitchGraph, c: np.ndarray, pi: np.ndarray,
                 progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Orient the destinations ``turns`` ``(D,)`` bool one at a time in
     place in ``ports`` (the tree's tables): each takes the first of its
-    :func:`~smroute.routing.turn_switches.turn_options` (a few low, then high) whose routes keep the
-    channel dependencies of all routes so far acyclic, else (``escape``: a
-    graph with its costs and dividers, e.g. the turn root's up*/down*
-    orientation) its whole column routed up*/down* in ``escape`` if that
+    :func:`~smroute.routing.turn_switches.turn_options` (a few low, then
+    high) whose routes keep the channel dependencies of all routes so far
+    acyclic, else (``escape``: a graph with its costs and dividers, e.g.
+    the turn root's up*/down* orientation) its whole column routed up*/down* in ``escape`` if that
     keeps them acyclic; ``(D,)`` bool, the destinations oriented (the others
     keep the tree's routes; none is tried with the target switch and kind
     of one that failed: the same options, and none after ``patience`` in a

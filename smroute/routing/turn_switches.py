@@ -16,8 +16,8 @@ from smroute.fabric.roles import NeededPairs
 from smroute.routing.dmodc import INF, Destinations
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["lacking_sources", "low_first", "may_turn", "needed_turns", "option_keys",
-           "shared_roots", "turn_options", "turn_roots"]
+__all__ = ["lacking_sources", "needed_turns", "option_keys", "shared_roots", "turn_options",
+           "turn_roots"]
 
 
 def needed_turns(g: SwitchGraph, c: np.ndarray, dest: Destinations,
@@ -48,13 +48,13 @@ def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
     up*/down* path to it that every switch carrying end-ports that need it
     but lack a path has a path to; ``(low, high)`` int64, leaves by most up
     groups then lowest GUID first, and the highest ranks first."""
-    ok = may_turn(g, c, dest, j, needed)
-    low = low_first(g)
+    ok = _may_turn(g, c, dest, j, needed)
+    low = _low_first(g)
     high = np.lexsort((g.sw_guid, -g.rank))
     return low[ok[low]], high[ok[high]]
 
 
-def may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
+def _may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
               needed: NeededPairs) -> np.ndarray:
     """``(S,)`` bool: the switches of :func:`turn_options`."""
     t = int(dest.target[j])
@@ -63,7 +63,7 @@ def may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
     return ok & (g.component == g.component[t])
 
 
-def low_first(g: SwitchGraph) -> np.ndarray:
+def _low_first(g: SwitchGraph) -> np.ndarray:
     """``(S,)`` int64: switch ids, leaves by most up groups then lowest GUID first."""
     return np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
 
@@ -108,14 +108,17 @@ def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.nd
     switch as many share as may: the switch most of them may turn at
     (:func:`turn_options`; on a tie the first of the low list) for those,
     then the same for the others; -1 where none.  Turns at one switch close
-    no cycle among themselves: a dependency from a cable into it to a cable
-    out of it is closed only by a route that leaves it and comes back."""
+    no cycle among themselves where the other routes are up*/down*: a
+    dependency from a cable into it to a cable out of it is closed only by
+    a route that leaves it and comes back, which those never take (the
+    channel-dependency check proves each result)."""
     sel = np.flatnonzero(turns)
     key = option_keys(dest, sel, needed)
     keys, first, weight = np.unique(key, return_index=True, return_counts=True)
-    ok = np.stack([may_turn(g, c, dest, int(sel[i]), needed) for i in first.tolist()]) \
-        if len(first) else np.zeros((0, g.n_switches), dtype=bool)
-    low = low_first(g)
+    ok = np.zeros((len(keys), g.n_switches), dtype=bool)  # per key, the switches it may turn at
+    for k, i in enumerate(first.tolist()):
+        ok[k] = _may_turn(g, c, dest, int(sel[i]), needed)
+    low = _low_first(g)
     root = np.full(len(keys), -1, dtype=np.int64)
     left = ok.any(axis=1)
     while left.any():
