@@ -339,6 +339,36 @@ def test_what_the_orientation_leaves_is_searched_on_its_tables(monkeypatch: Any)
     assert validate_result(r).ok and check_credit_loops(f, r.tables).ok
 
 
+def test_the_guard_tries_each_table_set_once(monkeypatch: Any) -> None:
+    """A director site one VL cannot serve (one cable from each leaf to
+    each director, UFM on line ASICs: ``one_vl_stress.py 5 30``, variant
+    20): the guard routes it again without the optional passes, last first;
+    without the last two the tables are those without the last one (the
+    pass changed nothing), and the chain is not run on them again."""
+    import hashlib
+
+    from smroute.routing import modes
+
+    st = load_script("one_vl_stress")
+    rng = np.random.default_rng(5)
+    for _ in range(21):
+        plan, _desc, links = st.variant(rng, "")
+        seed = int(rng.integers(1, 100))
+    f = st.build(plan, seed=seed, links=links)
+    seen: list[str] = []
+    real = modes.chain
+
+    def spy(fabric: Any, roles: Any, engine: Any, prep: Any, ports: np.ndarray,
+            *a: Any, **k: Any) -> Any:
+        seen.append(hashlib.sha256(ports.tobytes()).hexdigest())
+        return real(fabric, roles, engine, prep, ports, *a, **k)
+
+    monkeypatch.setattr(modes, "chain", spy)
+    r = route(f, workers=1, labels=False)
+    assert not validate_result(r).ok
+    assert len(seen) == 3 and len(set(seen)) == 3, seen
+
+
 def test_one_vl_stress_reports_each_variant(capsys: Any) -> None:
     """Each drawn variant gets one line, ok or BAD with the validation's
     reason, and the count of BAD ones is what the run returns."""

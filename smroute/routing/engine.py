@@ -267,12 +267,17 @@ def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Pre
     """Where the chain left destinations no orientation serves (``out``),
     the engine's tables without its last optional pass (they only even
     loads), then without the last two, and so on, through the chain again:
-    the first that serves every one is kept."""
+    the first that serves every one is kept (tables the same as the last
+    ones tried are not tried again: a pass that changed nothing)."""
     passes = eng.passes(prep)
     optional = [q.name for q in passes if q.optional]
+    last: np.ndarray | None = None
     for k in range(1, len(optional) + 1):
         dropped = optional[-k:]
         plain = pool.run(eng, prep, passes=[q for q in passes if q.name not in dropped])
+        if last is not None and np.array_equal(plain, last):
+            continue
+        last = plain.copy()
         again = modes.chain(fabric, roles, eng, prep, plain, mode, reason, max_vls, needed,
                             progress)
         if again.complete:
