@@ -315,7 +315,8 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None and fixed is not None:
         ori = orient.orient_shared(fabric, g, c, pi, dest, ports, candidates[-1], needed, fixed,
                                    escape, on, _labelled(progress, "orienting the destination "
-                                                         "LIDs one switch cannot turn"))
+                                                         "LIDs the shared turn switch cannot "
+                                                         "serve"))
     if ori is None and fixed is not None:
         ori, why_each = orient.orient_one_by_one(
             fabric, g, c, pi, dest, ports, candidates[-1], needed, fixed, escape, own, on,
