@@ -19,8 +19,8 @@ dependency graph of the whole table set is acyclic
 on one VL, proven rather than implied by one orientation.
 :func:`orient_whole` tries every destination at once, through the turn
 switches most of them share
-(:func:`~smroute.routing.turn_switches.shared_roots`: turns at one switch
-close no cycle among themselves), then through each one's first turn switch
+(:func:`~smroute.routing.turn_switches.shared_roots`: turns at two leaves in
+opposite directions close cycles), then through each one's first turn switch
 (leaves first, then the highest switches); :func:`orient_shared` those of
 the most shared turn switch at once, the others one at a time on top;
 :func:`orient_one_by_one` one

@@ -107,11 +107,14 @@ def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.nd
     """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, a turn
     switch as many share as may: the switch most of them may turn at
     (:func:`turn_options`; on a tie the first of the low list) for those,
-    then the same for the others; -1 where none.  Turns at one switch close
-    no cycle among themselves where the other routes are up*/down*: a
-    dependency from a cable into it to a cable out of it is closed only by
-    a route that leaves it and comes back, which those never take (the
-    channel-dependency check proves each result)."""
+    then the same for the others; -1 where none.  Turns at one leaf close a
+    cycle only through a chain of the tree's up*/down* routes from one of
+    its cables up back to one of its cables down: up through one
+    up-neighbour and down through another that shares an ancestor with it.
+    Where a leaf's up-neighbours share none (a PGFT's leaf: one spine per
+    index, each index its own tops) turns at it close none, while turns at
+    two leaves, one from index ``a`` to ``b`` and the other back, do (the
+    channel-dependency check decides each case)."""
     sel = np.flatnonzero(turns)
     key = option_keys(dest, sel, needed)
     keys, first, weight = np.unique(key, return_index=True, return_counts=True)
