@@ -237,10 +237,9 @@ def test_a_damaged_sharp_tree_turns_at_the_switch_most_destinations_share(
     cable out of it, and back), and one at a time the greedy choices block
     the last destinations.  Turns at the one leaf most of them share close
     none among themselves (one spine of each index above it): every needed
-    pair is delivered, free of
-    credit loops on one VL, all at once (seed 2) or with the few that
-    switch cannot serve oriented one at a time on top (seed 8).  Without
-    the shared switch it is not."""
+    pair is delivered, free of credit loops on one VL, all at once (seed 2)
+    or with the few that switch cannot serve oriented one at a time on top
+    (seed 8).  Without the shared switch it is not."""
     f = _sharp_tree(links, seed)
     r = route(f, workers=1)
     assert r.mode == "tree+orient" and phrase in r.mode_reason, r.mode_reason
