@@ -313,9 +313,9 @@ def chain(fabric: Fabric, roles: FabricRoles, engine: Engine, prep: Prepared,
     if ori is None:
         ori = anchored(tree_ports, candidates[-1], False, "")
     if ori is None and fixed is not None:
-        shared = "orienting the destination LIDs the shared turn switch cannot serve"
+        label = "orienting the destination LIDs the shared turn switch cannot serve"
         ori = orient.orient_shared(fabric, g, c, pi, dest, ports, candidates[-1], needed, fixed,
-                                   escape, on, _labelled(progress, shared))
+                                   escape, on, _labelled(progress, label))
     if ori is None and fixed is not None:
         ori, why_each = orient.orient_one_by_one(
             fabric, g, c, pi, dest, ports, candidates[-1], needed, fixed, escape, own, on,

@@ -49,8 +49,7 @@ def turn_options(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
     but lack a path has a path to; ``(low, high)`` int64, leaves by most up
     groups then lowest GUID first, and the highest ranks first."""
     ok = _may_turn(g, c, dest, j, needed)
-    low = _low_first(g)
-    high = np.lexsort((g.sw_guid, -g.rank))
+    low, high = _low_first(g), _high_first(g)
     return low[ok[low]], high[ok[high]]
 
 
@@ -66,6 +65,25 @@ def _may_turn(g: SwitchGraph, c: np.ndarray, dest: Destinations, j: int,
 def _low_first(g: SwitchGraph) -> np.ndarray:
     """``(S,)`` int64: switch ids, leaves by most up groups then lowest GUID first."""
     return np.lexsort((g.sw_guid, -g.n_up, ~g.is_leaf))
+
+
+def _high_first(g: SwitchGraph) -> np.ndarray:
+    """``(S,)`` int64: switch ids, the highest ranks then lowest GUID first."""
+    return np.lexsort((g.sw_guid, -g.rank))
+
+
+def _options_by_key(g: SwitchGraph, c: np.ndarray, dest: Destinations, sel: np.ndarray,
+                    needed: NeededPairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The turn options of the destinations ``sel`` once per
+    :func:`option_keys` key: ``(which, ok, weight)``, each destination's key
+    ``(len(sel),)``, per key the switches it may turn at ``(K, S)`` bool
+    (:func:`turn_options`) and its destinations ``(K,)``."""
+    keys, first, which, weight = np.unique(option_keys(dest, sel, needed), return_index=True,
+                                           return_inverse=True, return_counts=True)
+    ok = np.zeros((len(keys), g.n_switches), dtype=bool)
+    for k, i in enumerate(first.tolist()):
+        ok[k] = _may_turn(g, c, dest, int(sel[i]), needed)
+    return which, ok, weight
 
 
 def option_keys(dest: Destinations, sel: np.ndarray, needed: NeededPairs) -> np.ndarray:
@@ -92,14 +110,10 @@ def turn_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndar
     """``(K,)`` int64: per destination of ``turns`` ``(D,)`` bool, the first
     switch of :func:`turn_options` (``low_first``: of the low list, else of
     the high one), -1 if none."""
-    sel = np.flatnonzero(turns)
-    out = np.full(len(sel), -1, dtype=np.int64)
-    key = option_keys(dest, sel, needed)
-    for k in np.unique(key).tolist():
-        at = np.flatnonzero(key == k)
-        opts = turn_options(g, c, dest, int(sel[at[0]]), needed)[0 if low_first else 1]
-        out[at] = opts[0] if len(opts) else -1
-    return out
+    which, ok, _ = _options_by_key(g, c, dest, np.flatnonzero(turns), needed)
+    order = _low_first(g) if low_first else _high_first(g)
+    root = np.where(ok.any(axis=1), order[np.argmax(ok[:, order], axis=1)], -1)
+    return root[which]
 
 
 def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.ndarray,
@@ -115,18 +129,13 @@ def shared_roots(g: SwitchGraph, c: np.ndarray, dest: Destinations, turns: np.nd
     index, each index its own tops) turns at it close none, while turns at
     two leaves, one from index ``a`` to ``b`` and the other back, do (the
     channel-dependency check decides each case)."""
-    sel = np.flatnonzero(turns)
-    key = option_keys(dest, sel, needed)
-    keys, first, weight = np.unique(key, return_index=True, return_counts=True)
-    ok = np.zeros((len(keys), g.n_switches), dtype=bool)  # per key, the switches it may turn at
-    for k, i in enumerate(first.tolist()):
-        ok[k] = _may_turn(g, c, dest, int(sel[i]), needed)
+    which, ok, weight = _options_by_key(g, c, dest, np.flatnonzero(turns), needed)
     low = _low_first(g)
-    root = np.full(len(keys), -1, dtype=np.int64)
+    root = np.full(len(ok), -1, dtype=np.int64)
     left = ok.any(axis=1)
     while left.any():
         r = int(low[np.argmax((weight[left] @ ok[left])[low])])
         took = left & ok[:, r]
         root[took] = r
         left &= ~took
-    return root[np.searchsorted(keys, key)]
+    return root[which]
