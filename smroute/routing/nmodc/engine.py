@@ -447,8 +447,8 @@ class Nmodc:
         apart = entries.apart_leaves(g) if g.mode == "tree" else np.zeros(0, dtype=np.int64)
 
         def enter(a: Arrays, _: np.ndarray | None) -> None:
-            entries.up_skewed(g, c, dest, a["table"], apart)
-            entries.enter_dealt(g, dest, a["table"], apart)
+            entries.up_skewed(g, c, dest, a["table"], apart, prep.dividers)
+            entries.enter_dealt(g, dest, a["table"], apart, prep.dividers)
 
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else

@@ -37,6 +37,24 @@ lower on 10 and higher on 1, the shifts' HSD lower on 16 and higher on 3
 (pods 3.5:1 oversubscribed under many leaves on the directors), host-name
 HSD lower on 13 and higher on 8, A2A the same.
 
+A leaf ranked apart can hang off the top switches themselves: two
+leaf/spine clusters joined at their spines, the smaller one's spines the
+tops and its leaves ranked apart below them.  There the switches below the
+tops (the other cluster's spines and the leaf's siblings) each pick the
+top by a digit of their own, so a destination enters its leaf through two
+or three of them and a shift loads a top's cable into the leaf with more
+than its share.  :func:`enter_dealt` then gives each destination one entry
+cable, by the digit ``(floor(x / p) + x mod p) mod n`` (``n`` cables into
+the leaf, ``p`` the largest divider of the switches below: a spine below
+takes the destinations of one ``x mod p``, and the digit still spreads
+them over the tops), and every switch below that sends it up into the tops
+takes the entry's top: up*/down* and minimal, as every top is cabled to the
+leaf.  Only where every switch below is cabled to half the tops or more:
+where a spine below reaches one top alone (spine ``j`` to spine ``j``), the
+leaves under it choose the top and the entries stay.  Two clusters of 8
+and 6 leaves under 4 and 3 spines, 16 hosts a leaf: host-name order shift
+HSD 7.64 to 6.44 (OpenSM's dnup 6.2, dfsssp 6.53), GUID order 8.94 to 8.61.
+
 The way up from such a leaf is skewed (:func:`up_skewed`).  The
 leaf takes its up cable by its digit ``x mod m`` (``m`` cables, one per
 line switch), and a line switch takes its cable into a pod by ``x mod``
@@ -82,23 +100,75 @@ def apart_leaves(g: SwitchGraph) -> np.ndarray:
 
 
 def up_skewed(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-              leaves: np.ndarray) -> None:
+              leaves: np.ndarray, pi: np.ndarray) -> None:
     """Each of ``leaves`` (:func:`apart_leaves`) sends the end-port
     destinations on the leaves not ranked apart up by the skewed digit
-    (module doc; :func:`~smroute.routing.nmodc.bundles.skewed_up`), in place
-    in ``ports`` ``(S, W)`` uint8; ``c`` ``(S, S)`` the encoded costs."""
+    (module doc; :func:`~smroute.routing.nmodc.bundles.skewed_up`), a leaf
+    whose up-neighbours are all top switches by the tops' digit
+    (:func:`_top_digit`, ``pi`` the dividers), in place in ``ports`` ``(S,
+    W)`` uint8; ``c`` ``(S, S)`` the encoded costs."""
     if not len(leaves):
         return
     others = g.is_leaf.copy()
     others[leaves] = False
     skewed_up(g, c, dest, ports, leaves, others)
+    n_up = np.bincount(g.up_pairs()[0], minlength=g.n_switches)
+    d = np.flatnonzero(~dest.is_switch & others[dest.target])
+    behind = g.behind()
+    x, tg = dest.nid[d], dest.target[d]
+    for leaf in leaves.tolist():
+        ks = g.groups_of(leaf, up=True)
+        below = _below(g, behind, leaf, g.grp_remote[ks])
+        if len(ks) < 2 or n_up[g.grp_remote[ks]].any() or not len(below) or not len(d):
+            continue
+        # every top the switches below reach, by GUID (the same order at
+        # every leaf): the top of each destination, where this leaf is
+        # cabled to it (else the skewed digit's group stays)
+        tops = np.unique(behind[below][behind[below] >= 0])
+        tops = tops[n_up[tops] == 0]
+        tops = tops[np.argsort(g.sw_guid[tops], kind="stable")]
+        p = int(pi[below].max())
+        top = tops[_top_digit(x, p, len(tops))]
+        at = np.full(g.n_switches, -1, dtype=np.int64)
+        at[g.grp_remote[ks]] = ks
+        k = at[top]
+        ok = (k >= 0) & (c[top, tg] < c[leaf, tg])
+        k = k[ok]
+        cable = g.grp_ports[g.grp_port_first[k]
+                            + (x[ok] // (p * len(tops))) % g.grp_port_count[k]]
+        ports[leaf, dest.lid[d[ok]]] = cable
+
+
+def _below(g: SwitchGraph, behind: np.ndarray, leaf: int, tops: np.ndarray) -> np.ndarray:
+    """The switches ranked below ``tops`` cabled to one of them, but
+    ``leaf``; none unless each leaf among them is cabled to half the tops or
+    more and each other switch to every top.  Each then chooses among the
+    tops (where a spine below reaches one top alone, the leaves under it
+    choose), and a top's way down to the spines below is whole (where a
+    cable between them is lost, the redirects by load place its
+    destinations)."""
+    below = np.flatnonzero(np.isin(behind, tops).any(axis=1) & (g.rank < g.rank[tops].min()))
+    below = below[below != leaf]
+    cabled = (behind[below][:, None, :] == tops[None, :, None]).any(axis=2)  # (below, tops)
+    leaf_ok = 2 * cabled.sum(axis=1) >= len(tops)
+    return below if np.where(g.is_leaf[below], leaf_ok, cabled.all(axis=1)).all() else below[:0]
+
+
+def _top_digit(x: np.ndarray, p: int, n: int) -> np.ndarray:
+    """Which of ``n`` top switches (or cables into them) NIDs ``x`` take
+    (module doc): ``(floor(x / p) + x mod p) mod n``, ``p`` the largest
+    divider of the switches below the tops.  A switch below takes the NIDs
+    of one ``x mod p``, and ``floor(x / p)`` spreads those over the tops;
+    ``x mod p`` spreads consecutive NIDs (a shift's) over them."""
+    return (x // p + x % p) % n
 
 
 def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
-                leaves: np.ndarray) -> None:
+                leaves: np.ndarray, pi: np.ndarray) -> None:
     """Route the end-port destinations of ``leaves`` (:func:`apart_leaves`)
     into them by their dealt cables (module doc), in place in ``ports``
-    ``(S, W)`` uint8."""
+    ``(S, W)`` uint8; ``pi`` ``(S,)`` the dividers (the digit of the entry
+    through the top switches)."""
     if not len(leaves):
         return
     behind = g.behind()
@@ -111,6 +181,7 @@ def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
         lines = g.grp_remote[g.groups_of(leaf, up=True)]
         above = [g.grp_remote[g.groups_of(x, up=True)] for x in lines.tolist()]
         n_above = [len(u) for u in above]
+        _enter_tops(g, dest, ports, behind, leaf, d, lines[np.asarray(n_above) == 0], pi)
         # the blocks: the line switches joined by the switches above them
         a = np.concatenate([np.repeat(lines, n_above), *above])
         b = np.concatenate([*above, np.repeat(lines, n_above)])
@@ -148,6 +219,34 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
     to = behind[uppers][:, None, :] == full[None, :, None]  # (uppers, full, 256)
     mask = to[:, at, :]  # (uppers, D, 256)
     ports[np.ix_(uppers, lid)] = _nth(mask, nid[None, :] % mask.sum(axis=2))
+
+
+def _enter_tops(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
+                leaf: int, d: np.ndarray, tops: np.ndarray, pi: np.ndarray) -> None:
+    """The entries of ``d`` (the destinations on ``leaf``) through the top
+    switches ``tops`` cabled to it (module doc): each destination's entry
+    cable by the tops' digit (:func:`_top_digit`, ``n`` the cables, ``pi``
+    the dividers); every switch below (:func:`_below`) that sends it up into
+    the tops takes the entry's top."""
+    if len(tops) < 2:
+        return
+    below = _below(g, behind, leaf, tops)
+    if not len(below):
+        return
+    cx, cp = np.nonzero(behind[tops] == leaf)  # (each cable of the tops into the leaf)
+    lid, x = dest.lid[d], dest.nid[d]
+    p = int(pi[below].max())
+    k = _top_digit(x, p, len(cx))
+    entry = tops[cx[k]]
+    ports[entry, lid] = cp[k]
+    # the switches below: up to the entry where they send the destination up
+    # into the tops and are cabled to it (by the next digit among parallel cables)
+    cur = ports[np.ix_(below, lid)]
+    into = np.isin(np.take_along_axis(behind[below], cur.astype(np.int64), axis=1), tops)
+    to = behind[below][:, None, :] == entry[None, :, None]  # (below, D, 256)
+    n_to = to.sum(axis=2)
+    pick = _nth(to, (x // (p * len(cx)))[None, :] % np.maximum(n_to, 1))
+    ports[np.ix_(below, lid)] = np.where(into & (n_to > 0), pick, cur)
 
 
 def _nth(mask: np.ndarray, j: np.ndarray) -> np.ndarray:

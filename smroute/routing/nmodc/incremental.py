@@ -177,7 +177,7 @@ class NmodcIncremental(IncrementalHook):
         even_cables.deal_up_cables(g, dest, ports, plan.share)
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         bundles.through_the_deal(g, dest, ports, plan.shortcuts)
-        up_skewed(g, c, dest, ports, plan.apart)
-        enter_dealt(g, dest, ports, plan.apart)
+        up_skewed(g, c, dest, ports, plan.apart, pi)
+        enter_dealt(g, dest, ports, plan.apart, pi)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Two leaf/spine clusters joined at their spines: every spine of cluster A
+cabled to every spine of cluster B (a site that merged a second cluster
+into its fabric).  B's spines rank as the tops, A's spines below them, and
+B's leaves are ranked apart (their cables skip a rank): the case of
+``smroute/routing/nmodc/entries.py``'s tops.
+
+Writes 24 sites (eight sizes, each complete and with 3 and 8 random cables
+cut, aggregation nodes on every switch; hosts named in cabling order) as
+ibnetdiscover text into ``DIR``, for the side by side with OpenSM and the
+code before:
+
+    .venv/bin/python research/merged_clusters.py DIR
+    .venv/bin/python bench/real_fabrics.py --catalogue --no-shapes --real DIR \\
+        --engines smroute smroute-vls ftree updn dnup minhop dfsssp sssp nue
+    PYTHONPATH=. .venv/bin/python research/ab_metrics.py --before CHECKOUT DIR/*.topo
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for p in (HERE.parent, HERE):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from unseen_sweep import CONNECTX6, QUANTUM, SPEED, Plan, _hosts, _per, build  # noqa: E402
+
+from smroute.fabric.export.writers import write_topology  # noqa: E402
+from smroute.fabric.generate.sitegen import Site  # noqa: E402
+
+#: (A's leaves, A's spines, B's leaves, B's spines, hosts a leaf in A and
+#: in B, cables between two spines, cables between a leaf and a spine)
+SIZES = [
+    (8, 4, 6, 3, 16, 16, 1, 1),
+    (10, 5, 10, 5, 16, 16, 1, 1),
+    (12, 6, 6, 3, [16, 18, 20, 14], [12, 16, 10], 1, 1),
+    (16, 8, 8, 4, 16, 16, 1, 2),
+    (18, 6, 9, 3, 20, 20, 2, 1),
+    (24, 8, 12, 4, 18, 18, 1, 1),
+    (20, 8, 6, 3, 16, 16, 1, 1),
+    (8, 4, 8, 6, 16, 16, 1, 1),
+]
+CUTS = (0, 3, 8)
+
+
+def merged(la: int, sa: int, lb: int, sb: int, hosts_a: int | list[int],
+           hosts_b: int | list[int], join: int = 1, cables: int = 1,
+           radix: int = 40) -> Plan:
+    """Cluster A (``la`` leaves under ``sa`` spines) and B (``lb`` under
+    ``sb``), each spine of A cabled ``join`` times to each spine of B."""
+    site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
+    spines = []
+    for c, n_leaves, n_spines, hosts, start in (("a", la, sa, hosts_a, 0),
+                                                ("b", lb, sb, hosts_b, la)):
+        leaves = site.switches([f"MF0;{c}-leaf{i + 1:02d}:MQM/U1" for i in range(n_leaves)],
+                               radix, QUANTUM)
+        _hosts(site, leaves, _per(hosts, n_leaves), "std", start)
+        sp = site.switches([f"MF0;{c}-spine{j + 1:02d}:MQM/U1" for j in range(n_spines)],
+                           radix, QUANTUM)
+        for x in leaves:
+            for s in sp:
+                site.cable(x, s, cables)
+        spines.append(sp)
+    for a in spines[0]:
+        for b in spines[1]:
+            site.cable(a, b, join)
+    return Plan(site, [])
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for size in SIZES:
+        la, sa, lb, sb, _, _, join, cables = size
+        name = f"merged-{la}x{sa}-{lb}x{sb}-j{join}-c{cables}"
+        for cut in CUTS:
+            write_topology(build(merged(*size), seed=7, links=cut), out / f"{name}-cut{cut}.topo")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
