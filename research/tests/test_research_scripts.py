@@ -460,3 +460,25 @@ def test_leaf_shortcuts_routes_the_two_ways(capsys: pytest.CaptureFixture[str]) 
                for w in ("off", "on")}
     assert changed["off"] == 0 and changed["on"] > 0
     assert "'left': 0, 'loop_free': True" in out and "hsd_name: on below off" in out
+
+
+def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """24 sites written as captures that read back; on the first, cluster
+    B's leaves rank apart below the tops (B's spines) and the default
+    routes it whole on one VL (the aggregation nodes' turns oriented), free
+    of credit loops."""
+    mc = load_script("merged_clusters")
+    monkeypatch.setattr(sys, "argv", ["merged_clusters.py", str(tmp_path)])
+    assert mc.main() == 0
+    files = sorted(tmp_path.glob("*.topo"))
+    assert len(files) == len(mc.SIZES) * len(mc.CUTS) == 24
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+    from smroute.routing.nmodc.entries import apart_leaves
+
+    f = read_fabric(tmp_path / "merged-8x4-6x3-j1-c1-cut0.topo")
+    r = route(f, workers=1)
+    names = {f.node_desc[int(r.graph.sw_node[s])] for s in apart_leaves(r.graph).tolist()}
+    assert len(names) == 6 and all(";b-leaf" in n for n in names)
+    assert r.mode.startswith("tree") and validate_result(r).ok
+    assert check_credit_loops(f, r.tables).ok
