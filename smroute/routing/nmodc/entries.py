@@ -126,8 +126,10 @@ def up_skewed(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
     x, tg = dest.nid[d], dest.target[d]
     for leaf in leaves.tolist():
         ks = g.groups_of(leaf, up=True)
+        if len(ks) < 2 or n_up[g.grp_remote[ks]].any() or not len(d):
+            continue  # (not below the tops)
         below = _below(g, behind, leaf, g.grp_remote[ks])
-        if len(ks) < 2 or n_up[g.grp_remote[ks]].any() or not len(below) or not len(d):
+        if not len(below):
             continue
         # every top the switches below reach, by GUID (the same order at
         # every leaf): the top of each destination, where this leaf is
