@@ -245,20 +245,26 @@ def merged(join: str, on: bool, a_spines: int = 4) -> RoutingResult:
         mp.undo()
 
 
-def entry_tops(r: RoutingResult) -> list[np.ndarray]:
-    """Per end-port destination on a leaf ranked apart, the top switches the
-    switches below them send it up into (grouped by leaf)."""
-    g, dest = r.graph, r.dest
+def entry_tops(r: RoutingResult) -> list[list[np.ndarray]]:
+    """Per leaf ranked apart (a list each) and end-port destination on it,
+    the switches the routes from every other leaf enter it from."""
+    g, dest, ports = r.graph, r.dest, r.tables.ports
     behind = g.behind()
-    tops = np.flatnonzero(g.rank == g.rank.max())
     out = []
     for leaf in entries.apart_leaves(g).tolist():
-        below = np.flatnonzero(np.isin(behind, tops).any(axis=1) & (g.rank < g.rank.max()))
-        below = below[below != leaf]
         d = np.flatnonzero(~dest.is_switch & (dest.target == leaf))
-        cols = r.tables.ports[np.ix_(below, dest.lid[d])].astype(np.int64)
-        to = np.take_along_axis(behind[below], np.minimum(cols, 255), axis=1)
-        out.append([np.unique(c[np.isin(c, tops)]) for c in to.T])
+        into = []
+        for lid in dest.lid[d].tolist():
+            last = set()
+            for s in np.flatnonzero(g.is_leaf).tolist():
+                hops = 0
+                while s != leaf and hops < 8:
+                    s, prev = int(behind[s, ports[s, lid]]), s
+                    hops += 1
+                if hops and s == leaf:
+                    last.add(prev)
+            into.append(np.array(sorted(last)))
+        out.append(into)
     return out
 
 
@@ -308,11 +314,14 @@ def test_the_merged_clusters_are_delivered_free_of_credit_loops(join: str) -> No
     assert check_credit_loops(merged_site(join), r.tables, r.lanes).ok
 
 
-def test_tops_the_switches_below_cannot_choose_keep_their_entries() -> None:
-    """Spine ``j`` of A cabled to spine ``j`` of B alone: the leaves of A
-    choose the top, so the entries are left as the kernel made them (a
-    deal at B's leaves alone would send a destination into two tops)."""
-    assert np.array_equal(merged("pair", True).tables.ports, merged("pair", False).tables.ports)
+def test_where_the_leaves_below_choose_the_top_they_follow_the_entry_too() -> None:
+    """Spine ``j`` of A cabled to spine ``j`` of B alone: a spine of A has
+    one way up, so the leaves of A choose the top; they take the spine of A
+    below each destination's entry top, and each destination enters its
+    leaf through one top (two or three without the entries)."""
+    for leaf in entry_tops(merged("pair", True)):
+        assert {len(t) for t in leaf} == {1}
+    assert max(len(t) for leaf in entry_tops(merged("pair", False)) for t in leaf) > 1
 
 
 def test_a_merged_site_rerouted_incrementally_equals_a_full_route() -> None:

@@ -33,10 +33,10 @@ from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.runs import dense
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["apply_descent", "descent_keys", "up_chain"]
+__all__ = ["apply_descent", "descent_keys", "up_chain", "up_groups"]
 
 
-def _up_groups(g: SwitchGraph) -> np.ndarray:
+def up_groups(g: SwitchGraph) -> np.ndarray:
     """``(S, U)`` int64: each switch's up groups in group order, -1 padded."""
     n = len(g.rank)
     up = np.flatnonzero(g.rank[g.grp_remote] > g.rank[g.grp_switch]) if len(g.grp_remote) else (
@@ -56,7 +56,7 @@ def up_chain(g: SwitchGraph, slots: NominalSlots, pi: np.ndarray, nid: np.ndarra
     reaches: slot ``floor(t / Pi) mod m`` of a switch with nominal slots, up
     group ``floor(t / Pi) mod #up`` of one with its own; -1 past a slot
     without a link or the top."""
-    ups = _up_groups(g)
+    ups = up_groups(g)
     n_up = (ups >= 0).sum(axis=1)
     cur = target.astype(np.int64)
     out = [cur]

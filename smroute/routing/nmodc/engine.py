@@ -448,7 +448,7 @@ class Nmodc:
 
         def enter(a: Arrays, _: np.ndarray | None) -> None:
             entries.up_skewed(g, c, dest, a["table"], apart, prep.dividers)
-            entries.enter_dealt(g, dest, a["table"], apart, prep.dividers)
+            entries.enter_dealt(g, c, dest, a["table"], apart, prep.dividers)
 
         def parts(k: int) -> list[np.ndarray]:
             rows, partial, targets = (_ROWS[prep] if prep in _ROWS else

@@ -90,8 +90,9 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.fabric.graph import components
-from smroute.routing.dmodc import Destinations
+from smroute.routing.dmodc import UP_PHASE, Destinations
 from smroute.routing.nmodc.bundles import skewed_up
+from smroute.routing.nmodc.descent import up_groups
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["apart_leaves", "enter_dealt", "up_skewed"]
@@ -173,15 +174,15 @@ def _top_digit(x: np.ndarray, p: int, n: int) -> np.ndarray:
     return (x // p + x % p) % n
 
 
-def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
+def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
                 leaves: np.ndarray, pi: np.ndarray) -> None:
     """Route the end-port destinations of ``leaves`` (:func:`apart_leaves`)
     into them by their dealt cables (module doc), in place in ``ports``
-    ``(S, W)`` uint8; ``pi`` ``(S,)`` the dividers (the digit of the entry
-    through the top switches)."""
+    ``(S, W)`` uint8; ``c`` ``(S, S)`` the encoded costs and ``pi`` ``(S,)``
+    the dividers (the entries through the top switches)."""
     if not len(leaves):
         return
-    behind = g.behind()
+    behind, ups = g.behind(), up_groups(g)
     ca = np.flatnonzero(~dest.is_switch)
     for leaf in leaves.tolist():
         d = ca[dest.target[ca] == leaf]
@@ -191,7 +192,7 @@ def enter_dealt(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
         lines = g.grp_remote[g.groups_of(leaf, up=True)]
         above = [g.grp_remote[g.groups_of(x, up=True)] for x in lines.tolist()]
         n_above = [len(u) for u in above]
-        _enter_tops(g, dest, ports, behind, leaf, d, lines[np.asarray(n_above) == 0], pi)
+        _enter_tops(g, c, dest, ports, behind, ups, leaf, d, lines[np.asarray(n_above) == 0], pi)
         # the blocks: the line switches joined by the switches above them
         a = np.concatenate([np.repeat(lines, n_above), *above])
         b = np.concatenate([*above, np.repeat(lines, n_above)])
@@ -231,16 +232,20 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
     ports[np.ix_(uppers, lid)] = _nth(mask, nid[None, :] % mask.sum(axis=2))
 
 
-def _enter_tops(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
-                leaf: int, d: np.ndarray, tops: np.ndarray, pi: np.ndarray) -> None:
+def _enter_tops(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+                behind: np.ndarray, ups: np.ndarray, leaf: int, d: np.ndarray,
+                tops: np.ndarray, pi: np.ndarray) -> None:
     """The entries of ``d`` (the destinations on ``leaf``) through the top
     switches ``tops`` cabled to it (module doc): each destination's entry
     cable by the tops' digit (:func:`_top_digit`, ``n`` the cables, ``pi``
-    the dividers); every switch below (:func:`_below`) that sends it up into
-    the tops takes the entry's top."""
+    the dividers); a switch below the tops whose route climbs to a switch
+    the entry's top is not above climbs to one it is above (or to the top),
+    closer to the leaf; ``c`` the encoded costs, ``ups`` ``(S, U)`` each
+    switch's up groups (-1 padded)."""
     if len(tops) < 2:
         return
-    below = _below(g, behind, leaf, tops)
+    below = np.flatnonzero(g.rank < g.rank[tops].min())
+    below = below[(below != leaf) & (ups[below, 0] >= 0)]
     if not len(below):
         return
     cx, cp = np.nonzero(behind[tops] == leaf)  # (each cable of the tops into the leaf)
@@ -249,14 +254,24 @@ def _enter_tops(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: n
     k = _top_digit(x, p, len(cx))
     entry = tops[cx[k]]
     ports[entry, lid] = cp[k]
-    # the switches below: up to the entry where they send the destination up
-    # into the tops and are cabled to it (by the next digit among parallel cables)
-    cur = ports[np.ix_(below, lid)]
-    into = np.isin(np.take_along_axis(behind[below], cur.astype(np.int64), axis=1), tops)
-    to = behind[below][:, None, :] == entry[None, :, None]  # (below, D, 256)
-    n_to = to.sum(axis=2)
-    pick = _nth(to, (x // (p * len(cx)))[None, :] % np.maximum(n_to, 1))
-    ports[np.ix_(below, lid)] = np.where(into & (n_to > 0), pick, cur)
+    cur = np.take_along_axis(behind[below], ports[np.ix_(below, lid)].astype(np.int64), axis=1)
+    up = (cur >= 0) & (g.rank[np.maximum(cur, 0)] > g.rank[below][:, None])
+    under = (cur == entry[None, :]) | (c[entry[None, :], np.maximum(cur, 0)] < UP_PHASE)
+    bi, di = np.nonzero(up & ~under)  # (the entries to move)
+    if not len(bi):
+        return
+    s, grp = below[bi], ups[below[bi]]  # (K,), (K, U)
+    rem = g.grp_remote[np.maximum(grp, 0)]
+    t = entry[di][:, None]
+    ok = ((grp >= 0) & ((rem == t) | (c[t, rem] < UP_PHASE))
+          & (c[rem, leaf] < c[s, leaf][:, None]))
+    n = ok.sum(axis=1)
+    q = x[di] // np.maximum(pi[s], 1)
+    pick = np.take_along_axis(grp, _nth(ok[None], (q % np.maximum(n, 1))[None])[0][:, None],
+                              axis=1)[:, 0]
+    port = g.grp_ports[g.grp_port_first[pick] + q % g.grp_port_count[pick]]
+    keep = n > 0
+    ports[s[keep], lid[di[keep]]] = port[keep]
 
 
 def _nth(mask: np.ndarray, j: np.ndarray) -> np.ndarray:

@@ -178,6 +178,6 @@ class NmodcIncremental(IncrementalHook):
         bundles.balance_bundles(g, c, dest, ports, plan.shortcuts)
         bundles.through_the_deal(g, dest, ports, plan.shortcuts)
         up_skewed(g, c, dest, ports, plan.apart, pi)
-        enter_dealt(g, dest, ports, plan.apart, pi)
+        enter_dealt(g, c, dest, ports, plan.apart, pi)
         return ports, np.zeros(0, dtype=np.int64), NominalState(
             slots, plan.share, plan.pairs.leaf_target, plan.shortcuts)
