@@ -464,7 +464,7 @@ def test_leaf_shortcuts_routes_the_two_ways(capsys: pytest.CaptureFixture[str]) 
 
 def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """24 sites written as captures that read back; on the first, cluster
+    """30 sites written as captures that read back; on the first, cluster
     B's leaves rank apart below the tops (B's spines) and the default
     routes it whole on one VL (the aggregation nodes' turns oriented), free
     of credit loops."""
@@ -472,7 +472,7 @@ def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
     monkeypatch.setattr(sys, "argv", ["merged_clusters.py", str(tmp_path)])
     assert mc.main() == 0
     files = sorted(tmp_path.glob("*.topo"))
-    assert len(files) == len(mc.SIZES) * len(mc.CUTS) == 24
+    assert len(files) == len(mc.SIZES) * len(mc.CUTS) + len(mc.THREE_LEVEL) * 2 == 30
     from smroute.fabric.ibnetdiscover.parse import read_fabric
     from smroute.routing.nmodc.entries import apart_leaves
 

@@ -39,29 +39,30 @@ lower on 10 and higher on 1, the shifts' HSD lower on 16 and higher on 3
 HSD lower on 13 and higher on 8, A2A the same.
 
 A leaf ranked apart can hang off the top switches themselves: two
-leaf/spine clusters joined at their spines, the smaller one's spines the
-tops and its leaves ranked apart below them.  There the switches below the
-tops (the other cluster's spines and the leaf's siblings) each pick the
-top by a digit of their own, so a destination enters its leaf through two
-or three of them and a shift loads a top's cable into the leaf with more
+leaf/spine clusters joined at their spines (the smaller one's spines the
+tops, its leaves ranked apart below them), or two three-level trees
+joined at their cores.  There the switches below the tops each picked the
+top by a digit of their own, so a destination entered its leaf through two
+or three tops and a shift loaded a top's cable into the leaf with more
 than its share.  :func:`enter_dealt` then gives each destination one entry
 cable, by the digit ``(floor(x / p) + x mod p) mod n`` (``n`` cables into
-the leaf, ``p`` the largest divider of the switches below: a spine below
-takes the destinations of one ``x mod p``, and the digit still spreads
-them over the tops), and every switch below that sends it up into the tops
-takes the entry's top: up*/down* and minimal, as every top is cabled to the
-leaf.  The way back is the same digit: such a leaf sends the other
-cluster's destinations into the top ``(floor(x / p) + x mod p) mod n`` of
-the ``n`` tops the switches below reach, in GUID order (the same top at
-every leaf), where it is cabled to it and it leads closer; by its skewed
-digit, with 8 spines below and 4 tops, a destination of the spine ``x mod
-8`` came down from two tops only.  Both only where every switch below
-chooses among the tops (a spine cabled to every top, a leaf to half of
-them or more: where a spine below reaches one top alone, the leaves under
-it choose) and the tops' way down to the spines is whole.  On 24 merged
-sites (``research/merged_clusters.py``) the significant misses against
-OpenSM's best engines go from 77 to 16 of 168 cells on one VL and from
-106 to 28 with VLs (``docs/real-fabrics.md``).
+the leaf, ``p`` the largest divider of the switches below the tops: a
+spine below takes the destinations of one ``x mod p``, and the digit still
+spreads them over the tops), and a switch below the tops whose route
+climbs to a switch the entry's top is not above climbs to one it is above
+(or to the top), closer to the leaf.  So the rank that picks the top
+follows the entry: the other cluster's spines, the leaves under a spine
+cabled to one top alone, the cores of a three-level tree.  Routes stay
+minimal and up*/down*.  The way back is the same digit: such a leaf sends
+the other cluster's destinations into the top ``(floor(x / p) + x mod p)
+mod n`` of the ``n`` tops the switches below reach, in GUID order (the
+same top at every leaf), where it is cabled to it and it leads closer; by
+its skewed digit, with 8 spines below and 4 tops, a destination of the
+spine ``x mod 8`` came down from two tops only.  That only where every
+switch below chooses among the tops (a spine cabled to every top, a leaf
+to half of them or more) and the tops' way down to the spines is whole.
+Measured on 30 merged sites (``research/merged_clusters.py``;
+``docs/real-fabrics.md``).
 
 The way up from such a leaf is skewed (:func:`up_skewed`).  The
 leaf takes its up cable by its digit ``x mod m`` (``m`` cables, one per
