@@ -126,23 +126,22 @@ def up_skewed(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
     d = np.flatnonzero(~dest.is_switch & others[dest.target])
     behind = g.behind()
     x, tg = dest.nid[d], dest.target[d]
+    digits: dict[bytes, tuple[np.ndarray, int] | None] = {}  # (per set of tops)
     for leaf in leaves.tolist():
         ks = g.groups_of(leaf, up=True)
-        if len(ks) < 2 or n_up[g.grp_remote[ks]].any() or not len(d):
+        ups = g.grp_remote[ks]
+        if len(ks) < 2 or n_up[ups].any() or not len(d):
             continue  # (not below the tops)
-        below = _below(g, behind, leaf, g.grp_remote[ks])
-        if not len(below):
+        key = np.sort(ups).tobytes()
+        if key not in digits:
+            digits[key] = _tops_below(g, behind, n_up, ups, pi)
+        got = digits[key]
+        if got is None:
             continue
-        # every top the switches below reach, by GUID (the same order at
-        # every leaf): the top of each destination, where this leaf is
-        # cabled to it (else the skewed digit's group stays)
-        tops = np.unique(behind[below][behind[below] >= 0])
-        tops = tops[n_up[tops] == 0]
-        tops = tops[np.argsort(g.sw_guid[tops], kind="stable")]
-        p = int(pi[below].max())
+        tops, p = got
         top = tops[_top_digit(x, p, len(tops))]
         at = np.full(g.n_switches, -1, dtype=np.int64)
-        at[g.grp_remote[ks]] = ks
+        at[ups] = ks
         k = at[top]
         ok = (k >= 0) & (c[top, tg] < c[leaf, tg])
         k = k[ok]
@@ -151,19 +150,24 @@ def up_skewed(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
         ports[leaf, dest.lid[d[ok]]] = cable
 
 
-def _below(g: SwitchGraph, behind: np.ndarray, leaf: int, tops: np.ndarray) -> np.ndarray:
-    """The switches ranked below ``tops`` cabled to one of them, but
-    ``leaf``; none unless each leaf among them is cabled to half the tops or
-    more and each other switch to every top.  Each then chooses among the
-    tops (where a spine below reaches one top alone, the leaves under it
-    choose), and a top's way down to the spines below is whole (where a
-    cable between them is lost, the redirects by load place its
-    destinations)."""
-    below = np.flatnonzero(np.isin(behind, tops).any(axis=1) & (g.rank < g.rank[tops].min()))
-    below = below[below != leaf]
-    cabled = (behind[below][:, None, :] == tops[None, :, None]).any(axis=2)  # (below, tops)
-    leaf_ok = 2 * cabled.sum(axis=1) >= len(tops)
-    return below if np.where(g.is_leaf[below], leaf_ok, cabled.all(axis=1)).all() else below[:0]
+def _tops_below(g: SwitchGraph, behind: np.ndarray, n_up: np.ndarray, ups: np.ndarray,
+                pi: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Of a leaf hanging off the tops ``ups``: every top the switches below
+    them reach, by GUID (the same order at every such leaf), and the
+    largest divider of those switches; ``None`` unless each leaf among
+    them is cabled to half of ``ups`` or more and each other switch to
+    every one.  Each then chooses among the tops (where a spine below
+    reaches one top alone, the leaves under it choose), and a top's way
+    down to the spines below is whole (where a cable between them is lost,
+    the redirects by load place its destinations)."""
+    below = np.flatnonzero(np.isin(behind, ups).any(axis=1) & (g.rank < g.rank[ups].min()))
+    cabled = (behind[below][:, None, :] == ups[None, :, None]).any(axis=2)  # (below, ups)
+    leaf_ok = 2 * cabled.sum(axis=1) >= len(ups)
+    if len(below) < 2 or not np.where(g.is_leaf[below], leaf_ok, cabled.all(axis=1)).all():
+        return None  # (the leaf alone, or some switch below chooses no top)
+    tops = np.unique(behind[below][behind[below] >= 0])
+    tops = tops[n_up[tops] == 0]
+    return tops[np.argsort(g.sw_guid[tops], kind="stable")], int(pi[below].max())
 
 
 def _top_digit(x: np.ndarray, p: int, n: int) -> np.ndarray:
@@ -183,7 +187,7 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     the dividers (the entries through the top switches)."""
     if not len(leaves):
         return
-    behind, ups = g.behind(), up_groups(g)
+    behind, up_grp = g.behind(), up_groups(g)
     ca = np.flatnonzero(~dest.is_switch)
     for leaf in leaves.tolist():
         d = ca[dest.target[ca] == leaf]
@@ -192,8 +196,13 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
         d = d[np.argsort(dest.nid[d], kind="stable")]
         lines = g.grp_remote[g.groups_of(leaf, up=True)]
         above = [g.grp_remote[g.groups_of(x, up=True)] for x in lines.tolist()]
-        n_above = [len(u) for u in above]
-        _enter_tops(g, c, dest, ports, behind, ups, leaf, d, lines[np.asarray(n_above) == 0], pi)
+        n_above = np.asarray([len(u) for u in above], dtype=np.int64)
+        _enter_tops(g, c, dest, ports, behind, up_grp, leaf, d, lines[n_above == 0], pi)
+        # (the tops take no part in a block)
+        above = [u for u, n in zip(above, n_above.tolist(), strict=True) if n]
+        lines, n_above = lines[n_above > 0], n_above[n_above > 0]
+        if not len(lines):
+            continue
         # the blocks: the line switches joined by the switches above them
         a = np.concatenate([np.repeat(lines, n_above), *above])
         b = np.concatenate([*above, np.repeat(lines, n_above)])
