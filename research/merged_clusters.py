@@ -33,10 +33,10 @@ from unseen_sweep import (  # noqa: E402
     QUANTUM,
     SPEED,
     Plan,
-    _hosts,
-    _per,
-    _pod_spines,
+    add_hosts,
     build,
+    per_leaf,
+    pod_spines,
 )
 
 from smroute.fabric.export.writers import write_topology  # noqa: E402
@@ -73,7 +73,7 @@ def merged(la: int, sa: int, lb: int, sb: int, hosts_a: int | list[int],
                                                 ("b", lb, sb, hosts_b, la)):
         leaves = site.switches([f"MF0;{c}-leaf{i + 1:02d}:MQM/U1" for i in range(n_leaves)],
                                radix, QUANTUM)
-        _hosts(site, leaves, _per(hosts, n_leaves), "std", start)
+        add_hosts(site, leaves, per_leaf(hosts, n_leaves), "std", start)
         sp = site.switches([f"MF0;{c}-spine{j + 1:02d}:MQM/U1" for j in range(n_spines)],
                            radix, QUANTUM)
         for x in leaves:
@@ -98,10 +98,10 @@ def merged_three_level(pods_a: list[int], pods_b: list[int], hosts: int, spines:
         for k, n in enumerate(pods):
             leaves = site.switches([f"MF0;{c}{k + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
                                    radix, QUANTUM)
-            _hosts(site, leaves, _per(hosts, n), "std", start)
+            add_hosts(site, leaves, per_leaf(hosts, n), "std", start)
             start += n
             groups.append(leaves)
-        spine_sets = _pod_spines(site, groups, spines, 1, radix, QUANTUM)
+        spine_sets = pod_spines(site, groups, spines, 1, radix, QUANTUM)
         cores.append(core_tier(site, spine_sets, cores_per, 1, radix, QUANTUM, f"MQM-{c}"))
     for a in cores[0]:
         for b in cores[1]:

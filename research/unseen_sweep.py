@@ -83,13 +83,13 @@ def _name(style: str, rack: int, slot: int) -> str:
             "empty": "", "num": f"{rack * 100 + slot}"}[style]
 
 
-def _hosts(site: Site, leaves: list[int], per: list[int], style: str, start: int = 0) -> None:
+def add_hosts(site: Site, leaves: list[int], per: list[int], style: str, start: int = 0) -> None:
     for i, (leaf, k) in enumerate(zip(leaves, per, strict=True)):
         for c in range(k):
             site.host(leaf, _name(style, start + i, c))
 
 
-def _per(hosts: int | list[int], n: int) -> list[int]:
+def per_leaf(hosts: int | list[int], n: int) -> list[int]:
     return [hosts] * n if isinstance(hosts, int) else (hosts * n)[:n]
 
 
@@ -121,12 +121,12 @@ def two_level(leaves: int, hosts: int | list[int], spines: int, cables: int, *,
     """Leaf/spine; ``extra`` random leaf-spine pairs get one more cable."""
     site = Site(speed=SPEED[device], host_device=CONNECTX6)
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], radix, device)
-    per = _per(hosts, leaves)
+    per = per_leaf(hosts, leaves)
     for i in range(empty_leaves):
         per[-1 - i] = 0
     if island:  # room for the island's two cables on the first leaf
         per[0] = min(per[0], radix - spines * cables - 2)
-    _hosts(site, lv, per, style)
+    add_hosts(site, lv, per, style)
     if island:
         _island(site, lv[0], radix, device)
     sp = site.switches([f"MF0;spine{j + 1:02d}:MQM/U1" for j in range(spines)], radix, device)
@@ -141,7 +141,7 @@ def two_level(leaves: int, hosts: int | list[int], spines: int, cables: int, *,
     return Plan(site, svc)
 
 
-def _pod_spines(site: Site, groups: list[list[int]], spines: int, cables: int, radix: int,
+def pod_spines(site: Site, groups: list[list[int]], spines: int, cables: int, radix: int,
                 device: int) -> list[list[int]]:
     """Per pod, ``spines`` spines, each cabled to every leaf of the pod."""
     sps = []
@@ -166,12 +166,12 @@ def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per:
     for g, n in enumerate(pods):
         lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
                            radix, device)
-        _hosts(site, lv, _per(hosts, n), style, start)
+        add_hosts(site, lv, per_leaf(hosts, n), style, start)
         start += n
         groups.append(lv)
     if island:
         _island(site, groups[0][0], radix, device)
-    sps = _pod_spines(site, groups, spines, cables, radix, device)
+    sps = pod_spines(site, groups, spines, cables, radix, device)
     flat_c = core_tier(site, sps, cores_per, core_cables, radix, device, "MQM")
     flat_s = [s for sp in sps for s in sp]
     svc = [(flat_c[k % len(flat_c)], f"stor-{k + 1:02d} HCA-1") for k in range(core_svc)]
@@ -192,7 +192,7 @@ def leaves_dirs(leaves: int, hosts: int | list[int], kinds: list[str], cables: i
     site = Site(speed=SPEED[leaf_device], host_device=CONNECTX6)
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], leaf_radix,
                        leaf_device)
-    _hosts(site, lv, _per(hosts, leaves), style)
+    add_hosts(site, lv, per_leaf(hosts, leaves), style)
     if island:
         _island(site, lv[0], leaf_radix, leaf_device)
     dirs = [_dir(site, k, kd) for k, kd in enumerate(kinds)]
@@ -212,7 +212,7 @@ def single_dir(kind: str, per_asic: int | list[int], *, line_svc: int = 0,
     m, line, spine, radix, dev = KINDS[kind]
     site = Site(speed=SPEED[dev], host_device=CONNECTX6)
     d = _dir(site, 0, kind)
-    _hosts(site, d.line, _per(per_asic, line), style)
+    add_hosts(site, d.line, per_leaf(per_asic, line), style)
     svc = [(d.line[(7 * k) % line], f"ufm-{k + 1:02d} HCA-1") for k in range(line_svc)]
     return Plan(site, svc)
 
@@ -226,10 +226,10 @@ def pods_dirs(pods: list[int], hosts: int, spines: int, up: int, kinds: list[str
     for g, n in enumerate(pods):
         lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
                            radix, device)
-        _hosts(site, lv, _per(hosts, n), "std", start)
+        add_hosts(site, lv, per_leaf(hosts, n), "std", start)
         start += n
         groups.append(lv)
-    flat = [s for sp in _pod_spines(site, groups, spines, cables, radix, device) for s in sp]
+    flat = [s for sp in pod_spines(site, groups, spines, cables, radix, device) for s in sp]
     dirs = [_dir(site, k, kd) for k, kd in enumerate(kinds)]
     for s in flat:
         for d in dirs:
@@ -244,7 +244,7 @@ def superpod(units: int, nodes: int | list[int], spines_per: int, cables: int, *
              cores_per: int = 0, core_cables: int = 1, rail_groups: bool = False,
              leaf_svc: int = 0) -> Plan:
     site = Site(speed="NDR", host_device=CONNECTX6)
-    per = _per(nodes, units)
+    per = per_leaf(nodes, units)
     leaves = []
     for s in range(units):
         lv = [site.switch(f"MF0;su{s + 1:02d}-leaf-r{r}:MQM9700/U1", 64, QUANTUM2)
@@ -508,7 +508,7 @@ def _with_lmc(f: Fabric, lmc: int) -> Fabric:
 def _two_switches() -> Plan:
     site = Site()
     a, b = site.switches(["MF0;sw-a:MQM8700/U1", "MF0;sw-b:MQM8700/U1"], 40, QUANTUM)
-    _hosts(site, [a, b], [12, 9], "std")
+    add_hosts(site, [a, b], [12, 9], "std")
     site.cable(a, b, 4)
     return Plan(site, [])
 
@@ -517,7 +517,7 @@ def _two_parts() -> Plan:
     plan = two_level(4, 10, 2, 2)
     site = plan.site
     lv = site.switches([f"MF0;b-leaf{i + 1}:MQM/U1" for i in range(3)], 40, QUANTUM)
-    _hosts(site, lv, [8, 8, 8], "hca", 50)
+    add_hosts(site, lv, [8, 8, 8], "hca", 50)
     sp = site.switches(["MF0;b-spine1:MQM/U1", "MF0;b-spine2:MQM/U1"], 40, QUANTUM)
     for leaf in lv:
         for x in sp:
