@@ -306,3 +306,32 @@ def test_cli_usage_error_exits_2() -> None:
     r = _cli()
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
+
+
+def test_a_leaf_whose_cables_skip_a_rank_counts_them_as_up_links() -> None:
+    """Two leaf/spine clusters joined at their spines: B's leaves are
+    ranked apart below B's spines (rank 2), their 3 cables skip rank 1;
+    they count as up-links (3, not 0: only B's leaves, with 3 against A's
+    4, have fewer than their level's most), and the tops' cables down to
+    them as down-links."""
+    from smroute.fabric.generate.sitegen import CONNECTX5, SWITCHIB, Site
+
+    site = Site(speed="EDR", host_device=CONNECTX5)
+    spines = []
+    for c, (n_leaves, n_spines) in {"a": (8, 4), "b": (6, 3)}.items():
+        leaves = site.switches([f"{c}-leaf{i}" for i in range(n_leaves)], 36, SWITCHIB)
+        spines.append(site.switches([f"{c}-spine{j}" for j in range(n_spines)], 36, SWITCHIB))
+        for i, x in enumerate(leaves):
+            for k in range(16):
+                site.host(x, f"cn-{c}{i:02d}-{k:02d} mlx5_0")
+            for s in spines[-1]:
+                site.cable(x, s)
+    for a in spines[0]:
+        for b in spines[1]:
+            site.cable(a, b)
+    s = summarize(site.build(np.random.default_rng(3)))
+    leaves = s.levels[0]
+    assert (leaves.up_min, leaves.up_max) == (3, 4)
+    assert s.levels[2].down_max == 4 + 6  # (a top: A's 4 spines and B's 6 leaves)
+    missing = s.anomalies["missing_up_links"]
+    assert missing[0] == 6 and all(item["up_links"] == 3 for item in missing[1])

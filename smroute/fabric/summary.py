@@ -268,9 +268,10 @@ def summarize(
     dst = np.concatenate([sb, sa])
     n = f.n_nodes
 
-    # per-switch up/down links (down for leaves = host links)
-    up_e = (rank[src] >= 0) & (rank[dst] == rank[src] + 1)
-    dn_e = (rank[src] > 0) & (rank[dst] == rank[src] - 1)
+    # per-switch up/down links (down for leaves = host links; a cable that
+    # skips ranks, from a leaf ranked apart, counts too)
+    up_e = (rank[src] >= 0) & (rank[dst] > rank[src])
+    dn_e = (rank[src] > 0) & (rank[dst] >= 0) & (rank[dst] < rank[src])
     up = np.bincount(src[up_e], minlength=n).astype(np.int64)
     down = np.bincount(src[dn_e], minlength=n).astype(np.int64)
     down = np.where(rank == 0, lk.ca_links, down)
