@@ -460,3 +460,41 @@ def test_reproduces_compares_as_the_csv_stores() -> None:
     assert not reproduces({"a2a": 18.0, "hsd_random": 3.70745}, old, ("a2a", "hsd_random"))
     assert not reproduces({"a2a": math.nan}, old, ("a2a",))
     assert not reproduces({"sp": 4.0}, old, ("sp",))
+
+
+@needs_ibsim
+def test_sigterm_stops_the_study_and_the_simulator_it_started(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM) to a running study: it stops as on Ctrl-C, the
+    ibsim it started stopped with it, and exits 143 with "terminated"
+    (before, the simulator was left running, a core busy for good)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "smroute", "study", "degrade", "--pgft", SMALL, "--throws", "50",
+         "--engines", "updn,dfsssp", "--workers", "1", "--no-plots", "-q", "--workdir", str(work),
+         "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sims() -> list[int]:
+        found = subprocess.run(["pgrep", "-f", f"ibsim .*{work}"], capture_output=True,
+                               text=True).stdout.split()
+        return [int(p) for p in found]
+
+    deadline = time.monotonic() + 60
+    while not sims() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert sims(), "the study never started ibsim"
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-2000:]
+    assert "smroute: terminated" in err
+    deadline = time.monotonic() + 10
+    while sims() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sims()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 
 __all__ = ["BAD_INPUT", "BROKEN_PIPE", "CANNOT_ROUTE", "EXIT_CODES", "FINDINGS", "INTERRUPTED",
-           "OK", "describe"]
+           "OK", "TERMINATED", "describe"]
 
 OK = 0
 #: routed but invalid, differences found, undeliverable pairs; or a failure
@@ -26,6 +26,8 @@ BAD_INPUT = 2
 CANNOT_ROUTE = 3
 #: SIGINT (Ctrl-C), after a clean stop
 INTERRUPTED = 130
+#: SIGTERM (``kill``), after the same clean stop (``serve``: 0, its own shutdown)
+TERMINATED = 128 + signal.SIGTERM
 #: the reader of stdout went away (``smroute ... | head``)
 BROKEN_PIPE = 128 + signal.SIGPIPE
 
@@ -37,6 +39,7 @@ EXIT_CODES: dict[int, str] = {
                "discovery included); serve is not restarted by systemd",
     CANNOT_ROUTE: "the fabric cannot be routed",
     INTERRUPTED: "interrupted (SIGINT)",
+    TERMINATED: "terminated (SIGTERM; serve: 0, a clean shutdown)",
     BROKEN_PIPE: "output pipe closed",
 }
 
