@@ -243,19 +243,19 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
 
 
 def _enter_tops(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
-                behind: np.ndarray, ups: np.ndarray, leaf: int, d: np.ndarray,
+                behind: np.ndarray, up_grp: np.ndarray, leaf: int, d: np.ndarray,
                 tops: np.ndarray, pi: np.ndarray) -> None:
     """The entries of ``d`` (the destinations on ``leaf``) through the top
     switches ``tops`` cabled to it (module doc): each destination's entry
     cable by the tops' digit (:func:`_top_digit`, ``n`` the cables, ``pi``
     the dividers); a switch below the tops whose route climbs to a switch
     the entry's top is not above climbs to one it is above (or to the top),
-    closer to the leaf; ``c`` the encoded costs, ``ups`` ``(S, U)`` each
+    closer to the leaf; ``c`` the encoded costs, ``up_grp`` ``(S, U)`` each
     switch's up groups (-1 padded)."""
     if len(tops) < 2:
         return
     below = np.flatnonzero(g.rank < g.rank[tops].min())
-    below = below[(below != leaf) & (ups[below, 0] >= 0)]
+    below = below[(below != leaf) & (up_grp[below, 0] >= 0)]
     if not len(below):
         return
     cx, cp = np.nonzero(behind[tops] == leaf)  # (each cable of the tops into the leaf)
@@ -270,7 +270,7 @@ def _enter_tops(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     bi, di = np.nonzero(up & ~under)  # (the entries to move)
     if not len(bi):
         return
-    s, grp = below[bi], ups[below[bi]]  # (K,), (K, U)
+    s, grp = below[bi], up_grp[below[bi]]  # (K,), (K, U)
     rem = g.grp_remote[np.maximum(grp, 0)]
     t = entry[di][:, None]
     ok = ((grp >= 0) & ((rem == t) | (c[t, rem] < UP_PHASE))
