@@ -21,6 +21,7 @@ from smroute.fabric.export.writers import write_topology
 from smroute.fabric.generate import shapes
 from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import (
     REASONS,
     EndportRole,
@@ -355,3 +356,35 @@ def test_a_pod_of_one_leaf_keeps_its_spines_below_the_cores() -> None:
     spines = [i for i, d in enumerate(f.node_desc) if d.startswith("p2-spine")]
     assert {int(roles.rank[s]) for s in spines} == {1}
     assert roles.max_rank == 2
+
+
+def test_leaves_alone_on_their_directors_line_asics_all_rank_0() -> None:
+    """Two directors of 36 line ASICs, 16 leaves cabled twice to each and 4
+    to the first alone: round-robin, each of the 16 is the only leaf of its
+    line ASICs, as if hanging off upper switches (a storage switch on a
+    core).  Most hosts are on them, so no leaf is ranked apart: every leaf
+    at rank 0, the line ASICs with leaves at 1, the spines at 2 (ranked from
+    the 4 leaves, the 16 would sit below line ASICs two ranks up and the
+    directors' other line ASICs above the spines)."""
+    from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, Site
+
+    site = Site(speed="HDR", host_device=CONNECTX6)
+    dirs = [site.director(f"core{k + 1}", "CS8500", line_asics=36, spine_asics=18, radix=36,
+                          device=QUANTUM) for k in range(2)]
+    leaves = site.switches([f"MF0;leaf{i:02d}:MQM/U1" for i in range(20)], 40, QUANTUM)
+    for i, x in enumerate(leaves):
+        for k in range(18):
+            site.host(x, f"cn{i:02d}-{k:02d} mlx5_0")
+        for d in dirs[:1] if i >= 16 else dirs:
+            site.cable_director(x, d, 2)
+    f = site.build(np.random.default_rng(2))
+    roles = fabric_roles(f)
+    sw = np.flatnonzero(f.node_type == NodeType.SWITCH)
+    desc = np.asarray(f.node_desc, dtype=object)[sw]
+    ranks = roles.rank[sw]
+    leaf = np.char.startswith(desc.astype(str), "MF0;leaf")
+    assert set(ranks[leaf].tolist()) == {0}
+    assert not (roles.reason[sw[leaf]] == REASONS.index(
+        "carries hosts, ranked apart from the other leaves: its cables skip ranks")).any()
+    spine = np.char.find(desc.astype(str), "/S") >= 0
+    assert set(ranks[spine].tolist()) == {2}

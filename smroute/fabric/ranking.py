@@ -22,13 +22,15 @@ def switch_ranks(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
     ``leaf`` switches (-1: none reached), but for a leaf hanging off upper
     switches alone (:mod:`smroute.fabric.roles`): its switches are ranked
     from the other leaves, where that puts none of them above the top, and
-    it keeps rank 0 (its cables skip ranks).  Where that puts cables within
+    it keeps rank 0 (its cables skip ranks); not where such leaves carry
+    as many hosts as the others (a director whose line ASICs have one leaf
+    each).  Where that puts cables within
     a rank, the ranks from the leaves of one side (:func:`_sides`), the
     others at 0, are taken instead if they put none: of the two sides, the
     one whose top switches reach the larger share of the hosts down
     (:func:`_below_tops`), then the one with more hosts.  ``apart`` ``(N,)``
     bool: the leaves kept at 0 that the others are not ranked from."""
-    rank, seeds = _hanging(n, src, dst, leaf)
+    rank, seeds = _hanging(n, src, dst, leaf, hosts)
     if not _within(rank, src, dst):
         return rank, leaf & ~seeds
     best: tuple[tuple[float, int], IntArray, BoolArray] | None = None
@@ -50,8 +52,8 @@ def _within(rank: IntArray, src: IntArray, dst: IntArray) -> bool:
     return bool(((rank[src] == rank[dst]) & (rank[src] >= 0)).any())
 
 
-def _hanging(n: int, src: IntArray, dst: IntArray,
-             leaf: BoolArray) -> tuple[IntArray, BoolArray]:
+def _hanging(n: int, src: IntArray, dst: IntArray, leaf: BoolArray,
+             hosts: IntArray) -> tuple[IntArray, BoolArray]:
     """:func:`switch_ranks` with the leaves hanging off upper switches alone,
     and the leaves it ranks from."""
     rank = bfs_distance(n, src, dst, leaf)
@@ -66,6 +68,8 @@ def _hanging(n: int, src: IntArray, dst: IntArray,
     np.logical_and.at(hanging, pairs[:, 0], n_leaves[pairs[:, 1]] == 1)
     if not hanging.any() or not (leaf & ~hanging).any():
         return rank, leaf
+    if hosts[leaf & hanging].sum() >= hosts[leaf & ~hanging].sum():
+        return rank, leaf  # (most hosts hang so: a director's line ASICs with one leaf each)
     other = bfs_distance(n, src, dst, leaf & ~hanging)
     lifted = np.zeros(n, dtype=bool)
     lifted[pairs[:, 1][hanging[pairs[:, 0]]]] = True
