@@ -74,6 +74,7 @@ Which pairs need a route: :func:`~smroute.fabric.roles.needed_pairs`
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -267,17 +268,21 @@ def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Pre
     """Where the chain left destinations no orientation serves (``out``),
     the engine's tables without its last optional pass (they only even
     loads), then without the last two, and so on, through the chain again:
-    the first that serves every one is kept (tables the same as the last
-    ones tried are not tried again: a pass that changed nothing)."""
+    the first that serves every one is kept (tables the same as ones tried
+    already, those with every pass included, are not tried again: a pass
+    that changed nothing)."""
     passes = eng.passes(prep)
     optional = [q.name for q in passes if q.optional]
-    last: np.ndarray | None = None
+    if not optional:
+        return out
+    tried = {_digest(pool.run(eng, prep, passes=passes))}
     for k in range(1, len(optional) + 1):
         dropped = optional[-k:]
         plain = pool.run(eng, prep, passes=[q for q in passes if q.name not in dropped])
-        if last is not None and np.array_equal(plain, last):
+        key = _digest(plain)
+        if key in tried:
             continue
-        last = plain.copy()
+        tried.add(key)
         again = modes.chain(fabric, roles, eng, prep, plain, mode, reason, max_vls, needed,
                             progress)
         if again.complete:
@@ -285,6 +290,11 @@ def _without_optional(fabric: Fabric, roles: FabricRoles, eng: Engine, prep: Pre
                 f"{again.reason}; routed without the pass {', '.join(dropped)}: with it, "
                 "some destinations no orientation served"))
     return out
+
+
+def _digest(table: np.ndarray) -> bytes:
+    """A table set's digest (which table sets the guard tried)."""
+    return hashlib.blake2b(np.ascontiguousarray(table).tobytes(), digest_size=16).digest()
 
 
 def validate_result(
