@@ -68,18 +68,13 @@ def merged(la: int, sa: int, lb: int, sb: int, hosts_a: int | list[int],
     """Cluster A (``la`` leaves under ``sa`` spines) and B (``lb`` under
     ``sb``), each spine of A cabled ``join`` times to each spine of B."""
     site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
-    spines = []
+    spines: list[list[int]] = []
     for c, n_leaves, n_spines, hosts, start in (("a", la, sa, hosts_a, 0),
                                                 ("b", lb, sb, hosts_b, la)):
         leaves = site.switches([f"MF0;{c}-leaf{i + 1:02d}:MQM/U1" for i in range(n_leaves)],
                                radix, QUANTUM)
         add_hosts(site, leaves, per_leaf(hosts, n_leaves), "std", start)
-        sp = site.switches([f"MF0;{c}-spine{j + 1:02d}:MQM/U1" for j in range(n_spines)],
-                           radix, QUANTUM)
-        for x in leaves:
-            for s in sp:
-                site.cable(x, s, cables)
-        spines.append(sp)
+        spines += pod_spines(site, [leaves], n_spines, cables, radix, QUANTUM, prefix=c)
     for a in spines[0]:
         for b in spines[1]:
             site.cable(a, b, join)
@@ -101,7 +96,7 @@ def merged_three_level(pods_a: list[int], pods_b: list[int], hosts: int, spines:
             add_hosts(site, leaves, per_leaf(hosts, n), "std", start)
             start += n
             groups.append(leaves)
-        spine_sets = pod_spines(site, groups, spines, 1, radix, QUANTUM)
+        spine_sets = pod_spines(site, groups, spines, 1, radix, QUANTUM, prefix=c)
         cores.append(core_tier(site, spine_sets, cores_per, 1, radix, QUANTUM, f"MQM-{c}"))
     for a in cores[0]:
         for b in cores[1]:

@@ -142,11 +142,12 @@ def two_level(leaves: int, hosts: int | list[int], spines: int, cables: int, *,
 
 
 def pod_spines(site: Site, groups: list[list[int]], spines: int, cables: int, radix: int,
-                device: int) -> list[list[int]]:
-    """Per pod, ``spines`` spines, each cabled to every leaf of the pod."""
+                device: int, prefix: str = "p") -> list[list[int]]:
+    """Per pod, ``spines`` spines, each cabled to every leaf of the pod
+    (named ``<prefix><pod>-spine<j>``)."""
     sps = []
     for g, lv in enumerate(groups):
-        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
+        sp = site.switches([f"MF0;{prefix}{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
                            radix, device)
         for leaf in lv:
             for s in sp:
