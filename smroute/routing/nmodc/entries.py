@@ -124,14 +124,15 @@ def up_skewed(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarr
     skewed_up(g, c, dest, ports, leaves, others)
     n_up = np.bincount(g.up_pairs()[0], minlength=g.n_switches)
     d = np.flatnonzero(~dest.is_switch & others[dest.target])
-    behind = g.behind()
     x, tg = dest.nid[d], dest.target[d]
+    behind: np.ndarray | None = None  # (built for the first leaf below the tops)
     digits: dict[bytes, tuple[np.ndarray, int] | None] = {}  # (per set of tops)
     for leaf in leaves.tolist():
         ks = g.groups_of(leaf, up=True)
         ups = g.grp_remote[ks]
         if len(ks) < 2 or n_up[ups].any() or not len(d):
             continue  # (not below the tops)
+        behind = g.behind() if behind is None else behind
         key = np.sort(ups).tobytes()
         if key not in digits:
             digits[key] = _tops_below(g, behind, n_up, ups, pi)
