@@ -27,6 +27,7 @@ from benchinfo import machine
 
 from smroute.fabric.export.writers import write_topology
 from smroute.fabric.generate.trees import pgft
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.processes import DaemonProcess
 from smroute.service.rpc.client import SmrouteClient
 
@@ -74,4 +75,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

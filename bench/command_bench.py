@@ -61,6 +61,8 @@ from benchinfo import (
     report,
 )
 
+from smroute.interrupts import sigterm_interrupts
+
 ROOT = Path(__file__).resolve().parents[1]
 TREE = "3;18,18,36;1,18,18;1,1,1"
 BIG = "3;32,32,40;1,32,32;1,1,1"
@@ -212,4 +214,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

@@ -41,6 +41,7 @@ from smroute.analysis.patterns import shifts
 from smroute.fabric.export.writers import write_topology
 from smroute.fabric.generate.trees import kary_ntree, pgft
 from smroute.fabric.model.arrays import Fabric
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.sidebyside import run_opensm_engines
 from smroute.lids.select import select_lids
 from smroute.routing.engine import route
@@ -251,4 +252,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

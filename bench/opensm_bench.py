@@ -26,6 +26,7 @@ from benchinfo import machine
 from smroute.fabric.generate.trees import pgft
 from smroute.fabric.roles import fabric_roles
 from smroute.fileio import atomic_write_text
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.harness import ChangeFigures, OpenSMChain
 
 SHAPES = {
@@ -112,4 +113,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

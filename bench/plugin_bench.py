@@ -63,6 +63,7 @@ from smroute.fabric.generate.trees import pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.roles import fabric_roles
 from smroute.fileio import atomic_write_text
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.harness import OpenSMChain, log_unix
 from smroute.lab.processes import DaemonProcess, OpenSMProcess
 from smroute.lab.sim import IbSim, dump_switch_routes
@@ -404,4 +405,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

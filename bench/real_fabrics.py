@@ -48,6 +48,7 @@ from smroute.fabric.ibnetdiscover.text import ParseWarning, read_text_lines
 from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import EndportRole, fabric_roles
 from smroute.fileio import atomic_write_text
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.sidebyside import ENGINES, SMROUTE_ENGINES, SideBySide, run_side_by_side
 from smroute.study.results import complete
 
@@ -290,4 +291,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

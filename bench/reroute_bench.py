@@ -46,6 +46,7 @@ from smroute.fabric.generate.trees import degrade, pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.fabric.roles import fabric_roles
+from smroute.interrupts import sigterm_interrupts
 from smroute.routing.api import DEFAULT
 from smroute.routing.engine import route
 from smroute.service.core import RoutingCore
@@ -249,4 +250,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

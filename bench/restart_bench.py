@@ -41,6 +41,7 @@ from smroute.fabric.export.writers import write_topology
 from smroute.fabric.generate.trees import pgft
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
+from smroute.interrupts import sigterm_interrupts
 from smroute.lab.processes import DaemonProcess
 from smroute.service.rpc.client import SmrouteClient, link_down, link_up, pb
 
@@ -194,4 +195,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

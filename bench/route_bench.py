@@ -52,6 +52,7 @@ from benchinfo import WarmRouter, alternate, checkouts, ftree_seconds, load, mac
 from smroute.errors import InputError
 from smroute.fabric.generate.shapes import with_aggregation_nodes
 from smroute.fabric.generate.trees import degrade, pgft
+from smroute.interrupts import sigterm_interrupts
 from smroute.routing.api import DEFAULT, names
 from smroute.routing.engine import route, validate_result
 from smroute.routing.pool import RoutePool
@@ -275,4 +276,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with sigterm_interrupts():
+        main()

@@ -27,7 +27,6 @@ import contextlib
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -37,6 +36,7 @@ from smroute.cli import exit_codes
 from smroute.cli.outputs import drop_stdout
 from smroute.cli.quiet import QuietStream, add_quiet_options
 from smroute.errors import SmrouteError
+from smroute.interrupts import Terminated, sigterm_interrupts
 from smroute.text import printable
 
 #: Each subcommand and the module under smroute.cli that registers it, in help order.
@@ -123,37 +123,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr = quiet.finish()
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command runs: it stops as on Ctrl-C, its
-    ``with`` blocks closing what it started (ibsim, OpenSM, workers)."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise _Terminated
-
-
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command (see :func:`main`); SIGTERM stops it as SIGINT
     does (``serve`` sets its own handlers: a graceful shutdown)."""
     try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # (not the main thread: its caller's handlers stay)
-        previous = _terminate
-    try:
-        try:
-            rc = int(args.func(args) or 0)
-        except SmrouteError as err:
-            print(f"smroute: error: {printable(str(err))}", file=sys.stderr)
-            rc = err.exit_code
-        except _Terminated:
-            print("smroute: terminated", file=sys.stderr)
-            rc = exit_codes.TERMINATED
-        except KeyboardInterrupt:
-            print("smroute: interrupted", file=sys.stderr)
-            rc = exit_codes.INTERRUPTED
-        finally:
-            if previous is not _terminate:
-                signal.signal(signal.SIGTERM, previous or signal.SIG_DFL)
+        with sigterm_interrupts():
+            try:
+                rc = int(args.func(args) or 0)
+            except SmrouteError as err:
+                print(f"smroute: error: {printable(str(err))}", file=sys.stderr)
+                rc = err.exit_code
+            except Terminated:
+                print("smroute: terminated", file=sys.stderr)
+                rc = exit_codes.TERMINATED
+            except KeyboardInterrupt:
+                print("smroute: interrupted", file=sys.stderr)
+                rc = exit_codes.INTERRUPTED
     except BrokenPipeError:
         _drop_output()
         return EXIT_BROKEN_PIPE
