@@ -10,16 +10,38 @@ import numpy as np
 
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["counted_cables", "most_common", "unequal_cables", "usual_cables"]
+__all__ = ["counted_cables", "most_common", "structural_shares", "unequal_cables",
+           "usual_cables"]
 
 
 def usual_cables(g: SwitchGraph) -> np.ndarray:
-    """``(R + 1, R + 1)`` int64, ``R`` the highest rank: ``[a + 1, b + 1]``
-    is the most common cable count of the port groups from a switch of rank
-    ``a`` to one of rank ``b`` (ties: the larger; 0: no such group)."""
+    """``(G,)`` int64: the usual cable count of each port group, the most
+    common count (ties: the larger) of the groups between the ranks of its
+    two switches, or the count of every group between its upper switch and
+    the switches of its lower switch's rank: a spine cabled twice to every
+    leaf beside spines cabled once counts two, and they one.  The latter
+    only where
+    every upper switch is cabled alike to each switch of that lower rank:
+    a cable lost or added anywhere there counts every group of the rank as
+    the ranks usually do (the shares of every leaf then stay as they were,
+    no leaf sending a destination more than its leaf's cables down from a
+    spine can take).
+    A group between two switches of one rank takes its own switch as the
+    upper one."""
     top = int(g.rank.max(initial=-1)) + 2
-    pair = (g.rank[g.grp_switch] + 1) * top + g.rank[g.grp_remote] + 1
-    return most_common(pair, g.grp_port_count.astype(np.int64), top * top).reshape(top, top)
+    cnt = g.grp_port_count.astype(np.int64)
+    rs, rr = g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1
+    ranks = most_common(rs * top + rr, cnt, top * top)[rs * top + rr]
+    up = rr > rs
+    upper = np.where(up, g.grp_remote, g.grp_switch).astype(np.int64)
+    key = upper * top + np.where(up, rs, rr)
+    n_keys = len(g.rank) * top  # (a kernel's graph has no switch nodes)
+    at_upper = most_common(key, cnt, n_keys)[key]
+    # the upper switches' counts only where each is cabled alike to every
+    # switch of the lower rank
+    lower = np.where(up, rs, rr)
+    odd = np.bincount(lower, weights=cnt != at_upper, minlength=top) > 0
+    return np.where(odd[lower], ranks, at_upper)
 
 
 def most_common(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
@@ -52,8 +74,7 @@ def counted_cables(g: SwitchGraph) -> np.ndarray:
     cnt = g.grp_port_count.astype(np.int64)
     if cnt.max(initial=0) <= 1:  # no parallel cables
         return cnt
-    usual = usual_cables(g)
-    return np.minimum(cnt, usual[g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1])
+    return np.minimum(cnt, usual_cables(g))
 
 
 def unequal_cables(g: SwitchGraph, groups: np.ndarray,
@@ -72,3 +93,16 @@ def unequal_cables(g: SwitchGraph, groups: np.ndarray,
     np.maximum.at(hi, sw, cnt)
     np.minimum.at(lo, sw, cnt)
     return lo < hi
+
+
+def structural_shares(g: SwitchGraph) -> np.ndarray:
+    """``(S,)`` bool: the switches whose up groups (every group not going
+    down) keep their usual cable counts (:func:`usual_cables`) and count
+    unequal cables: a leaf cabled twice to some spines and once to others.
+    Their shares by capacity give each cable its own table entries
+    (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`), which
+    the even up cables keep."""
+    not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
+    short = not_down & (g.grp_port_count < usual_cables(g))
+    lost = np.bincount(g.grp_switch[short], minlength=len(g.rank)) > 0
+    return unequal_cables(g, not_down) & ~lost

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.routing.dmodc import Destinations
+from smroute.routing.nmodc.cables import structural_shares
 from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
@@ -75,8 +76,12 @@ def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     :func:`~smroute.routing.nmodc.slot_tables.may_share` holds for the L2
     switches), and that is the paper's table; no leaf of a
     complete PGFT shares.  Up: every group not going down (as the shares by
-    capacity count them)."""
-    switches = np.flatnonzero(share & (g.rank == 0))
+    capacity count them).  The leaves of structural shares
+    (:func:`~smroute.routing.nmodc.cables.structural_shares`) keep the
+    kernel's cables: their tables give each cable its own entries, in
+    turn, and a deal in NID order that skips the leaf's own NIDs would
+    break that turn after them."""
+    switches = np.flatnonzero(share & (g.rank == 0) & ~structural_shares(g))
     if not len(switches):
         return ports
     eps = np.flatnonzero(~dest.is_switch)

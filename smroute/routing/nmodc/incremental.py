@@ -5,9 +5,9 @@ siblings lost or regained their last link to an up-neighbour) is recomputed
 in full, and so is every switch with a changed entry whose cables may be
 shared out by capacity, before or after
 (:func:`smroute.routing.nmodc.slot_tables.sharing`: those shares read the
-switch's whole row); every such switch where the usual cable counts of some
-ranks changed (:func:`~smroute.routing.nmodc.cables.usual_cables`: the
-shares count no cable above them).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
+switch's whole row); every such switch where the usual cable count of some
+group changed (:func:`~smroute.routing.nmodc.cables.usual_cables`: the
+shares count no cable above it).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
@@ -98,12 +98,16 @@ class _Plan:
     apart: np.ndarray
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two :func:`~smroute.routing.nmodc.cables.usual_cables`
-    tables agree (0 beyond the smaller one)."""
-    n = max(len(a), len(b))
-    pad = [np.pad(x, (0, n - len(x))) for x in (a, b)]
-    return bool(np.array_equal(pad[0], pad[1]))
+def _usual_changed(a: SwitchGraph, b: SwitchGraph) -> bool:
+    """Whether a cable group of both graphs (the same two switches, by
+    GUID) has another :func:`~smroute.routing.nmodc.cables.usual_cables`
+    count in each."""
+    def keyed(g: SwitchGraph) -> tuple[np.ndarray, np.ndarray]:
+        pair = np.stack([g.sw_guid[g.grp_switch], g.sw_guid[g.grp_remote]], axis=1)
+        return np.ascontiguousarray(pair).view(np.dtype((np.void, 16))).ravel(), usual_cables(g)
+    (ka, ua), (kb, ub) = keyed(a), keyed(b)
+    _, ia, ib = np.intersect1d(ka, kb, return_indices=True)
+    return bool((ua[ia] != ub[ib]).any())
 
 
 class NmodcIncremental(IncrementalHook):
@@ -126,7 +130,7 @@ class NmodcIncremental(IncrementalHook):
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
         whole |= share & region.near
-        if not _same(usual_cables(prev.graph), usual_cables(g)):
+        if _usual_changed(prev.graph, g):
             whole |= share  # the shares count other cables everywhere
         rows = np.union1d(rows, np.flatnonzero(whole))
         # the descent's switches, before and after, in full (it reads every

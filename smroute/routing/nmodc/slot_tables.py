@@ -161,7 +161,8 @@ def slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int,
 def capacity_tables(
     tables: tuple[np.ndarray, np.ndarray, np.ndarray], pat_of: np.ndarray, n_closer: np.ndarray,
     up: np.ndarray, n_up: np.ndarray, count: np.ndarray, below: np.ndarray, cols: np.ndarray,
-    cables: np.ndarray, resolution: int = 4, parallel_resolution: int = 10,
+    cables: np.ndarray, complete: np.ndarray | None = None, resolution: int = 4,
+    parallel_resolution: int = 10,
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Shares by capacity for the destinations free to take any up group.
 
@@ -267,6 +268,16 @@ def capacity_tables(
     order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
     bump = np.arange(kmax)[None, :] < rest[:, None]
     got[np.nonzero(bump)[0], order[bump]] += 1
+    # shares in proportion to the cables: one entry per cable, spread
+    total = cab[gain].sum(axis=1)
+    whole = par & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
+    if complete is not None:
+        whole &= np.where(inside, complete[sw[:, None], pos[gain]], True).all(axis=1)
+    else:
+        whole[:] = False
+    par &= ~whole
+    new_len = np.where(whole, total.astype(np.int64), new_len)
+    got = np.where(whole[:, None], cab[gain].astype(np.int64), got)
     # spread: the j-th of a group's c entries at (j + 1/2) / c through the table
     c_row, c_grp, cj = _ragged(n, kmax, got.ravel())
     spread = c_grp[np.lexsort((c_grp, (cj + 0.5) / got.ravel()[c_row * kmax + c_grp], c_row))]
@@ -278,7 +289,7 @@ def capacity_tables(
     first = np.cumsum(new_len) - new_len
     e_row = np.repeat(np.arange(n), new_len)
     e_grp = (np.arange(len(e_row)) - first[e_row]) % k[e_row]
-    give, take = (np.where(inside, np.maximum(a, 0), 0).ravel()
+    give, take = (np.where(inside & par[:, None], np.maximum(a, 0), 0).ravel()
                   for a in (rep[:, None] - got, got - rep[:, None]))
     g_row, g_grp, q = _ragged(n, kmax, give)
     g_pos = ((2 * q + 1) * rep[g_row]) // (2 * give[g_row * kmax + g_grp]) * k[g_row] + g_grp

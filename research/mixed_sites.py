@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Production shapes with two kinds of leaf or pod in one tree, which
+neither the catalogue nor the sweep has:
+
+* ``taper``: a leaf/spine whose CPU leaves are tapered (cabled to the
+  first half of the spines only) beside GPU leaves cabled to every spine,
+  as a site that runs a non-blocking GPU partition and a 2:1 CPU
+  partition on the same spines;
+* ``dirmix``: one director with compute hosts on some of its line ASICs
+  and edge leaves cabled to the others (a director-only cluster grown
+  with edge switches);
+* ``podspines``: a three-level tree whose pods have different numbers of
+  spines (an older pod of 4 spines, newer ones of 8), each spine cabled to
+  the cores of its share of the core indices;
+* ``unequal``: leaves cabled to two directors with different cable counts
+  (a second director added later with fewer cables);
+* ``mixspine``: a leaf/spine grown with bigger spines, leaves cabled once
+  to each old spine and two or three times to each new one.
+
+Each at three sizes, complete and with cables cut, aggregation nodes on
+every switch, written as ibnetdiscover text into ``DIR``:
+
+    .venv/bin/python research/mixed_sites.py DIR
+    .venv/bin/python bench/real_fabrics.py --catalogue --no-shapes --real DIR \\
+        --engines smroute smroute-vls ftree updn dnup minhop dfsssp sssp nue
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for p in (HERE.parent, HERE):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from unseen_sweep import (  # noqa: E402
+    CONNECTX6,
+    KINDS,
+    QUANTUM,
+    SPEED,
+    SWITCHIB,
+    Plan,
+    add_hosts,
+    build,
+    per_leaf,
+)
+
+from smroute.fabric.export.writers import write_topology  # noqa: E402
+from smroute.fabric.generate.sitegen import Site  # noqa: E402
+
+
+def taper(cpu: int, gpu: int, spines: int, cpu_hosts: int, gpu_hosts: int,
+          cables: int = 1, radix: int = 40) -> Plan:
+    """``cpu`` leaves cabled ``cables`` times to the first half of the
+    spines, ``gpu`` leaves to every spine."""
+    site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
+    cl = site.switches([f"MF0;cpu-leaf{i + 1:02d}:MQM/U1" for i in range(cpu)], radix, QUANTUM)
+    gl = site.switches([f"MF0;gpu-leaf{i + 1:02d}:MQM/U1" for i in range(gpu)], radix, QUANTUM)
+    add_hosts(site, cl, per_leaf(cpu_hosts, cpu), "std")
+    add_hosts(site, gl, per_leaf(gpu_hosts, gpu), "std", cpu)
+    sp = site.switches([f"MF0;spine{j + 1:02d}:MQM/U1" for j in range(spines)], radix, QUANTUM)
+    for leaf in cl:
+        for s in sp[:spines // 2]:
+            site.cable(leaf, s, cables)
+    for leaf in gl:
+        for s in sp:
+            site.cable(leaf, s, cables)
+    return Plan(site, [])
+
+
+def dirmix(kind: str, host_asics: int, per_asic: int, leaves: int, leaf_hosts: int,
+           cables: int) -> Plan:
+    """One director: ``per_asic`` hosts on each of its first ``host_asics``
+    line ASICs; ``leaves`` edge leaves with ``cables`` single cables each,
+    dealt round the other line ASICs."""
+    model, line, spine, radix, dev = KINDS[kind]
+    site = Site(speed=SPEED[dev], host_device=CONNECTX6)
+    d = site.director("core1", model, line_asics=line, spine_asics=spine, radix=radix, device=dev)
+    add_hosts(site, d.line[:host_asics], per_leaf(per_asic, host_asics), "std")
+    lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], radix, dev)
+    add_hosts(site, lv, per_leaf(leaf_hosts, leaves), "std", host_asics)
+    free = d.line[host_asics:]
+    k = 0
+    for leaf in lv:
+        for _ in range(cables):
+            site.cable(leaf, free[k % len(free)])
+            k += 1
+    return Plan(site, [])
+
+
+def podspines(pods: list[tuple[int, int]], hosts: int, cores: int, radix: int = 40) -> Plan:
+    """Pods of (leaves, spines): every leaf has 8 up cables, spread over its
+    pod's spines; spine ``j`` of a pod of ``s`` spines cabled to the cores
+    ``j * cores / s`` up to ``(j + 1) * cores / s``, as many cables up as
+    down."""
+    site = Site(speed=SPEED[SWITCHIB], host_device=CONNECTX6)
+    cr = site.switches([f"MF0;core{j + 1:02d}:MSB/U1" for j in range(cores)], radix, SWITCHIB)
+    start = 0
+    for g, (n, s) in enumerate(pods):
+        lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MSB/U1" for i in range(n)],
+                           radix, SWITCHIB)
+        add_hosts(site, lv, per_leaf(hosts, n), "std", start)
+        start += n
+        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MSB/U1" for j in range(s)],
+                           radix, SWITCHIB)
+        for leaf in lv:
+            for x in sp:
+                site.cable(leaf, x, max(1, 8 // s))
+        per = cores // s
+        for j, x in enumerate(sp):
+            for c in cr[j * per:(j + 1) * per]:
+                site.cable(x, c, n * max(1, 8 // s) // per)
+    return Plan(site, [])
+
+
+def unequal(leaves: int, hosts: int, kinds: list[str], cables: list[int]) -> Plan:
+    """Leaves cabled ``cables[k]`` times to director ``k`` (a second
+    director added later with fewer cables)."""
+    _, _, _, radix, dev = KINDS[kinds[0]]
+    site = Site(speed=SPEED[dev], host_device=CONNECTX6)
+    lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], radix, dev)
+    add_hosts(site, lv, per_leaf(hosts, leaves), "std")
+    dirs = [site.director(f"core{k + 1}", KINDS[kd][0], line_asics=KINDS[kd][1],
+                          spine_asics=KINDS[kd][2], radix=KINDS[kd][3], device=KINDS[kd][4])
+            for k, kd in enumerate(kinds)]
+    for leaf in lv:
+        for d, c in zip(dirs, cables, strict=True):
+            site.cable_director(leaf, d, c)
+    return Plan(site, [])
+
+
+def mixspine(leaves: int, hosts: int, old: int, new: int, new_cables: int) -> Plan:
+    """Leaf/spine grown with bigger spines: one cable from each leaf to
+    each of ``old`` 40-port spines, ``new_cables`` to each of ``new``
+    64-port ones."""
+    site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
+    lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], 40, QUANTUM)
+    add_hosts(site, lv, per_leaf(hosts, leaves), "std")
+    sp = site.switches([f"MF0;spine{j + 1:02d}:MQM/U1" for j in range(old)], 40, QUANTUM)
+    sp2 = site.switches([f"MF0;nspine{j + 1:02d}:MQM9700/U1" for j in range(new)], 64, QUANTUM)
+    for leaf in lv:
+        for s in sp:
+            site.cable(leaf, s)
+        for s in sp2:
+            site.cable(leaf, s, new_cables)
+    return Plan(site, [])
+
+
+def plans() -> list[tuple[str, Plan]]:
+    return [
+        ("taper-8c8g-s8", taper(8, 8, 8, 18, 8)),
+        ("taper-12c6g-s10", taper(12, 6, 10, 20, 10)),
+        ("taper-16c16g-s16", taper(16, 16, 16, 24, 16)),
+        ("dirmix-cs7510-10a-8l", dirmix("cs7510", 10, 18, 8, 18, 8)),
+        ("dirmix-cs7500-20a-24l", dirmix("cs7500", 20, 18, 24, 18, 12)),
+        ("dirmix-cs8500-16a-20l", dirmix("cs8500", 16, 20, 20, 20, 16)),
+        ("podspines-8x4_8x8_8x8-c8", podspines([(8, 4), (8, 8), (8, 8)], 16, 8)),
+        ("podspines-6x4_10x8-c8", podspines([(6, 4), (10, 8)], 16, 8)),
+        ("podspines-8x4_8x4_12x8_12x8-c8", podspines([(8, 4), (8, 4), (12, 8), (12, 8)], 16, 8)),
+        ("unequal-2xcs7510-16l-6c3", unequal(16, 18, ["cs7510", "cs7510"], [6, 3])),
+        ("unequal-2xcs7500-32l-12c6", unequal(32, 18, ["cs7500", "cs7500"], [12, 6])),
+        ("unequal-cs8500-cs7510-24l-10c5", unequal(24, 20, ["cs8500", "cs7510"], [10, 5])),
+        ("mixspine-12l-4o-2n2", mixspine(12, 16, 4, 2, 2)),
+        ("mixspine-20l-6o-3n2", mixspine(20, 18, 6, 3, 2)),
+        ("mixspine-21l-4o-4n3", mixspine(21, 20, 4, 4, 3)),
+    ]
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for name, plan in plans():
+        for cut in (0, 4):
+            write_topology(build(plan, seed=5, links=cut), out / f"{name}-cut{cut}.topo")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Leaves cabled once to some spines and twice to others (a leaf/spine
+grown with bigger spines): the usual cable counts per upper switch
+(smroute/routing/nmodc/cables.py), the shares by capacity with one table
+entry per cable (slot_tables.capacity_tables) kept by the even up cables
+(even_cables.deal_up_cables), every up cable of a leaf loaded alike, the
+topological shifts exact, damage still counted as lost cables, and an
+incremental reroute equal to a full route."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from smroute.analysis import patterns as P
+from smroute.analysis.congestion import evaluate
+from smroute.analysis.paths import pair_paths, routing_view
+from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, Site
+from smroute.fabric.generate.trees import degrade
+from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
+from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.nmodc import cables, even_cables
+from smroute.routing.reroute import reroute
+from smroute.routing.topology import switch_graph
+
+LEAVES, HOSTS, OLD, NEW = 12, 16, 4, 2
+
+
+@functools.cache
+def site(leaves: int = LEAVES, hosts: int = HOSTS) -> Fabric:
+    """``leaves`` leaves of ``hosts`` hosts, one cable to each of 4 spines
+    and two to each of 2 bigger ones: 8 up cables a leaf."""
+    s = Site(speed="HDR", host_device=CONNECTX6)
+    lv = s.switches([f"MF0;leaf{i + 1:02d}:MQM/U1" for i in range(leaves)], 40, QUANTUM)
+    for i, leaf in enumerate(lv):
+        for k in range(hosts):
+            s.host(leaf, f"cn-{i + 1:02d}-{k + 1:02d} mlx5_0")
+    old = s.switches([f"MF0;spine{j + 1}:MQM/U1" for j in range(OLD)], 40, QUANTUM)
+    new = s.switches([f"MF0;nspine{j + 1}:MQM9700/U1" for j in range(NEW)], 64, QUANTUM)
+    for leaf in lv:
+        for sp in old:
+            s.cable(leaf, sp)
+        for sp in new:
+            s.cable(leaf, sp, 2)
+    return s.build(np.random.default_rng(3))
+
+
+def routed(structural: bool = True, f: Fabric | None = None) -> RoutingResult:
+    """``f`` (default the site) routed; ``structural`` False: with the usual
+    counts of the ranks alone (the twice-cabled spines counted once)."""
+    f = site() if f is None else f
+    if structural:
+        return route(f, workers=1)
+    mp = pytest.MonkeyPatch()
+
+    def by_ranks(g):  # type: ignore[no-untyped-def]
+        top = int(g.rank.max(initial=-1)) + 2
+        rs, rr = g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1
+        cnt = g.grp_port_count.astype(np.int64)
+        return cables.most_common(rs * top + rr, cnt, top * top)[rs * top + rr]
+
+    for mod in ("smroute.routing.nmodc.cables", "smroute.routing.nmodc.nominal",
+                "smroute.routing.nmodc.incremental"):
+        mp.setattr(f"{mod}.usual_cables", by_ranks)
+    try:
+        return route(f, workers=1)
+    finally:
+        mp.undo()
+
+
+def cables_to(f: Fabric, spine: str) -> list[int]:
+    """The cables (link ids) between a leaf and ``spine``, by leaf."""
+    a, b = f.port_node[f.link_a], f.port_node[f.link_b]
+    return [k for k in range(len(a)) if spine in (f.node_desc[int(a[k])], f.node_desc[int(b[k])])]
+
+
+def destinations_per_up_cable(r: RoutingResult) -> list[list[int]]:
+    """Per leaf, how many host destinations on other leaves each of its up
+    cables carries."""
+    f, t = site(), r.tables
+    hosts = np.flatnonzero(f.node_type == NodeType.CA)
+    lids = f.port_lid[f.port_start[hosts] + 1].astype(np.int64)
+    out = []
+    for i, desc in enumerate(t.switch_desc):
+        if "leaf" not in desc:
+            continue
+        ports = t.ports[i, lids].astype(np.int64)
+        up = ports > HOSTS
+        out.append(np.bincount(ports[up], minlength=HOSTS + 9)[HOSTS + 1:HOSTS + 9].tolist())
+    return out
+
+
+def test_a_spine_cabled_twice_to_every_leaf_counts_two() -> None:
+    g = switch_graph(site())
+    usual = cables.usual_cables(g)
+    up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
+    assert sorted(set(zip(g.grp_port_count[up].tolist(), usual[up].tolist(),
+                          strict=True))) == [(1, 1), (2, 2)]
+    assert cables.structural_shares(g)[g.leaves].all()
+
+
+def test_a_cable_lost_counts_every_group_by_the_ranks() -> None:
+    """One cable cut between a leaf and a twice-cabled spine: the spines
+    are no longer cabled alike to every leaf, so every group counts the
+    ranks' usual one, no leaf shares structurally, and the tables are those
+    of the ranks' counts alone."""
+    f = site()
+    cut = f.with_removed(links=np.array(cables_to(f, "MF0;nspine1:MQM9700/U1")[:1]))
+    g = switch_graph(cut)
+    assert set(cables.usual_cables(g).tolist()) == {1}
+    assert not cables.structural_shares(g).any()
+    assert np.array_equal(route(cut, workers=1).tables.ports,
+                          routed(False, cut).tables.ports)
+
+
+def test_every_up_cable_of_a_leaf_carries_the_same_destinations() -> None:
+    """176 destinations over 8 cables: 22 each; counted by the ranks'
+    usual count (every spine one share), the single cables carry 29-30
+    and the double ones 14-15."""
+    for leaf in destinations_per_up_cable(routed(True)):
+        assert set(leaf) == {22}, leaf
+    before = destinations_per_up_cable(routed(False))
+    assert max(max(x) for x in before) >= 29
+
+
+@pytest.mark.parametrize("structural", [True, False])
+def test_routes_are_valid(structural: bool) -> None:
+    assert validate_result(routed(structural)).ok
+
+
+def shift_risk(f: Fabric, r: RoutingResult) -> int:
+    """The shift permutations' largest link load, hosts in cabling order
+    (the topological order)."""
+    view = routing_view(f, r.tables)
+    hosts = np.argsort(view.ep_node)
+    return int(evaluate(view, pair_paths(view), P.cps("shift", len(hosts)), hosts).risk_max)
+
+
+def test_the_topological_shifts_load_a_cable_twice_at_most() -> None:
+    """16 hosts over 8 up cables: every shift in topological order loads a
+    cable twice at most."""
+    assert shift_risk(site(), routed(True)) == 2
+
+
+def test_the_deal_keeps_the_cables_of_the_tables_own_entries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The even up cables pass over the leaves of structural shares: their
+    tables are the kernel's, which give each cable its own table entries.
+    With 20 hosts a leaf, dealt again in NID order (skipping the leaf's
+    own NIDs) some shift loads a cable 4 times, where 3 is the least
+    (20 over 8)."""
+    r = routed(True)
+    share = np.ones(r.graph.n_switches, dtype=bool)
+    again = even_cables.deal_up_cables(r.graph, r.dest, r.tables.ports.copy(), share)
+    assert np.array_equal(again, r.tables.ports)
+    f = site(16, 20)
+    assert shift_risk(f, route(f, workers=1)) == 3
+    monkeypatch.setattr(even_cables, "structural_shares",
+                        lambda g: np.zeros(len(g.rank), dtype=bool))
+    assert shift_risk(f, route(f, workers=1)) == 4
+
+
+def test_an_incremental_reroute_equals_a_full_route() -> None:
+    f = site()
+    prev = route(f, workers=1)
+    sw = f.node_type == NodeType.SWITCH
+    inter = np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
+    incremental = 0
+    for k in range(0, len(inter), 5):
+        f2 = f.with_removed(links=inter[k:k + 1])
+        got = reroute(prev, f2, lmc=None)
+        full = route(f2, workers=1)
+        assert validate_result(full).ok, k
+        if got.incremental:
+            incremental += 1
+            assert np.array_equal(got.result.tables.ports, full.tables.ports), k
+    assert incremental >= 1
+
+
+def test_a_damaged_site_routes_valid() -> None:
+    f, _ = degrade(site(), np.random.default_rng(5), links=6)
+    assert validate_result(route(f, workers=1)).ok
