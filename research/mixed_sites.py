@@ -17,8 +17,9 @@ neither the catalogue nor the sweep has:
 * ``mixspine``: a leaf/spine grown with bigger spines, leaves cabled once
   to each old spine and two or three times to each new one.
 
-Each at three sizes, complete and with cables cut, aggregation nodes on
-every switch, written as ibnetdiscover text into ``DIR``:
+Each at three sizes, complete and with 4 cables cut (``mixspine`` at 8
+sizes, complete and with 2, 6 and 12 cut), aggregation nodes on every
+switch, written as ibnetdiscover text into ``DIR``:
 
     .venv/bin/python research/mixed_sites.py DIR
     .venv/bin/python bench/real_fabrics.py --catalogue --no-shapes --real DIR \\
@@ -148,6 +149,13 @@ def mixspine(leaves: int, hosts: int, old: int, new: int, new_cables: int) -> Pl
     return Plan(site, [])
 
 
+#: mixspine sizes: (leaves, hosts a leaf, old spines, new spines, cables to a new one)
+MIXSPINE = [(12, 16, 4, 2, 2), (16, 18, 6, 2, 2), (20, 16, 4, 4, 2), (24, 18, 6, 3, 2),
+            (18, 20, 4, 4, 3), (10, 12, 2, 2, 2), (14, 20, 8, 2, 2), (28, 16, 4, 2, 2)]
+#: mixspine damage: (cables cut, seed)
+MIXSPINE_CUTS = [(0, 21), (2, 11), (6, 12), (12, 13)]
+
+
 def plans() -> list[tuple[str, Plan]]:
     return [
         ("taper-8c8g-s8", taper(8, 8, 8, 18, 8)),
@@ -162,9 +170,6 @@ def plans() -> list[tuple[str, Plan]]:
         ("unequal-2xcs7510-16l-6c3", unequal(16, 18, ["cs7510", "cs7510"], [6, 3])),
         ("unequal-2xcs7500-32l-12c6", unequal(32, 18, ["cs7500", "cs7500"], [12, 6])),
         ("unequal-cs8500-cs7510-24l-10c5", unequal(24, 20, ["cs8500", "cs7510"], [10, 5])),
-        ("mixspine-12l-4o-2n2", mixspine(12, 16, 4, 2, 2)),
-        ("mixspine-20l-6o-3n2", mixspine(20, 18, 6, 3, 2)),
-        ("mixspine-21l-4o-4n3", mixspine(21, 20, 4, 4, 3)),
     ]
 
 
@@ -177,6 +182,11 @@ def main() -> int:
     for name, plan in plans():
         for cut in (0, 4):
             write_topology(build(plan, seed=5, links=cut), out / f"{name}-cut{cut}.topo")
+    for leaves, hosts, old, new, c in MIXSPINE:
+        plan = mixspine(leaves, hosts, old, new, c)
+        for cut, seed in MIXSPINE_CUTS:
+            write_topology(build(plan, seed=seed, links=cut),
+                           out / f"mixspine-{leaves}l-{hosts}h-{old}o-{new}n{c}-cut{cut}.topo")
     return 0
 
 

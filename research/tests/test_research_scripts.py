@@ -484,3 +484,23 @@ def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
     assert len(names) == 6 and all(";b-leaf" in n for n in names)
     assert r.mode.startswith("tree") and validate_result(r).ok
     assert check_credit_loops(f, r.tables).ok
+
+
+def test_mixed_sites_writes_each_site_and_the_grown_spines_share_by_cables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """56 sites written as captures that read back; on the complete leaf/spine
+    grown with twice-cabled spines every leaf shares by its cables, and
+    the default routes it whole on one VL, free of credit loops."""
+    ms = load_script("mixed_sites")
+    monkeypatch.setattr(sys, "argv", ["mixed_sites.py", str(tmp_path)])
+    assert ms.main() == 0
+    files = sorted(tmp_path.glob("*.topo"))
+    assert len(files) == 2 * len(ms.plans()) + len(ms.MIXSPINE) * len(ms.MIXSPINE_CUTS) == 56
+    from smroute.fabric.ibnetdiscover.parse import read_fabric
+    from smroute.routing.nmodc.cables import structural_shares
+
+    f = read_fabric(tmp_path / "mixspine-12l-16h-4o-2n2-cut0.topo")
+    r = route(f, workers=1)
+    assert structural_shares(r.graph)[r.graph.leaves].all()
+    assert r.mode.startswith("tree") and validate_result(r).ok
+    assert check_credit_loops(f, r.tables).ok
