@@ -6,12 +6,19 @@ on arrays."""
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import numpy as np
 
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["counted_cables", "most_common", "structural_shares", "unequal_cables",
            "usual_cables"]
+
+
+#: :func:`usual_cables` per graph (a frozen graph's: the kernel's blocks
+#: read it once per worker)
+_USUAL: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
 
 
 def usual_cables(g: SwitchGraph) -> np.ndarray:
@@ -28,8 +35,12 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     spine can take).
     A group between two switches of one rank takes its own switch as the
     upper one."""
-    top = int(g.rank.max(initial=-1)) + 2
+    if g in _USUAL:
+        return _USUAL[g]
     cnt = g.grp_port_count.astype(np.int64)
+    if cnt.max(initial=0) <= 1:  # no parallel cables: one each
+        return cnt
+    top = int(g.rank.max(initial=-1)) + 2
     rs, rr = g.rank[g.grp_switch] + 1, g.rank[g.grp_remote] + 1
     ranks = most_common(rs * top + rr, cnt, top * top)[rs * top + rr]
     up = rr > rs
@@ -41,7 +52,10 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     # switch of the lower rank
     lower = np.where(up, rs, rr)
     odd = np.bincount(lower, weights=cnt != at_upper, minlength=top) > 0
-    return np.where(odd[lower], ranks, at_upper)
+    usual = np.where(odd[lower], ranks, at_upper)
+    usual.flags.writeable = False
+    _USUAL[g] = usual
+    return usual
 
 
 def most_common(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
@@ -102,6 +116,8 @@ def structural_shares(g: SwitchGraph) -> np.ndarray:
     Their shares by capacity give each cable its own table entries
     (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`), which
     the even up cables keep."""
+    if g.grp_port_count.max(initial=0) <= 1:  # (no parallel cables: none)
+        return np.zeros(len(g.rank), dtype=bool)
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     short = not_down & (g.grp_port_count < usual_cables(g))
     lost = np.bincount(g.grp_switch[short], minlength=len(g.rank)) > 0

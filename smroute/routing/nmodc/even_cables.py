@@ -81,7 +81,9 @@ def deal_up_cables(g: SwitchGraph, dest: Destinations, ports: np.ndarray,
     kernel's cables: their tables give each cable its own entries, in
     turn, and a deal in NID order that skips the leaf's own NIDs would
     break that turn after them."""
-    switches = np.flatnonzero(share & (g.rank == 0) & ~structural_shares(g))
+    switches = np.flatnonzero(share & (g.rank == 0))
+    if len(switches):
+        switches = switches[~structural_shares(g)[switches]]
     if not len(switches):
         return ports
     eps = np.flatnonzero(~dest.is_switch)

@@ -450,10 +450,11 @@ def _route_remote(
     length, start, val = tables
     if np.any(share):
         counted = counted_cables(g) if cables is None else cables
-        complete = g.grp_port_count >= usual_cables(g)
+        # (one entry per cable only where some group counts parallel cables)
+        complete = (g.grp_port_count >= usual_cables(g))[gidx] if counted.max() > 1 else None
         (length, start, val), pat_of = capacity_tables(
             tables, pat_of, pbits.sum(axis=1), up_bu.T & share, ((~down_k) & valid).sum(axis=1),
-            per_target, per_target @ down_bu, cols, counted[gidx], complete[gidx])
+            per_target, per_target @ down_bu, cols, counted[gidx], complete)
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     # a down-going route with several closer groups takes C[t mod #C]
