@@ -27,14 +27,12 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     two switches, or the count of every group between its upper switch and
     the switches of its lower switch's rank: a spine cabled twice to every
     leaf beside spines cabled once counts two, and they one.  The latter
-    only where
-    every upper switch is cabled alike to each switch of that lower rank:
-    a cable lost or added anywhere there counts every group of the rank as
-    the ranks usually do (the shares of every leaf then stay as they were,
-    no leaf sending a destination more than its leaf's cables down from a
-    spine can take).
-    A group between two switches of one rank takes its own switch as the
-    upper one."""
+    only where every upper switch is cabled alike to each switch of that
+    lower rank: a cable lost or added anywhere there counts every group of
+    the rank as the ranks usually do (the shares of every leaf then stay as
+    they were, no leaf sending a destination more than its leaf's cables
+    down from a spine can take).  A group between two switches of one rank
+    takes its own switch as the upper one."""
     if g in _USUAL:
         return _USUAL[g]
     cnt = g.grp_port_count.astype(np.int64)

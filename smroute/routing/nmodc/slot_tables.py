@@ -174,7 +174,8 @@ def capacity_tables(
     each switch (the sources that can send up through it); ``cols`` ``(B, C)``
     the group position of each table value per switch; ``cables`` ``(B,
     gmax + 1)`` cables per group position, as the shares count them
-    (:func:`counted_cables`).
+    (:func:`counted_cables`); ``complete`` ``(B, gmax + 1)`` bool the groups
+    at their usual count (:func:`~smroute.routing.nmodc.cables.usual_cables`).
 
     A switch's other up-going destinations (fewer closer groups: targets
     some up groups do not reach) load its groups unevenly, and its groups
@@ -186,7 +187,12 @@ def capacity_tables(
     ``parallel_resolution * #groups`` entries: Dmodc's table that many
     times over with the fewest entries moved from the groups above their
     share to those below it, so that as few destinations as the shares need
-    leave their nominal group.
+    leave their nominal group.  Where the shares round to the cables
+    themselves and every group is at its usual count (a leaf cabled twice
+    to some spines and once to others,
+    :func:`~smroute.routing.nmodc.cables.structural_shares`), one entry per
+    cable, spread: every cable carries the same destinations, and
+    consecutive NIDs take the cables in turn.
     ``parallel_resolution`` 10 is tuned on Loginoff's capture (a leaf with 4
     cables to one spine, 3 to the other): 8 to 10 and 15 to 32 reach A2A 18,
     of those 9, 10 and 20 keep the topological shifts' HSD at or below
@@ -268,13 +274,13 @@ def capacity_tables(
     order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
     bump = np.arange(kmax)[None, :] < rest[:, None]
     got[np.nonzero(bump)[0], order[bump]] += 1
-    # shares in proportion to the cables: one entry per cable, spread
+    # shares that round to the cables, every group at its usual count: one
+    # entry per cable, spread
     total = cab[gain].sum(axis=1)
-    whole = par & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
+    whole = np.zeros(n, dtype=bool)
     if complete is not None:
-        whole &= np.where(inside, complete[sw[:, None], pos[gain]], True).all(axis=1)
-    else:
-        whole[:] = False
+        whole = (par & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
+                 & np.where(inside, complete[sw[:, None], pos[gain]], True).all(axis=1))
     par &= ~whole
     new_len = np.where(whole, total.astype(np.int64), new_len)
     got = np.where(whole[:, None], cab[gain].astype(np.int64), got)
