@@ -390,3 +390,52 @@ def test_the_last_optional_pass_goes_first() -> None:
     v = route(f, workers=1, max_vls=4)
     assert "without the pass" not in v.mode_reason
     assert validate_result(v).ok and check_credit_loops(f, v.tables, v.lanes).ok
+
+
+def two_directors_unequally() -> Fabric:
+    """24 leaves of 20 hosts, one cable to each of 10 line ASICs of a
+    CS8500 and of 5 of a CS7510, dealt round-robin (a leaf shares all its
+    CS8500 ASICs with every fourth leaf and one or two CS7510 ASICs with
+    most others)."""
+    from smroute.fabric.generate.sitegen import CONNECTX6, QUANTUM, Site
+
+    s = Site(speed="HDR", host_device=CONNECTX6)
+    leaves = s.switches([f"MF0;leaf{i + 1:02d}:MQM/U1" for i in range(24)], 40, QUANTUM)
+    for i, leaf in enumerate(leaves):
+        for k in range(20):
+            s.host(leaf, f"cn-{i + 1:02d}-{k + 1:02d} mlx5_0")
+    big = s.director("core1", "CS8500", line_asics=40, spine_asics=20, radix=40, device=QUANTUM)
+    small = s.director("core2", "CS7510", line_asics=18, spine_asics=9, radix=36,
+                       device=SWITCHIB)
+    for leaf in leaves:
+        s.cable_director(leaf, big, 10)
+        s.cable_director(leaf, small, 5)
+    return s.build(np.random.default_rng(2))
+
+
+def test_a_cable_above_one_and_a_half_shares_gives_up_the_excess(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every leaf has a shortcut through a shared CS7510 line ASIC to most
+    leaves; the spread keeps every up cable of a leaf within 1.5 fair
+    shares (of its host and aggregation-node destinations).  At twice the
+    share some cable carried more than 1.7 shares."""
+    f = two_directors_unequally()
+
+    def most(r: RoutingResult) -> float:
+        g, dest, ports = r.graph, r.dest, r.tables.ports
+        ca = np.flatnonzero(~dest.is_switch)
+        worst = 0.0
+        for s in shortcuts.shortcut_leaves(g, r.costs).tolist():
+            ks = g.groups_of(s, up=True)
+            cables = g.grp_ports[g.grp_port_first[ks]]
+            on = np.isin(ports[s, dest.lid[ca]], cables)
+            load = np.bincount(ports[s, dest.lid[ca]][on], minlength=256)[cables]
+            worst = max(worst, load.max() / -(-on.sum() // len(cables)))
+        return worst
+
+    r = route(f, workers=1)
+    assert len(shortcuts.shortcut_leaves(r.graph, r.costs)) == 24
+    assert validate_result(r).ok and check_credit_loops(f, r.tables, r.lanes).ok
+    assert most(r) <= 1.5
+    monkeypatch.setattr(shortcuts, "TRIGGER", 2.0)
+    assert most(route(f, workers=1)) > 1.7
