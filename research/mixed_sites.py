@@ -43,6 +43,7 @@ from unseen_sweep import (  # noqa: E402
     SPEED,
     SWITCHIB,
     Plan,
+    add_director,
     add_hosts,
     build,
     per_leaf,
@@ -76,9 +77,9 @@ def dirmix(kind: str, host_asics: int, per_asic: int, leaves: int, leaf_hosts: i
     """One director: ``per_asic`` hosts on each of its first ``host_asics``
     line ASICs; ``leaves`` edge leaves with ``cables`` single cables each,
     dealt round the other line ASICs."""
-    model, line, spine, radix, dev = KINDS[kind]
+    _, _, _, radix, dev = KINDS[kind]
     site = Site(speed=SPEED[dev], host_device=CONNECTX6)
-    d = site.director("core1", model, line_asics=line, spine_asics=spine, radix=radix, device=dev)
+    d = add_director(site, 0, kind)
     add_hosts(site, d.line[:host_asics], per_leaf(per_asic, host_asics), "std")
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], radix, dev)
     add_hosts(site, lv, per_leaf(leaf_hosts, leaves), "std", host_asics)
@@ -123,9 +124,7 @@ def unequal(leaves: int, hosts: int, kinds: list[str], cables: list[int]) -> Pla
     site = Site(speed=SPEED[dev], host_device=CONNECTX6)
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], radix, dev)
     add_hosts(site, lv, per_leaf(hosts, leaves), "std")
-    dirs = [site.director(f"core{k + 1}", KINDS[kd][0], line_asics=KINDS[kd][1],
-                          spine_asics=KINDS[kd][2], radix=KINDS[kd][3], device=KINDS[kd][4])
-            for k, kd in enumerate(kinds)]
+    dirs = [add_director(site, k, kd) for k, kd in enumerate(kinds)]
     for leaf in lv:
         for d, c in zip(dirs, cables, strict=True):
             site.cable_director(leaf, d, c)

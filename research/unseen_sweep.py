@@ -100,7 +100,7 @@ def _island(site: Site, leaf: int, radix: int, device: int) -> None:
         site.host(sw, d)
 
 
-def _dir(site: Site, k: int, kind: str) -> Director:
+def add_director(site: Site, k: int, kind: str) -> Director:
     m, line, spine, radix, dev = KINDS[kind]
     return site.director(f"core{k + 1}", m, line_asics=line, spine_asics=spine, radix=radix,
                          device=dev)
@@ -196,7 +196,7 @@ def leaves_dirs(leaves: int, hosts: int | list[int], kinds: list[str], cables: i
     add_hosts(site, lv, per_leaf(hosts, leaves), style)
     if island:
         _island(site, lv[0], leaf_radix, leaf_device)
-    dirs = [_dir(site, k, kd) for k, kd in enumerate(kinds)]
+    dirs = [add_director(site, k, kd) for k, kd in enumerate(kinds)]
     for sw in lv:
         for d in dirs:
             site.cable_director(sw, d, cables)
@@ -212,7 +212,7 @@ def single_dir(kind: str, per_asic: int | list[int], *, line_svc: int = 0,
                style: str = "std") -> Plan:
     m, line, spine, radix, dev = KINDS[kind]
     site = Site(speed=SPEED[dev], host_device=CONNECTX6)
-    d = _dir(site, 0, kind)
+    d = add_director(site, 0, kind)
     add_hosts(site, d.line, per_leaf(per_asic, line), style)
     svc = [(d.line[(7 * k) % line], f"ufm-{k + 1:02d} HCA-1") for k in range(line_svc)]
     return Plan(site, svc)
@@ -231,7 +231,7 @@ def pods_dirs(pods: list[int], hosts: int, spines: int, up: int, kinds: list[str
         start += n
         groups.append(lv)
     flat = [s for sp in pod_spines(site, groups, spines, cables, radix, device) for s in sp]
-    dirs = [_dir(site, k, kd) for k, kd in enumerate(kinds)]
+    dirs = [add_director(site, k, kd) for k, kd in enumerate(kinds)]
     for s in flat:
         for d in dirs:
             site.cable_director(s, d, up)
