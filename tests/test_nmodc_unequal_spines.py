@@ -23,6 +23,7 @@ from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.routing.engine import RoutingResult, route, validate_result
 from smroute.routing.nmodc import cables, even_cables
+from smroute.routing.reroute import reroute
 from smroute.routing.topology import switch_graph
 
 LEAVES, HOSTS, OLD, NEW = 12, 16, 4, 2
@@ -163,7 +164,17 @@ def test_the_deal_keeps_the_cables_of_the_tables_own_entries(
 
 
 def test_an_incremental_reroute_equals_a_full_route() -> None:
-    assert reroutes_equal_full_routes(route(site(), workers=1), site(), 5) >= 1
+    """Cables cut (the usual counts go back to the ranks') and repaired
+    (back to the spines' own): incremental, and the full route's tables."""
+    f = site()
+    whole = route(f, workers=1)
+    assert reroutes_equal_full_routes(whole, f, 5) >= 1
+    sw = f.node_type == NodeType.SWITCH
+    inter = np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
+    for k in range(0, len(inter), 8):
+        got = reroute(route(f.with_removed(links=inter[k:k + 1]), workers=1), f, lmc=None)
+        assert got.incremental and np.array_equal(got.result.tables.ports,
+                                                  whole.tables.ports), k
 
 
 def test_a_damaged_site_routes_valid() -> None:
