@@ -274,12 +274,13 @@ def capacity_tables(
     order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
     bump = np.arange(kmax)[None, :] < rest[:, None]
     got[np.nonzero(bump)[0], order[bump]] += 1
-    # shares that round to the cables, every group at its usual count: one
-    # entry per cable, spread
+    # shares that round to unequal cables, every group at its usual count:
+    # one entry per cable, spread
     total = cab[gain].sum(axis=1)
     whole = np.zeros(n, dtype=bool)
     if complete is not None:
-        whole = (par & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
+        whole = (uneq[gain]
+                 & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
                  & np.where(inside, complete[sw[:, None], pos[gain]], True).all(axis=1))
     par &= ~whole
     new_len = np.where(whole, total.astype(np.int64), new_len)
