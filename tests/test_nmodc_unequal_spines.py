@@ -62,8 +62,7 @@ def routed(structural: bool = True, f: Fabric | None = None) -> RoutingResult:
         cnt = g.grp_port_count.astype(np.int64)
         return cables.most_common(rs * top + rr, cnt, top * top)[rs * top + rr]
 
-    for mod in ("smroute.routing.nmodc.cables", "smroute.routing.nmodc.nominal",
-                "smroute.routing.nmodc.incremental"):
+    for mod in ("smroute.routing.nmodc.cables", "smroute.routing.nmodc.incremental"):
         mp.setattr(f"{mod}.usual_cables", by_ranks)
     try:
         return route(f, workers=1)

@@ -119,7 +119,7 @@ from smroute.routing.kernel import (
     unique_rows,
 )
 from smroute.routing.nmodc import native
-from smroute.routing.nmodc.cables import counted_cables, usual_cables
+from smroute.routing.nmodc.cables import counted_cables, structural_shares
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
@@ -450,11 +450,10 @@ def _route_remote(
     length, start, val = tables
     if np.any(share):
         counted = counted_cables(g) if cables is None else cables
-        # (one entry per cable only where some group counts parallel cables)
-        complete = (g.grp_port_count >= usual_cables(g))[gidx] if counted.max() > 1 else None
         (length, start, val), pat_of = capacity_tables(
             tables, pat_of, pbits.sum(axis=1), up_bu.T & share, ((~down_k) & valid).sum(axis=1),
-            per_target, per_target @ down_bu, cols, counted[gidx], complete)
+            per_target, per_target @ down_bu, cols, counted[gidx],
+            structural_shares(g)[switches])
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     # a down-going route with several closer groups takes C[t mod #C]

@@ -161,7 +161,7 @@ def slot_tables(pbits: np.ndarray, pm: np.ndarray, gmax: int,
 def capacity_tables(
     tables: tuple[np.ndarray, np.ndarray, np.ndarray], pat_of: np.ndarray, n_closer: np.ndarray,
     up: np.ndarray, n_up: np.ndarray, count: np.ndarray, below: np.ndarray, cols: np.ndarray,
-    cables: np.ndarray, complete: np.ndarray | None = None, resolution: int = 4,
+    cables: np.ndarray, structural: np.ndarray | None = None, resolution: int = 4,
     parallel_resolution: int = 10,
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Shares by capacity for the destinations free to take any up group.
@@ -174,8 +174,8 @@ def capacity_tables(
     each switch (the sources that can send up through it); ``cols`` ``(B, C)``
     the group position of each table value per switch; ``cables`` ``(B,
     gmax + 1)`` cables per group position, as the shares count them
-    (:func:`counted_cables`); ``complete`` ``(B, gmax + 1)`` bool the groups
-    at their usual count (:func:`~smroute.routing.nmodc.cables.usual_cables`).
+    (:func:`counted_cables`); ``structural`` ``(B,)`` bool the switches of
+    :func:`~smroute.routing.nmodc.cables.structural_shares`.
 
     A switch's other up-going destinations (fewer closer groups: targets
     some up groups do not reach) load its groups unevenly, and its groups
@@ -274,14 +274,12 @@ def capacity_tables(
     order = np.argsort(np.where(inside, got - want, 1.0), axis=1, kind="stable")
     bump = np.arange(kmax)[None, :] < rest[:, None]
     got[np.nonzero(bump)[0], order[bump]] += 1
-    # shares that round to unequal cables, every group at its usual count:
-    # one entry per cable, spread
+    # structural shares that round to the cables: one entry per cable, spread
     total = cab[gain].sum(axis=1)
     whole = np.zeros(n, dtype=bool)
-    if complete is not None:
-        whole = (uneq[gain]
-                 & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(axis=1, where=inside)
-                 & np.where(inside, complete[sw[:, None], pos[gain]], True).all(axis=1))
+    if structural is not None:
+        whole = structural[sw] & (np.abs(share * total[:, None] - cab[gain]) < 0.5).all(
+            axis=1, where=inside)
     par &= ~whole
     new_len = np.where(whole, total.astype(np.int64), new_len)
     got = np.where(whole[:, None], cab[gain].astype(np.int64), got)
