@@ -36,6 +36,7 @@ from unseen_sweep import (  # noqa: E402
     add_hosts,
     build,
     per_leaf,
+    pod_leaves,
     pod_spines,
 )
 
@@ -89,13 +90,8 @@ def merged_three_level(pods_a: list[int], pods_b: list[int], hosts: int, spines:
     site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
     cores, start = [], 0
     for c, pods in (("a", pods_a), ("b", pods_b)):
-        groups = []
-        for k, n in enumerate(pods):
-            leaves = site.switches([f"MF0;{c}{k + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
-                                   radix, QUANTUM)
-            add_hosts(site, leaves, per_leaf(hosts, n), "std", start)
-            start += n
-            groups.append(leaves)
+        groups = pod_leaves(site, pods, hosts, radix, QUANTUM, prefix=c, start=start)
+        start += sum(pods)
         spine_sets = pod_spines(site, groups, spines, 1, radix, QUANTUM, prefix=c)
         cores.append(core_tier(site, spine_sets, cores_per, 1, radix, QUANTUM, f"MQM-{c}"))
     for a in cores[0]:

@@ -141,6 +141,20 @@ def two_level(leaves: int, hosts: int | list[int], spines: int, cables: int, *,
     return Plan(site, svc)
 
 
+def pod_leaves(site: Site, pods: list[int], hosts: int | list[int], radix: int, device: int,
+               style: str = "std", prefix: str = "p", start: int = 0) -> list[list[int]]:
+    """Per pod, its leaves (named ``<prefix><pod>-leaf<i>``) with their
+    hosts, racks numbered on from ``start``."""
+    groups = []
+    for g, n in enumerate(pods):
+        lv = site.switches([f"MF0;{prefix}{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
+                           radix, device)
+        add_hosts(site, lv, per_leaf(hosts, n), style, start)
+        start += n
+        groups.append(lv)
+    return groups
+
+
 def pod_spines(site: Site, groups: list[list[int]], spines: int, cables: int, radix: int,
                 device: int, prefix: str = "p") -> list[list[int]]:
     """Per pod, ``spines`` spines, each cabled to every leaf of the pod
@@ -163,13 +177,7 @@ def three_level(pods: list[int], hosts: int | list[int], spines: int, cores_per:
     """Pods of leaves under ``spines`` pod spines; spine ``j`` of every pod
     cabled to each of the ``cores_per`` cores of index ``j``."""
     site = Site(speed=SPEED[device], host_device=CONNECTX6)
-    groups, start = [], 0
-    for g, n in enumerate(pods):
-        lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
-                           radix, device)
-        add_hosts(site, lv, per_leaf(hosts, n), style, start)
-        start += n
-        groups.append(lv)
+    groups = pod_leaves(site, pods, hosts, radix, device, style)
     if island:
         _island(site, groups[0][0], radix, device)
     sps = pod_spines(site, groups, spines, cables, radix, device)
@@ -223,13 +231,7 @@ def pods_dirs(pods: list[int], hosts: int, spines: int, up: int, kinds: list[str
               spine_svc: int = 0) -> Plan:
     """A three-level tree with directors as the core."""
     site = Site(speed=SPEED[device], host_device=CONNECTX6)
-    groups, start = [], 0
-    for g, n in enumerate(pods):
-        lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(n)],
-                           radix, device)
-        add_hosts(site, lv, per_leaf(hosts, n), "std", start)
-        start += n
-        groups.append(lv)
+    groups = pod_leaves(site, pods, hosts, radix, device)
     flat = [s for sp in pod_spines(site, groups, spines, cables, radix, device) for s in sp]
     dirs = [add_director(site, k, kd) for k, kd in enumerate(kinds)]
     for s in flat:
