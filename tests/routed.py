@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from smroute.fabric.model.arrays import Fabric
+from smroute.fabric.model.base import NodeType
 from smroute.routing.deadlock import check_credit_loops
 from smroute.routing.engine import RoutingResult, route, validate_result
+from smroute.routing.reroute import reroute
 
 
 def routed_ok(f: Fabric, **kw: object) -> RoutingResult:
@@ -22,11 +26,6 @@ def reroutes_equal_full_routes(prev: RoutingResult, f: Fabric, step: int) -> int
     full route of the fabric without it is valid, and where the reroute of
     ``prev`` is incremental its tables equal that route's; returns how many
     were incremental."""
-    import numpy as np
-
-    from smroute.fabric.model.base import NodeType
-    from smroute.routing.reroute import reroute
-
     sw = f.node_type == NodeType.SWITCH
     inter = np.flatnonzero(sw[f.port_node[f.link_a]] & sw[f.port_node[f.link_b]])
     incremental = 0
