@@ -24,8 +24,11 @@ the routing engines moved behind one interface (every later run must print
 the same, or say why the tables changed), with the 16 table sets of four
 catalogue shapes and one study throw that the ranking of UFM/storage
 switches and the end of the one-root fallback changed
-(``research/orient-ranking.md`` lists them), and the Dragonfly+ cases
-added with their generator (``research/dragonfly-plus.md``).
+(``research/orient-ranking.md`` lists them), the Dragonfly+ cases
+added with their generator (``research/dragonfly-plus.md``), and the six
+table sets of two captures and one catalogue shape that the spines' own
+cable counts on damaged trees and the givers' turns changed
+(``research/mixed-sites.md``).
 """
 
 from __future__ import annotations

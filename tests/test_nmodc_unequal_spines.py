@@ -30,15 +30,16 @@ LEAVES, HOSTS, OLD, NEW = 12, 16, 4, 2
 
 
 @functools.cache
-def site(leaves: int = LEAVES, hosts: int = HOSTS) -> Fabric:
-    """``leaves`` leaves of ``hosts`` hosts, one cable to each of 4 spines
-    and two to each of 2 bigger ones: 8 up cables a leaf."""
+def site(leaves: int = LEAVES, hosts: int = HOSTS, old_spines: int = OLD) -> Fabric:
+    """``leaves`` leaves of ``hosts`` hosts, one cable to each of
+    ``old_spines`` spines and two to each of 2 bigger ones: 8 up cables a
+    leaf (by default)."""
     s = Site(speed="HDR", host_device=CONNECTX6)
     lv = s.switches([f"MF0;leaf{i + 1:02d}:MQM/U1" for i in range(leaves)], 40, QUANTUM)
     for i, leaf in enumerate(lv):
         for k in range(hosts):
             s.host(leaf, f"cn-{i + 1:02d}-{k + 1:02d} mlx5_0")
-    old = s.switches([f"MF0;spine{j + 1}:MQM/U1" for j in range(OLD)], 40, QUANTUM)
+    old = s.switches([f"MF0;spine{j + 1}:MQM/U1" for j in range(old_spines)], 40, QUANTUM)
     new = s.switches([f"MF0;nspine{j + 1}:MQM9700/U1" for j in range(NEW)], 64, QUANTUM)
     for leaf in lv:
         for sp in old:
@@ -101,18 +102,71 @@ def test_a_spine_cabled_twice_to_every_leaf_counts_two() -> None:
     assert cables.structural_shares(g)[g.leaves].all()
 
 
-def test_a_cable_lost_counts_every_group_by_the_ranks() -> None:
-    """One cable cut between a leaf and a twice-cabled spine: the spines
-    are no longer cabled alike to every leaf, so every group counts the
-    ranks' usual one, no leaf shares structurally, and the tables are those
-    of the ranks' counts alone."""
-    f = site()
-    cut = f.with_removed(links=np.array(cables_to(f, "MF0;nspine1:MQM9700/U1")[:1]))
+def cut_leaf(leaves: int = LEAVES, hosts: int = HOSTS) -> tuple[Fabric, str]:
+    """The site with one cable cut between the first leaf and a
+    twice-cabled spine, and that leaf."""
+    f = site(leaves, hosts)
+    return (f.with_removed(links=np.array(cables_to(f, "MF0;nspine1:MQM9700/U1")[:1])),
+            "MF0;leaf01:MQM/U1")
+
+
+def test_a_cable_lost_keeps_the_spines_own_counts() -> None:
+    """The spine cabled twice still counts two (11 of its 12 groups have
+    two); the leaf that lost the cable counts it lost, the others share
+    structurally."""
+    cut, leaf = cut_leaf()
     g = switch_graph(cut)
-    assert set(cables.usual_cables(g).tolist()) == {1}
-    assert not cables.structural_shares(g).any()
-    assert np.array_equal(route(cut, workers=1).tables.ports,
-                          routed(False, cut).tables.ports)
+    up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
+    assert sorted(set(zip(g.grp_port_count[up].tolist(), cables.usual_cables(g)[up].tolist(),
+                          strict=True))) == [(1, 1), (1, 2), (2, 2)]
+    names = [cut.node_desc[int(n)] for n in g.sw_node]
+    lost = cables.lost_up(g)
+    assert [names[i] for i in np.flatnonzero(lost)] == [leaf]
+    assert cables.structural_shares(g)[g.leaves].sum() == LEAVES - 1
+
+
+def flows_down(r: RoutingResult, leaf: str) -> list[int]:
+    """Per cable down into ``leaf`` (of the site with :func:`cut_leaf`),
+    the flows from every host of the other leaves to every host on it
+    that take that cable."""
+    view = routing_view(cut_leaf()[0], r.tables)
+    names = [view.fabric.node_desc[int(n)] for n in view.sw_node]
+    eps = np.flatnonzero(view.ep_leaf == names.index(leaf))
+    src = np.flatnonzero(view.ep_leaf != view.ep_leaf[eps[0]])
+    paths = pair_paths(view)
+    links = paths.gather((view.ep_leaf_row[src][:, None] * paths.n_endports
+                          + eps[None, :]).ravel())
+    last = links[np.arange(len(links)), (links >= 0).sum(axis=1) - 1]
+    return np.unique(last, return_counts=True)[1].tolist()
+
+
+def test_a_leaf_that_lost_a_cable_receives_alike_on_every_cable_left() -> None:
+    """The other leaves send the 16 hosts of a leaf that lost one of its
+    two cables to a spine by one table entry per cable it has left (7):
+    each of its cables down carries 2 or 3 of each other host's 16
+    flows to it, where the structural table of 8 entries sent two eighths,
+    4, down the one cable left."""
+    cut, leaf = cut_leaf()
+    per_cable = flows_down(route(cut, workers=1), leaf)
+    sources = (LEAVES - 1) * HOSTS
+    assert len(per_cable) == 7 and sum(per_cable) == sources * HOSTS
+    assert set(per_cable) <= {2 * sources, 3 * sources}, per_cable
+
+
+def test_a_leaf_that_lost_a_cable_spreads_what_its_groups_give() -> None:
+    """The leaf that lost a cable shares by capacity (7 cables, 8 shares
+    counted): the groups above their share give entries in turns, so no up
+    cable carries more than 3 of the 20 hosts of any other leaf, the
+    least (20 over 7); given all in one round, consecutive NIDs took one
+    group and a cable carried 4."""
+    cut, leaf = cut_leaf(16, 20)
+    r = route(cut, workers=1)
+    row = list(r.tables.switch_desc).index(leaf)
+    hosts = np.flatnonzero(cut.node_type == NodeType.CA)
+    for other in range(2, 17):
+        mine = [h for h in hosts if cut.node_desc[int(h)].startswith(f"cn-{other:02d}-")]
+        lids = cut.port_lid[cut.port_start[np.array(mine)] + 1].astype(np.int64)
+        assert np.bincount(r.tables.ports[row, lids]).max() <= 3, other
 
 
 def test_every_up_cable_of_a_leaf_carries_the_same_destinations() -> None:
@@ -142,6 +196,23 @@ def test_the_topological_shifts_load_a_cable_twice_at_most() -> None:
     """16 hosts over 8 up cables: every shift in topological order loads a
     cable twice at most."""
     assert shift_risk(site(), routed(True)) == 2
+
+
+def test_the_cables_down_into_a_leaf_take_the_turn_of_the_leaves_tables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """14 leaves of 20 hosts under 8 single and 2 double spines (12 cables
+    a leaf): every shift in topological order loads a cable twice at most
+    (20 over 12). With the spines' cables down by ``floor(t / Pi)``, the
+    destinations that arrived over a double spine's two cables could
+    leave over one: 3; with the wrap gaps of the groups alone, 3."""
+    f = site(14, 20, 8)
+    assert shift_risk(f, route(f, workers=1)) == 2
+    monkeypatch.setattr("smroute.routing.nmodc.engine.turn_tables", lambda g, s: None)
+    assert shift_risk(f, route(f, workers=1)) == 3
+    monkeypatch.undo()
+    monkeypatch.setattr("smroute.routing.nmodc.wrap.structural_shares",
+                        lambda g: np.zeros(len(g.rank), dtype=bool))
+    assert shift_risk(f, route(f, workers=1)) == 3
 
 
 def test_the_deal_keeps_the_cables_of_the_tables_own_entries(

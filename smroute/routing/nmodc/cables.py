@@ -1,8 +1,8 @@
 """The cables Nmodc's shares by capacity count
 (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`): per port group,
-its cables up to the usual count between its two ranks, and the switches
-whose groups count unequal cables (a parallel cable lost).  Pure functions
-on arrays."""
+its cables up to its usual count, the switches whose groups count unequal
+cables (a parallel cable lost), those that lost a cable up, and the cables
+down to them.  Pure functions on arrays."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 
 from smroute.routing.topology import SwitchGraph
 
-__all__ = ["counted_cables", "most_common", "structural_shares", "unequal_cables",
-           "usual_cables"]
+__all__ = ["BELOW_RANKS_SHARE", "OWN_COUNT_SHARE", "cables_down", "counted_cables", "lost_up",
+           "most_common", "structural_shares", "unequal_cables", "usual_cables"]
 
 
 #: :func:`usual_cables` per graph (a frozen graph's: the kernel's blocks
@@ -21,18 +21,29 @@ __all__ = ["counted_cables", "most_common", "structural_shares", "unequal_cables
 _USUAL: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
 
 
+#: An upper switch counts its own cables to a rank below where at least
+#: this share of its groups there have its largest count (the others lost
+#: cables): a spine cabled twice to every leaf, two cut, still counts two.
+OWN_COUNT_SHARE = 0.75
+
+#: A count below the ranks' usual one is an upper switch's own only where
+#: at least this share of the rank's upper switches have it too (old
+#: spines beside bigger new ones); a lone one lost cables.
+BELOW_RANKS_SHARE = 0.25
+
+
 def usual_cables(g: SwitchGraph) -> np.ndarray:
-    """``(G,)`` int64: the usual cable count of each port group, the most
-    common count (ties: the larger) of the groups between the ranks of its
-    two switches, or the count of every group between its upper switch and
-    the switches of its lower switch's rank: a spine cabled twice to every
-    leaf beside spines cabled once counts two, and they one.  The latter
-    only where every upper switch is cabled alike to each switch of that
-    lower rank: a cable lost or added anywhere there counts every group of
-    the rank as the ranks usually do (the shares of every leaf then stay as
-    they were, no leaf sending a destination more than its leaf's cables
-    down from a spine can take).  A group between two switches of one rank
-    takes its own switch as the upper one."""
+    """``(G,)`` int64: the usual cable count of each port group.  Its upper
+    switch's own count to the rank of the lower switch, the largest count
+    of its groups there, where at least :data:`OWN_COUNT_SHARE` of them
+    have it (a spine cabled twice to every leaf beside spines cabled once
+    counts two, and they one; a group below it lost cables), and, where
+    that is below the ranks' count, at least :data:`BELOW_RANKS_SHARE` of
+    the rank's upper switches have it too; else the ranks' count, the most
+    common (ties: the larger) of the groups between the ranks of its two
+    switches (a spine that lost cables to most leaves: the shares then
+    count as the ranks usually do).  A group between two switches of one
+    rank takes its own switch as the upper one."""
     if g in _USUAL:
         return _USUAL[g]
     cnt = g.grp_port_count.astype(np.int64)
@@ -43,14 +54,21 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     ranks = most_common(rs * top + rr, cnt, top * top)[rs * top + rr]
     up = rr > rs
     upper = np.where(up, g.grp_remote, g.grp_switch).astype(np.int64)
-    key = upper * top + np.where(up, rs, rr)
-    n_keys = len(g.rank) * top  # (a kernel's graph has no switch nodes)
-    at_upper = most_common(key, cnt, n_keys)[key]
-    # the upper switches' counts only where each is cabled alike to every
-    # switch of the lower rank
     lower = np.where(up, rs, rr)
-    odd = np.bincount(lower, weights=cnt != at_upper, minlength=top) > 0
-    usual = np.where(odd[lower], ranks, at_upper)
+    key = upper * top + lower
+    n_keys = len(g.rank) * top  # (a kernel's graph has no switch nodes)
+    hi = np.zeros(n_keys, dtype=np.int64)
+    np.maximum.at(hi, key, cnt)
+    own = hi[key]
+    agree = np.bincount(key, weights=cnt == own, minlength=n_keys)
+    ok = agree[key] >= OWN_COUNT_SHARE * np.bincount(key, minlength=n_keys)[key]
+    # the upper switches of each lower rank, and of each own count there
+    first = np.unique(key, return_index=True)[1]
+    n_upper = np.bincount(lower[first], minlength=top)
+    width = int(own.max()) + 1
+    same = np.bincount(lower[first] * width + own[first], minlength=top * width)
+    ok &= (own >= ranks) | (same[lower * width + own] >= BELOW_RANKS_SHARE * n_upper[lower])
+    usual = np.where(ok, own, ranks)
     usual.flags.writeable = False
     _USUAL[g] = usual
     return usual
@@ -105,6 +123,35 @@ def unequal_cables(g: SwitchGraph, groups: np.ndarray,
     np.maximum.at(hi, sw, cnt)
     np.minimum.at(lo, sw, cnt)
     return lo < hi
+
+
+def lost_up(g: SwitchGraph) -> np.ndarray:
+    """``(S,)`` bool: the switches with a group up (to a switch of a higher
+    rank) below its usual count (:func:`usual_cables`): a parallel cable
+    lost."""
+    if g.grp_port_count.max(initial=0) <= 1:  # (no parallel cables: none)
+        return np.zeros(len(g.rank), dtype=bool)
+    up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
+    short = up & (g.grp_port_count < usual_cables(g))
+    return np.bincount(g.grp_switch[short], minlength=len(g.rank)) > 0
+
+
+def cables_down(g: SwitchGraph, targets: np.ndarray, groups: np.ndarray,
+                counted: np.ndarray) -> np.ndarray:
+    """``(len(targets) * B, W)`` int64, target-major: the cables each of
+    ``groups`` ``(B, W)`` (group ids) carries on towards each of
+    ``targets`` (switch ids): its own as ``counted`` (``(G,)``,
+    :func:`counted_cables`), at most those its remote switch has down to
+    the target, where it has a group down to it."""
+    down = np.zeros((len(targets), len(g.rank)), dtype=np.int64)
+    at = np.full(len(g.rank), -1)
+    at[targets] = np.arange(len(targets))
+    sel = np.flatnonzero((at[g.grp_remote] >= 0)
+                         & (g.rank[g.grp_switch] > g.rank[g.grp_remote]))
+    down[at[g.grp_remote[sel]], g.grp_switch[sel]] = counted[sel]
+    own = counted[groups][None]
+    dn = down[:, g.grp_remote[groups]]  # (T, B, W)
+    return np.where(dn > 0, np.minimum(own, dn), own).reshape(-1, groups.shape[1])
 
 
 def structural_shares(g: SwitchGraph) -> np.ndarray:

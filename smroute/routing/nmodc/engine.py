@@ -55,6 +55,7 @@ from smroute.routing.nmodc.descent import apply_descent, descent_keys
 from smroute.routing.nmodc.incremental import NmodcIncremental
 from smroute.routing.nmodc.pod_routes import pod_routes
 from smroute.routing.nmodc.slot_tables import AlternativesMemo
+from smroute.routing.nmodc.turns import apply_turns, turn_tables
 from smroute.routing.nmodc.twins import twin_rows
 from smroute.routing.nmodc.wrap import wrap_gaps
 from smroute.routing.reroute import IncrementalHook
@@ -336,7 +337,8 @@ class Nmodc:
         pass "partial" (:func:`partial_pass`) then gives them Nmodc's entries
         towards their partial targets (with :attr:`partial_in_kernel`, this
         kernel, last).  The entries :mod:`~smroute.routing.nmodc.descent`
-        names take the destination's own up-route down."""
+        names take the destination's own up-route down, and the cables down
+        into a leaf the turn of the leaves' tables (:mod:`~smroute.routing.nmodc.turns`)."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
@@ -346,6 +348,9 @@ class Nmodc:
                           a["n_desc"], cache["dest"], switches, out)
         if self.partial_in_kernel and "n_dmodc" in a:  # (after the descent, as the pass)
             _kernel_partial(a, switches, out, cache)
+        g = cache["g"]  # (set by the rows)
+        apply_turns(g, turn_tables(g, nominal.unpacked_slots(a["n_slots"])), a["pi"],
+                    cache["dest"], switches, out)
 
     def _rows(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
               cache: dict[str, Any]) -> None:

@@ -7,7 +7,9 @@ shared out by capacity, before or after
 (:func:`smroute.routing.nmodc.slot_tables.sharing`: those shares read the
 switch's whole row); every such switch where the usual cable count of some
 group changed (:func:`~smroute.routing.nmodc.cables.usual_cables`: the
-shares count no cable above it).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
+shares count no cable above it) or a switch lost or regained a cable up
+(:func:`~smroute.routing.nmodc.cables.lost_up`: the tables towards it
+count the cables down to it).  The redirects by load (:mod:`smroute.routing.nmodc.balance`)
 read every table and change only the leaves' entries of their partial
 targets: those entries, before or after the change, get the kernel's back
 (a leaf partial to more than a quarter of the switches, its whole row), and
@@ -34,10 +36,11 @@ import numpy as np
 from smroute.routing.api import Arrays, Engine, Prepared, base_arrays
 from smroute.routing.engine import RoutingResult
 from smroute.routing.nmodc import balance, bundles, even_cables, nominal, shortcuts, slot_tables
-from smroute.routing.nmodc.cables import counted_cables, usual_cables
+from smroute.routing.nmodc.cables import counted_cables, lost_up, usual_cables
 from smroute.routing.nmodc.descent import descent_keys
 from smroute.routing.nmodc.entries import apart_leaves, enter_dealt, up_skewed
 from smroute.routing.nmodc.pod_routes import pod_routes
+from smroute.routing.nmodc.turns import turn_tables
 from smroute.routing.pool import RoutePool
 from smroute.routing.reroute import IncrementalHook, Region
 from smroute.routing.topology import SwitchGraph
@@ -110,6 +113,27 @@ def _usual_changed(a: SwitchGraph, b: SwitchGraph) -> bool:
     return bool((ua[ia] != ub[ib]).any())
 
 
+def _lost_changed(a: SwitchGraph, b: SwitchGraph) -> bool:
+    """Whether the switches that lost a cable up
+    (:func:`~smroute.routing.nmodc.cables.lost_up`) differ, by GUID."""
+    return not np.array_equal(np.sort(a.sw_guid[lost_up(a)]), np.sort(b.sw_guid[lost_up(b)]))
+
+
+def _turns_changed(a: SwitchGraph, sa: nominal.NominalSlots, b: SwitchGraph,
+                   sb: nominal.NominalSlots) -> np.ndarray:
+    """The upper switches of the turns of either graph (same switch ids)
+    where they differ (:func:`~smroute.routing.nmodc.turns.turn_tables`)."""
+    ta, tb = turn_tables(a, sa), turn_tables(b, sb)
+    if ta is None and tb is None:
+        return np.zeros(0, dtype=np.int64)
+    if ta is not None and tb is not None and all(
+            np.array_equal(getattr(ta, k), getattr(tb, k))
+            for k in ("leaf", "length", "slot", "occurrence", "key", "key_slot", "key_group")):
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate([t.key // len(gr.rank) for t, gr in ((ta, a), (tb, b))
+                                     if t is not None]))
+
+
 class NmodcIncremental(IncrementalHook):
     """Nmodc's incremental hook (module doc)."""
 
@@ -130,9 +154,14 @@ class NmodcIncremental(IncrementalHook):
         whole = np.bincount(pl, minlength=g.n_switches) > g.n_switches // 4
         whole[pl] |= share[pl]
         whole |= share & region.near
-        if _usual_changed(prev.graph, g):
-            whole |= share  # the shares count other cables everywhere
+        if _usual_changed(prev.graph, g) or _lost_changed(prev.graph, g):
+            # the shares count other cables everywhere, or the tables
+            # towards a leaf that lost or regained a cable change
+            whole |= share
         rows = np.union1d(rows, np.flatnonzero(whole))
+        # the upper switches of the turns (:mod:`~smroute.routing.nmodc.turns`),
+        # before and after, in full where the turns changed
+        rows = np.union1d(rows, _turns_changed(prev.graph, was.slots, g, slots))
         # the descent's switches, before and after, in full (it reads every
         # arrival of a target together)
         keys = descent_keys(g, c, slots, prep.dividers, dest)

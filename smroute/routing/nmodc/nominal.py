@@ -119,7 +119,7 @@ from smroute.routing.kernel import (
     unique_rows,
 )
 from smroute.routing.nmodc import native
-from smroute.routing.nmodc.cables import counted_cables, structural_shares
+from smroute.routing.nmodc.cables import cables_down, counted_cables, lost_up, structural_shares
 from smroute.routing.nmodc.native import components
 from smroute.routing.nmodc.slot_tables import (
     AlternativesMemo,
@@ -450,10 +450,22 @@ def _route_remote(
     length, start, val = tables
     if np.any(share):
         counted = counted_cables(g) if cables is None else cables
+        struct = structural_shares(g)[switches]
+        toward = None
+        lost = np.flatnonzero(lost_up(g)[ctx.tgt_u]) if struct.any() else np.zeros(0, np.int64)
+        if len(lost):  # the targets that lost a cable up: a column each
+            ext = np.concatenate([np.arange(n_u), col_of[lost]])
+            own_col = np.full(len(ctx.tgt_u), -1)
+            own_col[lost] = n_u + np.arange(len(lost))
+            tgt = np.where(own_col[ctx.tgt_i] >= 0, own_col[ctx.tgt_i], tgt)
+            pat_of, up_bu, down_bu = pat_of[:, ext], up_bu[ext], down_bu[ext]
+            per_target = np.bincount(tgt, minlength=len(ext))
+            sb = np.flatnonzero(struct)
+            toward = (np.tile(sb, len(lost)), np.repeat(own_col[lost], len(sb)),
+                      cables_down(g, ctx.tgt_u[lost], gidx[sb], counted))
         (length, start, val), pat_of = capacity_tables(
             tables, pat_of, pbits.sum(axis=1), up_bu.T & share, ((~down_k) & valid).sum(axis=1),
-            per_target, per_target @ down_bu, cols, counted[gidx],
-            structural_shares(g)[switches])
+            per_target, per_target @ down_bu, cols, counted[gidx], struct, toward=toward)
     pat_len = length[pat_of]  # (B, U')
     piv = pi[switches]
     # a down-going route with several closer groups takes C[t mod #C]

@@ -163,6 +163,7 @@ def capacity_tables(
     up: np.ndarray, n_up: np.ndarray, count: np.ndarray, below: np.ndarray, cols: np.ndarray,
     cables: np.ndarray, structural: np.ndarray | None = None, resolution: int = 4,
     parallel_resolution: int = 10,
+    toward: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Shares by capacity for the destinations free to take any up group.
 
@@ -187,12 +188,16 @@ def capacity_tables(
     ``parallel_resolution * #groups`` entries: Dmodc's table that many
     times over with the fewest entries moved from the groups above their
     share to those below it, so that as few destinations as the shares need
-    leave their nominal group.  Where the shares round to the cables
-    themselves and every group is at its usual count (a leaf cabled twice
-    to some spines and once to others,
+    leave their nominal group, the groups above it giving theirs in turns
+    (consecutive NIDs keep to different groups).  Where the shares round
+    to the cables themselves and every group is at its usual count (a leaf
+    cabled twice to some spines and once to others,
     :func:`~smroute.routing.nmodc.cables.structural_shares`), one entry per
     cable, spread: every cable carries the same destinations, and
-    consecutive NIDs take the cables in turn.
+    consecutive NIDs take the cables in turn; ``toward`` ``(tb, tu, tcab)``:
+    such a switch (row) and a target (column) its groups reach over
+    ``tcab`` ``(R, gmax + 1)`` cables down (a leaf that lost one): one
+    entry per cable either side has, for that target alone.
     ``parallel_resolution`` 10 is tuned on Loginoff's capture (a leaf with 4
     cables to one spine, 3 to the other): 8 to 10 and 15 to 32 reach A2A 18,
     of those 9, 10 and 20 keep the topological shifts' HSD at or below
@@ -283,9 +288,7 @@ def capacity_tables(
     par &= ~whole
     new_len = np.where(whole, total.astype(np.int64), new_len)
     got = np.where(whole[:, None], cab[gain].astype(np.int64), got)
-    # spread: the j-th of a group's c entries at (j + 1/2) / c through the table
-    c_row, c_grp, cj = _ragged(n, kmax, got.ravel())
-    spread = c_grp[np.lexsort((c_grp, (cj + 0.5) / got.ravel()[c_row * kmax + c_grp], c_row))]
+    spread = _spread(got)
     # moved: Dmodc's table ``rep`` times over (entry e: group e mod k), then
     # the fewest entries moved from the groups above their share to those
     # below it: a giver's q-th of d moved entries is its occurrence
@@ -297,19 +300,50 @@ def capacity_tables(
     give, take = (np.where(inside & par[:, None], np.maximum(a, 0), 0).ravel()
                   for a in (rep[:, None] - got, got - rep[:, None]))
     g_row, g_grp, q = _ragged(n, kmax, give)
-    g_pos = ((2 * q + 1) * rep[g_row]) // (2 * give[g_row * kmax + g_grp]) * k[g_row] + g_grp
+    # (a row's givers take turns: moved in one round, consecutive NIDs took one group)
+    gives = give.reshape(n, kmax) > 0
+    n_giv = gives.sum(axis=1)[g_row]
+    turn = (np.cumsum(gives, axis=1) - 1).ravel()[g_row * kmax + g_grp]
+    g_pos = (((2 * q * n_giv + 2 * turn + 1) * rep[g_row])
+             // (2 * n_giv * give[g_row * kmax + g_grp]) * k[g_row] + g_grp)
     og = np.lexsort((g_pos, g_row))
     t_row, t_grp, tq = _ragged(n, kmax, take)
     ot = np.lexsort((t_grp, (tq + 0.5) / take[t_row * kmax + t_grp], t_row))
     e_grp[first[g_row[og]] + g_pos[og]] = t_grp[ot]
     e_grp = np.where(par[e_row], e_grp, spread)
     new_value = value[start[fp][e_row] + e_grp]
-    new_start = len(value) + np.cumsum(new_len) - new_len
     pat_of = pat_of.copy()
     fb, fu = np.nonzero(free[sw])
     pat_of[sw[fb], fu] = len(length) + fb
+    if toward is not None and whole.any():  # (fewer cables down: fewer entries)
+        tb, tu, tcab = toward
+        row = np.full(b, -1)
+        row[sw[whole]] = np.flatnonzero(whole)
+        r = row[tb]
+        keep = (r >= 0) & free[tb, tu]
+        tb, tu, tcab, r = tb[keep], tu[keep], tcab[keep], r[keep]
+        at = np.take_along_axis(tcab, pos[gain][r], axis=1)
+        t_got = np.where(inside[r], np.minimum(at, got[r]), 0).astype(np.int64)
+        less = (t_got < got[r]).any(axis=1)
+        if less.any():
+            tb, tu, r, t_got = tb[less], tu[less], r[less], t_got[less]
+            t_len = t_got.sum(axis=1)
+            t_row = np.repeat(np.arange(len(r)), t_len)
+            n_tab = len(length) + n
+            pat_of[tb, tu] = n_tab + np.arange(len(r))
+            new_len = np.concatenate([new_len, t_len])
+            new_value = np.concatenate([new_value, value[start[fp][r][t_row] + _spread(t_got)]])
+    new_start = len(value) + np.cumsum(new_len) - new_len
     return ((np.concatenate([length, new_len]), np.concatenate([start, new_start]),
              np.concatenate([value, new_value])), pat_of)
+
+
+def _spread(got: np.ndarray) -> np.ndarray:
+    """The tables of ``got`` ``(n, k)`` entries per group, rows concatenated:
+    each entry's group, the j-th of a group's c at (j + 1/2) / c."""
+    n, kmax = got.shape
+    c_row, c_grp, cj = _ragged(n, kmax, got.ravel())
+    return c_grp[np.lexsort((c_grp, (cj + 0.5) / got.ravel()[c_row * kmax + c_grp], c_row))]
 
 
 def _ragged(n: int, kmax: int, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from smroute.routing.nmodc.cables import structural_shares
 from smroute.routing.nmodc.nominal import pendant_up
 from smroute.routing.topology import SwitchGraph
 
@@ -35,7 +36,10 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     boundaries, bring the wrap back into range.  Only where every leaf has
     ``w`` hosts and ``m`` up cables and no upper switch routes on (a 2-level
     tree: one modulus for every pair; a pendant up-neighbour, a management
-    switch off one leaf, is no up cable); elsewhere ``t``.
+    switch off one leaf, is no up cable); elsewhere ``t``.  Where every
+    leaf has one table entry per cable
+    (:func:`~smroute.routing.nmodc.cables.structural_shares`: single and
+    double spines), ``m`` is the leaf's cables, the same for every leaf.
     """
     leaves = g.leaves
     _, hi = g.up_pairs()
@@ -47,6 +51,11 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     up = g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0) & ~pendant
     n_up = g.n_up - np.bincount(g.grp_switch[pendant], minlength=g.n_switches)
     m = int(n_up[leaves[0]]) * int(g.grp_port_count[up].max(initial=1))
+    if structural_shares(g)[leaves].all():  # one table entry per cable
+        cab = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up], minlength=g.n_switches)
+        if (cab[leaves] != cab[leaves[0]]).any():
+            return t
+        m = int(cab[leaves[0]])
     o = np.argsort(t)
     host = g.is_leaf[g.ep_switch[o]] & ~g.ep_agg[o]  # first; the others take the last gap
     n = int(np.argmin(host)) if not host.all() else len(o)
