@@ -112,8 +112,8 @@ def cut_leaf(leaves: int = LEAVES, hosts: int = HOSTS) -> tuple[Fabric, str]:
 
 def test_a_cable_lost_keeps_the_spines_own_counts() -> None:
     """The spine cabled twice still counts two (11 of its 12 groups have
-    two); the leaf that lost the cable counts it lost, the others share
-    structurally."""
+    two); the leaf that lost the cable counts it lost, and every leaf
+    shares structurally, that one too."""
     cut, leaf = cut_leaf()
     g = switch_graph(cut)
     up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
@@ -122,7 +122,7 @@ def test_a_cable_lost_keeps_the_spines_own_counts() -> None:
     names = [cut.node_desc[int(n)] for n in g.sw_node]
     lost = cables.lost_up(g)
     assert [names[i] for i in np.flatnonzero(lost)] == [leaf]
-    assert cables.structural_shares(g)[g.leaves].sum() == LEAVES - 1
+    assert cables.structural_shares(g)[g.leaves].all()
 
 
 def flows_down(r: RoutingResult, leaf: str) -> list[int]:
@@ -153,20 +153,21 @@ def test_a_leaf_that_lost_a_cable_receives_alike_on_every_cable_left() -> None:
     assert set(per_cable) <= {2 * sources, 3 * sources}, per_cable
 
 
-def test_a_leaf_that_lost_a_cable_spreads_what_its_groups_give() -> None:
-    """The leaf that lost a cable shares by capacity (7 cables, 8 shares
-    counted): the groups above their share give entries in turns, so no up
-    cable carries more than 3 of the 20 hosts of any other leaf, the
-    least (20 over 7); given all in one round, consecutive NIDs took one
-    group and a cable carried 4."""
-    cut, leaf = cut_leaf(16, 20)
-    r = route(cut, workers=1)
-    row = list(r.tables.switch_desc).index(leaf)
-    hosts = np.flatnonzero(cut.node_type == NodeType.CA)
-    for other in range(2, 17):
-        mine = [h for h in hosts if cut.node_desc[int(h)].startswith(f"cn-{other:02d}-")]
-        lids = cut.port_lid[cut.port_start[np.array(mine)] + 1].astype(np.int64)
-        assert np.bincount(r.tables.ports[row, lids]).max() <= 3, other
+def test_the_groups_above_their_share_give_in_turns() -> None:
+    """14 leaves of 20 hosts under 8 single and 2 double spines, 12
+    cables cut (8 seeds): a leaf whose shares do not round to its cables
+    takes Dmodc's table ten times over with the fewest entries moved off
+    the groups above their share; those give them in turns, and the
+    shifts in topological order average a shift HSD below 5 (4.77); given
+    all in one round, consecutive NIDs took one group (5.18)."""
+    f0, hsd = site(14, 20, 8), []
+    for seed in range(8):
+        f, _ = degrade(f0, np.random.default_rng(seed), links=12)
+        view = routing_view(f, route(f, workers=1).tables)
+        hosts = np.argsort(view.ep_node)
+        hsd.append(float(np.mean(evaluate(view, pair_paths(view), P.cps("shift", len(hosts)),
+                                          hosts).max_flows)))
+    assert np.mean(hsd) < 5.0, hsd
 
 
 def test_every_up_cable_of_a_leaf_carries_the_same_destinations() -> None:

@@ -9,10 +9,10 @@ the j-th of a slot's ``c`` entries at ``(j + 1/2) / c`` through it, and
 cable ``(floor(t / L) c + j) mod #cables`` of the slot's group.  An
 upper switch that reaches the target leaf through ``c >= 2`` cables took
 cable ``floor(t / Pi) mod c`` of them, which does not follow the leaves'
-turn: the destinations of a
-run of consecutive NIDs that arrived over different cables could leave
-over one (a leaf/spine grown with bigger spines, 20 hosts a leaf:
-host-name shift HSD 2.57 where the leaves' tables allow 2).  There it
+turn: the destinations of a run of consecutive NIDs that arrived over
+different cables could leave over one (a leaf/spine grown with bigger
+spines, 20 hosts a leaf: host-name shift HSD 2.57 where the leaves'
+tables allow 2).  There it
 takes the cable of the leaves' turn instead, ``(floor(t / L) c + j) mod
 #cables`` with ``j`` its slot's occurrence at entry ``t mod L`` of the
 target's table: a function of the destination alone, so the destinations
@@ -21,10 +21,10 @@ destination whose entry is not the switch's (it arrives from a leaf that
 shares otherwise) keeps its cable.
 
 Which (switch, target) pairs take it is decided once per routing from the
-structure alone (:func:`turn_tables`: where every leaf shares so); the
-kernel then reads only the destination's NID and target
-(:func:`apply_turns`), so a block of rows or of columns gets the entries
-a full route gives.  Pure functions on arrays.
+structure alone (:func:`turn_tables`: where every leaf shares so over
+as many up groups); the kernel then reads only the destination's NID and
+target (:func:`apply_turns`), so a block of rows or of columns gets the
+entries a full route gives.  Pure functions on arrays.
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ _TURNS: WeakKeyDictionary[SwitchGraph, TurnTables | None] = WeakKeyDictionary()
 
 def turn_tables(g: SwitchGraph, slots: NominalSlots) -> TurnTables | None:
     """The :class:`TurnTables` of ``g``: the targets are the leaves (rank
-    0), the pairs their slots' upper switches cabled to them more than
-    once; ``None`` unless every leaf has structural shares over as many
-    groups and cables (a leaf that lost a
-    cable shares otherwise, and cables down that follow the others' turn
-    miss its: 24 grown leaf/spines with 2 to 12 cables cut, host-name
-    shift HSD worse in 23 cells, better in 19)."""
+    0) with every slot, the pairs their slots' upper switches cabled to
+    them more than once; ``None`` unless every leaf has structural shares
+    (:func:`~smroute.routing.nmodc.cables.structural_shares`) over as many
+    up groups (a leaf that lost a whole group redirects its entries, which
+    follow no turn: 24 grown leaf/spines with 2 to 12 cables cut, host-name
+    shift HSD worse in 23 cells and better in 19 with the turns there)."""
     if g in _TURNS:
         return _TURNS[g]
     out = None
@@ -83,8 +83,7 @@ def turn_tables(g: SwitchGraph, slots: NominalSlots) -> TurnTables | None:
     low = np.flatnonzero(g.rank == 0)
     up = g.rank[g.grp_remote] > g.rank[g.grp_switch]
     n_up = np.bincount(g.grp_switch[up], minlength=len(g.rank))[low]
-    cab = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up], minlength=len(g.rank))[low]
-    if len(low) and struct[low].all() and (n_up == n_up[0]).all() and (cab == cab[0]).all():
+    if len(low) and struct[low].all() and (n_up == n_up[0]).all():
         # a leaf's table is over its nominal slots, or its own up groups
         ups = up_groups(g)
         width = max(slots.slot_grp.shape[1], ups.shape[1])

@@ -39,7 +39,7 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     switch off one leaf, is no up cable); elsewhere ``t``.  Where every
     leaf has one table entry per cable
     (:func:`~smroute.routing.nmodc.cables.structural_shares`: single and
-    double spines), ``m`` is the leaf's cables, the same for every leaf.
+    double spines) with as many cables, ``m`` is those cables.
     """
     leaves = g.leaves
     _, hi = g.up_pairs()
@@ -51,11 +51,9 @@ def wrap_gaps(g: SwitchGraph, t: np.ndarray) -> np.ndarray:
     up = g.is_leaf[g.grp_switch] & (g.rank[g.grp_remote] > 0) & ~pendant
     n_up = g.n_up - np.bincount(g.grp_switch[pendant], minlength=g.n_switches)
     m = int(n_up[leaves[0]]) * int(g.grp_port_count[up].max(initial=1))
-    if structural_shares(g)[leaves].all():  # one table entry per cable
-        cab = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up], minlength=g.n_switches)
-        if (cab[leaves] != cab[leaves[0]]).any():
-            return t
-        m = int(cab[leaves[0]])
+    cab = np.bincount(g.grp_switch[up], weights=g.grp_port_count[up], minlength=g.n_switches)
+    if structural_shares(g)[leaves].all() and (cab[leaves] == cab[leaves[0]]).all():
+        m = int(cab[leaves[0]])  # one table entry per cable
     o = np.argsort(t)
     host = g.is_leaf[g.ep_switch[o]] & ~g.ep_agg[o]  # first; the others take the last gap
     n = int(np.argmin(host)) if not host.all() else len(o)
