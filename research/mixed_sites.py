@@ -15,10 +15,13 @@ neither the catalogue nor the sweep has:
 * ``unequal``: leaves cabled to two directors with different cable counts
   (a second director added later with fewer cables);
 * ``mixspine``: a leaf/spine grown with bigger spines, leaves cabled once
-  to each old spine and two or three times to each new one.
+  to each old spine and two or three times to each new one;
+* ``mixcore``: a three-level tree grown with bigger cores, each spine
+  cabled once to each old core and twice to each new one.
 
 Each at three sizes, complete and with 4 cables cut (``mixspine`` at 8
-sizes, complete and with 2, 6 and 12 cut), aggregation nodes on every
+sizes and ``mixcore`` at 3, complete and with 2, 6 and 12 cut),
+aggregation nodes on every
 switch, written as ibnetdiscover text into ``DIR``:
 
     .venv/bin/python research/mixed_sites.py DIR
@@ -148,6 +151,36 @@ def mixspine(leaves: int, hosts: int, old: int, new: int, new_cables: int) -> Pl
     return Plan(site, [])
 
 
+def mixcore(pods: int, leaves: int, spines: int, hosts: int, old: int, new: int) -> Plan:
+    """``pods`` pods of ``leaves`` leaves of ``hosts`` hosts under
+    ``spines`` spines, each leaf cabled twice to each spine; each spine
+    cabled once to each of ``old`` 40-port cores and twice to each of
+    ``new`` 64-port ones."""
+    site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
+    cr = site.switches([f"MF0;core{j + 1:02d}:MQM/U1" for j in range(old)], 40, QUANTUM)
+    cr2 = site.switches([f"MF0;ncore{j + 1:02d}:MQM9700/U1" for j in range(new)], 64, QUANTUM)
+    start = 0
+    for g in range(pods):
+        lv = site.switches([f"MF0;p{g + 1}-leaf{i + 1:02d}:MQM/U1" for i in range(leaves)],
+                           40, QUANTUM)
+        add_hosts(site, lv, per_leaf(hosts, leaves), "std", start)
+        start += leaves
+        sp = site.switches([f"MF0;p{g + 1}-spine{j + 1:02d}:MQM/U1" for j in range(spines)],
+                           40, QUANTUM)
+        for leaf in lv:
+            for x in sp:
+                site.cable(leaf, x, 2)
+        for x in sp:
+            for c in cr:
+                site.cable(x, c)
+            for c in cr2:
+                site.cable(x, c, 2)
+    return Plan(site, [])
+
+
+#: mixcore sizes: (pods, leaves a pod, spines a pod, hosts a leaf, old cores, new cores)
+MIXCORE = [(3, 8, 4, 16, 8, 4), (4, 6, 3, 12, 4, 4), (3, 10, 5, 14, 8, 3)]
+
 #: mixspine sizes: (leaves, hosts a leaf, old spines, new spines, cables to a new one)
 MIXSPINE = [(12, 16, 4, 2, 2), (16, 18, 6, 2, 2), (20, 16, 4, 4, 2), (24, 18, 6, 3, 2),
             (18, 20, 4, 4, 3), (10, 12, 2, 2, 2), (14, 20, 8, 2, 2), (28, 16, 4, 2, 2)]
@@ -186,6 +219,11 @@ def main() -> int:
         for cut, seed in MIXSPINE_CUTS:
             write_topology(build(plan, seed=seed, links=cut),
                            out / f"mixspine-{leaves}l-{hosts}h-{old}o-{new}n{c}-cut{cut}.topo")
+    for pods, leaves, spines, hosts, old, new in MIXCORE:
+        plan = mixcore(pods, leaves, spines, hosts, old, new)
+        for cut, seed in MIXSPINE_CUTS:
+            write_topology(build(plan, seed=seed, links=cut), out / (
+                f"mixcore-{pods}x{leaves}l{spines}s-{hosts}h-{old}o-{new}n-cut{cut}.topo"))
     return 0
 
 

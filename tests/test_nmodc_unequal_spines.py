@@ -125,6 +125,39 @@ def test_a_cable_lost_keeps_the_spines_own_counts() -> None:
     assert cables.structural_shares(g)[g.leaves].all()
 
 
+def test_a_leaf_under_grown_cores_that_lost_a_cable_shares_by_capacity() -> None:
+    """Spines cabled once to old cores and twice to a new one share one
+    entry per cable; a leaf cabled twice to each spine that lost one of
+    them does not (its rank has no such switch): with one entry per cable
+    there, the leaves' all-to-all risk went from 14 to 18 on grown-core
+    sites (`research/mixed-sites.md`)."""
+    s = Site(speed="HDR", host_device=CONNECTX6)
+    cores = s.switches(["MF0;core1:MQM/U1", "MF0;core2:MQM/U1"], 40, QUANTUM)
+    new = s.switch("MF0;ncore1:MQM9700/U1", 64, QUANTUM)
+    for p in range(2):
+        lv = s.switches([f"MF0;p{p}-leaf{i}:MQM/U1" for i in range(4)], 40, QUANTUM)
+        for i, leaf in enumerate(lv):
+            for k in range(8):
+                s.host(leaf, f"cn-{p}{i}-{k:02d} mlx5_0")
+        sp = s.switches([f"MF0;p{p}-spine{j}:MQM/U1" for j in range(2)], 40, QUANTUM)
+        for leaf in lv:
+            for x in sp:
+                s.cable(leaf, x, 2)
+        for x in sp:
+            for c in cores:
+                s.cable(x, c)
+            s.cable(x, new, 2)
+    f = s.build(np.random.default_rng(3))
+    f = f.with_removed(links=np.array(cables_to(f, "MF0;p0-spine0:MQM/U1")[:1]))
+    g = switch_graph(f)
+    names = np.array([f.node_desc[int(n)] for n in g.sw_node])
+    struct = cables.structural_shares(g)
+    assert struct[np.char.find(names, "spine") >= 0].all()
+    assert cables.lost_up(g)[names == "MF0;p0-leaf0:MQM/U1"].all()
+    assert not struct[np.char.find(names, "leaf") >= 0].any()
+    assert validate_result(route(f, workers=1)).ok
+
+
 def flows_down(r: RoutingResult, leaf: str) -> list[int]:
     """Per cable down into ``leaf`` (of the site with :func:`cut_leaf`),
     the flows from every host of the other leaves to every host on it

@@ -488,14 +488,15 @@ def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
 
 def test_mixed_sites_writes_each_site_and_the_grown_spines_share_by_cables(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """56 sites written as captures that read back; on the complete leaf/spine
+    """68 sites written as captures that read back; on the complete leaf/spine
     grown with twice-cabled spines every leaf shares by its cables, and
     the default routes it whole on one VL, free of credit loops."""
     ms = load_script("mixed_sites")
     monkeypatch.setattr(sys, "argv", ["mixed_sites.py", str(tmp_path)])
     assert ms.main() == 0
     files = sorted(tmp_path.glob("*.topo"))
-    assert len(files) == 2 * len(ms.plans()) + len(ms.MIXSPINE) * len(ms.MIXSPINE_CUTS) == 56
+    assert len(files) == 2 * len(ms.plans()) + (len(ms.MIXSPINE) + len(ms.MIXCORE)) * len(
+        ms.MIXSPINE_CUTS) == 68
     from smroute.fabric.ibnetdiscover.parse import read_fabric
     from smroute.routing.nmodc.cables import structural_shares
 

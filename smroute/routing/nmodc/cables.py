@@ -156,18 +156,21 @@ def cables_down(g: SwitchGraph, targets: np.ndarray, groups: np.ndarray,
 
 def structural_shares(g: SwitchGraph) -> np.ndarray:
     """``(S,)`` bool: the switches whose up groups (every group not going
-    down) count unequal cables (:func:`counted_cables`) where some of them
-    keep their usual counts (:func:`usual_cables`) so: leaves cabled twice
-    to some spines and once to others, those that lost a cable included.
-    Their shares by capacity give each cable its own table entries
-    (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`), which
-    the even up cables keep.  Where no switch keeps its usual counts so,
-    none (a lost parallel cable alone: shares by capacity, Dmodc's table
-    with the fewest entries moved)."""
+    down) count unequal cables (:func:`counted_cables`) where some switch
+    of their rank keeps its usual counts (:func:`usual_cables`) so: leaves
+    cabled twice to some spines and once to others, those that lost a cable
+    included.  Their shares by capacity give each cable its own table
+    entries (:func:`~smroute.routing.nmodc.slot_tables.capacity_tables`),
+    which the even up cables keep.  Where no switch of the rank keeps its
+    usual counts so, none (a lost parallel cable alone: shares by capacity,
+    Dmodc's table with the fewest entries moved; grown cores above leaves
+    cabled twice to each spine: the leaves' all-to-all risk 14 to 18 with
+    one entry per cable on a leaf that lost one)."""
     if g.grp_port_count.max(initial=0) <= 1:  # (no parallel cables: none)
         return np.zeros(len(g.rank), dtype=bool)
     not_down = g.rank[g.grp_remote] >= g.rank[g.grp_switch]
     short = not_down & (g.grp_port_count < usual_cables(g))
     lost = np.bincount(g.grp_switch[short], minlength=len(g.rank)) > 0
     unequal = unequal_cables(g, not_down)
-    return unequal if (unequal & ~lost).any() else np.zeros(len(g.rank), dtype=bool)
+    kept = np.bincount(g.rank[unequal & ~lost], minlength=int(g.rank.max(initial=0)) + 1) > 0
+    return unequal & kept[g.rank]
