@@ -17,7 +17,9 @@ neither the catalogue nor the sweep has:
 * ``mixspine``: a leaf/spine grown with bigger spines, leaves cabled once
   to each old spine and two or three times to each new one;
 * ``mixcore``: a three-level tree grown with bigger cores, each spine
-  cabled once to each old core and twice to each new one.
+  cabled once to each old core and twice to each new one;
+* ``mixleaf``: a leaf/spine grown with bigger spines whose last leaves,
+  added later, are cabled once to the new spines too.
 
 Each at three sizes, complete and with 4 cables cut (``mixspine`` at 8
 sizes and ``mixcore`` at 3, complete and with 2, 6 and 12 cut),
@@ -134,20 +136,21 @@ def unequal(leaves: int, hosts: int, kinds: list[str], cables: list[int]) -> Pla
     return Plan(site, [])
 
 
-def mixspine(leaves: int, hosts: int, old: int, new: int, new_cables: int) -> Plan:
+def mixspine(leaves: int, hosts: int, old: int, new: int, new_cables: int,
+             late: int = 0) -> Plan:
     """Leaf/spine grown with bigger spines: one cable from each leaf to
     each of ``old`` 40-port spines, ``new_cables`` to each of ``new``
-    64-port ones."""
+    64-port ones (one from each of the last ``late`` leaves)."""
     site = Site(speed=SPEED[QUANTUM], host_device=CONNECTX6)
     lv = site.switches([f"MF0;leaf{i + 1:03d}:MQM/U1" for i in range(leaves)], 40, QUANTUM)
     add_hosts(site, lv, per_leaf(hosts, leaves), "std")
     sp = site.switches([f"MF0;spine{j + 1:02d}:MQM/U1" for j in range(old)], 40, QUANTUM)
     sp2 = site.switches([f"MF0;nspine{j + 1:02d}:MQM9700/U1" for j in range(new)], 64, QUANTUM)
-    for leaf in lv:
+    for i, leaf in enumerate(lv):
         for s in sp:
             site.cable(leaf, s)
         for s in sp2:
-            site.cable(leaf, s, new_cables)
+            site.cable(leaf, s, 1 if i >= leaves - late else new_cables)
     return Plan(site, [])
 
 
@@ -202,6 +205,9 @@ def plans() -> list[tuple[str, Plan]]:
         ("unequal-2xcs7510-16l-6c3", unequal(16, 18, ["cs7510", "cs7510"], [6, 3])),
         ("unequal-2xcs7500-32l-12c6", unequal(32, 18, ["cs7500", "cs7500"], [12, 6])),
         ("unequal-cs8500-cs7510-24l-10c5", unequal(24, 20, ["cs8500", "cs7510"], [10, 5])),
+        ("mixleaf-16l4-16h-4o-2n", mixspine(16, 16, 4, 2, 2, late=4)),
+        ("mixleaf-20l4-18h-6o-2n", mixspine(20, 18, 6, 2, 2, late=4)),
+        ("mixleaf-24l8-16h-4o-4n", mixspine(24, 16, 4, 4, 2, late=8)),
     ]
 
 

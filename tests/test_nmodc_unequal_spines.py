@@ -22,7 +22,7 @@ from smroute.fabric.generate.trees import degrade
 from smroute.fabric.model.arrays import Fabric
 from smroute.fabric.model.base import NodeType
 from smroute.routing.engine import RoutingResult, route, validate_result
-from smroute.routing.nmodc import cables, even_cables
+from smroute.routing.nmodc import cables, even_cables, turns
 from smroute.routing.reroute import reroute
 from smroute.routing.topology import switch_graph
 
@@ -125,29 +125,39 @@ def test_a_cable_lost_keeps_the_spines_own_counts() -> None:
     assert cables.structural_shares(g)[g.leaves].all()
 
 
-def test_a_leaf_under_grown_cores_that_lost_a_cable_shares_by_capacity() -> None:
-    """Spines cabled once to old cores and twice to a new one share one
-    entry per cable; a leaf cabled twice to each spine that lost one of
-    them does not (its rank has no such switch): with one entry per cable
-    there, the leaves' all-to-all risk went from 14 to 18 on grown-core
-    sites (`research/mixed-sites.md`)."""
+@functools.cache
+def grown_cores(pods: int = 2, leaves: int = 4, hosts: int = 8, spines: int = 2, old: int = 2,
+                new: int = 1) -> Fabric:
+    """``pods`` pods of ``leaves`` leaves of ``hosts`` hosts, each leaf
+    cabled twice to each of its pod's ``spines`` spines, each spine once
+    to each of ``old`` cores and twice to each of ``new`` bigger ones."""
     s = Site(speed="HDR", host_device=CONNECTX6)
-    cores = s.switches(["MF0;core1:MQM/U1", "MF0;core2:MQM/U1"], 40, QUANTUM)
-    new = s.switch("MF0;ncore1:MQM9700/U1", 64, QUANTUM)
-    for p in range(2):
-        lv = s.switches([f"MF0;p{p}-leaf{i}:MQM/U1" for i in range(4)], 40, QUANTUM)
+    cores = s.switches([f"MF0;core{j}:MQM/U1" for j in range(old)], 40, QUANTUM)
+    bigger = s.switches([f"MF0;ncore{j}:MQM9700/U1" for j in range(new)], 64, QUANTUM)
+    for p in range(pods):
+        lv = s.switches([f"MF0;p{p}-leaf{i}:MQM/U1" for i in range(leaves)], 40, QUANTUM)
         for i, leaf in enumerate(lv):
-            for k in range(8):
+            for k in range(hosts):
                 s.host(leaf, f"cn-{p}{i}-{k:02d} mlx5_0")
-        sp = s.switches([f"MF0;p{p}-spine{j}:MQM/U1" for j in range(2)], 40, QUANTUM)
+        sp = s.switches([f"MF0;p{p}-spine{j}:MQM/U1" for j in range(spines)], 40, QUANTUM)
         for leaf in lv:
             for x in sp:
                 s.cable(leaf, x, 2)
         for x in sp:
             for c in cores:
                 s.cable(x, c)
-            s.cable(x, new, 2)
-    f = s.build(np.random.default_rng(3))
+            for c in bigger:
+                s.cable(x, c, 2)
+    return s.build(np.random.default_rng(3))
+
+
+def test_a_leaf_under_grown_cores_that_lost_a_cable_shares_by_capacity() -> None:
+    """Spines cabled once to old cores and twice to a new one share one
+    entry per cable; a leaf cabled twice to each spine that lost one of
+    them does not (its rank has no such switch): with one entry per cable
+    there, the leaves' all-to-all risk went from 14 to 18 on grown-core
+    sites (`research/mixed-sites.md`)."""
+    f = grown_cores()
     f = f.with_removed(links=np.array(cables_to(f, "MF0;p0-spine0:MQM/U1")[:1]))
     g = switch_graph(f)
     names = np.array([f.node_desc[int(n)] for n in g.sw_node])
@@ -156,6 +166,19 @@ def test_a_leaf_under_grown_cores_that_lost_a_cable_shares_by_capacity() -> None
     assert cables.lost_up(g)[names == "MF0;p0-leaf0:MQM/U1"].all()
     assert not struct[np.char.find(names, "leaf") >= 0].any()
     assert validate_result(route(f, workers=1)).ok
+
+
+def test_the_cables_down_into_a_spine_take_the_turn_of_the_spines_tables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spines cabled once to 4 old cores and twice to 2 bigger ones: the
+    cores' cables down into a spine take the turn of the spines' tables,
+    and every shift in topological order loads a cable twice at most; with
+    the turns into leaves alone, 4."""
+    f = grown_cores(2, 4, 8, 2, 4, 2)
+    assert shift_risk(f, route(f, workers=1)) == 2
+    monkeypatch.setattr(turns, "structural_shares", lambda g: cables.structural_shares(g)
+                        & (g.rank == 0))
+    assert shift_risk(f, route(f, workers=1)) == 4
 
 
 def flows_down(r: RoutingResult, leaf: str) -> list[int]:

@@ -488,7 +488,7 @@ def test_merged_clusters_writes_each_site_and_the_first_ranks_apart(
 
 def test_mixed_sites_writes_each_site_and_the_grown_spines_share_by_cables(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """68 sites written as captures that read back; on the complete leaf/spine
+    """74 sites written as captures that read back; on the complete leaf/spine
     grown with twice-cabled spines every leaf shares by its cables, and
     the default routes it whole on one VL, free of credit loops."""
     ms = load_script("mixed_sites")
@@ -496,7 +496,7 @@ def test_mixed_sites_writes_each_site_and_the_grown_spines_share_by_cables(
     assert ms.main() == 0
     files = sorted(tmp_path.glob("*.topo"))
     assert len(files) == 2 * len(ms.plans()) + (len(ms.MIXSPINE) + len(ms.MIXCORE)) * len(
-        ms.MIXSPINE_CUTS) == 68
+        ms.MIXSPINE_CUTS) == 74
     from smroute.fabric.ibnetdiscover.parse import read_fabric
     from smroute.routing.nmodc.cables import structural_shares
 

@@ -128,7 +128,7 @@ def _turns_changed(a: SwitchGraph, sa: nominal.NominalSlots, b: SwitchGraph,
         return np.zeros(0, dtype=np.int64)
     if ta is not None and tb is not None and all(
             np.array_equal(getattr(ta, k), getattr(tb, k))
-            for k in ("leaf", "length", "slot", "occurrence", "key", "key_slot", "key_group")):
+            for k in ("lower", "length", "slot", "occurrence", "key", "key_slot", "key_group")):
         return np.zeros(0, dtype=np.int64)
     return np.unique(np.concatenate([t.key // len(gr.rank) for t, gr in ((ta, a), (tb, b))
                                      if t is not None]))
