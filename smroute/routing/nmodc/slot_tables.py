@@ -17,8 +17,8 @@ from smroute.routing.runs import place_in_runs, runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["probe_offsets", "alternatives", "AlternativesMemo", "slot_tables", "capacity_tables",
-           "may_share", "sharing", "even_shares", "equal_loads", "sole_nearest",
-           "lids_up_and_below", "occurrences"]
+           "spread_entries", "may_share", "sharing", "even_shares", "equal_loads",
+           "sole_nearest", "lids_up_and_below", "occurrences"]
 
 
 def probe_offsets(m: int) -> np.ndarray:
@@ -288,7 +288,7 @@ def capacity_tables(
     par &= ~whole
     new_len = np.where(whole, total.astype(np.int64), new_len)
     got = np.where(whole[:, None], cab[gain].astype(np.int64), got)
-    spread = _spread(got)
+    spread = spread_entries(got)[0]
     # moved: Dmodc's table ``rep`` times over (entry e: group e mod k), then
     # the fewest entries moved from the groups above their share to those
     # below it: a giver's q-th of d moved entries is its occurrence
@@ -319,31 +319,31 @@ def capacity_tables(
         tb, tu, tcab = toward
         row = np.full(b, -1)
         row[sw[whole]] = np.flatnonzero(whole)
-        r = row[tb]
-        keep = (r >= 0) & free[tb, tu]
-        tb, tu, tcab, r = tb[keep], tu[keep], tcab[keep], r[keep]
-        at = np.take_along_axis(tcab, pos[gain][r], axis=1)
+        keep = (row[tb] >= 0) & free[tb, tu]
+        tb, tu, r = tb[keep], tu[keep], row[tb[keep]]
+        at = np.take_along_axis(tcab[keep], pos[gain][r], axis=1)
         t_got = np.where(inside[r], np.minimum(at, got[r]), 0).astype(np.int64)
         less = (t_got < got[r]).any(axis=1)
-        if less.any():
-            tb, tu, r, t_got = tb[less], tu[less], r[less], t_got[less]
-            t_len = t_got.sum(axis=1)
-            t_row = np.repeat(np.arange(len(r)), t_len)
-            n_tab = len(length) + n
-            pat_of[tb, tu] = n_tab + np.arange(len(r))
-            new_len = np.concatenate([new_len, t_len])
-            new_value = np.concatenate([new_value, value[start[fp][r][t_row] + _spread(t_got)]])
+        tb, tu, r, t_got = tb[less], tu[less], r[less], t_got[less]
+        t_len = t_got.sum(axis=1)
+        pat_of[tb, tu] = len(length) + n + np.arange(len(r))
+        new_len = np.concatenate([new_len, t_len])
+        t_val = value[start[fp][r][np.repeat(np.arange(len(r)), t_len)] + spread_entries(t_got)[0]]
+        new_value = np.concatenate([new_value, t_val])
     new_start = len(value) + np.cumsum(new_len) - new_len
     return ((np.concatenate([length, new_len]), np.concatenate([start, new_start]),
              np.concatenate([value, new_value])), pat_of)
 
 
-def _spread(got: np.ndarray) -> np.ndarray:
-    """The tables of ``got`` ``(n, k)`` entries per group, rows concatenated:
-    each entry's group, the j-th of a group's c at (j + 1/2) / c."""
+def spread_entries(got: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tables of ``got`` ``(n, k)`` entries per group, rows
+    concatenated: each entry's group and its occurrence among the group's
+    entries, the j-th of a group's c at (j + 1/2) / c through its table
+    (ties by group)."""
     n, kmax = got.shape
     c_row, c_grp, cj = _ragged(n, kmax, got.ravel())
-    return c_grp[np.lexsort((c_grp, (cj + 0.5) / got.ravel()[c_row * kmax + c_grp], c_row))]
+    order = np.lexsort((c_grp, (cj + 0.5) / got.ravel()[c_row * kmax + c_grp], c_row))
+    return c_grp[order], cj[order]
 
 
 def _ragged(n: int, kmax: int, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -40,6 +40,7 @@ from smroute.routing.dmodc import Destinations
 from smroute.routing.nmodc.cables import counted_cables, structural_shares
 from smroute.routing.nmodc.descent import up_groups
 from smroute.routing.nmodc.nominal import NominalSlots
+from smroute.routing.nmodc.slot_tables import spread_entries
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["TurnTables", "apply_turns", "turn_tables"]
@@ -112,14 +113,10 @@ def _tables(g: SwitchGraph, grp: np.ndarray, arity: np.ndarray,
     grp = grp[:, :k]
     inside = np.arange(k)[None, :] < arity[:, None]
     got = np.where(inside, counted_cables(g)[np.maximum(grp, 0)], 0)
-    # the j-th of a slot's c entries at (j + 1/2) / c, ties by slot
-    row, s = np.nonzero(got > 0)
-    reps = got[row, s]
-    e_row, e_slot = np.repeat(row, reps), np.repeat(s, reps)
-    occ = np.arange(len(e_row)) - np.repeat(np.cumsum(reps) - reps, reps)
-    order = np.lexsort((e_slot, (occ + 0.5) / got[e_row, e_slot], e_row))
+    e_slot, occ = spread_entries(got)  # (as the shares by capacity lay them out)
     length = got.sum(axis=1)
     start = np.cumsum(length) - length
+    e_row = np.repeat(np.arange(len(lower)), length)
     # the upper switches cabled to a lower one more than once
     bi, j = np.nonzero(inside & (grp >= 0))
     gid = grp[bi, j]
@@ -130,8 +127,8 @@ def _tables(g: SwitchGraph, grp: np.ndarray, arity: np.ndarray,
         return None
     key = up[many] * len(g.rank) + lower[bi[many]]
     o = np.argsort(key, kind="stable")
-    return TurnTables(lower, length, start, e_slot[order], occ[order],
-                      got[e_row, e_slot][order], key[o], j[many][o], down[many][o])
+    return TurnTables(lower, length, start, e_slot, occ, got[e_row, e_slot], key[o], j[many][o],
+                      down[many][o])
 
 
 def _group_between(g: SwitchGraph, a: np.ndarray, b: np.ndarray) -> np.ndarray:
