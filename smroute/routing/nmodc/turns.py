@@ -41,6 +41,7 @@ from smroute.routing.nmodc.cables import counted_cables, structural_shares
 from smroute.routing.nmodc.descent import up_groups
 from smroute.routing.nmodc.nominal import NominalSlots
 from smroute.routing.nmodc.slot_tables import spread_entries
+from smroute.routing.runs import runs
 from smroute.routing.topology import SwitchGraph
 
 __all__ = ["TurnTables", "apply_turns", "turn_tables"]
@@ -50,12 +51,12 @@ __all__ = ["TurnTables", "apply_turns", "turn_tables"]
 class TurnTables:
     """Per lower switch of the turns (``(T,)`` ``lower``, switch ids
     ascending), its table as the switches of its rank with one entry per
-    cable lay it out: ``length`` ``(T,)`` entries from ``start`` ``(T,)`` in the
-    flat ``slot`` / ``occurrence`` / ``count`` arrays (each entry's slot,
+    cable lay it out: ``length`` ``(T,)`` entries from ``start`` ``(T,)``
+    in the flat ``slot`` / ``occurrence`` / ``count`` arrays (each entry's slot,
     its occurrence among the slot's entries, the slot's entries); per
-    (upper switch, target) pair of ``key`` ``(K,)`` (``upper * S +
-    lower``, ascending) the upper switch's slot at the lower one and its
-    group down to it."""
+    (upper, lower) pair of ``key`` ``(K,)`` (``upper * S + lower``,
+    ascending) the upper switch's slot at the lower one and its group down
+    to it."""
 
     lower: np.ndarray
     length: np.ndarray
@@ -162,7 +163,9 @@ def apply_turns(g: SwitchGraph, tt: TurnTables | None, pi: np.ndarray, dest: Des
         # the switch below each entry's port
         below = np.full(256, -1, dtype=np.int64)
         gs = np.arange(g.grp_first[s], g.grp_first[s] + g.grp_count[s])
-        below[g.grp_ports[_runs_of(g, gs)]] = np.repeat(g.grp_remote[gs], g.grp_port_count[gs])
+        which, at = runs(g.grp_port_first[gs].astype(np.int64),
+                         g.grp_port_count[gs].astype(np.int64))
+        below[g.grp_ports[at]] = g.grp_remote[gs[which]]
         low = below[out[i, lid]]
         key = s * n + low
         pos = np.minimum(np.searchsorted(tt.key, key), len(tt.key) - 1)
@@ -178,9 +181,3 @@ def apply_turns(g: SwitchGraph, tt: TurnTables | None, pi: np.ndarray, dest: Des
         turn = (x // tt.length[t]) * tt.count[e] + tt.occurrence[e]
         cable = turn % g.grp_port_count[grp]
         out[i, lid[hit]] = g.grp_ports[g.grp_port_first[grp] + cable]
-
-
-def _runs_of(g: SwitchGraph, gs: np.ndarray) -> np.ndarray:
-    """The port indices (into ``g.grp_ports``) of the groups ``gs``, in order."""
-    cnt = g.grp_port_count[gs]
-    return np.repeat(g.grp_port_first[gs] - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
