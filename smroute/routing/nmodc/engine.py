@@ -338,7 +338,8 @@ class Nmodc:
         towards their partial targets (with :attr:`partial_in_kernel`, this
         kernel, last).  The entries :mod:`~smroute.routing.nmodc.descent`
         names take the destination's own up-route down, and the cables down
-        into a leaf the turn of the leaves' tables (:mod:`~smroute.routing.nmodc.turns`)."""
+        into a switch the turn of its rank's tables
+        (:mod:`~smroute.routing.nmodc.turns`)."""
         if "n_slots" not in a:  # Dmodc's arrays: a tree routed as Dmodc
             dmodc_engine().kernel(a, switches, out, cache)
             return
