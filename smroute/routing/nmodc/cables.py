@@ -6,6 +6,8 @@ down to them.  Pure functions on arrays."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -16,9 +18,19 @@ __all__ = ["BELOW_RANKS_SHARE", "OWN_COUNT_SHARE", "cables_down", "counted_cable
            "most_common", "structural_shares", "unequal_cables", "usual_cables"]
 
 
-#: :func:`usual_cables` per graph (a frozen graph's: the kernel's blocks
-#: read it once per worker)
-_USUAL: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
+def _per_graph(f: Callable[[SwitchGraph], np.ndarray]) -> Callable[[SwitchGraph], np.ndarray]:
+    """``f`` computed once per graph (a frozen graph's: the kernel's blocks
+    read it once per worker), read-only."""
+    memo: WeakKeyDictionary[SwitchGraph, np.ndarray] = WeakKeyDictionary()
+
+    @functools.wraps(f)
+    def once(g: SwitchGraph) -> np.ndarray:
+        if g not in memo:
+            out = f(g)
+            out.flags.writeable = False
+            memo[g] = out
+        return memo[g]
+    return once
 
 
 #: An upper switch counts its own cables to a rank below where at least
@@ -35,6 +47,7 @@ OWN_COUNT_SHARE = 0.5
 BELOW_RANKS_SHARE = 0.25
 
 
+@_per_graph
 def usual_cables(g: SwitchGraph) -> np.ndarray:
     """``(G,)`` int64: the usual cable count of each port group.  Its upper
     switch's own count to the rank of the lower switch, the largest count
@@ -47,8 +60,6 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     switches (a spine that lost cables to most leaves: the shares then
     count as the ranks usually do).  A group between two switches of one
     rank takes its own switch as the upper one."""
-    if g in _USUAL:
-        return _USUAL[g]
     cnt = g.grp_port_count.astype(np.int64)
     if cnt.max(initial=0) <= 1:  # no parallel cables: one each
         return cnt
@@ -71,10 +82,7 @@ def usual_cables(g: SwitchGraph) -> np.ndarray:
     width = int(own.max()) + 1
     same = np.bincount(lower[first] * width + own[first], minlength=top * width)
     ok &= (own >= ranks) | (same[lower * width + own] >= BELOW_RANKS_SHARE * n_upper[lower])
-    usual = np.where(ok, own, ranks)
-    usual.flags.writeable = False
-    _USUAL[g] = usual
-    return usual
+    return np.where(ok, own, ranks)
 
 
 def most_common(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
@@ -128,6 +136,7 @@ def unequal_cables(g: SwitchGraph, groups: np.ndarray,
     return lo < hi
 
 
+@_per_graph
 def lost_up(g: SwitchGraph) -> np.ndarray:
     """``(S,)`` bool: the switches with a group up (to a switch of a higher
     rank) below its usual count (:func:`usual_cables`): a parallel cable
@@ -157,6 +166,7 @@ def cables_down(g: SwitchGraph, targets: np.ndarray, groups: np.ndarray,
     return np.where(dn > 0, np.minimum(own, dn), own).reshape(-1, groups.shape[1])
 
 
+@_per_graph
 def structural_shares(g: SwitchGraph) -> np.ndarray:
     """``(S,)`` bool: the switches whose up groups (every group not going
     down) count unequal cables (:func:`counted_cables`) where some switch

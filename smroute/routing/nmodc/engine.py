@@ -349,9 +349,9 @@ class Nmodc:
                           a["n_desc"], cache["dest"], switches, out)
         if self.partial_in_kernel and "n_dmodc" in a:  # (after the descent, as the pass)
             _kernel_partial(a, switches, out, cache)
-        g = cache["g"]  # (set by the rows)
-        apply_turns(g, turn_tables(g, nominal.unpacked_slots(a["n_slots"])), a["pi"],
-                    cache["dest"], switches, out)
+        if "turns" not in cache:  # (the graph and destinations: set by the rows)
+            cache["turns"] = turn_tables(cache["g"], nominal.unpacked_slots(a["n_slots"]))
+        apply_turns(cache["g"], cache["turns"], a["pi"], cache["dest"], switches, out)
 
     def _rows(self, a: Arrays, switches: np.ndarray, out: np.ndarray,
               cache: dict[str, Any]) -> None:
