@@ -28,7 +28,10 @@ switches and the end of the one-root fallback changed
 added with their generator (``research/dragonfly-plus.md``), and the six
 table sets of two captures and one catalogue shape that the spines' own
 cable counts on damaged trees and the givers' turns changed
-(``research/mixed-sites.md``).
+(``research/mixed-sites.md``), and the four of the two catalogue shapes
+with leaves ranked apart that the pods' climb by every up group and the
+line switches' digit of their strides changed
+(``research/site-catalogue-current.md``).
 """
 
 from __future__ import annotations

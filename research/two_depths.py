@@ -14,6 +14,7 @@ HSD in GUID order, SP and HSD in host-name order); ``--summary`` prints per
 metric on how many sites ``on`` is below / above ``off`` and the sign test.
 
     .venv/bin/python research/two_depths.py --sites 24 --summary [--part up_skewed]
+    .venv/bin/python research/two_depths.py --sites 24 --write DIR   # the sites as files
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ for p in (ROOT, ROOT / "bench"):
 
 from site_compare import table_metrics  # noqa: E402
 
+from smroute.fabric.export.writers import write_topology  # noqa: E402
 from smroute.fabric.generate.shapes import with_aggregation_nodes  # noqa: E402
 from smroute.fabric.generate.sitegen import CONNECTX5, SWITCHIB, Site  # noqa: E402
 from smroute.fabric.model.arrays import Fabric  # noqa: E402
@@ -98,6 +100,8 @@ def main() -> None:
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--part", choices=PARTS, default=PARTS[0],
                     help="the part of the pass compared on and off (default: %(default)s)")
+    ap.add_argument("--write", metavar="DIR", type=Path,
+                    help="write the sites as ibnetdiscover files here, route nothing")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -108,6 +112,10 @@ def main() -> None:
         if pods * 9 * min(9, (36 - 2 * per_pod) // 2) + first * 9 > 648:
             continue  # (more cables than a CS7500's line ports)
         f = site(first, pods, per_pod, k)
+        if args.write:
+            args.write.mkdir(parents=True, exist_ok=True)
+            write_topology(f, args.write / f"td{k:02d}-{first}L-{pods}x{per_pod}.topo")
+            continue
         off, on = measured(f, args.part), measured(f)
         rows.append((off, on))
         print(f"{first} leaves on the directors, {pods} pods of {per_pod}: "

@@ -133,6 +133,50 @@ def test_the_first_leaves_spread_each_pod_over_the_line_switches_cables() -> Non
     assert spread(routed(True)) > 0.9 and spread(routed(False, "up_skewed")) < 0.2
 
 
+def test_the_pods_climb_to_a_leaf_ranked_apart_by_every_spine() -> None:
+    """A pod leaf sends the destinations of a leaf ranked apart up by its
+    digit over all nine of its spines (the two it shares line switches with
+    alone would be the minimal routes): each first leaf's 18 destinations
+    leave every pod leaf over all nine spines."""
+    r = routed(True)
+    g, dest, ports = r.graph, r.dest, r.tables.ports
+    behind = g.behind()
+    apart = entries.apart_leaves(g)
+    pod = np.flatnonzero(g.is_leaf & ~np.isin(np.arange(g.n_switches), apart))
+    used = []
+    for leaf in apart.tolist():
+        lid = dest.lid[~dest.is_switch & (dest.target == leaf)]
+        used += [len(np.unique(behind[s][ports[s, lid]])) for s in pod.tolist()]
+    assert set(used) == {9}
+
+
+def test_a_line_switch_spreads_what_each_child_sends_over_the_spines() -> None:
+    """A switch below a line switch sends it the destinations of one class
+    of NIDs modulo its stride (a first leaf's ``x mod 18``; a pod spine,
+    which its leaves send ``x mod 9``, ``x mod 162``).  The destinations of
+    the leaves ranked apart in one such class climb from the line switch
+    to distinct spines (by the digit of its strides): 95% of them, against
+    70% by the line switches' own digit ``floor(x / 162)``, which sends
+    the NIDs of nine first leaves up one spine."""
+    r = routed(True)
+    g, dest, ports, pi = r.graph, r.dest, r.tables.ports, r.dividers
+    behind = g.behind()
+    apart = entries.apart_leaves(g)
+    d = np.flatnonzero(~dest.is_switch & np.isin(dest.target, apart))
+    lid, x = dest.lid[d], dest.nid[d]
+    climbing = distinct = 0
+    for child in np.flatnonzero(g.rank < 2).tolist():
+        via = behind[child][ports[child, lid]]
+        for line in np.unique(via[g.rank[np.maximum(via, 0)] == 2]).tolist():
+            for cls in np.unique(x % pi[child]).tolist():
+                sel = (via == line) & (dest.target[d] != child) & (x % pi[child] == cls)
+                up = behind[line][ports[line, lid[sel]]]
+                up = up[g.rank[np.maximum(up, 0)] == 3]
+                climbing += len(up)
+                distinct += len(np.unique(up))
+    assert climbing and distinct / climbing > 0.9
+
+
 @pytest.mark.parametrize("links", [0, 40])
 def test_a_fat_tree_has_no_leaf_ranked_apart(links: int) -> None:
     f = pgft(3, (8, 8, 8), (1, 8, 8), (1, 1, 1))

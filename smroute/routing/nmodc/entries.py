@@ -20,10 +20,18 @@ order, over its cables into each *block* (the line switches cabled to the
 leaf that share the switches above them: one director), each destination
 to one cable of the block:
 
-* the line switch of that cable delivers it; the block's other line
-  switches send it up, each to another switch above (by the NID and the
-  line switch: the destination's traffic climbs to every spine, and each
-  spine is cabled to that line switch);
+* the line switch of that cable delivers it;
+* every other switch under the block's upper switches (the director's
+  other line switches, cabled to the leaf or not) sends it up by the
+  digit of its *strides*: ``sum floor(x / s) mod n`` over the distinct
+  strides ``s`` of the switches below it (a switch's divider times its
+  up groups), ``n`` its cables up.  A switch below sends it the
+  destinations of one class of NIDs modulo its stride (a leaf ranked
+  apart ``x mod 18``, a pod spine, which its leaves send ``x mod 9``,
+  ``x mod 162``), and that digit spreads each class over the spines.  The
+  line switch's own digit ``floor(x / 162)`` is one value for the NIDs of
+  nine such leaves: one spine carried them all (five flows on one cable
+  in a host-name shift where one sufficed);
 * every switch above the block's line switches sends it down to that one.
 
 A route a line switch sends up climbs one rank more, then goes down: it
@@ -31,12 +39,28 @@ stays up*/down* in the tree's ranks (free of credit loops on one VL with
 every other route), delivered, at most two hops longer.  A block is dealt
 only over the line switches cabled to every switch above it, so no switch
 above sends a destination down to one that would send it up again.  Switch
-LIDs keep their routes.  Over 24 generated sites of two depths
-(``research/two_depths.py``: 8-32 leaves on the directors, 1-4 pods of
-6-14 leaves; one VL, compute hosts) SP is lower on 10 and never higher, RP
-lower on 10 and higher on 1, the shifts' HSD lower on 16 and higher on 3
-(pods 3.5:1 oversubscribed under many leaves on the directors), host-name
-HSD lower on 13 and higher on 8, A2A the same.
+LIDs keep their routes.
+
+The switches below the line switches (the pods' leaves and spines) send
+such a leaf's destinations up by Dmodc's digit over *every* up group that
+reaches it, not only those that lead closer: a pod spine shares a line
+switch with the leaf on two of its nine cables' worth, so the minimal
+routes put a pod leaf's 18 flows into one such leaf on two spines.  The
+other spines reach it over a line switch, a director spine and the
+entry: two hops longer, up*/down*.
+
+Over 24 generated sites of two depths (``research/two_depths.py``: 8-32
+leaves on the directors, 1-4 pods of 6-14 leaves; one VL, compute hosts;
+``research/ab_metrics.py`` against the code with neither of the last two
+rules; a change counts where the sign test over the paired shifts,
+permutations or orders gives p < 0.05) the shifts' HSD over 10 random
+host orders is lower on 20 and higher on 3 (e.g. 5.94 to 4.77 with 24
+leaves on the directors and one pod of 9; 5.02 to 5.19 with four pods of
+6 leaves, whose traffic now also crosses the directors' spines),
+host-name HSD lower on all 24 (7.16 to 5.24 with 32 leaves and three
+pods of 14), RP lower on 18 and higher on 2, SP lower on 14 and higher
+on 2 in GUID order, lower on 15 and never higher in host-name order, A2A
+lower on 6 and never higher.
 
 A leaf ranked apart can hang off the top switches themselves: two
 leaf/spine clusters joined at their spines (the smaller one's spines the
@@ -91,7 +115,7 @@ from __future__ import annotations
 import numpy as np
 
 from smroute.fabric.graph import components
-from smroute.routing.dmodc import UP_PHASE, Destinations
+from smroute.routing.dmodc import INF, UP_PHASE, Destinations
 from smroute.routing.nmodc.bundles import skewed_up
 from smroute.routing.nmodc.descent import up_groups
 from smroute.routing.topology import SwitchGraph
@@ -183,13 +207,14 @@ def _top_digit(x: np.ndarray, p: int, n: int) -> np.ndarray:
 def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
                 leaves: np.ndarray, pi: np.ndarray) -> None:
     """Route the end-port destinations of ``leaves`` (:func:`apart_leaves`)
-    into them by their dealt cables (module doc), in place in ``ports``
-    ``(S, W)`` uint8; ``c`` ``(S, S)`` the encoded costs and ``pi`` ``(S,)``
-    the dividers (the entries through the top switches)."""
+    into them by their dealt cables, up to the blocks by every cable of the
+    switches below (module doc), in place in ``ports`` ``(S, W)`` uint8;
+    ``c`` ``(S, S)`` the encoded costs and ``pi`` ``(S,)`` the dividers."""
     if not len(leaves):
         return
     behind, up_grp = g.behind(), up_groups(g)
     ca = np.flatnonzero(~dest.is_switch)
+    strides, member = _child_strides(g, pi)
     for leaf in leaves.tolist():
         d = ca[dest.target[ca] == leaf]
         if not len(d):
@@ -212,14 +237,30 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
             sel = label[lines] == block
             uppers = np.unique(np.concatenate([u for u, x in zip(above, sel, strict=True)
                                                if x]))
-            _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers)
+            _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers, strides, member)
+        _up_from_below(g, c, dest, ports, up_grp, leaves, d, int(g.rank[lines].min()), pi)
+
+
+def _child_strides(g: SwitchGraph, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(strides, member)``: the distinct strides ``(K,)`` of the switches
+    below others, and ``(S, K)`` int64 which of them each switch has below
+    it.  A switch's stride is its divider times its up groups: it sends an
+    upper switch the destinations of one class of NIDs modulo it."""
+    lo, hi = g.up_pairs()
+    n_up = np.bincount(lo, minlength=g.n_switches)
+    of = pi[lo].astype(np.int64) * n_up[lo]
+    strides, k = np.unique(of, return_inverse=True)
+    member = np.zeros((g.n_switches, len(strides)), dtype=np.int64)
+    member[hi, k.ravel()] = 1
+    return strides, member
 
 
 def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
-          leaf: int, d: np.ndarray, lines: np.ndarray, uppers: np.ndarray) -> None:
+          leaf: int, d: np.ndarray, lines: np.ndarray, uppers: np.ndarray,
+          strides: np.ndarray, member: np.ndarray) -> None:
     """The entries of ``d`` (the destinations on ``leaf``, in NID order)
     through the line switches ``lines`` of one block, ``uppers`` the
-    switches above them."""
+    switches above them; ``strides`` / ``member`` as :func:`_child_strides`'s."""
     if not len(uppers):
         return
     full = lines[(behind[lines][:, None, :] == uppers[None, :, None]).any(axis=2).all(axis=1)]
@@ -228,19 +269,42 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
         return
     k = np.arange(len(d)) % len(cx)
     at, port = cx[k], cp[k]  # (the entry of each destination: full[at], its port)
-    lid, nid = dest.lid[d], dest.nid[d]
-    # the line switches: the entry delivers, the others go up (by NID and switch)
-    up = np.isin(behind[lines], uppers)
-    n_up = up.sum(axis=1)
-    pick = _nth(up, (nid[None, :] + lines[:, None]) % np.maximum(n_up, 1)[:, None])
-    deliver = lines[:, None] == full[at][None, :]
-    keep = ~deliver & (n_up == 0)[:, None]  # (a line switch without a way up keeps its own)
-    ports[np.ix_(lines, lid)] = np.where(deliver, port[None, :], np.where(
-        keep, ports[np.ix_(lines, lid)], pick))
+    lid, nid = dest.lid[d], dest.nid[d].astype(np.int64)
+    # every switch under the uppers climbs to one by the digit of its strides;
+    # the entry delivers
+    under = np.flatnonzero(np.isin(behind, uppers).any(axis=1)
+                           & (g.rank < g.rank[uppers].min()))
+    under = under[under != leaf]
+    up = np.isin(behind[under], uppers)  # (U, 256)
+    digit = (member[under] @ (nid[None, :] // strides[:, None])) % up.sum(axis=1)[:, None]
+    climb = _nth(up, digit)  # (U, D)
+    ports[np.ix_(under, lid)] = np.where(under[:, None] == full[at][None, :], port[None, :],
+                                         climb)
     # the switches above: down to the entry (by NID among parallel cables)
     to = behind[uppers][:, None, :] == full[None, :, None]  # (uppers, full, 256)
     mask = to[:, at, :]  # (uppers, D, 256)
     ports[np.ix_(uppers, lid)] = _nth(mask, nid[None, :] % mask.sum(axis=2))
+
+
+def _up_from_below(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
+                   up_grp: np.ndarray, leaves: np.ndarray, d: np.ndarray, line_rank: int,
+                   pi: np.ndarray) -> None:
+    """The switches below rank ``line_rank`` (the blocks' line switches),
+    but ``leaves``, send the destinations ``d`` of a leaf ranked apart up by
+    Dmodc's digit over every up group that reaches it, not only those that
+    lead closer (module doc), in place in ``ports``; ``up_grp`` ``(S, U)``
+    each switch's up groups (-1 padded)."""
+    sw = np.flatnonzero((g.rank >= 0) & (g.rank < line_rank))
+    sw = sw[~np.isin(sw, leaves)]
+    n = (up_grp[sw] >= 0).sum(axis=1)
+    sw, n = sw[n >= 2], n[n >= 2]
+    lid, x, t = dest.lid[d], dest.nid[d].astype(np.int64), int(dest.target[d[0]])
+    p = np.maximum(pi[sw].astype(np.int64), 1)[:, None]
+    k = np.take_along_axis(up_grp[sw], (x[None, :] // p) % n[:, None], axis=1)  # (N, D)
+    cable = g.grp_ports[g.grp_port_first[k] + (x[None, :] // (p * n[:, None]))
+                        % g.grp_port_count[k]]
+    ok = c[g.grp_remote[k], t] < INF
+    ports[np.ix_(sw, lid)] = np.where(ok, cable, ports[np.ix_(sw, lid)])
 
 
 def _enter_tops(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.ndarray,
