@@ -215,6 +215,7 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     behind, up_grp = g.behind(), up_groups(g)
     ca = np.flatnonzero(~dest.is_switch)
     strides, member = _child_strides(g, pi)
+    unders: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
     for leaf in leaves.tolist():
         d = ca[dest.target[ca] == leaf]
         if not len(d):
@@ -237,7 +238,8 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
             sel = label[lines] == block
             uppers = np.unique(np.concatenate([u for u, x in zip(above, sel, strict=True)
                                                if x]))
-            _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers, strides, member)
+            _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers, strides, member,
+                  unders)
         _up_from_below(g, c, dest, ports, up_grp, leaves, d, int(g.rank[lines].min()), pi)
 
 
@@ -257,10 +259,13 @@ def _child_strides(g: SwitchGraph, pi: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndarray,
           leaf: int, d: np.ndarray, lines: np.ndarray, uppers: np.ndarray,
-          strides: np.ndarray, member: np.ndarray) -> None:
+          strides: np.ndarray, member: np.ndarray,
+          unders: dict[bytes, tuple[np.ndarray, np.ndarray]]) -> None:
     """The entries of ``d`` (the destinations on ``leaf``, in NID order)
     through the line switches ``lines`` of one block, ``uppers`` the
-    switches above them; ``strides`` / ``member`` as :func:`_child_strides`'s."""
+    switches above them; ``strides`` / ``member`` as :func:`_child_strides`'s;
+    ``unders``: per set of uppers, the switches cabled to them below and
+    their ports to them (filled here)."""
     if not len(uppers):
         return
     full = lines[(behind[lines][:, None, :] == uppers[None, :, None]).any(axis=2).all(axis=1)]
@@ -272,10 +277,13 @@ def _deal(g: SwitchGraph, dest: Destinations, ports: np.ndarray, behind: np.ndar
     lid, nid = dest.lid[d], dest.nid[d].astype(np.int64)
     # every switch under the uppers climbs to one by the digit of its strides;
     # the entry delivers
-    under = np.flatnonzero(np.isin(behind, uppers).any(axis=1)
-                           & (g.rank < g.rank[uppers].min()))
-    under = under[under != leaf]
-    up = np.isin(behind[under], uppers)  # (U, 256)
+    key = uppers.tobytes()
+    if key not in unders:  # (the same for every leaf on these uppers)
+        below = np.flatnonzero(np.isin(behind, uppers).any(axis=1)
+                               & (g.rank < g.rank[uppers].min()))
+        unders[key] = (below, np.isin(behind[below], uppers))
+    under, up = unders[key]  # (U,), (U, 256)
+    up, under = up[under != leaf], under[under != leaf]
     digit = (member[under] @ (nid[None, :] // strides[:, None])) % up.sum(axis=1)[:, None]
     climb = _nth(up, digit)  # (U, D)
     ports[np.ix_(under, lid)] = np.where(under[:, None] == full[at][None, :], port[None, :],
