@@ -172,6 +172,25 @@ def test_cli_list_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["fabric", "generate", "catalogue"]) == 2
 
 
+def test_cli_writes_a_damaged_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--seed``/``--remove-links``/``--remove-switches`` damage a shape as
+    they damage the other generators' trees: the same seed, the same cuts."""
+    out = [tmp_path / f"{k}.topo" for k in range(3)]
+    args = ["fabric", "generate", "catalogue", "ndr-dgx-h100-1su", "--remove-links", "7",
+            "--remove-switches", "1"]
+    assert main([*args, "--seed", "3", "--out", str(out[0])]) == 0
+    assert "removed 1 switches and 7 links (seed 3)" in capsys.readouterr().err
+    assert main([*args, "--seed", "3", "--out", str(out[1]), "-q"]) == 0
+    assert main([*args, "--seed", "4", "--out", str(out[2]), "-q"]) == 0
+    whole = shape("ndr-dgx-h100-1su")
+    got = [parse_topology(p.read_text().splitlines(), str(p)) for p in out]
+    assert len(got[0].switches) == len(whole.switches) - 1
+    assert got[0].n_links < whole.n_links - 7  # (the switch's own links too)
+    assert out[0].read_text() == out[1].read_text() != out[2].read_text()
+    assert main(["fabric", "generate", "catalogue", "ndr-dgx-h100-1su", "--remove-links",
+                 "-1"]) == 2
+
+
 needs_ibsim = pytest.mark.skipif(
     shutil.which("ibsim") is None, reason="the ibsim binary is not installed (ibsim-utils)")
 

@@ -1,7 +1,9 @@
 """``smroute fabric generate catalogue NAME``: a named site shape of
 :mod:`smroute.fabric.generate.catalogue` as ibnetdiscover text (the shape's dialect:
-plain ibnetdiscover or ibdiagnet's), or as an ibsim net file;
-``--list`` prints the catalogue with its host and switch counts.
+plain ibnetdiscover or ibdiagnet's), or as an ibsim net file, with
+``--seed``/``--remove-switches``/``--remove-links`` damaged as the other
+generators' trees are; ``--list`` prints the catalogue with its host and
+switch counts.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from smroute.cli.generate_cmd import degradation_options, degraded
 from smroute.cli.outputs import check_output, is_stdout, write_output
 from smroute.errors import InputError
 
@@ -32,6 +35,7 @@ def add_catalogue_parser(gs: Any) -> None:
     g.add_argument("--out", default="-", metavar="FILE|-",
                    help="output file (replaced atomically), - for stdout (default)")
     g.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+    degradation_options(g)
     g.set_defaults(func=cmd_catalogue)
 
 
@@ -71,7 +75,7 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
         raise InputError(f"catalogue: no shape {args.name!r}; known: {', '.join(CATALOGUE)}")
     if not is_stdout(args.out):
         check_output(args.out)
-    fabric = build_shape(args.name)
+    fabric, note = degraded(build_shape(args.name), args)
     fmt = shape.dialect if args.format == "auto" else args.format
     if fmt == "ibsim":
         lines = format_ibsim_net(fabric)
@@ -84,5 +88,6 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     if not args.quiet:
         where = "stdout" if args.out == "-" else args.out
         print(f"smroute: {args.name}: {len(fabric.switches)} switches, {len(fabric.cas)} CAs, "
-              f"{fabric.n_links} links -> {where} ({fmt})", file=sys.stderr)
+              f"{fabric.n_links} links" + (f", {note}" if note else "")
+              + f" -> {where} ({fmt})", file=sys.stderr)
     return 0

@@ -95,13 +95,7 @@ def _common(gen: argparse.ArgumentParser) -> None:
                    help="link speed: SDR DDR QDR FDR10 FDR EDR HDR NDR XDR (default EDR)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="link width in lanes: 1 2 4 8 12 (default 4)")
-    t = gen.add_argument_group("transforms (applied in this order)")
-    t.add_argument("--seed", type=SEED, default=0,
-                   help="seed of the degradation, 0..2^63-1 (default 0)")
-    t.add_argument("--remove-switches", type=int_range(0), default=0, metavar="N",
-                   help="remove N random switches")
-    t.add_argument("--remove-links", type=int_range(0), default=0, metavar="N",
-                   help="then remove N random switch-to-switch links")
+    t = degradation_options(gen)
     t.add_argument("--spine-hosts", type=int_range(0), default=0, metavar="N",
                    help="attach N service hosts (\"service01 HCA-1\", ..) to the first top switch")
     t.add_argument("--split-ports", action="store_true",
@@ -118,6 +112,33 @@ def _common(gen: argparse.ArgumentParser) -> None:
                    "(default)")
     o.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
     gen.set_defaults(func=cmd_generate)
+
+
+def degradation_options(gen: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The seeded degradation's options (``--seed``, ``--remove-switches``,
+    ``--remove-links``), in a group of transforms returned for more."""
+    t = gen.add_argument_group("transforms (applied in this order)")
+    t.add_argument("--seed", type=SEED, default=0,
+                   help="seed of the degradation, 0..2^63-1 (default 0)")
+    t.add_argument("--remove-switches", type=int_range(0), default=0, metavar="N",
+                   help="remove N random switches")
+    t.add_argument("--remove-links", type=int_range(0), default=0, metavar="N",
+                   help="then remove N random switch-to-switch links")
+    return t
+
+
+def degraded(fabric: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
+    """``fabric`` with :func:`degradation_options`' switches and links
+    removed (:func:`~smroute.fabric.generate.trees.degrade`), and what was
+    removed (``None``: nothing asked)."""
+    from smroute.fabric.generate.trees import degrade
+
+    if not (args.remove_switches or args.remove_links):
+        return fabric, None
+    fabric, removed = degrade(fabric, np.random.default_rng(args.seed),
+                              switches=args.remove_switches, links=args.remove_links)
+    return fabric, (f"removed {len(removed.nodes)} switches and {len(removed.links)} links "
+                    f"(seed {args.seed})")
 
 
 def _tree_options(gen: argparse.ArgumentParser) -> None:
@@ -381,17 +402,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Generate, transform and write the fabric (module doc); exit status 0."""
     from smroute.fabric.export.writers import chassis_ext_ports, format_ibsim_net, format_topology
     from smroute.fabric.generate import shapes
-    from smroute.fabric.generate.trees import degrade
 
     if not is_stdout(args.out):
         check_output(args.out)
     fabric, label = generate_fabric(args)
-    notes = []
-    if args.remove_switches or args.remove_links:
-        fabric, removed = degrade(fabric, np.random.default_rng(args.seed),
-                                  switches=args.remove_switches, links=args.remove_links)
-        notes.append(f"removed {len(removed.nodes)} switches and {len(removed.links)} links "
-                     f"(seed {args.seed})")
+    fabric, note = degraded(fabric, args)
+    notes = [note] if note else []
     if args.spine_hosts:
         if len(fabric.switches) == 0:
             raise InputError("--spine-hosts: the fabric has no switch left")
