@@ -3,8 +3,10 @@
 are apart, one line switch per director delivering each of their
 destinations (several without the pass), every route delivered up*/down*
 and free of credit loops, the loads on the leaves' cables and on the line
-switches' cables into the pods, fat-trees untouched, and an incremental
-reroute equal to a full route."""
+switches' cables into the pods, the pods climbing to such a leaf by every
+spine and the line switches spreading each child's class of NIDs over the
+director's spines, fat-trees untouched, and an incremental reroute equal
+to a full route."""
 
 from __future__ import annotations
 
