@@ -216,6 +216,7 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
     ca = np.flatnonzero(~dest.is_switch)
     strides, member = _child_strides(g, pi)
     unders: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+    climbing: dict[int, list[np.ndarray]] = {}  # (per rank of line switches)
     for leaf in leaves.tolist():
         d = ca[dest.target[ca] == leaf]
         if not len(d):
@@ -240,7 +241,9 @@ def enter_dealt(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.nda
                                                if x]))
             _deal(g, dest, ports, behind, leaf, d, lines[sel], uppers, strides, member,
                   unders)
-        _up_from_below(g, c, dest, ports, up_grp, leaves, d, int(g.rank[lines].min()), pi)
+        climbing.setdefault(int(g.rank[lines].min()), []).append(d)
+    for line_rank, ds in climbing.items():
+        _up_from_below(g, c, dest, ports, up_grp, leaves, np.concatenate(ds), line_rank, pi)
 
 
 def _child_strides(g: SwitchGraph, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -298,20 +301,20 @@ def _up_from_below(g: SwitchGraph, c: np.ndarray, dest: Destinations, ports: np.
                    up_grp: np.ndarray, leaves: np.ndarray, d: np.ndarray, line_rank: int,
                    pi: np.ndarray) -> None:
     """The switches below rank ``line_rank`` (the blocks' line switches),
-    but ``leaves``, send the destinations ``d`` of a leaf ranked apart up by
-    Dmodc's digit over every up group that reaches it, not only those that
-    lead closer (module doc), in place in ``ports``; ``up_grp`` ``(S, U)``
-    each switch's up groups (-1 padded)."""
+    but ``leaves``, send the destinations ``d`` of leaves ranked apart up by
+    Dmodc's digit over every up group that reaches their leaf, not only
+    those that lead closer (module doc), in place in ``ports``; ``up_grp``
+    ``(S, U)`` each switch's up groups (-1 padded)."""
     sw = np.flatnonzero((g.rank >= 0) & (g.rank < line_rank))
     sw = sw[~np.isin(sw, leaves)]
     n = (up_grp[sw] >= 0).sum(axis=1)
     sw, n = sw[n >= 2], n[n >= 2]
-    lid, x, t = dest.lid[d], dest.nid[d].astype(np.int64), int(dest.target[d[0]])
+    lid, x, t = dest.lid[d], dest.nid[d].astype(np.int64), dest.target[d]
     p = np.maximum(pi[sw].astype(np.int64), 1)[:, None]
     k = np.take_along_axis(up_grp[sw], (x[None, :] // p) % n[:, None], axis=1)  # (N, D)
     cable = g.grp_ports[g.grp_port_first[k] + (x[None, :] // (p * n[:, None]))
                         % g.grp_port_count[k]]
-    ok = c[g.grp_remote[k], t] < INF
+    ok = c[g.grp_remote[k], t[None, :]] < INF
     ports[np.ix_(sw, lid)] = np.where(ok, cable, ports[np.ix_(sw, lid)])
 
 
